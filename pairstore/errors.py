@@ -1,0 +1,50 @@
+"""The library's exceptions. The CLI turns each into one line and an exit status.
+
+Exit status (DESIGN.md): 0 success, 2 bad usage or bad input, 3 refused by a
+gate (holdout, tamper), 1 anything else.
+"""
+
+from __future__ import annotations
+
+
+class PairstoreError(Exception):
+    """Base class; `exit_code` is what the CLI exits with."""
+
+    exit_code = 1
+
+
+class BadInput(PairstoreError):
+    """Bad input: names the file, the line (or row) and the field where known."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
+                 field: str | None = None):
+        self.path, self.line, self.field = path, line, field
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if line is not None:
+            where.append(f"line {line}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        self.reason = message
+        super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
+
+
+class NotFound(PairstoreError):
+    """A named thing (round, holdout set, checkpoint, ...) does not exist."""
+
+    exit_code = 2
+
+
+class StoreBusy(PairstoreError):
+    """Another process holds the store file."""
+
+    exit_code = 1
+
+
+class GateRefused(PairstoreError):
+    """A gate refused: a holdout hit at export, a tampered mixture, ..."""
+
+    exit_code = 3

@@ -1,0 +1,127 @@
+"""Keys and hashes, each for its own job (DESIGN.md, "Keys and hashes").
+
+- content id: xxh3-128 of the exact text after Unicode NFC. Ids and dedup;
+  `x²` and `x2` stay different.
+- match key: xxh3-128 of the *user turns only* (system prompt dropped), NFKC,
+  case-folded, whitespace collapsed, trimmed. The holdout gate and leak audits
+  use it, so a leak does not hide behind a system prompt, CRLF, a tab, a case
+  change or another Unicode form.
+- SHA-256 of files, streamed: what evidence and model cards cite.
+
+    >>> match_key("Hello\\r\\n  World") == match_key([{"role": "user", "content": "hello world"}])
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+
+import xxhash
+
+ROLES = ("system", "user", "assistant")
+_WS = re.compile(r"\s+")
+# Separates turns inside one key text; a control character no normalizer emits.
+TURN_SEP = "\x1e"
+
+
+def canonical_messages(prompt, *, where: str = "prompt") -> list[dict]:
+    """A prompt as a list of {"role", "content"} dicts.
+
+    A plain string is one user message. A list must hold dicts (or (role, content)
+    pairs) with a known role and string content. Raises ValueError naming the
+    problem; callers wrap it with file and line.
+    """
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if hasattr(prompt, "tolist"):  # numpy / arrow arrays from parquet
+        prompt = prompt.tolist()
+    if not isinstance(prompt, (list, tuple)):
+        raise ValueError(f"{where}: expected a string or a list of messages, got {type(prompt).__name__}")
+    if not prompt:
+        raise ValueError(f"{where}: empty message list")
+    out = []
+    for i, m in enumerate(prompt):
+        if isinstance(m, dict):
+            role, content = m.get("role"), m.get("content")
+        elif isinstance(m, (list, tuple)) and len(m) == 2:
+            role, content = m
+        else:
+            raise ValueError(f"{where}[{i}]: expected a message object with role and content")
+        if role not in ROLES:
+            raise ValueError(f"{where}[{i}].role: unknown role {role!r} (expected one of {', '.join(ROLES)})")
+        if not isinstance(content, str):
+            raise ValueError(f"{where}[{i}].content: expected a string, got {type(content).__name__}")
+        out.append({"role": role, "content": content})
+    return out
+
+
+def nfc(text: str) -> str:
+    return unicodedata.normalize("NFC", text)
+
+
+def normalize_for_match(text: str) -> str:
+    """NFKC, case-folded, whitespace collapsed, trimmed: the match-key text."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def xxh128(text: str) -> str:
+    return xxhash.xxh3_128_hexdigest(text.encode("utf-8"))
+
+
+def content_id(*parts: str | None) -> str:
+    """xxh3-128 of the exact text (NFC only). Several parts are joined unambiguously."""
+    if len(parts) == 1 and isinstance(parts[0], str):
+        return xxh128(nfc(parts[0]))
+    return xxh128(json.dumps([None if p is None else nfc(p) for p in parts], ensure_ascii=False))
+
+
+def messages_content_id(messages: Sequence[dict], *more: str | None) -> str:
+    """Content id of a message list plus further texts (e.g. chosen, rejected)."""
+    flat = [f"{m['role']}:{m['content']}" for m in messages]
+    return xxh128(json.dumps([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more],
+                             ensure_ascii=False))
+
+
+def user_turns(prompt) -> list[str]:
+    """The user turns of a prompt (string or messages); system and assistant dropped."""
+    return [m["content"] for m in canonical_messages(prompt) if m["role"] == "user"]
+
+
+def match_text(prompt) -> str:
+    """Normalized user turns joined: the text behind the match key and fuzzy matching."""
+    return TURN_SEP.join(normalize_for_match(t) for t in user_turns(prompt))
+
+
+def match_key(prompt) -> str:
+    """xxh3-128 of the normalized user turns (see module docstring)."""
+    return xxh128(match_text(prompt))
+
+
+def sha256_file(path, chunk_size: int = 1 << 20) -> str:
+    """SHA-256 of a file, streamed in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(chunk_size):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def content_hash_rows(rows: Iterable[Sequence]) -> str:
+    """Writer-independent hash of ordered rows: SHA-256 over canonical JSON lines.
+
+    Two exports with the same rows in the same order hash the same whatever
+    parquet writer, compression or library version made them.
+    """
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(json.dumps(row, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()
