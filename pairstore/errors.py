@@ -19,13 +19,15 @@ class BadInput(PairstoreError):
     exit_code = 2
 
     def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None):
+                 field: str | None = None, unit: str | None = None):
         self.path, self.line, self.field = path, line, field
         where = []
         if path is not None:
             where.append(str(path))
         if line is not None:
-            where.append(f"line {line}")
+            # Parquet has rows, text files have lines.
+            unit = unit or ("row" if str(path or "").lower().endswith(".parquet") else "line")
+            where.append(f"{unit} {line}")
         if field is not None:
             where.append(f"field '{field}'")
         self.reason = message

@@ -71,8 +71,14 @@ class Store:
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def scalar(self, sql: str, params=None):
-        row = self.con.execute(sql, params or []).fetchone()
-        return None if row is None else row[0]
+        # fetchall, not fetchone: DuckDB 2 keeps a half-read result open and refuses the next statement.
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0][0] if rows else None
+
+    def one(self, sql: str, params=None) -> tuple | None:
+        """The first row, or None (the result is read to the end, see scalar)."""
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0] if rows else None
 
     def audit(self, action: str, subject: str, detail: dict | None = None) -> None:
         """Append to audit_log (call inside the transaction that makes the change)."""

@@ -1,0 +1,226 @@
+"""Holdout sets: named sets of items that no training mixture may touch.
+
+    pairstore holdout sample judge34 --n 34 --seed 7
+    pairstore holdout add judge34 --ids-file ids.txt
+    pairstore holdout remove judge34 b0042 --reason "published in a blog post"
+
+Members carry their match key (and, for generated tasks, their task key), so
+the export gate and leak audits find them in any form. Removal keeps the row
+(status 'removed', with the reason); every change is written to audit_log.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+import xxhash
+
+from pairstore.errors import BadInput, NotFound
+from pairstore.keys import match_text
+
+SET_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
+
+
+def _check_name(set_name: str) -> None:
+    if not SET_NAME.fullmatch(set_name or ""):
+        raise BadInput(f"bad holdout set name {set_name!r}: letters, digits, '.', '_', ':', '-' only",
+                       field="set")
+
+
+def add_members(store, set_name: str, members: list[dict], *, description: str | None = None,
+                method: str | None = None, seed: int | None = None) -> int:
+    """Add members (item_id, item_kind, match_key, match_text, task_key) to a set; returns how many were new.
+
+    A member that was removed earlier becomes active again (logged)."""
+    _check_name(set_name)
+    added = 0
+    with store.transaction():
+        store.con.execute(
+            "INSERT INTO holdout_sets (set_name, description, method, seed) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING", [set_name, description, method, seed])
+        for m in members:
+            row = store.one("SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?",
+                                    [set_name, m["item_id"]])
+            if row is None:
+                store.con.execute(
+                    "INSERT INTO holdout (set_name, item_id, item_kind, match_key, task_key, match_text) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    [set_name, m["item_id"], m["item_kind"], m["match_key"], m.get("task_key"), m["match_text"]])
+                added += 1
+            elif row[0] is not None:
+                store.con.execute("UPDATE holdout SET removed_at = NULL, removed_reason = NULL "
+                                  "WHERE set_name = ? AND item_id = ?", [set_name, m["item_id"]])
+                added += 1
+        if added:
+            store.audit("holdout.add", set_name, {"added": added, "method": method, "seed": seed,
+                                                  "items": sorted(m["item_id"] for m in members)})
+    return added
+
+
+def _battle_member(row) -> dict:
+    battle_id, prompt, mk = row
+    return {"item_id": battle_id, "item_kind": "battle", "match_key": mk, "task_key": None,
+            "match_text": match_text([dict(m) for m in prompt])}
+
+
+def resolve_ids(store, ids: list[tuple[int, str]], path: str) -> list[dict]:
+    """Members for ids (battle, task or eval item ids), each looked up in the store."""
+    members = []
+    for line, item_id in ids:
+        row = store.one("SELECT battle_id, prompt, match_key FROM battles WHERE battle_id = ?",
+                                [item_id])
+        if row:
+            members.append(_battle_member(row))
+            continue
+        row = store.one("SELECT task_id, prompt, match_key, task_key FROM tasks WHERE task_id = ?",
+                                [item_id])
+        if row:
+            members.append({"item_id": row[0], "item_kind": "task", "match_key": row[2], "task_key": row[3],
+                            "match_text": match_text(row[1])})
+            continue
+        row = store.one("SELECT item_id, prompt, match_key, task_key FROM eval_items WHERE item_id = ? "
+                                "LIMIT 1", [item_id])
+        if row:
+            members.append({"item_id": row[0], "item_kind": "eval_item", "match_key": row[2],
+                            "task_key": row[3], "match_text": match_text([dict(m) for m in row[1]])})
+            continue
+        raise BadInput(f"unknown id {item_id!r} (not a battle, task or eval item in the store)", path=path,
+                       line=line)
+    return members
+
+
+def add_from_ids_file(store, set_name: str, path) -> int:
+    """`holdout add SET --ids-file F`: one id per line (blank lines and # comments ignored)."""
+    try:
+        text = open(path, encoding="utf-8").read()
+    except UnicodeDecodeError:
+        raise BadInput("bytes that are not UTF-8", path=str(path)) from None
+    except FileNotFoundError:
+        raise BadInput("no such file", path=str(path)) from None
+    ids = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1)
+           if ln.strip() and not ln.strip().startswith("#")]
+    if not ids:
+        raise BadInput("no ids in file", path=str(path))
+    members = resolve_ids(store, ids, str(path))
+    return add_members(store, set_name, members, method=f"ids-file {path}")
+
+
+def _rank(seed: int, key: str) -> int:
+    return xxhash.xxh3_64_intdigest(f"{seed}\x1f{key}".encode())
+
+
+def _allocate(sizes: dict, n: int) -> dict:
+    """Largest-remainder allocation of n over strata proportional to their sizes (ties by name)."""
+    total = sum(sizes.values())
+    exact = {k: n * v / total for k, v in sizes.items()}
+    quota = {k: min(int(e), sizes[k]) for k, e in exact.items()}
+    order = sorted(sizes, key=lambda k: (-(exact[k] - int(exact[k])), str(k)))
+    left = n - sum(quota.values())
+    while left > 0:
+        progressed = False
+        for k in order:
+            if left and quota[k] < sizes[k]:
+                quota[k] += 1
+                left -= 1
+                progressed = True
+        if not progressed:
+            break
+    return quota
+
+
+def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None = None) -> list[str]:
+    """Sample n battles, stratified by (vote, category), battles sharing a match key kept together.
+
+    Deterministic: groups are ranked by xxh3(seed, match key). Returns the sampled battle ids."""
+    _check_name(set_name)
+    if n <= 0:
+        raise BadInput("--n must be positive", field="n")
+    if store.scalar("SELECT count(*) FROM holdout WHERE set_name = ?", [set_name]):
+        raise BadInput(f"holdout set {set_name!r} already has members; sample into a new set", field="set")
+    filt = f"WHERE {where}" if where else ""
+    rows = store.con.execute(
+        f"SELECT battle_id, prompt, match_key, vote, coalesce(category, '') FROM battles {filt} "
+        "ORDER BY battle_id").fetchall()
+    groups: dict[str, list] = defaultdict(list)
+    for r in rows:
+        groups[r[2]].append(r)
+    if sum(len(g) for g in groups.values()) < n:
+        raise BadInput(f"only {len(rows)} battles to sample from, asked for {n}", field="n")
+    strata: dict[tuple, list[str]] = defaultdict(list)
+    for mk, g in groups.items():
+        strata[(g[0][3], g[0][4])].append(mk)
+    sizes = {s: sum(len(groups[mk]) for mk in mks) for s, mks in strata.items()}
+    # Nested allocation: votes first (their shares are what judge tallies lean on), then categories.
+    by_vote: dict[str, int] = defaultdict(int)
+    for (vote, _), size in sizes.items():
+        by_vote[vote] += size
+    quota: dict[tuple, int] = {}
+    for vote, vq in _allocate(dict(by_vote), n).items():
+        quota.update({(vote, cat): q for cat, q in
+                      _allocate({c: sz for (v, c), sz in sizes.items() if v == vote}, vq).items()})
+    chosen: list[str] = []
+    taken = 0
+    leftovers = []
+    for s in sorted(strata):
+        mks = sorted(strata[s], key=lambda k: (_rank(seed, k), k))
+        got = 0
+        for mk in mks:
+            if got < quota[s] and taken + len(groups[mk]) <= n:
+                chosen.append(mk)
+                got += len(groups[mk])
+                taken += len(groups[mk])
+            else:
+                leftovers.append(mk)
+    for mk in sorted(leftovers, key=lambda k: (_rank(seed, k), k)):
+        if taken + len(groups[mk]) <= n:
+            chosen.append(mk)
+            taken += len(groups[mk])
+        if taken == n:
+            break
+    members = [_battle_member(r[:3]) for mk in chosen for r in groups[mk]]
+    add_members(store, set_name, members, method=f"sample n={n} stratified by vote,category",
+                seed=seed)
+    return sorted(m["item_id"] for m in members)
+
+
+def active_members(store, set_name: str | None = None) -> list[dict]:
+    return store.rows(
+        "SELECT * FROM holdout WHERE removed_at IS NULL AND (? IS NULL OR set_name = ?) "
+        "ORDER BY set_name, item_id", [set_name, set_name])
+
+
+def held_task_keys(store) -> set[str]:
+    return {r[0] for r in store.con.execute(
+        "SELECT DISTINCT task_key FROM holdout WHERE removed_at IS NULL AND task_key IS NOT NULL").fetchall()}
+
+
+def list_sets(store) -> list[dict]:
+    return store.rows("""
+        SELECT s.set_name, count(h.item_id) FILTER (h.removed_at IS NULL) AS active,
+               count(h.item_id) FILTER (h.removed_at IS NOT NULL) AS removed,
+               s.method, s.seed, s.created_at
+        FROM holdout_sets s LEFT JOIN holdout h USING (set_name)
+        GROUP BY ALL ORDER BY s.set_name""")
+
+
+def show_set(store, set_name: str) -> list[dict]:
+    if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [set_name]):
+        raise NotFound(f"no holdout set {set_name!r}")
+    return store.rows("SELECT item_id, item_kind, status, match_key, removed_reason FROM holdout_status "
+                      "WHERE set_name = ? ORDER BY item_id", [set_name])
+
+
+def remove_member(store, set_name: str, item_id: str, *, reason: str) -> None:
+    if not reason or not reason.strip():
+        raise BadInput("a reason is required to remove a holdout member", field="reason")
+    with store.transaction():
+        row = store.one("SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?",
+                                [set_name, item_id])
+        if row is None:
+            raise NotFound(f"{item_id!r} is not a member of holdout set {set_name!r}")
+        if row[0] is not None:
+            raise BadInput(f"{item_id!r} was already removed from {set_name!r}", field="id")
+        store.con.execute("UPDATE holdout SET removed_at = current_timestamp, removed_reason = ? "
+                          "WHERE set_name = ? AND item_id = ?", [reason, set_name, item_id])
+        store.audit("holdout.remove", set_name, {"item_id": item_id, "reason": reason})

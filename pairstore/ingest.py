@@ -1,0 +1,473 @@
+"""Ingest: battles, problems, generations, pairs and judgments into the store.
+
+    pairstore ingest battles battles.jsonl
+    pairstore ingest problems --dataset gsm8k --path gsm8k-train.parquet
+    pairstore ingest generations outs.jsonl --model so7a
+    pairstore ingest pairs past_round.parquet --source attached
+    pairstore ingest judgments verdicts.jsonl
+
+Every ingest validates the whole file first and writes in one transaction: a
+bad record raises BadInput (file, line, field) and nothing is written. A
+re-ingest of the same file adds nothing; a known id with different content is
+an error, never a silent overwrite.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+
+from pairstore.errors import BadInput
+from pairstore.keys import content_id, match_key, sha256_file
+from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.records import Fields, read_records
+
+VOTES = ("win", "loss", "tie", "both_bad")
+ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
+WINNERS = ("a", "b", "tie")
+MSG_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+
+
+@dataclass
+class IngestResult:
+    kind: str
+    path: str
+    read: int = 0
+    added: int = 0
+    skipped: Counter = field(default_factory=Counter)  # reason -> count (same content already there, ...)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "path": self.path, "read": self.read, "added": self.added,
+                "skipped": dict(self.skipped)}
+
+
+def _progress(iterable, enabled: bool, desc: str):
+    if not enabled:
+        return iterable
+    from tqdm import tqdm
+
+    return tqdm(iterable, desc=desc, unit=" rec", leave=False)
+
+
+def _log_ingest(store, path, kind: str, result: IngestResult) -> None:
+    store.con.execute(
+        "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
+        [sha256_file(path), kind, str(path), result.read, result.added])
+
+
+def _insert_new(store, table: str, key_cols: list[str], rows: list[dict], schema: pa.Schema,
+                differs: str, what: str, path) -> tuple[int, int]:
+    """Insert rows whose key is new. A known key whose content differs (`differs`: SQL over i = incoming,
+    t = table) is an error naming the line; a known key with the same content is skipped."""
+    if not rows:
+        return 0, 0
+    tbl = pa.Table.from_pylist(rows, schema=schema)
+    con = store.con
+    con.register("_incoming", tbl)
+    try:
+        on = " AND ".join(f"i.{k} = t.{k}" for k in key_cols)
+        clash = con.execute(
+            f"SELECT i.{key_cols[-1]}, i._line FROM _incoming i JOIN {table} t ON {on} "
+            f"WHERE {differs} ORDER BY i._line LIMIT 1").fetchall()
+        if clash:
+            clash = clash[0]
+            raise BadInput(f"{what} {clash[0]!r} is already in the store with different content",
+                           path=str(path), line=clash[1], field=key_cols[-1])
+        cols = [c for c in schema.names if not c.startswith("_")]
+        n = con.execute(
+            f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
+            f"FROM _incoming i ANTI JOIN {table} t ON {on}").fetchone()[0]
+    finally:
+        con.unregister("_incoming")
+    return n, len(rows) - n
+
+
+def _dedup_in_file(rows: list[dict], key, hash_col: str, what: str, path) -> tuple[list[dict], int]:
+    seen: dict = {}
+    out = []
+    dup = 0
+    for r in rows:
+        k = key(r)
+        if k in seen:
+            if seen[k][hash_col] != r[hash_col]:
+                raise BadInput(f"{what} {k!r} appears twice with different content (first at line {seen[k]['_line']})",
+                               path=str(path), line=r["_line"])
+            dup += 1
+            continue
+        seen[k] = r
+        out.append(r)
+    return out, dup
+
+
+# ---------------------------------------------------------------------------
+# battles
+# ---------------------------------------------------------------------------
+
+_BATTLE_SCHEMA = pa.schema([
+    ("battle_id", pa.string()), ("prompt", MSG_TYPE), ("own_answers", pa.list_(pa.string())),
+    ("opponent_answers", pa.list_(pa.string())), ("n_turns", pa.int32()), ("vote", pa.string()),
+    ("category", pa.string()), ("own_model", pa.string()), ("opponent_model", pa.string()),
+    ("voted_at", pa.timestamp("us")), ("match_key", pa.string()), ("record_hash", pa.string()),
+    ("source_file", pa.string()), ("_line", pa.int64()),
+])
+_BATTLE_FIELDS = {"battle_id", "prompt", "own_answer", "opponent_answer", "vote", "category", "own_model",
+                  "opponent_model", "voted_at", "turns", "system"}
+
+
+def parse_battle(rec: dict, path, line: int) -> dict:
+    """Validate one battle record; return the row for `battles` (without source_file)."""
+    f = Fields(rec, path, line)
+    battle_id = f.str("battle_id", allow_int=True)
+    vote = f.choice("vote", VOTES)
+    system = f.str("system", required=False)
+    if f.has("turns"):
+        if f.has("prompt") or f.has("own_answer") or f.has("opponent_answer"):
+            raise f.error("turns", "give either turns or prompt/own_answer/opponent_answer, not both")
+        turns = rec["turns"]
+        if not isinstance(turns, list) or not turns:
+            raise f.error("turns", "expected a non-empty list of {user, own, opponent}")
+        users, own, opp = [], [], []
+        for i, t in enumerate(turns):
+            if not isinstance(t, dict):
+                raise f.error(f"turns[{i}]", "expected an object with user, own, opponent")
+            for name, dest in (("user", users), ("own", own), ("opponent", opp)):
+                v = t.get(name)
+                if not isinstance(v, str):
+                    raise f.error(f"turns[{i}].{name}", "missing field" if v is None else
+                                  f"expected a string, got {type(v).__name__}")
+                dest.append(v)
+        prompt = ([{"role": "system", "content": system}] if system else []) + \
+                 [{"role": "user", "content": u} for u in users]
+    else:
+        prompt = f.messages("prompt")
+        roles = [m["role"] for m in prompt]
+        if "assistant" in roles:
+            raise f.error("prompt", "assistant messages in a battle prompt: give a multi-turn battle as turns")
+        if roles.count("user") != 1:
+            raise f.error("prompt", "a single-turn battle prompt needs exactly one user message")
+        if system and "system" not in roles:
+            prompt = [{"role": "system", "content": system}] + prompt
+        own = [f.str("own_answer", allow_empty=True)]
+        opp = [f.str("opponent_answer", allow_empty=True)]
+    row = {
+        "battle_id": battle_id, "prompt": prompt, "own_answers": own, "opponent_answers": opp,
+        "n_turns": len(own), "vote": vote, "category": f.str("category", required=False),
+        "own_model": f.str("own_model", required=False), "opponent_model": f.str("opponent_model", required=False),
+        "voted_at": f.timestamp("voted_at"),
+    }
+    row["match_key"] = match_key(prompt)
+    row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
+    row["_line"] = line
+    return row
+
+
+def ingest_battles(store, path, *, progress: bool = False) -> IngestResult:
+    """Ingest a JSONL or parquet file of battles (see parse_battle for the record)."""
+    result = IngestResult("battles", str(path))
+    rows = []
+    for line, rec in _progress(read_records(path), progress, "battles"):
+        result.read += 1
+        row = parse_battle(rec, path, line)
+        row["source_file"] = Path(path).name
+        rows.append(row)
+    rows, dup = _dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
+    with store.transaction():
+        added, same = _insert_new(store, "battles", ["battle_id"], rows, _BATTLE_SCHEMA,
+                                  "i.record_hash <> t.record_hash", "battle_id", path)
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
+        _log_ingest(store, path, "battles", result)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# problems (GSM8K / MATH train splits)
+# ---------------------------------------------------------------------------
+
+HUB_DATASETS = {"gsm8k": ("openai/gsm8k", ["main"]),
+                "math": ("EleutherAI/hendrycks_math",
+                         ["algebra", "counting_and_probability", "geometry", "intermediate_algebra",
+                          "number_theory", "prealgebra", "precalculus"])}
+_TEST_NAME = re.compile(r"(^|[/_.\-])(test|validation|val|dev)([/_.\-]|$)", re.I)
+
+
+def last_boxed(text: str) -> str | None:
+    """Content of the last \\boxed{...} (or \\fbox{...}), nested braces handled."""
+    best = None
+    for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text):
+        depth, i = 1, m.end()
+        while i < len(text) and depth:
+            c = text[i]
+            depth += (c == "{") - (c == "}")
+            i += 1
+        if depth == 0:
+            best = text[m.end():i - 1].strip()
+    return best
+
+
+def gsm8k_gold(answer: str) -> str | None:
+    if "####" not in answer:
+        return None
+    return answer.rsplit("####", 1)[1].strip().replace(",", "")
+
+
+_PROBLEM_SCHEMA = pa.schema([
+    ("problem_id", pa.string()), ("dataset", pa.string()), ("subject", pa.string()), ("level", pa.string()),
+    ("split", pa.string()), ("question", pa.string()), ("solution", pa.string()), ("gold", pa.string()),
+    ("match_key", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()), ("_hash", pa.string()),
+])
+
+
+def _problem_rows(dataset: str, records, source: str) -> list[dict]:
+    rows = []
+    for line, rec in records:
+        f = Fields(rec, source, line)
+        if dataset == "gsm8k":
+            q, sol = f.str("question"), f.str("answer")
+            gold = gsm8k_gold(sol)
+            if gold is None:
+                raise f.error("answer", "no '#### <answer>' line")
+            subject = level = None
+        else:
+            q, sol = f.str("problem"), f.str("solution")
+            gold = last_boxed(sol)
+            if gold is None:
+                raise f.error("solution", "no \\boxed{...} answer")
+            subject = f.str("type", required=False) or f.str("subject", required=False)
+            level = f.str("level", required=False)
+        rows.append({"problem_id": f"{dataset}:{content_id(q)}", "dataset": dataset, "subject": subject,
+                     "level": level, "split": "train", "question": q, "solution": sol, "gold": gold,
+                     "match_key": match_key(q), "source_file": source, "_line": line,
+                     "_hash": content_id(q, sol)})
+    return rows
+
+
+def _load_hub_records(dataset: str):
+    """The real `datasets` loaders, train split only (offline, this needs the hub cache)."""
+    import datasets
+
+    repo, configs = HUB_DATASETS[dataset]
+    for config in configs:
+        ds = datasets.load_dataset(repo, config, split="train")
+        yield from enumerate(ds, start=1)
+
+
+def _load_local_records(path: Path):
+    """A local parquet/JSONL in the dataset's own columns, read through `datasets`."""
+    import datasets
+
+    fmt = "parquet" if str(path).lower().endswith(".parquet") else "json"
+    # Validate the file the way every ingest does (UTF-8, JSON per line) before datasets sees it.
+    for _ in read_records(path):
+        pass
+    try:
+        ds = datasets.load_dataset(fmt, data_files=str(path), split="train")
+    except Exception as e:
+        raise BadInput(f"datasets could not read the file ({str(e).splitlines()[0]})", path=str(path)) from None
+    yield from enumerate(ds, start=1)
+
+
+def ingest_problems(store, dataset: str, *, path=None, split: str = "train", progress: bool = False) -> IngestResult:
+    """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject) train problems."""
+    if dataset not in HUB_DATASETS:
+        raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
+    if split != "train":
+        raise BadInput(f"split {split!r} refused: only train splits become training problems "
+                       "(test items enter through eval suites)", field="split")
+    if path is not None:
+        path = Path(path)
+        if _TEST_NAME.search(path.name):
+            raise BadInput("this looks like a test/validation split (by its file name); only train splits "
+                           "become training problems (test items enter through eval suites)", path=str(path))
+        records, source = _load_local_records(path), path.name
+    else:
+        records, source = _load_hub_records(dataset), HUB_DATASETS[dataset][0]
+    result = IngestResult(f"problems:{dataset}", str(path or source))
+    rows = _problem_rows(dataset, _progress(records, progress, dataset), source)
+    result.read = len(rows)
+    rows, dup = _dedup_in_file(rows, lambda r: r["problem_id"], "_hash", "problem", source)
+    with store.transaction():
+        # Problems are keyed by their question: the same question with another solution is a clash.
+        added, same = _insert_new(store, "problems", ["problem_id"], rows, _PROBLEM_SCHEMA,
+                                  "i.solution <> t.solution", "problem", source)
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
+        if path is not None:
+            _log_ingest(store, path, f"problems:{dataset}", result)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# generations
+# ---------------------------------------------------------------------------
+
+_GEN_SCHEMA = pa.schema([
+    ("gen_id", pa.string()), ("model", pa.string()), ("item_kind", pa.string()), ("item_id", pa.string()),
+    ("suite", pa.string()), ("prompt", MSG_TYPE), ("output", pa.string()), ("sample_index", pa.int32()),
+    ("temperature", pa.float64()), ("top_p", pa.float64()), ("max_new_tokens", pa.int32()),
+    ("seed", pa.int64()), ("decoding", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()),
+])
+_ITEM_PROMPT_SQL = {
+    "problem": "SELECT question FROM problems WHERE problem_id = ?",
+    "task": "SELECT prompt FROM tasks WHERE task_id = ?",
+}
+
+
+def generation_id(model: str, item_kind: str, item_ref: str, sample_index: int, temperature, output: str) -> str:
+    """Content id of one output: the model, the item (id or prompt text), sample number, temperature, text."""
+    return content_id(model, item_kind, item_ref, str(sample_index), repr(temperature), output)
+
+
+def _item_prompt(store, kind: str, item_id: str, suite: str | None):
+    if kind == "eval_item":
+        row = store.one(
+            "SELECT prompt FROM eval_items WHERE item_id = ? AND (? IS NULL OR suite = ?) LIMIT 1",
+            [item_id, suite, suite])
+        return None if row is None else [dict(m) for m in row[0]]
+    row = store.one(_ITEM_PROMPT_SQL[kind], [item_id])
+    return None if row is None else [{"role": "user", "content": row[0]}]
+
+
+def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
+    f = Fields(rec, path, line)
+    kind = f.choice("item_kind", ITEM_KINDS, required=False) or ("prompt" if not f.has("item_id") else None)
+    if kind is None:
+        raise f.error("item_kind", "missing field (needed with item_id: problem, task, eval_item or prompt)")
+    item_id = f.str("item_id", required=kind != "prompt", allow_int=True)
+    suite = f.str("suite", required=False)
+    output = f.str("output", allow_empty=True)
+    if f.has("prompt"):
+        prompt = f.messages("prompt")
+    elif kind == "prompt":
+        raise f.error("prompt", "missing field")
+    else:
+        prompt = _item_prompt(store, kind, item_id, suite)
+        if prompt is None:
+            raise f.error("item_id", f"no {kind} with id {item_id!r} in the store (ingest it first or give prompt)")
+    sample_index = f.int("sample_index", default=0)
+    temperature = f.float("temperature")
+    decoding = rec.get("decoding")
+    if decoding is not None and not isinstance(decoding, dict):
+        raise f.error("decoding", "expected an object of decoding settings")
+    ref = item_id if item_id is not None else json.dumps(prompt, ensure_ascii=False)
+    return {
+        "gen_id": generation_id(model, kind, ref, sample_index, temperature, output), "model": model,
+        "item_kind": kind, "item_id": item_id, "suite": suite, "prompt": prompt, "output": output,
+        "sample_index": sample_index, "temperature": temperature, "top_p": f.float("top_p"),
+        "max_new_tokens": f.int("max_new_tokens"), "seed": f.int("seed"),
+        "decoding": None if decoding is None else json.dumps(decoding, sort_keys=True),
+        "_line": line,
+    }
+
+
+def ingest_generations(store, path, *, model: str, progress: bool = False) -> IngestResult:
+    """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
+
+    Verdicts and loop flags are left NULL here: the miners and `train sample` compute them with the
+    verifier and the scanner (which live outside the store package)."""
+    if not model or not model.strip():
+        raise BadInput("--model is required and must not be empty", field="model")
+    result = IngestResult("generations", str(path))
+    rows = []
+    for line, rec in _progress(read_records(path), progress, "generations"):
+        result.read += 1
+        row = parse_generation(store, rec, path, line, model)
+        row["source_file"] = Path(path).name
+        rows.append(row)
+    rows, dup = _dedup_in_file(rows, lambda r: r["gen_id"], "gen_id", "generation", path)
+    with store.transaction():
+        added, same = _insert_new(store, "generations", ["gen_id"], rows, _GEN_SCHEMA, "false", "generation", path)
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
+        _log_ingest(store, path, "generations", result)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# pairs from any file
+# ---------------------------------------------------------------------------
+
+def parse_pair(rec: dict, path, line: int, source: str, origin_prefix: str) -> Pair:
+    """One pair record: prompt/chosen/rejected as strings or message lists.
+
+    UltraFeedback-binarized rows carry the user turn inside chosen/rejected: only the last assistant
+    message is kept as the answer. A missing or null `rejected` makes an NLL-only `sft` row."""
+    f = Fields(rec, path, line)
+    prompt = f.messages("prompt")
+    chosen = f.answer_text("chosen")
+    rejected = f.answer_text("rejected", required=False)
+    family = f.str("family", required=False)
+    return Pair(prompt=prompt, chosen=chosen, rejected=rejected, source=source, family=family,
+                task_key=f.str("task_key", required=False),
+                origins=[Origin("import", f"{origin_prefix}:{line}", f"ingest pairs --source {source}")])
+
+
+def ingest_pairs(store, path, *, source: str, miner: str = "ingest-pairs", miner_version: str = "1",
+                 progress: bool = False) -> IngestResult:
+    """Pairs from any parquet/JSONL file; each row's origin is (file SHA-256 prefix, line)."""
+    if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
+        raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")
+    result = IngestResult("pairs", str(path))
+    prefix = sha256_file(path)[:16]
+    pairs = []
+    for line, rec in _progress(read_records(path), progress, "pairs"):
+        result.read += 1
+        pairs.append(parse_pair(rec, path, line, source, prefix))
+    with store.transaction():
+        added = add_pairs(store, pairs, miner=miner, miner_version=miner_version)
+        result.added = added.added
+        result.skipped.update(added.dropped)
+        _log_ingest(store, path, "pairs", result)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# judgments
+# ---------------------------------------------------------------------------
+
+_JUDGMENT_SCHEMA = pa.schema([
+    ("judgment_id", pa.string()), ("battle_id", pa.string()), ("model_a", pa.string()), ("model_b", pa.string()),
+    ("winner", pa.string()), ("heavy_flaw_a", pa.bool_()), ("heavy_flaw_b", pa.bool_()), ("judge", pa.string()),
+    ("notes", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()),
+])
+
+
+def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
+    """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
+    result = IngestResult("judgments", str(path))
+    rows = []
+    for line, rec in _progress(read_records(path), progress, "judgments"):
+        result.read += 1
+        f = Fields(rec, path, line)
+        row = {"battle_id": f.str("battle_id", allow_int=True), "model_a": f.str("model_a"), "model_b": f.str("model_b"),
+               "winner": f.choice("winner", WINNERS), "heavy_flaw_a": f.bool("heavy_flaw_a"),
+               "heavy_flaw_b": f.bool("heavy_flaw_b"), "judge": f.str("judge", required=False),
+               "notes": f.str("notes", required=False, allow_empty=True)}
+        if row["model_a"] == row["model_b"]:
+            raise f.error("model_b", "model_a and model_b are the same model")
+        row["judgment_id"] = content_id(json.dumps(row, sort_keys=True))
+        row["source_file"] = Path(path).name
+        row["_line"] = line
+        rows.append(row)
+    known = {r[0] for r in store.con.execute("SELECT battle_id FROM battles").fetchall()}
+    for r in rows:
+        if r["battle_id"] not in known:
+            raise BadInput(f"unknown battle {r['battle_id']!r} (ingest the battles first)", path=str(path),
+                           line=r["_line"], field="battle_id")
+    rows, dup = _dedup_in_file(rows, lambda r: r["judgment_id"], "judgment_id", "judgment", path)
+    with store.transaction():
+        added, same = _insert_new(store, "judgments", ["judgment_id"], rows, _JUDGMENT_SCHEMA, "false",
+                                  "judgment", path)
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
+        _log_ingest(store, path, "judgments", result)
+    return result

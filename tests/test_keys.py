@@ -1,0 +1,69 @@
+import hashlib
+import unicodedata
+
+import pytest
+
+from pairstore.keys import (canonical_messages, content_hash_rows, content_id, match_key, match_text,
+                            sha256_file)
+
+
+def test_canonical_messages_from_string_and_list():
+    assert canonical_messages("hi") == [{"role": "user", "content": "hi"}]
+    msgs = [{"role": "system", "content": "be nice"}, {"role": "user", "content": "hi"}]
+    assert canonical_messages(msgs) == msgs
+    assert canonical_messages([("user", "hi")]) == [{"role": "user", "content": "hi"}]
+
+
+@pytest.mark.parametrize("bad, needle", [
+    ([{"role": "robot", "content": "x"}], "unknown role 'robot'"),
+    ([{"role": "user", "content": 3}], "expected a string"),
+    ([], "empty message list"),
+    (42, "expected a string or a list"),
+])
+def test_canonical_messages_rejects(bad, needle):
+    with pytest.raises(ValueError, match=needle):
+        canonical_messages(bad)
+
+
+def test_content_id_is_exact_after_nfc_only():
+    assert content_id("x²") != content_id("x2")
+    assert content_id("Hello") != content_id("hello")
+    assert content_id(unicodedata.normalize("NFD", "café")) == content_id("café")
+    assert len(content_id("a")) == 32
+
+
+def test_match_key_ignores_system_prompt_case_whitespace_and_unicode_form():
+    base = match_key("How many primes are there below 100?")
+    variants = [
+        [{"role": "system", "content": "You are helpful."},
+         {"role": "user", "content": "How many primes are there below 100?"}],
+        "How many primes are there below 100?\r\n",
+        "  how MANY primes\tare there below 100?  ",
+        unicodedata.normalize("NFKD", "How many primes are there below 100?"),
+        "Ｈｏｗ many primes are there below １００?",  # fullwidth forms fold under NFKC
+    ]
+    for v in variants:
+        assert match_key(v) == base, v
+    assert match_key("How many primes are there below 1000?") != base
+
+
+def test_match_key_uses_user_turns_only():
+    a = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+         {"role": "user", "content": "q2"}]
+    b = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "other answer"},
+         {"role": "user", "content": "q2"}]
+    assert match_key(a) == match_key(b)
+    assert match_text(a) == "q1\x1eq2"
+
+
+def test_sha256_file_streams(tmp_path):
+    p = tmp_path / "f.bin"
+    data = b"x" * (3 * 1024 * 1024 + 7)
+    p.write_bytes(data)
+    assert sha256_file(p) == hashlib.sha256(data).hexdigest()
+
+
+def test_content_hash_rows_depends_on_order_and_content():
+    rows = [("a", 1), ("b", 2)]
+    assert content_hash_rows(rows) == content_hash_rows([("a", 1), ("b", 2)])
+    assert content_hash_rows(rows) != content_hash_rows(list(reversed(rows)))
