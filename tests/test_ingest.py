@@ -15,7 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 
 from pairstore.errors import BadInput
-from pairstore.ingest import ingest_battles, ingest_generations, ingest_judgments, ingest_pairs, ingest_problems
+from pairstore.ingest import (
+    ingest_battles,
+    ingest_generations,
+    ingest_judgments,
+    ingest_pairs,
+    ingest_problems,
+)
 from pairstore.store import open_store
 from tests.conftest import write_jsonl
 

@@ -3,8 +3,14 @@ import unicodedata
 
 import pytest
 
-from pairstore.keys import (canonical_messages, content_hash_rows, content_id, match_key, match_text,
-                            sha256_file)
+from pairstore.keys import (
+    canonical_messages,
+    content_hash_rows,
+    content_id,
+    match_key,
+    match_text,
+    sha256_file,
+)
 
 
 def test_canonical_messages_from_string_and_list():
