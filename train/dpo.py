@@ -1,0 +1,437 @@
+"""DPO + NLL LoRA training of one round with TRL, on the round's exported mixture.
+
+The objective of the model card: TRL's sigmoid DPO loss (beta from the recipe) plus the NLL (SFT) term on
+the chosen answer weighted by the recipe's sft_weight — TRL 1.16 combines the two with
+`loss_type=["sigmoid", "sft"]`, `loss_weights=[1.0, sft_weight]` — as PEFT LoRA on the base bundle.
+Prompts are rendered with the base bundle's own chat template (thinking off) and every chosen and rejected
+answer ends with the end-of-turn EOS token the template closes assistant turns with, exactly as served.
+
+The mixture is the round's latest export; its SHA-256 is checked against the registry before training
+(GateRefused, exit 3, when the bytes changed) and again in every training process.
+
+    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora
+    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora --launcher accelerate --num-processes 4
+    python -m train.dpo --job runs/m11a-lora/pairstore_job.json     # what `accelerate launch` runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
+from pairstore.keys import sha256_file
+
+JOB_FILE = "pairstore_job.json"
+EVIDENCE_FILE = "training_evidence.json"
+TRAIN_KEYS = ("beta", "sft_weight", "lora_rank", "lora_alpha", "lora_dropout", "target_modules", "learning_rate",
+              "lr_scheduler", "warmup_ratio", "max_steps", "global_batch", "per_device_batch", "max_length")
+_EXPORT_FIELDS = ("export_id", "path", "sha256", "rows", "content_hash")
+LIBRARIES = ("torch", "transformers", "peft", "trl", "accelerate", "datasets", "safetensors", "pairstore")
+
+
+@dataclass
+class DpoResult:
+    out_dir: Path
+    adapter_name: str
+    evidence: dict
+
+    @property
+    def metrics(self) -> dict:
+        return self.evidence.get("final_metrics", {})
+
+
+# ---------------------------------------------------------------------------- preparing a job (store side)
+
+
+def round_recipe(store, round_name: str) -> dict:
+    row = store.rows("SELECT kind, recipe, recipe_sha256 FROM rounds WHERE name = ?", [round_name])
+    if not row:
+        raise NotFound(f"no round named {round_name!r} (add its recipe with `pairstore round add`)")
+    if row[0]["kind"] != "dpo":
+        raise BadInput(f"round {round_name} is a {row[0]['kind']} round; only dpo rounds train", field="kind")
+    recipe = json.loads(row[0]["recipe"]) if isinstance(row[0]["recipe"], str) else row[0]["recipe"]
+    return {"recipe": recipe, "recipe_sha256": row[0]["recipe_sha256"]}
+
+
+def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
+    """The round's latest export: (pair file, NLL-only file), either None when the export has no such rows.
+    Each file's bytes are checked against the registry (GateRefused when changed)."""
+    rows = store.rows(
+        "SELECT export_id, path, sha256, rows, content_hash FROM exports WHERE round = ? AND kind = 'export' "
+        "AND created_at = (SELECT max(created_at) FROM exports WHERE round = ? AND kind = 'export') "
+        "ORDER BY path", [round_name, round_name])
+    if not rows:
+        raise NotFound(f"round {round_name} has no export (run `pairstore export --round {round_name}` first)")
+    sft = [r for r in rows if r["path"].endswith(".sft.parquet")]
+    pairs = [r for r in rows if not r["path"].endswith(".sft.parquet")]
+    if len(pairs) > 1 or len(sft) > 1:
+        raise PairstoreError(f"round {round_name}: the latest export registers several files of one kind: "
+                             + ", ".join(r["path"] for r in rows))
+    for r in rows:
+        verify_mixture(r)
+    return (pairs[0] if pairs else None), (sft[0] if sft else None)
+
+
+def verify_mixture(mixture: dict) -> None:
+    path = Path(mixture["path"])
+    if not path.is_file():
+        raise GateRefused(f"mixture {path} registered for this round is missing; re-export it")
+    actual = sha256_file(path)
+    if actual != mixture["sha256"]:
+        raise GateRefused(f"mixture {path} was changed after export: SHA-256 {actual} differs from the "
+                          f"registered {mixture['sha256']}; refusing to train on it")
+
+
+def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max_steps: int | None) -> dict:
+    train = recipe.get("train")
+    if not isinstance(train, dict):
+        raise BadInput(f"round {round_name}: recipe has no [train] table", field="train")
+    missing = [k for k in TRAIN_KEYS if k not in train]
+    if missing:
+        raise BadInput(f"round {round_name}: recipe [train] lacks {missing[0]}", field=f"train.{missing[0]}")
+    hp = {k: train[k] for k in TRAIN_KEYS}
+    if max_steps is not None:
+        hp["max_steps"] = int(max_steps)
+    if world_size < 1:
+        raise BadInput(f"world size must be at least 1, got {world_size}", field="world_size")
+    per_step = int(hp["per_device_batch"]) * world_size
+    if per_step < 1 or int(hp["global_batch"]) % per_step:
+        raise BadInput(f"round {round_name}: global_batch {hp['global_batch']} is not a multiple of per_device_batch "
+                       f"{hp['per_device_batch']} x world size {world_size}", field="train.global_batch")
+    hp["world_size"] = world_size
+    hp["gradient_accumulation_steps"] = int(hp["global_batch"]) // per_step
+    hp["warmup_steps"] = math.ceil(int(hp["max_steps"]) * float(hp["warmup_ratio"]))
+    tm = hp["target_modules"]
+    if not (tm == "all-linear" or (isinstance(tm, list) and tm and all(isinstance(x, str) for x in tm))):
+        raise BadInput(f"target_modules must be 'all-linear' or a list of module names, got {tm!r}",
+                       field="train.target_modules")
+    return hp
+
+
+def base_checkpoint_name(store, base_bundle, recipe: dict) -> str:
+    """The base bundle's registered name; it must be the recipe's parent when the recipe names one."""
+    from train.serving import bundle_name, registered_name
+
+    parent = recipe.get("parent")
+    name = registered_name(store, base_bundle)
+    if name is not None:
+        if parent and name != parent:
+            raise BadInput(f"base bundle {base_bundle} is checkpoint {name}, but the recipe trains from {parent}",
+                           field="parent")
+        return name
+    return parent or bundle_name(store, base_bundle)
+
+
+def prepare_job(store, round_name: str, base_bundle, out_dir, *, resume: bool = False, world_size: int = 1,
+                max_steps: int | None = None, save_steps: int | None = None,
+                trust_remote_code: bool = False) -> dict:
+    """Everything a training process needs, resolved from the store (which the trainer never opens)."""
+    from train.serving import load_serving
+
+    r = round_recipe(store, round_name)
+    recipe = r["recipe"]
+    hp = train_hyperparameters(recipe, round_name, world_size=world_size, max_steps=max_steps)
+    pairs, sft = round_mixture(store, round_name)
+    load_serving(base_bundle, trust_remote_code=trust_remote_code)  # template/tokenizer/generation mismatch: fail now
+    from train.bundle import list_shards
+
+    list_shards(base_bundle)
+    steps = int(hp["max_steps"])
+    return {
+        "round": round_name, "recipe": recipe, "recipe_sha256": r["recipe_sha256"],
+        "seed": int(recipe.get("seed") or 0), "hyperparameters": hp,
+        "mixture": None if pairs is None else {k: pairs[k] for k in _EXPORT_FIELDS},
+        "sft_mixture": None if sft is None else {k: sft[k] for k in _EXPORT_FIELDS},
+        "base_bundle": str(Path(base_bundle).resolve()),
+        "base_name": base_checkpoint_name(store, base_bundle, recipe),
+        "out_dir": str(Path(out_dir).resolve()), "resume": bool(resume),
+        "save_steps": int(save_steps) if save_steps else max(1, min(50, steps)),
+        "trust_remote_code": bool(trust_remote_code),
+    }
+
+
+# ---------------------------------------------------------------------------- the training process
+
+
+def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
+    """prompt / chosen / rejected texts from an export's parquet files, rendered the way the bundle is served.
+
+    NLL-only rows (the export's NAME.sft.parquet: prompt, completion) become pairs whose rejected side is
+    their chosen side: the DPO term of such a pair is identically zero (the two log-ratios cancel), so it
+    trains only through the NLL term, with the recipe's sft_weight, exactly as an NLL row should."""
+    import pyarrow.parquet as pq
+
+    from pairstore.keys import canonical_messages
+
+    out = {"prompt": [], "chosen": [], "rejected": []}
+    eot = serving.end_of_turn
+    sources = ([(path, ("chosen", "rejected"))] if path is not None else []) + (
+        [(sft_path, ("completion",))] if sft_path is not None else [])
+    for file, sides in sources:
+        table = pq.read_table(file, columns=["prompt", *sides])
+        for i, row in enumerate(table.to_pylist()):
+            try:
+                prompt = canonical_messages(row["prompt"], where="prompt")
+            except ValueError as e:
+                raise BadInput(str(e), path=str(file), line=i + 1, field="prompt") from None
+            answers = []
+            for side in sides:
+                msgs = row[side]
+                if not msgs or len(msgs) != 1 or msgs[0].get("role") != "assistant" or not isinstance(
+                        msgs[0].get("content"), str):
+                    raise BadInput("expected exactly one assistant message", path=str(file), line=i + 1,
+                                   field=side)
+                answers.append(msgs[0]["content"] + eot)
+            out["prompt"].append(serving.render(prompt))
+            out["chosen"].append(answers[0])
+            out["rejected"].append(answers[-1])
+    if not out["prompt"]:
+        raise BadInput("the mixture has no rows", path=str(path or sft_path))
+    return out
+
+
+def library_versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in LIBRARIES:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _last_checkpoint(out_dir: Path) -> Path | None:
+    steps = []
+    for p in out_dir.glob("checkpoint-*"):
+        suffix = p.name.split("-", 1)[1]
+        if p.is_dir() and suffix.isdigit():
+            steps.append((int(suffix), p))
+    return max(steps)[1] if steps else None
+
+
+def run_job(job: dict) -> dict:
+    """Train one round (in this process; under `accelerate launch`, in each process). Returns the evidence."""
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import TrainerCallback
+    from trl import DPOConfig, DPOTrainer
+
+    from train.bundle import atomic_write_json, tokenizer_fingerprint
+    from train.serving import load_model, load_serving
+
+    for mixture in (job["mixture"], job.get("sft_mixture")):
+        if mixture is not None:
+            verify_mixture(mixture)
+    hp = job["hyperparameters"]
+    actual_world = int(os.environ.get("WORLD_SIZE", "1"))
+    if actual_world != hp["world_size"]:
+        raise PairstoreError(f"the job was planned for world size {hp['world_size']} but runs in {actual_world} "
+                             "processes; gradient accumulation would not give the recipe's global batch")
+    out_dir = Path(job["out_dir"])
+    out_dir.mkdir(parents=True, exist_ok=True)
+    trust = job.get("trust_remote_code", False)
+    serving = load_serving(job["base_bundle"], trust_remote_code=trust)
+    tokenizer = serving.tokenizer
+    # TRL appends tokenizer.eos_token to answers that lack it: make that the served end-of-turn token,
+    # which mixture_rows already appended, so nothing is appended twice.
+    tokenizer.eos_token = serving.end_of_turn
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.convert_ids_to_tokens(
+            serving.pad_id if serving.pad_id is not None else serving.end_of_turn_id)
+    sft_mixture = job.get("sft_mixture")
+    data = mixture_rows(job["mixture"]["path"] if job["mixture"] else None, serving,
+                        sft_mixture["path"] if sft_mixture else None)
+    dataset = Dataset.from_dict(data)
+
+    cuda = torch.cuda.is_available()
+    lora = LoraConfig(r=int(hp["lora_rank"]), lora_alpha=float(hp["lora_alpha"]),
+                      lora_dropout=float(hp["lora_dropout"]), target_modules=hp["target_modules"],
+                      bias="none", task_type="CAUSAL_LM")
+    steps = int(hp["max_steps"])
+    args = DPOConfig(
+        output_dir=str(out_dir), seed=job["seed"], data_seed=job["seed"],
+        beta=float(hp["beta"]), loss_type=["sigmoid", "sft"], loss_weights=[1.0, float(hp["sft_weight"])],
+        learning_rate=float(hp["learning_rate"]), lr_scheduler_type=hp["lr_scheduler"],
+        warmup_steps=int(hp["warmup_steps"]), max_steps=steps,
+        per_device_train_batch_size=int(hp["per_device_batch"]),
+        gradient_accumulation_steps=int(hp["gradient_accumulation_steps"]), max_length=int(hp["max_length"]),
+        # The recipe's lora_dropout is meant to act; TRL's default would zero every dropout.
+        disable_dropout=False,
+        logging_steps=1 if steps <= 50 else 10, save_strategy="steps", save_steps=job["save_steps"],
+        save_total_limit=None, report_to="none", bf16=cuda, use_cpu=not cuda, gradient_checkpointing=cuda,
+        dataloader_num_workers=0, disable_tqdm=not sys.stderr.isatty(),
+    )
+    # After the config: under DeepSpeed ZeRO-3 the config installs the hook that partitions weights while
+    # they load, instead of every process holding the whole model in CPU memory first.
+    model = load_model(job["base_bundle"], trust_remote_code=trust, dtype=torch.bfloat16 if cuda else torch.float32)
+
+    logs: list[dict] = []
+
+    class KeepLogs(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs:
+                history.append(dict(logs, step=state.global_step))
+
+    history = logs
+    trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
+                         peft_config=lora, callbacks=[KeepLogs()])
+    resume_from = _last_checkpoint(out_dir) if job.get("resume") else None
+    train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    trainer.save_model(str(out_dir))
+
+    final = _final_metrics(logs)
+    final.update({"global_step": trainer.state.global_step, "train_loss": train_output.training_loss})
+    evidence = {
+        "kind": "adapter", "round": job["round"], "recipe": job["recipe"], "recipe_sha256": job["recipe_sha256"],
+        "mixture": job["mixture"], "mixture_sha256": job["mixture"]["sha256"] if job["mixture"] else None,
+        "sft_mixture": sft_mixture, "sft_mixture_sha256": sft_mixture["sha256"] if sft_mixture else None,
+        "sft_rows": sft_mixture["rows"] if sft_mixture else 0, "seed": job["seed"],
+        "objective": {"loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, float(hp["sft_weight"])],
+                      "beta": float(hp["beta"])},
+        "hyperparameters": hp, "libraries": library_versions(),
+        "base": {"path": job["base_bundle"], "name": job["base_name"],
+                 "tokenizer_fingerprint": tokenizer_fingerprint(job["base_bundle"])},
+        "served_format": {"end_of_turn": serving.end_of_turn, "eos_token_id": serving.eos_ids,
+                          "enable_thinking": serving.enable_thinking},
+        "rows": len(data["prompt"]), "resumed_from": resume_from.name if resume_from else None,
+        "final_metrics": final, "log_history": logs,
+    }
+    if trainer.is_world_process_zero():  # the process that wrote the adapter
+        evidence["adapter_sha256"] = {p.name: sha256_file(p) for p in sorted(out_dir.glob("adapter_*"))
+                                      if p.is_file()}
+        atomic_write_json(out_dir / EVIDENCE_FILE, evidence)
+    return evidence
+
+
+def _final_metrics(logs: list[dict]) -> dict:
+    """The last logged value of each training metric (loss, rewards/margins, rewards/accuracies, ...)."""
+    final: dict = {}
+    for entry in logs:
+        for k, v in entry.items():
+            if isinstance(v, (int, float)) and k != "step":
+                final[k] = v
+    return final
+
+
+# ---------------------------------------------------------------------------- the command
+
+
+def train_dpo(store, round_name: str, base_bundle, out_dir, *, resume: bool = False, world_size: int = 1,
+              max_steps: int | None = None, save_steps: int | None = None, launcher: str | None = None,
+              accelerate_config: str | None = None, trust_remote_code: bool = False,
+              adapter_name: str | None = None) -> DpoResult:
+    """Train the round's LoRA adapter on its export and register it (checkpoint kind 'adapter')."""
+    if launcher not in (None, "accelerate"):
+        raise BadInput(f"unknown launcher {launcher!r} (expected accelerate)", field="launcher")
+    if launcher is None and world_size != 1:
+        raise BadInput("a world size above 1 needs --launcher accelerate", field="world_size")
+    job = prepare_job(store, round_name, base_bundle, out_dir, resume=resume, world_size=world_size,
+                      max_steps=max_steps, save_steps=save_steps, trust_remote_code=trust_remote_code)
+    evidence = execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
+    return register_adapter(store, job, evidence, adapter_name=adapter_name)
+
+
+def execute_job(job: dict, *, launcher: str | None = None, accelerate_config: str | None = None) -> dict:
+    """Run a prepared job in this process or through `accelerate launch`; returns its evidence."""
+    if launcher is None:
+        return run_job(job)
+    from train.bundle import atomic_write_json
+    from train.launch import run_accelerate
+
+    out_dir = Path(job["out_dir"])
+    job_path = atomic_write_json(out_dir / JOB_FILE, job)
+    evidence_path = out_dir / EVIDENCE_FILE
+    if evidence_path.exists():
+        evidence_path.unlink()  # a stale file must not pass for this run's
+    run_accelerate(job_path, num_processes=job["hyperparameters"]["world_size"], config=accelerate_config)
+    if not evidence_path.is_file():
+        raise PairstoreError(f"the accelerate run finished without writing {evidence_path}")
+    return json.loads(evidence_path.read_text(encoding="utf-8"))
+
+
+def register_adapter(store, job: dict, evidence: dict, *, adapter_name: str | None = None) -> DpoResult:
+    from pairstore.checkpoints import register_checkpoint
+
+    name = adapter_name or f"{job['round']}-lora"
+    register_checkpoint(store, name, "adapter", [job["base_name"]], round=job["round"], path=job["out_dir"],
+                        evidence={k: v for k, v in evidence.items() if k != "log_history"})
+    return DpoResult(Path(job["out_dir"]), name, evidence)
+
+
+def train_dpo_at(db_path, round_name: str, base_bundle, out_dir, **kwargs) -> DpoResult:
+    """train_dpo for the command line: the store is open only to prepare and to register, not during
+    the hours of training, so other pairstore commands can write meanwhile."""
+    from pairstore.store import open_store
+
+    launcher = kwargs.pop("launcher", None)
+    accelerate_config = kwargs.pop("accelerate_config", None)
+    adapter_name = kwargs.pop("adapter_name", None)
+    if launcher not in (None, "accelerate"):
+        raise BadInput(f"unknown launcher {launcher!r} (expected accelerate)", field="launcher")
+    if launcher is None and kwargs.get("world_size", 1) != 1:
+        raise BadInput("a world size above 1 needs --launcher accelerate", field="world_size")
+    with open_store(db_path, read_only=True) as store:
+        job = prepare_job(store, round_name, base_bundle, out_dir, **kwargs)
+    evidence = execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
+    with open_store(db_path) as store:
+        return register_adapter(store, job, evidence, adapter_name=adapter_name)
+
+
+# ---------------------------------------------------------------------------- measuring a pair's margin
+
+
+def completion_logprob(model, serving, prompt_messages: list[dict], answer: str) -> float:
+    """Sum of log-probabilities of `answer` + end-of-turn given the served prompt (what DPO optimizes)."""
+    import torch
+
+    prompt_ids = serving.encode(serving.render(prompt_messages))
+    full_ids = serving.encode(serving.render(prompt_messages) + answer + serving.end_of_turn)
+    n = 0
+    while n < min(len(prompt_ids), len(full_ids)) and prompt_ids[n] == full_ids[n]:
+        n += 1
+    ids = torch.tensor([full_ids], device=model.device)
+    with torch.no_grad():
+        logits = model(input_ids=ids).logits.float()
+    logps = torch.log_softmax(logits[0, :-1], dim=-1).gather(1, ids[0, 1:, None])[:, 0]
+    return float(logps[n - 1:].sum())
+
+
+def pair_margins(model, serving, pairs: list[dict]) -> list[float]:
+    """log p(chosen) - log p(rejected) for each {prompt (messages), chosen, rejected} (strings)."""
+    return [completion_logprob(model, serving, p["prompt"], p["chosen"])
+            - completion_logprob(model, serving, p["prompt"], p["rejected"]) for p in pairs]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Run a prepared pairstore DPO job (what accelerate launches).")
+    parser.add_argument("--job", required=True, help="pairstore_job.json written by `pairstore train dpo`")
+    parser.add_argument("--db", help="register the adapter in this store when training ends (rank 0 only); "
+                                     "the Slurm script uses it, `pairstore train dpo` registers by itself")
+    parser.add_argument("--name", help="checkpoint name of the adapter (default: ROUND-lora)")
+    ns = parser.parse_args(argv)
+    try:
+        job = json.loads(Path(ns.job).read_text(encoding="utf-8"))
+        evidence = run_job(job)
+        if ns.db and int(os.environ.get("RANK", "0")) == 0:
+            from pairstore.store import open_store
+
+            with open_store(ns.db) as store:
+                result = register_adapter(store, job, evidence, adapter_name=ns.name)
+            print(f"registered adapter {result.adapter_name} at {result.out_dir}")
+    except PairstoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

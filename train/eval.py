@@ -1,0 +1,152 @@
+"""Evaluate a bundle on a suite: greedy answers, scored per item into `evals`.
+
+Suites: GSM8K test or MATH test from a local file in the datasets' own columns (question/answer,
+problem/solution) — test splits enter the store here and only here —, a generated suite already in
+`eval_items` (the loop suite), or any JSONL/parquet of {id?, prompt, gold?, kind?}. Every suite's items are
+written to `eval_items` and registered as benchmark references ("eval:<suite>"), which the export gate
+checks, so an evaluated item can never slip into a training mixture.
+
+    pairstore eval --model runs/sm11a --suite gsm8k --path gsm8k_test.jsonl
+    pairstore eval --model runs/sm11a --suite lf2
+    pairstore eval --model runs/sm11a --suite chat-stop --path chat_prompts.jsonl --name sm11a
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pairstore.errors import BadInput, NotFound
+
+
+@dataclass
+class EvalResult:
+    model: str
+    suite: str
+    items: int
+    scored: int
+    correct: int
+    loop_flagged: int
+    loop_catastrophic: int
+    empty: int
+    mean_output_len: float
+    skipped: dict = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float | None:
+        return self.correct / self.scored if self.scored else None
+
+
+def read_suite_file(path, suite: str):
+    """Items of a suite file: GSM8K columns, MATH columns, or {id?, prompt, gold?, kind?} records."""
+    from pairstore.ingest import gsm8k_gold, last_boxed
+    from pairstore.keys import content_id
+    from pairstore.records import read_records
+    from train.sample import Item, read_prompt_file
+
+    records = list(read_records(path))
+    first = records[0][1]
+    if "prompt" in first:
+        return read_prompt_file(path, item_kind="eval_item", suite=suite)
+    if "question" in first and "answer" in first:
+        dataset, q_col, a_col, gold_of = "gsm8k", "question", "answer", gsm8k_gold
+    elif "problem" in first and "solution" in first:
+        dataset, q_col, a_col, gold_of = "math", "problem", "solution", last_boxed
+    else:
+        raise BadInput("expected GSM8K columns (question, answer), MATH columns (problem, solution) or a "
+                       "prompt field", path=str(path), line=records[0][0])
+    items, seen = [], set()
+    for line, rec in records:
+        q, a = rec.get(q_col), rec.get(a_col)
+        for col, v in ((q_col, q), (a_col, a)):
+            if not isinstance(v, str) or not v.strip():
+                raise BadInput("missing or empty", path=str(path), line=line, field=col)
+        gold = gold_of(a)
+        if gold is None:
+            raise BadInput("no gold answer in it (#### X or \\boxed{X})", path=str(path), line=line, field=a_col)
+        item_id = content_id(q)
+        if item_id in seen:
+            continue  # the same question twice is one item
+        seen.add(item_id)
+        items.append(Item("eval_item", item_id, [{"role": "user", "content": q}], gold, dataset, suite))
+    return items
+
+
+def suite_items(store, suite: str, path=None):
+    from train.sample import VERIFIER_KINDS, Item
+
+    if path is not None:
+        return read_suite_file(path, suite)
+    rows = store.rows("SELECT item_id, kind, prompt, gold FROM eval_items WHERE suite = ? ORDER BY item_id", [suite])
+    if not rows:
+        raise NotFound(f"no eval suite named {suite!r} in the store; give its items with --path FILE")
+    return [Item("eval_item", r["item_id"], [dict(m) for m in r["prompt"]], r["gold"],
+                 r["kind"] if r["kind"] in VERIFIER_KINDS else "task", suite) for r in rows]
+
+
+def register_suite(store, suite: str, items) -> None:
+    """Write the items to eval_items (new ones only) and register the whole suite for the export gate."""
+    from pairstore.keys import match_key, user_turns
+
+    with store.transaction():
+        store.con.executemany(
+            "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
+            "VALUES (?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (suite, item_id) DO NOTHING",
+            [[suite, it.item_id, it.kind, it.prompt, it.gold, match_key(it.prompt)] for it in items])
+        try:
+            from pairstore.ngrams import register_benchmark
+        except ImportError:
+            return
+        rows = store.rows("SELECT item_id, prompt FROM eval_items WHERE suite = ? ORDER BY item_id", [suite])
+        register_benchmark(store, f"eval:{suite}",
+                           [(r["item_id"], "\n".join(user_turns([dict(m) for m in r["prompt"]]))) for r in rows])
+
+
+def run_eval(store, bundle, suite: str, model_name: str | None = None, *, path=None, n: int | None = None,
+             max_new_tokens: int | None = None, engine: str = "auto", trust_remote_code: bool = False,
+             model=None) -> EvalResult:
+    """Greedy answers of the bundle on the suite, scored per item into `evals` (replacing earlier scores of
+    the same model on the same items)."""
+    from pairstore.keys import sha256_text
+    from train.sample import generate, generation_rows, insert_generations
+    from train.serving import bundle_name, load_serving
+
+    if not suite or not suite.strip():
+        raise BadInput("suite name is empty", field="suite")
+    if path is not None and not Path(path).exists():
+        raise BadInput("no such file", path=str(path))
+    serving = load_serving(bundle, trust_remote_code=trust_remote_code)
+    items = suite_items(store, suite, path)
+    if n is not None:
+        items = items[:n]
+    register_suite(store, suite, items)
+    name = model_name or bundle_name(store, bundle)
+    outputs, settings = generate(serving, items, samples=1, temperature=0.0, seed=0,
+                                 max_new_tokens=max_new_tokens, engine=engine, model=model,
+                                 trust_remote_code=trust_remote_code)
+    rows = generation_rows(name, items, outputs, settings, serving)
+    insert_generations(store, rows)
+    rendered = {it.item_id: serving.render(serving.with_system(it.prompt)) for it in items}
+    with store.transaction():
+        store.con.executemany("DELETE FROM evals WHERE model = ? AND suite = ? AND item_id = ?",
+                              [[name, suite, r["item_id"]] for r in rows])
+        store.con.executemany(
+            "INSERT INTO evals (model, suite, item_id, score, correct, extracted_answer, gold, output_len, empty, "
+            "loop_flagged, loop_catastrophic, gen_id, doc_hash, prompt_hash, origin) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, 'pairstore')",
+            [[name, suite, r["item_id"],
+              None if r["verdict"] == "unscored" else float(r["verdict"] == "correct"),
+              None if r["verdict"] == "unscored" else r["verdict"] == "correct",
+              r["extracted_answer"], r["gold"], r["n_tokens"], r["empty"], r["loop_flagged"],
+              r["loop_catastrophic"], r["gen_id"], sha256_text(rendered[r["item_id"]])] for r in rows])
+        store.audit("eval", name, {"suite": suite, "items": len(rows), "settings": json.loads(json.dumps(settings))})
+    scored = [r for r in rows if r["verdict"] != "unscored"]
+    skipped = sum(1 for o in outputs if o is None)
+    return EvalResult(
+        model=name, suite=suite, items=len(rows), scored=len(scored),
+        correct=sum(r["verdict"] == "correct" for r in scored),
+        loop_flagged=sum(r["loop_flagged"] for r in rows), loop_catastrophic=sum(r["loop_catastrophic"] for r in rows),
+        empty=sum(r["empty"] for r in rows),
+        mean_output_len=sum(r["n_tokens"] for r in rows) / len(rows) if rows else 0.0,
+        skipped={"prompt longer than max_input_tokens": skipped} if skipped else {})

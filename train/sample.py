@@ -1,0 +1,326 @@
+"""Answer problems, tasks or prompts with a bundle, the way it is served, and store every output.
+
+The prompt is the bundle's system prompt plus the item, rendered with its chat template (generation prompt
+on, thinking off), tokenized as the model card does; generation stops on the bundle's EOS ids after at most
+its max_new_tokens. Greedy by default; `--samples K --temperature T --seed S` draws K answers per item for
+self-repair mining, seeded per item (torch.manual_seed of a hash of the seed and the item id), so the same
+command gives the same answers. Decoding knobs (repetition_penalty, no_repeat_ngram_size) come from the
+bundle's serving_config.json `decoding` object or from flags, and are recorded with every output.
+Each output becomes a `generations` row with its settings, the verifier's verdict and the loop scanner's
+flags. transformers generates by default; vLLM does when it is installed and a GPU is present.
+
+    pairstore train sample --model runs/sm11a --items gsm8k --n 200
+    pairstore train sample --model runs/sm11a --items tasks --samples 4 --temperature 0.8 --seed 1
+    pairstore train sample --model runs/sm11a --items prompts.jsonl --repetition-penalty 1.05
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import xxhash
+
+from pairstore.errors import BadInput, NotFound
+
+VERIFIER_KINDS = ("gsm8k", "math", "task")
+
+
+@dataclass
+class Item:
+    item_kind: str          # problem | task | eval_item | prompt (generations.item_kind)
+    item_id: str
+    prompt: list[dict]      # messages, without the bundle's system prompt
+    gold: str | None
+    kind: str               # the verifier's kind: gsm8k | math | task
+    suite: str | None = None
+
+
+@dataclass
+class Output:
+    text: str
+    n_tokens: int
+    stopped: bool           # ended on an EOS id (False: ran into max_new_tokens)
+
+
+@dataclass
+class SampleResult:
+    model: str
+    items: int
+    generations: int
+    added: int
+    verdicts: dict = field(default_factory=dict)
+    loop_flagged: int = 0
+    skipped: dict = field(default_factory=dict)
+    gen_ids: list[str] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- items
+
+
+def load_items(store, items: str, n: int | None = None) -> list[Item]:
+    """'gsm8k' | 'math' (train problems), 'tasks' (generated training tasks), or a JSONL/parquet of
+    {id?, prompt, gold?, kind?} records."""
+    if n is not None and n < 1:
+        raise BadInput(f"--n must be positive, got {n}", field="n")
+    limit = "" if n is None else f" LIMIT {int(n)}"
+    if items in ("gsm8k", "math"):
+        rows = store.rows(f"SELECT problem_id, question, gold FROM problems WHERE dataset = ? "
+                          f"ORDER BY problem_id{limit}", [items])
+        if not rows:
+            raise NotFound(f"no {items} problems in the store (run `pairstore ingest problems {items}` first)")
+        return [Item("problem", r["problem_id"], [{"role": "user", "content": r["question"]}], r["gold"], items)
+                for r in rows]
+    if items == "tasks":
+        # Tasks written for an eval suite are evaluation items, not material for training pairs.
+        rows = store.rows(f"SELECT task_id, prompt, gold FROM tasks WHERE suite IS NULL ORDER BY task_id{limit}")
+        if not rows:
+            raise NotFound("no generated tasks in the store (run `pairstore generate tasks` first)")
+        return [Item("task", r["task_id"], [{"role": "user", "content": r["prompt"]}], r["gold"], "task")
+                for r in rows]
+    path = Path(items)
+    if not path.exists():
+        raise BadInput("expected gsm8k, math, tasks or a JSONL/parquet file of prompts; no such file", path=items)
+    out = read_prompt_file(path, item_kind="prompt")
+    return out[:n] if n is not None else out
+
+
+def read_prompt_file(path, *, item_kind: str, suite: str | None = None) -> list[Item]:
+    """Items from {id?, prompt (string or messages), gold?, kind?} records; ids default to the prompt's
+    content id."""
+    from pairstore.keys import canonical_messages, messages_content_id
+    from pairstore.records import read_records
+
+    out, seen = [], set()
+    for line, rec in read_records(path):
+        try:
+            prompt = canonical_messages(rec.get("prompt"), where="prompt")
+        except ValueError as e:
+            raise BadInput(str(e), path=str(path), line=line, field="prompt") from None
+        gold = rec.get("gold")
+        if gold is not None and not isinstance(gold, (str, int, float)):
+            raise BadInput("expected a string or number", path=str(path), line=line, field="gold")
+        kind = rec.get("kind") or "task"
+        if kind not in VERIFIER_KINDS:
+            raise BadInput(f"unknown kind {kind!r} (expected one of {', '.join(VERIFIER_KINDS)})", path=str(path),
+                           line=line, field="kind")
+        item_id = rec.get("id")
+        if item_id is None:
+            item_id = messages_content_id(prompt)
+        elif not isinstance(item_id, (str, int)):
+            raise BadInput("expected a string id", path=str(path), line=line, field="id")
+        item_id = str(item_id)
+        if item_id in seen:
+            raise BadInput(f"id {item_id!r} appears twice", path=str(path), line=line, field="id")
+        seen.add(item_id)
+        out.append(Item(item_kind, item_id, prompt, None if gold is None else str(gold), kind, suite))
+    return out
+
+
+# ---------------------------------------------------------------------------- generation
+
+
+def item_seed(seed: int, item_id: str) -> int:
+    """The per-item torch seed: stable across runs, processes and Python versions."""
+    return xxhash.xxh64_intdigest(f"{seed}\x1f{item_id}".encode()) & ((1 << 63) - 1)
+
+
+def decoding_settings(serving, decoding: dict | None) -> dict:
+    """The bundle's serving_config decoding object, overridden by flags (None values ignored)."""
+    from train.serving import DECODING_KEYS
+
+    merged = dict(serving.decoding)
+    for k, v in (decoding or {}).items():
+        if k not in DECODING_KEYS:
+            raise BadInput(f"unknown decoding knob {k!r} (expected one of {', '.join(DECODING_KEYS)})", field=k)
+        if v is not None:
+            merged[k] = v
+    return merged
+
+
+def _use_vllm(engine: str, decoding: dict) -> bool:
+    if engine == "transformers":
+        return False
+    try:
+        import torch
+        import vllm  # noqa: F401
+        available = torch.cuda.is_available()
+    except ImportError:
+        available = False
+    if engine == "vllm" and not available:
+        raise BadInput("engine vllm needs the vllm package and a GPU", field="engine")
+    # vLLM has no no_repeat_ngram_size: those runs go through transformers.
+    return available and "no_repeat_ngram_size" not in decoding
+
+
+def generate(serving, items: list[Item], *, samples: int = 1, temperature: float = 0.0, seed: int = 0,
+             decoding: dict | None = None, max_new_tokens: int | None = None, engine: str = "auto",
+             model=None, trust_remote_code: bool = False) -> tuple[list[list[Output] | None], dict]:
+    """K outputs per item (None for an item whose prompt exceeds max_input_tokens) and the settings used."""
+    if samples < 1:
+        raise BadInput(f"--samples must be at least 1, got {samples}", field="samples")
+    if temperature < 0:
+        raise BadInput(f"--temperature must not be negative, got {temperature}", field="temperature")
+    if temperature == 0 and samples > 1:
+        raise BadInput("greedy decoding gives one answer per item; use --temperature above 0 with --samples",
+                       field="samples")
+    knobs = decoding_settings(serving, decoding)
+    max_new = int(max_new_tokens or serving.max_new_tokens)
+    prompts = []
+    for it in items:
+        ids = serving.encode(serving.render(serving.with_system(it.prompt)))
+        prompts.append(None if serving.max_input_tokens and len(ids) > serving.max_input_tokens else ids)
+    vllm = model is None and _use_vllm(engine, knobs)
+    settings = {"engine": "vllm" if vllm else "transformers", "do_sample": temperature > 0,
+                "temperature": temperature, "max_new_tokens": max_new, "eos_token_id": serving.eos_ids,
+                "enable_thinking": serving.enable_thinking, "seed": seed, **knobs}
+    if vllm:
+        outputs = _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, max_new,
+                                 trust_remote_code)
+    else:
+        outputs = _generate_transformers(serving, items, prompts, samples, temperature, seed, knobs, max_new,
+                                         model, trust_remote_code, settings)
+    return outputs, settings
+
+
+def _cut(serving, new_ids: list[int]) -> Output:
+    stop = next((i for i, t in enumerate(new_ids) if t in serving.eos_ids), None)
+    kept = new_ids if stop is None else new_ids[:stop]
+    return Output(serving.tokenizer.decode(kept, skip_special_tokens=True), len(kept), stop is not None)
+
+
+def _generate_transformers(serving, items, prompts, samples, temperature, seed, knobs, max_new, model,
+                           trust_remote_code, settings):
+    import torch
+
+    from train.serving import load_model
+
+    if model is None:
+        model = load_model(serving.path, trust_remote_code=trust_remote_code,
+                           device="cuda" if torch.cuda.is_available() else None)
+    model.eval()
+    pad = serving.pad_id if serving.pad_id is not None else serving.eos_ids[0]
+    kwargs = {"max_new_tokens": max_new, "eos_token_id": serving.eos_ids, "pad_token_id": pad,
+              "do_sample": temperature > 0, "num_return_sequences": samples}
+    if temperature > 0:
+        kwargs["temperature"] = temperature
+        gen_cfg = model.generation_config
+        settings["top_p"] = getattr(gen_cfg, "top_p", None)
+        settings["top_k"] = getattr(gen_cfg, "top_k", None)
+    kwargs.update(knobs)
+    outputs = []
+    for it, ids in zip(items, prompts):
+        if ids is None:
+            outputs.append(None)
+            continue
+        torch.manual_seed(item_seed(seed, it.item_id))
+        input_ids = torch.tensor([ids], device=model.device)
+        with torch.no_grad():
+            seqs = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
+        outputs.append([_cut(serving, s[len(ids):].tolist()) for s in seqs])
+    return outputs
+
+
+def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, max_new, trust_remote_code):
+    from vllm import LLM, SamplingParams
+
+    llm = LLM(model=str(serving.path), tokenizer=str(serving.path), trust_remote_code=trust_remote_code,
+              seed=seed, dtype="bfloat16")
+    todo = [(i, ids) for i, ids in enumerate(prompts) if ids is not None]
+    params = [SamplingParams(n=samples, temperature=temperature, seed=item_seed(seed, items[i].item_id),
+                             max_tokens=max_new, stop_token_ids=serving.eos_ids, skip_special_tokens=True,
+                             **({"repetition_penalty": knobs["repetition_penalty"]}
+                                if "repetition_penalty" in knobs else {}))
+              for i, _ in todo]
+    results = llm.generate([{"prompt_token_ids": ids} for _, ids in todo], params)
+    outputs: list = [None] * len(prompts)
+    for (i, _), res in zip(todo, results):
+        outputs[i] = [_cut(serving, list(c.token_ids)) for c in res.outputs]
+    return outputs
+
+
+# ---------------------------------------------------------------------------- scoring and storing
+
+
+def judge(text: str, gold: str | None, kind: str) -> tuple[str | None, str]:
+    """(extracted answer, verdict) with the project's verifier."""
+    from miners.verify import extract_answer, is_equivalent
+
+    extracted = extract_answer(text, kind)
+    if gold is None:
+        return extracted, "unscored"
+    return extracted, "correct" if is_equivalent(text, gold, kind) else "wrong"
+
+
+def generation_rows(model_name: str, items: list[Item], outputs, settings: dict, serving) -> list[dict]:
+    from audits.loops import scan
+    from pairstore.ingest import generation_id
+
+    rows = []
+    decoding = json.dumps({**settings, "bundle": str(Path(serving.path).resolve())}, sort_keys=True)
+    for it, outs in zip(items, outputs):
+        if outs is None:
+            continue
+        prompt = serving.with_system(it.prompt)
+        for index, out in enumerate(outs):
+            extracted, verdict = judge(out.text, it.gold, it.kind)
+            report = scan(out.text)
+            rows.append({
+                "gen_id": generation_id(model_name, it.item_kind, it.item_id, index, settings["temperature"],
+                                        out.text),
+                "model": model_name, "item_kind": it.item_kind, "item_id": it.item_id, "suite": it.suite,
+                "prompt": prompt, "output": out.text, "sample_index": index,
+                "temperature": settings["temperature"], "top_p": settings.get("top_p"),
+                "max_new_tokens": settings["max_new_tokens"], "seed": settings["seed"], "decoding": decoding,
+                "extracted_answer": extracted, "verdict": verdict, "loop_flagged": bool(report.flagged),
+                "loop_catastrophic": bool(report.catastrophic), "loop_tail": bool(report.tail_loop),
+                "max_repeat": int(report.max_repeat), "n_tokens": out.n_tokens, "empty": not out.text.strip(),
+                "gold": it.gold,
+            })
+    return rows
+
+
+_GEN_COLUMNS = ("gen_id", "model", "item_kind", "item_id", "suite", "prompt", "output", "sample_index",
+                "temperature", "top_p", "max_new_tokens", "seed", "decoding", "extracted_answer", "verdict",
+                "loop_flagged", "loop_catastrophic", "loop_tail", "max_repeat", "n_tokens")
+
+
+def insert_generations(store, rows: list[dict]) -> int:
+    """Insert rows not already present (same gen_id = same model, item, sample, temperature, text)."""
+    if not rows:
+        return 0
+    before = store.scalar("SELECT count(*) FROM generations")
+    placeholders = ", ".join("?" for _ in _GEN_COLUMNS)
+    with store.transaction():
+        store.con.executemany(
+            f"INSERT INTO generations ({', '.join(_GEN_COLUMNS)}) VALUES ({placeholders}) "
+            "ON CONFLICT (gen_id) DO NOTHING",
+            [[r[c] for c in _GEN_COLUMNS] for r in rows])
+        added = store.scalar("SELECT count(*) FROM generations") - before
+        store.audit("sample", rows[0]["model"], {"generations": len(rows), "added": added})
+    return added
+
+
+def sample(store, bundle, items, n: int | None = None, samples: int = 1, temperature: float = 0.0, seed: int = 0,
+           decoding: dict | None = None, model_name: str | None = None, *, max_new_tokens: int | None = None,
+           engine: str = "auto", trust_remote_code: bool = False, model=None) -> SampleResult:
+    """Answer `items` with the bundle and store the generations (see the module docstring)."""
+    from train.serving import bundle_name, load_serving
+
+    serving = load_serving(bundle, trust_remote_code=trust_remote_code)
+    todo = load_items(store, items, n) if isinstance(items, str) else list(items)
+    name = model_name or bundle_name(store, bundle)
+    outputs, settings = generate(serving, todo, samples=samples, temperature=temperature, seed=seed,
+                                 decoding=decoding, max_new_tokens=max_new_tokens, engine=engine, model=model,
+                                 trust_remote_code=trust_remote_code)
+    rows = generation_rows(name, todo, outputs, settings, serving)
+    added = insert_generations(store, rows)
+    verdicts: dict[str, int] = {}
+    for r in rows:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    skipped = sum(1 for o in outputs if o is None)
+    return SampleResult(name, len(todo), len(rows), added, verdicts, sum(r["loop_flagged"] for r in rows),
+                        {"prompt longer than max_input_tokens": skipped} if skipped else {},
+                        [r["gen_id"] for r in rows], rows)
