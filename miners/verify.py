@@ -248,10 +248,12 @@ _DROP_RE = re.compile(
 _DEGREE_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?\b")
 _THOUSANDS_RE = re.compile(r"(?<![\d.])\d{1,3}(?:(?:,|\{,\}|\\,)\d{3})+(?![\d])")
 _UNIT_WORDS = (
-    r"(?:square|sq\.?|cubic)?\s*(?:[a-zA-Z]{2,}\.?)(?:\s*\^\s*\{?[23]\}?|\s*(?:squared|cubed))?"
-    r"|(?:m|g|s|h|l|L|K|V|W|J|N|C|F)(?:\s*\^\s*\{?[23]\}?)?"
+    # (?![a-zA-Z]) after each word: a word cannot be split into several "units", which made the
+    # repetition below backtrack exponentially on long text answers.
+    r"(?:square|sq\.?|cubic)?\s*(?:[a-zA-Z]{2,}(?![a-zA-Z])\.?)(?:\s*\^\s*\{?[23]\}?|\s*(?:squared|cubed))?"
+    r"|(?:m|g|s|h|l|L|K|V|W|J|N|C|F)(?![a-zA-Z])(?:\s*\^\s*\{?[23]\}?)?"
 )
-_TRAILING_UNITS_RE = re.compile(r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*)+$")
+_TRAILING_UNITS_RE = re.compile(r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*){1,4}$")  # units are short: bounded, so no blow-up
 _KEEP_WORDS = frozenset(
     {"pi", "infty", "infinity", "sqrt", "and", "or", "i", "e", "x", "y", "z"}
 )

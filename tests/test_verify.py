@@ -408,3 +408,14 @@ def test_nested_and_overlong_answers_are_bounded():
     assert is_equivalent(nested, "5", "math") is False  # an "answer" of 18,000 characters is a runaway
     assert answers_equal("\\text{" * 200 + "5" + "}" * 200, "5", "math") is True  # deep but short
     assert time.monotonic() - t0 < 5
+
+
+def test_long_text_answer_does_not_backtrack():
+    # A letter-removal gold of many words once sent the trailing-units regex into exponential backtracking.
+    import time
+
+    for gold in ("on strang wizard guardd thir drawr byond thir loud grasshoppr bfor a pot",
+                 " ".join(["word"] * 300) + " a b"):
+        start = time.monotonic()
+        assert is_equivalent("Final answer: " + gold, gold, "task")
+        assert time.monotonic() - start < 5  # a hang guard, not a speed test
