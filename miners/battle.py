@@ -1,0 +1,91 @@
+"""Battle pairs: human side-by-side votes turned into preference pairs.
+
+    pairstore mine battle
+    from miners.battle import mine_battles; mine_battles(store)
+
+Rules (votes are from the own model's side):
+- win:  own answer chosen, opponent's rejected   (rule "vote=win → own chosen")
+- loss: opponent's answer chosen, own rejected   (rule "vote=loss → opponent chosen")
+- tie, both_bad: no pair (dropped as 'tie' / 'both_bad').
+
+A multi-turn battle (`battles.prompt` = optional system message + the user
+turns; own_answers / opponent_answers aligned with the user turns) gives one
+pair: its prompt is the user turns interleaved with the *chosen* side's
+earlier answers, and chosen / rejected are the two sides' last answers. The
+battle's system message is not kept: the round's recipe supplies the system
+prompt at export.
+
+Dropped, by reason:
+- holdout: the battle is an active holdout member (item kind 'battle', any
+  set), or its match key (stored or recomputed from its prompt) equals an
+  active member's or an evaluation item's. Skipped before anything else, so
+  no pair of a held-out battle is ever written (the export gate checks again).
+- identity: the opponent's answer would be chosen but names its own model or
+  maker (miners.patterns.IDENTITY_PATTERNS) — in the last answer or in an
+  earlier one that becomes part of the prompt.
+- malformed: answers not aligned with the user turns.
+- empty side, identical sides, duplicate: from pairstore.pairs.add_pairs.
+Each pair has one origin: ('battle', battle_id, rule).
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from miners.patterns import names_own_model
+from miners.registry import HoldoutFilter, MineResult, new_result, register, write_pairs
+from pairstore.errors import BadInput
+from pairstore.pairs import Origin, Pair
+
+RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}
+
+
+def battle_pair_prompt(user_turns: list[str], chosen_answers: list[str]) -> list[dict]:
+    """User turns interleaved with the chosen side's earlier answers, ending on the last user turn."""
+    messages = []
+    for i, user in enumerate(user_turns):
+        messages.append({"role": "user", "content": user})
+        if i < len(user_turns) - 1:
+            messages.append({"role": "assistant", "content": chosen_answers[i]})
+    return messages
+
+
+@register("battle", version="1")
+def mine_battles(store, *, where: str | None = None) -> MineResult:
+    """Pairs from human battle votes: win → own chosen, loss → opponent chosen; ties and both-bad dropped.
+
+    `where`: optional SQL condition over `battles` (e.g. "category = 'math'")."""
+    result = new_result(mine_battles)
+    holdout = HoldoutFilter.load(store)
+    sql = ("SELECT battle_id, prompt, own_answers, opponent_answers, vote, category, match_key "
+           "FROM battles" + (f" WHERE {where}" if where else "") + " ORDER BY battle_id")
+    try:
+        battles = store.rows(sql)
+    except duckdb.Error as e:
+        raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
+    pairs = []
+    for b in battles:
+        result.stats["battles"] += 1
+        prompt = [dict(m) for m in b["prompt"]]
+        if holdout.holds("battle", b["battle_id"], prompt=prompt, stored_match_key=b["match_key"]):
+            result.dropped["holdout"] += 1
+            continue
+        vote = b["vote"]
+        result.stats[f"vote={vote}"] += 1
+        if vote not in RULES:
+            result.dropped[vote] += 1
+            continue
+        users = [m["content"] for m in prompt if m["role"] == "user"]
+        own, opponent = list(b["own_answers"]), list(b["opponent_answers"])
+        if not users or len(own) != len(users) or len(opponent) != len(users):
+            result.dropped["malformed"] += 1
+            continue
+        chosen_side, rejected_side = (own, opponent) if vote == "win" else (opponent, own)
+        if vote == "loss" and any(names_own_model(a) for a in opponent):
+            result.dropped["identity"] += 1
+            continue
+        pairs.append(Pair(
+            prompt=battle_pair_prompt(users, chosen_side), chosen=chosen_side[-1], rejected=rejected_side[-1],
+            source="battle", family=b["category"],
+            origins=[Origin("battle", b["battle_id"], RULES[vote])]))
+    return write_pairs(store, result, pairs, holdout)

@@ -1,0 +1,115 @@
+"""Loop-fix pairs: a model's wrong or looping outputs on generated tasks against the task's canonical answer.
+
+    pairstore mine loopfix --model so7a [--per-task K --seed S]
+    from miners.loopfix import mine_loopfix; mine_loopfix(store, model="so7a")
+
+Input: generations on generator tasks (generations.item_kind = 'task',
+item_id = tasks.task_id). Each output is verified against tasks.gold
+(miners.verify, kind 'task') and scanned (audits.loops.scan); the verdicts
+and loop flags are written back to `generations`. An output that is wrong or
+flagged is the rejected side; the chosen side is the task's canonical answer
+(tasks.chosen: short, correct, ending in a final-answer line). Pair source
+'loopfix', family = the task family, task_key set. The prompt is the
+generation's prompt without a system message.
+
+`workers`: processes for verifying and scanning (default 1; None: one per
+core, at most 4, from 20,000 outputs on). The result does not depend on it;
+more processes pay only on idle cores (bench/results/mining.md). Worker processes are spawned, so a script that
+calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
+
+Dropped, by reason (per generation): 'holdout' (the task's key is held out —
+pairstore.holdout.held_task_keys, evaluation items included — or the task id
+or match key is), 'correct' (right and clean: nothing to fix), 'per-task
+limit' (more bad outputs than `per_task`; the kept ones are picked in seeded
+order), plus add_pairs' 'empty side', 'identical sides', 'duplicate'.
+`stats` counts 'wrong' and 'looped' separately (an output both wrong and
+looped counts in both). Origins: ('generation', gen_id, rule) and ('task',
+task_id, "canonical chosen answer").
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+from miners.registry import (
+    HoldoutFilter,
+    MineResult,
+    OutputJudge,
+    new_result,
+    record_judgments,
+    register,
+    seeded_rank,
+    without_system,
+    write_pairs,
+)
+from pairstore.errors import BadInput
+from pairstore.pairs import Origin, Pair
+
+
+def loopfix_rule(judged, gold: str) -> str:
+    parts = []
+    if not judged.correct:
+        parts.append(f"wrong: answer {judged.answer!r} ≠ gold {gold!r}")
+    if judged.flagged:
+        r = judged.report
+        unit = getattr(r, "max_repeat_unit", "") or ""
+        parts.append(f"looped: max_repeat {r.max_repeat}" + (f" × {unit[:40]!r}" if unit else ""))
+    return "; ".join(parts) + " → task's canonical answer chosen"
+
+
+@register("loopfix", version="1")
+def mine_loopfix(store, *, model: str | None = None, per_task: int | None = None, seed: int = 0,
+                 workers: int | None = 1) -> MineResult:
+    """Wrong or looped outputs on generated tasks rejected against the task's canonical answer."""
+    if per_task is not None and per_task < 1:
+        raise BadInput("per task must be at least 1", field="per_task")
+    result = new_result(mine_loopfix)
+    holdout = HoldoutFilter.load(store)
+    rows = store.rows("""
+        SELECT g.gen_id, g.model, g.prompt, g.output, t.task_id, t.family, t.task_key, t.gold, t.chosen,
+               t.match_key AS task_match_key
+        FROM generations g JOIN tasks t ON g.item_id = t.task_id
+        WHERE g.item_kind = 'task' AND (? IS NULL OR g.model = ?)
+        ORDER BY t.task_id, g.model, g.sample_index, g.gen_id""", [model, model])
+    todo = []
+    for r in rows:
+        result.stats["generations"] += 1
+        if holdout.holds("task", r["task_id"], stored_match_key=r["task_match_key"], task_key=r["task_key"]):
+            result.dropped["holdout"] += 1
+            continue
+        todo.append(r)
+    judge = OutputJudge()
+    t_judge = time.perf_counter()
+    judged = dict(zip((r["gen_id"] for r in todo),
+                      judge.judge_all([(r["output"], r["gold"], "task") for r in todo], workers)))
+    t_judge = time.perf_counter() - t_judge
+    bad_by_task: dict[str, list[dict]] = defaultdict(list)
+    for r in todo:
+        j = judged[r["gen_id"]]
+        if j.correct and not j.flagged:
+            result.dropped["correct"] += 1
+            continue
+        result.stats["wrong"] += int(not j.correct)
+        result.stats["looped"] += int(j.flagged)
+        r["judged"] = j
+        bad_by_task[r["task_id"]].append(r)
+    pairs = []
+    for task_id, bad in bad_by_task.items():
+        if per_task is not None and len(bad) > per_task:
+            bad = sorted(bad, key=lambda r: (seeded_rank(seed, task_id, r["gen_id"]), r["gen_id"]))
+            result.dropped["per-task limit"] += len(bad) - per_task
+            bad = bad[:per_task]
+        for r in bad:
+            pairs.append(Pair(
+                prompt=without_system([dict(m) for m in r["prompt"]]), chosen=r["chosen"], rejected=r["output"],
+                source="loopfix", family=r["family"], task_key=r["task_key"],
+                origins=[Origin("generation", r["gen_id"], loopfix_rule(r["judged"], r["gold"])),
+                         Origin("task", task_id, "canonical chosen answer")]))
+    t0 = time.perf_counter()
+    with store.transaction():
+        record_judgments(store, judged)
+        write_pairs(store, result, pairs, holdout)
+    result.timings = {"verify_s": judge.verify_s, "scan_s": judge.scan_s, "judge_wall_s": t_judge,
+                      "write_s": time.perf_counter() - t0}
+    return result

@@ -1,0 +1,184 @@
+"""Self-repair pairs (GSM8K, MATH): a model's verified-correct samples against its wrong ones.
+
+    pairstore mine self-repair --model so7a --dataset gsm8k --pairs-per-problem 2 --seed 1
+    from miners.self_repair import mine_self_repair
+    mine_self_repair(store, model="so7a", dataset="gsm8k", pairs_per_problem=2, seed=1)
+
+Input: the model's generations on training problems (generations.item_kind =
+'problem', item_id = problems.problem_id), usually several samples per
+problem at a temperature. Each output's answer is read and compared with
+the gold answer by miners.verify (kind 'gsm8k' or 'math'; the verdict cached
+per distinct answer) and scanned by audits.loops.scan. The verdicts and loop
+flags are written back to `generations`.
+
+Per problem (samples with the same text count once; all their generation
+ids become origins):
+- chosen candidates: verified correct and not flagged by the scanner (a
+  correct answer that loops is never chosen);
+- rejected candidates: verified wrong;
+- with both: up to `pairs_per_problem` pairs (source 'self_repair'), picked in
+  a seeded order (xxh3 of seed, problem, text) that spreads the picks over
+  distinct wrong answers first, then distinct correct ones;
+- with wrong answers but no usable correct one: the reference solution,
+  rewritten into the model's answer style (miners.patterns:
+  GSM8K calculator marks removed and `#### 72` -> `Final answer: 72`; MATH
+  solution + `Final answer: <gold>`), is chosen against up to
+  `pairs_per_problem` wrong answers (source 'gold_repair');
+- the pair's prompt is the rejected sample's prompt without a system message; its family is the
+  dataset ('gsm8k' or 'math').
+
+`workers`: processes for verifying and scanning (default 1; None: one per
+core, at most 4, from 20,000 outputs on). The result does not depend on it;
+more processes pay only on idle cores (bench/results/mining.md). Worker processes are spawned, so a script that
+calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
+
+Dropped, by reason (per problem unless said): 'holdout' (the problem is an
+active holdout member or its match key is held out), 'no wrong answer',
+'no correct answer' (only with gold_repair=False), plus add_pairs' 'empty
+side', 'identical sides', 'duplicate' (per pair). `stats` counts problems,
+generations, correct, wrong and 'correct but flagged'.
+Origins: ('problem', problem_id, rule) and ('generation', gen_id, rule) for
+each sample on either side.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+
+from miners.patterns import solution_in_answer_style
+from miners.registry import (
+    HoldoutFilter,
+    MineResult,
+    OutputJudge,
+    new_result,
+    record_judgments,
+    register,
+    seeded_rank,
+    without_system,
+    write_pairs,
+)
+from pairstore.errors import BadInput
+from pairstore.keys import content_id
+from pairstore.pairs import Origin, Pair
+
+DATASETS = ("gsm8k", "math")
+
+
+def spread_picks(n_chosen: int, n_rejected: int, k: int) -> list[tuple[int, int]]:
+    """Up to k distinct (chosen index, rejected index) combinations, each new pick preferring the
+    least-used rejected answer, then the least-used chosen one, then the lowest indices (the
+    candidates come in seeded order)."""
+    picks: list[tuple[int, int]] = []
+    used_c, used_r = Counter(), Counter()
+    taken = set()
+    for _ in range(min(k, n_chosen * n_rejected)):
+        best = min(((i, j) for i in range(n_chosen) for j in range(n_rejected) if (i, j) not in taken),
+                   key=lambda c: (used_r[c[1]], used_c[c[0]], c[0] + c[1], c[1], c[0]))
+        taken.add(best)
+        used_c[best[0]] += 1
+        used_r[best[1]] += 1
+        picks.append(best)
+    return picks
+
+
+def _distinct(samples: list[dict], seed: int, problem_id: str) -> list[list[dict]]:
+    """Samples grouped by identical output text, groups in seeded order."""
+    by_text: dict[str, list[dict]] = defaultdict(list)
+    for s in samples:
+        by_text[s["output"]].append(s)
+    return sorted(by_text.values(),
+                  key=lambda g: (seeded_rank(seed, problem_id, content_id(g[0]["output"])), g[0]["gen_id"]))
+
+
+@register("self_repair", version="1")
+def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int = 1, seed: int = 0,
+                     gold_repair: bool = True, workers: int | None = 1) -> MineResult:
+    """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution where all are wrong."""
+    if dataset not in DATASETS:
+        raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
+    if not model:
+        raise BadInput("a model name is required", field="model")
+    if pairs_per_problem < 1:
+        raise BadInput("pairs per problem must be at least 1", field="pairs_per_problem")
+    result = new_result(mine_self_repair)
+    holdout = HoldoutFilter.load(store)
+    rows = store.rows("""
+        SELECT g.gen_id, g.item_id AS problem_id, g.prompt, g.output, p.gold, p.solution,
+               p.question, p.match_key AS problem_match_key
+        FROM generations g JOIN problems p ON g.item_id = p.problem_id
+        WHERE g.item_kind = 'problem' AND g.model = ? AND p.dataset = ?
+        ORDER BY p.problem_id, g.sample_index, g.gen_id""", [model, dataset])
+    by_problem: dict[str, list[dict]] = defaultdict(list)
+    for r in rows:
+        by_problem[r["problem_id"]].append(r)
+    mined: dict[str, list[dict]] = {}
+    for problem_id, samples in by_problem.items():
+        result.stats["problems"] += 1
+        first = samples[0]
+        if holdout.holds("problem", problem_id, prompt=first["question"],
+                         stored_match_key=first["problem_match_key"]):
+            result.dropped["holdout"] += 1
+            continue
+        mined[problem_id] = samples
+    judge = OutputJudge()
+    t_judge = time.perf_counter()
+    todo = [s for samples in mined.values() for s in samples]
+    judged = dict(zip((s["gen_id"] for s in todo),
+                      judge.judge_all([(s["output"], s["gold"], dataset) for s in todo], workers)))
+    t_judge = time.perf_counter() - t_judge
+    pairs: list[Pair] = []
+    for problem_id, samples in mined.items():
+        first = samples[0]
+        gold = first["gold"]
+        good, bad = [], []
+        for s in samples:
+            result.stats["generations"] += 1
+            j = judged[s["gen_id"]]
+            s["answer"] = j.answer
+            if j.correct:
+                result.stats["correct"] += 1
+                if j.flagged:
+                    result.stats["correct but flagged"] += 1
+                else:
+                    good.append(s)
+            else:
+                result.stats["wrong"] += 1
+                bad.append(s)
+        if not bad:
+            result.dropped["no wrong answer"] += 1
+            continue
+        bad_groups = _distinct(bad, seed, problem_id)
+        if good:
+            good_groups = _distinct(good, seed, problem_id)
+            for i, j in spread_picks(len(good_groups), len(bad_groups), pairs_per_problem):
+                pairs.append(_pair("self_repair", dataset, problem_id, gold, good_groups[i][0]["output"], good_groups[i],
+                                   bad_groups[j]))
+        elif gold_repair:
+            chosen = solution_in_answer_style(dataset, first["solution"], gold)
+            for group in bad_groups[:pairs_per_problem]:
+                pairs.append(_pair("gold_repair", dataset, problem_id, gold, chosen, [], group))
+        else:
+            result.dropped["no correct answer"] += 1
+    t0 = time.perf_counter()
+    with store.transaction():
+        record_judgments(store, judged)
+        write_pairs(store, result, pairs, holdout)
+    result.timings = {"verify_s": judge.verify_s, "scan_s": judge.scan_s, "judge_wall_s": t_judge,
+                      "write_s": time.perf_counter() - t0}
+    return result
+
+
+def _pair(source: str, dataset: str, problem_id: str, gold: str, chosen: str, chosen_group: list[dict],
+          rejected_group: list[dict]) -> Pair:
+    rejected = rejected_group[0]
+    if source == "self_repair":
+        problem_rule = "self_repair: verified-correct sample chosen, wrong sample rejected"
+    else:
+        problem_rule = "gold_repair: no usable correct sample; reference solution in answer style chosen"
+    origins = [Origin("problem", problem_id, problem_rule)]
+    origins += [Origin("generation", s["gen_id"], "verified correct, not looped → chosen") for s in chosen_group]
+    origins += [Origin("generation", s["gen_id"], f"answer {s['answer']!r} ≠ gold {gold!r} → rejected")
+                for s in rejected_group]
+    return Pair(prompt=without_system([dict(m) for m in rejected["prompt"]]), chosen=chosen,
+                rejected=rejected["output"], source=source, family=dataset, origins=origins)
