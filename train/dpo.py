@@ -88,7 +88,9 @@ def verify_mixture(mixture: dict) -> None:
                           f"registered {mixture['sha256']}; refusing to train on it")
 
 
-def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max_steps: int | None) -> dict:
+def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max_steps: int | None,
+                          overrides: dict | None = None) -> dict:
+    """The recipe's [train] table, checked, with `max_steps` / `overrides` applied (recorded in the evidence)."""
     train = recipe.get("train")
     if not isinstance(train, dict):
         raise BadInput(f"round {round_name}: recipe has no [train] table", field="train")
@@ -96,8 +98,15 @@ def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max
     if missing:
         raise BadInput(f"round {round_name}: recipe [train] lacks {missing[0]}", field=f"train.{missing[0]}")
     hp = {k: train[k] for k in TRAIN_KEYS}
+    overrides = dict(overrides or {})
     if max_steps is not None:
-        hp["max_steps"] = int(max_steps)
+        overrides["max_steps"] = int(max_steps)
+    unknown = sorted(set(overrides) - set(TRAIN_KEYS))
+    if unknown:
+        raise BadInput(f"unknown training override {unknown[0]!r}", field=f"train.{unknown[0]}")
+    hp.update(overrides)
+    if overrides:
+        hp["overrides"] = dict(sorted(overrides.items()))
     if world_size < 1:
         raise BadInput(f"world size must be at least 1, got {world_size}", field="world_size")
     per_step = int(hp["per_device_batch"]) * world_size
@@ -130,13 +139,13 @@ def base_checkpoint_name(store, base_bundle, recipe: dict) -> str:
 
 def prepare_job(store, round_name: str, base_bundle, out_dir, *, resume: bool = False, world_size: int = 1,
                 max_steps: int | None = None, save_steps: int | None = None,
-                trust_remote_code: bool = False) -> dict:
+                trust_remote_code: bool = False, overrides: dict | None = None) -> dict:
     """Everything a training process needs, resolved from the store (which the trainer never opens)."""
     from train.serving import load_serving
 
     r = round_recipe(store, round_name)
     recipe = r["recipe"]
-    hp = train_hyperparameters(recipe, round_name, world_size=world_size, max_steps=max_steps)
+    hp = train_hyperparameters(recipe, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides)
     pairs, sft = round_mixture(store, round_name)
     load_serving(base_bundle, trust_remote_code=trust_remote_code)  # template/tokenizer/generation mismatch: fail now
     from train.bundle import list_shards
@@ -328,14 +337,18 @@ def _final_metrics(logs: list[dict]) -> dict:
 def train_dpo(store, round_name: str, base_bundle, out_dir, *, resume: bool = False, world_size: int = 1,
               max_steps: int | None = None, save_steps: int | None = None, launcher: str | None = None,
               accelerate_config: str | None = None, trust_remote_code: bool = False,
-              adapter_name: str | None = None) -> DpoResult:
-    """Train the round's LoRA adapter on its export and register it (checkpoint kind 'adapter')."""
+              adapter_name: str | None = None, overrides: dict | None = None) -> DpoResult:
+    """Train the round's LoRA adapter on its export and register it (checkpoint kind 'adapter').
+
+    `overrides` replaces [train] values for this run (e.g. the demo's small batch); they are
+    recorded in the evidence's hyperparameters."""
     if launcher not in (None, "accelerate"):
         raise BadInput(f"unknown launcher {launcher!r} (expected accelerate)", field="launcher")
     if launcher is None and world_size != 1:
         raise BadInput("a world size above 1 needs --launcher accelerate", field="world_size")
     job = prepare_job(store, round_name, base_bundle, out_dir, resume=resume, world_size=world_size,
-                      max_steps=max_steps, save_steps=save_steps, trust_remote_code=trust_remote_code)
+                      max_steps=max_steps, save_steps=save_steps, trust_remote_code=trust_remote_code,
+                      overrides=overrides)
     evidence = execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
     return register_adapter(store, job, evidence, adapter_name=adapter_name)
 

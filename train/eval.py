@@ -94,11 +94,14 @@ def register_suite(store, suite: str, items) -> None:
             "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
             "VALUES (?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (suite, item_id) DO NOTHING",
             [[suite, it.item_id, it.kind, it.prompt, it.gold, match_key(it.prompt)] for it in items])
-        try:
-            from pairstore.ngrams import register_benchmark
-        except ImportError:
+        from pairstore.ngrams import register_benchmark
+
+        # Generated tasks are checked by their task key; their prompts share template phrasing with
+        # every other task of the family, so 13-grams would call different tasks leaks of each other.
+        rows = store.rows("SELECT item_id, prompt FROM eval_items WHERE suite = ? AND task_key IS NULL "
+                          "ORDER BY item_id", [suite])
+        if not rows:
             return
-        rows = store.rows("SELECT item_id, prompt FROM eval_items WHERE suite = ? ORDER BY item_id", [suite])
         register_benchmark(store, f"eval:{suite}",
                            [(r["item_id"], "\n".join(user_turns([dict(m) for m in r["prompt"]]))) for r in rows])
 

@@ -210,6 +210,8 @@ def _generate_transformers(serving, items, prompts, samples, temperature, seed, 
         settings["top_p"] = getattr(gen_cfg, "top_p", None)
         settings["top_k"] = getattr(gen_cfg, "top_k", None)
     kwargs.update(knobs)
+    if temperature <= 0 and samples == 1:
+        return _greedy_batched(serving, model, prompts, kwargs, pad)
     outputs = []
     for it, ids in zip(items, prompts):
         if ids is None:
@@ -220,6 +222,29 @@ def _generate_transformers(serving, items, prompts, samples, temperature, seed, 
         with torch.no_grad():
             seqs = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
         outputs.append([_cut(serving, s[len(ids):].tolist()) for s in seqs])
+    return outputs
+
+
+GREEDY_BATCH = 16
+
+
+def _greedy_batched(serving, model, prompts, kwargs, pad: int):
+    """Greedy decoding in left-padded batches of similar length (no randomness, so batching is free to
+    reorder; sampling keeps one call per item for per-item seeds)."""
+    import torch
+
+    outputs: list = [None] * len(prompts)
+    todo = sorted((i for i, ids in enumerate(prompts) if ids is not None), key=lambda i: (len(prompts[i]), i))
+    for start in range(0, len(todo), GREEDY_BATCH):
+        batch = todo[start:start + GREEDY_BATCH]
+        width = max(len(prompts[i]) for i in batch)
+        ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in batch], device=model.device)
+        mask = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch],
+                            device=model.device)
+        with torch.no_grad():
+            seqs = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+        for i, seq in zip(batch, seqs):
+            outputs[i] = [_cut(serving, seq[width:].tolist())]
     return outputs
 
 
