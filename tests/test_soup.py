@@ -19,7 +19,8 @@ from pairstore.cli import cli
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
 from train import bundle as B
-from train.soup import EVIDENCE_NAME, SoupKernel, soup, soup_reference
+from train.bundle import EVIDENCE_FILE
+from train.soup import SoupKernel, soup, soup_reference
 
 SLICE = 4096  # small slices: the embedding below spans several, several small tensors share one
 
@@ -183,10 +184,10 @@ def test_soup_equals_reference(pair, tmp_path, alpha):
 
 def test_evidence_and_serving_files(pair, tmp_path):
     a, b, _, _ = pair
-    (a / EVIDENCE_NAME).write_text(json.dumps({"parquet_sha256": "abc"}))
+    (a / EVIDENCE_FILE).write_text(json.dumps({"parquet_sha256": "abc"}))
     out = tmp_path / "out"
     soup(a, b, 0.4, out, slice_bytes=SLICE, hash_output=True)
-    ev = json.loads((out / EVIDENCE_NAME).read_text())
+    ev = json.loads((out / EVIDENCE_FILE).read_text())
     assert ev["kind"] == "soup" and ev["alpha"] == 0.4
     assert ev["a"]["shards_sha256"] == {p.name: sha256_file(p) for p in B.list_shards(a)}
     assert ev["b"]["shards_sha256"] == {p.name: sha256_file(p) for p in B.list_shards(b)}

@@ -60,6 +60,8 @@ SERVING_FILES = TOKENIZER_FILES + (
 )
 # What tokenizer_fingerprint hashes: a changed template changes the prompts the model sees.
 FINGERPRINT_FILES = TOKENIZER_FILES + ("chat_template.jinja",)
+# Every bundle and adapter pairstore writes carries its evidence under this one name.
+EVIDENCE_FILE = "training_evidence.json"
 
 # Pickle-based checkpoint formats: loading them can execute arbitrary code.
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")

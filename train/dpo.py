@@ -26,9 +26,9 @@ from pathlib import Path
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
 from pairstore.keys import sha256_file
+from train.bundle import EVIDENCE_FILE
 
 JOB_FILE = "pairstore_job.json"
-EVIDENCE_FILE = "training_evidence.json"
 TRAIN_KEYS = ("beta", "sft_weight", "lora_rank", "lora_alpha", "lora_dropout", "target_modules", "learning_rate",
               "lr_scheduler", "warmup_ratio", "max_steps", "global_batch", "per_device_batch", "max_length")
 _EXPORT_FIELDS = ("export_id", "path", "sha256", "rows", "content_hash")

@@ -23,10 +23,10 @@ from pathlib import Path
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
+from train.bundle import EVIDENCE_FILE
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
-MERGE_EVIDENCE = "merge_evidence.json"
 _PREFIX = "base_model.model."
 _TORCH_TO_ST = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64", "int64": "I64",
                 "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
@@ -243,7 +243,7 @@ def merge_adapter(base_bundle, adapter_dir, out_dir, store=None, name: str | Non
         "round": round_name, "mixture_sha256": (training or {}).get("mixture_sha256"),
         "shard_sha256": shard_sha256s(out), "serving_files": copied, "libraries": library_versions(),
     }
-    atomic_write_json(out / MERGE_EVIDENCE, evidence)
+    atomic_write_json(out / EVIDENCE_FILE, evidence)
     if store is not None:
         parents = [base_name] + ([round_name] if round_name else [])
         register_checkpoint(store, name, "merge", parents, round=round_name, path=str(out.resolve()),

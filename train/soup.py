@@ -46,6 +46,7 @@ import numpy as np
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
 from train.bundle import (
+    EVIDENCE_FILE,
     FINGERPRINT_FILES,
     INDEX_NAME,
     SINGLE_NAME,
@@ -60,7 +61,6 @@ from train.bundle import (
     write_index,
 )
 
-EVIDENCE_NAME = "training_evidence.json"
 DEFAULT_SLICE_BYTES = 16 << 20
 DEFAULT_BUFFERS = 4
 # Elements per compute block: three 1 MB temporaries stay in cache, and numpy's per-call cost is amortized.
@@ -454,7 +454,7 @@ def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path, output_names: set
 
 
 def _read_evidence(bundle: Path) -> dict | None:
-    p = bundle / EVIDENCE_NAME
+    p = bundle / EVIDENCE_FILE
     if not p.is_file():
         return None
     try:
@@ -660,7 +660,7 @@ def soup(a_dir, b_dir, alpha: float, out_dir, *, slice_bytes: int = DEFAULT_SLIC
         "versions": {"numpy": np.__version__, "pairstore": _pairstore_version()},
         "seconds": round(time.perf_counter() - started, 3),
     }
-    atomic_write_json(out_dir / EVIDENCE_NAME, evidence)
+    atomic_write_json(out_dir / EVIDENCE_FILE, evidence)
     return evidence
 
 
@@ -688,4 +688,4 @@ def _pairstore_version() -> str:
         return "unknown"
 
 
-__all__ = ["soup", "soup_reference", "SoupKernel", "EVIDENCE_NAME", "SINGLE_NAME"]
+__all__ = ["soup", "soup_reference", "SoupKernel", "SINGLE_NAME"]

@@ -1,0 +1,50 @@
+"""The CLI starts fast: no heavy imports for --help or store commands; every command has help."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+
+from pairstore.cli import cli
+from pairstore.store import open_store
+
+HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib")
+
+
+def _loaded_after(code: str) -> set[str]:
+    probe = (f"import sys\n{code}\n"
+             f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    last = out.rstrip("\n").rsplit("HEAVY:", 1)[1]
+    return {m for m in last.split(",") if m}
+
+
+def test_help_and_store_commands_import_nothing_heavy(tmp_path):
+    assert _loaded_after("from pairstore.cli import cli\n"
+                         "try:\n    cli.main(['--help'], standalone_mode=False)\nexcept SystemExit:\n    pass") == set()
+    db = tmp_path / "s.duckdb"
+    open_store(db).close()
+    code = (f"from pairstore.cli import cli\n"
+            f"cli.main(['--db', {str(db)!r}, 'holdout', 'list'], standalone_mode=False)\n"
+            f"cli.main(['--db', {str(db)!r}, 'sql', 'SELECT count(*) FROM pairs'], standalone_mode=False)")
+    assert _loaded_after(code) == set()
+
+
+def _commands(cmd, path):
+    yield path, cmd
+    if isinstance(cmd, click.Group):
+        for name, sub in cmd.commands.items():
+            yield from _commands(sub, path + [name])
+
+
+def test_every_command_and_option_has_help():
+    missing = []
+    for path, cmd in _commands(cli, ["pairstore"]):
+        if not (cmd.help or "").strip():
+            missing.append(" ".join(path))
+        for p in cmd.params:
+            if isinstance(p, click.Option) and not (p.help or "").strip() and p.name not in ("help", "version"):
+                missing.append(f"{' '.join(path)} {p.opts[0]}")
+    assert not missing, f"no help text: {missing}"
