@@ -355,6 +355,9 @@ def _run_miner(ctx, name: str, as_json: bool, **options) -> None:
 
 
 _mine_json = click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+_mine_workers = click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
+                             help="Processes that verify and scan; more helps on idle cores only. "
+                                  "The result does not depend on it.")
 
 
 @mine_group.command("list")
@@ -382,12 +385,13 @@ def mine_battle_cmd(ctx, where, as_json):
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the pair selection.")
 @click.option("--no-gold-repair", is_flag=True,
               help="Do not use the reference solution where every sample is wrong.")
+@_mine_workers
 @_mine_json
 @click.pass_context
-def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_repair, as_json):
+def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_repair, workers, as_json):
     """Verified-correct vs wrong samples of a model on GSM8K/MATH (gold solution where all are wrong)."""
     _run_miner(ctx, "self_repair", as_json, model=model, dataset=dataset, pairs_per_problem=pairs_per_problem,
-               seed=seed, gold_repair=not no_gold_repair)
+               seed=seed, gold_repair=not no_gold_repair, workers=workers)
 
 
 @mine_group.command("loopfix")
@@ -395,11 +399,12 @@ def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_r
 @click.option("--per-task", default=None, type=click.IntRange(min=1),
               help="At most this many pairs per task (seeded pick; default: all).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the per-task pick.")
+@_mine_workers
 @_mine_json
 @click.pass_context
-def mine_loopfix_cmd(ctx, model, per_task, seed, as_json):
+def mine_loopfix_cmd(ctx, model, per_task, seed, workers, as_json):
     """Wrong or looped outputs on generated tasks rejected against the canonical answer."""
-    _run_miner(ctx, "loopfix", as_json, model=model, per_task=per_task, seed=seed)
+    _run_miner(ctx, "loopfix", as_json, model=model, per_task=per_task, seed=seed, workers=workers)
 
 
 @mine_group.command("style")
@@ -442,6 +447,135 @@ def mine_compliance_cmd(ctx, file, as_json):
 @cli.group("round")
 def round_group():
     """Round recipes: add, list, show, attach past mixtures."""
+
+
+@round_group.command("add")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--shipped", is_flag=True, help="Add every recipe shipped under pairstore/recipes/ (parents first).")
+@click.pass_context
+def round_add_cmd(ctx, files, shipped):
+    """Register recipe FILES (TOML) as rounds; the same file again changes nothing."""
+    from pairstore.recipes import add_round, load_shipped_recipes
+
+    if not files and not shipped:
+        raise click.UsageError("give recipe FILES or --shipped")
+    with open_db(ctx) as store:
+        if shipped:
+            echo_counts("shipped recipes", {k: len(v) for k, v in load_shipped_recipes(store).items()})
+        for path in files:
+            recipe, added = add_round(store, path)
+            click.echo(f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
+                       f"sha256 {recipe.sha256[:12]})")
+
+
+@round_group.command("list")
+@click.pass_context
+def round_list_cmd(ctx):
+    """List registered rounds with kind, parents, alpha, job and exports."""
+    from pairstore.recipes import list_rounds
+
+    with open_db(ctx, read_only=True) as store:
+        rows = list_rounds(store)
+    echo_table(["name", "kind", "parents", "alpha", "job", "exports", "sha256"],
+               [(r["name"], r["kind"], r["parents"], r["alpha"], r["job_id"], r["exports"], r["sha256"])
+                for r in rows])
+
+
+@round_group.command("show")
+@click.argument("name")
+@click.option("--toml", "as_toml", is_flag=True, help="Print the recipe's TOML text as registered.")
+@click.pass_context
+def round_show_cmd(ctx, name, as_toml):
+    """Show round NAME: the stored recipe (JSON), its SHA-256 and its registered mixtures."""
+    from pairstore.recipes import show_round
+
+    with open_db(ctx, read_only=True) as store:
+        info = show_round(store, name)
+    if as_toml:
+        click.echo(info["toml"], nl=False)
+    else:
+        echo_json({k: v for k, v in info.items() if k != "toml"})
+
+
+@round_group.command("attach")
+@click.argument("name")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+def round_attach_cmd(ctx, name, file):
+    """Register FILE (parquet/JSONL pairs made elsewhere) as round NAME's training data (not gated)."""
+    from pairstore.export import attach_round
+
+    with open_db(ctx) as store:
+        r = attach_round(store, name, file)
+    if r.already:
+        click.echo(f"already attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]})")
+        return
+    click.echo(f"attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]}, export {r.export_id})")
+    echo_counts("rows", {"matched": r.matched, "new pairs": r.added, **{f"dropped {k}": v
+                                                                        for k, v in r.dropped.items()}})
+
+
+@cli.command("export")
+@click.option("--round", "round_name", required=True, help="The round whose mixture to export.")
+@click.option("--out", "out_dir", default=".", show_default=True, type=click.Path(file_okay=False),
+              help="Folder for NAME.parquet, NAME.sft.parquet and NAME.training_evidence.json.")
+@click.option("--bundle", type=click.Path(file_okay=False),
+              help="Parent bundle folder whose system_prompt.txt a recipe with system_prompt = \"bundle\" uses.")
+@click.option("--system-prompt-file", type=click.Path(dir_okay=False),
+              help="A system_prompt.txt to use for system_prompt = \"bundle\" (instead of --bundle).")
+@click.pass_context
+def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file):
+    """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
+    from pairstore.export import export_round
+
+    with open_db(ctx) as store:
+        r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file)
+    for info in r.files.values():
+        click.echo(f"{info['path']}: {info['rows']} rows, sha256 {info['sha256']}")
+    click.echo(f"{r.evidence_path}")
+    echo_counts("rows by source", r.rows_by_source)
+    for b in r.blocks:
+        if b["note"]:
+            click.echo(f"note: block {b['source']}: {b['note']}")
+    if r.gate.get("exempted"):
+        click.echo(f"gate: passed with {len(r.gate['exempted'])} exempted hit(s)")
+    for note in r.gate.get("notes", []):
+        click.echo(f"note: {note}")
+
+
+@cli.command("lineage")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
+@click.pass_context
+def lineage_cmd(ctx, name, as_json):
+    """Print the chain of rounds from the base model to NAME, with mixtures where registered."""
+    from pairstore.lineage import describe, lineage
+
+    with open_db(ctx, read_only=True) as store:
+        stages = lineage(store, name)
+    if as_json:
+        echo_json(stages)
+        return
+    for i, s in enumerate(stages, start=1):
+        job = f"  job {s['job_id']}" if s["job_id"] else ""
+        click.echo(f"{i:>2}. {s['name']:<8} {s['kind']:<5} {describe(s)}{job}")
+        for m in s["mixtures"]:
+            click.echo(f"      mixture ({m['kind']}): {m['path']}  {m['rows']} rows  sha256 {m['sha256']}")
+
+
+@holdout_group.command("exempt")
+@click.argument("set_name", metavar="SET")
+@click.argument("item_id")
+@click.argument("pair_id")
+@click.option("--reason", required=True, help="Why this pair may train although it matches the member (logged).")
+@click.pass_context
+def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason):
+    """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
+    from pairstore.export import add_exemption
+
+    with open_db(ctx) as store:
+        added = add_exemption(store, set_name, item_id, pair_id, reason=reason)
+    click.echo(f"{'exempted' if added else 'already exempted'}: pair {pair_id} for {set_name}/{item_id}")
 
 
 # ============================================================================
@@ -513,6 +647,143 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
         click.echo(f"note: {note}")
 
 
+@audit_group.command("mixtures")
+@click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
+@click.pass_context
+def audit_mixtures_cmd(ctx, as_json):
+    """Recompute the SHA-256 of every registered mixture and bundle evidence; exit 3 naming any change."""
+    from audits.mixtures import check_mixtures, refuse_if_changed
+
+    with open_db(ctx, read_only=True) as store:
+        checks = check_mixtures(store)
+    if as_json:
+        echo_json([c.as_dict() for c in checks])
+    else:
+        echo_table(["status", "what", "owner", "path", "sha256"],
+                   [(c.status, c.what, c.owner, c.path, (c.actual or "-")[:16]) for c in checks])
+        bad = sum(c.status != "ok" for c in checks)
+        click.echo(f"{len(checks)} file(s) checked, {bad} changed or missing")
+    refuse_if_changed(checks)
+
+
+@audit_group.command("compare")
+@click.argument("a")
+@click.argument("b")
+@click.option("--suite", help="The eval suite to compare accuracy on (omit for judgments only).")
+@click.option("--holdout", help="Count only judged battles of this holdout set.")
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@click.pass_context
+def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
+    """Model A against B: accuracy with Wilson intervals, paired flips and McNemar; blind-judge tallies."""
+    from audits.compare import compare
+
+    with open_db(ctx, read_only=True) as store:
+        c = compare(store, a, b, suite=suite, holdout=holdout)
+    if as_json:
+        echo_json(c.as_dict())
+        return
+    if c.accuracy_a is not None:
+        echo_table(["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
+                   [(m.model, c.suite, m.items, m.correct, f"{m.accuracy:.4f}",
+                     f"[{m.wilson_low:.3f}, {m.wilson_high:.3f}]") for m in (c.accuracy_a, c.accuracy_b)])
+        f = c.flips
+        click.echo(f"paired on {f.items} items: {a} right / {b} wrong {f.a_only}, {b} right / {a} wrong "
+                   f"{f.b_only}; exact McNemar p = {f.mcnemar_p:.4g}")
+    for label, t in (("all judged battles", c.judge_all), ("clean subset", c.judge_clean)):
+        click.echo(f"blind judge, {label} ({t.battles}): {a} {t.a_wins} - {b} {t.b_wins} - ties {t.ties}; "
+                   f"sign test p = {t.sign_p:.4g}; heavy flaws {a} {t.heavy_flaws_a}, {b} {t.heavy_flaws_b}")
+
+
+@audit_group.command("report")
+@click.option("--model", required=True, help="The round (model) to report on.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
+              help="Folder for report.html, report.md and the PNG charts.")
+@click.option("--tokenizer", type=click.Path(file_okay=False),
+              help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).")
+@click.pass_context
+def audit_report_cmd(ctx, model, out_dir, tokenizer):
+    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
+    from audits.report import write_report
+
+    with open_db(ctx, read_only=True) as store:
+        result = write_report(store, model, out_dir, tokenizer=tokenizer)
+    click.echo(f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
+               f"{len(result['sections'])} sections)")
+
+
+@audit_group.command("lengths")
+@click.option("--tokenizer", type=click.Path(file_okay=False), help="A bundle directory whose tokenizer counts.")
+@click.option("--model", help="A registered checkpoint whose bundle tokenizer counts.")
+@click.option("--round", "rounds", multiple=True, help="Only this round (repeatable; default: every round).")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
+    """Token lengths of prompt/chosen/rejected per round and the share max_length truncates.
+
+    Without --tokenizer or --model, tokens are estimated as ceil(characters / 4)."""
+    from audits.lengths import audit_lengths, make_counter
+
+    with open_db(ctx, read_only=True) as store:
+        report = audit_lengths(store, counter=make_counter(store, tokenizer=tokenizer, model=model),
+                               rounds=list(rounds) or None)
+    if as_json:
+        echo_json(report.as_dict())
+        return
+    click.echo(f"counted with {report.counter}")
+    echo_table(["round", "rows", "max_len", "prompt p50/p95/max", "chosen p50/p95/max", "rejected p50/p95/max",
+                "truncated", "chosen truncated"],
+               [(r.round, r.rows, r.max_length,
+                 *("/".join(f"{r.stats[k][s]:g}" for s in ("median", "p95", "max"))
+                   for k in ("prompt", "chosen", "rejected")),
+                 f"{r.truncated_rows} ({r.truncated_share:.1%})",
+                 f"{r.truncated_chosen} ({r.truncated_chosen_share:.1%})") for r in report.rounds])
+    for note in report.notes:
+        click.echo(f"note: {note}")
+
+
+@audit_group.command("loops")
+@click.option("--model", help="Only this model's generations (default: every model).")
+@click.option("--suite", help="Only this suite's generations (default: every suite, and none).")
+@click.option("--rescan", is_flag=True, help="Scan every output now instead of reading the stored loop flags.")
+@click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON list.")
+@click.pass_context
+def audit_loops_cmd(ctx, model, suite, rescan, as_json):
+    """Repetition loops per model and suite: outputs, flagged, catastrophic, empty, average length.
+
+    The model card's loop table over `generations` (audits.loops: flagged = repeated word 6/10-gram,
+    cycle or tail loop; catastrophic = a cycle repeated 100 times or more)."""
+    from audits.loops import LOOP_TABLE_COLUMNS, loop_table
+
+    with open_db(ctx, read_only=True) as store:
+        rows = loop_table(store, model=model, suite=suite, rescan=rescan)
+    if as_json:
+        echo_json(rows)
+    elif rows:
+        echo_table(list(LOOP_TABLE_COLUMNS), [tuple(r[c] for c in LOOP_TABLE_COLUMNS) for r in rows])
+    else:
+        click.echo("no generations in the store")
+
+
+@ingest_group.command("evals")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--model", required=True, help="The model (checkpoint name) these results belong to.")
+@click.option("--suite", required=True, help="The suite name (v2, v6, lf2, gsm8k, ...).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "lm-eval"]), default="jsonl", show_default=True,
+              help="jsonl: {item_id, correct|score, ...}; lm-eval: lm-evaluation-harness samples_*.jsonl.")
+@click.option("--metric", help="lm-eval: the metric field to score (default: the first known one present).")
+@click.option("--filter", "filter_name", help="lm-eval: the filter to keep (default: the first in the file).")
+@click.pass_context
+def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
+    """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
+    from audits.evals_in import ingest_evals
+
+    with open_db(ctx) as store:
+        result = ingest_evals(store, file, model=model, suite=suite, fmt=fmt, metric=metric,
+                              filter_name=filter_name)
+    click.echo(f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
+               f"already present {result['skipped']}" + (f", filter {result['filter']}" if result["filter"] else ""))
+
+
 # ============================================================================
 # section: train / eval (train)
 # ============================================================================
@@ -520,6 +791,149 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
 @cli.group("train")
 def train_group():
     """DPO+NLL LoRA training, merge, soup and sampling (needs the `train` extra)."""
+
+
+@cli.command("eval")
+@click.option("--model", "bundle", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="The bundle to evaluate.")
+@click.option("--suite", required=True,
+              help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
+                   "with --path FILE.")
+@click.option("--path", default=None, type=click.Path(dir_okay=False, path_type=str),
+              help="JSONL/parquet of the suite: GSM8K columns (question, answer), MATH columns (problem, "
+                   "solution), or {id?, prompt, gold?, kind?}.")
+@click.option("--n", type=int, default=None, help="Only the first N items.")
+@click.option("--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens.")
+@click.option("--engine", type=click.Choice(["auto", "transformers", "vllm"]), default="auto", show_default=True,
+              help="auto: vLLM when installed with a GPU, else transformers.")
+@click.option("--name", "model_name", default=None,
+              help="Model name for the scores (default: the bundle's checkpoint name).")
+@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.pass_context
+def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code):
+    """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
+    from train.eval import run_eval
+
+    with open_db(ctx) as store:
+        r = run_eval(store, bundle, suite, model_name, path=path, n=n, max_new_tokens=max_new_tokens,
+                     engine=engine, trust_remote_code=trust_remote_code)
+    acc = "n/a" if r.accuracy is None else f"{r.accuracy:.4f} ({r.correct}/{r.scored})"
+    click.echo(f"{r.model} on {r.suite}: {r.items} items, accuracy {acc}, loop-flagged {r.loop_flagged} "
+               f"({r.loop_catastrophic} catastrophic), empty {r.empty}, mean length {r.mean_output_len:.1f} tokens")
+    if r.skipped:
+        echo_counts("skipped", r.skipped)
+
+
+@train_group.command("dpo")
+@click.option("--round", "round_name", required=True, help="The dpo round whose export to train on.")
+@click.option("--base", "base", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="The base bundle (the round's parent, merged full weights).")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="Folder for the adapter, its checkpoints and training_evidence.json.")
+@click.option("--resume", is_flag=True, help="Continue from the last checkpoint-N in --out.")
+@click.option("--max-steps", type=int, default=None, help="Override the recipe's max_steps (smoke runs).")
+@click.option("--save-steps", type=int, default=None,
+              help="Save a checkpoint every N steps (default: 50, or max_steps when fewer).")
+@click.option("--launcher", type=click.Choice(["accelerate"]), default=None,
+              help="Run through `accelerate launch` (multi-GPU with --num-processes).")
+@click.option("--num-processes", type=int, default=1, show_default=True,
+              help="World size under --launcher accelerate; gradient accumulation = global_batch / "
+                   "(per_device_batch x this).")
+@click.option("--accelerate-config", default=None,
+              help="zero3 | fsdp | cpu (shipped in train/configs) or a YAML path (default: zero3 with a GPU, "
+                   "else cpu).")
+@click.option("--emit-sbatch", "sbatch_path", default=None, type=click.Path(dir_okay=False, path_type=str),
+              help="Do not train: prepare the job and write a Slurm script for it to this path.")
+@click.option("--gpus", type=int, default=4, show_default=True, help="GPUs of the Slurm job (--emit-sbatch).")
+@click.option("--time", "time_limit", default="04:00:00", show_default=True,
+              help="Slurm time limit (--emit-sbatch).")
+@click.option("--partition", default=None, help="Slurm partition (--emit-sbatch).")
+@click.option("--name", default=None, help="Checkpoint name of the adapter (default: ROUND-lora).")
+@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.pass_context
+def train_dpo_cmd(ctx, round_name, base, out_dir, resume, max_steps, save_steps, launcher, num_processes,
+                  accelerate_config, sbatch_path, gpus, time_limit, partition, name, trust_remote_code):
+    """Train a round's LoRA adapter with DPO + NLL on its exported mixture (exit 3 if the mixture changed)."""
+    db = ctx.find_root().obj["db"]
+    if sbatch_path:
+        from train.launch import emit_sbatch
+
+        with open_db(ctx, read_only=True) as store:
+            path = emit_sbatch(store, round_name, base, out_dir, sbatch_path, db=db, gpus=gpus,
+                               config=accelerate_config or "zero3", time_limit=time_limit, partition=partition,
+                               max_steps=max_steps, trust_remote_code=trust_remote_code, adapter_name=name)
+        click.echo(f"wrote {path} ({gpus} GPUs); submit it with: sbatch {path}")
+        return
+    from train.dpo import train_dpo_at
+
+    result = train_dpo_at(db, round_name, base, out_dir, resume=resume, world_size=num_processes,
+                          max_steps=max_steps, save_steps=save_steps, launcher=launcher,
+                          accelerate_config=accelerate_config, trust_remote_code=trust_remote_code,
+                          adapter_name=name)
+    m = result.metrics
+    click.echo(f"trained {result.adapter_name}: {m.get('global_step')} steps, loss {m.get('loss', float('nan')):.4f}, "
+               f"reward margin {m.get('rewards/margins', float('nan')):.4f}, "
+               f"accuracy {m.get('rewards/accuracies', float('nan')):.3f} -> {result.out_dir}")
+
+
+@train_group.command("merge")
+@click.option("--base", "base", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="The bundle the adapter was trained on.")
+@click.option("--adapter", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="The adapter folder, or one of its checkpoint-N folders.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="Output bundle folder.")
+@click.option("--name", default=None,
+              help="Checkpoint name (default: the round, or ROUND-stepN for an intermediate checkpoint).")
+@click.option("--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB.")
+@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.pass_context
+def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code):
+    """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
+    from train.merge import merge_adapter
+
+    with open_db(ctx) as store:
+        result = merge_adapter(base, adapter, out_dir, store=store, name=name, max_shard_bytes=max_shard_mb << 20,
+                               trust_remote_code=trust_remote_code)
+    click.echo(f"merged {result.merged_modules} LoRA modules ({result.method}) -> {result.out_dir}; "
+               f"registered checkpoint {result.name}")
+
+
+@train_group.command("sample")
+@click.option("--model", "bundle", required=True, type=click.Path(file_okay=False, path_type=str),
+              help="The bundle to answer with.")
+@click.option("--items", required=True, help="gsm8k | math (train problems) | tasks | a JSONL/parquet of "
+                                             "{id?, prompt, gold?, kind?}.")
+@click.option("--n", type=int, default=None, help="Only the first N items.")
+@click.option("--samples", type=int, default=1, show_default=True, help="Answers per item.")
+@click.option("--temperature", type=float, default=0.0, show_default=True, help="0 = greedy.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per item: hash of seed, id).")
+@click.option("--repetition-penalty", type=float, default=None,
+              help="Decoding knob (default: the bundle's serving_config decoding, else off).")
+@click.option("--no-repeat-ngram-size", type=int, default=None,
+              help="Decoding knob (default: the bundle's serving_config decoding, else off).")
+@click.option("--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens.")
+@click.option("--engine", type=click.Choice(["auto", "transformers", "vllm"]), default="auto", show_default=True,
+              help="auto: vLLM when installed with a GPU, else transformers.")
+@click.option("--name", "model_name", default=None,
+              help="Model name for the generations (default: the bundle's checkpoint name).")
+@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.pass_context
+def train_sample_cmd(ctx, bundle, items, n, samples, temperature, seed, repetition_penalty, no_repeat_ngram_size,
+                     max_new_tokens, engine, model_name, trust_remote_code):
+    """Answer items the way the bundle is served; store outputs with verdicts and loop flags."""
+    from train.sample import sample
+
+    decoding = {"repetition_penalty": repetition_penalty, "no_repeat_ngram_size": no_repeat_ngram_size}
+    with open_db(ctx) as store:
+        r = sample(store, bundle, items, n=n, samples=samples, temperature=temperature, seed=seed,
+                   decoding=decoding, model_name=model_name, max_new_tokens=max_new_tokens, engine=engine,
+                   trust_remote_code=trust_remote_code)
+    click.echo(f"{r.model}: {r.generations} generations for {r.items} items ({r.added} new), "
+               f"loop-flagged {r.loop_flagged}")
+    echo_counts("verdicts", r.verdicts)
+    if r.skipped:
+        echo_counts("skipped", r.skipped)
 
 
 @train_group.command("soup")
@@ -532,12 +946,14 @@ def train_group():
 @click.option("--a-name", default=None, help="Checkpoint name of A (default: A's folder name).")
 @click.option("--b-name", default=None, help="Checkpoint name of B (default: B's folder name).")
 @click.option("--slice-mb", type=int, default=16, show_default=True,
-              help="Streaming slice size in MiB (memory is about 6 slices).")
+              help="Streaming slice size in MiB (memory is about 11 slices plus the interpreter).")
+@click.option("--hash-output", is_flag=True,
+              help="Also record the output shards' SHA-256 in the evidence (the inputs' are always recorded).")
 @click.option("--no-register", is_flag=True,
               help="Do not register the checkpoint (by default it is registered when --db/PAIRSTORE_DB is "
                    "given or the default store file exists).")
 @click.pass_context
-def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, no_register):
+def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, hash_output, no_register):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
     import os
     from pathlib import Path
@@ -546,9 +962,9 @@ def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slic
 
     from train.soup import soup
 
-    evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20)
+    evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20, hash_output=hash_output)
     out = evidence["output"]
-    click.echo(f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards_sha256'])} "
+    click.echo(f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "
                f"shard(s), alpha={alpha} -> {out_dir} ({evidence['seconds']} s)")
     root = ctx.find_root()
     given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])

@@ -39,3 +39,15 @@ def write_jsonl(path, records) -> str:
         for r in records:
             f.write((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n")
     return str(path)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory):
+    """The full demo (`pairstore demo`), run once per test session; tests read its store and files."""
+    from train.demo import run_demo
+
+    out = tmp_path_factory.mktemp("demo") / "demo-run"
+    lines: list[str] = []
+    result = run_demo(out, echo=lines.append, progress=False)
+    result.lines = lines
+    return result

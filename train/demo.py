@@ -1,23 +1,58 @@
 """`pairstore demo`: the main job, end to end on bundled invented sample data.
 
-    pairstore demo demo-run        # or: make demo
+    pairstore demo               # into ./demo-run/   (make demo does this)
+    pairstore demo /tmp/run      # anywhere else
 
-Builds a fresh store in the folder from the sample data shipped in
-pairstore/sample_data/, then prints what it did and what to open next.
+What it does, in order (each step prints one line; the data are invented, see
+pairstore/sample_data/README.md):
+
+ 1. ingest 120 sample battles, GSM8K- and MATH-format sample problems (train
+    splits), an UltraFeedback-format sample and handcrafted compliance pairs;
+ 2. sample the 34-battle blind-judge holdout (judge34), stratified by vote;
+ 3. generate loop-fix training tasks and a held-out loop suite (lf2);
+ 4. ingest simulated outputs of the incumbent on the problems and tasks
+    (train/simulated_outputs.py: right, wrong, looped and hedged answers);
+ 5. attach an invented past-round pair file (s2_pairs_lf1.parquet) that holds
+    13 of the held-out battles in disguised forms, as the model card's m11a file did;
+ 6. mine every kind of pair: battle, self-repair (GSM8K, MATH), loop-fix, style,
+    UltraFeedback, compliance;
+ 7. load the shipped round recipes; show the export gate refusing a recipe that
+    replays the leaking file; export m11a through the gate;
+ 8. audits: leaks, decontamination (registering the test sets with the gate),
+    mixture hashes, lengths, loops;
+ 9. build a tiny random model as the stand-in for so7a, train m11a's DPO+NLL LoRA
+    for a few steps on the export, merge it, soup it at alpha 0.5 (sm11a) and
+    0.75 (sm11c);
+10. evaluate the four bundles on the loop suite and the GSM8K-format test sample,
+    and blind-judge sm11a against so7a on the held-out battles with a rule-based
+    judge (loops and empty answers are heavy flaws);
+11. write the provenance report to report/report.html and report/report.md.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+DEMO_SEED = 12076           # m11a's job id, as the shipped recipes use it
+HOLDOUT = "judge34"
+LOOP_SUITE = "lf2"
+INCUMBENT = "so7a"
+LEAKED = 13                 # held-out battles the invented past file leaks (the card's 13 of 34)
+DPO_STEPS = 6
+EVAL_ITEMS = 20             # per suite and model: the tiny random model scores ~0, this is about the plumbing
 
 
 @dataclass
 class DemoResult:
     out_dir: Path
     store_path: Path
+    report_html: Path | None = None
     steps: list[tuple[str, str]] = field(default_factory=list)   # (step, what it did)
+    seconds: float = 0.0
 
 
 def sample_file(name: str) -> Path:
@@ -26,29 +61,322 @@ def sample_file(name: str) -> Path:
     return Path(pairstore.__file__).parent / "sample_data" / name
 
 
-def run_demo(out_dir, *, echo=print) -> DemoResult:
-    from pairstore.holdout import sample_holdout
-    from pairstore.ingest import ingest_battles
-    from pairstore.store import open_store
+def _counts(d: dict) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(d.items()) if v) or "none"
+
+
+def write_leaky_past_file(store, path: Path, *, holdout: str, leaked: int, seed: int) -> list[str]:
+    """An invented past round's pair file: battle pairs mined without a holdout filter.
+
+    It holds `leaked` held-out battles in disguised forms (CRLF, trailing spaces, fullwidth
+    Unicode, a system prompt in front, upper case) among ordinary battle pairs. Returns the
+    held-out battle ids it leaks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import xxhash
+
+    held = [r[0] for r in store.con.execute(
+        "SELECT item_id FROM holdout WHERE set_name = ? AND removed_at IS NULL AND item_kind = 'battle'",
+        [holdout]).fetchall()]
+    decisive = store.rows("""
+        SELECT battle_id, prompt, own_answers, opponent_answers, vote FROM battles
+        WHERE vote IN ('win', 'loss') AND n_turns = 1 ORDER BY battle_id""")
+    held_decisive = [b for b in decisive if b["battle_id"] in set(held)]
+    held_decisive.sort(key=lambda b: xxhash.xxh3_64_intdigest(f"{seed}:{b['battle_id']}".encode()))
+    leaks = held_decisive[:leaked]
+    disguises = [
+        lambda t: t.replace("\n", "\r\n") + "\r\n",
+        lambda t: t + "   ",
+        lambda t: t.translate({ord(c): ord(c) + 0xFEE0 for c in "0123456789"}),  # fullwidth digits
+        lambda t: t.upper(),
+        lambda t: "  " + t.replace(" ", "\t", 2),
+    ]
+    rows = []
+    for i, b in enumerate(leaks + [b for b in decisive if b["battle_id"] not in set(held)][:40]):
+        user = [m["content"] for m in b["prompt"] if m["role"] == "user"][0]
+        own, opp = b["own_answers"][0], b["opponent_answers"][0]
+        chosen, rejected = (own, opp) if b["vote"] == "win" else (opp, own)
+        if i < len(leaks):
+            user = disguises[i % len(disguises)](user)
+        prompt = [{"role": "user", "content": user}]
+        if i % 4 == 1:
+            prompt.insert(0, {"role": "system", "content": "You are a helpful assistant."})
+        rows.append({"prompt": prompt, "chosen": chosen, "rejected": rejected})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(rows), path)
+    return sorted(b["battle_id"] for b in leaks)
+
+
+def rule_judge(answer_a: str, answer_b: str) -> tuple[str, bool, bool]:
+    """A rule-based stand-in for the blind LLM judge: heavy flaws are loops and empty answers.
+
+    A flawed answer loses to a clean one; otherwise it is a tie (the tiny model's answers carry
+    no meaning to prefer)."""
+    from audits.loops import scan
+
+    flaw_a = not answer_a.strip() or scan(answer_a).flagged
+    flaw_b = not answer_b.strip() or scan(answer_b).flagged
+    winner = "tie" if flaw_a == flaw_b else ("b" if flaw_a else "a")
+    return winner, flaw_a, flaw_b
+
+
+def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) -> DemoResult:
+    import sys
+
+    from tqdm import tqdm
 
     out_dir = Path(out_dir)
     if out_dir.exists():
         shutil.rmtree(out_dir)
-    out_dir.mkdir(parents=True)
+    (out_dir / "data").mkdir(parents=True)
     result = DemoResult(out_dir, out_dir / "pairstore.duckdb")
+    started = time.perf_counter()
+    show_bar = sys.stderr.isatty() if progress is None else progress
+    bar = tqdm(total=11, desc="demo", unit="step", disable=not show_bar, leave=False)
 
-    def step(name, text):
+    def step(name: str, text: str) -> None:
         result.steps.append((name, text))
-        echo(f"[{len(result.steps):>2}] {name}: {text}")
+        msg = f"[{time.perf_counter() - started:6.1f}s] {name}: {text}"
+        if show_bar:
+            bar.write(msg)
+        else:
+            echo(msg)
+
+    from pairstore.store import open_store
 
     with open_store(result.store_path) as store:
-        r = ingest_battles(store, sample_file("battles.jsonl"))
-        step("ingest battles", f"{r.added} invented battles")
-        ids = sample_holdout(store, "judge34", n=34, seed=12076)
-        step("holdout", f"judge34: {len(ids)} battles sampled, stratified by vote and category")
-        votes = store.rows("SELECT * FROM battle_votes_by_category")
-        total = sum(v["battles"] for v in votes)
-        wins = sum(v["wins"] for v in votes)
-        losses = sum(v["losses"] for v in votes)
-        step("summary", f"{total} battles, {wins} wins, {losses} losses")
+        _ingest(store, step)
+        bar.update()
+        _holdout_and_tasks(store, step)
+        bar.update(2)
+        _simulated_generations(store, out_dir, step)
+        bar.update()
+        _attach_history(store, out_dir, step)
+        bar.update()
+        _mine(store, step)
+        bar.update()
+        _rounds_and_export(store, out_dir, step)
+        bar.update()
+        _audits(store, step)
+        bar.update()
+        bundles = _train(store, out_dir, step)
+        bar.update()
+        _evaluate(store, out_dir, bundles, step)
+        bar.update()
+        from audits.report import write_report
+
+        rep = write_report(store, "sm11a", out_dir / "report")
+        result.report_html = Path(rep["html"])
+        step("report", f"{result.report_html} and report.md ({len(rep['sections'])} sections)")
+        bar.update()
+    bar.close()
+    result.seconds = time.perf_counter() - started
     return result
+
+
+# -- the steps --------------------------------------------------------------------------------------
+
+def _ingest(store, step) -> None:
+    from miners.registry import run_miner
+    from pairstore.ingest import ingest_battles, ingest_problems
+
+    r = ingest_battles(store, sample_file("battles.jsonl"))
+    votes = dict(store.con.execute("SELECT vote, count(*) FROM battles GROUP BY vote").fetchall())
+    step("ingest battles", f"{r.added} invented battles ({_counts(votes)})")
+    g = ingest_problems(store, "gsm8k", path=sample_file("gsm8k-train.jsonl"))
+    m = ingest_problems(store, "math", path=sample_file("math-train.jsonl"))
+    step("ingest problems", f"{g.added} GSM8K-format and {m.added} MATH-format train problems")
+    uf = run_miner(store, "ultrafeedback", path=str(sample_file("ultrafeedback-train_prefs.jsonl")), seed=DEMO_SEED)
+    comp = run_miner(store, "compliance", path=str(sample_file("compliance-pairs.jsonl")))
+    sft = run_miner(store, "compliance", path=str(sample_file("compliance-sft.jsonl")))
+    step("import pairs", f"UltraFeedback-format {uf.kept}, compliance pairs {comp.kept}, compliance NLL rows {sft.kept}")
+
+
+def _holdout_and_tasks(store, step) -> None:
+    from generators.tasks import generate_loopfix
+    from pairstore.holdout import sample_holdout
+
+    ids = sample_holdout(store, HOLDOUT, n=34, seed=DEMO_SEED)
+    votes = dict(store.con.execute(
+        "SELECT b.vote, count(*) FROM holdout h JOIN battles b ON b.battle_id = h.item_id "
+        "WHERE h.set_name = ? GROUP BY 1", [HOLDOUT]).fetchall())
+    step("holdout", f"{HOLDOUT}: {len(ids)} battles held out for blind judging ({_counts(votes)})")
+    suite = generate_loopfix(store, 70, DEMO_SEED, suite=LOOP_SUITE)
+    train = generate_loopfix(store, 140, DEMO_SEED + 1)
+    step("generate tasks", f"loop suite {LOOP_SUITE}: {suite.tasks_inserted} held-out tasks; "
+         f"{train.tasks_inserted} training tasks over {len(train.families)} families, none with a held-out key")
+
+
+def _simulated_generations(store, out_dir: Path, step) -> None:
+    from pairstore.ingest import ingest_generations
+    from train.simulated_outputs import simulate_outputs
+
+    path = out_dir / "data" / f"{INCUMBENT}-simulated-generations.jsonl"
+    records = simulate_outputs(store, model=INCUMBENT, samples=4, seed=DEMO_SEED)
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    r = ingest_generations(store, path, model=INCUMBENT)
+    step("ingest generations", f"{r.added} simulated {INCUMBENT} outputs (4 samples per problem, 1 per task)")
+
+
+def _attach_history(store, out_dir: Path, step) -> None:
+    from pairstore.export import attach_round
+    from pairstore.recipes import load_shipped_recipes
+
+    loaded = load_shipped_recipes(store)
+    step("round recipes", f"{len(loaded.get('added', loaded)) if isinstance(loaded, dict) else loaded} shipped "
+         f"recipes loaded (base → ... → sm11a, and the rejected candidates)")
+    path = out_dir / "data" / "s2_pairs_lf1.parquet"
+    leaked = write_leaky_past_file(store, path, holdout=HOLDOUT, leaked=LEAKED, seed=DEMO_SEED)
+    a = attach_round(store, "m11a", path)
+    step("attach history", f"{path.name} (an invented past m11a pair file, {a.rows} rows) registered; "
+         f"it secretly holds {len(leaked)} held-out battles")
+
+
+def _mine(store, step) -> None:
+    from miners.registry import run_miner
+
+    runs = [("battle", {}),
+            ("self_repair", {"model": INCUMBENT, "dataset": "gsm8k", "pairs_per_problem": 2, "seed": DEMO_SEED}),
+            ("self_repair", {"model": INCUMBENT, "dataset": "math", "pairs_per_problem": 2, "seed": DEMO_SEED}),
+            ("loopfix", {"model": INCUMBENT, "seed": DEMO_SEED}),
+            ("style", {"model": INCUMBENT})]
+    for name, opts in runs:
+        r = run_miner(store, name, **opts)
+        label = name + (f" ({opts['dataset']})" if "dataset" in opts else "")
+        step(f"mine {label}", f"kept {r.kept}; dropped: {_counts(dict(r.dropped))}")
+
+
+def _rounds_and_export(store, out_dir: Path, step) -> None:
+    from pairstore.errors import GateRefused
+    from pairstore.export import export_round
+    from pairstore.recipes import add_round
+
+    replay = out_dir / "data" / "m11a-replay.toml"
+    replay.write_text(
+        '# Demo: a round that replays the past m11a pair file as it was. The gate must refuse it.\n'
+        'name = "m11a-replay"\nkind = "dpo"\nparent = "so7a"\nseed = 12076\nsystem_prompt = "bundle"\n'
+        '[[mix]]\nsource = "attached"\n'
+        '[train]\nbeta = 0.1\nsft_weight = 0.7\nlora_rank = 8\nlora_alpha = 16\nlora_dropout = 0.0\n'
+        'target_modules = "all-linear"\nlearning_rate = 1e-6\nlr_scheduler = "cosine"\nwarmup_ratio = 0.1\n'
+        'max_steps = 10\nglobal_batch = 4\nper_device_batch = 1\nmax_length = 512\n', encoding="utf-8")
+    add_round(store, replay)
+    _base_bundle(store, out_dir)
+    mix = out_dir / "mixtures"
+    try:
+        export_round(store, "m11a-replay", mix)
+        raise RuntimeError("the gate let a leaking mixture through")   # the demo must never get here
+    except GateRefused as e:
+        ids = sorted({ln.split()[1] for ln in str(e).splitlines()[1:] if ln.startswith("  ")})
+        step("export gate", f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, "
+             f"nothing written")
+    exp = export_round(store, "m11a", mix)
+    rows = sum(f["rows"] for f in exp.files.values())
+    step("export m11a", f"{rows} rows through the gate ({_counts(exp.rows_by_source)}) -> "
+         f"{Path(exp.files['dpo']['path']).name}, sha256 {exp.files['dpo']['sha256'][:12]}…")
+
+
+def _base_bundle(store, out_dir: Path) -> Path:
+    """The tiny random model that stands in for so7a (registered as a base checkpoint)."""
+    from pairstore.checkpoints import register_checkpoint
+    from train.tiny import make_tiny_bundle
+
+    path = out_dir / "bundles" / INCUMBENT
+    if not path.exists():
+        make_tiny_bundle(path, seed=DEMO_SEED)
+        register_checkpoint(store, INCUMBENT, "base", [], path=str(path),
+                            evidence={"note": "demo stand-in: a tiny random Llama-style model"})
+    return path
+
+
+def _audits(store, step) -> None:
+    from audits.decontam import decontam
+    from audits.leaks import audit_leaks
+    from audits.lengths import audit_lengths
+    from audits.loops import loop_table
+    from audits.mixtures import check_mixtures
+
+    d = audit_leaks(store, HOLDOUT).as_dict()
+    files = [f for f in d["files"] if f["leaked_ids"] or f["near_ids"]]
+    step("audit leaks", f"{d['holdout']['name']}: {d['holdout']['clean']} clean, {d['holdout']['leaked']} leaked, "
+         f"all in {', '.join(Path(f['path']).name for f in files) or 'no file'}")
+    for bench, fname in (("gsm8k-test", "gsm8k-test.jsonl"), ("math-test", "math-test.jsonl")):
+        r = decontam(store, bench, sample_file(fname), register=True)
+        step(f"audit decontam {bench}", f"{r.contaminated_rows} of {r.training_rows} training rows share a "
+             f"13-gram with its {r.items} items; registered with the gate")
+    checks = check_mixtures(store)
+    bad = [c for c in checks if c.status != "ok"]
+    step("audit mixtures", f"{len(checks)} files re-hashed, {len(bad)} changed or missing")
+    lengths = audit_lengths(store)
+    step("audit lengths", f"{len(lengths.rounds)} mixtures measured ({lengths.counter})")
+    table = loop_table(store)
+    flagged = sum(r["flagged"] for r in table)
+    outputs = sum(r["outputs"] for r in table)
+    step("audit loops", f"{flagged} of {outputs} outputs flagged as loops")
+
+
+def _train(store, out_dir: Path, step) -> dict[str, Path]:
+    from pairstore.checkpoints import register_checkpoint
+    from train.dpo import train_dpo
+    from train.merge import merge_adapter
+    from train.soup import soup
+
+    base = _base_bundle(store, out_dir)
+    # The recipe's real batch (32 x 2,048 tokens) is for GPUs; the tiny stand-in trains a few small steps.
+    r = train_dpo(store, "m11a", base, out_dir / "runs" / "m11a",
+                  overrides={"max_steps": DPO_STEPS, "global_batch": 4, "max_length": 256, "learning_rate": 5e-4})
+    metrics = r.metrics
+    loss = metrics.get("train_loss", metrics.get("loss"))
+    step("train dpo m11a", f"{DPO_STEPS} steps of DPO+NLL LoRA (batch 4, 256 tokens) on the export"
+         + (f" (final loss {loss:.4f})" if isinstance(loss, float) else ""))
+    m11a = out_dir / "bundles" / "m11a"
+    merge_adapter(base, r.out_dir, m11a, store=store, name="m11a")
+    step("merge", f"m11a adapter merged into full weights -> {m11a}")
+    bundles = {INCUMBENT: base, "m11a": m11a}
+    for name, alpha in (("sm11a", 0.5), ("sm11c", 0.75)):
+        path = out_dir / "bundles" / name
+        ev = soup(base, m11a, alpha, path)
+        register_checkpoint(store, name, "soup", [INCUMBENT, "m11a"], alpha=alpha, path=str(path), evidence=ev)
+        bundles[name] = path
+    step("soup", "sm11a = so7a + 0.5*(m11a - so7a), sm11c = so7a + 0.75*(m11a - so7a)")
+    return bundles
+
+
+def _evaluate(store, out_dir: Path, bundles: dict[str, Path], step) -> None:
+    from pairstore.ingest import ingest_judgments
+    from train.eval import run_eval
+    from train.sample import sample
+
+    for name, path in bundles.items():
+        run_eval(store, path, LOOP_SUITE, model_name=name, n=EVAL_ITEMS)
+        run_eval(store, path, "gsm8k-test", model_name=name, path=sample_file("gsm8k-test.jsonl"), n=EVAL_ITEMS)
+    acc = store.rows("SELECT model, suite, round(avg(correct::INT), 3) AS acc, count(*) AS n FROM evals "
+                     "GROUP BY ALL ORDER BY model, suite")
+    step("eval", "; ".join(f"{r['model']} {r['suite']} {r['acc']} (n={r['n']})" for r in acc))
+    # Blind judging on the held-out battles: both models answer each held-out prompt.
+    held = store.rows("SELECT b.battle_id, b.prompt FROM holdout h JOIN battles b ON b.battle_id = h.item_id "
+                      "WHERE h.set_name = ? AND h.removed_at IS NULL ORDER BY b.battle_id", [HOLDOUT])
+    prompts = out_dir / "data" / "judge34-prompts.jsonl"
+    with open(prompts, "w", encoding="utf-8") as f:
+        for b in held:
+            turns = [m for m in b["prompt"] if m["role"] == "user"]
+            f.write(json.dumps({"id": b["battle_id"], "prompt": [dict(turns[-1])]}) + "\n")
+    answers = {}
+    for name in ("sm11a", INCUMBENT):
+        sample(store, bundles[name], str(prompts), model_name=name)
+        answers[name] = dict(store.con.execute(
+            "SELECT item_id, output FROM generations WHERE model = ? AND item_kind = 'prompt' "
+            "AND item_id IS NOT NULL", [name]).fetchall())
+    verdicts = out_dir / "data" / "judgments.jsonl"
+    with open(verdicts, "w", encoding="utf-8") as f:
+        for b in held:
+            a, bb = answers["sm11a"].get(b["battle_id"], ""), answers[INCUMBENT].get(b["battle_id"], "")
+            winner, fa, fb = rule_judge(a, bb)
+            f.write(json.dumps({"battle_id": b["battle_id"], "model_a": "sm11a", "model_b": INCUMBENT,
+                                "winner": winner, "heavy_flaw_a": fa, "heavy_flaw_b": fb,
+                                "judge": "demo rule judge (loops and empty answers are heavy flaws)"}) + "\n")
+    ingest_judgments(store, verdicts)
+    t = dict(store.con.execute("SELECT winner, count(*) FROM judgments GROUP BY 1").fetchall())
+    step("blind judge", f"sm11a vs so7a on {len(held)} held-out battles: "
+         f"{t.get('a', 0)}-{t.get('b', 0)} ({t.get('tie', 0)} ties)")

@@ -1,0 +1,235 @@
+"""Decontamination: word n-gram overlap between training text and a benchmark's test items.
+
+    pairstore audit decontam --benchmark gsm8k-test --path gsm8k/test.jsonl            # registered mixtures
+    pairstore audit decontam --benchmark math500 --path math500.jsonl --all-pairs --n 8
+    pairstore audit decontam --benchmark ifeval --path ifeval.jsonl --register           # + export gate checks it
+
+As in lm-evaluation-harness: texts are normalized (ASCII lower-case,
+punctuation deleted), split on whitespace, and a training row is contaminated
+when it shares any n-gram (13 words by default) with a test item. The test
+item's text is what lm-eval uses as its decontamination query: the question
+(GSM8K, MMLU), the problem (MATH), the prompt (IFEval).
+
+Hashing is vectorized (pairstore.ngrams: numpy over the Arrow buffers, only
+the benchmark's distinct words hashed in Python) and the overlap is a join in
+DuckDB. A training row's text is its prompt messages, chosen and rejected.
+Training text is every registered mixture (the rows `export_rows` records, or
+the file's rows when none are recorded) or, with --all-pairs, every pair.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pairstore.errors import BadInput
+from pairstore.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
+
+FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text")
+ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")
+TEXT_FIELD = {"gsm8k": "question", "math": "problem", "mmlu": "question", "ifeval": "prompt", "text": "text"}
+SNIPPET = 160
+
+
+@dataclass(frozen=True)
+class BenchmarkItem:
+    item_id: str
+    text: str
+
+
+def detect_format(rec: dict) -> str | None:
+    """The benchmark format a record looks like (None: unknown)."""
+    if "instruction_id_list" in rec and "prompt" in rec:
+        return "ifeval"
+    if "problem" in rec:
+        return "math"
+    if "question" in rec and ("choices" in rec or "A" in rec or "subject" in rec):
+        return "mmlu"
+    if "question" in rec:
+        return "gsm8k"
+    if "text" in rec:
+        return "text"
+    return None
+
+
+def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
+    """The original MMLU CSV layout: question, A, B, C, D, answer (no header)."""
+    out = []
+    with open(path, encoding="utf-8", newline="") as f:
+        for line, row in enumerate(csv.reader(f), start=1):
+            if len(row) != 6:
+                raise BadInput(f"expected 6 columns (question, A, B, C, D, answer), got {len(row)}",
+                               path=str(path), line=line)
+            out.append((line, {"question": row[0], "choices": row[1:5], "answer": row[5]}))
+    if not out:
+        raise BadInput("no rows", path=str(path))
+    return out
+
+
+def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
+    """Test items of a local benchmark file (JSONL, parquet, or MMLU CSV); ids from an id field or the row."""
+    from pairstore.records import read_records
+
+    path = Path(path)
+    if fmt is not None and fmt not in FORMATS:
+        raise BadInput(f"unknown benchmark format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")
+    if not path.exists():
+        raise BadInput("no such file", path=str(path))
+    records = _read_mmlu_csv(path) if path.suffix.lower() == ".csv" else list(read_records(path))
+    items, seen = [], set()
+    for index, (line, rec) in enumerate(records):
+        kind = fmt or detect_format(rec)
+        if kind is None:
+            raise BadInput("cannot tell the benchmark format (no question, problem, prompt or text field); "
+                           "pass --format", path=str(path), line=line)
+        name = TEXT_FIELD[kind]
+        text = rec.get(name)
+        if not isinstance(text, str) or not text.strip():
+            raise BadInput("missing or empty test item text", path=str(path), line=line, field=name)
+        item_id = next((str(rec[k]) for k in ID_FIELDS if isinstance(rec.get(k), (str, int))
+                        and not isinstance(rec.get(k), bool)), str(index))
+        if item_id in seen:
+            raise BadInput(f"item id {item_id!r} appears twice", path=str(path), line=line)
+        seen.add(item_id)
+        items.append(BenchmarkItem(item_id, text))
+    return items
+
+
+# -- training text -------------------------------------------------------------
+
+_PAIR_TEXT_SQL = ("array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) || chr(10) || p.chosen "
+                  "|| coalesce(chr(10) || p.rejected, '')")
+
+
+def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[str]]:
+    """(table of source, round, row_index, pair_id, text; notes). One row per training row."""
+    notes: list[str] = []
+    con = store.con
+    if all_pairs:
+        tbl = arrow_query(con, f"""
+            SELECT 'pairs' AS source, NULL::VARCHAR AS round, (row_number() OVER (ORDER BY p.pair_id) - 1)::BIGINT
+                   AS row_index, p.pair_id, {_PAIR_TEXT_SQL} AS text
+            FROM pairs p ORDER BY p.pair_id""")
+        return tbl, notes
+    parts = []
+    exports = store.rows("SELECT export_id, round, path, (SELECT count(*) FROM export_rows r "
+                         "WHERE r.export_id = e.export_id) AS n FROM exports e ORDER BY created_at, export_id")
+    for ex in exports:
+        if ex["n"]:
+            parts.append(arrow_query(con, f"""
+                SELECT ?::VARCHAR AS source, ?::VARCHAR AS round, r.row_index,
+                       p.pair_id, {_PAIR_TEXT_SQL} AS text
+                FROM export_rows r JOIN pairs p USING (pair_id)
+                WHERE r.export_id = ? ORDER BY r.row_index""", [ex["path"], ex["round"], ex["export_id"]]))
+        elif Path(ex["path"]).exists():
+            from audits.leaks import read_pair_file
+
+            rows = read_pair_file(ex["path"])
+            parts.append(pa.table({
+                "source": [ex["path"]] * len(rows), "round": [ex["round"]] * len(rows),
+                "row_index": pa.array([r.row_index for r in rows], pa.int64()),
+                "pair_id": pa.array([r.pair_id for r in rows], pa.string()),
+                "text": ["\n".join([m["content"] for m in r.prompt] + [x for x in (r.chosen, r.rejected) if x])
+                         for r in rows]}))
+        else:
+            notes.append(f"{ex['path']}: missing and no rows recorded; not checked")
+    if not parts:
+        empty = pa.table({"source": pa.array([], pa.string()), "round": pa.array([], pa.string()),
+                          "row_index": pa.array([], pa.int64()), "pair_id": pa.array([], pa.string()),
+                          "text": pa.array([], pa.string())})
+        return empty, notes + (["no registered mixtures"] if not exports else [])
+    schema = parts[0].schema
+    return pa.concat_tables([t.cast(schema) for t in parts]), notes
+
+
+# -- the audit -------------------------------------------------------------------
+
+@dataclass
+class Contaminated:
+    source: str
+    round: str | None
+    row_index: int
+    pair_id: str | None
+    item_id: str
+    shared_ngrams: int
+    item_text: str
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "round": self.round, "row_index": self.row_index, "pair_id": self.pair_id,
+                "item_id": self.item_id, "shared_ngrams": self.shared_ngrams, "item_text": self.item_text}
+
+
+@dataclass
+class DecontamReport:
+    benchmark: str
+    n: int
+    items: int
+    items_without_ngrams: int       # fewer than n words: only an exact match could find them
+    training_rows: int
+    training_bytes: int
+    contaminated_rows: int
+    contaminated_items: int
+    rows: list[Contaminated] = field(default_factory=list)
+    registered: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"benchmark": self.benchmark, "n": self.n, "items": self.items,
+                "items_without_ngrams": self.items_without_ngrams, "training_rows": self.training_rows,
+                "training_bytes": self.training_bytes, "contaminated_rows": self.contaminated_rows,
+                "contaminated_items": self.contaminated_items, "registered": self.registered,
+                "notes": self.notes, "rows": [r.as_dict() for r in self.rows]}
+
+
+def overlap(con, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N) -> list[tuple[int, int, int]]:
+    """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join."""
+    vocab = Vocabulary.of_texts([it.text for it in items])
+    bench = text_ngram_table(vocab, [it.text for it in items], n)
+    train = text_ngram_table(vocab, texts, n)
+    if bench.num_rows == 0 or train.num_rows == 0:
+        return []
+    con.register("_dc_bench", bench)
+    con.register("_dc_train", train)
+    try:
+        # Probe first (most training n-grams match nothing), then count distinct shared n-grams.
+        return con.execute("""
+            WITH t AS (SELECT doc, ngram FROM _dc_train SEMI JOIN _dc_bench USING (ngram))
+            SELECT t.doc, b.doc, count(DISTINCT t.ngram)
+            FROM t JOIN _dc_bench b USING (ngram)
+            GROUP BY ALL ORDER BY 1, 2""").fetchall()
+    finally:
+        con.unregister("_dc_bench")
+        con.unregister("_dc_train")
+
+
+def items_without_ngrams(items: list[BenchmarkItem], n: int) -> int:
+    vocab = Vocabulary.of_texts([it.text for it in items])
+    docs = text_ngram_table(vocab, [it.text for it in items], n)["doc"].to_numpy()
+    return len(items) - len(np.unique(docs))
+
+
+def decontam(store, benchmark: str, path, *, n: int = DEFAULT_N, fmt: str | None = None,
+             all_pairs: bool = False, register: bool = False) -> DecontamReport:
+    """Every training row sharing an n-gram with a test item; `register` also stores the benchmark for the gate."""
+    if not isinstance(n, int) or n < 1:
+        raise BadInput(f"--n must be a positive integer, got {n!r}", field="n")
+    items = load_benchmark(path, fmt)
+    if register:
+        register_benchmark(store, benchmark, [(it.item_id, it.text) for it in items], n=n)
+    texts, notes = training_texts(store, all_pairs=all_pairs)
+    found = overlap(store.con, items, texts["text"], n)
+    src = texts["source"].to_pylist()
+    rnd = texts["round"].to_pylist()
+    idx = texts["row_index"].to_pylist()
+    pid = texts["pair_id"].to_pylist()
+    rows = [Contaminated(src[t], rnd[t], int(idx[t]), pid[t], items[b].item_id, int(c),
+                         items[b].text[:SNIPPET]) for t, b, c in found]
+    size = texts["text"].combine_chunks()
+    nbytes = int(pc.sum(pc.binary_length(size)).as_py() or 0) if len(size) else 0
+    return DecontamReport(benchmark, n, len(items), items_without_ngrams(items, n), texts.num_rows, nbytes,
+                          len({t for t, _, _ in found}), len({b for _, b, _ in found}), rows, register, notes)

@@ -1,0 +1,187 @@
+"""`pairstore ingest evals`: per-item eval results made elsewhere join the store's `evals` table.
+
+    pairstore ingest evals results.jsonl --model sm11a --suite v6
+    pairstore ingest evals samples_gsm8k_2026-01-10T10-00-00.jsonl --model sm11a --suite gsm8k --format lm-eval
+
+Formats
+- jsonl: one object per item: item_id, correct (true/false) or score (number;
+  correct = score >= 0.5 when `correct` is absent), and optionally
+  extracted_answer, gold, output. With an output its length in scanner tokens,
+  emptiness and loop flags (audits.loops.scan) are stored too.
+- lm-eval: lm-evaluation-harness per-sample logs (samples_<task>_<time>.jsonl):
+  doc_id, doc_hash, prompt_hash, target, resps, filtered_resps and the
+  metric fields (exact_match, acc, acc_norm, prompt_level_strict_acc, ...).
+  A log holds one record per document and filter; --filter picks one (default:
+  the first filter in the file), --metric the field scored (default: the first
+  of METRICS present). The item id is the doc_id.
+
+Validation first, then one transaction; a re-ingest adds nothing, and a
+different result for a (model, suite, item) already stored is an error naming
+the line, never a silent overwrite.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pyarrow as pa
+
+from pairstore.errors import BadInput
+from pairstore.keys import sha256_file
+
+METRICS = ("exact_match", "acc", "acc_norm", "prompt_level_strict_acc", "prompt_level_loose_acc",
+           "inst_level_strict_acc", "math_verify", "pass@1", "f1", "em")
+FORMATS = ("jsonl", "lm-eval")
+
+_SCHEMA = pa.schema([
+    ("model", pa.string()), ("suite", pa.string()), ("item_id", pa.string()), ("score", pa.float64()),
+    ("correct", pa.bool_()), ("extracted_answer", pa.string()), ("gold", pa.string()),
+    ("output_len", pa.int32()), ("empty", pa.bool_()), ("loop_flagged", pa.bool_()),
+    ("loop_catastrophic", pa.bool_()), ("doc_hash", pa.string()), ("prompt_hash", pa.string()),
+    ("origin", pa.string()), ("_line", pa.int64()),
+])
+_COMPARED = ("score", "correct", "extracted_answer", "gold", "output_len", "empty", "loop_flagged",
+             "loop_catastrophic", "doc_hash", "prompt_hash")
+
+
+def _text(v) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def _first_string(v):
+    """The first string inside nested lists (lm-eval resps: [["text"]], filtered_resps: ["72"])."""
+    while isinstance(v, (list, tuple)) and v:
+        v = v[0]
+    return v if isinstance(v, str) else None
+
+
+def _output_fields(output: str | None) -> dict:
+    if output is None:
+        return {"output_len": None, "empty": None, "loop_flagged": None, "loop_catastrophic": None}
+    from audits.loops import scan
+
+    rep = scan(output)
+    return {"output_len": rep.n_tokens, "empty": bool(rep.empty), "loop_flagged": bool(rep.flagged),
+            "loop_catastrophic": bool(rep.catastrophic)}
+
+
+def _number(v, path, line, name) -> float:
+    if isinstance(v, bool):
+        return 1.0 if v else 0.0
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    raise BadInput(f"expected a number, got {v!r}", path=str(path), line=line, field=name)
+
+
+def parse_simple(rec: dict, path, line: int) -> dict:
+    item = rec.get("item_id")
+    if isinstance(item, bool) or not isinstance(item, (str, int)) or str(item).strip() == "":
+        raise BadInput("missing or empty item_id", path=str(path), line=line, field="item_id")
+    correct = rec.get("correct")
+    if correct is not None and not isinstance(correct, bool):
+        raise BadInput(f"expected true or false, got {correct!r}", path=str(path), line=line, field="correct")
+    score = rec.get("score")
+    if score is not None:
+        score = _number(score, path, line, "score")
+    if correct is None and score is None:
+        raise BadInput("needs correct (true/false) or score", path=str(path), line=line, field="correct")
+    if correct is None:
+        correct = score >= 0.5
+    if score is None:
+        score = 1.0 if correct else 0.0
+    output = rec.get("output")
+    if output is not None and not isinstance(output, str):
+        raise BadInput("expected a string", path=str(path), line=line, field="output")
+    return {"item_id": str(item), "score": score, "correct": correct,
+            "extracted_answer": _text(rec.get("extracted_answer")), "gold": _text(rec.get("gold")),
+            "doc_hash": None, "prompt_hash": None, **_output_fields(output)}
+
+
+def parse_lm_eval(rec: dict, path, line: int, metric: str | None) -> tuple[dict, str | None]:
+    """One lm-eval sample -> (row, filter name)."""
+    doc_id = rec.get("doc_id")
+    if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)):
+        raise BadInput("missing doc_id (not an lm-evaluation-harness samples log?)", path=str(path), line=line,
+                       field="doc_id")
+    name = metric or next((m for m in METRICS if m in rec), None)
+    if name is None or name not in rec:
+        raise BadInput(f"no metric field ({metric or ', '.join(METRICS)})", path=str(path), line=line,
+                       field=metric or "metric")
+    score = _number(rec[name], path, line, name)
+    output = _first_string(rec.get("resps"))
+    extracted = _first_string(rec.get("filtered_resps"))
+    return ({"item_id": str(doc_id), "score": score, "correct": score >= 0.5 if name != "f1" else score >= 1.0,
+             "extracted_answer": extracted, "gold": _text(rec.get("target")),
+             "doc_hash": _text(rec.get("doc_hash")), "prompt_hash": _text(rec.get("prompt_hash")),
+             **_output_fields(output)}, rec.get("filter"))
+
+
+def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", metric: str | None = None,
+                 filter_name: str | None = None) -> dict:
+    """Read, validate and insert per-item results; returns {"read", "added", "skipped", "filter", "metric"}."""
+    from pairstore.records import read_records
+
+    if fmt not in FORMATS:
+        raise BadInput(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")
+    for name, value in (("model", model), ("suite", suite)):
+        if not value or not value.strip():
+            raise BadInput(f"--{name} is empty", field=name)
+    if not Path(path).is_file():
+        raise BadInput("no such file", path=str(path))
+    origin = f"{fmt}:{Path(path).name}:{sha256_file(path)[:16]}"
+    rows, read, chosen_filter = {}, 0, filter_name
+    for line, rec in read_records(path):
+        read += 1
+        if fmt == "jsonl":
+            row = parse_simple(rec, path, line)
+        else:
+            row, filt = parse_lm_eval(rec, path, line, metric)
+            if chosen_filter is None:
+                chosen_filter = filt
+            if filt != chosen_filter:
+                continue
+        row.update(model=model, suite=suite, origin=origin, _line=line)
+        prev = rows.get(row["item_id"])
+        if prev is not None:
+            if any(prev[k] != row[k] for k in _COMPARED):
+                raise BadInput(f"item {row['item_id']!r} appears twice with different results (first at line "
+                               f"{prev['_line']})", path=str(path), line=line, field="item_id")
+            continue
+        rows[row["item_id"]] = row
+    if not rows:
+        raise BadInput(f"no records for filter {chosen_filter!r}", path=str(path), field="filter")
+    table = pa.Table.from_pylist(list(rows.values()), schema=_SCHEMA)
+    con = store.con
+    with store.transaction():
+        con.register("_evals_in", table)
+        try:
+            differs = " OR ".join(f"i.{c} IS DISTINCT FROM e.{c}" for c in _COMPARED)
+            clash = con.execute(f"""
+                SELECT i.item_id, i._line FROM _evals_in i
+                JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
+                WHERE {differs} ORDER BY i._line LIMIT 1""").fetchall()
+            if clash:
+                clash = clash[0]
+                raise BadInput(f"model {model!r} suite {suite!r} item {clash[0]!r} is already stored with a "
+                               "different result (use another --model or --suite name for a re-run)",
+                               path=str(path), line=clash[1], field="item_id")
+            cols = [c for c in _SCHEMA.names if not c.startswith("_")]
+            added = con.execute(f"""
+                INSERT INTO evals ({', '.join(cols)})
+                SELECT {', '.join('i.' + c for c in cols)} FROM _evals_in i
+                ANTI JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
+                """).fetchall()[0][0]
+        finally:
+            con.unregister("_evals_in")
+        con.execute("INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
+                    [sha256_file(path), "evals", str(path), read, added])
+        store.audit("ingest.evals", f"{model}/{suite}", {"path": str(path), "format": fmt, "rows": len(rows),
+                                                          "added": added, "filter": chosen_filter})
+    return {"read": read, "added": int(added), "skipped": len(rows) - int(added), "filter": chosen_filter,
+            "metric": metric, "items": len(rows)}

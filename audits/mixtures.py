@@ -1,0 +1,113 @@
+"""Mixture hash check: recompute the SHA-256 of every registered mixture and bundle evidence file.
+
+    pairstore audit mixtures            # exit 3 naming any changed or missing file
+    pairstore audit mixtures --json
+
+Checked, each against the hash the store recorded when it was written or attached:
+- every registered mixture (`exports`: written exports and attached history);
+- the round's `NAME.training_evidence.json` beside the mixture, when present:
+  its "parquet_sha256" (or "sft_parquet_sha256" for NAME.sft.parquet) must
+  still name the registered bytes;
+- every checkpoint with a path whose evidence records file hashes: merged
+  bundles' weight shards ("shard_sha256"), soups' output shards
+  ("output.shards_sha256"), adapters' weights ("adapter_sha256").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from pairstore.errors import GateRefused
+from pairstore.keys import sha256_file
+
+
+@dataclass
+class FileCheck:
+    what: str              # export | attached | export evidence | shard | adapter
+    owner: str             # round or checkpoint name
+    path: str
+    expected: str
+    actual: str | None     # None: missing
+    status: str            # ok | changed | missing
+
+    def as_dict(self) -> dict:
+        return {"what": self.what, "owner": self.owner, "path": self.path, "expected": self.expected,
+                "actual": self.actual, "status": self.status}
+
+
+def _check(what: str, owner: str, path: Path, expected: str) -> FileCheck:
+    if not path.is_file():
+        return FileCheck(what, owner, str(path), expected, None, "missing")
+    actual = sha256_file(path)
+    return FileCheck(what, owner, str(path), expected, actual, "ok" if actual == expected else "changed")
+
+
+def _evidence_check(ex: dict) -> FileCheck | None:
+    """The export's training evidence (ROUND.training_evidence.json beside it) must name the registered bytes:
+    "parquet_sha256" for the pair file, "sft_parquet_sha256" for NAME.sft.parquet."""
+    path = Path(ex["path"])
+    ev_path = path.parent / f"{ex['round']}.training_evidence.json"
+    if not ev_path.is_file():
+        return None
+    try:
+        evidence = json.loads(ev_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return FileCheck("export evidence", ex["round"], str(ev_path), ex["sha256"], "unreadable", "changed")
+    if not isinstance(evidence, dict):
+        return None
+    key = "sft_parquet_sha256" if path.name.endswith(".sft.parquet") else "parquet_sha256"
+    recorded = evidence.get(key)
+    if recorded is None:
+        return None
+    return FileCheck("export evidence", ex["round"], str(ev_path), ex["sha256"], recorded,
+                     "ok" if recorded == ex["sha256"] else "changed")
+
+
+def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
+    """(what, file name inside the bundle, sha256) recorded in a checkpoint's evidence."""
+    out = []
+    for name, sha in sorted((evidence.get("shard_sha256") or {}).items()):
+        out.append(("shard", name, sha))
+    output = evidence.get("output")
+    if isinstance(output, dict):
+        for name, sha in sorted((output.get("shards_sha256") or {}).items()):
+            out.append(("shard", name, sha))
+    for name, sha in sorted((evidence.get("adapter_sha256") or {}).items()):
+        out.append(("adapter", name, sha))
+    return out
+
+
+def check_mixtures(store) -> list[FileCheck]:
+    """Every recorded file hash, recomputed. Never raises for a mismatch (see audit_mixtures)."""
+    checks: list[FileCheck] = []
+    for ex in store.rows("SELECT export_id, round, kind, path, sha256 FROM exports ORDER BY created_at, export_id"):
+        path = Path(ex["path"])
+        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"]))
+        ev = _evidence_check(ex)
+        if ev is not None:
+            checks.append(ev)
+    for ck in store.rows("SELECT name, path, evidence FROM checkpoints WHERE path IS NOT NULL "
+                         "AND evidence IS NOT NULL ORDER BY name"):
+        evidence = json.loads(ck["evidence"]) if isinstance(ck["evidence"], str) else ck["evidence"]
+        if not isinstance(evidence, dict):
+            continue
+        for what, name, sha in _recorded_files(evidence):
+            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
+    return checks
+
+
+def refuse_if_changed(checks: list[FileCheck]) -> None:
+    """GateRefused (exit 3) naming every changed or missing file."""
+    bad = [c for c in checks if c.status != "ok"]
+    if bad:
+        listed = "; ".join(f"{c.path} ({c.what} of {c.owner}) {c.status}" for c in bad)
+        raise GateRefused(f"{len(bad)} recorded file(s) do not match their SHA-256: {listed}")
+
+
+def audit_mixtures(store) -> list[FileCheck]:
+    """check_mixtures, refusing (GateRefused, exit 3) when any file changed or is missing."""
+    checks = check_mixtures(store)
+    refuse_if_changed(checks)
+    return checks

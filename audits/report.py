@@ -1,0 +1,612 @@
+"""The provenance report put beside a checkpoint: report.html (static, offline) and report.md.
+
+    pairstore audit report --model sm11a --out reports/sm11a
+
+Sections: lineage (a picture), mixture composition per round (a chart),
+holdout status (leak audit of every registered mixture), decontamination
+(13-gram overlap of the lineage's mixtures with every registered benchmark),
+mixture hash check, token lengths and truncation, loop table, evaluation table
+with blind-judge tallies, and the dose curve (alpha against each metric) where
+soups of the same two parents exist. Pictures are PNGs made with matplotlib
+(Agg backend): embedded as base64 in the HTML, written beside report.md. The
+markdown's "Training data" and "Evaluation" sections are written to be pasted
+into a model card. The store is only read.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pairstore.errors import NotFound
+
+SECTIONS = (
+    ("lineage", "Lineage"),
+    ("composition", "Mixture composition per round"),
+    ("holdout", "Holdout status"),
+    ("decontamination", "Decontamination"),
+    ("mixture-hashes", "Mixture hash check"),
+    ("lengths", "Lengths"),
+    ("loops", "Loop table"),
+    ("evaluation", "Evaluation"),
+    ("dose-curve", "Dose curve"),
+)
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list]
+
+    def markdown(self) -> str:
+        def cell(v):
+            return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
+        lines = ["| " + " | ".join(self.columns) + " |", "| " + " | ".join("---" for _ in self.columns) + " |"]
+        lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in self.rows]
+        return "\n".join(lines)
+
+    def html(self) -> str:
+        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in r)
+                       + "</tr>" for r in self.rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    paragraphs: list[str] = field(default_factory=list)
+    tables: list[tuple[str, Table]] = field(default_factory=list)    # (caption, table)
+    images: list[tuple[str, bytes]] = field(default_factory=list)    # (file name, PNG bytes)
+
+
+# -- data ------------------------------------------------------------------------
+
+def _fmt(x, digits=4):
+    return "-" if x is None else f"{x:.{digits}f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
+
+
+def _lineage_stages(store, model: str) -> list[dict]:
+    from pairstore.lineage import lineage
+
+    return lineage(store, model)
+
+
+def _lineage_section(store, model: str, stages: list[dict]) -> Section:
+    from pairstore.lineage import describe
+
+    s = Section("lineage", "Lineage")
+    s.paragraphs.append(f"{len(stages)} stage(s) from the base model to {model}, parents first.")
+    s.tables.append(("Stages", Table(["stage", "kind", "how it was made", "job", "mixtures (rows, SHA-256)"], [
+        [st["name"], st["kind"], describe(st), st.get("job_id") or "-",
+         "; ".join(f"{Path(m['path']).name} ({m['rows']}, {m['sha256'][:12]})" for m in st["mixtures"]) or "-"]
+        for st in stages])))
+    s.images.append(("lineage.png", _lineage_png(stages)))
+    return s
+
+
+def _lineage_png(stages: list[dict]) -> bytes:
+    """Top to bottom: one level per generation (a stage sits below its deepest parent)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    depth: dict[str, int] = {}
+    for st in stages:   # parents come first
+        depth[st["name"]] = 1 + max((depth.get(p, -1) for p in st["parents"]), default=-1)
+    levels: dict[int, list[str]] = defaultdict(list)
+    for st in stages:
+        levels[depth[st["name"]]].append(st["name"])
+    pos = {n: (float(i), -float(d)) for d, names in levels.items() for i, n in enumerate(names)}
+    width = max(len(v) for v in levels.values())
+    colors = {"base": "#bbbbbb", "dpo": "#8fb0de", "soup": "#f2b58c"}
+    fig, ax = plt.subplots(figsize=(max(4.0, 2.2 * width + 1.5), 0.6 * len(levels) + 0.8))
+    for st in stages:
+        x1, y1 = pos[st["name"]]
+        for p in st["parents"]:
+            if p not in pos:
+                continue
+            x0, y0 = pos[p]
+            if y0 - y1 > 1 and x0 == x1:
+                # An edge that skips a level runs beside the stages between, into the child's right side.
+                ax.annotate("", xy=(x1 + 0.42, y1), xytext=(x0 + 0.42, y0),
+                            arrowprops={"arrowstyle": "->", "color": "#c05a1a", "connectionstyle": "arc3,rad=-0.45"})
+            else:
+                ax.annotate("", xy=(x1, y1 + 0.22), xytext=(x0, y0 - 0.22),
+                            arrowprops={"arrowstyle": "->", "color": "#555555"})
+        label = st["name"]
+        if st["kind"] == "soup" and st.get("alpha") is not None:
+            label += f"  (alpha {st['alpha']:g})"
+        elif st["kind"] == "dpo" and st.get("max_steps"):
+            label += f"  ({st['max_steps']} steps)"
+        ax.text(x1, y1, label, ha="center", va="center", fontsize=8,
+                bbox={"boxstyle": "round", "fc": colors.get(st["kind"], "#dddddd"), "ec": "black"})
+    ax.set_xlim(-0.9, width - 0.1)
+    ax.set_ylim(-len(levels) + 0.4, 0.6)
+    ax.axis("off")
+    ax.set_title("lineage, base at the top (grey base, blue DPO round, orange soup)", fontsize=9)
+    return _png(fig)
+
+
+def _png(fig) -> bytes:
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    # Fixed metadata so the same store renders the same bytes.
+    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _composition(store, rounds: list[str]) -> dict[str, dict[str, int]]:
+    """round -> {source: rows} of its latest registered mixture."""
+    out: dict[str, dict[str, int]] = {}
+    from audits.lengths import latest_exports
+
+    latest: dict[str, list[str]] = defaultdict(list)
+    for e in latest_exports(store):
+        latest[e["name"]].append(e["export_id"])
+    for rnd in rounds:
+        ids = latest.get(rnd)
+        if not ids:
+            continue
+        counts = store.rows(f"""
+            SELECT p.source || CASE WHEN p.kind = 'sft' THEN ' (NLL only)' ELSE '' END AS source, count(*) AS n
+            FROM export_rows r JOIN pairs p USING (pair_id)
+            WHERE r.export_id IN ({', '.join('?' for _ in ids)}) GROUP BY ALL ORDER BY n DESC, source""", ids)
+        rows = store.scalar(f"SELECT sum(rows) FROM exports WHERE export_id IN ({', '.join('?' for _ in ids)})", ids)
+        out[rnd] = {c["source"]: int(c["n"]) for c in counts} or {"(rows not recorded)": int(rows or 0)}
+    return out
+
+
+def _composition_section(comp: dict[str, dict[str, int]]) -> Section:
+    s = Section("composition", "Mixture composition per round")
+    if not comp:
+        s.paragraphs.append("No round in this lineage has a registered mixture.")
+        return s
+    sources = sorted({src for c in comp.values() for src in c})
+    s.tables.append(("Rows per source (latest registered mixture of each round, NLL-only file included)",
+                     Table(["round"] + sources + ["total"],
+                           [[r] + [c.get(src, 0) for src in sources] + [sum(c.values())] for r, c in comp.items()])))
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 0.5 * len(comp) + 1.5))
+    left = [0] * len(comp)
+    names = list(comp)
+    for src in sources:
+        vals = [comp[r].get(src, 0) for r in names]
+        ax.barh(names, vals, left=left, label=src)
+        left = [a + b for a, b in zip(left, vals)]
+    ax.invert_yaxis()
+    ax.set_xlabel("rows")
+    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title("mixture composition per round", fontsize=9)
+    s.images.append(("composition.png", _png(fig)))
+    return s
+
+
+def _holdout_section(store) -> tuple[Section, list]:
+    from audits.leaks import audit_leaks
+
+    s = Section("holdout", "Holdout status")
+    sets = [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY set_name").fetchall()]
+    reports = []
+    if not sets:
+        s.paragraphs.append("No holdout set is defined in this store.")
+        return s, reports
+    rows = []
+    for name in sets:
+        rep = audit_leaks(store, name)
+        reports.append(rep)
+        hit_files = [f for f in rep.files if f.leaked_ids or f.near_ids]
+        removed, exempt = store.con.execute(
+            "SELECT count(*) FILTER (status = 'removed'), coalesce(sum(exemptions), 0) FROM holdout_status "
+            "WHERE set_name = ?", [name]).fetchall()[0]
+        rows.append([name, rep.size, rep.clean, rep.leaked, removed, exempt,
+                     "; ".join(f"{Path(f.path).name}: {len(f.leaked_ids)} exact, {len(f.near_ids)} near"
+                               for f in hit_files) or "none"])
+        s.paragraphs.append(_holdout_sentence(rep))
+    s.tables.append(("Leak audit of every registered mixture (exact = origin id or match key; near = fuzzy)",
+                     Table(["set", "members", "clean", "leaked", "removed", "exemptions", "where"], rows)))
+    return s, reports
+
+
+def _holdout_sentence(rep) -> str:
+    files = len(rep.files)
+    hit = [f for f in rep.files if f.leaked_ids or f.near_ids]
+    text = (f"Holdout set {rep.name} ({rep.size} members): an audit of every registered mixture file ({files}) "
+            f"by origin id, match key and fuzzy match found {rep.clean} never used in training and "
+            f"{rep.leaked} included")
+    if hit:
+        text += " (" + "; ".join(f"{len(set(f.leaked_ids) | set(f.near_ids))} in {Path(f.path).name}"
+                                  + (f", round {f.round}" if f.round else "") for f in hit) + ")"
+        others = files - len(hit)
+        text += f"; {others} other file(s) have zero hits." if others else "."
+    else:
+        text += "."
+    return text
+
+
+def _pair_texts(store, rounds: list[str]):
+    import pyarrow as pa
+
+    from pairstore.ngrams import arrow_query
+
+    con = store.con
+    con.register("_rep_rounds", pa.table({"round": pa.array(rounds, pa.string())}))
+    try:
+        return arrow_query(con, """
+            SELECT DISTINCT e.round, r.row_index, p.pair_id,
+                   array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) || chr(10) || p.chosen
+                   || coalesce(chr(10) || p.rejected, '') AS text
+            FROM export_rows r JOIN exports e USING (export_id) JOIN pairs p USING (pair_id)
+            WHERE e.round IN (SELECT round FROM _rep_rounds)
+            ORDER BY e.round, r.row_index""")
+    finally:
+        con.unregister("_rep_rounds")
+
+
+def _decontam_section(store, rounds: list[str]) -> tuple[Section, list[list]]:
+    import pyarrow as pa
+
+    from pairstore.ngrams import benchmark_hits
+
+    s = Section("decontamination", "Decontamination")
+    benches = store.rows("SELECT benchmark, n, count(*) AS items FROM benchmark_refs GROUP BY ALL ORDER BY benchmark")
+    if not benches:
+        s.paragraphs.append("No benchmark is registered (`pairstore audit decontam --register`), so no n-gram "
+                            "check against benchmark test items was possible.")
+        return s, []
+    texts = _pair_texts(store, rounds)
+    rows = []
+    for n in sorted({b["n"] for b in benches}):
+        tbl = pa.table({"row_index": pa.array(range(texts.num_rows), pa.int64()), "text": texts["text"]})
+        hits = benchmark_hits(store, tbl, n=n)
+        for b in (b for b in benches if b["n"] == n):
+            mine = [(r, i) for r, bn, i in hits if bn == b["benchmark"]]
+            rounds_hit = sorted({texts["round"][r].as_py() for r, _ in mine})
+            rows.append([b["benchmark"], b["items"], n, texts.num_rows, len({r for r, _ in mine}),
+                         len({i for _, i in mine}), ", ".join(rounds_hit) or "-"])
+    s.tables.append(("Word n-gram overlap of the lineage's mixture rows with registered benchmark test items",
+                     Table(["benchmark", "items", "n", "rows checked", "contaminated rows", "items matched",
+                            "rounds"], rows)))
+    clean = all(r[4] == 0 for r in rows)
+    s.paragraphs.append("No training row of this lineage shares an n-gram with a registered benchmark test item."
+                        if clean else "Some training rows share n-grams with benchmark test items (table).")
+    return s, rows
+
+
+def _hash_section(store) -> tuple[Section, list]:
+    from audits.mixtures import check_mixtures
+
+    s = Section("mixture-hashes", "Mixture hash check")
+    checks = check_mixtures(store)
+    if not checks:
+        s.paragraphs.append("No registered mixture or bundle evidence to check.")
+        return s, checks
+    bad = [c for c in checks if c.status != "ok"]
+    s.paragraphs.append(f"{len(checks)} recorded file hash(es) recomputed: "
+                        + ("all match." if not bad else f"{len(bad)} changed or missing."))
+    s.tables.append(("SHA-256 of every registered mixture and recorded bundle file, recomputed now",
+                     Table(["status", "what", "owner", "file", "SHA-256 (recorded)"],
+                           [[c.status, c.what, c.owner, Path(c.path).name, c.expected[:16]] for c in checks])))
+    return s, checks
+
+
+def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section:
+    from audits.lengths import audit_lengths, make_counter
+
+    s = Section("lengths", "Lengths")
+    have = {r[0] for r in store.con.execute("SELECT DISTINCT round FROM exports").fetchall()}
+    mine = [r for r in rounds if r in have]
+    if not mine:
+        s.paragraphs.append("No round in this lineage has a registered mixture to measure.")
+        return s
+    rep = audit_lengths(store, counter=make_counter(store, tokenizer=tokenizer), rounds=mine)
+    s.paragraphs.append(f"Token counts: {rep.counter}. A side is truncated when prompt + that side exceeds "
+                        "the recipe's max_length; a truncated chosen answer trains the NLL term on a fragment.")
+    s.tables.append(("Per round", Table(
+        ["round", "rows", "max_length", "prompt p50/p95/max", "chosen p50/p95/max", "rejected p50/p95/max",
+         "rows truncated", "chosen truncated"],
+        [[r.round, r.rows, r.max_length or "-",
+          *("/".join(_fmt(r.stats[k][q], 1) for q in ("median", "p95", "max")) for k in ("prompt", "chosen", "rejected")),
+          f"{r.truncated_rows} ({r.truncated_share:.1%})", f"{r.truncated_chosen} ({r.truncated_chosen_share:.1%})"]
+         for r in rep.rounds])))
+    s.paragraphs += rep.notes
+    return s
+
+
+def _normalize_loop_table(result) -> Table:
+    """loop_table's result (list of dicts / dataclasses, or (columns, rows)) as a Table."""
+    from dataclasses import asdict, is_dataclass
+
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
+        return Table(list(result[0]), [list(r) for r in result[1]])
+    rows = [asdict(r) if is_dataclass(r) else dict(r) for r in result]
+    cols = list(rows[0]) if rows else ["model", "suite"]
+    return Table(cols, [[r.get(c) for c in cols] for r in rows])
+
+
+def _loops_section(store) -> Section:
+    from audits import loops
+
+    s = Section("loops", "Loop table")
+    table = _normalize_loop_table(loops.loop_table(store))
+    if not table.rows:
+        s.paragraphs.append("No scanned outputs in the store (generations or evals with loop flags).")
+        return s
+    s.paragraphs.append("Repetition scanner (audits.loops) per model and suite: flagged outputs (repeated "
+                        "n-gram, cycle or tail loop), catastrophic loops (100x+ repetition), empty responses.")
+    s.tables.append(("Loops per model and suite", table))
+    return s
+
+
+def _eval_matrix(store, models: list[str] | None = None) -> tuple[list[str], dict[str, dict[str, tuple]]]:
+    rows = store.rows("""
+        SELECT model, suite, count(*) AS n, count(*) FILTER (coalesce(correct, score >= 0.5)) AS k,
+               count(*) FILTER (loop_flagged) AS flagged, count(*) FILTER (empty) AS empty
+        FROM evals GROUP BY ALL ORDER BY model, suite""")
+    suites = sorted({r["suite"] for r in rows})
+    out: dict[str, dict[str, tuple]] = defaultdict(dict)
+    for r in rows:
+        if models is None or r["model"] in models:
+            out[r["model"]][r["suite"]] = (r["k"], r["n"], r["flagged"], r["empty"])
+    return suites, out
+
+
+def _judge_rows(store, model: str) -> list[list]:
+    from audits.compare import compare
+
+    others = [r[0] for r in store.con.execute("""
+        SELECT DISTINCT CASE WHEN model_a = ? THEN model_b ELSE model_a END FROM judgments
+        WHERE model_a = ? OR model_b = ? ORDER BY 1""", [model, model, model]).fetchall()]
+    rows = []
+    for other in others:
+        c = compare(store, model, other)
+        a, cl = c.judge_all, c.judge_clean
+        rows.append([f"{model} vs {other}", f"{a.a_wins}-{a.b_wins}-{a.ties}", _fmt(a.sign_p, 3),
+                     f"{cl.a_wins}-{cl.b_wins}-{cl.ties} ({cl.battles})", _fmt(cl.sign_p, 3),
+                     f"{a.heavy_flaws_a} / {a.heavy_flaws_b}"])
+    return rows
+
+
+def _evaluation_section(store, model: str) -> tuple[Section, list[list]]:
+    from audits.compare import wilson_interval
+
+    s = Section("evaluation", "Evaluation")
+    suites, matrix = _eval_matrix(store)
+    if matrix:
+        rows = []
+        for m in sorted(matrix, key=lambda m: (m != model, m)):
+            cells = []
+            for suite in suites:
+                v = matrix[m].get(suite)
+                if v is None:
+                    cells.append("-")
+                else:
+                    lo, hi = wilson_interval(v[0], v[1])
+                    cells.append(f"{v[0] / v[1]:.4f} (n={v[1]}, {lo:.2f}-{hi:.2f})")
+            rows.append([m + (" (this model)" if m == model else "")] + cells)
+        s.tables.append(("Accuracy per suite (95% Wilson interval)", Table(["model"] + suites, rows)))
+    else:
+        s.paragraphs.append("No per-item evaluation results in the store (`pairstore ingest evals`).")
+    judge = _judge_rows(store, model)
+    if judge:
+        s.tables.append(("Blind side-by-side judging (wins-losses-ties of this model, each battle once; clean = "
+                         "battles neither lineage trained on)",
+                         Table(["comparison", "all", "sign p", "clean subset", "sign p (clean)",
+                                "heavy flaws (this / other)"], judge)))
+    elif matrix:
+        s.paragraphs.append("No blind-judge verdicts involve this model.")
+    return s, judge
+
+
+def _soup_groups(store) -> dict[tuple[str, str], dict[float, str]]:
+    """(a, b) -> {alpha: model} for soups of the same two parents (rounds and checkpoints), plus the ends."""
+    groups: dict[tuple[str, str], dict[float, str]] = defaultdict(dict)
+    for name, parents, alpha in store.con.execute(
+            "SELECT name, parents, alpha FROM rounds WHERE kind = 'soup' AND alpha IS NOT NULL "
+            "UNION SELECT name, parents, alpha FROM checkpoints WHERE kind = 'soup' AND alpha IS NOT NULL").fetchall():
+        if parents and len(parents) == 2:
+            groups[(parents[0], parents[1])][float(alpha)] = name
+    out = {}
+    for (a, b), soups in groups.items():
+        if len(soups) >= 2:
+            out[(a, b)] = {0.0: a, 1.0: b, **soups}
+    return out
+
+
+def _dose_section(store) -> Section:
+    s = Section("dose-curve", "Dose curve")
+    groups = _soup_groups(store)
+    suites, matrix = _eval_matrix(store)
+    drawn = 0
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    for (a, b), points in sorted(groups.items()):
+        series = {}
+        for suite in suites:
+            pts = [(alpha, matrix[m][suite][0] / matrix[m][suite][1]) for alpha, m in sorted(points.items())
+                   if suite in matrix.get(m, {}) and matrix[m][suite][1]]
+            if len(pts) >= 2:
+                series[f"{suite} accuracy"] = pts
+            flags = [(alpha, matrix[m][suite][2] / matrix[m][suite][1]) for alpha, m in sorted(points.items())
+                     if suite in matrix.get(m, {}) and matrix[m][suite][1] and matrix[m][suite][2]]
+            if len(flags) >= 2:
+                series[f"{suite} loop-flagged share"] = flags
+        if not series:
+            continue
+        drawn += 1
+        fig, ax = plt.subplots(figsize=(6.5, 3.8))
+        for label, pts in series.items():
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+        ax.set_xticks([alpha for alpha in sorted(points)],
+                      [f"{alpha:g}\n{m}" for alpha, m in sorted(points.items())], fontsize=7)
+        ax.set_xlabel(f"alpha in {a} + alpha*({b} - {a})")
+        ax.set_ylabel("metric")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7)
+        ax.set_title(f"dose curve: {a} -> {b}", fontsize=9)
+        s.images.append((f"dose_{a}_{b}.png", _png(fig)))
+        s.tables.append((f"Dose points between {a} and {b}",
+                         Table(["alpha", "model"] + list(series),
+                               [[_fmt(alpha, 3), m] + [_fmt(dict(pts).get(alpha), 4) for pts in series.values()]
+                                for alpha, m in sorted(points.items())])))
+    if not drawn:
+        s.paragraphs.append("No two soups of the same two parents with evaluations: no dose curve to draw.")
+    else:
+        s.paragraphs.append("Each metric against alpha for soups interpolating the same two parents "
+                            "(alpha 0 = the first parent, 1 = the second).")
+    return s
+
+
+# -- assembly --------------------------------------------------------------------
+
+@dataclass
+class Report:
+    model: str
+    sections: list[Section]
+    training_data_md: str
+    evaluation_md: str
+
+
+def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
+    """Every section's data, tables and pictures for `model` (a registered round)."""
+    if not store.scalar("SELECT count(*) FROM rounds WHERE name = ?", [model]):
+        raise NotFound(f"no round {model!r} (the report follows the lineage of a registered round)")
+    stages = _lineage_stages(store, model)
+    rounds = [st["name"] for st in stages]
+    comp = _composition(store, rounds)
+    lineage_s = _lineage_section(store, model, stages)
+    comp_s = _composition_section(comp)
+    holdout_s, leak_reports = _holdout_section(store)
+    decon_s, decon_rows = _decontam_section(store, rounds)
+    hash_s, checks = _hash_section(store)
+    sections = [lineage_s, comp_s, holdout_s, decon_s, hash_s, _lengths_section(store, rounds, tokenizer),
+                _loops_section(store)]
+    eval_s, judge = _evaluation_section(store, model)
+    sections += [eval_s, _dose_section(store)]
+    training = _training_data_md(stages, comp, leak_reports, decon_rows, checks)
+    evaluation = _evaluation_md(eval_s, sections[6], leak_reports)
+    return Report(model, sections, training, evaluation)
+
+
+def _training_data_md(stages, comp, leak_reports, decon_rows, checks) -> str:
+    lines = ["## Training data", ""]
+    for st in stages:
+        if st["kind"] == "soup":
+            continue
+        for m in st["mixtures"]:
+            parts = comp.get(st["name"], {})
+            mix = ", ".join(f"{n:,} {src}" for src, n in parts.items()) or "composition not recorded"
+            lines.append(f"- Round {st['name']} ({'attached from earlier work' if m['kind'] == 'attached' else 'exported'}): "
+                         f"`{Path(m['path']).name}`, {m['rows']:,} rows ({mix}); SHA-256 `{m['sha256']}`.")
+    if len(lines) == 2:
+        lines.append("- No registered training mixture in this lineage.")
+    lines.append("")
+    for rep in leak_reports:
+        lines.append(_holdout_sentence(rep))
+    if decon_rows:
+        total = sum(r[4] for r in decon_rows)
+        names = ", ".join(f"{r[0]} ({r[1]} items, {r[2]}-grams)" for r in decon_rows)
+        lines.append("" if not lines[-1] else "")
+        lines.append(f"Benchmark decontamination: word n-gram overlap against {names}: "
+                     + ("no training row matched." if total == 0 else f"{total} training row(s) matched."))
+    bad = [c for c in checks if c.status != "ok"]
+    lines.append("")
+    lines.append(f"SHA-256 of every training mixture is recorded; a recomputation of {len(checks)} recorded "
+                 "file hash(es) " + ("matched all of them." if not bad else f"found {len(bad)} changed or missing."))
+    return "\n".join(lines).replace("\n\n\n", "\n\n")
+
+
+def _evaluation_md(eval_s: Section, loops_s: Section, leak_reports) -> str:
+    lines = ["## Evaluation", ""]
+    for caption, t in eval_s.tables + loops_s.tables:
+        lines += [f"{caption}:", "", t.markdown(), ""]
+    lines += [p for p in eval_s.paragraphs]
+    for rep in leak_reports:
+        if rep.leaked:
+            lines += ["", f"Provenance: {rep.leaked} of the {rep.size} members of {rep.name} were included in "
+                          f"training (see Training data); judge tallies are also given on the clean subset."]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_markdown(rep: Report) -> str:
+    out = [f"# Provenance report: {rep.model}", "",
+           "Generated by `pairstore audit report` from the store (read-only). Sections: "
+           + ", ".join(t for _, t in SECTIONS) + ".", ""]
+    for s in rep.sections:
+        out += [f"## {s.title}", ""]
+        out += [p + "\n" for p in s.paragraphs]
+        for name, _ in s.images:
+            out += [f"![{s.title}]({name})", ""]
+        for caption, t in s.tables:
+            out += [f"{caption}:", "", t.markdown(), ""]
+    out += ["---", "", "# Model card sections (paste-ready)", "", rep.training_data_md, "", rep.evaluation_md]
+    return "\n".join(out)
+
+
+_CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}"
+        "td,th{border:1px solid #bbb;padding:3px 7px;text-align:left}th{background:#eee}"
+        "img{max-width:100%;border:1px solid #ddd}section{margin-bottom:2em}"
+        "pre{white-space:pre-wrap;background:#f6f6f6;padding:1em}")
+
+
+def render_html(rep: Report) -> str:
+    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
+             f"<title>Provenance report: {html.escape(rep.model)}</title><style>{_CSS}</style></head><body>",
+             f"<h1>Provenance report: {html.escape(rep.model)}</h1>",
+             "<nav><ul>" + "".join(f"<li><a href=\"#{k}\">{html.escape(t)}</a></li>" for k, t in SECTIONS)
+             + "</ul></nav>"]
+    for s in rep.sections:
+        parts.append(f"<section id=\"{s.key}\"><h2>{html.escape(s.title)}</h2>")
+        parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
+        for name, png in s.images:
+            data = base64.b64encode(png).decode("ascii")
+            parts.append(f"<figure><img alt=\"{html.escape(name)}\" src=\"data:image/png;base64,{data}\">"
+                         f"<figcaption>{html.escape(name)}</figcaption></figure>")
+        for caption, t in s.tables:
+            parts.append(f"<h3>{html.escape(caption)}</h3>{t.html()}")
+        parts.append("</section>")
+    parts.append("<section id=\"model-card\"><h2>Model card sections (paste-ready markdown)</h2>"
+                 f"<pre>{html.escape(rep.training_data_md)}\n\n{html.escape(rep.evaluation_md)}</pre></section>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def write_report(store, model: str, out_dir, *, tokenizer: str | None = None) -> dict:
+    """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md", "images", "sections"}."""
+    rep = build_report(store, model, tokenizer=tokenizer)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    images = []
+    for s in rep.sections:
+        for name, png in s.images:
+            _atomic_write(out / name, png)
+            images.append(str(out / name))
+    _atomic_write(out / "report.md", render_markdown(rep).encode("utf-8"))
+    _atomic_write(out / "report.html", render_html(rep).encode("utf-8"))
+    return {"html": str(out / "report.html"), "md": str(out / "report.md"), "images": images,
+            "sections": [s.key for s in rep.sections],
+            "summary": json.loads(json.dumps({s.key: len(s.tables) + len(s.images) for s in rep.sections}))}

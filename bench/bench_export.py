@@ -1,0 +1,386 @@
+"""Export speed and memory: `pairstore export` vs Hugging Face datasets vs a plain DuckDB COPY, and the fuzzy gate.
+
+    .venv/bin/python bench/bench_export.py                  # full size: 1,000,000 pairs, ~2.0M mixture rows
+    .venv/bin/python bench/bench_export.py --scale 0.05     # a quick run at 5%
+
+A synthetic store of 1,000,000 pairs (about 1.7 KB of text per pair: 50%
+loopfix with task keys and templated prompts, 11% battle, 39% self_repair) is
+built with DuckDB SQL. The mixture: loopfix limit 300k + battle x12 minus a
+34-member holdout + self_repair all (about 2.0M rows). Each contender runs in
+its own subprocess, timed from the parent (wall) and reporting its own peak
+RSS:
+
+- ours: pairstore.export.export_round (plan in SQL, the full holdout gate,
+  streamed zstd parquet, evidence, exports/export_rows registry);
+- datasets: the same pairs as per-source parquet files, then load_dataset,
+  shuffle+select (limit), filter (holdout), concatenate (x12), to_parquet;
+  no gate;
+- duckdb COPY: the same rows with one COPY statement; no gate, no registry.
+
+Then the fuzzy part of the gate alone (matching._fuzzy_hits: shingle prefilter
+in DuckDB + rapidfuzz) over all pairs' prompts against the 34 holdout members
+and against 3,000 eval prompts registered as references. Writes
+bench/results/export.md and deletes the work folder unless --keep.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PY = sys.executable
+TEMPLATES = [
+    "Please answer the following question carefully and put the final answer on the last line:",
+    "Count carefully and give the final answer as 'Final answer: N'.",
+    "Solve step by step, then state the result on its own line:",
+    "Here is a short exercise. Work it out and answer with a single number:",
+]
+HOLDOUT_WHERE = ("pair_id NOT IN (SELECT o.pair_id FROM pair_origins o JOIN holdout h ON h.item_id = o.origin_id "
+                 "AND h.removed_at IS NULL)")
+
+
+def words_sql(n: str, salt: int) -> str:
+    return (f"array_to_string(list_transform(range({n}), lambda j: v[1 + (hash(i, j, {salt}) % 8000)::INTEGER]), "
+            "' ')")
+
+
+def build_store(db: Path, n: int, limit: int) -> dict:
+    """The synthetic store, its holdout, the recipe and 3,000 eval prompts (registered after the export runs)."""
+    from pairstore.keys import match_text
+    from pairstore.recipes import add_round
+    from pairstore.store import open_store
+
+    store = open_store(db)
+    con = store.con
+    con.execute("CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
+                "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)")
+    tmpl = "[" + ", ".join("'" + t.replace("'", "''") + "'" for t in TEMPLATES) + "]"
+    con.execute(f"""
+        INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner, miner_version,
+                           match_key, task_key)
+        SELECT md5(i::VARCHAR || ':pair'), 'dpo', [{{'role': 'user', 'content': prompt}}],
+               {words_sql('104', 2)}, {words_sql('92', 3)}, source,
+               CASE source WHEN 'loopfix' THEN 'letter_count' WHEN 'self_repair' THEN 'math' ELSE 'chat' END,
+               'bench', '1', md5(prompt), CASE WHEN source = 'loopfix' THEN 'bench:' || i::VARCHAR END
+        FROM (SELECT i, v, CASE WHEN i % 100 < 50 THEN 'loopfix' WHEN i % 100 < 61 THEN 'battle'
+                                ELSE 'self_repair' END AS source,
+                     CASE WHEN i % 100 < 50 THEN {tmpl}[1 + (i % 4)::INTEGER] || ' ' || {words_sql('52', 1)}
+                          WHEN i % 100 < 61 THEN {words_sql('64', 1)}
+                          ELSE 'Solve: ' || {words_sql('63', 1)} END AS prompt
+              FROM range({n}) t(i), vocab)""")
+    con.execute("""INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
+                   SELECT pair_id, 'battle', 'bb' || rowid::VARCHAR, 'bench', 'bench' FROM pairs
+                   WHERE source = 'battle'""")
+    held = con.execute("""SELECT o.origin_id, p.match_key, p.prompt[1].content FROM pairs p
+                          JOIN pair_origins o USING (pair_id) ORDER BY p.rowid LIMIT 34""").fetchall()
+    for item_id, key, text in held:
+        con.execute("INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) "
+                    "VALUES ('judge34', ?, 'battle', ?, ?)", [item_id, key, match_text(text)])
+    recipe = db.parent / "bench.toml"
+    recipe.write_text(textwrap.dedent(f"""\
+        name = "bench"
+        kind = "dpo"
+        parent = "base"
+        seed = 12076
+        [[mix]]
+        source = "loopfix"
+        limit = {limit}
+        [[mix]]
+        source = "battle"
+        where = "{HOLDOUT_WHERE}"
+        upsample = 12
+        [[mix]]
+        source = "self_repair"
+        [train]
+        beta = 0.1
+        sft_weight = 0.7
+        lora_rank = 64
+        lora_alpha = 128
+        lora_dropout = 0.05
+        target_modules = "all-linear"
+        learning_rate = 1e-6
+        lr_scheduler = "cosine"
+        warmup_ratio = 0.1
+        max_steps = 250
+        global_batch = 32
+        per_device_batch = 1
+        max_length = 2048
+        """))
+    (db.parent / "base.toml").write_text('name = "base"\nkind = "base"\n')
+    add_round(store, db.parent / "base.toml")
+    add_round(store, recipe)
+    stats = store.one("SELECT count(*), avg(length(prompt[1].content) + length(chosen) + length(rejected)) FROM pairs")
+    by_source = dict(con.execute("SELECT source, count(*) FROM pairs GROUP BY ALL ORDER BY 1").fetchall())
+    # per-source parquet files for the datasets baseline (not timed): the data it starts from
+    for src in ("loopfix", "battle", "self_repair"):
+        con.execute(f"""COPY (SELECT p.prompt[1].content AS prompt, p.chosen, p.rejected, p.pair_id, p.source,
+                                     p.family, o.origin_id
+                              FROM pairs p LEFT JOIN pair_origins o USING (pair_id)
+                              WHERE p.source = '{src}' ORDER BY p.rowid)
+                        TO '{db.parent / f"src_{src}.parquet"}' (FORMAT parquet)""")
+    store.close()
+    return {"pairs": stats[0], "avg_text_bytes": round(stats[1]), "by_source": by_source,
+            "held": [h[0] for h in held]}
+
+
+def add_eval_prompts(db: Path, count: int) -> None:
+    from pairstore.store import open_store
+
+    store = open_store(db)
+    store.con.execute("CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
+                      "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)")
+    store.con.execute(f"""
+        INSERT INTO eval_items (suite, item_id, kind, prompt, match_key)
+        SELECT 'bench', 'e' || i::VARCHAR, 'prompt', [{{'role': 'user', 'content': t}}], md5(t)
+        FROM (SELECT i, {words_sql('64', 9)} AS t FROM range({count}) r(i), vocab)""")
+    store.close()
+
+
+# Peak resident memory of the child itself: VmHWM (ru_maxrss would carry the parent's peak across fork+exec).
+PEAK_RSS = """
+def peak_rss_mb():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+"""
+
+CHILD_OURS = PEAK_RSS + """
+import json, sys
+from pairstore.store import open_store
+from pairstore.export import export_round
+store = open_store(sys.argv[1])
+r = export_round(store, "bench", sys.argv[2])
+store.close()
+print(json.dumps({"rows": r.files["dpo"]["rows"], "sha256": r.files["dpo"]["sha256"],
+                  "pairs_checked": r.gate["pairs_checked"], "fuzzy_scored": r.gate["fuzzy_pairs_scored"],
+                  "rss_mb": peak_rss_mb()}))
+"""
+
+CHILD_DATASETS = PEAK_RSS + """
+import json, os, sys
+work, limit, held = sys.argv[1], int(sys.argv[2]), set(json.loads(sys.argv[3]))
+os.environ["HF_DATASETS_CACHE"] = os.path.join(work, "hf_cache")
+from datasets import concatenate_datasets, load_dataset
+files = {s: os.path.join(work, f"src_{s}.parquet") for s in ("loopfix", "battle", "self_repair")}
+ds = load_dataset("parquet", data_files=files, cache_dir=os.path.join(work, "hf_cache"))
+loop = ds["loopfix"].shuffle(seed=12076).select(range(min(limit, len(ds["loopfix"]))))
+battle = ds["battle"].filter(lambda b: [o not in held for o in b["origin_id"]], batched=True)
+mix = concatenate_datasets([loop] + [battle] * 12 + [ds["self_repair"]])
+mix = mix.remove_columns(["origin_id"])
+mix.to_parquet(os.path.join(work, "datasets_mix.parquet"))
+print(json.dumps({"rows": len(mix), "rss_mb": peak_rss_mb()}))
+"""
+
+CHILD_COPY = PEAK_RSS + """
+import json, sys
+import duckdb
+con = duckdb.connect(sys.argv[1], read_only=True)
+limit, out = int(sys.argv[2]), sys.argv[3]
+con.execute(f'''COPY (
+    (SELECT prompt, chosen, rejected, pair_id, source, family FROM pairs WHERE source = 'loopfix'
+     ORDER BY hash(12076, pair_id) LIMIT {limit})
+    UNION ALL
+    (SELECT prompt, chosen, rejected, pair_id, source, family FROM pairs, range(12) c(k)
+     WHERE source = 'battle' AND {sys.argv[4]})
+    UNION ALL
+    (SELECT prompt, chosen, rejected, pair_id, source, family FROM pairs WHERE source = 'self_repair')
+) TO '{out}' (FORMAT parquet)''')
+rows = con.execute(f"SELECT count(*) FROM '{out}'").fetchall()[0][0]
+print(json.dumps({"rows": rows, "rss_mb": peak_rss_mb()}))
+"""
+
+CHILD_FUZZY = PEAK_RSS + """
+import json, sys, time
+from pairstore.store import open_store
+from pairstore import matching
+from pairstore.export import ascii_match_text_sql
+store = open_store(sys.argv[1], read_only=True)
+con = store.con
+t0 = time.perf_counter()
+# every pair's prompt as a fuzzy candidate (no task keys): the normalized user turns, as the export builds them
+con.execute(f'''CREATE TEMP TABLE cand AS
+    SELECT rowid AS row_index, pair_id, []::VARCHAR[] AS origin_ids, match_key,
+           array_to_string(list_transform(list_filter(prompt, lambda m: m.role = 'user'), lambda m:
+               {ascii_match_text_sql('m.content')}), chr(30)) AS match_text,
+           NULL::VARCHAR AS task_key
+    FROM pairs''')
+build = time.perf_counter() - t0
+out = {"candidates": con.execute("SELECT count(*) FROM cand").fetchall()[0][0], "build_s": build}
+for label, set_name in (("34", "judge34"), ("3000", "eval:bench")):
+    members = matching.member_table(store, set_name)
+    con.register("_members", members)
+    t = time.perf_counter()
+    hits, scored = matching._fuzzy_hits(store, "cand", "_members")
+    out[label] = {"members": members.num_rows, "seconds": time.perf_counter() - t, "hits": len(hits),
+                  "scored": scored}
+    con.unregister("_members")
+out["rss_mb"] = peak_rss_mb()
+print(json.dumps(out))
+"""
+
+
+CHILD_BUILD = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, "bench")
+from bench_export import build_store
+print(json.dumps(build_store(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))
+"""
+
+CHILD_EVAL = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, "bench")
+from bench_export import add_eval_prompts
+add_eval_prompts(Path(sys.argv[1]), int(sys.argv[2]))
+print(json.dumps({}))
+"""
+
+
+def run_child(code: str, *args) -> tuple[float, dict]:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    t = time.perf_counter()
+    proc = subprocess.run([PY, "-c", code, *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT)
+    wall = time.perf_counter() - t
+    if proc.returncode != 0:
+        raise SystemExit(f"child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    return wall, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def machine() -> str:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem = int(next(ln for ln in Path("/proc/meminfo").read_text().splitlines()
+                       if ln.startswith("MemTotal")).split()[1]) / 1024 ** 2
+    except (OSError, StopIteration):
+        mem = 0
+    return f"{os.cpu_count()} cores ({cpu}), {mem:.1f} GiB RAM, Python {platform.python_version()}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the 1,000,000-pair store (default 1)")
+    ap.add_argument("--runs", type=int, default=1, help="runs per contender; the median is reported")
+    ap.add_argument("--work", default=str(ROOT / "bench" / "_work" / "export"), help="scratch folder")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ap.add_argument("--skip-datasets", action="store_true", help="leave out the Hugging Face datasets baseline")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "export.md"))
+    args = ap.parse_args()
+
+    work = Path(args.work)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    n = int(1_000_000 * args.scale)
+    limit = int(300_000 * args.scale)
+    load0 = os.getloadavg()
+    try:
+        build_s, info = run_child(CHILD_BUILD, work / "bench.duckdb", n, limit)
+        print(f"store: {info['pairs']:,} pairs, {info['avg_text_bytes']} bytes of text per pair, "
+              f"built in {build_s:.1f} s", flush=True)
+        results: dict[str, list] = {"ours": [], "datasets": [], "copy": []}
+        for run in range(args.runs):
+            out_dir = work / f"out{run}"
+            results["ours"].append(run_child(CHILD_OURS, work / "bench.duckdb", out_dir))
+            print("ours", results["ours"][-1], flush=True)
+            results["copy"].append(run_child(CHILD_COPY, work / "bench.duckdb", limit, work / "copy.parquet",
+                                             HOLDOUT_WHERE))
+            print("copy", results["copy"][-1], flush=True)
+            if not args.skip_datasets:
+                results["datasets"].append(run_child(CHILD_DATASETS, work, limit, json.dumps(info["held"])))
+                print("datasets", results["datasets"][-1], flush=True)
+                shutil.rmtree(work / "hf_cache", ignore_errors=True)
+            shutil.rmtree(out_dir, ignore_errors=True)
+        run_child(CHILD_EVAL, work / "bench.duckdb", 3000)
+        fuzzy_wall, fuzzy = run_child(CHILD_FUZZY, work / "bench.duckdb")
+        print("fuzzy", fuzzy, flush=True)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    load1 = os.getloadavg()
+
+    def med(name):
+        runs = results[name]
+        if not runs:
+            return None
+        return (statistics.median(w for w, _ in runs), statistics.median(r["rss_mb"] for _, r in runs),
+                runs[0][1]["rows"])
+
+    ours, copy, hf = med("ours"), med("copy"), med("datasets")
+    lines = [
+        "## Export: pairstore vs Hugging Face datasets vs DuckDB COPY",
+        "",
+        f"Command: `.venv/bin/python bench/bench_export.py{'' if args.scale == 1 else f' --scale {args.scale:g}'}"
+        f"{'' if args.runs == 1 else f' --runs {args.runs}'}`  ",
+        f"Machine: {machine()}; shared with other engineers' jobs while measuring (load average "
+        f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end), so absolute times are noisy.  ",
+        f"Store: {info['pairs']:,} synthetic pairs ({', '.join(f'{k} {v:,}' for k, v in info['by_source'].items())}), "
+        f"{info['avg_text_bytes']:,} bytes of text per pair on average; built with DuckDB SQL in {build_s:.0f} s.  ",
+        f"Mixture: loopfix limit {limit:,} + battle x12 minus a 34-member holdout + self_repair all = "
+        f"{ours[2]:,} rows. Each contender in its own subprocess; wall time from the parent, peak RSS "
+        f"(VmHWM) from the child; median of {args.runs} run(s).",
+        "",
+        "| contender | what it does | wall s | peak RSS MB | vs datasets |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    rows = [("pairstore export", "plan in SQL, holdout gate (ids, keys, task keys, fuzzy, benchmarks), "
+                                 "zstd parquet, evidence, export_rows", ours)]
+    if hf:
+        rows.append(("HF datasets", "load_dataset, shuffle+select, filter, concatenate, to_parquet; no gate", hf))
+    rows.append(("DuckDB COPY", "one COPY of the same rows; no gate, no registry", copy))
+    for name, what, m in rows:
+        ratio = f"{hf[0] / m[0]:.1f}x" if hf else "-"
+        lines.append(f"| {name} | {what} | {m[0]:.1f} | {m[1]:,.0f} | {ratio} |")
+    r0 = results["ours"][0][1]
+    lines += [
+        "",
+        f"The export's gate checked {r0['pairs_checked']:,} distinct pairs of the mixture (the battle copies "
+        f"share one check) and scored {r0['fuzzy_scored']:,} (row, member) pairs with rapidfuzz after the "
+        "prefilter.",
+        "",
+        "### The fuzzy part of the gate alone",
+        "",
+        f"All {fuzzy['candidates']:,} prompts (task keys ignored, so every long prompt is a fuzzy candidate); "
+        f"candidate table built in {fuzzy['build_s']:.1f} s (normalized user turns in SQL). "
+        "Shingle prefilter in DuckDB, rapidfuzz on what passes.",
+        "",
+        "| members | seconds | (row, member) pairs scored | hits |",
+        "| --- | --- | --- | --- |",
+        f"| 34 holdout battles | {fuzzy['34']['seconds']:.1f} | {fuzzy['34']['scored']:,} | {fuzzy['34']['hits']} |",
+        f"| 3,000 eval prompts | {fuzzy['3000']['seconds']:.1f} | {fuzzy['3000']['scored']:,} | "
+        f"{fuzzy['3000']['hits']} |",
+        "",
+        f"Goals (issue 5): >= 5x faster than datasets ({'met' if hf and hf[0] / ours[0] >= 5 else 'NOT met'}), "
+        f"peak memory < 1.5 GB ({'met' if ours[1] < 1536 else 'NOT met'}), fuzzy vs 34 < 60 s "
+        f"({'met' if fuzzy['34']['seconds'] < 60 else 'NOT met'}), vs 3,000 < 300 s "
+        f"({'met' if fuzzy['3000']['seconds'] < 300 else 'NOT met'}).",
+        "",
+        "The 34 held-out battles are real members of the store's `judge34` set; their battle pairs are removed "
+        "by the recipe's `where` (so the gate passes) and the datasets baseline filters them by origin id. "
+        "Synthetic text is random words from an 8,000-word vocabulary, with templated prefixes on the "
+        "loop-fix prompts; match keys in the synthetic store are md5 of the prompt.",
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.scale == 1 or not Path(args.out).exists():
+        Path(args.out).write_text(text, encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Lineage: the chain of rounds from the base model to a named round.
+
+    pairstore lineage sm11a
+    pairstore lineage sm11a --json
+
+Every ancestor comes before its children (a soup's `a` side before its `b`
+side, the order the model card lists them), each with its kind, parents,
+alpha, job and the mixtures registered for it (exported here or attached
+from elsewhere) with their rows and SHA-256.
+"""
+
+from __future__ import annotations
+
+import json
+
+from pairstore.errors import NotFound
+
+
+def _stage(row: dict, exports: list[dict]) -> dict:
+    recipe = json.loads(row["recipe"])
+    train = recipe.get("train") or {}
+    return {
+        "name": row["name"], "kind": row["kind"], "parents": list(row["parents"]), "alpha": row["alpha"],
+        "job_id": row["job_id"], "max_steps": train.get("max_steps"), "learning_rate": train.get("learning_rate"),
+        "adapter_step": recipe.get("adapter_step"), "model": recipe.get("model"), "revision": recipe.get("revision"),
+        "recipe_sha256": row["recipe_sha256"], "note": recipe.get("note"),
+        "mixtures": [{"kind": e["kind"], "path": e["path"], "rows": e["rows"], "sha256": e["sha256"],
+                      "export_id": e["export_id"]} for e in exports],
+    }
+
+
+def lineage(store, name: str) -> list[dict]:
+    """Stages from the base model to `name`, parents first. Raises NotFound for an unknown round
+    or an ancestor whose recipe is not registered."""
+    rounds = {r["name"]: r for r in store.rows(
+        "SELECT name, kind, parents, alpha, job_id, recipe, recipe_sha256 FROM rounds")}
+    if name not in rounds:
+        raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
+    exports: dict[str, list[dict]] = {}
+    for e in store.rows("SELECT export_id, round, kind, path, rows, sha256 FROM exports "
+                        "ORDER BY created_at, export_id"):
+        exports.setdefault(e["round"], []).append(e)
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(n: str, child: str | None):
+        if n in seen:
+            return
+        if n not in rounds:
+            raise NotFound(f"round {child!r} names parent {n!r}, which is not registered")
+        seen.add(n)
+        for p in rounds[n]["parents"]:
+            visit(p, n)
+        order.append(n)
+
+    visit(name, None)
+    return [_stage(rounds[n], exports.get(n, [])) for n in order]
+
+
+def describe(stage: dict) -> str:
+    """One line about how a stage was made: 'so7a + 0.5*(m11a - so7a)', 'DPO from so7a', ..."""
+    kind, parents = stage["kind"], stage["parents"]
+    if kind == "soup":
+        a, b = parents
+        return f"{a} + {stage['alpha']:g}*({b} - {a})"
+    if kind == "base":
+        rev = f"@{stage['revision'][:12]}" if stage.get("revision") else ""
+        return f"{stage.get('model') or 'base model'}{rev}"
+    text = f"DPO from {parents[0]}"
+    if stage.get("adapter_step"):
+        return f"{parents[0]} + LoRA delta of {parents[1]} at step {stage['adapter_step']}"
+    details = [f"{stage['max_steps']} steps" if stage.get("max_steps") else None,
+               f"lr {stage['learning_rate']:g}" if stage.get("learning_rate") else None]
+    details = [d for d in details if d]
+    return text + (f" ({', '.join(details)})" if details else "")

@@ -1,0 +1,161 @@
+"""The provenance report renders every section, filled, from a small store with planted facts."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from audits.report import SECTIONS, write_report
+from pairstore.holdout import add_members
+from pairstore.keys import match_key, match_text, sha256_file
+from pairstore.ngrams import register_benchmark
+from pairstore.pairs import Origin, Pair, add_pairs
+
+MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+BENCH_Q = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+           "How many clips did Natalia sell altogether in April and May?")
+
+
+class SectionParser(HTMLParser):
+    """Collects, per <section id=...>, its tags and text."""
+
+    def __init__(self):
+        super().__init__()
+        self.sections: dict[str, dict] = {}
+        self.current = None
+        self.depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "section":
+            self.current = attrs.get("id")
+            self.sections[self.current] = {"tags": [], "text": "", "imgs": []}
+            self.depth = 1
+            return
+        if self.current:
+            self.sections[self.current]["tags"].append(tag)
+            if tag == "img":
+                self.sections[self.current]["imgs"].append(attrs.get("src", ""))
+
+    def handle_endtag(self, tag):
+        if tag == "section":
+            self.current = None
+
+    def handle_data(self, data):
+        if self.current:
+            self.sections[self.current]["text"] += data
+
+
+def _round(store, name, kind, parents, alpha=None, max_length=None):
+    recipe = {"name": name, "kind": kind, "parents": parents}
+    if kind == "dpo":
+        recipe["train"] = {"max_length": max_length, "max_steps": 10, "learning_rate": 1e-6}
+    store.con.execute("INSERT INTO rounds (name, kind, parents, alpha, recipe, recipe_toml, recipe_sha256) "
+                      "VALUES (?, ?, ?, ?, ?, '', 'x')", [name, kind, parents, alpha, json.dumps(recipe)])
+
+
+def build_store(store, tmp_path):
+    members = []
+    for i in range(6):
+        msgs = [{"role": "user", "content": f"held-out battle {i}: explain topic number {i * 13} in detail please"}]
+        store.con.execute("INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
+                          "match_key, record_hash) VALUES (?, ?, ['o'], ['p'], 1, 'loss', ?, ?)",
+                          [f"b{i}", msgs, match_key(msgs), f"b{i}"])
+        members.append({"item_id": f"b{i}", "item_kind": "battle", "match_key": match_key(msgs),
+                        "match_text": match_text(msgs), "task_key": None})
+    add_members(store, "judge6", members)
+    register_benchmark(store, "gsm8k-test", [("0", BENCH_Q), ("1", "Weng earns $12 an hour for babysitting.")])
+    _round(store, "base", "base", [])
+    _round(store, "m1", "dpo", ["base"], max_length=60)
+    _round(store, "s1", "soup", ["base", "m1"], alpha=0.5)
+    _round(store, "s2", "soup", ["base", "m1"], alpha=0.75)
+    pairs = [
+        Pair(prompt="reworded held-out battle", chosen="good", rejected="bad", source="battle",
+             origins=[Origin("battle", "b0", "vote=loss → opponent chosen")]),          # a leak by origin id
+        Pair(prompt="Solve: " + BENCH_Q, chosen="72", rejected="70", source="self_repair"),   # contaminated
+        Pair(prompt="Count the r's in strawberry.", chosen="There are 3.\n\nFinal answer: 3",
+             rejected="r r r r " * 60, source="loopfix", family="letter_count"),             # rejected truncated
+        Pair(prompt="Be polite.", chosen="Sure. " * 70, rejected="No.", source="style"),     # chosen truncated
+    ]
+    res = add_pairs(store, pairs, miner="t", miner_version="1")
+    rows = store.rows("SELECT pair_id, prompt, chosen, rejected, source, family FROM pairs")
+    by_id = {r["pair_id"]: r for r in rows}
+    table = pa.Table.from_pylist([{
+        "prompt": [dict(m) for m in by_id[pid]["prompt"]], "chosen": [{"role": "assistant", "content": by_id[pid]["chosen"]}],
+        "rejected": [{"role": "assistant", "content": by_id[pid]["rejected"]}], "pair_id": pid,
+        "source": by_id[pid]["source"], "family": by_id[pid]["family"]} for pid in res.pair_ids],
+        schema=pa.schema([("prompt", MSG), ("chosen", MSG), ("rejected", MSG), ("pair_id", pa.string()),
+                          ("source", pa.string()), ("family", pa.string())]))
+    path = tmp_path / "m1.parquet"
+    pq.write_table(table, path)
+    store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+                      "VALUES ('e1', 'm1', 'export', ?, ?, 4, 'c')", [str(path), sha256_file(path)])
+    for i, pid in enumerate(res.pair_ids):
+        store.con.execute("INSERT INTO export_rows VALUES ('e1', ?, ?)", [i, pid])
+    # Evals: accuracy rises then falls along the dose; loop flags recorded.
+    acc = {"base": 4, "s1": 7, "s2": 6, "m1": 5}
+    for model, k in acc.items():
+        for i in range(10):
+            store.con.execute("INSERT INTO evals (model, suite, item_id, correct, loop_flagged, empty, output_len, "
+                              "origin) VALUES (?, 'v6', ?, ?, ?, false, 100, 't')", [model, f"q{i}", i < k, i == 9])
+    for i in range(6):
+        store.con.execute("INSERT INTO judgments (judgment_id, battle_id, model_a, model_b, winner) "
+                          "VALUES (?, ?, 's1', 'base', ?)", [f"j{i}", f"b{i}", "a" if i < 3 else "tie"])
+    # Outputs for the loop table: one looped generation.
+    for i, out in enumerate(["The answer is 3.", "strawberry " * 200]):
+        store.con.execute("INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, loop_flagged, "
+                          "loop_catastrophic, n_tokens) VALUES (?, 's1', 'prompt', 'lf2', [{'role': 'user', "
+                          "'content': 'x'}], ?, ?, ?, ?)", [f"g{i}", out, i == 1, i == 1, len(out.split())])
+
+
+def test_report_renders_every_section(store, db_path, tmp_path, run_cli):
+    build_store(store, tmp_path)
+    store.close()
+    out = tmp_path / "report"
+    res = run_cli("audit", "report", "--model", "s1", "--out", out)
+    assert res.exit_code == 0, res.output
+    html_text = (out / "report.html").read_text(encoding="utf-8")
+    p = SectionParser()
+    p.feed(html_text)
+    for key, title in SECTIONS:
+        assert key in p.sections, f"section {key} missing"
+        sec = p.sections[key]
+        assert title in sec["text"]
+        body = sec["text"].replace(title, "").strip()
+        assert body, f"section {key} is empty"
+    # Planted facts show up where they belong.
+    for key in ("lineage", "composition", "dose-curve"):
+        imgs = p.sections[key]["imgs"]
+        assert imgs and all(src.startswith("data:image/png;base64,") and len(src) > 500 for src in imgs), key
+    for key in ("holdout", "decontamination", "mixture-hashes", "lengths", "loops", "evaluation"):
+        assert "table" in p.sections[key]["tags"], key
+    assert "1 included" in p.sections["holdout"]["text"] and "5 never used" in p.sections["holdout"]["text"]
+    assert "gsm8k-test" in p.sections["decontamination"]["text"]
+    assert "all match" in p.sections["mixture-hashes"]["text"]
+    assert "2 (50.0%)" in p.sections["lengths"]["text"] and "1 (25.0%)" in p.sections["lengths"]["text"]
+    assert "s1 vs base" in p.sections["evaluation"]["text"] and "3-0-3" in p.sections["evaluation"]["text"]
+    assert "http" not in html_text.replace("http-equiv", "")   # nothing fetched from outside
+
+    md = (out / "report.md").read_text(encoding="utf-8")
+    assert "## Training data" in md and "## Evaluation" in md
+    training = md.split("## Training data", 1)[1].split("## Evaluation", 1)[0]
+    assert "m1.parquet" in training and "judge6" in training and "gsm8k-test" in training
+    assert (out / "lineage.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "![Lineage](lineage.png)" in md
+
+
+def test_report_is_deterministic(store, tmp_path):
+    build_store(store, tmp_path)
+    first = write_report(store, "s1", tmp_path / "one")
+    second = write_report(store, "s1", tmp_path / "two")
+    assert open(first["html"], "rb").read() == open(second["html"], "rb").read()
+    assert first["sections"] == [k for k, _ in SECTIONS]
+
+
+def test_report_unknown_model(store, run_cli):
+    store.close()
+    res = run_cli("audit", "report", "--model", "nope", "--out", "x")
+    assert res.exit_code == 2 and "nope" in res.output
