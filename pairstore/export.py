@@ -389,30 +389,41 @@ class _RowGroupWriter:
         self.pending_rows += table.num_rows
         while self.pending_rows >= ROW_GROUP_ROWS:
             whole = pa.concat_tables(self.pending)
-            self.writer.write_table(whole.slice(0, ROW_GROUP_ROWS), row_group_size=ROW_GROUP_ROWS)
+            # one contiguous chunk per row group: page boundaries then depend on the data only, not on
+            # how DuckDB's threads happened to chunk the fetched rows
+            self.writer.write_table(whole.slice(0, ROW_GROUP_ROWS).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
             rest = whole.slice(ROW_GROUP_ROWS)
             self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
     def close(self) -> None:
         if self.pending_rows:
-            self.writer.write_table(pa.concat_tables(self.pending), row_group_size=ROW_GROUP_ROWS)
+            self.writer.write_table(pa.concat_tables(self.pending).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
         self.writer.close()
 
 
-def _chunks(store, kind: str, block: int) -> list[tuple[int, int]]:
-    """(first prow, last prow) ranges of one block holding about FETCH_ROWS output rows (pairs x copies)."""
+def _chunks(store, kind: str, block: int) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(first prow, last prow, prows, copies) of one block's pieces of about FETCH_ROWS output rows
+    (pairs x copies), prows ascending."""
     arr = store.con.execute("SELECT prow, copies FROM _mix WHERE kind = ? AND block = ? ORDER BY prow",
                             [kind, block]).fetchnumpy()
-    prow = arr["prow"]
-    ends = np.cumsum(arr["copies"].astype(np.int64))
+    prow = np.asarray(arr["prow"], dtype=np.int64)
+    copies = np.asarray(arr["copies"], dtype=np.int64)
+    ends = np.cumsum(copies)
     out, start, base = [], 0, 0
     while start < len(prow):
         stop = int(np.searchsorted(ends, base + FETCH_ROWS, side="left"))
         stop = min(max(stop, start), len(prow) - 1)
-        out.append((int(prow[start]), int(prow[stop])))
+        out.append((int(prow[start]), int(prow[stop]), prow[start:stop + 1], copies[start:stop + 1]))
         base = int(ends[stop])
         start = stop + 1
     return out
+
+
+def _as_messages(texts: pa.Array, role: str) -> pa.ListArray:
+    """[{'role': role, 'content': text}] for each text, built on the Arrow buffers (no copy of the text)."""
+    n = len(texts)
+    msgs = pa.StructArray.from_arrays([pa.repeat(role, n).cast(pa.string()), texts], fields=list(_MSG))
+    return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), msgs)
 
 
 def _write_file(store, path: Path, kind: str, n_blocks: int, system_prompt: str | None):
@@ -433,22 +444,22 @@ def _write_file(store, path: Path, kind: str, n_blocks: int, system_prompt: str 
     prompt_sql = ("p.prompt" if system_prompt is None else
                   "list_concat([{'role': 'system', 'content': $sys}], "
                   "list_filter(p.prompt, lambda m: m.role <> 'system'))")
-    rejected_sql = ", [{'role': 'assistant', 'content': p.rejected}] AS rejected" if kind == "dpo" else ""
+    # A plain scan of a rowid range with a semi-join: no ORDER BY (a sort would hold every text of the
+    # chunk in DuckDB's memory) and no nested columns built in SQL; the rows are put in order and the
+    # message lists built on the Arrow side.
     sql = f"""
-        SELECT m.copies, {prompt_sql} AS _prompt, _prompt AS prompt,
-               [{{'role': 'assistant', 'content': p.chosen}}] AS {answer_col}{rejected_sql},
-               p.pair_id, p.source, p.family,
+        SELECT p.rowid AS prow, {prompt_sql} AS _prompt, p.chosen, p.rejected, p.pair_id, p.source, p.family,
                to_json({{'chosen': p.chosen,
                          'prompt': list_transform(_prompt, lambda m: {{'content': m.content, 'role': m.role}}),
                          'rejected': p.rejected}}) AS _json,
                contains(_json, '\\u00') AS _odd
-        FROM _mix m JOIN pairs p ON p.pair_id = m.pair_id
-        WHERE m.kind = $kind AND m.block = $block AND m.prow BETWEEN $lo AND $hi AND p.rowid BETWEEN $lo AND $hi
-        ORDER BY m.prow"""
+        FROM pairs p
+        WHERE p.rowid BETWEEN $lo AND $hi
+          AND p.rowid IN (SELECT prow FROM _mix WHERE kind = $kind AND block = $block AND prow BETWEEN $lo AND $hi)"""
     h = hashlib.sha256()
     counts: Counter = Counter()
     rows = 0
-    jobs = [(block, lo, hi) for block in range(n_blocks) for lo, hi in _chunks(store, kind, block)]
+    jobs = [(block, *piece) for block in range(n_blocks) for piece in _chunks(store, kind, block)]
     # DuckDB fetches the next chunk while this thread digests and writes the last one (both release
     # the GIL for their heavy parts); only the fetch thread touches the connection meanwhile.
     chunks: queue.Queue = queue.Queue(maxsize=1)
@@ -456,14 +467,14 @@ def _write_file(store, path: Path, kind: str, n_blocks: int, system_prompt: str 
 
     def fetch():
         try:
-            for block, lo, hi in jobs:
+            for block, lo, hi, prows, copies in jobs:
                 params = {"kind": kind, "block": block, "lo": lo, "hi": hi}
                 if system_prompt is not None:
                     params["sys"] = system_prompt
                 tbl = con.sql(sql, params=params).to_arrow_table()
                 while not stop.is_set():
                     try:
-                        chunks.put(tbl, timeout=0.1)
+                        chunks.put((tbl, prows, copies), timeout=0.1)
                         break
                     except queue.Full:
                         continue
@@ -477,25 +488,35 @@ def _write_file(store, path: Path, kind: str, n_blocks: int, system_prompt: str 
     writer = _RowGroupWriter(path, schema)
     fetcher.start()
     try:
-        while (tbl := chunks.get()) is not None:
-            if isinstance(tbl, BaseException):
-                raise tbl
+        while (item := chunks.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            tbl, prows, copies = item
+            got = tbl.column("prow").to_numpy()
+            order = np.argsort(got, kind="stable")
+            if not np.array_equal(got[order], prows):
+                raise RuntimeError(f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed while "
+                                   "exporting")
+            tbl = tbl.take(pa.array(order))
             digests = _json_digests(tbl.column("_json").combine_chunks())
-            odd = tbl.column("_odd").to_numpy()
+            odd = tbl.column("_odd").to_numpy(zero_copy_only=False)
             if odd.any():
-                sub = tbl.filter(pa.array(odd)).select(
-                    ["prompt", answer_col] + (["rejected"] if kind == "dpo" else [])).to_pylist()
+                sub = tbl.filter(pa.array(odd)).select(["_prompt", "chosen", "rejected"]).to_pylist()
                 for i, r in zip(np.flatnonzero(odd), sub):
-                    digests[i] = row_digest(r["prompt"], r[answer_col][0]["content"],
-                                            r["rejected"][0]["content"] if kind == "dpo" else None)
-            copies = tbl.column("copies").to_numpy()
+                    digests[i] = row_digest(r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None)
             # the bytes content_hash_rows([d] for d in digests) hashes: a one-string JSON list per line
             h.update("".join(f'["{d}"]\n' * c for d, c in zip(digests, copies.tolist())).encode())
-            grouped = tbl.select(["source", "family", "copies"]).group_by(["source", "family"]).aggregate(
+            grouped = pa.table({"source": tbl.column("source"), "family": tbl.column("family"),
+                                "copies": pa.array(copies)}).group_by(["source", "family"]).aggregate(
                 [("copies", "sum")])
             for s, f, n in zip(*(grouped.column(c).to_pylist() for c in ("source", "family", "copies_sum"))):
                 counts[(s, f)] += n
-            tbl = tbl.select(schema.names)
+            columns = {"prompt": tbl.column("_prompt"),
+                       answer_col: _as_messages(tbl.column("chosen").combine_chunks(), "assistant")}
+            if kind == "dpo":
+                columns["rejected"] = _as_messages(tbl.column("rejected").combine_chunks(), "assistant")
+            tbl = pa.table({**columns, "pair_id": tbl.column("pair_id"), "source": tbl.column("source"),
+                            "family": tbl.column("family")})
             if (copies != 1).any():
                 # copies adjacent: the compressor sees a repeat, not new data, so upsampling is nearly free
                 tbl = tbl.take(pa.array(np.repeat(np.arange(tbl.num_rows), copies)))

@@ -290,3 +290,61 @@ def test_lineage_recipes_reach_the_base(recipe_rows):
 def test_holdout_changes_recipe_lists_the_demo_sets(recipe_rows):
     rows = rows_of(recipe_rows, "every holdout change")
     assert {(r["action"], r["set_name"]) for r in rows} >= {("holdout.add", "judge34"), ("holdout.add", "lf2")}
+
+
+# -- docs/recipes.md -------------------------------------------------------------------------------
+
+RECIPES_DOC = ROOT / "docs" / "recipes.md"
+
+
+def test_every_recipe_example_in_the_docs_parses():
+    from pairstore.recipes import parse_recipe
+
+    examples = code_blocks(RECIPES_DOC.read_text(encoding="utf-8"), "toml")
+    assert len(examples) == 3
+    kinds = [parse_recipe(text, path="example.toml").kind for text in examples]
+    assert kinds == ["dpo", "soup", "base"]
+
+
+def test_recipes_doc_mistake_messages_are_the_real_ones():
+    from pairstore.errors import BadInput
+    from pairstore.recipes import parse_recipe
+
+    text = RECIPES_DOC.read_text(encoding="utf-8")
+    example = code_blocks(text, "toml")[0]
+    documented = re.search(r"an unknown key: `([^`]*)`", text).group(1).split(" (known")[0]
+    with pytest.raises(BadInput) as e:
+        parse_recipe(example.replace("\nseed =", "\nsed ="), path="m13a.toml")
+    assert str(e.value).startswith(documented)
+    documented = re.search(r"an unknown source: `\.\.\. ([^`]*) \.\.\.`", text).group(1)
+    with pytest.raises(BadInput) as e:
+        parse_recipe(example.replace('"loopfix"', '"loopfx"'), path="m13a.toml")
+    assert documented in str(e.value)
+
+
+def test_recipes_doc_walkthrough_runs_against_the_demo_store(demo_run, tmp_path, monkeypatch):
+    """docs/recipes.md's example round, registered and exported against a copy of the demo store."""
+    import json
+    import shutil
+
+    text = RECIPES_DOC.read_text(encoding="utf-8")
+    (tmp_path / "m13a.toml").write_text(code_blocks(text, "toml")[0], encoding="utf-8")
+    (tmp_path / "demo-run").mkdir()
+    shutil.copy(demo_run.store_path, tmp_path / "demo-run" / "pairstore.duckdb")
+    (tmp_path / "demo-run" / "bundles").symlink_to(demo_run.out_dir / "bundles")
+    monkeypatch.chdir(tmp_path)
+    body = section(text, "Register, export, train")
+    commands = shell_commands(code_blocks(body, "sh")[0])
+    assert len(commands) == 4
+    outputs = []
+    for cmd in commands:
+        r = CliRunner().invoke(cli, words(cmd)[1:], catch_exceptions=False)
+        assert r.exit_code == 0, f"`{cmd}` exited {r.exit_code}:\n{r.output}"
+        outputs.append(r.output)
+    assert "sm11a" in outputs[2] and "m13a" in outputs[2].splitlines()[-1]
+    evidence = json.loads((tmp_path / "mixtures" / "m13a.training_evidence.json").read_text())
+    blocks = evidence["blocks"]
+    assert [b["source"] for b in blocks] == ["loopfix", "battle", "self_repair"]
+    assert blocks[0]["selected"] <= 40 and blocks[1]["rows"] == 2 * blocks[1]["selected"]
+    assert blocks[2]["selected"] < blocks[2]["rows"] < 2 * blocks[2]["selected"]
+    assert evidence["system_prompt"]["from"].endswith("system_prompt.txt")

@@ -316,3 +316,25 @@ def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkey
     assert small.files["dpo"]["content_hash"] == big.files["dpo"]["content_hash"]
     assert pq.read_table(small.files["dpo"]["path"]).equals(pq.read_table(big.files["dpo"]["path"]))
     assert pq.ParquetFile(small.files["dpo"]["path"]).metadata.num_row_groups == 8     # 39 rows / 5
+
+
+def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monkeypatch):
+    """The fetch size (and so how DuckDB chunks what it hands over) must not change a byte: with answers
+    long enough to fill several data pages per row group, chunk boundaries would move page boundaries."""
+    import random
+
+    import pairstore.export as export
+
+    rng = random.Random(5)
+    long = [Pair(prompt=f"Long question {i}", source="style", family="long",
+                 chosen=" ".join(rng.choice(("alpha", "beta", "gamma", "delta")) for _ in range(9000)),
+                 rejected=" ".join(rng.choice(("one", "two", "three")) for _ in range(9000)))
+            for i in range(300)]
+    add_pairs(setup, long, miner="test", miner_version="1")
+    (tmp_path / "rl.toml").write_text(recipe("rl", blocks=['source = "style"\nupsample = 2']))
+    add_round(setup, tmp_path / "rl.toml")
+    big = export_round(setup, "rl", tmp_path / "big")
+    monkeypatch.setattr(export, "FETCH_ROWS", 7)
+    small = export_round(setup, "rl", tmp_path / "small")
+    assert small.files["dpo"]["rows"] == 600
+    assert small.files["dpo"]["sha256"] == big.files["dpo"]["sha256"]
