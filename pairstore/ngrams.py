@@ -32,6 +32,7 @@ the join, which runs in DuckDB.
 
 from __future__ import annotations
 
+import os
 import string
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,7 @@ from pairstore.errors import BadInput
 from pairstore.keys import match_key
 
 DEFAULT_N = 13
+DEFAULT_THREADS = 4
 Q = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
 Q_INV = pow(Q, -1, 1 << 64)
 _CHUNK_BYTES = 4 << 20  # normalize/split at most this much text at once (memory stays modest)
@@ -217,12 +219,16 @@ def iter_text_chunks(texts: pa.Array, max_bytes: int | None = None):
         start = stop
 
 
-def text_ngram_table(vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: int = 1) -> pa.Table:
+def text_ngram_table(vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: int | None = None) -> pa.Table:
     """pa.Table(doc int64, ngram uint64): the candidate n-grams of each text (position in `texts`).
 
-    threads > 1 runs chunks on a thread pool (numpy and Arrow release the GIL); on the shared 2-core
-    machine this was measured no faster than one thread, so one is the default. Result in text order.
+    Chunks of about 4 MB run on a thread pool of `threads` workers (default: the CPU count, at most
+    DEFAULT_THREADS); Arrow's split and lookup and numpy's prefix sums release the GIL. On an idle
+    2-core machine two workers took the 96 MB benchmark corpus from 1.6 s to 1.25 s; on a busy one
+    they cost nothing. The result is in text order whatever the number of workers.
     """
+    if threads is None:
+        threads = min(DEFAULT_THREADS, os.cpu_count() or 1)
     arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, type=pa.large_string())
     pieces = list(iter_text_chunks(arr))
     workers = max(1, min(threads, len(pieces)))
