@@ -989,11 +989,11 @@ def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slic
 @click.argument("out_dir", default="demo-run", type=click.Path(file_okay=False))
 def demo_cmd(out_dir):
     """Run the end-to-end demo on bundled invented sample data into OUT_DIR."""
-    from train.demo import run_demo
+    from train.demo import closing_lines, run_demo
 
     result = run_demo(out_dir, echo=click.echo)
-    click.echo(f"\nstore: {result.store_path}")
-    click.echo(f"try:   pairstore --db {result.store_path} sql \"SELECT * FROM battle_votes_by_category\"")
+    for line in closing_lines(result):
+        click.echo(line)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
 from html.parser import HTMLParser
+from pathlib import Path
+
+from click.testing import CliRunner
 
 from pairstore.store import open_store
 
@@ -83,3 +87,21 @@ def test_demo_report_has_every_section_filled(demo_run):
     md = (demo_run.out_dir / "report" / "report.md").read_text(encoding="utf-8")
     assert "21 never used in training and 13 included" in md
     assert "| 0.75 | sm11c |" in md
+
+
+def test_demo_ends_naming_files_that_exist_and_queries_that_answer(demo_run):
+    from pairstore.cli import cli
+    from train.demo import TRY_QUERIES, closing_lines
+
+    lines = closing_lines(demo_run)
+    opened = [ln.split()[0] for ln in lines if ln.startswith("  /") or ln.startswith("  demo")]
+    assert len(opened) == 4 and all(Path(p).is_file() for p in opened)
+    commands = [ln.strip() for ln in lines if ln.strip().startswith("pairstore ")]
+    assert len(commands) == len(TRY_QUERIES) == 3
+    outputs = []
+    for cmd in commands:
+        r = CliRunner().invoke(cli, shlex.split(cmd)[1:], catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+        outputs.append(r.output)
+    leaked = [ln for ln in outputs[1].splitlines()[1:] if ln.strip() and not set(ln.strip()) <= set("-+|")]
+    assert len(leaked) == 13

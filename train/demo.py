@@ -55,6 +55,33 @@ class DemoResult:
     seconds: float = 0.0
 
 
+# What the demo suggests trying on its store once it is done (each run by tests/test_demo.py).
+TRY_QUERIES = (
+    ("pairs per source and family in the store",
+     "SELECT * FROM pairs_by_source ORDER BY pairs DESC"),
+    ("which held-out battles the attached past file leaked",
+     "SELECT DISTINCT h.item_id AS battle_id FROM exports e JOIN export_rows r USING (export_id) "
+     "JOIN pairs p USING (pair_id) JOIN holdout h ON h.match_key = p.match_key "
+     "WHERE e.kind = 'attached' AND h.item_kind = 'battle' ORDER BY 1"),
+    ("battle win rate by category",
+     "SELECT * FROM battle_votes_by_category"),
+)
+
+
+def closing_lines(result: DemoResult) -> list[str]:
+    """The files to open and three SQL queries to try, printed when the demo ends."""
+    out = result.out_dir
+    lines = ["", f"done in {result.seconds:.0f} s. Open:",
+             f"  {result.report_html}   the provenance report (report.md beside it)",
+             f"  {out / 'mixtures' / 'm11a.parquet'}   the m11a export (TRL DPO format)",
+             f"  {out / 'mixtures' / 'm11a.training_evidence.json'}   its evidence: hashes, gate, rows by source",
+             f"  {out / 'data' / 's2_pairs_lf1.parquet'}   the invented leaky past-round file the audit caught",
+             "", "Try (after `make demo`, pairstore is .venv/bin/pairstore; `. .venv/bin/activate` puts it on PATH):"]
+    for question, sql in TRY_QUERIES:
+        lines += [f"  # {question}", f"  pairstore --db {result.store_path} sql \"{sql}\""]
+    return lines
+
+
 def sample_file(name: str) -> Path:
     import pairstore
 
