@@ -19,7 +19,6 @@ import platform
 import resource
 import statistics
 import string
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.decontam import BenchmarkItem, overlap  # noqa: E402
 
@@ -104,12 +105,8 @@ def timed(fn, runs: int):
 
 
 def machine() -> str:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")),
-               platform.processor())
-    mem = next((int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal")), 0)
     load = open("/proc/loadavg").read().split()[:3]
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
-    return (f"nproc {nproc}; {cpu}; RAM {mem / 2**20:.1f} GiB; load average at start {' '.join(load)}; "
+    return (f"nproc {nproc()}; {cpu_model()}; RAM {ram_text()}; load average at start {' '.join(load)}; "
             f"Python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}, "
             f"numpy {np.__version__}")
 

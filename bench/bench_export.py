@@ -40,6 +40,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from machine import cpu_model, ram_text  # noqa: E402
+
 PY = sys.executable
 TEMPLATES = [
     "Please answer the following question carefully and put the final answer on the last line:",
@@ -271,17 +273,7 @@ def run_child(code: str, *args) -> tuple[float, dict]:
 
 
 def machine() -> str:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem = int(next(ln for ln in Path("/proc/meminfo").read_text().splitlines()
-                       if ln.startswith("MemTotal")).split()[1]) / 1024 ** 2
-    except (OSError, StopIteration):
-        mem = 0
-    return f"{os.cpu_count()} cores ({cpu}), {mem:.1f} GiB RAM, Python {platform.python_version()}"
+    return f"{os.cpu_count()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}"
 
 
 def main() -> None:

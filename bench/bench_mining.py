@@ -30,7 +30,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,6 +40,8 @@ import pyarrow as pa
 import xxhash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan  # noqa: E402
 from generators.tasks import generate_tasks, write_tasks  # noqa: E402
@@ -214,12 +215,8 @@ def bare_checks(outputs) -> dict:
 
 
 def machine() -> str:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")),
-               platform.processor())
-    mem = next((int(ln.split()[1]) for ln in open("/proc/meminfo") if ln.startswith("MemTotal")), 0)
     load = open("/proc/loadavg").read().split()[:3]
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
-    return (f"nproc {nproc}; {cpu}; RAM {mem / 2**20:.1f} GiB; load average at start {' '.join(load)}; "
+    return (f"nproc {nproc()}; {cpu_model()}; RAM {ram_text()}; load average at start {' '.join(load)}; "
             f"Python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}")
 
 

@@ -41,6 +41,8 @@ import xxhash
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from machine import cpu_model, ram_text  # noqa: E402 (bench/machine.py)
+
 from audits.loops import scan, scan_many  # noqa: E402
 
 BASELINE_THRESHOLD = 12
@@ -269,17 +271,7 @@ def _one_by_one(fn):
 
 
 def _machine() -> list[str]:
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-        mem = next(x for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
-        ram = f"{int(mem.split()[1]) / 1024 / 1024:.1f} GiB"
-    except (OSError, StopIteration):
-        ram = "unknown"
-    return [f"- CPU: {cpu}; `nproc` = {os.cpu_count()}; RAM {ram}",
+    return [f"- CPU: {cpu_model()}; `nproc` = {os.cpu_count()}; RAM {ram_text()}",
             f"- Python {platform.python_version()}, numpy {np.__version__}; one process, one thread"]
 
 

@@ -45,6 +45,7 @@ SLICE = 16 << 20
 
 sys.path.insert(0, str(ROOT))
 
+from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 # ---------------------------------------------------------------------------- synthetic pair
 
@@ -362,13 +363,9 @@ def measure(cmd: list[str], inputs, out: Path, env=None, fsync_after: bool = Fal
 
 
 def machine_facts() -> str:
-    cpu = next((ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                if ln.startswith("model name")), platform.processor())
-    mem = next((ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
-                if ln.startswith("MemTotal")), "0")
     load = os.getloadavg()
-    return (f"{os.cpu_count()} CPUs (`nproc` {len(os.sched_getaffinity(0))}), {cpu}, "
-            f"{int(mem) / 1024 / 1024:.1f} GiB RAM, Python {platform.python_version()}, numpy {np.__version__}; "
+    return (f"{os.cpu_count()} CPUs (`nproc` {nproc()}), {cpu_model()}, {ram_text()} RAM, "
+            f"Python {platform.python_version()}, numpy {np.__version__}; "
             f"load average at start {load[0]:.1f} (machine shared with other engineers' jobs)")
 
 

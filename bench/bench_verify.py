@@ -20,7 +20,6 @@ import logging
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
@@ -28,6 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from miners import verify as ours  # noqa: E402
 
@@ -99,21 +100,7 @@ def group_of(it: dict) -> str:
 
 
 def machine() -> str:
-    cpu = "unknown"
-    try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem_kb = int(next(ln for ln in open("/proc/meminfo") if ln.startswith("MemTotal")).split()[1])
-        mem = f"{mem_kb / 1024 / 1024:.1f} GiB RAM"
-    except (OSError, StopIteration):
-        mem = "RAM unknown"
-    nproc = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip() or str(os.cpu_count())
-    return f"{nproc} cores ({cpu}), {mem}, Python {platform.python_version()}"
+    return f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}"
 
 
 def main(argv: list[str] | None = None) -> int:
