@@ -1,5 +1,5 @@
 # Two commands: `make demo` (the main job) and `make test`. Both build .venv once
-# and reuse it until pyproject.toml changes.
+# and reuse it until pyproject.toml (or the C soup kernel) changes.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint setup clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml train/_soup_kernel.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# The CPU torch wheel first, or a dependency pulls a multi-GB CUDA build.
 	$(BIN)/python -m pip install -q torch==2.13.0

@@ -430,6 +430,7 @@ def main() -> None:
                 print(f"run {run + 1} {name}: {r['wall']:.2f} s, peak RSS {r['rss_mb']:.0f} MB, "
                       f"cached before {r['cached_before']:.1%}, {r['out_shards']} output shards", flush=True)
         n_tensors, n_same = compare_bundles(kept["pairstore soup"], kept[mk_name])
+        kernel_used = json.loads((kept["pairstore soup"] / "training_evidence.json").read_text())["kernel"]
     finally:
         if not args.keep:
             shutil.rmtree(WORK, ignore_errors=True)
@@ -449,11 +450,12 @@ def main() -> None:
         "ours faster by |",
         "|---|---:|---|---:|---:|---:|---:|",
     ]
+    ours_name = "pairstore soup"
+    cpu = {k: statistics.median(r["user"] + r["sys"] for r in v) for k, v in results.items()}
     for name in contenders:
         runs = ", ".join(f"{r['wall']:.2f}" for r in results[name])
-        cpu = statistics.median(r["user"] + r["sys"] for r in results[name])
-        lines.append(f"| {name} | {med[name]:.2f} | {runs} | {cpu:.1f} | {rss[name]:.0f} | {med[name] / floor:.2f}x | "
-                     f"{med[name] / ours:.2f}x |")
+        lines.append(f"| {name} | {med[name]:.2f} | {runs} | {cpu[name]:.1f} | {rss[name]:.0f} | "
+                     f"{med[name] / floor:.2f}x | {med[name] / ours:.2f}x |")
     # Each round's contenders ran back to back under about the same load from other jobs: the median of the
     # per-round ratios is less sensitive to that load than the ratio of medians.
     paired_floor = statistics.median(o["wall"] / f["wall"] for o, f in zip(results["pairstore soup"],
@@ -474,15 +476,16 @@ def main() -> None:
               f"Baseline: {mk_note}; merge_method linear, weights 0.5/0.5, dtype bfloat16, --out-shard-size "
               f"500M ({results[mk_name][-1]['out_shards']} shards), --no-copy-tokenizer; it does not fsync, "
               f"so its outputs are fsynced after it exits, inside its timing.", "",
-              "Ours runs the CLI as shipped (input SHA-256s hashed as they stream, 16 MiB slices, 4 buffer "
-              "pairs); the I/O floor is a reader thread (preadv, sequential-access hint) and a writer thread moving "
+              f"Ours runs the CLI as shipped (input SHA-256s hashed as they stream, 16 MiB slices, 4 buffer "
+              f"pairs; kernel: {kernel_used}); the I/O floor is a reader thread (preadv, sequential-access hint) and a writer thread moving "
               "the same bytes with the same early write-back and about as many slices in flight, no compute, no "
               "hashing.", "",
               *([f"The diagnostic row (not a shipped mode) is our soup with the inputs' SHA-256 switched off: "
                  f"{med[DIAG]:.2f} s = {med[DIAG] / floor:.2f}x the floor. Hashing both inputs (what the "
-                 f"evidence requires) costs about 0.55 CPU-seconds per GB read with SHA-NI; on an idle 2-core "
-                 f"machine it runs beside the reads, but while other jobs keep the cores busy every CPU-second "
-                 f"shows in the wall time.", ""] if DIAG in med else []),
+                 f"evidence requires) costs {(cpu[ours_name] - cpu[DIAG]) / (2 * size / 1e9):.2f} CPU-seconds "
+                 f"per GB read here (median CPU of the two rows); it runs beside the reads, but on 2 cores "
+                 f"with the reads, the writes and the arithmetic every CPU-second competes for a core.", ""]
+                if DIAG in med else []),
               f"Machine: {facts}; load average at end {os.getloadavg()[0]:.1f}.", "",
               "Command: `" + " ".join([".venv/bin/python bench/bench_soup.py", *sys.argv[1:]]) + "`", ""]
     text = "\n".join(lines)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import struct
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import torch
 from click.testing import CliRunner
 from safetensors.torch import load_file, save_file
 
+import train.soup as soup_module
 from pairstore.cli import cli
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
@@ -108,9 +110,23 @@ def pair(tmp_path):
 # ---------------------------------------------------------------------------- kernels
 
 
+KERNELS = [pytest.param(False, id="numpy"),
+           pytest.param(True, id="native", marks=pytest.mark.skipif(soup_module._native is None,
+                                                                     reason="C kernel not built"))]
+
+
+def test_native_kernel_is_built_where_a_compiler_is():
+    # The C kernel is optional at install; where a compiler exists, losing it silently would triple the
+    # soup's CPU time, so the suite says so.
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler on this machine")
+    assert soup_module._native is not None, "train/_soup_kernel.c was not built: pip install -e . again"
+
+
+@pytest.mark.parametrize("native", KERNELS)
 @pytest.mark.parametrize("dtype", ["BF16", "F16", "F32", "F64"])
 @pytest.mark.parametrize("alpha", [0.5, 0.3, 0.77, 1.5, -0.25])
-def test_kernel_matches_fp32_reference_bit_exact(dtype, alpha):
+def test_kernel_matches_fp32_reference_bit_exact(dtype, alpha, native):
     rng = np.random.default_rng(7)
     n = 200_003  # several compute blocks and a ragged tail
     np_dtype = {"BF16": np.float32, "F16": np.float16, "F32": np.float32, "F64": np.float64}[dtype]
@@ -130,7 +146,7 @@ def test_kernel_matches_fp32_reference_bit_exact(dtype, alpha):
     a_bytes, b_bytes = bits(ta).tobytes(), bits(tb).tobytes()
     expected = bits(fp32_reference(ta, tb, alpha)).tobytes()
     work = bytearray(a_bytes)
-    SoupKernel(alpha).apply(dtype, memoryview(work), memoryview(b_bytes))
+    SoupKernel(alpha, native=native).apply(dtype, memoryview(work), memoryview(b_bytes))
     ours = torch.frombuffer(work, dtype=ta.dtype)
     ref = torch.frombuffer(bytearray(expected), dtype=ta.dtype)
     nan = torch.isnan(ref)
@@ -140,13 +156,28 @@ def test_kernel_matches_fp32_reference_bit_exact(dtype, alpha):
     assert bytes(bits(from_doc[~nan])) == bytes(bits(ref[~nan]))
 
 
-def test_bf16_rounding_ties_to_even():
+@pytest.mark.parametrize("native", KERNELS)
+def test_bf16_rounding_ties_to_even(native):
     # 1 + 2^-8 lies halfway between bf16 neighbours 1 and 1 + 2^-7: ties go to the even one (1.0).
     a = torch.tensor([1.0, 1.0 + 2**-7], dtype=torch.bfloat16)
     b = torch.tensor([1.0 + 2**-7, 1.0 + 2**-6], dtype=torch.bfloat16)
     work = bytearray(bits(a).tobytes())
-    SoupKernel(0.5).apply("BF16", memoryview(work), memoryview(bits(b).tobytes()))
+    SoupKernel(0.5, native=native).apply("BF16", memoryview(work), memoryview(bits(b).tobytes()))
     assert torch.frombuffer(work, dtype=torch.bfloat16).tolist() == [1.0, 1.0 + 2**-6]
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.3, 0.9])
+def test_native_bf16_kernel_equals_numpy_kernel_on_every_bit_pattern(alpha):
+    # All 65,536 bf16 patterns (NaNs, infinities, subnormals, both zeros) against two shuffles of them.
+    if soup_module._native is None:
+        pytest.skip("C kernel not built")
+    a = np.arange(1 << 16, dtype=np.uint16)
+    rng = np.random.default_rng(3)
+    for b in (rng.permutation(a), a[::-1].copy()):
+        by_numpy, by_c = bytearray(a.tobytes()), bytearray(a.tobytes())
+        SoupKernel(alpha, native=False).apply("BF16", memoryview(by_numpy), memoryview(b.tobytes()))
+        SoupKernel(alpha, native=True).apply("BF16", memoryview(by_c), memoryview(b.tobytes()))
+        assert by_c == by_numpy
 
 
 # ---------------------------------------------------------------------------- soup end to end
