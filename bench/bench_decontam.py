@@ -14,7 +14,6 @@ MB / seconds, median of --runs runs, the two methods interleaved. Writes bench/r
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import resource
 import statistics
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.decontam import BenchmarkItem, overlap  # noqa: E402
+from train.bundle import atomic_write_text  # noqa: E402
 
 N = 13
 
@@ -163,11 +163,7 @@ join) and suffers more from other jobs than the interpreter-bound baseline does;
 runs of this command at load average 5-9 measured 2.9x-3.5x on the medians.
 """
     print(md)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".md.tmp")
-    tmp.write_text(md, encoding="utf-8")
-    os.replace(tmp, out)
+    atomic_write_text(args.out, md)
     return 0 if agree else 1
 
 

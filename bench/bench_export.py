@@ -42,6 +42,8 @@ sys.path.insert(0, str(ROOT))
 
 from machine import cpu_model, ram_text  # noqa: E402
 
+from train.bundle import atomic_write_text  # noqa: E402
+
 PY = sys.executable
 TEMPLATES = [
     "Please answer the following question carefully and put the final answer on the last line:",
@@ -394,7 +396,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if args.scale == 1 or not Path(args.out).exists():
-        Path(args.out).write_text(text, encoding="utf-8")
+        atomic_write_text(args.out, text)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ Writes bench/results/mining.md.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import shutil
 import statistics
@@ -50,6 +49,7 @@ from miners.loopfix import mine_loopfix  # noqa: E402
 from miners.self_repair import mine_self_repair  # noqa: E402
 from pairstore.keys import content_id, match_key  # noqa: E402
 from pairstore.store import open_store  # noqa: E402
+from train.bundle import atomic_write_text  # noqa: E402
 
 MODEL = "bench-model"
 MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
@@ -307,11 +307,7 @@ looked at: {', '.join(f'{k} {v:,}' for k, v in sorted(stats.items()))};
 dropped: {', '.join(f'{k} {v:,}' for k, v in sorted(dropped.items()))}.
 """
     print(md)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp_out = out.with_suffix(".md.tmp")
-    tmp_out.write_text(md, encoding="utf-8")
-    os.replace(tmp_out, out)
+    atomic_write_text(args.out, md)
     return 0
 
 

@@ -44,6 +44,7 @@ sys.path.insert(0, str(ROOT))
 from machine import cpu_model, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan, scan_many  # noqa: E402
+from train.bundle import atomic_write_text  # noqa: E402
 
 BASELINE_THRESHOLD = 12
 
@@ -354,11 +355,7 @@ def main(argv=None) -> int:
               f"Command: `{command}`", ""]
     report = "\n".join(lines)
     print(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(report, encoding="utf-8")
-    os.replace(tmp, out)
+    atomic_write_text(args.out, report)
     return 0
 
 

@@ -47,6 +47,8 @@ sys.path.insert(0, str(ROOT))
 
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
+from train.bundle import atomic_write_text  # noqa: E402
+
 # ---------------------------------------------------------------------------- synthetic pair
 
 
@@ -235,6 +237,7 @@ def io_floor(a: Path, b: Path, out: Path) -> None:
 # ---------------------------------------------------------------------------- diagnostic
 
 DIAG = "diagnostic: our soup, input SHA-256 off"
+OURS = "pairstore soup"
 
 
 def soup_unhashed(a: Path, b: Path, out: Path) -> None:
@@ -406,7 +409,7 @@ def main() -> None:
     ok, mk_note = mergekit_available()
     contenders = {
         "I/O floor": [PY, str(Path(__file__).resolve()), "--floor", str(a), str(b), str(out)],
-        "pairstore soup": [PY, "-m", "pairstore.cli", "train", "soup", str(a), str(b), "--alpha", "0.5",
+        OURS: [PY, "-m", "pairstore.cli", "train", "soup", str(a), str(b), "--alpha", "0.5",
                            "--out", str(out), "--no-register", "--slice-mb", str(SLICE >> 20)],
     }
     if not args.no_diagnostic:
@@ -420,7 +423,7 @@ def main() -> None:
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     results: dict[str, list[dict]] = {k: [] for k in contenders}
     method = drop_cache([a, b])
-    kept = {"pairstore soup": WORK / "out-ours", mk_name: WORK / "out-mergekit"}
+    kept = {OURS: WORK / "out-ours", mk_name: WORK / "out-mergekit"}
     try:
         for run in range(args.runs):
             for name, cmd in contenders.items():
@@ -429,15 +432,15 @@ def main() -> None:
                 results[name].append(r)
                 print(f"run {run + 1} {name}: {r['wall']:.2f} s, peak RSS {r['rss_mb']:.0f} MB, "
                       f"cached before {r['cached_before']:.1%}, {r['out_shards']} output shards", flush=True)
-        n_tensors, n_same = compare_bundles(kept["pairstore soup"], kept[mk_name])
-        kernel_used = json.loads((kept["pairstore soup"] / "training_evidence.json").read_text())["kernel"]
+        n_tensors, n_same = compare_bundles(kept[OURS], kept[mk_name])
+        kernel_used = json.loads((kept[OURS] / "training_evidence.json").read_text())["kernel"]
     finally:
         if not args.keep:
             shutil.rmtree(WORK, ignore_errors=True)
 
     med = {k: statistics.median(r["wall"] for r in v) for k, v in results.items()}
     rss = {k: max(r["rss_mb"] for r in v) for k, v in results.items()}
-    ours, floor, mk = med["pairstore soup"], med["I/O floor"], med[mk_name]
+    ours, floor, mk = med[OURS], med["I/O floor"], med[mk_name]
     lines = [
         "## Streaming soup (`pairstore train soup`)",
         "",
@@ -450,7 +453,6 @@ def main() -> None:
         "ours faster by |",
         "|---|---:|---|---:|---:|---:|---:|",
     ]
-    ours_name = "pairstore soup"
     cpu = {k: statistics.median(r["user"] + r["sys"] for r in v) for k, v in results.items()}
     for name in contenders:
         runs = ", ".join(f"{r['wall']:.2f}" for r in results[name])
@@ -458,9 +460,9 @@ def main() -> None:
                      f"{med[name] / floor:.2f}x | {med[name] / ours:.2f}x |")
     # Each round's contenders ran back to back under about the same load from other jobs: the median of the
     # per-round ratios is less sensitive to that load than the ratio of medians.
-    paired_floor = statistics.median(o["wall"] / f["wall"] for o, f in zip(results["pairstore soup"],
+    paired_floor = statistics.median(o["wall"] / f["wall"] for o, f in zip(results[OURS],
                                                                           results["I/O floor"]))
-    paired_mk = statistics.median(m["wall"] / o["wall"] for o, m in zip(results["pairstore soup"],
+    paired_mk = statistics.median(m["wall"] / o["wall"] for o, m in zip(results[OURS],
                                                                        results[mk_name]))
     goals = [
         f">= 3x faster than mergekit: {mk / ours:.2f}x -> {'met' if mk / ours >= 3 else 'NOT met'}",
@@ -482,7 +484,7 @@ def main() -> None:
               "hashing.", "",
               *([f"The diagnostic row (not a shipped mode) is our soup with the inputs' SHA-256 switched off: "
                  f"{med[DIAG]:.2f} s = {med[DIAG] / floor:.2f}x the floor. Hashing both inputs (what the "
-                 f"evidence requires) costs {(cpu[ours_name] - cpu[DIAG]) / (2 * size / 1e9):.2f} CPU-seconds "
+                 f"evidence requires) costs {(cpu[OURS] - cpu[DIAG]) / (2 * size / 1e9):.2f} CPU-seconds "
                  f"per GB read here (median CPU of the two rows); it runs beside the reads, but on 2 cores "
                  f"with the reads, the writes and the arithmetic every CPU-second competes for a core.", ""]
                 if DIAG in med else []),
@@ -491,8 +493,7 @@ def main() -> None:
     text = "\n".join(lines)
     print(text)
     if not args.no_write:
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(text)
+        atomic_write_text(RESULTS, text)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import platform
 import statistics
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, str(ROOT))
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from miners import verify as ours  # noqa: E402
+from train.bundle import atomic_write_text  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "bench" / "data" / "verify_corpus.jsonl"
 RESULT = ROOT / "bench" / "results" / "verify.md"
@@ -200,10 +200,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["", NOTES]
     text = "\n".join(lines) + "\n"
     print(text)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.out.with_suffix(".md.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, args.out)
+    atomic_write_text(args.out, text)
     return 0
 
 
