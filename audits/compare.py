@@ -27,7 +27,10 @@ import math
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
+import pyarrow as pa
+
 from pairstore.errors import BadInput, NotFound
+from pairstore.matching import candidate_table, find_holdout_hits
 
 Z95 = 1.959963984540054
 
@@ -172,9 +175,7 @@ def ancestors(store, name: str) -> set[str]:
 
 def trained_battles(store, model: str, battle_ids: set[str], holdout: str | None = None) -> set[str]:
     """Which of `battle_ids` the lineage of `model` trained on (see module docstring)."""
-    import pyarrow as pa
 
-    from pairstore.matching import candidate_table, find_holdout_hits
 
     rounds = sorted(ancestors(store, model))
     if not rounds or not battle_ids:

@@ -29,6 +29,8 @@ import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
+from pairstore.pair_files import read_pair_file
+from pairstore.records import read_records
 
 FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text")
 ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")
@@ -73,7 +75,6 @@ def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
 
 def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
     """Test items of a local benchmark file (JSONL, parquet, or MMLU CSV); ids from an id field or the row."""
-    from pairstore.records import read_records
 
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
@@ -127,8 +128,6 @@ def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[st
                 FROM export_rows r JOIN pairs p USING (pair_id)
                 WHERE r.export_id = ? ORDER BY r.row_index""", [ex["path"], ex["round"], ex["export_id"]]))
         elif Path(ex["path"]).exists():
-            from audits.leaks import read_pair_file
-
             rows = read_pair_file(ex["path"])
             parts.append(pa.table({
                 "source": [ex["path"]] * len(rows), "round": [ex["round"]] * len(rows),

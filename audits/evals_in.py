@@ -26,24 +26,18 @@ import json
 import math
 from pathlib import Path
 
-import pyarrow as pa
-
+from audits.loops import scan
 from pairstore.errors import BadInput
+from pairstore.evals import SCORE_COLUMNS, add_scores
+from pairstore.ingest import log_ingest
 from pairstore.keys import sha256_file
+from pairstore.records import read_records
 
 METRICS = ("exact_match", "acc", "acc_norm", "prompt_level_strict_acc", "prompt_level_loose_acc",
            "inst_level_strict_acc", "math_verify", "pass@1", "f1", "em")
 FORMATS = ("jsonl", "lm-eval")
 
-_SCHEMA = pa.schema([
-    ("model", pa.string()), ("suite", pa.string()), ("item_id", pa.string()), ("score", pa.float64()),
-    ("correct", pa.bool_()), ("extracted_answer", pa.string()), ("gold", pa.string()),
-    ("output_len", pa.int32()), ("empty", pa.bool_()), ("loop_flagged", pa.bool_()),
-    ("loop_catastrophic", pa.bool_()), ("doc_hash", pa.string()), ("prompt_hash", pa.string()),
-    ("origin", pa.string()), ("_line", pa.int64()),
-])
-_COMPARED = ("score", "correct", "extracted_answer", "gold", "output_len", "empty", "loop_flagged",
-             "loop_catastrophic", "doc_hash", "prompt_hash")
+_COMPARED = tuple(c for c in SCORE_COLUMNS if c != "gen_id")
 
 
 def _text(v) -> str | None:
@@ -64,7 +58,6 @@ def _first_string(v):
 def _output_fields(output: str | None) -> dict:
     if output is None:
         return {"output_len": None, "empty": None, "loop_flagged": None, "loop_catastrophic": None}
-    from audits.loops import scan
 
     rep = scan(output)
     return {"output_len": rep.n_tokens, "empty": bool(rep.empty), "loop_flagged": bool(rep.flagged),
@@ -125,7 +118,6 @@ def parse_lm_eval(rec: dict, path, line: int, metric: str | None) -> tuple[dict,
 def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", metric: str | None = None,
                  filter_name: str | None = None) -> dict:
     """Read, validate and insert per-item results; returns {"read", "added", "skipped", "filter", "metric"}."""
-    from pairstore.records import read_records
 
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")
@@ -146,7 +138,7 @@ def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", met
                 chosen_filter = filt
             if filt != chosen_filter:
                 continue
-        row.update(model=model, suite=suite, origin=origin, _line=line)
+        row["_line"] = line
         prev = rows.get(row["item_id"])
         if prev is not None:
             if any(prev[k] != row[k] for k in _COMPARED):
@@ -156,31 +148,9 @@ def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", met
         rows[row["item_id"]] = row
     if not rows:
         raise BadInput(f"no records for filter {chosen_filter!r}", path=str(path), field="filter")
-    table = pa.Table.from_pylist(list(rows.values()), schema=_SCHEMA)
-    con = store.con
     with store.transaction():
-        con.register("_evals_in", table)
-        try:
-            differs = " OR ".join(f"i.{c} IS DISTINCT FROM e.{c}" for c in _COMPARED)
-            clash = con.execute(f"""
-                SELECT i.item_id, i._line FROM _evals_in i
-                JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
-                WHERE {differs} ORDER BY i._line LIMIT 1""").fetchall()
-            if clash:
-                clash = clash[0]
-                raise BadInput(f"model {model!r} suite {suite!r} item {clash[0]!r} is already stored with a "
-                               "different result (use another --model or --suite name for a re-run)",
-                               path=str(path), line=clash[1], field="item_id")
-            cols = [c for c in _SCHEMA.names if not c.startswith("_")]
-            added = con.execute(f"""
-                INSERT INTO evals ({', '.join(cols)})
-                SELECT {', '.join('i.' + c for c in cols)} FROM _evals_in i
-                ANTI JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
-                """).fetchall()[0][0]
-        finally:
-            con.unregister("_evals_in")
-        con.execute("INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
-                    [sha256_file(path), "evals", str(path), read, added])
+        added = add_scores(store, model, suite, list(rows.values()), origin=origin, path=path)
+        log_ingest(store, path, "evals", read, added)
         store.audit("ingest.evals", f"{model}/{suite}", {"path": str(path), "format": fmt, "rows": len(rows),
                                                           "added": added, "filter": chosen_filter})
     return {"read": read, "added": int(added), "skipped": len(rows) - int(added), "filter": chosen_filter,

@@ -114,6 +114,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pairstore.errors import NotFound
+
 # ---- thresholds (justified in the module docstring) --------------------------
 SHORT_N = 6
 LONG_N = 10
@@ -738,7 +740,6 @@ def loop_table(store, model: str | None = None, suite: str | None = None, *, res
     Emptiness is always read from the text. Raises NotFound when a model or
     suite was asked for and has no generations.
     """
-    from pairstore.errors import NotFound
 
     where, params = [], []
     if model is not None:

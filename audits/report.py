@@ -21,10 +21,19 @@ import io
 import json
 import os
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
+from audits import loops
+from audits.compare import compare, wilson_interval
+from audits.leaks import audit_leaks
+from audits.lengths import audit_lengths, latest_exports, make_counter
+from audits.mixtures import check_mixtures
 from pairstore.errors import NotFound
+from pairstore.lineage import describe, lineage
+from pairstore.ngrams import arrow_query, benchmark_hits
 
 SECTIONS = (
     ("lineage", "Lineage"),
@@ -74,13 +83,11 @@ def _fmt(x, digits=4):
 
 
 def _lineage_stages(store, model: str) -> list[dict]:
-    from pairstore.lineage import lineage
 
     return lineage(store, model)
 
 
 def _lineage_section(store, model: str, stages: list[dict]) -> Section:
-    from pairstore.lineage import describe
 
     s = Section("lineage", "Lineage")
     s.paragraphs.append(f"{len(stages)} stage(s) from the base model to {model}, parents first.")
@@ -149,7 +156,6 @@ def _png(fig) -> bytes:
 def _composition(store, rounds: list[str]) -> dict[str, dict[str, int]]:
     """round -> {source: rows} of its latest registered mixture."""
     out: dict[str, dict[str, int]] = {}
-    from audits.lengths import latest_exports
 
     latest: dict[str, list[str]] = defaultdict(list)
     for e in latest_exports(store):
@@ -197,7 +203,6 @@ def _composition_section(comp: dict[str, dict[str, int]]) -> Section:
 
 
 def _holdout_section(store) -> tuple[Section, list]:
-    from audits.leaks import audit_leaks
 
     s = Section("holdout", "Holdout status")
     sets = [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY set_name").fetchall()]
@@ -239,9 +244,7 @@ def _holdout_sentence(rep) -> str:
 
 
 def _pair_texts(store, rounds: list[str]):
-    import pyarrow as pa
 
-    from pairstore.ngrams import arrow_query
 
     con = store.con
     con.register("_rep_rounds", pa.table({"round": pa.array(rounds, pa.string())}))
@@ -258,9 +261,7 @@ def _pair_texts(store, rounds: list[str]):
 
 
 def _decontam_section(store, rounds: list[str]) -> tuple[Section, list[list]]:
-    import pyarrow as pa
 
-    from pairstore.ngrams import benchmark_hits
 
     s = Section("decontamination", "Decontamination")
     benches = store.rows("SELECT benchmark, n, count(*) AS items FROM benchmark_refs GROUP BY ALL ORDER BY benchmark")
@@ -288,7 +289,6 @@ def _decontam_section(store, rounds: list[str]) -> tuple[Section, list[list]]:
 
 
 def _hash_section(store) -> tuple[Section, list]:
-    from audits.mixtures import check_mixtures
 
     s = Section("mixture-hashes", "Mixture hash check")
     checks = check_mixtures(store)
@@ -305,7 +305,6 @@ def _hash_section(store) -> tuple[Section, list]:
 
 
 def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section:
-    from audits.lengths import audit_lengths, make_counter
 
     s = Section("lengths", "Lengths")
     have = {r[0] for r in store.con.execute("SELECT DISTINCT round FROM exports").fetchall()}
@@ -329,7 +328,6 @@ def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section
 
 def _normalize_loop_table(result) -> Table:
     """loop_table's result (list of dicts / dataclasses, or (columns, rows)) as a Table."""
-    from dataclasses import asdict, is_dataclass
 
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
         return Table(list(result[0]), [list(r) for r in result[1]])
@@ -339,7 +337,6 @@ def _normalize_loop_table(result) -> Table:
 
 
 def _loops_section(store) -> Section:
-    from audits import loops
 
     s = Section("loops", "Loop table")
     table = _normalize_loop_table(loops.loop_table(store))
@@ -366,7 +363,6 @@ def _eval_matrix(store, models: list[str] | None = None) -> tuple[list[str], dic
 
 
 def _judge_rows(store, model: str) -> list[list]:
-    from audits.compare import compare
 
     others = [r[0] for r in store.con.execute("""
         SELECT DISTINCT CASE WHEN model_a = ? THEN model_b ELSE model_a END FROM judgments
@@ -382,7 +378,6 @@ def _judge_rows(store, model: str) -> list[list]:
 
 
 def _evaluation_section(store, model: str) -> tuple[Section, list[list]]:
-    from audits.compare import wilson_interval
 
     s = Section("evaluation", "Evaluation")
     suites, matrix = _eval_matrix(store)

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.decontam import BenchmarkItem, overlap  # noqa: E402
-from train.bundle import atomic_write_text  # noqa: E402
+from pairstore.files import atomic_write_text  # noqa: E402
 
 N = 13
 

@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from machine import cpu_model, ram_text  # noqa: E402
 
-from train.bundle import atomic_write_text  # noqa: E402
+from pairstore.files import atomic_write_text  # noqa: E402
 
 PY = sys.executable
 TEMPLATES = [
@@ -220,7 +220,7 @@ CHILD_FUZZY = PEAK_RSS + """
 import json, sys, time
 from pairstore.store import open_store
 from pairstore import matching
-from pairstore.export import ascii_match_text_sql
+from pairstore.gate import ascii_match_text_sql
 store = open_store(sys.argv[1], read_only=True)
 con = store.con
 t0 = time.perf_counter()

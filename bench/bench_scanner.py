@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from machine import cpu_model, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan, scan_many  # noqa: E402
-from train.bundle import atomic_write_text  # noqa: E402
+from pairstore.files import atomic_write_text  # noqa: E402
 
 BASELINE_THRESHOLD = 12
 

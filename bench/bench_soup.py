@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
-from train.bundle import atomic_write_text  # noqa: E402
+from pairstore.files import atomic_write_text  # noqa: E402
 
 # ---------------------------------------------------------------------------- synthetic pair
 
@@ -184,7 +184,7 @@ def io_floor(a: Path, b: Path, out: Path) -> None:
     import queue
 
     from train.bundle import list_shards
-    from train.soup import _pwrite_all, _WriteBack
+    from train.shard_io import WriteBack, pwrite_all
 
     out.mkdir(parents=True, exist_ok=True)
     free, full = queue.Queue(), queue.Queue()
@@ -211,7 +211,7 @@ def io_floor(a: Path, b: Path, out: Path) -> None:
         full.put(None)
 
     def writer():
-        wb = _WriteBack()
+        wb = WriteBack()
         fd = -1
         while (item := full.get()) is not None:
             name, abuf, bbuf, pos, n = item
@@ -223,7 +223,7 @@ def io_floor(a: Path, b: Path, out: Path) -> None:
                 os.close(fd)
                 fd = -1
             else:
-                _pwrite_all(fd, memoryview(abuf)[:n], pos)
+                pwrite_all(fd, memoryview(abuf)[:n], pos)
                 wb.wrote(pos + n)
             free.put((abuf, bbuf))
 

@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from miners import verify as ours  # noqa: E402
-from train.bundle import atomic_write_text  # noqa: E402
+from pairstore.files import atomic_write_text  # noqa: E402
 
 DEFAULT_CORPUS = ROOT / "bench" / "data" / "verify_corpus.jsonl"
 RESULT = ROOT / "bench" / "results" / "verify.md"

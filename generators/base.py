@@ -131,9 +131,3 @@ class Family(ABC):
         params = self.draw_params(rng, level)
         phrasing = rng.below(len(self.templates(params)))
         return self.build(params, phrasing, seed=seed, difficulty=level)
-
-    def tasks(self, seed: int, n: int, *, difficulty: int | None = None) -> list[Task]:
-        """`n` distinct tasks of this family (see generators.tasks.generate_tasks)."""
-        from generators.tasks import generate_tasks
-
-        return generate_tasks(seed, n, families=[self.name], difficulty=difficulty)

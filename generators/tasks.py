@@ -21,6 +21,8 @@ from dataclasses import asdict, dataclass, field
 from generators.base import DIFFICULTIES, Task, canonical_json
 from generators.registry import FAMILIES, resolve_families
 from pairstore.errors import BadInput, PairstoreError
+from pairstore.evals import add_eval_items
+from pairstore.holdout import add_members, held_task_keys
 from pairstore.keys import match_key, match_text
 
 # A family that rejects this many draws in a row has run out of new tasks (all excluded or produced).
@@ -138,25 +140,10 @@ def write_tasks(store, tasks: Iterable[Task], suite: str | None = None) -> dict:
 
 def _write_suite(store, tasks: list[Task], suite: str) -> dict:
     """eval_items rows and holdout members for a suite's tasks (inside write_tasks' transaction)."""
-    from pairstore.holdout import add_members
-
     ids = [t.task_id for t in tasks]
-    have_items = {r["item_id"]: r["gold"] for r in store.rows(
-        "SELECT item_id, gold FROM eval_items WHERE suite = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
-        [suite, ids])}
-    items = []
-    for task in tasks:
-        if task.task_id in have_items:
-            if have_items[task.task_id] != task.gold:
-                raise BadInput(f"eval item {task.task_id} of suite {suite!r} already has gold "
-                               f"{have_items[task.task_id]!r}, not {task.gold!r}", field="gold")
-            continue
-        items.append([suite, task.task_id, "task", [{"role": "user", "content": task.prompt}], task.gold,
-                      task.task_key, match_key(task.prompt)])
-    if items:
-        store.con.executemany(
-            "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)", items)
+    inserted = add_eval_items(store, suite, [
+        {"item_id": t.task_id, "kind": "task", "prompt": [{"role": "user", "content": t.prompt}], "gold": t.gold,
+         "task_key": t.task_key} for t in tasks])
     # Members already in the set (even removed ones: a removal was deliberate and logged) are left alone.
     in_set = {r["item_id"] for r in store.rows(
         "SELECT item_id FROM holdout WHERE set_name = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
@@ -169,13 +156,11 @@ def _write_suite(store, tasks: list[Task], suite: str) -> dict:
         seeds = {t.seed for t in tasks}
         added = add_members(store, suite, members, description=f"loop-fix eval suite {suite}",
                             method="generate loopfix", seed=seeds.pop() if len(seeds) == 1 else None)
-    return {"eval_items_inserted": len(items), "holdout_added": added}
+    return {"eval_items_inserted": inserted, "holdout_added": added}
 
 
 def training_exclusions(store) -> set[str]:
     """Task keys training may not use: every active holdout member's and every eval item's."""
-    from pairstore.holdout import held_task_keys
-
     keys = set(held_task_keys(store))
     keys.update(r["task_key"] for r in store.rows(
         "SELECT DISTINCT task_key FROM eval_items WHERE task_key IS NOT NULL"))

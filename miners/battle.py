@@ -33,8 +33,9 @@ from __future__ import annotations
 import duckdb
 
 from miners.patterns import names_own_model
-from miners.registry import HoldoutFilter, MineResult, new_result, register, write_pairs
+from miners.registry import MineResult, new_result, register, write_pairs
 from pairstore.errors import BadInput
+from pairstore.holdout import HoldoutFilter
 from pairstore.pairs import Origin, Pair
 
 RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}

@@ -32,9 +32,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from miners.registry import HoldoutFilter, MineResult, new_result, register, seeded_rank, write_pairs
+from miners.registry import MineResult, new_result, register, write_pairs
 from pairstore.errors import BadInput
-from pairstore.keys import content_id
+from pairstore.holdout import HoldoutFilter
+from pairstore.keys import content_id, seeded_rank
 from pairstore.pairs import Origin, Pair
 from pairstore.records import Fields, file_format, read_records
 

@@ -32,18 +32,11 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from miners.registry import (
-    HoldoutFilter,
-    MineResult,
-    OutputJudge,
-    new_result,
-    record_judgments,
-    register,
-    seeded_rank,
-    without_system,
-    write_pairs,
-)
+from miners.judge import OutputJudge, record_judgments
+from miners.registry import MineResult, new_result, register, without_system, write_pairs
 from pairstore.errors import BadInput
+from pairstore.holdout import HoldoutFilter
+from pairstore.keys import seeded_rank
 from pairstore.pairs import Origin, Pair
 
 

@@ -46,20 +46,12 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 
+from miners.judge import OutputJudge, record_judgments
 from miners.patterns import solution_in_answer_style
-from miners.registry import (
-    HoldoutFilter,
-    MineResult,
-    OutputJudge,
-    new_result,
-    record_judgments,
-    register,
-    seeded_rank,
-    without_system,
-    write_pairs,
-)
+from miners.registry import MineResult, new_result, register, without_system, write_pairs
 from pairstore.errors import BadInput
-from pairstore.keys import content_id
+from pairstore.holdout import HoldoutFilter
+from pairstore.keys import content_id, seeded_rank
 from pairstore.pairs import Origin, Pair
 
 DATASETS = ("gsm8k", "math")

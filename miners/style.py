@@ -28,22 +28,17 @@ gen_id, rule) or ('pair', pair_id, rule), the rule naming each fix.
 
 from __future__ import annotations
 
+from miners.judge import OutputJudge
 from miners.patterns import (
     asks_for_final_answer,
     fix_final_answer_line,
     has_final_answer_line,
     strip_hedging_tail,
 )
-from miners.registry import (
-    HoldoutFilter,
-    MineResult,
-    OutputJudge,
-    new_result,
-    register,
-    without_system,
-    write_pairs,
-)
+from miners.registry import MineResult, new_result, register, without_system, write_pairs
+from miners.verify import extract_answer
 from pairstore.errors import BadInput
+from pairstore.holdout import HoldoutFilter
 from pairstore.keys import user_turns
 from pairstore.pairs import Origin, Pair
 
@@ -77,7 +72,6 @@ def mine_style(store, *, model: str | None = None, from_pairs: bool = False, sou
 
 
 def _from_pairs(store, result: MineResult, source: str | None) -> list[Pair]:
-    from miners.verify import extract_answer
 
     out = []
     for p in store.rows("""SELECT pair_id, prompt, chosen, family FROM pairs

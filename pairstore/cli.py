@@ -12,12 +12,56 @@ status of DESIGN.md: 0 success, 2 bad usage or input, 3 refused by a gate,
 
 from __future__ import annotations
 
+import csv
 import json
+import os
 import sys
+from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
+from audits.compare import compare
+from audits.decontam import decontam
+from audits.evals_in import ingest_evals
+from audits.leaks import audit_leaks
+from audits.lengths import audit_lengths, make_counter
+from audits.loops import LOOP_TABLE_COLUMNS, loop_table
+from audits.mixtures import check_mixtures, refuse_if_changed
+from audits.report import write_report
+from generators.registry import FAMILIES, resolve_families
+from generators.tasks import generate_loopfix
+from miners.registry import miners, run_miner
+from pairstore.attach import attach_round
+from pairstore.checkpoints import register_checkpoint
+from pairstore.demo import closing_lines, run_demo
 from pairstore.errors import PairstoreError
+from pairstore.export import export_round
+from pairstore.holdout import (
+    add_exemption,
+    add_from_ids_file,
+    list_sets,
+    remove_member,
+    sample_holdout,
+    show_set,
+)
+from pairstore.ingest import (
+    ingest_battles,
+    ingest_generations,
+    ingest_judgments,
+    ingest_pairs,
+    ingest_problems,
+)
+from pairstore.lineage import describe, lineage
+from pairstore.recipes import add_round, list_rounds, load_shipped_recipes, show_round
+from pairstore.sql import run_sql
+from pairstore.store import open_store
+from train.dpo import train_dpo_at
+from train.eval import run_eval
+from train.launch import emit_sbatch
+from train.merge import merge_adapter
+from train.sample import sample
+from train.soup import soup
 
 
 class _CliError(click.ClickException):
@@ -43,7 +87,6 @@ class PairstoreGroup(click.Group):
 
 def open_db(ctx: click.Context, *, read_only: bool = False):
     """The store named by --db / PAIRSTORE_DB, for one command."""
-    from pairstore.store import open_store
 
     return open_store(ctx.find_root().obj["db"], read_only=read_only)
 
@@ -95,14 +138,12 @@ def main(argv=None):
 @click.pass_context
 def sql_cmd(ctx, query, as_json, as_csv, write):
     """Run a SQL QUERY against the store and print the result."""
-    from pairstore.sql import run_sql
 
     with open_db(ctx, read_only=not write) as store:
         columns, rows = run_sql(store, query, write=write)
     if as_json:
         echo_json([dict(zip(columns, r)) for r in rows])
     elif as_csv:
-        import csv
 
         w = csv.writer(sys.stdout, lineterminator="\n")
         w.writerow(columns)
@@ -139,7 +180,6 @@ def ingest_battles_cmd(ctx, file):
     (win|loss|tie|both_bad, from the own model's side), optional category, own_model,
     opponent_model, voted_at; a multi-turn battle gives turns: [{user, own, opponent}, ...].
     """
-    from pairstore.ingest import ingest_battles
 
     with open_db(ctx) as store:
         _echo_ingest(ingest_battles(store, file, progress=_tty()))
@@ -152,7 +192,6 @@ def ingest_battles_cmd(ctx, file):
 @click.pass_context
 def ingest_problems_cmd(ctx, dataset, path, split):
     """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math) train problems."""
-    from pairstore.ingest import ingest_problems
 
     with open_db(ctx) as store:
         _echo_ingest(ingest_problems(store, dataset, path=path, split=split, progress=_tty()))
@@ -168,7 +207,6 @@ def ingest_generations_cmd(ctx, file, model):
     Record: output, item_kind (problem|task|eval_item|prompt), item_id or prompt, optional
     sample_index, temperature, top_p, max_new_tokens, seed, suite, decoding.
     """
-    from pairstore.ingest import ingest_generations
 
     with open_db(ctx) as store:
         _echo_ingest(ingest_generations(store, file, model=model, progress=_tty()))
@@ -180,7 +218,6 @@ def ingest_generations_cmd(ctx, file, model):
 @click.pass_context
 def ingest_pairs_cmd(ctx, file, source):
     """Ingest preference pairs (prompt, chosen, rejected as strings or message lists) from FILE."""
-    from pairstore.ingest import ingest_pairs
 
     with open_db(ctx) as store:
         _echo_ingest(ingest_pairs(store, file, source=source, progress=_tty()))
@@ -191,7 +228,6 @@ def ingest_pairs_cmd(ctx, file, source):
 @click.pass_context
 def ingest_judgments_cmd(ctx, file):
     """Ingest blind judge verdicts: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
-    from pairstore.ingest import ingest_judgments
 
     with open_db(ctx) as store:
         _echo_ingest(ingest_judgments(store, file, progress=_tty()))
@@ -213,7 +249,6 @@ def holdout_group():
 @click.pass_context
 def holdout_add_cmd(ctx, set_name, ids_file):
     """Add the ids in a file to holdout SET (created if new)."""
-    from pairstore.holdout import add_from_ids_file
 
     with open_db(ctx) as store:
         n = add_from_ids_file(store, set_name, ids_file)
@@ -228,7 +263,6 @@ def holdout_add_cmd(ctx, set_name, ids_file):
 @click.pass_context
 def holdout_sample_cmd(ctx, set_name, n, seed, where):
     """Sample N battles into SET, stratified by vote and category (deterministic under --seed)."""
-    from pairstore.holdout import sample_holdout
 
     with open_db(ctx) as store:
         ids = sample_holdout(store, set_name, n=n, seed=seed, where=where)
@@ -239,7 +273,6 @@ def holdout_sample_cmd(ctx, set_name, n, seed, where):
 @click.pass_context
 def holdout_list_cmd(ctx):
     """List holdout sets with their active and removed member counts."""
-    from pairstore.holdout import list_sets
 
     with open_db(ctx, read_only=True) as store:
         rows = list_sets(store)
@@ -253,7 +286,6 @@ def holdout_list_cmd(ctx):
 @click.pass_context
 def holdout_show_cmd(ctx, set_name, as_json):
     """Show the members of SET and their status."""
-    from pairstore.holdout import show_set
 
     with open_db(ctx, read_only=True) as store:
         rows = show_set(store, set_name)
@@ -271,7 +303,6 @@ def holdout_show_cmd(ctx, set_name, as_json):
 @click.pass_context
 def holdout_remove_cmd(ctx, set_name, item_id, reason):
     """Remove member ID from SET (logged with the reason; the row is kept as 'removed')."""
-    from pairstore.holdout import remove_member
 
     with open_db(ctx) as store:
         remove_member(store, set_name, item_id, reason=reason)
@@ -301,8 +332,6 @@ def generate_group():
 @click.pass_context
 def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
     """Generate loop-fix tasks (letter/word counts, division, digit sums, ...) into the store."""
-    from generators.registry import resolve_families
-    from generators.tasks import generate_loopfix
 
     names = resolve_families(families)  # an unknown family fails before the store is opened
     with open_db(ctx) as store:
@@ -320,7 +349,6 @@ def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
 @generate_group.command("families")
 def generate_families_cmd():
     """List the task families: modes, phrasings per mode and difficulty levels."""
-    from generators.registry import FAMILIES
 
     rows = [(f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
             for f in FAMILIES.values()]
@@ -338,7 +366,6 @@ def mine_group():
 
 def _run_miner(ctx, name: str, as_json: bool, **options) -> None:
     """Open the store, run the registered miner `name`, print kept and dropped by reason."""
-    from miners.registry import run_miner
 
     with open_db(ctx) as store:
         result = run_miner(store, name, **options)
@@ -363,7 +390,6 @@ _mine_workers = click.option("--workers", default=1, show_default=True, type=cli
 @mine_group.command("list")
 def mine_list_cmd():
     """List the registered miners and their versions."""
-    from miners.registry import miners
 
     echo_table(["miner", "version", "what"], [(s.name, s.version, s.summary) for s in miners().values()])
 
@@ -455,7 +481,6 @@ def round_group():
 @click.pass_context
 def round_add_cmd(ctx, files, shipped):
     """Register recipe FILES (TOML) as rounds; the same file again changes nothing."""
-    from pairstore.recipes import add_round, load_shipped_recipes
 
     if not files and not shipped:
         raise click.UsageError("give recipe FILES or --shipped")
@@ -472,7 +497,6 @@ def round_add_cmd(ctx, files, shipped):
 @click.pass_context
 def round_list_cmd(ctx):
     """List registered rounds with kind, parents, alpha, job and exports."""
-    from pairstore.recipes import list_rounds
 
     with open_db(ctx, read_only=True) as store:
         rows = list_rounds(store)
@@ -487,7 +511,6 @@ def round_list_cmd(ctx):
 @click.pass_context
 def round_show_cmd(ctx, name, as_toml):
     """Show round NAME: the stored recipe (JSON), its SHA-256 and its registered mixtures."""
-    from pairstore.recipes import show_round
 
     with open_db(ctx, read_only=True) as store:
         info = show_round(store, name)
@@ -503,7 +526,6 @@ def round_show_cmd(ctx, name, as_toml):
 @click.pass_context
 def round_attach_cmd(ctx, name, file):
     """Register FILE (parquet/JSONL pairs made elsewhere) as round NAME's training data (not gated)."""
-    from pairstore.export import attach_round
 
     with open_db(ctx) as store:
         r = attach_round(store, name, file)
@@ -526,7 +548,6 @@ def round_attach_cmd(ctx, name, file):
 @click.pass_context
 def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file):
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
-    from pairstore.export import export_round
 
     with open_db(ctx) as store:
         r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file)
@@ -549,7 +570,6 @@ def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file):
 @click.pass_context
 def lineage_cmd(ctx, name, as_json):
     """Print the chain of rounds from the base model to NAME, with mixtures where registered."""
-    from pairstore.lineage import describe, lineage
 
     with open_db(ctx, read_only=True) as store:
         stages = lineage(store, name)
@@ -571,7 +591,6 @@ def lineage_cmd(ctx, name, as_json):
 @click.pass_context
 def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason):
     """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
-    from pairstore.export import add_exemption
 
     with open_db(ctx) as store:
         added = add_exemption(store, set_name, item_id, pair_id, reason=reason)
@@ -596,7 +615,6 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
     """Which holdout members each pair FILE holds (none given: every registered mixture).
 
     Exits 0 with the report even when it finds leaks; the export gate is what refuses."""
-    from audits.leaks import audit_leaks
 
     with open_db(ctx, read_only=True) as store:
         report = audit_leaks(store, holdout, list(files) or None)
@@ -628,7 +646,6 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
 @click.pass_context
 def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_json):
     """Word n-gram overlap between training text and a benchmark's test items."""
-    from audits.decontam import decontam
 
     with open_db(ctx, read_only=not register) as store:
         report = decontam(store, benchmark, path, n=n, fmt=fmt, all_pairs=all_pairs, register=register)
@@ -652,7 +669,6 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
 @click.pass_context
 def audit_mixtures_cmd(ctx, as_json):
     """Recompute the SHA-256 of every registered mixture and bundle evidence; exit 3 naming any change."""
-    from audits.mixtures import check_mixtures, refuse_if_changed
 
     with open_db(ctx, read_only=True) as store:
         checks = check_mixtures(store)
@@ -675,7 +691,6 @@ def audit_mixtures_cmd(ctx, as_json):
 @click.pass_context
 def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     """Model A against B: accuracy with Wilson intervals, paired flips and McNemar; blind-judge tallies."""
-    from audits.compare import compare
 
     with open_db(ctx, read_only=True) as store:
         c = compare(store, a, b, suite=suite, holdout=holdout)
@@ -703,7 +718,6 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
 @click.pass_context
 def audit_report_cmd(ctx, model, out_dir, tokenizer):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
-    from audits.report import write_report
 
     with open_db(ctx, read_only=True) as store:
         result = write_report(store, model, out_dir, tokenizer=tokenizer)
@@ -721,7 +735,6 @@ def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
     """Token lengths of prompt/chosen/rejected per round and the share max_length truncates.
 
     Without --tokenizer or --model, tokens are estimated as ceil(characters / 4)."""
-    from audits.lengths import audit_lengths, make_counter
 
     with open_db(ctx, read_only=True) as store:
         report = audit_lengths(store, counter=make_counter(store, tokenizer=tokenizer, model=model),
@@ -752,7 +765,6 @@ def audit_loops_cmd(ctx, model, suite, rescan, as_json):
 
     The model card's loop table over `generations` (audits.loops: flagged = repeated word 6/10-gram,
     cycle or tail loop; catastrophic = a cycle repeated 100 times or more)."""
-    from audits.loops import LOOP_TABLE_COLUMNS, loop_table
 
     with open_db(ctx, read_only=True) as store:
         rows = loop_table(store, model=model, suite=suite, rescan=rescan)
@@ -775,7 +787,6 @@ def audit_loops_cmd(ctx, model, suite, rescan, as_json):
 @click.pass_context
 def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
     """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
-    from audits.evals_in import ingest_evals
 
     with open_db(ctx) as store:
         result = ingest_evals(store, file, model=model, suite=suite, fmt=fmt, metric=metric,
@@ -812,7 +823,6 @@ def train_group():
 @click.pass_context
 def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code):
     """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
-    from train.eval import run_eval
 
     with open_db(ctx) as store:
         r = run_eval(store, bundle, suite, model_name, path=path, n=n, max_new_tokens=max_new_tokens,
@@ -856,7 +866,6 @@ def train_dpo_cmd(ctx, round_name, base, out_dir, resume, max_steps, save_steps,
     """Train a round's LoRA adapter with DPO + NLL on its exported mixture (exit 3 if the mixture changed)."""
     db = ctx.find_root().obj["db"]
     if sbatch_path:
-        from train.launch import emit_sbatch
 
         with open_db(ctx, read_only=True) as store:
             path = emit_sbatch(store, round_name, base, out_dir, sbatch_path, db=db, gpus=gpus,
@@ -864,7 +873,6 @@ def train_dpo_cmd(ctx, round_name, base, out_dir, resume, max_steps, save_steps,
                                max_steps=max_steps, trust_remote_code=trust_remote_code, adapter_name=name)
         click.echo(f"wrote {path} ({gpus} GPUs); submit it with: sbatch {path}")
         return
-    from train.dpo import train_dpo_at
 
     result = train_dpo_at(db, round_name, base, out_dir, resume=resume, world_size=num_processes,
                           max_steps=max_steps, save_steps=save_steps, launcher=launcher,
@@ -890,7 +898,6 @@ def train_dpo_cmd(ctx, round_name, base, out_dir, resume, max_steps, save_steps,
 @click.pass_context
 def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
-    from train.merge import merge_adapter
 
     with open_db(ctx) as store:
         result = merge_adapter(base, adapter, out_dir, store=store, name=name, max_shard_bytes=max_shard_mb << 20,
@@ -922,7 +929,6 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remot
 def train_sample_cmd(ctx, bundle, items, n, samples, temperature, seed, repetition_penalty, no_repeat_ngram_size,
                      max_new_tokens, engine, model_name, trust_remote_code):
     """Answer items the way the bundle is served; store outputs with verdicts and loop flags."""
-    from train.sample import sample
 
     decoding = {"repetition_penalty": repetition_penalty, "no_repeat_ngram_size": no_repeat_ngram_size}
     with open_db(ctx) as store:
@@ -955,12 +961,8 @@ def train_sample_cmd(ctx, bundle, items, n, samples, temperature, seed, repetiti
 @click.pass_context
 def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, hash_output, no_register):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
-    import os
-    from pathlib import Path
 
-    from click.core import ParameterSource
 
-    from train.soup import soup
 
     evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20, hash_output=hash_output)
     out = evidence["output"]
@@ -971,7 +973,6 @@ def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slic
     if no_register or not given:
         click.echo("not registered (no store given)" if not no_register else "not registered (--no-register)")
         return
-    from pairstore.checkpoints import register_checkpoint
 
     name = name or Path(out_dir).resolve().name
     parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
@@ -989,7 +990,6 @@ def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slic
 @click.argument("out_dir", default="demo-run", type=click.Path(file_okay=False))
 def demo_cmd(out_dir):
     """Run the end-to-end demo on bundled invented sample data into OUT_DIR."""
-    from train.demo import closing_lines, run_demo
 
     result = run_demo(out_dir, echo=click.echo)
     for line in closing_lines(result):

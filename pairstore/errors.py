@@ -1,6 +1,6 @@
 """The library's exceptions. The CLI turns each into one line and an exit status.
 
-Exit status (DESIGN.md): 0 success, 2 bad usage or bad input, 3 refused by a
+Exit status (docs/design.md): 0 success, 2 bad usage or bad input, 3 refused by a
 gate (holdout, tamper), 1 anything else.
 """
 
@@ -47,6 +47,13 @@ class StoreBusy(PairstoreError):
 
 
 class GateRefused(PairstoreError):
-    """A gate refused: a holdout hit at export, a tampered mixture, ..."""
+    """A gate refused: a holdout hit at export, a tampered mixture, ...
+
+    `hits` holds what the gate found (pairstore.matching.Hit for a holdout refusal), so callers read
+    the held-out ids from it rather than from the message."""
 
     exit_code = 3
+
+    def __init__(self, message: str, *, hits: list | None = None):
+        super().__init__(message)
+        self.hits = list(hits or [])

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-
-import xxhash
+from dataclasses import dataclass, field
 
 from pairstore.errors import BadInput, NotFound
-from pairstore.keys import match_text
+from pairstore.keys import match_key, match_text, seeded_rank
+from pairstore.matching import Hit
+from pairstore.pairs import Pair
 
 SET_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
 
@@ -106,10 +107,6 @@ def add_from_ids_file(store, set_name: str, path) -> int:
     return add_members(store, set_name, members, method=f"ids-file {path}")
 
 
-def _rank(seed: int, key: str) -> int:
-    return xxhash.xxh3_64_intdigest(f"{seed}\x1f{key}".encode())
-
-
 def _allocate(sizes: dict, n: int) -> dict:
     """Largest-remainder allocation of n over strata proportional to their sizes (ties by name)."""
     total = sum(sizes.values())
@@ -163,7 +160,7 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
     taken = 0
     leftovers = []
     for s in sorted(strata):
-        mks = sorted(strata[s], key=lambda k: (_rank(seed, k), k))
+        mks = sorted(strata[s], key=lambda k: (seeded_rank(seed, k), k))
         got = 0
         for mk in mks:
             if got < quota[s] and taken + len(groups[mk]) <= n:
@@ -172,7 +169,7 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
                 taken += len(groups[mk])
             else:
                 leftovers.append(mk)
-    for mk in sorted(leftovers, key=lambda k: (_rank(seed, k), k)):
+    for mk in sorted(leftovers, key=lambda k: (seeded_rank(seed, k), k)):
         if taken + len(groups[mk]) <= n:
             chosen.append(mk)
             taken += len(groups[mk])
@@ -193,6 +190,53 @@ def active_members(store, set_name: str | None = None) -> list[dict]:
 def held_task_keys(store) -> set[str]:
     return {r[0] for r in store.con.execute(
         "SELECT DISTINCT task_key FROM holdout WHERE removed_at IS NULL AND task_key IS NOT NULL").fetchall()}
+
+
+@dataclass
+class HoldoutFilter:
+    """The held-out ids, match keys and task keys a miner must not mine from.
+
+    The source-level check miners share: active members of every set by item id, match key and task
+    key, and the items of every evaluation suite (which the gate checks as set "eval:<suite>"). It
+    keeps miners from producing pairs the export gate would refuse; the gate, with every way of
+    matching (pairstore.matching), is the check that counts."""
+
+    item_ids: dict[str, set[str]] = field(default_factory=dict)   # item kind -> ids
+    match_keys: set[str] = field(default_factory=set)
+    task_keys: set[str] = field(default_factory=set)
+
+    @classmethod
+    def load(cls, store) -> HoldoutFilter:
+        f = cls()
+        for row in active_members(store):
+            f.item_ids.setdefault(row["item_kind"], set()).add(row["item_id"])
+            f.match_keys.add(row["match_key"])
+        f.task_keys |= held_task_keys(store)
+        for row in store.rows("SELECT item_id, match_key, task_key FROM eval_items"):
+            f.item_ids.setdefault("eval_item", set()).add(row["item_id"])
+            f.match_keys.add(row["match_key"])
+            if row["task_key"]:
+                f.task_keys.add(row["task_key"])
+        return f
+
+    def holds(self, kind: str, item_id: str | None, *, prompt=None, stored_match_key: str | None = None,
+              task_key: str | None = None) -> bool:
+        """True when the item is a member by id, its prompt's or stored match key, or its task key."""
+        if item_id is not None and item_id in self.item_ids.get(kind, ()):
+            return True
+        if stored_match_key is not None and stored_match_key in self.match_keys:
+            return True
+        if prompt is not None and self.match_keys and match_key(prompt) in self.match_keys:
+            return True
+        return task_key is not None and task_key in self.task_keys
+
+    def holds_pair(self, pair: Pair) -> bool:
+        if pair.task_key is not None and pair.task_key in self.task_keys:
+            return True
+        return bool(self.match_keys) and match_key(pair.messages()) in self.match_keys
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.item_ids.values())
 
 
 def list_sets(store) -> list[dict]:
@@ -224,3 +268,52 @@ def remove_member(store, set_name: str, item_id: str, *, reason: str) -> None:
         store.con.execute("UPDATE holdout SET removed_at = current_timestamp, removed_reason = ? "
                           "WHERE set_name = ? AND item_id = ?", [reason, set_name, item_id])
         store.audit("holdout.remove", set_name, {"item_id": item_id, "reason": reason})
+
+
+# -- exemptions: the one way past a gate hit short of removing the member -------------
+
+def add_exemption(store, set_name: str, item_id: str, pair_id: str, *, reason: str) -> bool:
+    """Let one pair through the gate for one member, with a reason (logged). Returns False if it existed."""
+    if not reason or not reason.strip():
+        raise BadInput("an exemption needs a reason (--reason TEXT)", field="reason")
+    if set_name.startswith("eval:"):
+        known = store.one("SELECT 1 FROM eval_items WHERE suite = ? AND item_id = ?", [set_name[5:], item_id])
+    elif set_name.startswith("benchmark:"):
+        known = store.one("SELECT 1 FROM benchmark_refs WHERE benchmark = ? AND item_id = ?",
+                          [set_name[10:], item_id])
+    else:
+        known = store.one("SELECT 1 FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, item_id])
+    if not known:
+        raise NotFound(f"{item_id!r} is not a member of {set_name!r}")
+    if not store.one("SELECT 1 FROM pairs WHERE pair_id = ?", [pair_id]):
+        raise NotFound(f"no pair {pair_id!r}")
+    with store.transaction():
+        row = store.one("SELECT reason FROM holdout_exemptions WHERE set_name = ? AND item_id = ? AND pair_id = ?",
+                        [set_name, item_id, pair_id])
+        if row is not None:
+            return False
+        store.con.execute("INSERT INTO holdout_exemptions (set_name, item_id, pair_id, reason) VALUES (?, ?, ?, ?)",
+                          [set_name, item_id, pair_id, reason.strip()])
+        store.audit("holdout.exempt", set_name, {"item_id": item_id, "pair_id": pair_id, "reason": reason.strip()})
+    return True
+
+
+def split_exempt(store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:
+    """(hits that stand, exemptions that cleared a hit) using holdout_exemptions (set, member, pair)."""
+    if not hits:
+        return [], []
+    rows = store.con.execute(
+        "SELECT set_name, item_id, pair_id, reason, created_at FROM holdout_exemptions").fetchall()
+    reasons = {(s, i, p): (r, c) for s, i, p, r, c in rows}
+    standing, cleared, seen = [], [], set()
+    for h in hits:
+        ex = reasons.get((h.set_name, h.item_id, h.pair_id))
+        if ex is None:
+            standing.append(h)
+            continue
+        key = (h.set_name, h.item_id, h.pair_id, h.how)
+        if key not in seen:
+            seen.add(key)
+            cleared.append({"set": h.set_name, "item_id": h.item_id, "pair_id": h.pair_id, "how": h.how,
+                            "score": h.score, "reason": ex[0], "exempted_at": str(ex[1])})
+    return standing, cleared

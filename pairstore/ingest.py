@@ -21,16 +21,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+from tqdm import tqdm
 
 from pairstore.errors import BadInput
+from pairstore.generations import MSG_TYPE, generation_id, insert_generations
 from pairstore.keys import content_id, match_key, sha256_file
+from pairstore.pair_files import read_pair_file
 from pairstore.pairs import Origin, Pair, add_pairs
 from pairstore.records import Fields, read_records
 
 VOTES = ("win", "loss", "tie", "both_bad")
 ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
 WINNERS = ("a", "b", "tie")
-MSG_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
 
 @dataclass
@@ -49,15 +51,16 @@ class IngestResult:
 def _progress(iterable, enabled: bool, desc: str):
     if not enabled:
         return iterable
-    from tqdm import tqdm
 
     return tqdm(iterable, desc=desc, unit=" rec", leave=False)
 
 
-def _log_ingest(store, path, kind: str, result: IngestResult) -> None:
+def log_ingest(store, path, kind: str, rows_read: int, rows_added: int) -> None:
+    """One row in `ingests` per file read (this module writes that table; call inside the ingest's
+    transaction)."""
     store.con.execute(
         "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
-        [sha256_file(path), kind, str(path), result.read, result.added])
+        [sha256_file(path), kind, str(path), rows_read, rows_added])
 
 
 def _insert_new(store, table: str, key_cols: list[str], rows: list[dict], schema: pa.Schema,
@@ -182,7 +185,7 @@ def ingest_battles(store, path, *, progress: bool = False) -> IngestResult:
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
-        _log_ingest(store, path, "battles", result)
+        log_ingest(store, path, "battles", result.read, result.added)
     return result
 
 
@@ -300,7 +303,7 @@ def ingest_problems(store, dataset: str, *, path=None, split: str = "train", pro
         if same + dup:
             result.skipped["already present"] = same + dup
         if path is not None:
-            _log_ingest(store, path, f"problems:{dataset}", result)
+            log_ingest(store, path, f"problems:{dataset}", result.read, result.added)
     return result
 
 
@@ -308,21 +311,10 @@ def ingest_problems(store, dataset: str, *, path=None, split: str = "train", pro
 # generations
 # ---------------------------------------------------------------------------
 
-_GEN_SCHEMA = pa.schema([
-    ("gen_id", pa.string()), ("model", pa.string()), ("item_kind", pa.string()), ("item_id", pa.string()),
-    ("suite", pa.string()), ("prompt", MSG_TYPE), ("output", pa.string()), ("sample_index", pa.int32()),
-    ("temperature", pa.float64()), ("top_p", pa.float64()), ("max_new_tokens", pa.int32()),
-    ("seed", pa.int64()), ("decoding", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()),
-])
 _ITEM_PROMPT_SQL = {
     "problem": "SELECT question FROM problems WHERE problem_id = ?",
     "task": "SELECT prompt FROM tasks WHERE task_id = ?",
 }
-
-
-def generation_id(model: str, item_kind: str, item_ref: str, sample_index: int, temperature, output: str) -> str:
-    """Content id of one output: the model, the item (id or prompt text), sample number, temperature, text."""
-    return content_id(model, item_kind, item_ref, str(sample_index), repr(temperature), output)
 
 
 def _item_prompt(store, kind: str, item_id: str, suite: str | None):
@@ -383,11 +375,12 @@ def ingest_generations(store, path, *, model: str, progress: bool = False) -> In
         rows.append(row)
     rows, dup = _dedup_in_file(rows, lambda r: r["gen_id"], "gen_id", "generation", path)
     with store.transaction():
-        added, same = _insert_new(store, "generations", ["gen_id"], rows, _GEN_SCHEMA, "false", "generation", path)
+        added = insert_generations(store, rows)
+        same = len(rows) - added
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
-        _log_ingest(store, path, "generations", result)
+        log_ingest(store, path, "generations", result.read, result.added)
     return result
 
 
@@ -395,37 +388,24 @@ def ingest_generations(store, path, *, model: str, progress: bool = False) -> In
 # pairs from any file
 # ---------------------------------------------------------------------------
 
-def parse_pair(rec: dict, path, line: int, source: str, origin_prefix: str) -> Pair:
-    """One pair record: prompt/chosen/rejected as strings or message lists.
-
-    UltraFeedback-binarized rows carry the user turn inside chosen/rejected: only the last assistant
-    message is kept as the answer. A missing or null `rejected` makes an NLL-only `sft` row."""
-    f = Fields(rec, path, line)
-    prompt = f.messages("prompt")
-    chosen = f.answer_text("chosen")
-    rejected = f.answer_text("rejected", required=False)
-    family = f.str("family", required=False)
-    return Pair(prompt=prompt, chosen=chosen, rejected=rejected, source=source, family=family,
-                task_key=f.str("task_key", required=False),
-                origins=[Origin("import", f"{origin_prefix}:{line}", f"ingest pairs --source {source}")])
-
-
 def ingest_pairs(store, path, *, source: str, miner: str = "ingest-pairs", miner_version: str = "1",
                  progress: bool = False) -> IngestResult:
-    """Pairs from any parquet/JSONL file; each row's origin is (file SHA-256 prefix, line)."""
+    """Pairs from a pair file in any layout pairstore.pair_files reads; each row's origin is (file SHA-256
+    prefix, line). A missing or null `rejected` makes an NLL-only `sft` row."""
     if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
         raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")
     result = IngestResult("pairs", str(path))
     prefix = sha256_file(path)[:16]
-    pairs = []
-    for line, rec in _progress(read_records(path), progress, "pairs"):
-        result.read += 1
-        pairs.append(parse_pair(rec, path, line, source, prefix))
+    rows = read_pair_file(path, require_chosen=True)
+    result.read = len(rows)
+    pairs = [Pair(prompt=r.prompt, chosen=r.chosen, rejected=r.rejected, source=source, family=r.family,
+                  task_key=r.task_key, origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")])
+             for r in rows]
     with store.transaction():
         added = add_pairs(store, pairs, miner=miner, miner_version=miner_version)
         result.added = added.added
         result.skipped.update(added.dropped)
-        _log_ingest(store, path, "pairs", result)
+        log_ingest(store, path, "pairs", result.read, result.added)
     return result
 
 
@@ -469,5 +449,5 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
-        _log_ingest(store, path, "judgments", result)
+        log_ingest(store, path, "judgments", result.read, result.added)
     return result

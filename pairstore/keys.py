@@ -20,6 +20,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import xxhash
 
 ROLES = ("system", "user", "assistant")
@@ -99,6 +100,21 @@ def match_text(prompt) -> str:
 def match_key(prompt) -> str:
     """xxh3-128 of the normalized user turns (see module docstring)."""
     return xxh128(match_text(prompt))
+
+
+def seeded_rank(seed: int, *parts: str) -> int:
+    """A stable 64-bit rank for a seeded choice: xxh3-64 of the seed and the parts joined by U+001F.
+
+    Every seeded selection (holdout samples, a recipe's limit and partial copies, miners picking among
+    samples) sorts by this, so the same seed picks the same items on every machine and Python version."""
+    return xxhash.xxh3_64_intdigest("\x1f".join([str(seed), *parts]).encode("utf-8"))
+
+
+def seeded_order(seed: int, ids: Sequence[str], *parts: str):
+    """Positions of `ids` sorted by seeded_rank(seed, *parts, id); a stable sort, so equal ranks keep the
+    given order. Returns a numpy array of positions."""
+    ranks = np.fromiter((seeded_rank(seed, *parts, i) for i in ids), dtype=np.uint64, count=len(ids))
+    return np.argsort(ranks, kind="stable")
 
 
 def sha256_file(path, chunk_size: int = 1 << 20) -> str:

@@ -47,9 +47,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+from rapidfuzz import fuzz
 
 from pairstore.errors import BadInput
 from pairstore.keys import canonical_messages, match_key, match_text
+from pairstore.ngrams import benchmark_hits
 
 # Normalized user-turn text shorter than this is never fuzzy-matched (exact keys still apply).
 FUZZY_MIN_CHARS = 64
@@ -187,7 +189,6 @@ def fuzzy_score(member_text: str, row_text: str) -> float:
     longer than the member, `partial_ratio` (the member against the best-aligned window of
     the row) catches the member with a sentence added or embedded in a longer text.
     """
-    from rapidfuzz import fuzz
 
     # The same question with other numbers ("63 times 31" vs "64 times 30") is another question:
     # a near copy keeps every number of the member (a sentence added or words changed keep them).
@@ -298,11 +299,6 @@ def _exact_hits(store, cand: str, members: str) -> list[Hit]:
 def _benchmark_hits(store, cand: str, notes: list[str]) -> list[Hit]:
     if not store.con.execute("SELECT count(*) FROM benchmark_ngrams").fetchall()[0][0]:
         return []
-    try:
-        from pairstore.ngrams import benchmark_hits
-    except ImportError:
-        notes.append("benchmark 13-gram check skipped: pairstore.ngrams is not installed")
-        return []
     texts = store.con.sql(f"""
         SELECT row_index, replace(match_text, chr(30), chr(10)) AS text FROM {cand}
         WHERE match_text IS NOT NULL ORDER BY row_index""").to_arrow_table()
@@ -372,24 +368,3 @@ def check_candidates(store, candidates: pa.Table, *, set_name: str | None = None
         return check_table(store, "_pm_cand", set_name=set_name)
     finally:
         store.con.unregister("_pm_cand")
-
-
-def split_exempt(store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:
-    """(hits that stand, exemptions that cleared a hit) using holdout_exemptions (set, member, pair)."""
-    if not hits:
-        return [], []
-    rows = store.con.execute(
-        "SELECT set_name, item_id, pair_id, reason, created_at FROM holdout_exemptions").fetchall()
-    reasons = {(s, i, p): (r, c) for s, i, p, r, c in rows}
-    standing, cleared, seen = [], [], set()
-    for h in hits:
-        ex = reasons.get((h.set_name, h.item_id, h.pair_id))
-        if ex is None:
-            standing.append(h)
-            continue
-        key = (h.set_name, h.item_id, h.pair_id, h.how)
-        if key not in seen:
-            seen.add(key)
-            cleared.append({"set": h.set_name, "item_id": h.item_id, "pair_id": h.pair_id, "how": h.how,
-                            "score": h.score, "reason": ex[0], "exempted_at": str(ex[1])})
-    return standing, cleared

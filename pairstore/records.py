@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
+
+import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
 from pairstore.keys import canonical_messages
@@ -71,7 +73,6 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
 
 
 def _read_parquet(path: Path) -> Iterator[tuple[int, dict]]:
-    import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(path)
@@ -162,7 +163,6 @@ class Fields:
             raise self.error(name, f"not an ISO 8601 time: {v!r}") from None
         # Stored as naive UTC.
         if t.tzinfo is not None:
-            from datetime import timezone
 
             t = t.astimezone(timezone.utc).replace(tzinfo=None)
         return t

@@ -80,6 +80,16 @@ class Store:
         rows = self.con.execute(sql, params or []).fetchall()
         return rows[0] if rows else None
 
+    @contextmanager
+    def registered(self, name: str, table):
+        """`table` (an Arrow table, or anything else DuckDB can scan) visible to SQL as `name` inside the
+        block; unregistered on the way out, whatever happens."""
+        self.con.register(name, table)
+        try:
+            yield name
+        finally:
+            self.con.unregister(name)
+
     def audit(self, action: str, subject: str, detail: dict | None = None) -> None:
         """Append to audit_log (call inside the transaction that makes the change)."""
         self.con.execute(

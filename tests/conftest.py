@@ -44,7 +44,7 @@ def write_jsonl(path, records) -> str:
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The full demo (`pairstore demo`), run once per test session; tests read its store and files."""
-    from train.demo import run_demo
+    from pairstore.demo import run_demo
 
     out = tmp_path_factory.mktemp("demo") / "demo-run"
     lines: list[str] = []

@@ -9,9 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
-from audits.leaks import audit_leaks, read_pair_file
+from audits.leaks import audit_leaks
 from pairstore.holdout import add_members
 from pairstore.keys import match_key, match_text
+from pairstore.pair_files import read_pair_file
 from pairstore.pairs import Origin, Pair, add_pairs
 from tests.conftest import write_jsonl
 

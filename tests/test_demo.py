@@ -91,7 +91,7 @@ def test_demo_report_has_every_section_filled(demo_run):
 
 def test_demo_ends_naming_files_that_exist_and_queries_that_answer(demo_run):
     from pairstore.cli import cli
-    from train.demo import TRY_QUERIES, closing_lines
+    from pairstore.demo import TRY_QUERIES, closing_lines
 
     lines = closing_lines(demo_run)
     opened = [ln.split()[0] for ln in lines if ln.startswith("  /") or ln.startswith("  demo")]

@@ -9,11 +9,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from pairstore.attach import attach_round, content_hash_of_file
 from pairstore.checkpoints import register_checkpoint
 from pairstore.errors import BadInput
-from pairstore.export import attach_round, content_hash_of_file, export_round, row_digest, rows_content_hash
+from pairstore.export import export_round
 from pairstore.keys import content_hash_rows, sha256_file
 from pairstore.lineage import lineage
+from pairstore.mixture_writer import row_digest, rows_content_hash
 from pairstore.pairs import Origin, Pair, add_pairs
 from pairstore.recipes import add_round
 from pairstore.store import open_store
@@ -307,7 +309,7 @@ def test_round_names_never_write_outside_out(setup, tmp_path):
 
 
 def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkeypatch):
-    import pairstore.export as export
+    import pairstore.mixture_writer as export
 
     big = export_round(setup, "r1", tmp_path / "big")
     monkeypatch.setattr(export, "FETCH_ROWS", 4)
@@ -323,7 +325,7 @@ def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monke
     long enough to fill several data pages per row group, chunk boundaries would move page boundaries."""
     import random
 
-    import pairstore.export as export
+    import pairstore.mixture_writer as export
 
     rng = random.Random(5)
     long = [Pair(prompt=f"Long question {i}", source="style", family="long",

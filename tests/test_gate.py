@@ -263,7 +263,7 @@ def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(
 
 
 def test_sql_match_text_equals_keys_normalization_for_ascii(store):
-    from pairstore.export import ascii_match_text_sql
+    from pairstore.gate import ascii_match_text_sql
     from pairstore.keys import normalize_for_match
 
     samples = ["  Hello\tWorld \r\n", "A\x0bB\x0cC\x1cD\x1dE\x1eF\x1fG", "MiXeD   case!!  ", "", "   ",

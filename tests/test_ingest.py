@@ -142,12 +142,12 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path):
         import sys, time
         import pairstore.ingest as ing
         from pairstore.store import open_store
-        real = ing._log_ingest
+        real = ing.log_ingest
         def slow(*a, **k):
             real(*a, **k)
             print("inserted", flush=True)
             time.sleep(60)
-        ing._log_ingest = slow
+        ing.log_ingest = slow
         ing.ingest_battles(open_store({str(db_path)!r}), {path!r})
     """)
     proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,

@@ -16,13 +16,13 @@ import torch
 from click.testing import CliRunner
 from safetensors.torch import load_file, save_file
 
-import train.soup as soup_module
 from pairstore.cli import cli
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
 from train import bundle as B
 from train.bundle import EVIDENCE_FILE
-from train.soup import SoupKernel, soup, soup_reference
+from train.soup import soup
+from train.soup_kernel import SoupKernel, native_available, soup_reference
 
 SLICE = 4096  # small slices: the embedding below spans several, several small tensors share one
 
@@ -111,7 +111,7 @@ def pair(tmp_path):
 
 
 KERNELS = [pytest.param(False, id="numpy"),
-           pytest.param(True, id="native", marks=pytest.mark.skipif(soup_module._native is None,
+           pytest.param(True, id="native", marks=pytest.mark.skipif(not native_available(),
                                                                      reason="C kernel not built"))]
 
 
@@ -120,7 +120,7 @@ def test_native_kernel_is_built_where_a_compiler_is():
     # soup's CPU time, so the suite says so.
     if not (shutil.which("cc") or shutil.which("gcc")):
         pytest.skip("no C compiler on this machine")
-    assert soup_module._native is not None, "train/_soup_kernel.c was not built: pip install -e . again"
+    assert native_available(), "train/_soup_kernel.c was not built: pip install -e . again"
 
 
 @pytest.mark.parametrize("native", KERNELS)
@@ -169,7 +169,7 @@ def test_bf16_rounding_ties_to_even(native):
 @pytest.mark.parametrize("alpha", [0.5, 0.3, 0.9])
 def test_native_bf16_kernel_equals_numpy_kernel_on_every_bit_pattern(alpha):
     # All 65,536 bf16 patterns (NaNs, infinities, subnormals, both zeros) against two shuffles of them.
-    if soup_module._native is None:
+    if not native_available():
         pytest.skip("C kernel not built")
     a = np.arange(1 << 16, dtype=np.uint16)
     rng = np.random.default_rng(3)

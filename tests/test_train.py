@@ -209,7 +209,7 @@ def test_tampered_mixture_is_refused_with_exit_3(tiny, tmp_path):
 
 
 def test_global_batch_must_divide_by_batch_and_world_size(tiny, tmp_path):
-    from train.dpo import train_hyperparameters
+    from train.dpo_job import train_hyperparameters
 
     recipe = {"train": dict(TRAIN, global_batch=32, per_device_batch=1)}
     assert train_hyperparameters(recipe, ROUND, world_size=4, max_steps=None)["gradient_accumulation_steps"] == 8

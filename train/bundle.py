@@ -28,12 +28,12 @@ import json
 import os
 import shutil
 import struct
-import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pairstore.errors import BadInput, PairstoreError
+from pairstore.files import atomic_path, atomic_write_json
 from pairstore.keys import sha256_file
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -73,8 +73,6 @@ DTYPE_SIZES = {
     "U64": 8, "U32": 4, "U16": 2, "U8": 1,
     "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1,
 }
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
 # A header larger than this is not a real checkpoint header (the safetensors library uses 100 MB too).
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
@@ -339,43 +337,6 @@ def read_json_file(path) -> dict:
 
 
 # ---------------------------------------------------------------------------- writing
-
-
-@contextlib.contextmanager
-def atomic_path(path, *, fsync: bool = True) -> Iterator[Path]:
-    """Yield a temp path in the same folder; on success it is fsynced and renamed onto `path`,
-    on error removed. Readers never see a half-written file."""
-    final = Path(path)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; a bundle's files are as readable as any other
-    try:
-        yield tmp
-        if fsync:
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-
-
-def atomic_write_bytes(path, data: bytes) -> Path:
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
-    return Path(path)
-
-
-def atomic_write_text(path, text: str) -> Path:
-    return atomic_write_bytes(path, text.encode("utf-8"))
-
-
-def atomic_write_json(path, obj) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
-                             + "\n")
 
 
 def write_index(out_dir, weight_map: dict[str, str], total_size: int) -> Path:

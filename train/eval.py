@@ -13,11 +13,18 @@ checks, so an evaluated item can never slip into a training mixture.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pairstore.errors import BadInput, NotFound
+from pairstore.evals import add_eval_items, replace_scores
+from pairstore.generations import insert_generations
+from pairstore.ingest import gsm8k_gold, last_boxed
+from pairstore.keys import content_id, sha256_text, user_turns
+from pairstore.ngrams import register_benchmark
+from pairstore.records import read_records
+from train.sample import VERIFIER_KINDS, Item, generate, generation_rows, read_prompt_file
+from train.serving import bundle_name, load_serving
 
 
 @dataclass
@@ -40,10 +47,6 @@ class EvalResult:
 
 def read_suite_file(path, suite: str):
     """Items of a suite file: GSM8K columns, MATH columns, or {id?, prompt, gold?, kind?} records."""
-    from pairstore.ingest import gsm8k_gold, last_boxed
-    from pairstore.keys import content_id
-    from pairstore.records import read_records
-    from train.sample import Item, read_prompt_file
 
     records = list(read_records(path))
     first = records[0][1]
@@ -74,7 +77,6 @@ def read_suite_file(path, suite: str):
 
 
 def suite_items(store, suite: str, path=None):
-    from train.sample import VERIFIER_KINDS, Item
 
     if path is not None:
         return read_suite_file(path, suite)
@@ -87,15 +89,10 @@ def suite_items(store, suite: str, path=None):
 
 def register_suite(store, suite: str, items) -> None:
     """Write the items to eval_items (new ones only) and register the whole suite for the export gate."""
-    from pairstore.keys import match_key, user_turns
 
     with store.transaction():
-        store.con.executemany(
-            "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
-            "VALUES (?, ?, ?, ?, ?, NULL, ?) ON CONFLICT (suite, item_id) DO NOTHING",
-            [[suite, it.item_id, it.kind, it.prompt, it.gold, match_key(it.prompt)] for it in items])
-        from pairstore.ngrams import register_benchmark
-
+        add_eval_items(store, suite, [{"item_id": it.item_id, "kind": it.kind, "prompt": it.prompt,
+                                       "gold": it.gold} for it in items])
         # Generated tasks are checked by their task key; their prompts share template phrasing with
         # every other task of the family, so 13-grams would call different tasks leaks of each other.
         rows = store.rows("SELECT item_id, prompt FROM eval_items WHERE suite = ? AND task_key IS NULL "
@@ -111,9 +108,6 @@ def run_eval(store, bundle, suite: str, model_name: str | None = None, *, path=N
              model=None) -> EvalResult:
     """Greedy answers of the bundle on the suite, scored per item into `evals` (replacing earlier scores of
     the same model on the same items)."""
-    from pairstore.keys import sha256_text
-    from train.sample import generate, generation_rows, insert_generations
-    from train.serving import bundle_name, load_serving
 
     if not suite or not suite.strip():
         raise BadInput("suite name is empty", field="suite")
@@ -129,21 +123,17 @@ def run_eval(store, bundle, suite: str, model_name: str | None = None, *, path=N
                                  max_new_tokens=max_new_tokens, engine=engine, model=model,
                                  trust_remote_code=trust_remote_code)
     rows = generation_rows(name, items, outputs, settings, serving)
-    insert_generations(store, rows)
     rendered = {it.item_id: serving.render(serving.with_system(it.prompt)) for it in items}
+    scores = [{"item_id": r["item_id"],
+               "score": None if r["verdict"] == "unscored" else float(r["verdict"] == "correct"),
+               "correct": None if r["verdict"] == "unscored" else r["verdict"] == "correct",
+               "extracted_answer": r["extracted_answer"], "gold": r["gold"], "output_len": r["n_tokens"],
+               "empty": r["empty"], "loop_flagged": r["loop_flagged"], "loop_catastrophic": r["loop_catastrophic"],
+               "gen_id": r["gen_id"], "prompt_hash": sha256_text(rendered[r["item_id"]])} for r in rows]
     with store.transaction():
-        store.con.executemany("DELETE FROM evals WHERE model = ? AND suite = ? AND item_id = ?",
-                              [[name, suite, r["item_id"]] for r in rows])
-        store.con.executemany(
-            "INSERT INTO evals (model, suite, item_id, score, correct, extracted_answer, gold, output_len, empty, "
-            "loop_flagged, loop_catastrophic, gen_id, doc_hash, prompt_hash, origin) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, 'pairstore')",
-            [[name, suite, r["item_id"],
-              None if r["verdict"] == "unscored" else float(r["verdict"] == "correct"),
-              None if r["verdict"] == "unscored" else r["verdict"] == "correct",
-              r["extracted_answer"], r["gold"], r["n_tokens"], r["empty"], r["loop_flagged"],
-              r["loop_catastrophic"], r["gen_id"], sha256_text(rendered[r["item_id"]])] for r in rows])
-        store.audit("eval", name, {"suite": suite, "items": len(rows), "settings": json.loads(json.dumps(settings))})
+        insert_generations(store, rows)
+        replace_scores(store, name, suite, scores)
+        store.audit("eval", name, {"suite": suite, "items": len(rows), "settings": settings})
     scored = [r for r in rows if r["verdict"] != "unscored"]
     skipped = sum(1 for o in outputs if o is None)
     return EvalResult(

@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 from pairstore.errors import BadInput, GateRefused, PairstoreError
+from pairstore.files import atomic_write_json, atomic_write_text
+from train.dpo_job import JOB_FILE, prepare_job
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 CONFIGS = ("zero3", "fsdp", "cpu")
@@ -117,8 +119,6 @@ def emit_sbatch(store, round_name: str, base_bundle, out_dir, path, *, db, gpus:
                 max_steps: int | None = None, trust_remote_code: bool = False,
                 adapter_name: str | None = None) -> Path:
     """Prepare the round's job for `gpus` GPUs (resume on requeue) and write the Slurm script to `path`."""
-    from train.bundle import atomic_write_json, atomic_write_text
-    from train.dpo import JOB_FILE, prepare_job
 
     if config == "cpu":
         raise BadInput("a Slurm GPU job needs the zero3 or fsdp config", field="accelerate_config")

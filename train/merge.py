@@ -21,9 +21,22 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from pairstore.checkpoints import register_checkpoint
 from pairstore.errors import BadInput, PairstoreError
+from pairstore.files import atomic_write_json
 from pairstore.keys import sha256_file
-from train.bundle import EVIDENCE_FILE
+from train.bundle import (
+    EVIDENCE_FILE,
+    ShardedWriter,
+    bundle_tensors,
+    copy_serving_files,
+    list_shards,
+    read_json_file,
+    refuse_pickle,
+    shard_sha256s,
+)
+from train.dpo import library_versions
+from train.serving import load_model, registered_name
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -47,7 +60,6 @@ class _Unmappable(Exception):
 
 def adapter_files(adapter_dir) -> tuple[Path, Path, dict]:
     """(weights, config path, config) of an adapter folder; a pickle adapter is refused."""
-    from train.bundle import read_json_file, refuse_pickle
 
     adapter = Path(adapter_dir)
     if not adapter.is_dir():
@@ -141,7 +153,6 @@ def _as_bytes(t):
 def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_bytes: int) -> int:
     from safetensors import safe_open
 
-    from train.bundle import ShardedWriter, bundle_tensors
 
     modules, replace = _adapter_modules(weights_path, config)
     tensors = bundle_tensors(base)
@@ -181,8 +192,6 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
 def _peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote_code: bool) -> int:
     from peft import PeftModel
 
-    from train.bundle import list_shards
-    from train.serving import load_model
 
     list_shards(base)
     config = json.loads((Path(base) / "config.json").read_text(encoding="utf-8"))
@@ -200,10 +209,6 @@ def _peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote
 def merge_adapter(base_bundle, adapter_dir, out_dir, store=None, name: str | None = None, *,
                   max_shard_bytes: int = 2 << 30, trust_remote_code: bool = False) -> MergeResult:
     """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store."""
-    from pairstore.checkpoints import register_checkpoint
-    from train.bundle import atomic_write_json, copy_serving_files, list_shards, shard_sha256s
-    from train.dpo import library_versions
-    from train.serving import registered_name
 
     base, out = Path(base_bundle), Path(out_dir)
     list_shards(base)  # pickle refused, missing shard named

@@ -22,7 +22,13 @@ from pathlib import Path
 
 import xxhash
 
+from audits.loops import scan
+from miners.verify import extract_answer, is_equivalent
 from pairstore.errors import BadInput, NotFound
+from pairstore.generations import generation_id, insert_generations
+from pairstore.keys import canonical_messages, messages_content_id
+from pairstore.records import read_records
+from train.serving import DECODING_KEYS, bundle_name, load_model, load_serving
 
 VERIFIER_KINDS = ("gsm8k", "math", "task")
 
@@ -90,8 +96,6 @@ def load_items(store, items: str, n: int | None = None) -> list[Item]:
 def read_prompt_file(path, *, item_kind: str, suite: str | None = None) -> list[Item]:
     """Items from {id?, prompt (string or messages), gold?, kind?} records; ids default to the prompt's
     content id."""
-    from pairstore.keys import canonical_messages, messages_content_id
-    from pairstore.records import read_records
 
     out, seen = [], set()
     for line, rec in read_records(path):
@@ -129,7 +133,6 @@ def item_seed(seed: int, item_id: str) -> int:
 
 def decoding_settings(serving, decoding: dict | None) -> dict:
     """The bundle's serving_config decoding object, overridden by flags (None values ignored)."""
-    from train.serving import DECODING_KEYS
 
     merged = dict(serving.decoding)
     for k, v in (decoding or {}).items():
@@ -195,7 +198,6 @@ def _generate_transformers(serving, items, prompts, samples, temperature, seed, 
                            trust_remote_code, settings):
     import torch
 
-    from train.serving import load_model
 
     if model is None:
         model = load_model(serving.path, trust_remote_code=trust_remote_code,
@@ -271,7 +273,6 @@ def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, m
 
 def judge(text: str, gold: str | None, kind: str) -> tuple[str | None, str]:
     """(extracted answer, verdict) with the project's verifier."""
-    from miners.verify import extract_answer, is_equivalent
 
     extracted = extract_answer(text, kind)
     if gold is None:
@@ -280,8 +281,6 @@ def judge(text: str, gold: str | None, kind: str) -> tuple[str | None, str]:
 
 
 def generation_rows(model_name: str, items: list[Item], outputs, settings: dict, serving) -> list[dict]:
-    from audits.loops import scan
-    from pairstore.ingest import generation_id
 
     rows = []
     decoding = json.dumps({**settings, "bundle": str(Path(serving.path).resolve())}, sort_keys=True)
@@ -307,32 +306,10 @@ def generation_rows(model_name: str, items: list[Item], outputs, settings: dict,
     return rows
 
 
-_GEN_COLUMNS = ("gen_id", "model", "item_kind", "item_id", "suite", "prompt", "output", "sample_index",
-                "temperature", "top_p", "max_new_tokens", "seed", "decoding", "extracted_answer", "verdict",
-                "loop_flagged", "loop_catastrophic", "loop_tail", "max_repeat", "n_tokens")
-
-
-def insert_generations(store, rows: list[dict]) -> int:
-    """Insert rows not already present (same gen_id = same model, item, sample, temperature, text)."""
-    if not rows:
-        return 0
-    before = store.scalar("SELECT count(*) FROM generations")
-    placeholders = ", ".join("?" for _ in _GEN_COLUMNS)
-    with store.transaction():
-        store.con.executemany(
-            f"INSERT INTO generations ({', '.join(_GEN_COLUMNS)}) VALUES ({placeholders}) "
-            "ON CONFLICT (gen_id) DO NOTHING",
-            [[r[c] for c in _GEN_COLUMNS] for r in rows])
-        added = store.scalar("SELECT count(*) FROM generations") - before
-        store.audit("sample", rows[0]["model"], {"generations": len(rows), "added": added})
-    return added
-
-
 def sample(store, bundle, items, n: int | None = None, samples: int = 1, temperature: float = 0.0, seed: int = 0,
            decoding: dict | None = None, model_name: str | None = None, *, max_new_tokens: int | None = None,
            engine: str = "auto", trust_remote_code: bool = False, model=None) -> SampleResult:
     """Answer `items` with the bundle and store the generations (see the module docstring)."""
-    from train.serving import bundle_name, load_serving
 
     serving = load_serving(bundle, trust_remote_code=trust_remote_code)
     todo = load_items(store, items, n) if isinstance(items, str) else list(items)
@@ -341,7 +318,9 @@ def sample(store, bundle, items, n: int | None = None, samples: int = 1, tempera
                                  decoding=decoding, max_new_tokens=max_new_tokens, engine=engine, model=model,
                                  trust_remote_code=trust_remote_code)
     rows = generation_rows(name, todo, outputs, settings, serving)
-    added = insert_generations(store, rows)
+    with store.transaction():
+        added = insert_generations(store, rows)
+        store.audit("sample", name, {"generations": len(rows), "added": added})
     verdicts: dict[str, int] = {}
     for r in rows:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pairstore.errors import BadInput
+from train.bundle import list_shards, read_json_file
 
 # A marker no real answer contains: what follows it in a rendered assistant turn is the turn's end.
 _PROBE = "\u2063PAIRSTORE-PROBE\u2063"
@@ -61,7 +62,6 @@ class Serving:
 
 
 def _read_json(path: Path) -> dict:
-    from train.bundle import read_json_file
 
     return read_json_file(path)
 
@@ -174,7 +174,6 @@ def load_model(bundle, *, trust_remote_code: bool = False, dtype=None, device=No
     import torch
     from transformers import AutoModelForCausalLM
 
-    from train.bundle import list_shards
 
     list_shards(bundle)
     if dtype is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-import xxhash
+from pairstore.keys import seeded_rank
 
 # Outcome shares (per mille) for problem samples; tasks loop more often, as on the card.
 PROBLEM_OUTCOMES = (("correct", 520), ("wrong", 300), ("looped", 90), ("hedged", 90))
@@ -22,7 +22,7 @@ TASK_OUTCOMES = (("correct", 400), ("wrong", 300), ("looped", 250), ("hedged", 5
 
 
 def _pick(outcomes, seed: int, *key) -> str:
-    r = xxhash.xxh3_64_intdigest("\x1f".join(map(str, (seed, *key))).encode()) % 1000
+    r = seeded_rank(seed, *map(str, key)) % 1000
     for name, share in outcomes:
         if r < share:
             return name

@@ -33,9 +33,40 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tqdm import tqdm
+
+import pairstore
+from audits.decontam import decontam
+from audits.leaks import audit_leaks
+from audits.lengths import audit_lengths
+from audits.loops import loop_table, scan
+from audits.mixtures import check_mixtures
+from audits.report import write_report
+from generators.tasks import generate_loopfix
+from miners.registry import run_miner
+from pairstore.attach import attach_round
+from pairstore.checkpoints import register_checkpoint
+from pairstore.errors import GateRefused
+from pairstore.export import export_round
+from pairstore.holdout import sample_holdout
+from pairstore.ingest import ingest_battles, ingest_generations, ingest_judgments, ingest_problems
+from pairstore.keys import seeded_rank
+from pairstore.recipes import add_round, load_shipped_recipes
+from pairstore.store import open_store
+from train.dpo import train_dpo
+from train.eval import run_eval
+from train.merge import merge_adapter
+from train.sample import sample
+from train.simulated_outputs import simulate_outputs
+from train.soup import soup
+from train.tiny import make_tiny_bundle
 
 DEMO_SEED = 12076           # m11a's job id, as the shipped recipes use it
 HOLDOUT = "judge34"
@@ -83,7 +114,6 @@ def closing_lines(result: DemoResult) -> list[str]:
 
 
 def sample_file(name: str) -> Path:
-    import pairstore
 
     return Path(pairstore.__file__).parent / "sample_data" / name
 
@@ -98,18 +128,16 @@ def write_leaky_past_file(store, path: Path, *, holdout: str, leaked: int, seed:
     It holds `leaked` held-out battles in disguised forms (CRLF, trailing spaces, fullwidth
     Unicode, a system prompt in front, upper case) among ordinary battle pairs. Returns the
     held-out battle ids it leaks."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    import xxhash
-
     held = [r[0] for r in store.con.execute(
         "SELECT item_id FROM holdout WHERE set_name = ? AND removed_at IS NULL AND item_kind = 'battle'",
         [holdout]).fetchall()]
     decisive = store.rows("""
-        SELECT battle_id, prompt, own_answers, opponent_answers, vote FROM battles
+        SELECT battle_id, prompt, own_answers, opponent_answers, vote,
+               (SELECT count(*) FROM battles o WHERE o.match_key = b.match_key) AS same_prompt FROM battles b
         WHERE vote IN ('win', 'loss') AND n_turns = 1 ORDER BY battle_id""")
-    held_decisive = [b for b in decisive if b["battle_id"] in set(held)]
-    held_decisive.sort(key=lambda b: xxhash.xxh3_64_intdigest(f"{seed}:{b['battle_id']}".encode()))
+    # A prompt asked in two battles leaks both: leak prompts of one battle each, so `leaked` is the count.
+    held_decisive = [b for b in decisive if b["battle_id"] in set(held) and b["same_prompt"] == 1]
+    held_decisive.sort(key=lambda b: seeded_rank(seed, b["battle_id"]))
     leaks = held_decisive[:leaked]
     disguises = [
         lambda t: t.replace("\n", "\r\n") + "\r\n",
@@ -139,7 +167,6 @@ def rule_judge(answer_a: str, answer_b: str) -> tuple[str, bool, bool]:
 
     A flawed answer loses to a clean one; otherwise it is a tie (the tiny model's answers carry
     no meaning to prefer)."""
-    from audits.loops import scan
 
     flaw_a = not answer_a.strip() or scan(answer_a).flagged
     flaw_b = not answer_b.strip() or scan(answer_b).flagged
@@ -148,9 +175,7 @@ def rule_judge(answer_a: str, answer_b: str) -> tuple[str, bool, bool]:
 
 
 def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) -> DemoResult:
-    import sys
 
-    from tqdm import tqdm
 
     out_dir = Path(out_dir)
     if out_dir.exists():
@@ -169,7 +194,6 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
         else:
             echo(msg)
 
-    from pairstore.store import open_store
 
     with open_store(result.store_path) as store:
         _ingest(store, step)
@@ -190,7 +214,6 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
         bar.update()
         _evaluate(store, out_dir, bundles, step)
         bar.update()
-        from audits.report import write_report
 
         rep = write_report(store, "sm11a", out_dir / "report")
         result.report_html = Path(rep["html"])
@@ -204,8 +227,6 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
 # -- the steps --------------------------------------------------------------------------------------
 
 def _ingest(store, step) -> None:
-    from miners.registry import run_miner
-    from pairstore.ingest import ingest_battles, ingest_problems
 
     r = ingest_battles(store, sample_file("battles.jsonl"))
     votes = dict(store.con.execute("SELECT vote, count(*) FROM battles GROUP BY vote").fetchall())
@@ -220,8 +241,6 @@ def _ingest(store, step) -> None:
 
 
 def _holdout_and_tasks(store, step) -> None:
-    from generators.tasks import generate_loopfix
-    from pairstore.holdout import sample_holdout
 
     ids = sample_holdout(store, HOLDOUT, n=34, seed=DEMO_SEED)
     votes = dict(store.con.execute(
@@ -235,8 +254,6 @@ def _holdout_and_tasks(store, step) -> None:
 
 
 def _simulated_generations(store, out_dir: Path, step) -> None:
-    from pairstore.ingest import ingest_generations
-    from train.simulated_outputs import simulate_outputs
 
     path = out_dir / "data" / f"{INCUMBENT}-simulated-generations.jsonl"
     records = simulate_outputs(store, model=INCUMBENT, samples=4, seed=DEMO_SEED)
@@ -248,8 +265,6 @@ def _simulated_generations(store, out_dir: Path, step) -> None:
 
 
 def _attach_history(store, out_dir: Path, step) -> None:
-    from pairstore.export import attach_round
-    from pairstore.recipes import load_shipped_recipes
 
     loaded = load_shipped_recipes(store)
     step("round recipes", f"{len(loaded.get('added', loaded)) if isinstance(loaded, dict) else loaded} shipped "
@@ -262,7 +277,6 @@ def _attach_history(store, out_dir: Path, step) -> None:
 
 
 def _mine(store, step) -> None:
-    from miners.registry import run_miner
 
     runs = [("battle", {}),
             ("self_repair", {"model": INCUMBENT, "dataset": "gsm8k", "pairs_per_problem": 2, "seed": DEMO_SEED}),
@@ -276,9 +290,6 @@ def _mine(store, step) -> None:
 
 
 def _rounds_and_export(store, out_dir: Path, step) -> None:
-    from pairstore.errors import GateRefused
-    from pairstore.export import export_round
-    from pairstore.recipes import add_round
 
     replay = out_dir / "data" / "m11a-replay.toml"
     replay.write_text(
@@ -295,7 +306,7 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
         export_round(store, "m11a-replay", mix)
         raise RuntimeError("the gate let a leaking mixture through")   # the demo must never get here
     except GateRefused as e:
-        ids = sorted({ln.split()[1] for ln in str(e).splitlines()[1:] if ln.startswith("  ")})
+        ids = sorted({h.item_id for h in e.hits})
         step("export gate", f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, "
              f"nothing written")
     exp = export_round(store, "m11a", mix)
@@ -306,8 +317,6 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
 
 def _base_bundle(store, out_dir: Path) -> Path:
     """The tiny random model that stands in for so7a (registered as a base checkpoint)."""
-    from pairstore.checkpoints import register_checkpoint
-    from train.tiny import make_tiny_bundle
 
     path = out_dir / "bundles" / INCUMBENT
     if not path.exists():
@@ -318,11 +327,6 @@ def _base_bundle(store, out_dir: Path) -> Path:
 
 
 def _audits(store, step) -> None:
-    from audits.decontam import decontam
-    from audits.leaks import audit_leaks
-    from audits.lengths import audit_lengths
-    from audits.loops import loop_table
-    from audits.mixtures import check_mixtures
 
     d = audit_leaks(store, HOLDOUT).as_dict()
     files = [f for f in d["files"] if f["leaked_ids"] or f["near_ids"]]
@@ -344,10 +348,6 @@ def _audits(store, step) -> None:
 
 
 def _train(store, out_dir: Path, step) -> dict[str, Path]:
-    from pairstore.checkpoints import register_checkpoint
-    from train.dpo import train_dpo
-    from train.merge import merge_adapter
-    from train.soup import soup
 
     base = _base_bundle(store, out_dir)
     # The recipe's real batch (32 x 2,048 tokens) is for GPUs; the tiny stand-in trains a few small steps.
@@ -371,9 +371,6 @@ def _train(store, out_dir: Path, step) -> dict[str, Path]:
 
 
 def _evaluate(store, out_dir: Path, bundles: dict[str, Path], step) -> None:
-    from pairstore.ingest import ingest_judgments
-    from train.eval import run_eval
-    from train.sample import sample
 
     for name, path in bundles.items():
         run_eval(store, path, LOOP_SUITE, model_name=name, n=EVAL_ITEMS)

@@ -1,0 +1,126 @@
+"""Judging model outputs for mining: the verifier's verdict and the loop scanner's report, cached.
+
+    judge = OutputJudge()
+    judged = judge.judge_all([(output, gold, "gsm8k"), ...], workers=None)
+    record_judgments(store, dict(zip(gen_ids, judged)))    # verdicts and loop flags onto `generations`
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from multiprocessing import get_context
+
+from audits.loops import LoopReport, scan
+from miners.verify import answers_equal, extract_answer
+from pairstore.generations import record_verdicts
+
+
+@dataclass
+class Judged:
+    """One output judged: the verifier's answer and verdict, the scanner's report."""
+
+    answer: str | None
+    correct: bool
+    report: LoopReport
+
+    @property
+    def flagged(self) -> bool:
+        return bool(self.report.flagged)
+
+
+class OutputJudge:
+    """Verifier + scanner over many outputs, with the verdict cached per (answer, gold, kind).
+
+    Many samples of one problem share a few distinct answers, so the verifier's
+    comparison runs once per distinct answer; extraction is a cheap pass over
+    each text. Times spent in each are accumulated for the benchmark.
+    """
+
+    def __init__(self):
+        # is_equivalent(text, gold, kind) == answers_equal(extract_answer(text, kind), gold, kind):
+        # extracting once here lets the verdict be cached per distinct answer.
+        self._extract, self._equal, self._scan = extract_answer, answers_equal, scan
+        self._verdicts: dict[tuple, bool] = {}
+        self._judged: dict[tuple, Judged] = {}
+        self.verify_s = 0.0
+        self.scan_s = 0.0
+
+    def extract(self, output: str, kind: str) -> str | None:
+        t0 = time.perf_counter()
+        answer = self._extract(output, kind)
+        self.verify_s += time.perf_counter() - t0
+        return answer
+
+    def verdict(self, output: str, gold: str, kind: str) -> tuple[str | None, bool]:
+        t0 = time.perf_counter()
+        answer = self._extract(output, kind)
+        if answer is None or not answer.strip():
+            correct = False
+        else:
+            key = (answer, gold, kind)
+            correct = self._verdicts.get(key)
+            if correct is None:
+                correct = self._verdicts[key] = bool(self._equal(answer, gold, kind))
+        self.verify_s += time.perf_counter() - t0
+        return answer, correct
+
+    def scan(self, output: str):
+        t0 = time.perf_counter()
+        report = self._scan(output)
+        self.scan_s += time.perf_counter() - t0
+        return report
+
+    def judge(self, output: str, gold: str, kind: str) -> Judged:
+        key = (output, gold, kind)
+        judged = self._judged.get(key)
+        if judged is None:
+            # Samples often repeat word for word (low temperature, short answers): judge each text once.
+            answer, correct = self.verdict(output, gold, kind)
+            judged = self._judged[key] = Judged(answer, correct, self.scan(output))
+        return judged
+
+    def judge_all(self, items: list[tuple[str, str, str]], workers: int | None = 1) -> list[Judged]:
+        """judge() over (output, gold, kind) items, in order; across `workers` processes when many.
+
+        workers None: one process per core (at most 4) from PARALLEL_MIN items on, else one. The
+        items go to the workers in contiguous chunks, so the samples of one problem share a
+        worker's verdict cache; the result is the same whatever the number of workers. Workers
+        are spawned (the caller's main module must be import-safe: the usual __main__ guard).
+        """
+        if workers is None:
+            workers = min(4, os.cpu_count() or 1) if len(items) >= PARALLEL_MIN else 1
+        if workers <= 1 or len(items) < 2 * workers:
+            return [self.judge(*it) for it in items]
+        n_chunks = workers * 4
+        size = -(-len(items) // n_chunks)
+        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        out: list[Judged] = []
+        # spawn, not fork: the parent holds an open DuckDB connection and threads.
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            for judged, verify_s, scan_s in pool.map(_judge_chunk, chunks):
+                out.extend(judged)
+                self.verify_s += verify_s
+                self.scan_s += scan_s
+        return out
+
+
+# Below this many outputs one process is faster than starting workers (about a second each).
+PARALLEL_MIN = 20_000
+
+
+def _judge_chunk(items):
+    """Worker side of OutputJudge.judge_all: (judged items, verifier seconds, scanner seconds)."""
+    judge = OutputJudge()
+    return [judge.judge(*it) for it in items], judge.verify_s, judge.scan_s
+
+
+def record_judgments(store, judged: dict[str, Judged]) -> int:
+    """Write verdicts and loop flags back to `generations` (ingest leaves them NULL). Returns rows updated."""
+    return record_verdicts(store, [
+        {"gen_id": gid, "extracted_answer": j.answer, "verdict": "correct" if j.correct else "wrong",
+         "loop_flagged": bool(j.report.flagged), "loop_catastrophic": bool(j.report.catastrophic),
+         "loop_tail": bool(j.report.tail_loop), "max_repeat": int(j.report.max_repeat),
+         "n_tokens": int(j.report.n_tokens)} for gid, j in judged.items()])
