@@ -57,7 +57,7 @@ def binom_two_sided_half(k: int, n: int) -> float:
     if n == 0:
         return 1.0
     if not 0 <= k <= n:
-        raise ValueError(f"k={k} outside 0..{n}")
+        raise BadInput(f"k={k} outside 0..{n}", field="k")
     tail_k = min(k, n - k)
     tail = sum(math.comb(n, i) for i in range(tail_k + 1))
     return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))

@@ -75,7 +75,6 @@ def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
 
 def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
     """Test items of a local benchmark file (JSONL, parquet, or MMLU CSV); ids from an id field or the row."""
-
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
         raise BadInput(f"unknown benchmark format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")

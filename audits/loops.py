@@ -114,8 +114,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pairstore.errors import NotFound
-
 # ---- thresholds (justified in the module docstring) --------------------------
 SHORT_N = 6
 LONG_N = 10
@@ -141,7 +139,7 @@ _CJK_RANGES = ((0x2E80, 0x2FDF), (0x3001, 0x303F), (0x3040, 0x30FF), (0x3100, 0x
                (0x20000, 0x3FFFF))
 _CJK = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
 # What str.split() and the regex \s treat as whitespace (str.isspace), as code points.
-_SPACES = (*range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
+SPACES = (*range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
            0x2028, 0x2029, 0x202F, 0x205F, 0x3000)
 _TOKEN = re.compile(f"[{_CJK}]|[^\\s{_CJK}]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
@@ -161,7 +159,7 @@ _MULT = np.array([
 _TEXT_MULT = np.uint64(0xD1B54A32D192ED03)
 _TOKEN_BASE = 0x100000001B3  # polynomial base for a token's characters
 _TABLE_BITS_MAX = 22  # the bincount table: 4M slots (32 MB) at most
-_POWER_TABLE_MAX = 1 << 21  # token hashing keeps B**i and B**-i tables this long at most (16 MB each)
+POWER_TABLE_MAX = 1 << 21  # token hashing keeps B**i and B**-i tables this long at most (16 MB each)
 CHUNK_CHARS = 1 << 18  # scan_many works on about this many characters at a time (memory stays small)
 
 
@@ -413,7 +411,7 @@ class _Tokens:
 
 
 _KIND_ASCII = np.zeros(128, np.int8)  # 0: part of a word, 1: whitespace, 2: a CJK character (its own token)
-_KIND_ASCII[[c for c in _SPACES if c < 128]] = 1
+_KIND_ASCII[[c for c in SPACES if c < 128]] = 1
 _kind_unicode: np.ndarray | None = None
 _powers = np.ones(1, np.uint64)
 _inverse_powers = np.ones(1, np.uint64)
@@ -425,7 +423,7 @@ def _unicode_kinds() -> np.ndarray:
         kinds = np.zeros(0x110000, np.int8)
         for lo, hi in _CJK_RANGES:
             kinds[lo:hi + 1] = 2
-        kinds[list(_SPACES)] = 1
+        kinds[list(SPACES)] = 1
         _kind_unicode = kinds
     return _kind_unicode
 
@@ -442,7 +440,7 @@ def _token_powers(n: int) -> tuple[np.ndarray, np.ndarray]:
     return _powers, _inverse_powers
 
 
-def _tokenize_joined(joined: str, ascii_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tokenize_spans(joined: str, ascii_only: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Token (starts, ends, hashes) of one joined text, the vectorised twin of `tokenize`.
 
     A token's hash is a polynomial over its code points mod 2**64, mixed with
@@ -470,7 +468,7 @@ def _tokenize_joined(joined: str, ascii_only: bool) -> tuple[np.ndarray, np.ndar
         return starts, ends, np.zeros(0, np.uint64)
     chars = codes[word.view(bool)]
     first = np.cumsum(lengths) - lengths  # each token's first character in `chars`
-    if chars.size <= _POWER_TABLE_MAX:
+    if chars.size <= POWER_TABLE_MAX:
         # prefix sums of chars[j] * B**j; a token's slice, times B**-first, is its own polynomial
         powers, inverse = _token_powers(chars.size)
         prefix = np.cumsum(chars.astype(np.uint64) * powers[:chars.size], dtype=np.uint64)
@@ -480,7 +478,7 @@ def _tokenize_joined(joined: str, ascii_only: bool) -> tuple[np.ndarray, np.ndar
         prefix = np.cumsum(chars.astype(np.uint64) * powers[rank], dtype=np.uint64)
     h = prefix[first + lengths - 1]
     h[1:] -= prefix[first[1:] - 1]
-    if chars.size <= _POWER_TABLE_MAX:
+    if chars.size <= POWER_TABLE_MAX:
         h *= inverse[first]
     h += lengths.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
     h ^= h >> np.uint64(30)
@@ -494,7 +492,7 @@ def _tokenize_joined(joined: str, ascii_only: bool) -> tuple[np.ndarray, np.ndar
 def _scan_texts(texts: list[str], ascii_only: bool) -> list[LoopReport]:
     """Scan non-empty texts that are all ASCII, or all not."""
     joined = "\n".join(texts)
-    starts, ends, ids = _tokenize_joined(joined, ascii_only)
+    starts, ends, ids = tokenize_spans(joined, ascii_only)
     k = len(texts)
     text_ends = np.cumsum(np.fromiter(map(len, texts), np.int64, k) + 1) - 1  # the "\n" after each text
     counts = np.diff(np.searchsorted(starts, text_ends), prepend=0)
@@ -715,76 +713,3 @@ class _LetterCache:
             if hit:
                 return True
         return False
-
-
-# ---- the loop table -----------------------------------------------------------
-
-LOOP_TABLE_COLUMNS = ("model", "suite", "outputs", "scannable", "flagged", "catastrophic", "empty", "avg_len",
-                      "rescanned")
-
-
-def loop_table(store, model: str | None = None, suite: str | None = None, *, rescan: bool = False,
-               batch_rows: int = 4096) -> list[dict]:
-    """The model card's loop table over `generations`: one row per (model, suite).
-
-    Each row: model, suite (None for outputs outside a suite), outputs, scannable
-    (non-empty outputs), flagged and catastrophic (among the scannable), empty,
-    avg_len (mean output length in tokens over all outputs, empties included,
-    as the card reports it) and rescanned (outputs scanned now).
-
-    Flags come from the stored loop_flagged / loop_catastrophic columns, which
-    the sampler and ingest fill with this scanner; an output whose columns are
-    NULL is scanned now, and `rescan=True` scans every output (the card's
-    "uniform rescan"). Lengths use the stored n_tokens (the model's tokenizer
-    where the sampler knew it) and the scanner's token count where it is NULL.
-    Emptiness is always read from the text. Raises NotFound when a model or
-    suite was asked for and has no generations.
-    """
-
-    where, params = [], []
-    if model is not None:
-        where.append("model = ?")
-        params.append(model)
-    if suite is not None:
-        where.append("suite = ?")
-        params.append(suite)
-    sql = ("SELECT model, suite, output, loop_flagged, loop_catastrophic, n_tokens FROM generations"
-           + (" WHERE " + " AND ".join(where) if where else ""))
-    cur = store.con.cursor()
-    try:
-        cur.execute(sql, params)
-        totals: dict[tuple, list[int]] = {}
-        while True:
-            rows = cur.fetchmany(batch_rows)
-            if not rows:
-                break
-            need = [i for i, r in enumerate(rows) if rescan or r[3] is None or r[4] is None or r[5] is None]
-            scanned = dict(zip(need, scan_many([rows[i][2] for i in need])))
-            for i, (m, s, output, flagged, catastrophic, n_tokens) in enumerate(rows):
-                acc = totals.setdefault((m, s), [0, 0, 0, 0, 0, 0, 0])
-                empty = not output or output.isspace()
-                report = scanned.get(i)
-                if report is not None:
-                    if rescan or flagged is None or catastrophic is None:
-                        flagged, catastrophic = report.flagged, report.catastrophic
-                    if n_tokens is None:
-                        n_tokens = report.n_tokens
-                    acc[6] += 1
-                acc[0] += 1
-                acc[1] += not empty
-                acc[2] += bool(flagged) and not empty
-                acc[3] += bool(catastrophic) and not empty
-                acc[4] += empty
-                acc[5] += n_tokens or 0
-    finally:
-        cur.close()
-    if not totals and (model is not None or suite is not None):
-        asked = ", ".join(f"{k} {v!r}" for k, v in (("model", model), ("suite", suite)) if v is not None)
-        raise NotFound(f"no generations for {asked}")
-    table = []
-    for (m, s), (outputs, scannable, flagged, catastrophic, empty, length, rescanned) in sorted(
-            totals.items(), key=lambda kv: (kv[0][0], kv[0][1] is None, kv[0][1] or "")):
-        table.append({"model": m, "suite": s, "outputs": outputs, "scannable": scannable, "flagged": flagged,
-                      "catastrophic": catastrophic, "empty": empty, "avg_len": round(length / outputs, 1),
-                      "rescanned": rescanned})
-    return table

@@ -15,66 +15,22 @@ into a model card. The store is only read.
 
 from __future__ import annotations
 
-import base64
-import html
-import io
-import json
-import os
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 import pyarrow as pa
 
-from audits import loops
 from audits.compare import compare, wilson_interval
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, latest_exports, make_counter
+from audits.loop_table import loop_table
 from audits.mixtures import check_mixtures
+from audits.report_render import Report, Section, Table, figure_png, render_html, render_markdown
 from pairstore.errors import NotFound
+from pairstore.files import atomic_write_bytes
 from pairstore.lineage import describe, lineage
 from pairstore.ngrams import arrow_query, benchmark_hits
-
-SECTIONS = (
-    ("lineage", "Lineage"),
-    ("composition", "Mixture composition per round"),
-    ("holdout", "Holdout status"),
-    ("decontamination", "Decontamination"),
-    ("mixture-hashes", "Mixture hash check"),
-    ("lengths", "Lengths"),
-    ("loops", "Loop table"),
-    ("evaluation", "Evaluation"),
-    ("dose-curve", "Dose curve"),
-)
-
-
-@dataclass
-class Table:
-    columns: list[str]
-    rows: list[list]
-
-    def markdown(self) -> str:
-        def cell(v):
-            return "" if v is None else str(v).replace("|", "\\|").replace("\n", " ")
-        lines = ["| " + " | ".join(self.columns) + " |", "| " + " | ".join("---" for _ in self.columns) + " |"]
-        lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in self.rows]
-        return "\n".join(lines)
-
-    def html(self) -> str:
-        head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in r)
-                       + "</tr>" for r in self.rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    paragraphs: list[str] = field(default_factory=list)
-    tables: list[tuple[str, Table]] = field(default_factory=list)    # (caption, table)
-    images: list[tuple[str, bytes]] = field(default_factory=list)    # (file name, PNG bytes)
-
 
 # -- data ------------------------------------------------------------------------
 
@@ -95,11 +51,11 @@ def _lineage_section(store, model: str, stages: list[dict]) -> Section:
         [st["name"], st["kind"], describe(st), st.get("job_id") or "-",
          "; ".join(f"{Path(m['path']).name} ({m['rows']}, {m['sha256'][:12]})" for m in st["mixtures"]) or "-"]
         for st in stages])))
-    s.images.append(("lineage.png", _lineage_png(stages)))
+    s.images.append(("lineage.png", _lineagefigure_png(stages)))
     return s
 
 
-def _lineage_png(stages: list[dict]) -> bytes:
+def _lineagefigure_png(stages: list[dict]) -> bytes:
     """Top to bottom: one level per generation (a stage sits below its deepest parent)."""
     import matplotlib
 
@@ -140,17 +96,7 @@ def _lineage_png(stages: list[dict]) -> bytes:
     ax.set_ylim(-len(levels) + 0.4, 0.6)
     ax.axis("off")
     ax.set_title("lineage, base at the top (grey base, blue DPO round, orange soup)", fontsize=9)
-    return _png(fig)
-
-
-def _png(fig) -> bytes:
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    # Fixed metadata so the same store renders the same bytes.
-    fig.savefig(buf, format="png", dpi=100, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return buf.getvalue()
+    return figure_png(fig)
 
 
 def _composition(store, rounds: list[str]) -> dict[str, dict[str, int]]:
@@ -198,7 +144,7 @@ def _composition_section(comp: dict[str, dict[str, int]]) -> Section:
     ax.set_xlabel("rows")
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title("mixture composition per round", fontsize=9)
-    s.images.append(("composition.png", _png(fig)))
+    s.images.append(("composition.png", figure_png(fig)))
     return s
 
 
@@ -328,7 +274,6 @@ def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section
 
 def _normalize_loop_table(result) -> Table:
     """loop_table's result (list of dicts / dataclasses, or (columns, rows)) as a Table."""
-
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
         return Table(list(result[0]), [list(r) for r in result[1]])
     rows = [asdict(r) if is_dataclass(r) else dict(r) for r in result]
@@ -339,7 +284,7 @@ def _normalize_loop_table(result) -> Table:
 def _loops_section(store) -> Section:
 
     s = Section("loops", "Loop table")
-    table = _normalize_loop_table(loops.loop_table(store))
+    table = _normalize_loop_table(loop_table(store))
     if not table.rows:
         s.paragraphs.append("No scanned outputs in the store (generations or evals with loop flags).")
         return s
@@ -377,8 +322,7 @@ def _judge_rows(store, model: str) -> list[list]:
     return rows
 
 
-def _evaluation_section(store, model: str) -> tuple[Section, list[list]]:
-
+def _evaluation_section(store, model: str) -> Section:
     s = Section("evaluation", "Evaluation")
     suites, matrix = _eval_matrix(store)
     if matrix:
@@ -404,7 +348,7 @@ def _evaluation_section(store, model: str) -> tuple[Section, list[list]]:
                                 "heavy flaws (this / other)"], judge)))
     elif matrix:
         s.paragraphs.append("No blind-judge verdicts involve this model.")
-    return s, judge
+    return s
 
 
 def _soup_groups(store) -> dict[tuple[str, str], dict[float, str]]:
@@ -456,7 +400,7 @@ def _dose_section(store) -> Section:
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
         ax.set_title(f"dose curve: {a} -> {b}", fontsize=9)
-        s.images.append((f"dose_{a}_{b}.png", _png(fig)))
+        s.images.append((f"dose_{a}_{b}.png", figure_png(fig)))
         s.tables.append((f"Dose points between {a} and {b}",
                          Table(["alpha", "model"] + list(series),
                                [[_fmt(alpha, 3), m] + [_fmt(dict(pts).get(alpha), 4) for pts in series.values()]
@@ -471,14 +415,6 @@ def _dose_section(store) -> Section:
 
 # -- assembly --------------------------------------------------------------------
 
-@dataclass
-class Report:
-    model: str
-    sections: list[Section]
-    training_data_md: str
-    evaluation_md: str
-
-
 def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
     """Every section's data, tables and pictures for `model` (a registered round)."""
     if not store.scalar("SELECT count(*) FROM rounds WHERE name = ?", [model]):
@@ -491,12 +427,12 @@ def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
     holdout_s, leak_reports = _holdout_section(store)
     decon_s, decon_rows = _decontam_section(store, rounds)
     hash_s, checks = _hash_section(store)
+    loops_s = _loops_section(store)
+    eval_s = _evaluation_section(store, model)
     sections = [lineage_s, comp_s, holdout_s, decon_s, hash_s, _lengths_section(store, rounds, tokenizer),
-                _loops_section(store)]
-    eval_s, judge = _evaluation_section(store, model)
-    sections += [eval_s, _dose_section(store)]
+                loops_s, eval_s, _dose_section(store)]
     training = _training_data_md(stages, comp, leak_reports, decon_rows, checks)
-    evaluation = _evaluation_md(eval_s, sections[6], leak_reports)
+    evaluation = _evaluation_md(eval_s, loops_s, leak_reports)
     return Report(model, sections, training, evaluation)
 
 
@@ -518,7 +454,7 @@ def _training_data_md(stages, comp, leak_reports, decon_rows, checks) -> str:
     if decon_rows:
         total = sum(r[4] for r in decon_rows)
         names = ", ".join(f"{r[0]} ({r[1]} items, {r[2]}-grams)" for r in decon_rows)
-        lines.append("" if not lines[-1] else "")
+        lines.append("")
         lines.append(f"Benchmark decontamination: word n-gram overlap against {names}: "
                      + ("no training row matched." if total == 0 else f"{total} training row(s) matched."))
     bad = [c for c in checks if c.status != "ok"]
@@ -540,56 +476,6 @@ def _evaluation_md(eval_s: Section, loops_s: Section, leak_reports) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def render_markdown(rep: Report) -> str:
-    out = [f"# Provenance report: {rep.model}", "",
-           "Generated by `pairstore audit report` from the store (read-only). Sections: "
-           + ", ".join(t for _, t in SECTIONS) + ".", ""]
-    for s in rep.sections:
-        out += [f"## {s.title}", ""]
-        out += [p + "\n" for p in s.paragraphs]
-        for name, _ in s.images:
-            out += [f"![{s.title}]({name})", ""]
-        for caption, t in s.tables:
-            out += [f"{caption}:", "", t.markdown(), ""]
-    out += ["---", "", "# Model card sections (paste-ready)", "", rep.training_data_md, "", rep.evaluation_md]
-    return "\n".join(out)
-
-
-_CSS = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-        "table{border-collapse:collapse;margin:0.5em 0 1.5em;font-size:13px}"
-        "td,th{border:1px solid #bbb;padding:3px 7px;text-align:left}th{background:#eee}"
-        "img{max-width:100%;border:1px solid #ddd}section{margin-bottom:2em}"
-        "pre{white-space:pre-wrap;background:#f6f6f6;padding:1em}")
-
-
-def render_html(rep: Report) -> str:
-    parts = ["<!DOCTYPE html>", "<html lang=\"en\"><head><meta charset=\"utf-8\">",
-             f"<title>Provenance report: {html.escape(rep.model)}</title><style>{_CSS}</style></head><body>",
-             f"<h1>Provenance report: {html.escape(rep.model)}</h1>",
-             "<nav><ul>" + "".join(f"<li><a href=\"#{k}\">{html.escape(t)}</a></li>" for k, t in SECTIONS)
-             + "</ul></nav>"]
-    for s in rep.sections:
-        parts.append(f"<section id=\"{s.key}\"><h2>{html.escape(s.title)}</h2>")
-        parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
-        for name, png in s.images:
-            data = base64.b64encode(png).decode("ascii")
-            parts.append(f"<figure><img alt=\"{html.escape(name)}\" src=\"data:image/png;base64,{data}\">"
-                         f"<figcaption>{html.escape(name)}</figcaption></figure>")
-        for caption, t in s.tables:
-            parts.append(f"<h3>{html.escape(caption)}</h3>{t.html()}")
-        parts.append("</section>")
-    parts.append("<section id=\"model-card\"><h2>Model card sections (paste-ready markdown)</h2>"
-                 f"<pre>{html.escape(rep.training_data_md)}\n\n{html.escape(rep.evaluation_md)}</pre></section>")
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def write_report(store, model: str, out_dir, *, tokenizer: str | None = None) -> dict:
     """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md", "images", "sections"}."""
     rep = build_report(store, model, tokenizer=tokenizer)
@@ -598,10 +484,10 @@ def write_report(store, model: str, out_dir, *, tokenizer: str | None = None) ->
     images = []
     for s in rep.sections:
         for name, png in s.images:
-            _atomic_write(out / name, png)
+            atomic_write_bytes(out / name, png)
             images.append(str(out / name))
-    _atomic_write(out / "report.md", render_markdown(rep).encode("utf-8"))
-    _atomic_write(out / "report.html", render_html(rep).encode("utf-8"))
+    atomic_write_bytes(out / "report.md", render_markdown(rep).encode("utf-8"))
+    atomic_write_bytes(out / "report.html", render_html(rep).encode("utf-8"))
     return {"html": str(out / "report.html"), "md": str(out / "report.md"), "images": images,
             "sections": [s.key for s in rep.sections],
-            "summary": json.loads(json.dumps({s.key: len(s.tables) + len(s.images) for s in rep.sections}))}
+            "summary": {s.key: len(s.tables) + len(s.images) for s in rep.sections}}

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 
 import xxhash
 
+from pairstore.errors import BadInput
+
 # Separates the key parts so ("a1", "2") and ("a", "12") hash differently.
 _SEP = "\x1f"
 _TWO64 = 1 << 64
@@ -38,7 +40,7 @@ class HashRng:
     def below(self, n: int) -> int:
         """Uniform integer in [0, n): rejection sampling, so no modulo bias."""
         if n <= 0:
-            raise ValueError(f"below() needs a positive bound, got {n}")
+            raise BadInput(f"below() needs a positive bound, got {n}")
         limit = _TWO64 - (_TWO64 % n)
         while True:
             value = self.u64()
@@ -48,12 +50,12 @@ class HashRng:
     def randint(self, low: int, high: int) -> int:
         """Uniform integer in [low, high], both ends included."""
         if high < low:
-            raise ValueError(f"randint({low}, {high}): empty range")
+            raise BadInput(f"randint({low}, {high}): empty range")
         return low + self.below(high - low + 1)
 
     def choice(self, seq: Sequence):
         if not seq:
-            raise ValueError("choice() from an empty sequence")
+            raise BadInput("choice() from an empty sequence")
         return seq[self.below(len(seq))]
 
     def chance(self, numerator: int, denominator: int) -> bool:

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 
 from audits.loops import LoopReport, scan
+from miners.registry import MineResult, write_pairs
 from miners.verify import answers_equal, extract_answer
 from pairstore.generations import record_verdicts
+from pairstore.holdout import HoldoutFilter
+from pairstore.pairs import Pair
 
 
 @dataclass
@@ -124,3 +127,16 @@ def record_judgments(store, judged: dict[str, Judged]) -> int:
          "loop_flagged": bool(j.report.flagged), "loop_catastrophic": bool(j.report.catastrophic),
          "loop_tail": bool(j.report.tail_loop), "max_repeat": int(j.report.max_repeat),
          "n_tokens": int(j.report.n_tokens)} for gid, j in judged.items()])
+
+
+def write_judged_pairs(store, result: MineResult, judge: OutputJudge, judged: dict[str, Judged], pairs: list[Pair],
+                       holdout: HoldoutFilter, *, judge_wall_s: float) -> MineResult:
+    """One transaction: the verdicts and loop flags onto `generations`, then the mined pairs; the seconds
+    spent judging and writing go to result.timings."""
+    t0 = time.perf_counter()
+    with store.transaction():
+        record_judgments(store, judged)
+        write_pairs(store, result, pairs, holdout)
+    result.timings = {"verify_s": judge.verify_s, "scan_s": judge.scan_s, "judge_wall_s": judge_wall_s,
+                      "write_s": time.perf_counter() - t0}
+    return result

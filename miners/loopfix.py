@@ -32,8 +32,8 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 
-from miners.judge import OutputJudge, record_judgments
-from miners.registry import MineResult, new_result, register, without_system, write_pairs
+from miners.judge import OutputJudge, write_judged_pairs
+from miners.registry import MineResult, new_result, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout import HoldoutFilter
 from pairstore.keys import seeded_rank
@@ -99,10 +99,4 @@ def mine_loopfix(store, *, model: str | None = None, per_task: int | None = None
                 source="loopfix", family=r["family"], task_key=r["task_key"],
                 origins=[Origin("generation", r["gen_id"], loopfix_rule(r["judged"], r["gold"])),
                          Origin("task", task_id, "canonical chosen answer")]))
-    t0 = time.perf_counter()
-    with store.transaction():
-        record_judgments(store, judged)
-        write_pairs(store, result, pairs, holdout)
-    result.timings = {"verify_s": judge.verify_s, "scan_s": judge.scan_s, "judge_wall_s": t_judge,
-                      "write_s": time.perf_counter() - t0}
-    return result
+    return write_judged_pairs(store, result, judge, judged, pairs, holdout, judge_wall_s=t_judge)

@@ -71,7 +71,6 @@ _loaded = False
 
 def register(name: str, *, version: str):
     """Decorator: register `fn(store, **options) -> MineResult` as miner `name`."""
-
     def wrap(fn):
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise PairstoreError(f"miner {name!r} registered twice")

@@ -46,9 +46,9 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 
-from miners.judge import OutputJudge, record_judgments
+from miners.judge import OutputJudge, write_judged_pairs
 from miners.patterns import solution_in_answer_style
-from miners.registry import MineResult, new_result, register, without_system, write_pairs
+from miners.registry import MineResult, new_result, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
@@ -152,13 +152,7 @@ def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int 
                 pairs.append(_pair("gold_repair", dataset, problem_id, gold, chosen, [], group))
         else:
             result.dropped["no correct answer"] += 1
-    t0 = time.perf_counter()
-    with store.transaction():
-        record_judgments(store, judged)
-        write_pairs(store, result, pairs, holdout)
-    result.timings = {"verify_s": judge.verify_s, "scan_s": judge.scan_s, "judge_wall_s": t_judge,
-                      "write_s": time.perf_counter() - t0}
-    return result
+    return write_judged_pairs(store, result, judge, judged, pairs, holdout, judge_wall_s=t_judge)
 
 
 def _pair(source: str, dataset: str, problem_id: str, gold: str, chosen: str, chosen_group: list[dict],

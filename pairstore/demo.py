@@ -46,14 +46,15 @@ import pairstore
 from audits.decontam import decontam
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths
-from audits.loops import loop_table, scan
+from audits.loop_table import loop_table
+from audits.loops import scan
 from audits.mixtures import check_mixtures
 from audits.report import write_report
 from generators.tasks import generate_loopfix
 from miners.registry import run_miner
 from pairstore.attach import attach_round
 from pairstore.checkpoints import register_checkpoint
-from pairstore.errors import GateRefused
+from pairstore.errors import GateRefused, PairstoreError
 from pairstore.export import export_round
 from pairstore.holdout import sample_holdout
 from pairstore.ingest import ingest_battles, ingest_generations, ingest_judgments, ingest_problems
@@ -304,7 +305,7 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
     mix = out_dir / "mixtures"
     try:
         export_round(store, "m11a-replay", mix)
-        raise RuntimeError("the gate let a leaking mixture through")   # the demo must never get here
+        raise PairstoreError("the gate let a leaking mixture through")   # the demo must never get here
     except GateRefused as e:
         ids = sorted({h.item_id for h in e.hits})
         step("export gate", f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, "
@@ -317,7 +318,6 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
 
 def _base_bundle(store, out_dir: Path) -> Path:
     """The tiny random model that stands in for so7a (registered as a base checkpoint)."""
-
     path = out_dir / "bundles" / INCUMBENT
     if not path.exists():
         make_tiny_bundle(path, seed=DEMO_SEED)

@@ -1,4 +1,4 @@
-"""Keys and hashes, each for its own job (DESIGN.md, "Keys and hashes").
+"""Keys and hashes, each for its own job (docs/design.md, "Keys and hashes").
 
 - content id: xxh3-128 of the exact text after Unicode NFC. Ids and dedup;
   `x²` and `x2` stay different.
@@ -23,27 +23,32 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import xxhash
 
+from pairstore.errors import BadInput
+
 ROLES = ("system", "user", "assistant")
 _WS = re.compile(r"\s+")
 # Separates turns inside one key text; a control character no normalizer emits.
 TURN_SEP = "\x1e"
 
 
-def canonical_messages(prompt, *, where: str = "prompt") -> list[dict]:
+def canonical_messages(prompt, *, where: str = "prompt", path=None, line: int | None = None) -> list[dict]:
     """A prompt as a list of {"role", "content"} dicts.
 
-    A plain string is one user message. A list must hold dicts (or (role, content)
-    pairs) with a known role and string content. Raises ValueError naming the
-    problem; callers wrap it with file and line.
+    A plain string is one user message. A list must hold dicts (or (role, content) pairs) with a known
+    role and string content. Anything else raises BadInput naming the field (`where`) and, when given,
+    the file and line.
     """
+    def bad(message: str) -> BadInput:
+        return BadInput(message, path=None if path is None else str(path), line=line, field=where)
+
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     if hasattr(prompt, "tolist"):  # numpy / arrow arrays from parquet
         prompt = prompt.tolist()
     if not isinstance(prompt, (list, tuple)):
-        raise ValueError(f"{where}: expected a string or a list of messages, got {type(prompt).__name__}")
+        raise bad(f"{where}: expected a string or a list of messages, got {type(prompt).__name__}")
     if not prompt:
-        raise ValueError(f"{where}: empty message list")
+        raise bad(f"{where}: empty message list")
     out = []
     for i, m in enumerate(prompt):
         if isinstance(m, dict):
@@ -51,11 +56,11 @@ def canonical_messages(prompt, *, where: str = "prompt") -> list[dict]:
         elif isinstance(m, (list, tuple)) and len(m) == 2:
             role, content = m
         else:
-            raise ValueError(f"{where}[{i}]: expected a message object with role and content")
+            raise bad(f"{where}[{i}]: expected a message object with role and content")
         if role not in ROLES:
-            raise ValueError(f"{where}[{i}].role: unknown role {role!r} (expected one of {', '.join(ROLES)})")
+            raise bad(f"{where}[{i}].role: unknown role {role!r} (expected one of {', '.join(ROLES)})")
         if not isinstance(content, str):
-            raise ValueError(f"{where}[{i}].content: expected a string, got {type(content).__name__}")
+            raise bad(f"{where}[{i}].content: expected a string, got {type(content).__name__}")
         out.append({"role": role, "content": content})
     return out
 

@@ -121,10 +121,7 @@ def candidate_table(rows: Iterable) -> pa.Table:
     """
     cols: dict[str, list] = {name: [] for name in CANDIDATE_SCHEMA.names}
     for row_index, pair_id, origin_ids, prompt, task_key in rows:
-        try:
-            msgs = canonical_messages(prompt)
-        except ValueError as e:
-            raise BadInput(str(e), line=int(row_index), field="prompt") from None
+        msgs = canonical_messages(prompt, line=int(row_index))
         cols["row_index"].append(int(row_index))
         cols["pair_id"].append(pair_id)
         cols["origin_ids"].append([str(o) for o in (origin_ids or [])])

@@ -59,10 +59,7 @@ def _sharegpt(value):
 
 
 def _messages(value, f: Fields, name: str) -> list[dict]:
-    try:
-        return canonical_messages(value, where=name)
-    except ValueError as e:
-        raise f.error(name, str(e)) from None
+    return canonical_messages(value, where=name, path=f.path, line=f.line)
 
 
 def _answer(value, f: Fields, name: str) -> str | None:

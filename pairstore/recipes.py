@@ -4,7 +4,7 @@
     pairstore round list
     pairstore round show m11a
 
-A recipe (DESIGN.md, "Round recipes") names a round, its kind (dpo, soup or
+A recipe (docs/recipes.md) names a round, its kind (dpo, soup or
 base), its parents, and for a dpo round the mixture (`[[mix]]` blocks) and the
 training settings (`[train]`); a soup names `a`, `b` and `alpha` instead. Every
 mistake is one plain error naming the file, the line and the field: an unknown

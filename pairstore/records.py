@@ -163,7 +163,6 @@ class Fields:
             raise self.error(name, f"not an ISO 8601 time: {v!r}") from None
         # Stored as naive UTC.
         if t.tzinfo is not None:
-
             t = t.astimezone(timezone.utc).replace(tzinfo=None)
         return t
 
@@ -173,10 +172,7 @@ class Fields:
             if required:
                 raise self.error(name, "missing field")
             return None
-        try:
-            return canonical_messages(v, where=name)
-        except ValueError as e:
-            raise BadInput(str(e), path=self.path, line=self.line, field=name) from None
+        return canonical_messages(v, where=name, path=self.path, line=self.line)
 
     def answer_text(self, name: str, *, required: bool = True) -> str | None:
         """An answer given as a string or as a message list (the last assistant message is the answer)."""

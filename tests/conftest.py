@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from pairstore.cli import cli
+from pairstore.pairs import Origin, Pair, add_pairs
 from pairstore.store import open_store
 
 
@@ -34,11 +35,82 @@ def run_cli(db_path):
     return run
 
 
-def write_jsonl(path, records) -> str:
+def _write_jsonl(path, records) -> str:
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
             f.write((r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)) + "\n")
     return str(path)
+
+
+@pytest.fixture
+def write_jsonl():
+    """write_jsonl(path, records) -> str: one JSON object per line (a string record is written as it is)."""
+    return _write_jsonl
+
+
+TRAIN_TABLE = """[train]
+beta = 0.1
+sft_weight = 0.7
+lora_rank = 8
+lora_alpha = 16
+lora_dropout = 0.0
+target_modules = "all-linear"
+learning_rate = 1e-6
+lr_scheduler = "cosine"
+warmup_ratio = 0.1
+max_steps = 10
+global_batch = 8
+per_device_batch = 1
+max_length = 512
+"""
+
+
+def _dpo_recipe(name="r1", *, system='system_prompt = "You are Brook."', blocks=None, seed=7):
+    blocks = blocks or ['source = "battle"\nupsample = 2.5', 'source = "loopfix"\nlimit = 5',
+                        'source = "self_repair"\nwhere = "family = \'math\'"', 'source = "compliance_sft"']
+    mix = "".join(f"[[mix]]\n{b}\n" for b in blocks)
+    return f'name = "{name}"\nkind = "dpo"\nparent = "base"\nseed = {seed}\n{system}\n{mix}{TRAIN_TABLE}'
+
+
+
+
+@pytest.fixture
+def dpo_recipe():
+    """dpo_recipe(name="r1", *, system=..., blocks=[...], seed=7) -> the TOML text of a small dpo round
+    (by default one block each of battle x2.5, loopfix limit 5, self_repair where family = 'math',
+    compliance_sft)."""
+    return _dpo_recipe
+
+
+def _fill_pairs(store):
+    pairs = []
+    for i in range(12):
+        pairs.append(Pair(prompt=f"Battle question {i}: how do tides work near estuary number {i}?",
+                          chosen=f"Tides near estuary {i} follow the moon.\nFinal answer: {i}",
+                          rejected=f"I hope it is correct: {i}", source="battle", family="science",
+                          origins=[Origin("battle", f"b{i:02d}", "vote=win → own chosen")]))
+    for i in range(10):
+        pairs.append(Pair(prompt=f"Count the letter r in the word number {i}.", chosen=f"Final answer: {i}",
+                          rejected="r r r r r r", source="loopfix", family="letter_count",
+                          task_key=f'letter_count:{{"i":{i}}}'))
+    for i in range(6):
+        pairs.append(Pair(prompt=[{"role": "system", "content": "old system"},
+                                  {"role": "user", "content": f"Solve problem {i}: x + {i} = 10. Café ☕ ﬁne"}],
+                          chosen=f"x = {10 - i}\nFinal answer: {10 - i}", rejected="x = 3",
+                          source="self_repair", family="math" if i % 2 else "gsm8k"))
+    pairs.append(Pair(prompt="Tabs\x0b and a literal \\u00e9 escape, math", chosen="Fine.\x1a", rejected="No.",
+                      source="self_repair", family="math"))
+    pairs.append(Pair(prompt="Please comply \x1f with the rule.", chosen="Complying.", rejected=None,
+                      source="compliance_sft", family="compliance"))
+    add_pairs(store, pairs, miner="test", miner_version="1")
+
+
+
+
+@pytest.fixture
+def fill_pairs():
+    """fill_pairs(store): 30 pairs of every source the default dpo_recipe selects, with odd characters."""
+    return _fill_pairs
 
 
 @pytest.fixture(scope="session")

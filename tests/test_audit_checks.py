@@ -24,7 +24,6 @@ from pairstore.errors import BadInput, GateRefused
 from pairstore.holdout import add_members
 from pairstore.keys import match_key, match_text, sha256_file
 from pairstore.pairs import Origin, Pair, add_pairs
-from tests.conftest import write_jsonl
 
 MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
@@ -140,7 +139,7 @@ def test_lengths_with_a_counter_and_sft_rows():
 
 # -- evals ingest ----------------------------------------------------------------
 
-def test_ingest_simple_jsonl(store, tmp_path, run_cli):
+def test_ingest_simple_jsonl(store, tmp_path, run_cli, write_jsonl):
     path = write_jsonl(tmp_path / "v6.jsonl", [
         {"item_id": "t1", "correct": True, "extracted_answer": "4", "gold": "4", "output": "2+2 = 4"},
         {"item_id": "t2", "score": 0.0, "output": ""},
@@ -164,7 +163,7 @@ def test_ingest_simple_jsonl(store, tmp_path, run_cli):
     assert res.exit_code == 0 and "added 3" in res.output
 
 
-def test_ingest_lm_eval_samples(store, tmp_path):
+def test_ingest_lm_eval_samples(store, tmp_path, write_jsonl):
     recs = []
     for doc_id, (em_strict, em_flex) in enumerate([(1.0, 1.0), (0.0, 1.0), (0.0, 0.0)]):
         for filt, em in (("strict-match", em_strict), ("flexible-extract", em_flex)):
@@ -267,10 +266,10 @@ def test_compare_tallies_and_clean_subset(store, tmp_path, run_cli):
 
 
 def test_lengths_with_a_bundle_tokenizer(store, tmp_path, run_cli):
-    from train.tiny import _tokenizer
+    from train.tiny import tiny_tokenizer
 
     bundle = tmp_path / "tiny"
-    _tokenizer().save_pretrained(str(bundle))      # a bundle's tokenizer files, without the weights
+    tiny_tokenizer().save_pretrained(str(bundle))      # a bundle's tokenizer files, without the weights
     path = write_export(tmp_path / "m11a.parquet", [("What is 12 + 30?", "12 + 30 = 42\nFinal answer: 42", "43")])
     add_round(store, "m11a", max_length=4)
     register_export(store, "e1", "m11a", path)
@@ -286,15 +285,14 @@ def test_lengths_with_a_bundle_tokenizer(store, tmp_path, run_cli):
     assert run_cli("audit", "lengths", "--tokenizer", str(tmp_path / "nope")).exit_code == 2
 
 
-def test_real_export_files_checked_and_measured(store, tmp_path, run_cli):
+def test_real_export_files_checked_and_measured(store, tmp_path, run_cli, dpo_recipe, fill_pairs):
     """An export made by pairstore.export (pair file + NLL-only file + evidence) through mixtures and lengths."""
     from pairstore.export import export_round
     from pairstore.recipes import add_round as add_recipe
-    from tests.test_export import fill, recipe
 
-    fill(store)
+    fill_pairs(store)
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
-    (tmp_path / "r1.toml").write_text(recipe())
+    (tmp_path / "r1.toml").write_text(dpo_recipe())
     add_recipe(store, tmp_path / "base.toml")
     add_recipe(store, tmp_path / "r1.toml")
     export_round(store, "r1", tmp_path / "out")

@@ -12,7 +12,6 @@ from audits.decontam import decontam, load_benchmark
 from pairstore.errors import BadInput
 from pairstore.ngrams import benchmark_hits, register_benchmark, words
 from pairstore.pairs import Pair, add_pairs
-from tests.conftest import write_jsonl
 
 GSM = [
     {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
@@ -57,7 +56,7 @@ def make_store(store, tmp_path):
     return res.pair_ids
 
 
-def test_planted_contamination_found_with_its_item(store, tmp_path):
+def test_planted_contamination_found_with_its_item(store, tmp_path, write_jsonl):
     ids = make_store(store, tmp_path)
     bench = write_jsonl(tmp_path / "gsm8k_test.jsonl", GSM)
     report = decontam(store, "gsm8k-test", bench)
@@ -76,7 +75,7 @@ def test_planted_contamination_found_with_its_item(store, tmp_path):
     assert {r.item_id for r in stricter.rows} == {"0", "1"}
 
 
-def test_register_feeds_benchmark_hits(store, tmp_path):
+def test_register_feeds_benchmark_hits(store, tmp_path, write_jsonl):
     bench = write_jsonl(tmp_path / "gsm8k_test.jsonl", GSM)
     report = decontam(store, "gsm8k-test", bench, register=True)
     assert report.registered
@@ -106,7 +105,7 @@ def test_hashes_agree_with_plain_python_reference(store):
     assert got == want and got
 
 
-def test_benchmark_formats(tmp_path):
+def test_benchmark_formats(tmp_path, write_jsonl):
     math = load_benchmark(write_jsonl(tmp_path / "math.jsonl", [
         {"problem": "Find $x$.", "solution": "x=1", "unique_id": "test/algebra/1.json"}]))
     assert math[0].item_id == "test/algebra/1.json" and math[0].text == "Find $x$."
@@ -128,7 +127,7 @@ def test_benchmark_formats(tmp_path):
         load_benchmark(write_jsonl(tmp_path / "odd.jsonl", [{"foo": 1}]))
 
 
-def test_cli_decontam(store, db_path, tmp_path, run_cli):
+def test_cli_decontam(store, db_path, tmp_path, run_cli, write_jsonl):
     make_store(store, tmp_path)
     store.close()
     bench = write_jsonl(tmp_path / "gsm8k_test.jsonl", GSM)

@@ -14,7 +14,6 @@ from pairstore.holdout import add_members
 from pairstore.keys import match_key, match_text
 from pairstore.pair_files import read_pair_file
 from pairstore.pairs import Origin, Pair, add_pairs
-from tests.conftest import write_jsonl
 
 WORDS = ("apple river quantum ledger violet harbor crystal meadow engine sonnet falcon glacier "
          "pepper lantern orbit marble tundra cactus velvet beacon canyon saddle prism thimble "
@@ -95,7 +94,7 @@ def clean_parquet(path):
     return str(path)
 
 
-def test_documented_finding_21_clean_13_leaked(store, tmp_path):
+def test_documented_finding_21_clean_13_leaked(store, tmp_path, write_jsonl):
     make_battles(store)
     leaky = write_jsonl(tmp_path / "s2_pairs_lf1.jsonl", leaky_records(store))
     other = clean_parquet(tmp_path / "s2_pairs_r8.parquet")
@@ -114,7 +113,7 @@ def test_documented_finding_21_clean_13_leaked(store, tmp_path):
         assert by_path[p]["leaked_ids"] == [] and by_path[p]["near_ids"] == []
 
 
-def test_cli_json_contract_and_registered_mixtures(store, db_path, tmp_path, run_cli):
+def test_cli_json_contract_and_registered_mixtures(store, db_path, tmp_path, run_cli, write_jsonl):
     make_battles(store)
     leaky = write_jsonl(tmp_path / "lf1.jsonl", leaky_records(store))
     other = clean_parquet(tmp_path / "r8.parquet")
@@ -150,7 +149,7 @@ def test_cli_json_contract_and_registered_mixtures(store, db_path, tmp_path, run
     assert res.exit_code == 2 and "nope" in res.output
 
 
-def test_bad_pair_file_names_line_and_field(store, tmp_path, run_cli):
+def test_bad_pair_file_names_line_and_field(store, tmp_path, run_cli, write_jsonl):
     make_battles(store, 3)
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "ok", "chosen": "a"}, {"chosen": "no prompt"}])
     store.close()
@@ -159,7 +158,7 @@ def test_bad_pair_file_names_line_and_field(store, tmp_path, run_cli):
     assert "bad.jsonl" in res.output and "line 2" in res.output and "prompt" in res.output
 
 
-def test_read_pair_file_layouts(tmp_path):
+def test_read_pair_file_layouts(tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "f.jsonl", [
         {"question": "q1", "chosen": "a", "rejected": "b"},
         {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},

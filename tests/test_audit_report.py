@@ -8,7 +8,8 @@ from html.parser import HTMLParser
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from audits.report import SECTIONS, write_report
+from audits.report import write_report
+from audits.report_render import SECTIONS
 from pairstore.holdout import add_members
 from pairstore.keys import match_key, match_text, sha256_file
 from pairstore.ngrams import register_benchmark

@@ -1,13 +1,10 @@
-"""The CLI starts fast: no heavy imports for --help or store commands; every command has help."""
+"""The CLI starts fast: no heavy imports for --help or store commands (help texts: tests/test_docs.py)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-import click
-
-from pairstore.cli import cli
 from pairstore.store import open_store
 
 HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib")
@@ -30,21 +27,3 @@ def test_help_and_store_commands_import_nothing_heavy(tmp_path):
             f"cli.main(['--db', {str(db)!r}, 'holdout', 'list'], standalone_mode=False)\n"
             f"cli.main(['--db', {str(db)!r}, 'sql', 'SELECT count(*) FROM pairs'], standalone_mode=False)")
     assert _loaded_after(code) == set()
-
-
-def _commands(cmd, path):
-    yield path, cmd
-    if isinstance(cmd, click.Group):
-        for name, sub in cmd.commands.items():
-            yield from _commands(sub, path + [name])
-
-
-def test_every_command_and_option_has_help():
-    missing = []
-    for path, cmd in _commands(cli, ["pairstore"]):
-        if not (cmd.help or "").strip():
-            missing.append(" ".join(path))
-        for p in cmd.params:
-            if isinstance(p, click.Option) and not (p.help or "").strip() and p.name not in ("help", "version"):
-                missing.append(f"{' '.join(path)} {p.opts[0]}")
-    assert not missing, f"no help text: {missing}"

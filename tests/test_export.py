@@ -16,63 +16,16 @@ from pairstore.export import export_round
 from pairstore.keys import content_hash_rows, sha256_file
 from pairstore.lineage import lineage
 from pairstore.mixture_writer import row_digest, rows_content_hash
-from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.pairs import Pair, add_pairs
 from pairstore.recipes import add_round
 from pairstore.store import open_store
-from tests.conftest import write_jsonl
-
-TRAIN = """[train]
-beta = 0.1
-sft_weight = 0.7
-lora_rank = 8
-lora_alpha = 16
-lora_dropout = 0.0
-target_modules = "all-linear"
-learning_rate = 1e-6
-lr_scheduler = "cosine"
-warmup_ratio = 0.1
-max_steps = 10
-global_batch = 8
-per_device_batch = 1
-max_length = 512
-"""
-
-
-def recipe(name="r1", *, system='system_prompt = "You are Brook."', blocks=None, seed=7):
-    blocks = blocks or ['source = "battle"\nupsample = 2.5', 'source = "loopfix"\nlimit = 5',
-                        'source = "self_repair"\nwhere = "family = \'math\'"', 'source = "compliance_sft"']
-    mix = "".join(f"[[mix]]\n{b}\n" for b in blocks)
-    return f'name = "{name}"\nkind = "dpo"\nparent = "base"\nseed = {seed}\n{system}\n{mix}{TRAIN}'
-
-
-def fill(store):
-    pairs = []
-    for i in range(12):
-        pairs.append(Pair(prompt=f"Battle question {i}: how do tides work near estuary number {i}?",
-                          chosen=f"Tides near estuary {i} follow the moon.\nFinal answer: {i}",
-                          rejected=f"I hope it is correct: {i}", source="battle", family="science",
-                          origins=[Origin("battle", f"b{i:02d}", "vote=win → own chosen")]))
-    for i in range(10):
-        pairs.append(Pair(prompt=f"Count the letter r in the word number {i}.", chosen=f"Final answer: {i}",
-                          rejected="r r r r r r", source="loopfix", family="letter_count",
-                          task_key=f'letter_count:{{"i":{i}}}'))
-    for i in range(6):
-        pairs.append(Pair(prompt=[{"role": "system", "content": "old system"},
-                                  {"role": "user", "content": f"Solve problem {i}: x + {i} = 10. Café ☕ ﬁne"}],
-                          chosen=f"x = {10 - i}\nFinal answer: {10 - i}", rejected="x = 3",
-                          source="self_repair", family="math" if i % 2 else "gsm8k"))
-    pairs.append(Pair(prompt="Tabs\x0b and a literal \\u00e9 escape, math", chosen="Fine.\x1a", rejected="No.",
-                      source="self_repair", family="math"))
-    pairs.append(Pair(prompt="Please comply \x1f with the rule.", chosen="Complying.", rejected=None,
-                      source="compliance_sft", family="compliance"))
-    add_pairs(store, pairs, miner="test", miner_version="1")
 
 
 @pytest.fixture
-def setup(store, tmp_path):
-    fill(store)
+def setup(store, tmp_path, dpo_recipe, fill_pairs):
+    fill_pairs(store)
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
-    (tmp_path / "r1.toml").write_text(recipe())
+    (tmp_path / "r1.toml").write_text(dpo_recipe())
     add_round(store, tmp_path / "base.toml")
     add_round(store, tmp_path / "r1.toml")
     return store
@@ -151,11 +104,11 @@ def test_same_store_and_recipe_give_byte_identical_files(setup, tmp_path):
     assert setup.scalar("SELECT count(*) FROM exports") == 4
 
 
-def test_seeded_limit_is_deterministic_and_depends_on_the_seed(setup, tmp_path):
+def test_seeded_limit_is_deterministic_and_depends_on_the_seed(setup, tmp_path, dpo_recipe):
     store = setup
-    (tmp_path / "r2.toml").write_text(recipe("r2", blocks=['source = "loopfix"\nlimit = 5'], seed=7))
-    (tmp_path / "r3.toml").write_text(recipe("r3", blocks=['source = "loopfix"\nlimit = 5'], seed=8))
-    (tmp_path / "r4.toml").write_text(recipe("r4", blocks=['source = "loopfix"\nlimit = 50'], seed=8))
+    (tmp_path / "r2.toml").write_text(dpo_recipe("r2", blocks=['source = "loopfix"\nlimit = 5'], seed=7))
+    (tmp_path / "r3.toml").write_text(dpo_recipe("r3", blocks=['source = "loopfix"\nlimit = 5'], seed=8))
+    (tmp_path / "r4.toml").write_text(dpo_recipe("r4", blocks=['source = "loopfix"\nlimit = 50'], seed=8))
     for n in ("r2", "r3", "r4"):
         add_round(store, tmp_path / f"{n}.toml")
     ids = {}
@@ -173,11 +126,11 @@ def test_seeded_limit_is_deterministic_and_depends_on_the_seed(setup, tmp_path):
     assert ev["blocks"][0]["note"].startswith("limit 50 > 10")
 
 
-def test_where_must_be_a_read_only_deterministic_condition(setup, tmp_path):
+def test_where_must_be_a_read_only_deterministic_condition(setup, tmp_path, dpo_recipe):
     store = setup
     for i, where in enumerate(["nextval('audit_log_seq') > 0", "random() < 0.5", "no_such_column = 1",
                                "1=1) UNION SELECT 'x' --"]):
-        (tmp_path / f"w{i}.toml").write_text(recipe(f"w{i}", blocks=[f'source = "battle"\nwhere = "{where}"']))
+        (tmp_path / f"w{i}.toml").write_text(dpo_recipe(f"w{i}", blocks=[f'source = "battle"\nwhere = "{where}"']))
         add_round(store, tmp_path / f"w{i}.toml")
         with pytest.raises(BadInput) as e:
             export_round(store, f"w{i}", tmp_path / "w")
@@ -186,9 +139,9 @@ def test_where_must_be_a_read_only_deterministic_condition(setup, tmp_path):
     assert store.scalar("SELECT count(*) FROM exports") == 0
 
 
-def test_system_prompt_from_the_parent_bundle(setup, tmp_path, run_cli):
+def test_system_prompt_from_the_parent_bundle(setup, tmp_path, run_cli, dpo_recipe):
     store = setup
-    (tmp_path / "rb.toml").write_text(recipe("rb", system='system_prompt = "bundle"'))
+    (tmp_path / "rb.toml").write_text(dpo_recipe("rb", system='system_prompt = "bundle"'))
     add_round(store, tmp_path / "rb.toml")
     with pytest.raises(BadInput, match="has no registered path"):
         export_round(store, "rb", tmp_path / "x")
@@ -213,10 +166,10 @@ def test_system_prompt_from_the_parent_bundle(setup, tmp_path, run_cli):
     assert res.output.splitlines()[0].endswith(f"sha256 {res2.files['dpo']['sha256']}")
 
 
-def test_export_refuses_soups_unknown_rounds_and_empty_mixtures(setup, tmp_path, run_cli):
+def test_export_refuses_soups_unknown_rounds_and_empty_mixtures(setup, tmp_path, run_cli, dpo_recipe):
     store = setup
     (tmp_path / "s.toml").write_text('name = "s"\nkind = "soup"\na = "base"\nb = "r1"\nalpha = 0.5\n')
-    (tmp_path / "e.toml").write_text(recipe("e", blocks=['source = "style"']))
+    (tmp_path / "e.toml").write_text(dpo_recipe("e", blocks=['source = "style"']))
     add_round(store, tmp_path / "s.toml")
     add_round(store, tmp_path / "e.toml")
     store.close()
@@ -232,7 +185,7 @@ def test_export_refuses_soups_unknown_rounds_and_empty_mixtures(setup, tmp_path,
     assert res.exit_code == 2
 
 
-def test_round_attach_registers_an_outside_file(setup, tmp_path, run_cli):
+def test_round_attach_registers_an_outside_file(setup, tmp_path, run_cli, write_jsonl):
     store = setup
     known = store.rows("SELECT prompt, chosen, rejected, pair_id FROM pairs WHERE source = 'battle' "
                        "ORDER BY pair_id LIMIT 1")[0]
@@ -284,7 +237,7 @@ def test_attaching_an_export_matches_its_pairs_and_content_hash(setup, tmp_path)
     assert [r["pair_id"] for r in er] == pq.read_table(res.files["dpo"]["path"]).column("pair_id").to_pylist()
 
 
-def test_attach_reports_bad_rows_with_file_and_line(setup, tmp_path):
+def test_attach_reports_bad_rows_with_file_and_line(setup, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "ok?", "chosen": "a", "rejected": "b"},
                                                 {"prompt": 5, "chosen": "a", "rejected": "b"}])
     with pytest.raises(BadInput) as e:
@@ -320,7 +273,7 @@ def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkey
     assert pq.ParquetFile(small.files["dpo"]["path"]).metadata.num_row_groups == 8     # 39 rows / 5
 
 
-def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monkeypatch):
+def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monkeypatch, dpo_recipe):
     """The fetch size (and so how DuckDB chunks what it hands over) must not change a byte: with answers
     long enough to fill several data pages per row group, chunk boundaries would move page boundaries."""
     import random
@@ -333,7 +286,7 @@ def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monke
                  rejected=" ".join(rng.choice(("one", "two", "three")) for _ in range(9000)))
             for i in range(300)]
     add_pairs(setup, long, miner="test", miner_version="1")
-    (tmp_path / "rl.toml").write_text(recipe("rl", blocks=['source = "style"\nupsample = 2']))
+    (tmp_path / "rl.toml").write_text(dpo_recipe("rl", blocks=['source = "style"\nupsample = 2']))
     add_round(setup, tmp_path / "rl.toml")
     big = export_round(setup, "rl", tmp_path / "big")
     monkeypatch.setattr(export, "FETCH_ROWS", 7)

@@ -17,8 +17,6 @@ from pairstore.matching import FUZZY_THRESHOLD, candidate_table, find_holdout_hi
 from pairstore.pairs import Origin, Pair, add_pairs
 from pairstore.recipes import add_round
 from pairstore.store import open_store
-from tests.conftest import write_jsonl
-from tests.test_export import recipe
 
 LONG = ("I am planning a trip to Kyoto in late autumn and would like to see the maple leaves at the old "
         "temples. Which three temples would you recommend visiting, and how should I order them in a "
@@ -40,7 +38,7 @@ def pair(prompt, i, source="battle", origins=(), task_key=None):
 
 
 @pytest.fixture
-def gated(store, tmp_path):
+def gated(store, tmp_path, dpo_recipe):
     """A store with clean pairs, a holdout set `judge` and a registered round per mix source."""
     clean = [pair(f"Clean question {i}: what is the boiling point of water at altitude {i} km?", i,
                   origins=[f"c{i}"]) for i in range(5)]
@@ -55,7 +53,7 @@ def gated(store, tmp_path):
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
     add_round(store, tmp_path / "base.toml")
     for name, src in (("rb", "battle"), ("rl", "loopfix"), ("ra", "attached")):
-        (tmp_path / f"{name}.toml").write_text(recipe(name, blocks=[f'source = "{src}"']))
+        (tmp_path / f"{name}.toml").write_text(dpo_recipe(name, blocks=[f'source = "{src}"']))
         add_round(store, tmp_path / f"{name}.toml")
     return store
 
@@ -220,7 +218,7 @@ def arena_prompt(i: int) -> str:
     return f"Question {i} for the café in Zürich: tell me about " + " ".join(words) + "."
 
 
-def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(store, tmp_path, run_cli):
+def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(store, tmp_path, run_cli, write_jsonl, dpo_recipe):
     votes = ["win", "loss", "tie", "both_bad"]
     battles = [{"battle_id": f"a{i:03d}", "vote": votes[i % 4], "prompt": arena_prompt(i),
                 "own_answer": f"Own answer {i}.", "opponent_answer": f"Opponent answer {i}.",
@@ -243,7 +241,7 @@ def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(
     path = write_jsonl(tmp_path / "s2_pairs_lf1.jsonl", external)
     assert sum(unicodedata.normalize("NFKD", by_id[b]["prompt"]) != by_id[b]["prompt"] for b in leaked) == 13
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
-    (tmp_path / "m11x.toml").write_text(recipe("m11x", blocks=['source = "attached"']))
+    (tmp_path / "m11x.toml").write_text(dpo_recipe("m11x", blocks=['source = "attached"']))
     store.close()
     assert run_cli("round", "add", tmp_path / "base.toml", tmp_path / "m11x.toml").exit_code == 0
     # history: attaching the old pair file records it, leaks included (attach is not gated)

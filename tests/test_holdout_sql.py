@@ -10,13 +10,12 @@ from pairstore.errors import BadInput
 from pairstore.holdout import active_members, held_task_keys, sample_holdout
 from pairstore.ingest import ingest_battles
 from pairstore.store import open_store
-from tests.conftest import write_jsonl
 
 VOTES = ["win"] * 40 + ["loss"] * 36 + ["tie"] * 16 + ["both_bad"] * 12
 
 
 @pytest.fixture
-def battles_file(tmp_path):
+def battles_file(tmp_path, write_jsonl):
     recs = [{"battle_id": f"b{i:03d}", "prompt": f"Question {i} about topic {i % 7}?", "own_answer": "o",
              "opponent_answer": "p", "vote": VOTES[i], "category": ["math", "chat", "code"][i % 3]}
             for i in range(len(VOTES))]

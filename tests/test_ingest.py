@@ -23,7 +23,6 @@ from pairstore.ingest import (
     ingest_problems,
 )
 from pairstore.store import open_store
-from tests.conftest import write_jsonl
 
 
 def battle(i, **kw):
@@ -37,7 +36,7 @@ def count(store, table):
     return store.scalar(f"SELECT count(*) FROM {table}")
 
 
-def test_ingest_battles_single_and_multi_turn(store, tmp_path):
+def test_ingest_battles_single_and_multi_turn(store, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "b.jsonl", [
         battle(1),
         battle(2, vote="loss", voted_at="2026-03-01T12:00:00Z", own_model="brook", opponent_model="rival"),
@@ -55,7 +54,7 @@ def test_ingest_battles_single_and_multi_turn(store, tmp_path):
     assert store.scalar("SELECT count(*) FROM ingests") == 1
 
 
-def test_cli_ingest_battles_reingest_is_noop(run_cli, tmp_path):
+def test_cli_ingest_battles_reingest_is_noop(run_cli, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "b.jsonl", [battle(i) for i in range(3)])
     r = run_cli("ingest", "battles", path)
     assert r.exit_code == 0 and r.output == "battles: read 3, added 3\n"
@@ -81,7 +80,7 @@ BAD_CASES = [
 
 
 @pytest.mark.parametrize("name, records, message", BAD_CASES, ids=[c[0] for c in BAD_CASES])
-def test_bad_battle_records_write_nothing(run_cli, store, tmp_path, name, records, message):
+def test_bad_battle_records_write_nothing(run_cli, store, tmp_path, name, records, message, write_jsonl):
     path = tmp_path / "bad.jsonl"
     if name == "truncated last line":
         path.write_text(records[0] + "\n" + records[1], encoding="utf-8")
@@ -108,7 +107,7 @@ def test_non_utf8_and_empty_files(run_cli, tmp_path):
     assert r.exit_code == 2 and r.output == f"error: {empty}: empty file\n"
 
 
-def test_known_id_with_different_content_is_an_error(store, tmp_path):
+def test_known_id_with_different_content_is_an_error(store, tmp_path, write_jsonl):
     ingest_battles(store, write_jsonl(tmp_path / "a.jsonl", [battle(1), battle(2)]))
     path = write_jsonl(tmp_path / "b.jsonl", [battle(3), battle(2, own_answer="rewritten")])
     with pytest.raises(BadInput, match=r"line 2, field 'battle_id': battle_id 'b2' is already in the store"):
@@ -116,7 +115,7 @@ def test_known_id_with_different_content_is_an_error(store, tmp_path):
     assert count(store, "battles") == 2  # b3 was not written either
 
 
-def test_ten_megabyte_answer_is_accepted(store, tmp_path):
+def test_ten_megabyte_answer_is_accepted(store, tmp_path, write_jsonl):
     big = "word " * (2 * 1024 * 1024)  # 10 MiB
     ingest_battles(store, write_jsonl(tmp_path / "big.jsonl", [battle(1, own_answer=big)]))
     assert store.scalar("SELECT length(own_answers[1]) FROM battles") == len(big)
@@ -135,7 +134,7 @@ def test_parquet_battles_and_wrong_column_type(store, tmp_path):
     assert count(store, "battles") == 2
 
 
-def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path):
+def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "b.jsonl", [battle(i) for i in range(2000)])
     # The child runs the real ingest and stops inside its transaction, after the rows are inserted.
     child = textwrap.dedent(f"""
@@ -177,7 +176,7 @@ def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
         holder.wait()
 
 
-def test_several_readers_at_once(db_path, tmp_path):
+def test_several_readers_at_once(db_path, tmp_path, write_jsonl):
     with open_store(db_path) as s:
         ingest_battles(s, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
     code = (f"import time; from pairstore.store import open_store; s = open_store({str(db_path)!r}, read_only=True);"
@@ -190,7 +189,7 @@ def test_several_readers_at_once(db_path, tmp_path):
 
 # --- problems ---------------------------------------------------------------
 
-def test_ingest_problems_gsm8k_and_math_local(store, tmp_path):
+def test_ingest_problems_gsm8k_and_math_local(store, tmp_path, write_jsonl):
     gsm = write_jsonl(tmp_path / "gsm8k-train.jsonl", [
         {"question": "Ann has 48 apples and gives half away. How many are left?",
          "answer": "She gives 48/2 = <<48/2=24>>24 away.\n#### 24"},
@@ -212,7 +211,7 @@ def test_ingest_problems_gsm8k_and_math_local(store, tmp_path):
     assert ingest_problems(store, "math", path=math_path).added == 0
 
 
-def test_test_split_is_refused(run_cli, tmp_path):
+def test_test_split_is_refused(run_cli, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "test.jsonl", [{"question": "q", "answer": "#### 1"}])
     r = run_cli("ingest", "problems", "--dataset", "gsm8k", "--path", path)
     assert r.exit_code == 2 and "looks like a test/validation split" in r.output
@@ -221,7 +220,7 @@ def test_test_split_is_refused(run_cli, tmp_path):
     assert r.exit_code == 2 and "split 'test' refused" in r.output
 
 
-def test_problem_without_gold_names_line_and_field(store, tmp_path):
+def test_problem_without_gold_names_line_and_field(store, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "train.jsonl", [{"question": "q", "answer": "#### 1"},
                                                   {"question": "q2", "answer": "no marker"}])
     with pytest.raises(BadInput, match=r"line 2, field 'answer': no '#### <answer>' line"):
@@ -231,7 +230,7 @@ def test_problem_without_gold_names_line_and_field(store, tmp_path):
 
 # --- generations, pairs, judgments -----------------------------------------
 
-def test_ingest_generations_on_problems_and_prompts(store, tmp_path):
+def test_ingest_generations_on_problems_and_prompts(store, tmp_path, write_jsonl):
     ingest_problems(store, "gsm8k", path=write_jsonl(tmp_path / "train.jsonl",
                                                       [{"question": "1+1?", "answer": "#### 2"}]))
     pid = store.scalar("SELECT problem_id FROM problems")
@@ -248,7 +247,7 @@ def test_ingest_generations_on_problems_and_prompts(store, tmp_path):
         ingest_generations(store, bad, model="so7a")
 
 
-def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path):
+def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "p.jsonl", [
         {"prompt": "q1", "chosen": "good", "rejected": "bad"},
         {"prompt": [{"role": "user", "content": "q2"}], "chosen": "good2", "rejected": "bad2"},
@@ -267,7 +266,7 @@ def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path):
     assert store.scalar("SELECT count(*) FROM pair_origins WHERE origin_kind = 'import'") == 4
 
 
-def test_ingest_judgments(store, tmp_path):
+def test_ingest_judgments(store, tmp_path, write_jsonl):
     ingest_battles(store, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
     path = write_jsonl(tmp_path / "j.jsonl", [
         {"battle_id": "b1", "model_a": "sm11a", "model_b": "so7a", "winner": "a", "heavy_flaw_b": True}])

@@ -3,6 +3,7 @@ import unicodedata
 
 import pytest
 
+from pairstore.errors import BadInput
 from pairstore.keys import (
     canonical_messages,
     content_hash_rows,
@@ -27,7 +28,7 @@ def test_canonical_messages_from_string_and_list():
     (42, "expected a string or a list"),
 ])
 def test_canonical_messages_rejects(bad, needle):
-    with pytest.raises(ValueError, match=needle):
+    with pytest.raises(BadInput, match=needle):
         canonical_messages(bad)
 
 

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
+from audits.loop_table import loop_table
 from audits.loops import (
-    _SPACES,
     CATASTROPHIC_REPEATS,
-    _tokenize_joined,
-    loop_table,
+    SPACES,
     scan,
     scan_many,
     tokenize,
+    tokenize_spans,
 )
 from pairstore.errors import NotFound
 
@@ -360,15 +360,15 @@ def test_vectorised_tokenizer_matches_tokenize():
     samples = ["a\u3000b c\u00a0d\te\nf", "中文abc中 x\u2028y", "\x1cq\x1fr  s", "ｆｕｌｌ　ｗｉｄｔｈ。ok",
                "ascii only, with punctuation!", "émigré café naïve", "한국어 문장 입니다"]
     for text in samples:
-        starts, ends, _ = _tokenize_joined(text, text.isascii())
+        starts, ends, _ = tokenize_spans(text, text.isascii())
         assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == tokenize(text)
     assert tokenize("我爱你") == ["我", "爱", "你"]
-    assert sorted(c for c in range(0x110000) if chr(c).isspace()) == sorted(_SPACES)
+    assert sorted(c for c in range(0x110000) if chr(c).isspace()) == sorted(SPACES)
 
 
 def test_equal_tokens_get_equal_hashes():
     text = " ".join(["alpha", "beta", "alpha", "gamma", "beta", "alpha"] * 3)
-    starts, ends, ids = _tokenize_joined(text, True)
+    starts, ends, ids = tokenize_spans(text, True)
     by_token = {}
     for a, b, h in zip(starts.tolist(), ends.tolist(), ids.tolist()):
         by_token.setdefault(text[a:b], set()).add(h)
@@ -376,14 +376,15 @@ def test_equal_tokens_get_equal_hashes():
     assert len({next(iter(v)) for v in by_token.values()}) == 3
 
 
-def test_huge_text_hashing_path_gives_the_same_hashes(monkeypatch):
+def test_huge_text_hashing_path_gives_the_same_reports(monkeypatch):
     import audits.loops as loops
 
-    text = " ".join(["alpha", "beta", "中文", "gamma", "x" * 40] * 30)
-    table = loops._tokenize_joined(text, False)[2]
-    monkeypatch.setattr(loops, "_POWER_TABLE_MAX", 16)  # as if the text were too long for the tables
-    assert (loops._tokenize_joined(text, False)[2] == table).all()
-    assert scan(text + " " + "loop again " * 120).catastrophic
+    texts = [" ".join(["alpha", "beta", "中文", "gamma", "x" * 40] * 30),
+             "loop again " * 120, "Count: " + " ".join(str(i) for i in range(300)) + " 7 7 7 7 7 7 7 7 7 7 7 7 7"]
+    before = [scan(t) for t in texts]
+    monkeypatch.setattr(loops, "POWER_TABLE_MAX", 16)  # as if every text were too long for the tables
+    assert [scan(t) for t in texts] == before
+    assert scan(texts[0] + " " + "loop again " * 120).catastrophic
 
 
 # ---- loop table and CLI -----------------------------------------------------------

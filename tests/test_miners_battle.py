@@ -10,7 +10,6 @@ from miners.registry import miner_names, run_miner
 from pairstore.holdout import add_members, remove_member, sample_holdout
 from pairstore.ingest import ingest_battles, ingest_pairs
 from pairstore.keys import match_key, match_text
-from tests.conftest import write_jsonl
 
 
 def battle(bid, vote, prompt, own, opp, **kw):
@@ -42,7 +41,7 @@ BATTLES = [
 ]
 
 
-def load(store, tmp_path, records=BATTLES):
+def load(write_jsonl, store, tmp_path, records=BATTLES):
     ingest_battles(store, write_jsonl(tmp_path / "battles.jsonl", records))
 
 
@@ -53,8 +52,8 @@ def pairs_by_origin(store):
     return {r["origin_id"]: r for r in rows}
 
 
-def test_battle_miner_exact_pairs_origins_and_drops(store, tmp_path):
-    load(store, tmp_path)
+def test_battle_miner_exact_pairs_origins_and_drops(store, tmp_path, write_jsonl):
+    load(write_jsonl, store, tmp_path)
     res = mine_battles(store)
     assert res.miner == "battle" and res.version == "1"
     assert res.kept == 5
@@ -88,8 +87,8 @@ def test_battle_miner_exact_pairs_origins_and_drops(store, tmp_path):
     assert store.scalar("SELECT count(*) FROM pairs") == 5
 
 
-def test_battle_miner_is_idempotent(store, tmp_path):
-    load(store, tmp_path)
+def test_battle_miner_is_idempotent(store, tmp_path, write_jsonl):
+    load(write_jsonl, store, tmp_path)
     first = mine_battles(store)
     before = store.rows("SELECT * FROM pairs ORDER BY pair_id")
     origins = store.scalar("SELECT count(*) FROM pair_origins")
@@ -112,14 +111,14 @@ def test_identity_drop_covers_earlier_turns_and_patterns():
         assert names_own_model(text) is None, text
 
 
-def test_holdout_battles_skipped_by_id_and_match_key(store, tmp_path):
+def test_holdout_battles_skipped_by_id_and_match_key(store, tmp_path, write_jsonl):
     records = BATTLES + [
         battle("h1", "win", "A secret   question?", "own h1", "opp h1"),
         # another form of h1's prompt (CRLF, case, NFKC width, a system prompt): same match key
         battle("h2", "loss", [{"role": "system", "content": "You are kind."},
                               {"role": "user", "content": "a ＳＥＣＲＥＴ\r\nquestion?"}], "own h2", "opp h2"),
     ]
-    load(store, tmp_path, records)
+    load(write_jsonl, store, tmp_path, records)
     add_members(store, "judge", [{"item_id": "h1", "item_kind": "battle", "match_key": match_key("A secret question?"),
                                   "match_text": match_text("A secret question?"), "task_key": None}])
     res = mine_battles(store)
@@ -131,7 +130,7 @@ def test_holdout_battles_skipped_by_id_and_match_key(store, tmp_path):
     assert "holdout" not in res.dropped and res.kept == 2
 
 
-def test_incident_no_pair_from_any_of_34_holdout_battles(store, tmp_path):
+def test_incident_no_pair_from_any_of_34_holdout_battles(store, tmp_path, write_jsonl):
     """The incident: 13 of 34 held-out battles reached a round's pair file. Here a 34-battle holdout is
     drawn, an external pair file holding 13 of them (CRLF, trailing spaces, NFKD, a system prompt) is
     ingested, and `mine battle` produces no pair from any held-out battle and counts each as 'holdout'."""
@@ -139,7 +138,7 @@ def test_incident_no_pair_from_any_of_34_holdout_battles(store, tmp_path):
     records = [battle(f"a{i:03d}", votes[i % 4], f"Arena question {i}: explain topic {i * 7 % 31}.",
                       f"own answer {i}", f"opponent answer {i}", category=["math", "code", "chat"][i % 3])
                for i in range(120)]
-    load(store, tmp_path, records)
+    load(write_jsonl, store, tmp_path, records)
     held = sample_holdout(store, "judge34", n=34, seed=263)
     assert len(held) == 34
     by_id = {r["battle_id"]: r for r in records}
@@ -170,9 +169,9 @@ def test_incident_no_pair_from_any_of_34_holdout_battles(store, tmp_path):
     assert res.kept == wins_losses
 
 
-def test_registry_and_cli_mine_battle(run_cli, store, tmp_path):
+def test_registry_and_cli_mine_battle(run_cli, store, tmp_path, write_jsonl):
     assert {"battle", "self_repair", "loopfix", "style", "ultrafeedback", "compliance"} <= set(miner_names())
-    load(store, tmp_path)
+    load(write_jsonl, store, tmp_path)
     store.close()
     r = run_cli("mine", "battle")
     assert r.exit_code == 0, r.output
@@ -190,6 +189,6 @@ def test_registry_and_cli_mine_battle(run_cli, store, tmp_path):
     assert r.exit_code == 2 and r.output.startswith("error: field 'where': bad SQL condition")
 
 
-def test_run_miner_by_name(store, tmp_path):
-    load(store, tmp_path)
+def test_run_miner_by_name(store, tmp_path, write_jsonl):
+    load(write_jsonl, store, tmp_path)
     assert run_miner(store, "battle").kept == 5

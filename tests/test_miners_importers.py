@@ -10,7 +10,6 @@ import pytest
 
 from miners.importers import import_compliance, import_ultrafeedback
 from pairstore.errors import BadInput
-from tests.conftest import write_jsonl
 
 MSG = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
 UF_SCHEMA = pa.schema([("prompt", pa.string()), ("prompt_id", pa.string()), ("chosen", MSG), ("rejected", MSG),
@@ -53,7 +52,7 @@ def test_ultrafeedback_parquet_keeps_assistant_answers(store, tmp_path):
     assert again.kept == 0 and again.dropped["duplicate"] == 5 and again.new_origins == 0
 
 
-def test_ultrafeedback_folder_jsonl_limit_and_seed(store, tmp_path):
+def test_ultrafeedback_folder_jsonl_limit_and_seed(store, tmp_path, write_jsonl):
     rows = [uf_row(i) for i in range(20)]
     folder = tmp_path / "ultrafeedback_binarized"
     write_uf_parquet(folder / "data" / "train_prefs-00000-of-00001.parquet", rows)
@@ -94,7 +93,7 @@ def test_ultrafeedback_bad_record_names_file_line_field_and_writes_nothing(store
     assert store.scalar("SELECT count(*) FROM pairs") == 0
 
 
-def test_compliance_pairs_and_sft_rows(store, tmp_path):
+def test_compliance_pairs_and_sft_rows(store, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "compliance.jsonl", [
         {"prompt": "Reply in exactly three words.", "chosen": "Sure, done here.",
          "rejected": "Of course! Here is a reply that is much longer than three words."},
@@ -128,14 +127,14 @@ def test_compliance_pairs_and_sft_rows(store, tmp_path):
     ({"prompt": [{"role": "robot", "content": "x"}], "target": "t"}, "line 2, field 'prompt'"),
     ({"prompt": "p", "target": 5.5}, "line 2, field 'target'"),
 ])
-def test_compliance_bad_record_writes_nothing(store, tmp_path, record, line_field):
+def test_compliance_bad_record_writes_nothing(store, tmp_path, record, line_field, write_jsonl):
     path = write_jsonl(tmp_path / "c.jsonl", [{"prompt": "ok", "chosen": "yes", "rejected": "no"}, record])
     with pytest.raises(BadInput, match=line_field):
         import_compliance(store, path=path)
     assert store.scalar("SELECT count(*) FROM pairs") == 0
 
 
-def test_cli_importers(run_cli, tmp_path):
+def test_cli_importers(run_cli, tmp_path, write_jsonl):
     path = write_uf_parquet(tmp_path / "uf.parquet", [uf_row(i) for i in range(3)])
     r = run_cli("mine", "ultrafeedback", "--path", path)
     assert r.exit_code == 0, r.output

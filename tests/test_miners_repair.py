@@ -11,7 +11,6 @@ from pairstore.errors import BadInput
 from pairstore.holdout import add_members
 from pairstore.ingest import ingest_generations
 from pairstore.keys import match_key, match_text
-from tests.conftest import write_jsonl
 
 LOOP = "Let me recount the apples again. " * 120          # a phrase repeated 120 times: a catastrophic loop
 
@@ -22,7 +21,7 @@ def add_problem(store, pid, question, gold, solution, dataset="gsm8k"):
                                                              match_key(question)])
 
 
-def add_generations(store, tmp_path, model, outputs, name="g.jsonl"):
+def add_generations(write_jsonl, store, tmp_path, model, outputs, name="g.jsonl"):
     """outputs: (item_kind, item_id, sample_index, text). Returns {(item_id, sample_index): gen_id}."""
     recs = [{"item_kind": k, "item_id": i, "sample_index": s, "output": o, "temperature": 0.8}
             for k, i, s, o in outputs]
@@ -35,14 +34,14 @@ GSM_SOLUTION = "He buys 2*5 = <<2*5=10>>10 pens.\nThen 10+2 = <<10+2=12>>12.\n##
 
 
 @pytest.fixture
-def repair_store(store, tmp_path):
+def repair_store(store, tmp_path, write_jsonl):
     add_problem(store, "p1", "Tom has 3 apples and buys 4 more. How many apples?", "7", "3+4 = <<3+4=7>>7\n#### 7")
     add_problem(store, "p2", "Sam buys 2 packs of 5 pens and 2 more. How many pens?", "12", GSM_SOLUTION)
     add_problem(store, "p3", "What is 1+1?", "2", "1+1 = 2\n#### 2")
     add_problem(store, "p4", "A held-out question about 9 cats?", "9", "#### 9")
     add_problem(store, "q1", "Compute $\\frac{2}{4}$.", "\\frac{1}{2}", "It is $\\boxed{\\frac{1}{2}}$.", "math")
     add_problem(store, "q2", "What is $2^{10}$?", "1024", "$2^{10} = \\boxed{1024}$.", "math")
-    gens = add_generations(store, tmp_path, "m1", [
+    gens = add_generations(write_jsonl, store, tmp_path, "m1", [
         ("problem", "p1", 0, "3 + 4 = 7.\nFinal answer: 7"),
         ("problem", "p1", 1, "3 + 4 = 8.\nFinal answer: 8"),
         ("problem", "p1", 2, LOOP + "\nFinal answer: 7"),           # correct but looped: never chosen
@@ -57,7 +56,7 @@ def repair_store(store, tmp_path):
         ("problem", "q2", 0, "So $2^{10} = \\boxed{1024}$.\nFinal answer: 1024"),
         ("problem", "q2", 1, "Final answer: 1000"),
     ])
-    add_generations(store, tmp_path, "other", [("problem", "p1", 0, "Final answer: 5")])
+    add_generations(write_jsonl, store, tmp_path, "other", [("problem", "p1", 0, "Final answer: 5")])
     add_members(store, "judge", [{"item_id": "p4", "item_kind": "problem", "task_key": None,
                                   "match_key": match_key("A held-out question about 9 cats?"),
                                   "match_text": match_text("A held-out question about 9 cats?")}])
@@ -173,12 +172,12 @@ def test_cli_mine_self_repair(run_cli, store, repair_store):
 
 
 @pytest.fixture
-def loop_store(store, tmp_path):
+def loop_store(store, tmp_path, write_jsonl):
     tasks = generate_tasks(5, 3, families=["letter_count"])
     write_tasks(store, tasks)
     t1, t2, t3 = tasks
     wrong = str(int(t1.gold) + 1)
-    gens = add_generations(store, tmp_path, "m1", [
+    gens = add_generations(write_jsonl, store, tmp_path, "m1", [
         ("task", t1.task_id, 0, f"Counting.\nFinal answer: {t1.gold}"),                    # correct: dropped
         ("task", t1.task_id, 1, f"Counting.\nFinal answer: {wrong}"),                      # wrong
         ("task", t1.task_id, 2, LOOP + f"\nFinal answer: {t1.gold}"),                      # looped

@@ -16,7 +16,6 @@ from pairstore.holdout import add_members
 from pairstore.ingest import ingest_generations
 from pairstore.keys import match_key, match_text
 from pairstore.pairs import Origin, Pair, add_pairs
-from tests.conftest import write_jsonl
 
 ASK = "What is 3*3? End with a line 'Final answer: X'."
 
@@ -107,7 +106,7 @@ def add_problem(store, pid, question, gold, dataset="gsm8k", solution="..."):
                                                              match_key(question)])
 
 
-def test_style_from_generations_only_fixes_good_answers(store, tmp_path):
+def test_style_from_generations_only_fixes_good_answers(store, tmp_path, write_jsonl):
     add_problem(store, "p1", "Tom has 3 apples and buys 4. How many? End with 'Final answer: X'.", "7")
     loop = "apples and more apples " * 150
     ingest_generations(store, write_jsonl(tmp_path / "g.jsonl", [

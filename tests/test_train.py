@@ -20,7 +20,6 @@ from pairstore.cli import cli
 from pairstore.errors import BadInput, GateRefused
 from pairstore.keys import sha256_file
 from pairstore.store import open_store
-from tests.conftest import write_jsonl
 
 ROUND = "r1"
 SYSTEM = "Answer briefly."
@@ -288,7 +287,7 @@ def test_pickle_weights_are_refused(tiny, tmp_path):
 def test_merge_equals_base_plus_the_lora_delta(trained, tiny, tmp_path):
     from peft import PeftModel
 
-    from train.merge import _peft_merge, merge_adapter
+    from train.merge import merge_adapter, peft_merge
     from train.serving import load_model
 
     with open_store(trained["db"]) as store:
@@ -326,7 +325,7 @@ def test_merge_equals_base_plus_the_lora_delta(trained, tiny, tmp_path):
     # And the same as PEFT's own merge_and_unload of the loaded model, which is also the fallback path.
     peft_merged = PeftModel.from_pretrained(load_model(tiny, dtype=torch.float32),
                                             str(trained["adapter"])).merge_and_unload().state_dict()
-    _peft_merge(tiny, trained["adapter"], tmp_path / "via-peft", 2 << 30, False)
+    peft_merge(tiny, trained["adapter"], tmp_path / "via-peft", 2 << 30, False)
     fallback = load_file(str(tmp_path / "via-peft" / "model.safetensors"))
     for key, w in merged.items():
         assert torch.allclose(peft_merged[key], w, atol=1e-6), key
@@ -348,17 +347,17 @@ def test_merge_of_an_intermediate_checkpoint(trained, tiny, tmp_path):
 # ---------------------------------------------------------------------------- sampling and eval
 
 
-def _jsonl_items(tmp_path) -> str:
+def _jsonl_items(write_jsonl, tmp_path) -> str:
     return write_jsonl(tmp_path / "items.jsonl", [
         {"id": "q1", "prompt": "What is 2 + 3?", "gold": "5", "kind": "gsm8k"},
         {"id": "q2", "prompt": [{"role": "user", "content": "Count the letters r in strawberry."}], "gold": "3"},
     ])
 
 
-def test_sample_with_a_seed_is_reproducible(tiny, tmp_path):
+def test_sample_with_a_seed_is_reproducible(tiny, tmp_path, write_jsonl):
     from train.sample import sample
 
-    items = _jsonl_items(tmp_path)
+    items = _jsonl_items(write_jsonl, tmp_path)
     runs = []
     for i, seed in enumerate((5, 5, 6)):
         with open_store(tmp_path / f"s{i}.duckdb") as store:
@@ -376,13 +375,13 @@ def test_sample_with_a_seed_is_reproducible(tiny, tmp_path):
     assert stored[0]["prompt"][0]["role"] == "system"  # answered with the bundle's system prompt
 
 
-def test_greedy_sample_matches_served_generation_and_stores_once(tiny, tmp_path):
+def test_greedy_sample_matches_served_generation_and_stores_once(tiny, tmp_path, write_jsonl):
     from transformers import AutoTokenizer
 
     from train.sample import sample
     from train.serving import load_model
 
-    items = _jsonl_items(tmp_path)
+    items = _jsonl_items(write_jsonl, tmp_path)
     with open_store(tmp_path / "s.duckdb") as store:
         first = sample(store, tiny, items, model_name="tiny")
         again = sample(store, tiny, items, model_name="tiny")
@@ -400,7 +399,7 @@ def test_greedy_sample_matches_served_generation_and_stores_once(tiny, tmp_path)
     assert first.rows[0]["output"] == expected
 
 
-def test_decoding_knobs_come_from_serving_config_or_flags_and_are_recorded(tiny, tmp_path):
+def test_decoding_knobs_come_from_serving_config_or_flags_and_are_recorded(tiny, tmp_path, write_jsonl):
     from train.sample import sample
 
     bundle = _copy(tiny, tmp_path)
@@ -416,7 +415,7 @@ def test_decoding_knobs_come_from_serving_config_or_flags_and_are_recorded(tiny,
     assert r1.rows[0]["verdict"] == "unscored"
 
 
-def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path):
+def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path, write_jsonl):
     db = tmp_path / "s.duckdb"
     test_file = write_jsonl(tmp_path / "gsm8k_test.jsonl", [
         {"question": "Tom has 3 apples and buys 4 more. How many apples?", "answer": "3 + 4 = 7\n#### 7"},

@@ -68,10 +68,7 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
     for file, sides in sources:
         table = pq.read_table(file, columns=["prompt", *sides])
         for i, row in enumerate(table.to_pylist()):
-            try:
-                prompt = canonical_messages(row["prompt"], where="prompt")
-            except ValueError as e:
-                raise BadInput(str(e), path=str(file), line=i + 1, field="prompt") from None
+            prompt = canonical_messages(row["prompt"], where="prompt", path=file, line=i + 1)
             answers = []
             for side in sides:
                 msgs = row[side]
@@ -311,7 +308,6 @@ def main(argv=None) -> int:
         job = json.loads(Path(ns.job).read_text(encoding="utf-8"))
         evidence = run_job(job)
         if ns.db and int(os.environ.get("RANK", "0")) == 0:
-
             with open_store(ns.db) as store:
                 result = register_adapter(store, job, evidence, adapter_name=ns.name)
             print(f"registered adapter {result.adapter_name} at {result.out_dir}")

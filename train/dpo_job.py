@@ -98,7 +98,6 @@ def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max
 
 def base_checkpoint_name(store, base_bundle, recipe: dict) -> str:
     """The base bundle's registered name; it must be the recipe's parent when the recipe names one."""
-
     parent = recipe.get("parent")
     name = registered_name(store, base_bundle)
     if name is not None:

@@ -47,7 +47,6 @@ class EvalResult:
 
 def read_suite_file(path, suite: str):
     """Items of a suite file: GSM8K columns, MATH columns, or {id?, prompt, gold?, kind?} records."""
-
     records = list(read_records(path))
     first = records[0][1]
     if "prompt" in first:
@@ -89,7 +88,6 @@ def suite_items(store, suite: str, path=None):
 
 def register_suite(store, suite: str, items) -> None:
     """Write the items to eval_items (new ones only) and register the whole suite for the export gate."""
-
     with store.transaction():
         add_eval_items(store, suite, [{"item_id": it.item_id, "kind": it.kind, "prompt": it.prompt,
                                        "gold": it.gold} for it in items])

@@ -60,7 +60,6 @@ class _Unmappable(Exception):
 
 def adapter_files(adapter_dir) -> tuple[Path, Path, dict]:
     """(weights, config path, config) of an adapter folder; a pickle adapter is refused."""
-
     adapter = Path(adapter_dir)
     if not adapter.is_dir():
         raise BadInput("adapter folder does not exist", path=str(adapter))
@@ -189,7 +188,7 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
     return merged
 
 
-def _peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote_code: bool) -> int:
+def peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote_code: bool) -> int:
     from peft import PeftModel
 
 
@@ -220,7 +219,7 @@ def merge_adapter(base_bundle, adapter_dir, out_dir, store=None, name: str | Non
     try:
         merged, method = _stream_merge(base, weights_path, config, out, max_shard_bytes), "stream"
     except _Unmappable as why:
-        merged, method = _peft_merge(base, adapter_dir, out, max_shard_bytes, trust_remote_code), f"peft ({why})"
+        merged, method = peft_merge(base, adapter_dir, out, max_shard_bytes, trust_remote_code), f"peft ({why})"
     written = {p.name for p in list_shards(out)}
     for stale in before - written:  # shards of an earlier merge into this folder
         (out / stale).unlink(missing_ok=True)

@@ -99,10 +99,7 @@ def read_prompt_file(path, *, item_kind: str, suite: str | None = None) -> list[
 
     out, seen = [], set()
     for line, rec in read_records(path):
-        try:
-            prompt = canonical_messages(rec.get("prompt"), where="prompt")
-        except ValueError as e:
-            raise BadInput(str(e), path=str(path), line=line, field="prompt") from None
+        prompt = canonical_messages(rec.get("prompt"), where="prompt", path=path, line=line)
         gold = rec.get("gold")
         if gold is not None and not isinstance(gold, (str, int, float)):
             raise BadInput("expected a string or number", path=str(path), line=line, field="gold")
@@ -133,7 +130,6 @@ def item_seed(seed: int, item_id: str) -> int:
 
 def decoding_settings(serving, decoding: dict | None) -> dict:
     """The bundle's serving_config decoding object, overridden by flags (None values ignored)."""
-
     merged = dict(serving.decoding)
     for k, v in (decoding or {}).items():
         if k not in DECODING_KEYS:
@@ -273,7 +269,6 @@ def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, m
 
 def judge(text: str, gold: str | None, kind: str) -> tuple[str | None, str]:
     """(extracted answer, verdict) with the project's verifier."""
-
     extracted = extract_answer(text, kind)
     if gold is None:
         return extracted, "unscored"

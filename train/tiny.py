@@ -48,7 +48,7 @@ _CORPUS = [
 ]
 
 
-def _tokenizer():
+def tiny_tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -72,7 +72,7 @@ def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Pat
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _tokenizer()
+    tokenizer = tiny_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     eos_ids = [ids[IM_END], ids[EOS]]
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,

@@ -1,0 +1,180 @@
+"""The layout holds: each layer imports only from the layers below it, and every table has one writer.
+
+Layers (docs/design.md, "Layers"):
+  1. core   pairstore/ (everything but the app modules)
+  2. domain generators/, miners/, audits/, train/  (sideways only: audits.loops and miners.verify)
+  3. app    pairstore/cli.py, pairstore/cli_reference.py, pairstore/demo.py
+
+The import graph is read from the source with ast, imports inside functions included, so a lazy
+import cannot hide a dependency.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("pairstore", "generators", "miners", "audits", "train")
+APP_MODULES = {"pairstore.cli", "pairstore.cli_base", "pairstore.cli_store", "pairstore.cli_mine", "pairstore.cli_audit",
+               "pairstore.cli_train", "pairstore.cli_reference", "pairstore.demo"}
+DOMAIN = {"generators", "miners", "audits", "train"}
+# Sideways imports inside the domain layer that the flow needs (docs/design.md names them).
+SIDEWAYS = {"audits.loops", "miners.verify"}
+
+
+def module_name(path: Path, root: Path = ROOT) -> str:
+    rel = path.relative_to(root).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+def layer_of(module: str) -> str:
+    if module in APP_MODULES:
+        return "app"
+    top = module.split(".")[0]
+    if top == "pairstore":
+        return "core"
+    return "domain" if top in DOMAIN else "outside"
+
+
+def project_imports(path: Path) -> list[tuple[int, str]]:
+    """(line, imported project module) for every import in the file, at any depth."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # `from train import _soup_kernel` names a module too
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] in PACKAGES:
+                out.append((node.lineno, name))
+    return out
+
+
+def _known(name: str, modules: set[str]) -> str | None:
+    """The project module an imported name refers to (the longest module prefix)."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in modules:
+            return ".".join(parts[:i])
+    return None
+
+
+def layer_violations(root: Path = ROOT) -> list[str]:
+    files = [p for pkg in PACKAGES for p in sorted((root / pkg).rglob("*.py"))]
+    modules = {module_name(p, root) for p in files} | set(PACKAGES)
+    problems = []
+    for path in files:
+        src = module_name(path, root)
+        src_layer = layer_of(src)
+        seen = set()
+        for line, name in project_imports(path):
+            target = _known(name, modules)
+            if target is None or target == src or (line, target) in seen:
+                continue
+            seen.add((line, target))
+            dst_layer = layer_of(target)
+            where = f"{path.relative_to(root)}:{line} imports {target}"
+            if src_layer == "core" and dst_layer != "core":
+                problems.append(f"{where}: core may import only core")
+            elif src_layer == "domain" and dst_layer == "app":
+                problems.append(f"{where}: domain may not import the app layer")
+            elif src_layer == "domain" and dst_layer == "domain":
+                same_package = src.split(".")[0] == target.split(".")[0]
+                if not same_package and target not in SIDEWAYS:
+                    problems.append(f"{where}: sideways in the domain layer only to {', '.join(sorted(SIDEWAYS))}")
+    return problems
+
+
+def test_every_import_respects_the_layers():
+    problems = layer_violations()
+    assert not problems, "layer violations:\n" + "\n".join(problems)
+
+
+def test_the_layer_check_catches_a_core_module_importing_a_domain_package(tmp_path):
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "pairstore" / "keys.py").write_text("def f():\n    from audits.loops import scan\n")
+    (tmp_path / "audits" / "loops.py").write_text("")
+    assert layer_violations(tmp_path) == ["pairstore/keys.py:2 imports audits.loops: core may import only core"]
+
+
+def test_the_layer_check_catches_domain_sideways_and_app_imports(tmp_path):
+    for pkg in PACKAGES:
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "__init__.py").write_text("")
+    (tmp_path / "audits" / "report.py").write_text("import miners.battle\nfrom pairstore.demo import run_demo\n")
+    (tmp_path / "miners" / "battle.py").write_text("")
+    (tmp_path / "pairstore" / "demo.py").write_text("")
+    assert layer_violations(tmp_path) == [
+        "audits/report.py:1 imports miners.battle: sideways in the domain layer only to audits.loops, miners.verify",
+        "audits/report.py:2 imports pairstore.demo: domain may not import the app layer"]
+
+
+# -- one writer per table -------------------------------------------------------------------------
+
+WRITE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_][a-z0-9_]*)\b", re.I)
+
+
+def table_writers() -> dict[str, set[str]]:
+    """table -> the modules whose source holds an INSERT/UPDATE/DELETE of it (string literals only)."""
+    from pairstore.migrations import MIGRATIONS
+
+    del MIGRATIONS  # the tables themselves come from the schema below
+    writers: dict[str, set[str]] = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            if path.name == "migrations.py":
+                continue   # migrations create and fill tables; they are the schema, not a writer
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    for table in WRITE.findall(node.value):
+                        writers.setdefault(table.lower(), set()).add(module_name(path))
+    return writers
+
+
+def documented_owners() -> dict[str, str]:
+    """The table -> owner list of docs/design.md ("| `table` | `module` |" rows under "Tables and owners")."""
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    section = text.split("## Tables and their owners", 1)[1].split("\n## ", 1)[0]
+    return {t: m for t, m in re.findall(r"^\| `([a-z_]+)` \| `([a-z_.]+)` \|", section, re.M)}
+
+
+def store_tables() -> set[str]:
+    import tempfile
+
+    from pairstore.store import open_store
+
+    with tempfile.TemporaryDirectory() as d, open_store(Path(d) / "s.duckdb") as store:
+        return {r[0] for r in store.con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()}
+
+
+def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
+    writers = {t: w for t, w in table_writers().items() if not t.startswith("_")}
+    tables = store_tables()
+    owners = documented_owners()
+    assert set(owners) == tables, f"docs/design.md lists {sorted(set(owners) ^ tables)} wrongly"
+    several = {t: sorted(w) for t, w in writers.items() if t in tables and len(w) > 1}
+    assert not several, f"tables written from more than one module: {several}"
+    wrong = {t: (sorted(w)[0], owners[t]) for t, w in writers.items() if t in tables and sorted(w)[0] != owners[t]}
+    assert not wrong, f"writer differs from the documented owner: {wrong}"
+
+
+@pytest.mark.parametrize("sql,table", [
+    ("INSERT INTO evals (model) VALUES (?)", "evals"),
+    ("UPDATE generations g SET verdict = 'x'", "generations"),
+    ("delete from holdout where 1", "holdout"),
+])
+def test_the_writer_scan_reads_sql_strings(sql, table):
+    assert WRITE.findall(sql)[0].lower() == table
