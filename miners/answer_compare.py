@@ -221,6 +221,17 @@ def _interval(sides: list[str], ops: list[str]):
     return None
 
 
+def _abs_band(sides: list[str], ops: list[str]):
+    """lo <= |x| <= hi (0 < lo) as the union of [-hi, -lo] and [lo, hi], or None."""
+    if len(ops) != 2 or set(ops) - {"<", "<="} or not re.fullmatch(r"\|[a-zA-Z]\|", sides[1]):
+        return None
+    lo, hi = sides[0], sides[2]
+    if _has_letters(lo) or _has_letters(hi) or (_bound(lo) or 0) <= 0:
+        return None
+    left, right = ("(" if ops[1] == "<" else "["), (")" if ops[0] == "<" else "]")
+    return ("union", (f"{left}-({hi}),-({lo}){right}", f"{'(' if ops[0] == '<' else '['}{lo},{hi}{')' if ops[1] == '<' else ']'}"))
+
+
 def _relation_verdict(p: str, g: str, kind: str) -> bool | None:
     rp, rg = relation_parts(p), relation_parts(g)
     if rp and rg and len(rp[1]) == len(rg[1]):
@@ -268,7 +279,7 @@ def _shape(s: str):
     if shape[0] == "scalar":
         rel = relation_parts(s)
         if rel:
-            interval = _interval(*rel)
+            interval = _interval(*rel) or _abs_band(*rel)
             if interval is not None:
                 return interval
     return shape

@@ -52,12 +52,12 @@ def balanced(text: str, open_at: int) -> int:
     return -1
 
 
-def _brace_pairs(text: str) -> dict[int, int]:
-    """{index of '{': index just past its '}'} for the whole text in one pass (a loop of unclosed
+def _brace_pairs(text: str, start: int = 0) -> dict[int, int]:
+    """{index of '{': index just past its '}'} for text[start:] in one pass (a loop of unclosed
     \\boxed{ must not cost a scan to the end per box)."""
     pairs: dict[int, int] = {}
     stack: list[int] = []
-    i, n = 0, len(text)
+    i, n = start, len(text)
     while i < n:
         c = text[i]
         if c == "\\":
@@ -90,14 +90,16 @@ _FOLLOWUP_RE = re.compile(
 # ------------------------------------------------------------------------------------- spans
 
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
-_FINAL_LINE_RE = re.compile(
-    r"(?i)(?:(?m:^)[ \t>*_#-]*|\b)final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
+# The patterns below start at a literal word (found at regex speed); where a match must begin a line
+# or follow a sentence, the code checks the text before it.
+_FINAL_LINE_RE = re.compile(r"(?i)(?<![a-z])final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
 _ANSWER_IS_RE = re.compile(
-    r"(?i)\b(?:the\s+)?(?:final\s+|correct\s+)?answer\s*(?:\([^()\n]{0,40}\)\s*)?"
+    r"(?i)(?<![a-z])answer\s*(?:\([^()\n]{0,40}\)\s*)?"
     r"(?:is|would\s+be|should\s+be|=)\s*[:：]?[ \t]*"
     r"(?=(?P<ans>[^\n]{0,400}))"  # a lookahead: "the answer is 5 ... no, the answer is 6" on one line
 )
-_ANSWER_LINE_RE = re.compile(r"(?im)(?:^[ \t>*_#-]*|(?<=[.!?] ))answer[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
+_ANSWER_LINE_RE = re.compile(r"(?i)(?<![a-z])answer[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
+_LINE_LEAD_RE = re.compile(r"(?:^|\n)[ \t>*_#-]*$|[.!?] $")  # what may stand before "Answer:"
 _A_LINE_RE = re.compile(r"(?m)^A[ \t]*:[ \t]*(?P<ans>[^\n]+)")  # GSM8K's few-shot "A: 18"
 _HASHES_RE = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
 _ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
@@ -171,21 +173,26 @@ def _math_block(text: str, open_at: int, opener: str) -> tuple[int, str] | None:
 def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]]:
     """Every answer span as (start, end, answer, how)."""
     found: list[tuple[int, int, str, str]] = []
+    low = text.lower()
     if "boxed" in text or "fbox" in text:
         closing = None
         for m in _BOXED_RE.finditer(text):
             if m.group(1) is not None:
                 if closing is None:
-                    closing = _brace_pairs(text)
+                    closing = _brace_pairs(text, m.start())  # braces before the first box do not matter
                 end = closing.get(m.start(1), -1)
                 if end < 0:
                     continue
                 found.append((m.start(), end, text[m.start(1) + 1 : end - 1], "boxed"))
             else:
                 found.append((m.start(), m.end(), m.group(2), "boxed"))
-    if "nswer" in text or "NSWER" in text:
+    if "answer" in low:
         for regex, how in ((_FINAL_LINE_RE, "final"), (_ANSWER_IS_RE, "answer_is"), (_ANSWER_LINE_RE, "answer")):
+            if how == "final" and "final" not in low:
+                continue
             for m in regex.finditer(text):
+                if how == "answer" and not _LINE_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
+                    continue
                 ans = m.group("ans")
                 if how == "answer_is":
                     ans = _cut_sentence(ans)
@@ -197,13 +204,13 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
                     if how == "answer_is":
                         ans = _cut_sentence(ans)
                 found.append((m.start(), end, ans, how))
-        for m in _ANSWER_MATH_RE.finditer(text):
+        for m in _ANSWER_MATH_RE.finditer(text) if ("$" in text or "\\" in text) else ():
             if m.group("open") == "$" and (kind == "gsm8k" or text[m.end():m.end() + 1].isdigit()):
                 continue  # "$880" is money
             block = _math_block(text, m.start("open"), m.group("open"))
             if block is not None and not block[1].rstrip().endswith(("+", "-", "=")):
                 found.append((m.start(), block[0], block[1], "answer_math"))
-        tags = list(_ANSWER_TAG_RE.finditer(text))
+        tags = list(_ANSWER_TAG_RE.finditer(text)) if ("answer>" in low or "answer}" in low or "(answer)" in low) else []
         for k in range(len(tags) - 1, -1, -1):  # the last tag that holds something
             m = tags[k]
             close = _ANSWER_CLOSE_RE.search(text, m.end())
@@ -275,12 +282,15 @@ def _finish(ans: str, how: str, kind: str) -> str:
 
 def cut_turn(text: str) -> str:
     """The output up to where the assistant's turn ends (a chat token or an invented role line)."""
-    m = _TURN_END_RE.search(text)
-    if m:
-        text = text[: m.start()]
-    m = _ROLE_RE.search(text, 1)
-    if m:
-        text = text[: m.start()]
+    if "<" in text or "[INST]" in text:
+        m = _TURN_END_RE.search(text)
+        if m:
+            text = text[: m.start()]
+    low = text.lower()
+    if "user" in low or "human" in low:
+        m = _ROLE_RE.search(text, 1)
+        if m:
+            text = text[: m.start()]
     return text
 
 
