@@ -87,6 +87,9 @@ _FOLLOWUP_RE = re.compile(
     r"please\s+answer\s+this\s+question)"
 )
 
+# words one of which any follow-up marker contains (a cheap test before the regex)
+_FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "follow", "turn", "solve")
+
 # ------------------------------------------------------------------------------------- spans
 
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
@@ -170,6 +173,20 @@ def _math_block(text: str, open_at: int, opener: str) -> tuple[int, str] | None:
     return None
 
 
+def _matches(regex: re.Pattern, text: str, low: str, word: str):
+    """regex's matches, tried only where `word` occurs (the patterns start with it): a find per
+    occurrence instead of a case-insensitive scan of the whole text."""
+    if len(low) != len(text):  # lower() changed the length (some non-ASCII letters): scan
+        yield from regex.finditer(text)
+        return
+    pos = low.find(word)
+    while pos >= 0:
+        m = regex.match(text, pos)
+        if m:
+            yield m
+        pos = low.find(word, pos + 1)
+
+
 def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]]:
     """Every answer span as (start, end, answer, how)."""
     found: list[tuple[int, int, str, str]] = []
@@ -188,9 +205,7 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
                 found.append((m.start(), m.end(), m.group(2), "boxed"))
     if "answer" in low:
         for regex, how in ((_FINAL_LINE_RE, "final"), (_ANSWER_IS_RE, "answer_is"), (_ANSWER_LINE_RE, "answer")):
-            if how == "final" and "final" not in low:
-                continue
-            for m in regex.finditer(text):
+            for m in _matches(regex, text, low, "final" if how == "final" else "answer"):
                 if how == "answer" and not _LINE_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
                     continue
                 ans = m.group("ans")
@@ -204,7 +219,7 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
                     if how == "answer_is":
                         ans = _cut_sentence(ans)
                 found.append((m.start(), end, ans, how))
-        for m in _ANSWER_MATH_RE.finditer(text) if ("$" in text or "\\" in text) else ():
+        for m in _matches(_ANSWER_MATH_RE, text, low, "answer") if ("$" in text or "\\" in text) else ():
             if m.group("open") == "$" and (kind == "gsm8k" or text[m.end():m.end() + 1].isdigit()):
                 continue  # "$880" is money
             block = _math_block(text, m.start("open"), m.group("open"))
@@ -302,7 +317,9 @@ def extract_answer(text: str, kind: str = "math") -> str | None:
     cands = _candidates(text, kind)
     if cands:
         first_end = min(c[1] for c in cands)
-        for m in _FOLLOWUP_RE.finditer(text, first_end):
+        low = text.lower()
+        hints = low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS)
+        for m in _FOLLOWUP_RE.finditer(text, first_end) if hints else ():
             kept = [c for c in cands if c[1] <= m.start()]
             if kept:
                 cands = kept
