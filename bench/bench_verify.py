@@ -48,7 +48,7 @@ MIN_TAG_ROWS = 10
 
 NOTES = """Notes on reading these figures:
 - The labels follow the written conventions (bench/data/README.md), not math-verify's test
-  expectations: 17 case rows are labelled against their source test (rounding taken as equality,
+  expectations: 15 case rows are labelled against their source test (rounding taken as equality,
   order required in a bare list, a bare 0.1 for a gold of 10%, ...), which counts against math-verify.
 - math-verify reads the last answer-like expression of the whole output: it takes the answer of a
   hallucinated follow-up question, the last number of a loop, a boxed answer inside an invented
