@@ -48,7 +48,6 @@ __all__ = ["KINDS", "answers_equal", "cache_info", "clear_cache", "extract_answe
 KINDS = ("gsm8k", "math", "task")
 CACHE_SIZE = 65536
 MAX_ANSWER_CHARS = 2000  # longer "answers" are runaways; normalizing them could cost O(n^2)
-SYMBOLIC_TIMEOUT_S = answer_symbolic.SYMBOLIC_TIMEOUT_S
 
 # fast: decided by normalization and the exact evaluator; deferred: handed to math-verify as
 # undecided; exceptions: an unexpected error in the fast path, handed to math-verify (and counted).
