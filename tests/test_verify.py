@@ -1,6 +1,8 @@
 """Tests for miners/verify.py: extraction, every answer form both ways, pathological inputs, cache.
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_verify.py -q
+
+No test asserts a duration: the hang guards run the work in a thread and only check that it ended.
 """
 
 from __future__ import annotations
@@ -11,8 +13,20 @@ import time
 
 import pytest
 
-from miners import verify
+from miners import answer_symbolic, verify
 from miners.verify import answers_equal, extract_answer, is_equivalent
+from pairstore.errors import BadInput
+
+
+def finishes(fn, *args):
+    """fn(*args) in a worker thread, joined with a generous limit: a hang guard, not a speed test."""
+    out: dict[str, object] = {}
+    th = threading.Thread(target=lambda: out.setdefault("value", fn(*args)), daemon=True)
+    th.start()
+    th.join(timeout=120)
+    assert not th.is_alive(), "did not finish"
+    return out["value"]
+
 
 # ------------------------------------------------------------------------------------------------
 # extraction
@@ -70,7 +84,7 @@ def test_unclosed_box_falls_back_to_a_marker():
 
 
 def test_bad_kind_is_an_error():
-    with pytest.raises(ValueError, match="kind"):
+    with pytest.raises(BadInput, match="kind"):
         is_equivalent("4", "4", "mmlu")
 
 
@@ -222,6 +236,72 @@ def test_whole_output_verdicts(text, gold, expected):
 
 
 # ------------------------------------------------------------------------------------------------
+# the forms of real model outputs and public test suites (bench/data/verify_outside_*.jsonl), one
+# case per form; each was judged wrong before these forms were handled
+# ------------------------------------------------------------------------------------------------
+
+OUTSIDE_FORMS = [
+    # (form, output, gold, kind, equal?)
+    ("decimal comma", "1000,99", "1000.99", "math", True),
+    ("decimal comma in prose", "Soucis : 2,74 $ a..", "2.74", "math", True),
+    ("space as thousands separator", "1 000", "1000", "math", True),
+    ("\\! as thousands separator", "is $\\boxed{11,\\! 111,\\! 111,\\! 100}$", "11111111100", "math", True),
+    ("unboxed answer in \\[ \\]", "Answer \\[ 9 \\]", "9", "math", True),
+    ("unboxed answer in $$ $$", "Answer $$ 9 $$", "9", "math", True),
+    ("relation written two ways", "Therefore $x \\geq 5$ is the solution.", "x >= 5", "math", True),
+    ("\\neq", "We find that $x \\neq 3$.", "x != 3", "math", True),
+    ("double inequality as an interval", "$-2 \\le x \\le 7$", "x \\in [-2,7]", "math", True),
+    ("an equation for the same line", "$y=-\\frac{1}{2}x+\\frac{3}{4}$", "2x+4y-3=0", "math", True),
+    ("\\left[\\begin{array}\\right] matrix",
+     "Special matrix: $ \\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right] $",
+     "\\begin{pmatrix}1 & 2 \\\\3 & 4\\end{pmatrix}", "math", True),
+    ("pmatrix against bmatrix", "Here is a zero matrix: $ \\begin{pmatrix}0 & 0 \\\\0 & 0\\end{pmatrix} $",
+     "\\begin{bmatrix}0 & 0 \\\\0 & 0\\end{bmatrix}", "math", True),
+    ("boxes side by side", "\\boxed{1} and \\boxed{2} and \\boxed{3}", "1,2,3", "math", True),
+    ("named boxes side by side", "$$\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 2}$$", "k = 45, n = 2",
+     "math", True),
+    ("tuples for named values", "$(5,2),(7,2)$", "p=5,q=2;p=7,q=2", "math", True),
+    ("ratio for a labelled ratio", "$\\boxed{7:32}$", "S_{MBCN}:S=7:32", "math", True),
+    ("final answer in prose", "Final Answer: The largest $n$ is 34.", "34", "math", True),
+    ("prose, then boilerplate", "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120",
+     "math", True),
+    ("answer after a repetition loop", "The answer is 36. " + "But But " * 40 + "[/think] <answer> 15 </answer>",
+     "15", "math", True),
+    ("a loop commits to nothing", "So 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24", "24",
+     "gsm8k", False),
+    ("cut by <|im_start|>", "Therefore, there are 12 distinct arithmetic sequences that meet the three given "
+     "conditions. I hope it is correct. <|im_start|>user", "12", "math", True),
+    ("hallucinated next question", "3 + 3 = 6.\nSo the answer is $\\boxed{6}$.\n\nNow it's your turn to solve a "
+     "question! Here's the question:\nWhat is 2+2? \\boxed{4}", "4", "math", False),
+    ("invented User turn", " x + y = 30 \\\\ x - y = 4 </think> <answer> 17 </answer\nUser: The ratio of girls to "
+     "boys is $5:3$. How many girls?\nAssistant: <think> girls = 5/8 * 60 </think> <answer> 30 </answer>", "17",
+     "math", True),
+    ("long decimal for a fraction", "$0.0833333333333333$", "\\frac{1}{12}", "math", True),
+    ("<answer> tags", "<think> I need x + x^2 = 156. </think> <answer> The positive number is 12. </answer>", "12",
+     "math", True),
+    ("prose in <answer> after the reasoning", "</think> <answer> In the equation $|x-1|=7$, both $x=8$ and $x=-6$ "
+     "satisfy the equation. Thus, the sum of the solutions is $8+(-6)=2$. </answer>", "2", "math", True),
+    ("chain ending in the answer", "The answer (arabic numerals) is \n\n60 + 15 + 30 = 105", "105", "gsm8k", True),
+    ("GSM8K calculator marks", "She makes 9 * 2 = $<<9*2=18>>18 every day\nA: 18", "18", "gsm8k", True),
+    ("number words", "Therefore, the answer (arabic numerals) is two hundred ninety-four dollars.", "294",
+     "gsm8k", True),
+    ("number words with cents", "Therefore, the answer (arabic numerals) is Thirty-Four Dollars and Seventy-Two "
+     "Cents.", "34.72", "gsm8k", True),
+    ("currency and thousands separators", "the number is not 10 which is 1,000.99€", "1000.99", "math", True),
+    ("base subscript", "<answer> \\( 10001_2 \\)\n\nUser: What is the units digit of $2^{2021}$?", "10001_2",
+     "math", True),
+    ("long garbage tail", "The area is \\(\\boxed{25}\\).pd自如取消 Brig that Bo noon Δ RELEASE\n IK())))\n "
+     "”_trajectory ######## embarottes渗透", "25", "math", True),
+    ("a bare number is read in the gold's unit", "\\boxed{0.1}", "10\\%", "math", False),
+]
+
+
+@pytest.mark.parametrize("form,text,gold,kind,expected", OUTSIDE_FORMS, ids=[f[0] for f in OUTSIDE_FORMS])
+def test_outside_forms(form, text, gold, kind, expected):
+    assert is_equivalent(text, gold, kind) is expected
+
+
+# ------------------------------------------------------------------------------------------------
 # pathological inputs: False, quickly, never an exception
 # ------------------------------------------------------------------------------------------------
 
@@ -244,9 +324,8 @@ PATHOLOGICAL = [
 
 @pytest.mark.parametrize("pred", PATHOLOGICAL)
 def test_pathological_input_is_false_and_bounded(pred):
-    t0 = time.monotonic()
-    assert is_equivalent(pred, "5", "math") is False
-    assert time.monotonic() - t0 < 5  # hang guard only; the bound in the code is under a second
+    assert is_equivalent(pred, "5", "math") is False  # main thread: the guard and the timer apply
+    assert finishes(is_equivalent, pred, "5", "math") is False  # another thread: the guard alone
 
 
 def test_pathological_input_in_a_worker_thread():
@@ -267,28 +346,56 @@ def test_pathological_input_in_a_worker_thread():
 
 
 def test_symbolic_back_end_is_cut_off_by_the_timer(monkeypatch):
-    """A symbolic comparison that runs too long returns False; the caller's SIGALRM is restored."""
+    """A symbolic comparison that runs too long is "not equal", counted as a timeout; the caller's
+    SIGALRM handler and timer are restored."""
 
     class SlowMathVerify:
         LatexExtractionConfig = ExprExtractionConfig = staticmethod(lambda: None)
 
         @staticmethod
         def parse(*args, **kwargs):
-            time.sleep(30)
+            time.sleep(30)  # interrupted by the interval timer
             return ["never"]
 
         @staticmethod
         def verify(*args, **kwargs):
             return True
 
-    monkeypatch.setattr(verify, "_load_math_verify", lambda: SlowMathVerify)
+    monkeypatch.setattr(answer_symbolic, "_load_math_verify", lambda: SlowMathVerify)
+    monkeypatch.setattr(answer_symbolic, "SYMBOLIC_TIMEOUT_S", 0.05)
     verify.clear_cache()
     before = signal.getsignal(signal.SIGALRM)
-    t0 = time.monotonic()
-    assert is_equivalent("\\boxed{\\log 100}", "2", "math") is False
-    assert time.monotonic() - t0 < 5
+    timeouts = verify.verdict_stats()["timeouts"]
+    assert is_equivalent("\\boxed{\\log 100}", "2", "math") is False  # \\log without a base: undecided
+    assert verify.verdict_stats()["timeouts"] == timeouts + 1
     assert signal.getsignal(signal.SIGALRM) is before
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    verify.clear_cache()
+
+
+def test_an_unexpected_exception_is_a_counted_deferral(monkeypatch):
+    """A bug in the fast path never becomes a silent verdict: it is counted and math-verify decides."""
+
+    def broken(*args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(verify, "value_verdict", broken)
+    verify.clear_cache()
+    stats = verify.verdict_stats()
+    assert answers_equal("\\frac{1}{2}", "0.5", "math") is True  # math-verify still agrees
+    after = verify.verdict_stats()
+    assert after["exceptions"] == stats["exceptions"] + 1 and after["calls"] == stats["calls"] + 1
+    verify.clear_cache()
+
+
+def test_stats_count_fast_and_deferred_verdicts():
+    verify.clear_cache()
+    stats = verify.verdict_stats()
+    assert answers_equal("2\\sqrt{3}", "\\sqrt{12}", "math") is True  # the exact evaluator
+    assert answers_equal("\\sum_{k=1}^{3} k", "6", "math") is True  # \\sum: math-verify
+    after = verify.verdict_stats()
+    assert after["fast"] == stats["fast"] + 1 and after["deferred"] == stats["deferred"] + 1
+    assert verify.symbolic_calls() == after["calls"]
     verify.clear_cache()
 
 
@@ -343,10 +450,8 @@ def test_verdicts_are_cached_per_answer_and_gold():
     ],
 )
 def test_long_degenerate_outputs_are_bounded(text):
-    t0 = time.monotonic()
-    assert is_equivalent(text, "5", "gsm8k") is False
-    assert is_equivalent(text, "5", "math") is False
-    assert time.monotonic() - t0 < 5  # hang guard; extraction is linear in the text
+    assert finishes(is_equivalent, text, "5", "gsm8k") is False
+    assert finishes(is_equivalent, text, "5", "math") is False
 
 
 def test_variables_are_compared_as_functions_not_names():
@@ -404,18 +509,12 @@ def test_generated_chosen_answers_verify_against_their_gold():
 
 def test_nested_and_overlong_answers_are_bounded():
     nested = "\\boxed{" + "\\text{" * 3000 + "5" + "}" * 3000 + "}"
-    t0 = time.monotonic()
-    assert is_equivalent(nested, "5", "math") is False  # an "answer" of 18,000 characters is a runaway
-    assert answers_equal("\\text{" * 200 + "5" + "}" * 200, "5", "math") is True  # deep but short
-    assert time.monotonic() - t0 < 5
+    assert finishes(is_equivalent, nested, "5", "math") is False  # 18,000 characters: a runaway
+    assert finishes(answers_equal, "\\text{" * 200 + "5" + "}" * 200, "5", "math") is True  # deep but short
 
 
 def test_long_text_answer_does_not_backtrack():
     # A letter-removal gold of many words once sent the trailing-units regex into exponential backtracking.
-    import time
-
     for gold in ("on strang wizard guardd thir drawr byond thir loud grasshoppr bfor a pot",
                  " ".join(["word"] * 300) + " a b"):
-        start = time.monotonic()
-        assert is_equivalent("Final answer: " + gold, gold, "task")
-        assert time.monotonic() - start < 5  # a hang guard, not a speed test
+        assert finishes(is_equivalent, "Final answer: " + gold, gold, "task")

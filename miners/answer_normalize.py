@@ -1,0 +1,258 @@
+"""Normalization for miners.verify: an answer span -> one canonical string, then its structure.
+
+    from miners.answer_normalize import normalize, structure
+    normalize("\\\\$1,\\\\!250.00", "gsm8k")            # -> ("1250.00", False)
+    normalize("x \\\\geq 5", "math")                     # -> ("x>=5", False)
+    structure("(5,2),(7,2)")                          # -> ("list", ("(5,2)", "(7,2)"))
+
+normalize() is pure string work (no evaluation): unicode math, \\\\text{} and friends unwrapped,
+\\\\left/\\\\right and spacing dropped, \\\\dfrac/\\\\tfrac, thousands separators (1,000 1{,}000
+1\\\\,000 11,\\\\!111 and "1 000"), currency, degrees, percent ("%", "percent", "pct"), relations
+(\\\\geq -> >=, \\\\neq -> !=), trailing units ("18 apples", "5 cm^2"), \\\\frac12 and \\\\sqrt3
+shorthands, set braces kept apart from groups, a plain {...} group around the whole answer or
+(...)/[...] around a lone matrix removed, base subscripts 4210_{7} -> 4210_7.
+structure() reads the canonical string as a scalar, set, tuple or interval, bare list (separated by
+",", ";", "and", "or"), union, matrix or a chain of relations.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from miners.answer_extract import balanced
+
+CACHE_SIZE = 65536
+
+_UNICODE = str.maketrans(
+    {
+        "−": "-", "–": "-", "—": "-", "×": "\\times ", "÷": "/", "·": "\\cdot ", "⋅": "\\cdot ",
+        "√": "\\sqrt", "π": "\\pi ", "∞": "\\infty ", "°": "^\\circ", "²": "^2", "³": "^3",
+        "≥": ">=", "≤": "<=", "≠": "!=", "∈": "\\in ", "∪": "\\cup ", "≈": "\\approx ",
+        "\u00a0": " ", "\u2009": " ", "\u202f": " ", "，": ",", "：": ":", "％": "%",
+        "€": "", "£": "", "¥": "",
+    }
+)
+_TEXT_CMD_RE = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|textnormal|mathit|mathsf)\s*\{")
+_DROP_RE = re.compile(
+    r"\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z])|\\(?:displaystyle|!|,|;|:|quad|qquad)(?![a-zA-Z])|\\ |~"
+)
+_RELATIONS = (("\\geqslant", ">="), ("\\leqslant", "<="), ("\\geq", ">="), ("\\leq", "<="), ("\\ge", ">="),
+              ("\\le", "<="), ("\\neq", "!="), ("\\ne", "!="), ("\\lt", "<"), ("\\gt", ">"))
+_RELATION_RE = re.compile("|".join(re.escape(a) + r"(?![a-zA-Z])" for a, _b in _RELATIONS))
+_RELATION_MAP = dict(_RELATIONS)
+_DEGREE_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?\b")
+_TRAILING_DEGREE_RE = re.compile(r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?)[\s.}]*$")
+_THOUSANDS_RE = re.compile(r"(?<![\d.])[1-9]\d{0,2}(?:(?:,|\{,\}|\\,)\d{3})+(?![\d])")
+_SPACE_THOUSANDS_RE = re.compile(r"-?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")
+_PERCENT_RE = re.compile(r"\\?%|\b(?:percent(?:age)?|pct)\b")
+_UNIT_WORDS = (
+    # (?![a-zA-Z]) after each word: a word cannot be split into several "units", which made the
+    # repetition below backtrack exponentially on long text answers.
+    r"(?:square|sq\.?|cubic)?\s*(?:[a-zA-Z]{2,}(?![a-zA-Z])\.?)(?:\s*\^\s*\{?[23]\}?|\s*(?:squared|cubed))?"
+    r"|(?:m|g|s|h|l|L|K|V|W|J|N|C|F)(?![a-zA-Z])(?:\s*\^\s*\{?[23]\}?)?"
+)
+_TRAILING_UNITS_RE = re.compile(
+    r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*){1,4}$")
+_KEEP_WORDS = frozenset({"pi", "infty", "infinity", "sqrt", "and", "or", "i", "e", "x", "y", "z", "in", "cup"})
+_CURRENCY_RE = re.compile(r"\\\$|\$|\b(?:USD|usd|dollars?|cents?|rs\.?|inr|eur|euros?|yuan)\b")
+_MATRIX_RE = re.compile(
+    r"^\\begin\{([pbvB]?matrix|array)\}(?:\{[^}]*\})?((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}$", re.S)
+_LONE_MATRIX_RE = re.compile(r"^[(\[](\\begin\{([pbB]?matrix|array)\}.*\\end\{\2\})[)\]]$", re.S)
+
+
+def unwrap_text_commands(s: str) -> str:
+    while True:
+        m = _TEXT_CMD_RE.search(s)
+        if not m:
+            return s
+        end = balanced(s, m.end() - 1)
+        if end < 0:
+            return s[: m.start()] + s[m.end() :]
+        s = s[: m.start()] + " " + s[m.end() : end - 1] + " " + s[end:]
+
+
+def _encloses_all(s: str, open_: str, close: str) -> bool:
+    """s[0] opens a group that closes exactly at s[-1]."""
+    if len(s) < 2 or s[0] != open_ or s[-1] != close:
+        return False
+    depth = 0
+    for i, c in enumerate(s):
+        if c == open_:
+            depth += 1
+        elif c == close:
+            depth -= 1
+            if depth == 0 and i != len(s) - 1:
+                return False
+    return depth == 0
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def normalize(ans: str, kind: str) -> tuple[str, bool]:
+    """(canonical string, is_percent). Pure string work; no evaluation."""
+    s = ans.translate(_UNICODE)
+    s = unwrap_text_commands(s)
+    s = re.sub(r"(?<=\d)(,?)\\!\s*(?=\d)", r"\1", s)  # 11,\! 111 and 1\!000
+    s = re.sub(r"(?<=\d)\s?\{\s*,\s*\}\s*(?=\d{3}(?!\d))", ",", s)  # 14{,}916 and 14 {, }916
+    s = re.sub(r"(?<=\d)(?:\\,|\\ )(?=\d{3}(?!\d))", "", s)  # 1\,000
+    s = s.replace("\\!", "")
+    s = s.replace("\\\\", "\x03")  # matrix row separator, before "\ " (a space) is dropped
+    s = _DROP_RE.sub(" ", s)
+    s = _RELATION_RE.sub(lambda m: _RELATION_MAP[m.group(0)], s)
+    s = re.sub(r"(?<=[\d)])\s+x\s+(?=[\d(])", r" \\times ", s)  # "50 x 2" is a product
+    s = re.sub(r"\\[dtc]frac(?![a-zA-Z])", r"\\frac", s)
+    s = _CURRENCY_RE.sub(" ", s)
+    # a degree mark ends an answer ("30^\circ", "45 degrees"); inside an expression
+    # (\sin(90^\circ - x)) it changes the value, and is left for the symbolic back end
+    if _TRAILING_DEGREE_RE.search(s) and len(_DEGREE_RE.findall(s)) == 1:
+        s = _DEGREE_RE.sub(" ", s)
+    else:  # degrees inside an expression: in radians, so that \sin(90^\circ - x) is \cos x
+        s = _DEGREE_RE.sub(r"\\cdot\\frac{\\pi}{180}", s)
+    percent = False
+    if _PERCENT_RE.search(s):
+        percent = True
+        s = _PERCENT_RE.sub(" ", s)
+    s = s.replace("\\{", "\x01").replace("\\}", "\x02")  # keep set braces apart from groups
+    s = re.sub(r"\s+", " ", s).strip().strip("\x03").strip().rstrip("\\").strip()
+    if kind == "gsm8k" or _THOUSANDS_RE.fullmatch(re.sub(r"\.\d+$", "", s.lstrip("-"))):
+        s = _THOUSANDS_RE.sub(lambda m: re.sub(r"\{,\}|\\,|,", "", m.group(0)), s)
+    if _SPACE_THOUSANDS_RE.fullmatch(s):
+        s = s.replace(" ", "")
+    s = s.rstrip(" .")
+    # trailing unit words ("18 apples", "5 cm^2", "12 km/h"), never a lone variable letter
+    m = _TRAILING_UNITS_RE.search(s)
+    if m and m.start() > 0:
+        words = re.findall(r"[a-zA-Z]+", m.group(0))
+        if words and not any(w in _KEEP_WORDS for w in words) and re.search(r"[\d})]$", s[: m.start()].rstrip()):
+            s = s[: m.start()].strip()
+    s = re.sub(r"\s*([=+\-*/^_(),\[\]{}<>!:;])\s*", r"\1", s)
+    s = re.sub(r"\s*(\\(?:times|cdot|div|pm|mp|in|cup|cap|approx)(?![a-zA-Z]))\s*", r"\1", s)
+    s = re.sub(r"\s+", " ", s).strip()
+    s = re.sub(r"\\frac\s*(\d)\s*(\d)", r"\\frac{\1}{\2}", s)
+    s = re.sub(r"\\frac\s*(\d)(?=\{)", r"\\frac{\1}", s)
+    s = re.sub(r"\\frac(\{[^{}]*\})(\d)", r"\\frac\1{\2}", s)
+    s = re.sub(r"\\sqrt\s*(\d)", r"\\sqrt{\1}", s)
+    s = re.sub(r"(?<![a-zA-Z\\])(pi|sqrt|infty|infinity)(?![a-zA-Z])", lambda m: "\\" + m.group(1), s)
+    s = s.replace("\\infinity", "\\infty").replace("^{\\prime}", "'")
+    s = re.sub(r"(?<=\d)_\{(\d+)\}", r"_\1", s)  # 4210_{7} -> 4210_7
+    s = re.sub(r"(?<![a-zA-Z\\])([a-zA-Z])_\{([a-zA-Z0-9])\}", r"\1_\2", s)  # v_{0} -> v_0
+    if _encloses_all(s, "{", "}") and "\x03" not in s:
+        s = s[1:-1].strip()  # "{1, 2, 3}" written without \{ is a plain group, not a set
+    m = _LONE_MATRIX_RE.match(s)
+    if m:
+        s = m.group(1)
+    if s.startswith("+") and len(s) > 1:
+        s = s[1:]
+    return s, percent
+
+
+# ------------------------------------------------------------------------------------- structure
+
+_OPEN = {"(": ")", "[": "]", "\x01": "\x02"}
+_REL_OPS = ("<=", ">=", "!=", "<", ">")
+
+
+def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> list[str]:
+    """s split at depth 0 on any of seps (and on the words "and"/"or" when words)."""
+    parts, depth, start = [], 0, 0
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c in "([{\x01":
+            depth += 1
+        elif c in ")]}\x02":
+            depth -= 1
+        elif depth == 0:
+            hit = next((sep for sep in seps if s.startswith(sep, i)), None)
+            if hit is None and words:
+                for w in ("and", "or"):
+                    if (s.startswith(w, i) and (i == 0 or not (s[i - 1].isalpha() or s[i - 1] == "\\"))
+                            and (i + len(w) == n or not s[i + len(w)].islower())):
+                        hit = w
+                        break
+            if hit is not None:
+                parts.append(s[start:i])
+                start = i + len(hit)
+                i += len(hit)
+                continue
+        i += 1
+    parts.append(s[start:])
+    return parts
+
+
+def _encloses(s: str) -> bool:
+    """s[0] opens a bracket that closes exactly at s[-1] (any bracket type: intervals mix them)."""
+    if len(s) < 2 or s[0] not in _OPEN or s[-1] not in ")]\x02":
+        return False
+    depth = 0
+    for i, c in enumerate(s):
+        if c in "([{\x01":
+            depth += 1
+        elif c in ")]}\x02":
+            depth -= 1
+            if depth == 0 and i != len(s) - 1:
+                return False
+    return depth == 0
+
+
+def relation_parts(s: str) -> tuple[list[str], list[str]] | None:
+    """(sides, operators) of a chain of <, >, <=, >=, != at depth 0, or None when there is none."""
+    sides, ops, depth, start = [], [], 0, 0
+    i, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c in "([{\x01":
+            depth += 1
+        elif c in ")]}\x02":
+            depth -= 1
+        elif depth == 0 and c in "<>!":
+            op = s[i : i + 2] if s[i : i + 2] in _REL_OPS else (c if c in "<>" else None)
+            if op is not None:
+                sides.append(s[start:i])
+                ops.append(op)
+                start = i + len(op)
+                i += len(op)
+                continue
+        i += 1
+    if not ops:
+        return None
+    sides.append(s[start:])
+    return [p.strip() for p in sides], ops
+
+
+@lru_cache(maxsize=CACHE_SIZE)
+def structure(s: str):
+    """('scalar', s) | ('set', items) | ('seq', open, close, items) | ('list', items) |
+    ('union', parts) | ('matrix', rows)."""
+    m = _MATRIX_RE.match(s)
+    if m:
+        rows = [r for r in m.group(2).split("\x03") if r.strip()]
+        return ("matrix", tuple(tuple(c.strip() for c in r.split("&")) for r in rows))
+    if "\\cup" in s:
+        parts = split_top(s, ("\\cup",))
+        if len(parts) > 1:
+            return ("union", tuple(p.strip() for p in parts))
+    if _encloses(s):
+        inner = s[1:-1]
+        sep = ("," if "," in inner else ";",)
+        items = tuple(p.strip() for p in split_top(inner, sep))
+        if s[0] == "\x01":
+            return ("set", items)
+        if len(items) > 1:
+            return ("seq", s[0], s[-1], items)
+        return ("scalar", s)
+    if ";" in s:
+        groups = [p.strip() for p in split_top(s, (";",)) if p.strip()]
+        if len(groups) > 1:
+            return ("list", tuple(groups))
+    s = re.sub(r",\s*(and|or)\b", ",", s)  # "19, 46, and 82" is one list
+    groups = [p.strip() for p in split_top(s, (), words=True) if p.strip()]
+    sizes = {len(split_top(g)) for g in groups}
+    if len(groups) > 1 and len(sizes) == 1 and sizes != {1}:
+        return ("list", tuple(groups))  # "p=5,q=2 and p=7,q=2": the words separate groups
+    items = [p.strip() for p in split_top(s, (",",), words=True)]
+    items = [p for p in items if p]
+    if len(items) > 1:
+        return ("list", tuple(items))
+    return ("scalar", items[0] if items else s)

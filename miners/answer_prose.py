@@ -1,0 +1,239 @@
+"""Reading a value out of prose, for miners.answer_extract: number words, sentences, concluding lines.
+
+    from miners.answer_prose import prose_value, concluding
+    prose_value("Final Answer: The largest $n$ is 34. I hope it is correct.", "math")   # -> "34"
+    prose_value("two hundred ninety-four dollars.", "gsm8k")                          # -> "294"
+    concluding("... So she makes $18 every day at the market.", "gsm8k")              # -> "18"
+
+prose_value: the last of the last three sentences that states a value gives it -- a bold number,
+else what follows the last copula ("is", "=", ":", "是", "est" ...), else after the last "=", else
+the first value (a math segment, a number with its currency/percent/scale word, \\frac{..}{..}, or
+a run of number words: "one hundred eighty point seventy five" -> 180.75, "Thirty-Four Dollars and
+Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "6 dozen" -> 72, "3 million" -> 3000000).
+concluding: for an output with no answer marker at all, a display block announced by a colon at the
+very end, or a last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number); never
+a repetition loop or a sentence cut off mid-way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}
+_SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_WORD_RUN_RE = re.compile(
+    r"(?i)\b(?:(?:negative|minus)\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES)) + r"|a)"
+    r"(?:[\s-]+(?:and\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES) + ["point"]) + r"))*\b")
+_CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
+_NUMBER_RE = re.compile(
+    r"\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
+    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
+    r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+")
+_MATH_SEG_RE = re.compile(r"\\\((?P<a>.+?)\\\)|\\\[(?P<b>.+?)\\\]|\$\$(?P<c>.+?)\$\$|\$(?P<d>[^$]+?)\$", re.S)
+_BOLD_RE = re.compile(r"\*\*([^*]*\d[^*]*)\*\*")
+_COPULA_RE = re.compile(
+    r"(?i)\b(?:is|are|was|were|equals?|be|becomes?|it'?s|est|sont|égale?)\b|(?<!\d)[:：](?!\d)|[是为هو]")
+_WORDS_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z\u00c0-\u024f]{3,}|[\u0600-\u06ff\u0900-\u097f\u4e00-\u9fff]")
+_CUE_RE = re.compile(
+    r"(?i)\b(?:therefore|thus|so|hence|in\s+total|altogether|in\s+conclusion|finally|total|answer|"
+    r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*")
+
+
+def _words_value(run: str, after: str) -> str | None:
+    """"two hundred ninety-four" -> "294"; "one hundred eighty point seventy five" -> "180.75";
+    "Thirty-Four" + " Dollars and Seventy-Two Cents" -> "34.72"; "negative seven" -> "-7"."""
+    words = re.findall(r"[a-z]+", run.lower())
+    sign = ""
+    if words and words[0] in ("negative", "minus"):
+        sign, words = "-", words[1:]
+    if words and words[0] == "a":
+        words[0] = "one"
+    if "point" in words:
+        k = words.index("point")
+        whole, frac_words = words[:k], [w for w in words[k + 1 :] if w != "and"]
+        whole_v = _words_int(whole) if whole else 0
+        if whole_v is None or not frac_words:
+            return None
+        if all(w in _NUMBER_WORDS and _NUMBER_WORDS[w] < 10 for w in frac_words):
+            frac = "".join(str(_NUMBER_WORDS[w]) for w in frac_words)
+        else:
+            f = _words_int(frac_words)
+            if f is None:
+                return None
+            frac = str(f)
+        return f"{sign}{whole_v}.{frac}"
+    value = _words_int(words)
+    if value is None:
+        return None
+    m = _CENTS_RE.match(after)
+    if m:
+        cents = _WORD_RUN_RE.match(after, m.end())
+        c = _words_int(re.findall(r"[a-z]+", cents.group(0).lower())) if cents else None
+        if c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end():], re.I):
+            return f"{sign}{value}.{c:02d}"
+    return f"{sign}{value}"
+
+
+def _words_int(words: list[str]) -> int | None:
+    total = current = 0
+    seen = False
+    for w in words:
+        if w == "and":
+            continue
+        if w in _NUMBER_WORDS:
+            current += _NUMBER_WORDS[w]
+            seen = True
+        elif w == "hundred":
+            current = max(current, 1) * 100
+            seen = True
+        elif w in _SCALES:
+            total += max(current, 1) * _SCALES[w]
+            current = 0
+            seen = True
+        else:
+            return None
+    return total + current if seen else None
+
+
+def _scaled(token: str) -> str:
+    """"6 dozen" -> "72", "3 million" -> "3000000" (exact: Python integers)."""
+    m = re.match(r"(.*?\d)\s+(dozen|million|billion|thousand)$", token)
+    if not m:
+        return token
+    num = m.group(1).replace(",", "").lstrip("$")
+    factor = {"dozen": 12, "thousand": 1000, "million": 10**6, "billion": 10**9}[m.group(2)]
+    try:
+        if "." in num:
+            whole, frac = num.split(".", 1)
+            value = (int(whole or "0") * 10 ** len(frac) + int(frac)) * factor
+            text = str(value).rjust(len(frac) + 1, "0")
+            return (text[: -len(frac)] + "." + text[-len(frac):]).rstrip("0").rstrip(".")
+        return str(int(num) * factor)
+    except ValueError:
+        return token
+
+
+def _first_value(text: str) -> str | None:
+    """The first math segment, number or run of number words in text."""
+    best: tuple[int, str] | None = None
+    m = _MATH_SEG_RE.search(text)
+    if m and _value_like(next(g for g in m.groups() if g is not None)):
+        best = (m.start(), next(g for g in m.groups() if g is not None).strip())
+    m = _NUMBER_RE.search(text)
+    if m and (best is None or m.start() < best[0]):
+        best = (m.start(), _scaled(m.group(0)).replace("−", "-"))
+    for w in _WORD_RUN_RE.finditer(text):
+        if best is not None and w.start() > best[0]:
+            break
+        if w.group(0).lower() in ("a", "one") and not re.match(r"\s*(?:dollars?|hundred)", text[w.end():], re.I):
+            continue  # "a" and a lone "one" are words more often than numbers
+        v = _words_value(w.group(0), text[w.end():])
+        if v is not None:
+            best = (w.start(), v)
+            break
+    return best[1] if best else None
+
+
+def _value_like(seg: str) -> bool:
+    if re.search(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}", re.sub(r"\\(?:begin|end)\s*\{\w*\*?\}", "", seg)):
+        return False  # "$? just about 1$": words, not math
+    return bool(re.search(r"\d|\\(?:frac|sqrt|pi|infty)|[a-zA-Z]", seg))
+
+
+def _math_free(s: str) -> str:
+    """s with its math segments blanked (same length), so copulas and words are found outside math."""
+    return _MATH_SEG_RE.sub(lambda m: " " * len(m.group(0)), s)
+
+
+def is_prose(span: str) -> bool:
+    """Words outside math: "The largest $n$ is 34", "Jake has 7 peaches" (not "x \\in [0, 1)")."""
+    plain = re.sub(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}|\\(?:begin|end)\s*\{\w*\*?\}", " ",
+                   _math_free(span))
+    return any(w.lower() not in ("and", "or") for w in _WORDS_RE.findall(plain))
+
+
+def _sentence_value(s: str) -> str | None:
+    bold = _BOLD_RE.findall(s)
+    if bold:
+        return bold[-1].strip()
+    free = _math_free(s)
+    tail = s
+    copulas = list(_COPULA_RE.finditer(free))
+    for cop in reversed(copulas):
+        after = s[cop.end():]
+        if _first_value(after) is not None:
+            tail = after
+            break
+    eq = _math_free(tail).rfind("=")
+    if eq >= 0 and _first_value(tail[eq + 1:]) is not None:
+        tail = tail[eq + 1:]
+    value = _first_value(tail)
+    if value is None and copulas:  # "24 is the answer"
+        value = _first_value(s)
+    return value
+
+
+def sentences(text: str) -> list[str]:
+    """text split into sentences outside math (display math ends a sentence too)."""
+    free = _math_free(text)
+    cuts = {m.end() for m in re.finditer(r"[.!?](?=\s)|[。！？।]", free)}
+    cuts |= {m.end() for m in _MATH_SEG_RE.finditer(text) if m.group("b") is not None or m.group("c") is not None}
+    out, start = [], 0
+    for cut in sorted(cuts):
+        if text[start:cut].strip():
+            out.append(text[start:cut].strip())
+        start = cut
+    if text[start:].strip():
+        out.append(text[start:].strip())
+    return out
+
+
+def _money(s: str) -> str:
+    return re.sub(r"(?<![\\\w])\$(?=\d)", "", s)  # "$880" in prose is money, not a math delimiter
+
+
+def prose_value(span: str, kind: str, look_back: int = 3) -> str | None:
+    """The value the last sentence that states one states (module doc, step 4), or None."""
+    s = _money(span) if kind == "gsm8k" or span.count("$") % 2 == 1 else span
+    for sentence in reversed(sentences(s)[-look_back:]):
+        value = _sentence_value(sentence)
+        if value is not None:
+            return value
+    return None
+
+
+def looping(text: str) -> bool:
+    """The tail repeats itself: a word trigram 4 or more times among the last 60 words."""
+    words = text[-600:].split()[-60:]
+    if len(words) < 12:
+        return False
+    return Counter(zip(words, words[1:], words[2:])).most_common(1)[0][1] >= 4
+
+
+def concluding(text: str, kind: str) -> str | None:
+    """The value of a concluding last sentence or of a display block after a colon, or None."""
+    body = text.rstrip()
+    if not body or looping(body):
+        return None  # a repetition loop commits to nothing
+    for opener, closer in (("\\[", "\\]"), ("$$", "$$")):
+        if body.endswith(closer):  # "... is worth \\$675:\n\\[ V = \\$675 \\]"
+            start = body.rfind(opener, 0, len(body) - len(closer))
+            if start >= 0 and body[:start].rstrip().endswith((":", "：")):
+                block = body[start + len(opener) : len(body) - len(closer)].strip()
+                if 0 < len(block) < 300:
+                    return block
+    if not (body[-1] in ".。!！।" or body[-1].isdigit() or body.endswith(("**", "$"))):
+        return None  # cut off mid-sentence: no commitment
+    single = "\n" not in body.strip() and len(body) <= 200
+    for sentence in reversed(sentences(body)[-2:]):
+        if _CUE_RE.search(sentence) or single:
+            value = _sentence_value(_money(sentence) if kind == "gsm8k" else sentence)
+            if value is not None:
+                return value
+    return None
