@@ -80,15 +80,17 @@ def _json(path: Path) -> dict:
 
 def _saved_files(root: Path, split: str) -> list[Path]:
     """The Arrow files of a `save_to_disk` folder, for `split`."""
-    if (root / "dataset_dict.json").is_file():
+    in_dict = (root / "dataset_dict.json").is_file()
+    if in_dict:
         splits = _json(root / "dataset_dict.json").get("splits") or []
         if split not in splits:
             raise BadInput(f"no {split!r} split in this save_to_disk folder (found: {', '.join(splits)})",
                            path=str(root))
         root = root / split
     state = _json(root / "state.json")
+    # A DatasetDict names its splits itself; a lone Dataset remembers the split it was loaded as, if any.
     saved_split = state.get("_split")
-    if isinstance(saved_split, str) and saved_split and saved_split != split:
+    if not in_dict and isinstance(saved_split, str) and saved_split and saved_split != split:
         raise BadInput(f"this save_to_disk folder holds the {saved_split!r} split, not {split!r}", path=str(root))
     names = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
     if not names:
