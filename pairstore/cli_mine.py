@@ -21,7 +21,8 @@ def generate_group():
 
 @generate_group.command("loopfix")
 @click.option("--n", "n", type=click.IntRange(min=0), required=True, help="How many tasks to generate.")
-@click.option("--seed", callback=check_seed, type=int, required=True, help="Seed: the same seed and options give the same tasks.")
+@click.option("--seed", callback=check_seed, type=int, required=True,
+              help="Seed: the same seed and options give the same tasks.")
 @click.option("--families", default=None,
               help="Comma-separated family names (default: all; see `pairstore generate families`).")
 @click.option("--suite", default=None,

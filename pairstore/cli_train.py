@@ -142,7 +142,8 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remot
 @click.option("--n", type=int, default=None, help="Only the first N items.")
 @click.option("--samples", type=int, default=1, show_default=True, help="Answers per item.")
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="0 = greedy.")
-@click.option("--seed", callback=check_seed, type=int, default=0, show_default=True, help="Sampling seed (per item: hash of seed, id).")
+@click.option("--seed", callback=check_seed, type=int, default=0, show_default=True,
+              help="Sampling seed (per item: hash of seed, id).")
 @click.option("--repetition-penalty", type=float, default=None,
               help="Decoding knob (default: the bundle's serving_config decoding, else off).")
 @click.option("--no-repeat-ngram-size", type=int, default=None,

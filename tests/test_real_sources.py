@@ -62,12 +62,13 @@ def saved(tmp_path_factory) -> dict[str, Path]:
     folders["arena"] = out / "arena"
     datasets.DatasetDict({"train": arena}).save_to_disk(str(out / "arena_dict"))
     folders["arena_dict"] = out / "arena_dict"
-    gsm8k = datasets.DatasetDict({split: datasets.Dataset.from_parquet(str(REAL / f"gsm8k/main/{split}-00000-of-00001.parquet"))
-                                  for split in ("train", "test")})
+    gsm8k = datasets.DatasetDict({split: datasets.Dataset.from_parquet(
+        str(REAL / f"gsm8k/main/{split}-00000-of-00001.parquet")) for split in ("train", "test")})
     gsm8k.save_to_disk(str(out / "gsm8k"))
     folders["gsm8k"] = out / "gsm8k"
     uf = datasets.DatasetDict({split: datasets.Dataset.from_parquet(
-        str(REAL / f"ultrafeedback_binarized/data/{split}-00000-of-00001.parquet")) for split in ("train_prefs", "test_prefs")})
+        str(REAL / f"ultrafeedback_binarized/data/{split}-00000-of-00001.parquet"))
+        for split in ("train_prefs", "test_prefs")})
     uf.save_to_disk(str(out / "uf"))
     folders["uf"] = out / "uf"
     math500 = datasets.load_dataset("json", data_files={"test": str(REAL / "MATH-500/test.jsonl")}, split="test")
@@ -137,7 +138,8 @@ def test_55k_csv_votes_turns_nulls_and_pairs(run_cli, db_path):
                         "others: tie=1\n")
     with open_store(db_path, read_only=True) as s:
         got = {b[0]: b for b in battles(s)}
-        origins = sorted(r["origin_id"] for r in s.rows("SELECT origin_id FROM pair_origins WHERE origin_kind = 'arena'"))
+        origins = sorted(r["origin_id"] for r in s.rows(
+            "SELECT origin_id FROM pair_origins WHERE origin_kind = 'arena'"))
     assert got["30192"][1:5] == ("loss", "gpt-4-0613", "gpt-4-1106-preview", 2)   # winner_model_a = 1
     assert got["30192"][10][1].endswith("\U0001F355\U0001F34D")                     # surrogate pairs decoded
     assert got["53567"][1:5] == ("win", "gpt-4-0613", "koala-13b", 3)
