@@ -112,4 +112,6 @@ def test_what_has_no_two_spellings_is_left_as_it_is():
     nested = portable_model_config({"model_type": "x", "text_config": {"dtype": "bfloat16"}})
     assert nested["text_config"] == {"dtype": "bfloat16", "torch_dtype": "bfloat16"}
     llama = {"tokenizer_class": "LlamaTokenizer", "chat_template": "{{ x }}"}
-    assert portable_tokenizer_config(llama, "other") == llama
+    assert portable_tokenizer_config(llama) == llama
+    # chat_template.jinja is the template a bundle is served with: tokenizer_config.json follows it
+    assert portable_tokenizer_config(llama, "{{ y }}")["chat_template"] == "{{ y }}"

@@ -25,13 +25,14 @@ V5_MODEL_INPUT_NAMES = ["input_ids", "attention_mask"]
 
 
 def portable_tokenizer_config(config: dict, chat_template: str | None = None) -> dict:
-    """tokenizer_config.json with a tokenizer class both majors know and the chat template inside it."""
+    """tokenizer_config.json with a tokenizer class both majors know and the bundle's chat template
+    (chat_template.jinja, the one pairstore serves) inside it."""
     out = dict(config)
     cls = out.get("tokenizer_class")
     if cls in V5_ONLY_TOKENIZER_CLASSES:
         out["tokenizer_class"] = V5_ONLY_TOKENIZER_CLASSES[cls]
         out.setdefault("model_input_names", V5_MODEL_INPUT_NAMES)
-    if chat_template is not None and not out.get("chat_template"):
+    if chat_template is not None:
         out["chat_template"] = chat_template
     return out
 
