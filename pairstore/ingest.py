@@ -191,10 +191,11 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
     for r in records:
         result.read += 1
         battle = parse_row(fmt, r.record, r.path, r.line)
-        side = None if isinstance(battle, str) else own_side(battle, own)
-        if isinstance(battle, str):
+        if isinstance(battle, str):    # a turn the platform could not give: the reason
             result.skipped[battle] += 1
-        elif side == "both":
+            continue
+        side = own_side(battle, own)
+        if side == "both":
             result.skipped["own model on both sides"] += 1
         elif side is not None:
             row = _keyed_battle(battle_fields(battle, side), r.path, r.line)
@@ -204,8 +205,9 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
             result.skipped["no own model"] += 1
         else:
             pair = other_pair(battle)
-            if isinstance(pair, str) or holdout.holds_pair(pair):
-                result.skipped[f"others: {pair if isinstance(pair, str) else 'holdout'}"] += 1
+            reason = pair if isinstance(pair, str) else "holdout" if holdout.holds_pair(pair) else None
+            if reason:
+                result.skipped[f"others: {reason}"] += 1
             else:
                 pairs.append(pair)
     return rows, pairs

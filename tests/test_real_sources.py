@@ -19,6 +19,7 @@ import pytest
 
 from miners.importers import import_ultrafeedback
 from pairstore.errors import BadInput
+from pairstore.evals import add_eval_items
 from pairstore.ingest import ingest_battles, ingest_problems
 from pairstore.store import open_store
 from train.eval import read_suite_file
@@ -225,6 +226,13 @@ def test_bad_arena_rows_name_line_and_field(run_cli, db_path, tmp_path, write_js
     assert r.output.startswith(f"error: {path}, line 2, {message}"), r.output
     with open_store(db_path, read_only=True) as s:
         assert s.scalar("SELECT count(*) FROM battles") == 0
+
+
+def test_arena_others_held_out_give_no_pair(store):
+    haiku = [{"role": "user", "content": "Write a haiku about spring rain."}]
+    add_eval_items(store, "poems", [{"item_id": "p1", "kind": "task", "prompt": haiku, "gold": None}])
+    res = ingest_battles(store, ARENA_JSONL, fmt="arena", own_models=["koala-13b"], others="pairs")
+    assert (res.added, res.pairs, dict(res.skipped)) == (3, 0, {"others: tie": 1, "others: holdout": 1})
 
 
 def test_arena_null_turns_are_counted(store, tmp_path, write_jsonl):
