@@ -36,19 +36,9 @@ from miners.patterns import names_own_model
 from miners.registry import MineResult, new_result, register, write_pairs
 from pairstore.errors import BadInput
 from pairstore.holdout import HoldoutFilter
-from pairstore.pairs import Origin, Pair
+from pairstore.pairs import Origin, Pair, battle_pair_prompt
 
 RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}
-
-
-def battle_pair_prompt(user_turns: list[str], chosen_answers: list[str]) -> list[dict]:
-    """User turns interleaved with the chosen side's earlier answers, ending on the last user turn."""
-    messages = []
-    for i, user in enumerate(user_turns):
-        messages.append({"role": "user", "content": user})
-        if i < len(user_turns) - 1:
-            messages.append({"role": "assistant", "content": chosen_answers[i]})
-    return messages
 
 
 @register("battle", version="1")

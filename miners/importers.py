@@ -5,9 +5,10 @@
     from miners.importers import import_ultrafeedback, import_compliance
 
 UltraFeedback (`HuggingFaceH4/ultrafeedback_binarized`, split `train_prefs`)
-is read with the real `datasets.load_dataset`: from the Hub, or offline from
-`path` — a parquet or JSONL file, or a folder holding the dataset's own files
-(`data/train_prefs-*.parquet`) — in the dataset's own columns: prompt,
+is read from the Hub with the real `datasets.load_dataset`, or offline from
+`path` — a parquet, JSONL or CSV file, a Hub folder layout
+(`data/train_prefs-*.parquet`) or a `save_to_disk` folder, read by the loader
+every dataset shares (pairstore.dataset_files) — in the dataset's own columns: prompt,
 prompt_id, chosen and rejected (message lists holding the user turn and the
 assistant answer), score_chosen, score_rejected. Only the last assistant
 message of chosen / rejected is kept as the answer; the turns before it are
@@ -22,7 +23,7 @@ Compliance JSONL/parquet (handcrafted): one record per line, either
 string or a message list (kept as given, system message included); optional
 `id` (the origin id; default "<file name>:<line>") and `family`.
 
-Bad records raise BadInput naming the file, the line (the row for parquet or a folder) and
+Bad records raise BadInput naming the file, the line (the row for parquet and Arrow) and
 the field; nothing is written. Both importers also drop rows whose prompt is
 held out ('holdout'), like every miner.
 """
@@ -33,11 +34,12 @@ import sys
 from pathlib import Path
 
 from miners.registry import MineResult, new_result, register, write_pairs
+from pairstore.dataset_files import DatasetRecord, read_dataset
 from pairstore.errors import BadInput
 from pairstore.holdout import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
 from pairstore.pairs import Origin, Pair
-from pairstore.records import Fields, file_format, read_records
+from pairstore.records import Fields, read_records
 
 ULTRAFEEDBACK = "HuggingFaceH4/ultrafeedback_binarized"
 ULTRAFEEDBACK_SPLIT = "train_prefs"
@@ -45,25 +47,8 @@ ULTRAFEEDBACK_SPLIT = "train_prefs"
 
 # -- UltraFeedback -----------------------------------------------------------------
 
-def _local_files(path: Path, split: str) -> tuple[str, list[str]]:
-    """(datasets builder, data files) for a local file or a folder with the dataset's files."""
-    if path.is_dir():
-        files = sorted(str(p) for p in path.rglob(f"{split}-*.parquet")) or \
-            sorted(str(p) for p in path.rglob(f"{split}*.parquet"))
-        if files:
-            return "parquet", files
-        files = sorted(str(p) for p in path.rglob(f"{split}*.jsonl")) or \
-            sorted(str(p) for p in path.rglob(f"{split}*.json"))
-        if files:
-            return "json", files
-        raise BadInput(f"no {split} parquet or JSONL files in this folder", path=str(path))
-    if not path.exists():
-        raise BadInput("no such file or folder", path=str(path))
-    return ("parquet" if file_format(path) == "parquet" else "json"), [str(path)]
-
-
-def load_ultrafeedback(path=None, *, split: str = ULTRAFEEDBACK_SPLIT):
-    """The split as a `datasets.Dataset`: from the Hub, or from local files when `path` is given."""
+def _hub_records(split: str):
+    """The split from the Hub (or its cache) through the real `datasets` loader."""
     import datasets
 
     # Progress bars only on a terminal (quiet in pipes, logs and tests).
@@ -71,42 +56,22 @@ def load_ultrafeedback(path=None, *, split: str = ULTRAFEEDBACK_SPLIT):
     if quiet:
         datasets.disable_progress_bars()
     try:
-        if path is None:
-            return datasets.load_dataset(ULTRAFEEDBACK, split=split)
-        builder, files = _local_files(Path(path), split)
-        return datasets.load_dataset(builder, data_files={"train": files}, split="train")
-    except BadInput:
-        raise
+        ds = datasets.load_dataset(ULTRAFEEDBACK, split=split)
     except Exception as e:  # datasets raises many types (connection, schema cast, JSON parse)
-        where = str(path) if path is not None else f"{ULTRAFEEDBACK} ({split})"
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        hint = "; give --path with a local copy to work offline" if path is None else ""
-        raise BadInput(f"cannot load the dataset: {first}{hint}", path=where) from None
+        raise BadInput(f"cannot load the dataset: {first}; give --path with a local copy to work offline",
+                       path=f"{ULTRAFEEDBACK} ({split})") from None
     finally:
         if quiet:
             datasets.enable_progress_bars()
+    where = Path(f"{ULTRAFEEDBACK} ({split})")
+    return [DatasetRecord(where, row, rec, ULTRAFEEDBACK) for row, rec in enumerate(ds, start=1)]
 
 
-def _jsonl_line(path: str, index: int) -> int:
-    """The 1-based file line of the index-th (0-based) non-blank line of a JSONL file."""
-    seen = -1
-    with open(path, "rb") as f:
-        for lineno, raw in enumerate(f, start=1):
-            if raw.strip():
-                seen += 1
-                if seen == index:
-                    return lineno
-    return index + 1
-
-
-def _where(path, split: str, index: int) -> tuple[str, int, str]:
-    """(file, line or row, unit) of record `index` of the loaded split, for error messages."""
-    if path is None:
-        return f"{ULTRAFEEDBACK} ({split})", index + 1, "row"
-    path = Path(path)
-    if path.is_file() and file_format(path) == "jsonl":
-        return str(path), _jsonl_line(str(path), index), "line"
-    return str(path), index + 1, "row"
+def ultrafeedback_records(path=None, *, split: str = ULTRAFEEDBACK_SPLIT):
+    """The split's records: from the Hub, or from `path` (a file, a Hub folder or a save_to_disk folder:
+    pairstore.dataset_files), each with its own file and line."""
+    return _hub_records(split) if path is None else read_dataset(path, split=split)
 
 
 def _answer_and_prompt(f: Fields, name: str) -> tuple[list[dict], str]:
@@ -127,23 +92,16 @@ def import_ultrafeedback(store, *, path=None, limit: int | None = None, seed: in
     if split.startswith("test"):
         raise BadInput(f"split {split!r} is a test split: never trained on", field="split")
     result = new_result(import_ultrafeedback)
-    ds = load_ultrafeedback(path, split=split)
-    records = ds.to_list()
     rows = []
-    for i, rec in enumerate(records):
-        try:
-            f = Fields(rec, "", i + 1)
-            prompt_text = f.str("prompt")
-            prompt_id = f.str("prompt_id", required=False) or content_id(prompt_text)
-            prompt, chosen = _answer_and_prompt(f, "chosen")
-            rejected_prompt, rejected = _answer_and_prompt(f, "rejected")
-            if rejected_prompt != prompt:
-                raise f.error("rejected", "its turns before the answer differ from chosen's")
-            score_chosen, score_rejected = f.float("score_chosen"), f.float("score_rejected")
-        except BadInput as e:
-            file, line, unit = _where(path, split, i)
-            raise BadInput(e.reason, path=file, line=line, field=e.field, unit=unit) from None
-        rows.append((prompt_id, prompt, chosen, rejected, score_chosen, score_rejected))
+    for r in ultrafeedback_records(path, split=split):
+        f = Fields(r.record, r.path, r.line)
+        prompt_text = f.str("prompt")
+        prompt_id = f.str("prompt_id", required=False) or content_id(prompt_text)
+        prompt, chosen = _answer_and_prompt(f, "chosen")
+        rejected_prompt, rejected = _answer_and_prompt(f, "rejected")
+        if rejected_prompt != prompt:
+            raise f.error("rejected", "its turns before the answer differ from chosen's")
+        rows.append((prompt_id, prompt, chosen, rejected, f.float("score_chosen"), f.float("score_rejected")))
     result.stats["rows"] = len(rows)
     if limit is not None and len(rows) > limit:
         ranked = sorted(range(len(rows)), key=lambda k: (seeded_rank(seed, rows[k][0]), k))

@@ -11,7 +11,7 @@ import sys
 
 import click
 
-from pairstore.errors import PairstoreError
+from pairstore.errors import BadInput, PairstoreError
 from pairstore.store import open_store
 
 
@@ -34,6 +34,14 @@ class PairstoreGroup(click.Group):
             raise _CliError(str(e), e.exit_code) from None
         except KeyboardInterrupt:
             raise _CliError("interrupted; nothing was committed", 1) from None
+
+
+def check_seed(ctx, param, value):
+    """Click callback for every --seed: it goes to BIGINT columns and 64-bit hashes, so a larger integer is bad
+    input (one line, exit 2), not a crash halfway through a command."""
+    if value is not None and not -(2**63) <= value < 2**63:
+        raise BadInput(f"seed {value} does not fit in 64 bits", field="seed")
+    return value
 
 
 def open_db(ctx: click.Context, *, read_only: bool = False):
@@ -68,4 +76,6 @@ def stderr_is_tty() -> bool:
 
 def echo_ingest(result) -> None:
     skipped = ", ".join(f"{k}={v}" for k, v in sorted(result.skipped.items()))
-    click.echo(f"{result.kind}: read {result.read}, added {result.added}" + (f", skipped {skipped}" if skipped else ""))
+    pairs = f", pairs added {result.pairs}" if result.pairs else ""
+    click.echo(f"{result.kind}: read {result.read}, added {result.added}{pairs}"
+               + (f", skipped {skipped}" if skipped else ""))

@@ -11,7 +11,7 @@ import click
 from generators.registry import FAMILIES, resolve_families
 from generators.tasks import generate_loopfix
 from miners.registry import miners, run_miner
-from pairstore.cli_base import echo_counts, echo_json, echo_table, open_db
+from pairstore.cli_base import check_seed, echo_counts, echo_json, echo_table, open_db
 
 
 @click.group("generate")
@@ -21,7 +21,8 @@ def generate_group():
 
 @generate_group.command("loopfix")
 @click.option("--n", "n", type=click.IntRange(min=0), required=True, help="How many tasks to generate.")
-@click.option("--seed", type=int, required=True, help="Seed: the same seed and options give the same tasks.")
+@click.option("--seed", callback=check_seed, type=int, required=True,
+              help="Seed: the same seed and options give the same tasks.")
 @click.option("--families", default=None,
               help="Comma-separated family names (default: all; see `pairstore generate families`).")
 @click.option("--suite", default=None,
@@ -101,7 +102,7 @@ def mine_battle_cmd(ctx, where, as_json):
 @click.option("--dataset", required=True, type=click.Choice(["gsm8k", "math"]), help="Problems of this dataset.")
 @click.option("--pairs-per-problem", default=1, show_default=True, type=click.IntRange(min=1),
               help="At most this many pairs per problem.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the pair selection.")
+@click.option("--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the pair selection.")
 @click.option("--no-gold-repair", is_flag=True,
               help="Do not use the reference solution where every sample is wrong.")
 @_mine_workers
@@ -117,7 +118,7 @@ def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_r
 @click.option("--model", required=True, help="The model whose generations on generated tasks are mined.")
 @click.option("--per-task", default=None, type=click.IntRange(min=1),
               help="At most this many pairs per task (seeded pick; default: all).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the per-task pick.")
+@click.option("--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the per-task pick.")
 @_mine_workers
 @_mine_json
 @click.pass_context
@@ -141,7 +142,7 @@ def mine_style_cmd(ctx, model, from_pairs, source, as_json):
 @click.option("--path", default=None, type=click.Path(),
               help="Local parquet/JSONL file or folder of the dataset (offline); default: the Hub.")
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Keep a seeded sample of N rows.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the --limit sample.")
+@click.option("--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the --limit sample.")
 @click.option("--split", default="train_prefs", show_default=True, help="The dataset split.")
 @_mine_json
 @click.pass_context

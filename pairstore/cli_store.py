@@ -13,8 +13,18 @@ import sys
 import click
 
 from audits.evals_in import ingest_evals
+from pairstore.arena import FORMATS as ARENA_FORMATS
+from pairstore.arena import OTHERS as ARENA_OTHERS
 from pairstore.attach import attach_round
-from pairstore.cli_base import echo_counts, echo_ingest, echo_json, echo_table, open_db, stderr_is_tty
+from pairstore.cli_base import (
+    check_seed,
+    echo_counts,
+    echo_ingest,
+    echo_json,
+    echo_table,
+    open_db,
+    stderr_is_tty,
+)
 from pairstore.export import export_round
 from pairstore.holdout import (
     add_exemption,
@@ -62,27 +72,39 @@ def ingest_group():
 
 
 @ingest_group.command("battles")
-@click.argument("file", type=click.Path(dir_okay=False))
+@click.argument("file", type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(["native", *ARENA_FORMATS]), default="native", show_default=True,
+              help="native: pairstore's battle records; arena: lmsys/chatbot_arena_conversations rows; "
+                   "arena55k: lmsys-arena-human-preference-55k rows (train.csv).")
+@click.option("--own-model", "own_models", multiple=True, metavar="NAME",
+              help="arena formats: the model whose side votes are read from (repeat for several names).")
+@click.option("--others", type=click.Choice(ARENA_OTHERS), default="skip", show_default=True,
+              help="arena formats, battles no own model plays: skip them (counted) or store them as pairs of "
+                   "source 'arena', the winner's answer chosen.")
 @click.pass_context
-def ingest_battles_cmd(ctx, file):
-    """Ingest human side-by-side battles from a JSONL or parquet FILE.
+def ingest_battles_cmd(ctx, file, fmt, own_models, others):
+    """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder or a save_to_disk folder.
 
-    Record: battle_id, prompt (string or messages), own_answer, opponent_answer, vote
+    Native record: battle_id, prompt (string or messages), own_answer, opponent_answer, vote
     (win|loss|tie|both_bad, from the own model's side), optional category, own_model,
     opponent_model, voted_at; a multi-turn battle gives turns: [{user, own, opponent}, ...].
+    Public Chatbot Arena files go in as they are with --format arena or arena55k and --own-model NAME.
     """
 
     with open_db(ctx) as store:
-        echo_ingest(ingest_battles(store, file, progress=stderr_is_tty()))
+        echo_ingest(ingest_battles(store, file, fmt=fmt, own_models=own_models, others=others,
+                                   progress=stderr_is_tty()))
 
 
 @ingest_group.command("problems")
 @click.option("--dataset", type=click.Choice(["gsm8k", "math"]), required=True, help="Which dataset.")
-@click.option("--path", type=click.Path(dir_okay=False), help="Local parquet/JSONL in the dataset's own columns.")
+@click.option("--path", type=click.Path(),
+              help="Local copy in the dataset's own columns: a JSONL, parquet or CSV file, a Hub folder or a "
+                   "save_to_disk folder (its train split).")
 @click.option("--split", default="train", show_default=True, help="Only train is accepted.")
 @click.pass_context
 def ingest_problems_cmd(ctx, dataset, path, split):
-    """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math) train problems."""
+    """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math, or MATH-500-shaped rows) train problems."""
     with open_db(ctx) as store:
         echo_ingest(ingest_problems(store, dataset, path=path, split=split, progress=stderr_is_tty()))
 
@@ -159,7 +181,7 @@ def holdout_add_cmd(ctx, set_name, ids_file):
 @holdout_group.command("sample")
 @click.argument("set_name", metavar="SET")
 @click.option("--n", type=int, required=True, help="How many battles.")
-@click.option("--seed", type=int, required=True, help="Sampling seed.")
+@click.option("--seed", callback=check_seed, type=int, required=True, help="Sampling seed.")
 @click.option("--where", help="SQL filter over battles to sample from.")
 @click.pass_context
 def holdout_sample_cmd(ctx, set_name, n, seed, where):

@@ -14,7 +14,7 @@ import click
 from click.core import ParameterSource
 
 from pairstore.checkpoints import register_checkpoint
-from pairstore.cli_base import echo_counts, open_db
+from pairstore.cli_base import check_seed, echo_counts, open_db
 from pairstore.demo import closing_lines, run_demo
 from train.dpo import train_dpo_at
 from train.eval import run_eval
@@ -42,9 +42,10 @@ def train_group():
 @click.option("--suite", required=True,
               help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
                    "with --path FILE.")
-@click.option("--path", default=None, type=click.Path(dir_okay=False, path_type=str),
-              help="JSONL/parquet of the suite: GSM8K columns (question, answer), MATH columns (problem, "
-                   "solution), or {id?, prompt, gold?, kind?}.")
+@click.option("--path", default=None, type=click.Path(path_type=str),
+              help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
+                   "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
+                   "answer?), or {id?, prompt, gold?, kind?}.")
 @click.option("--n", type=int, default=None, help="Only the first N items.")
 @generation_options
 @click.option("--name", "model_name", default=None,
@@ -141,7 +142,8 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remot
 @click.option("--n", type=int, default=None, help="Only the first N items.")
 @click.option("--samples", type=int, default=1, show_default=True, help="Answers per item.")
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="0 = greedy.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Sampling seed (per item: hash of seed, id).")
+@click.option("--seed", callback=check_seed, type=int, default=0, show_default=True,
+              help="Sampling seed (per item: hash of seed, id).")
 @click.option("--repetition-penalty", type=float, default=None,
               help="Decoding knob (default: the bundle's serving_config decoding, else off).")
 @click.option("--no-repeat-ngram-size", type=int, default=None,

@@ -1,7 +1,7 @@
 """Ingest: battles, problems, generations, pairs and judgments into the store.
 
     pairstore ingest battles battles.jsonl
-    pairstore ingest problems --dataset gsm8k --path gsm8k-train.parquet
+    pairstore ingest problems --dataset gsm8k --path gsm8k/          # a Hub copy, a file or a save_to_disk folder
     pairstore ingest generations outs.jsonl --model so7a
     pairstore ingest pairs past_round.parquet --source attached
     pairstore ingest judgments verdicts.jsonl
@@ -23,11 +23,15 @@ from pathlib import Path
 import pyarrow as pa
 from tqdm import tqdm
 
+from pairstore.arena import battle_fields, check_options, other_pair, own_side, parse_row
+from pairstore.dataset_files import DatasetRecord, dataset_files, files_sha256, read_files
 from pairstore.errors import BadInput
 from pairstore.generations import MSG_TYPE, generation_id, insert_generations
+from pairstore.holdout import HoldoutFilter
 from pairstore.keys import content_id, match_key, sha256_file
+from pairstore.math_problems import HUB_DATASETS, TEST_NAME, problem_fields
 from pairstore.pair_files import read_pair_file
-from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.pairs import Origin, Pair, add_pairs, check_pair
 from pairstore.records import Fields, read_records
 
 VOTES = ("win", "loss", "tie", "both_bad")
@@ -42,10 +46,11 @@ class IngestResult:
     read: int = 0
     added: int = 0
     skipped: Counter = field(default_factory=Counter)  # reason -> count (same content already there, ...)
+    pairs: int = 0      # pairs written beside the rows (Arena battles between other models, --others pairs)
 
     def as_dict(self) -> dict:
         return {"kind": self.kind, "path": self.path, "read": self.read, "added": self.added,
-                "skipped": dict(self.skipped)}
+                "pairs": self.pairs, "skipped": dict(self.skipped)}
 
 
 def _progress(iterable, enabled: bool, desc: str):
@@ -55,12 +60,12 @@ def _progress(iterable, enabled: bool, desc: str):
     return tqdm(iterable, desc=desc, unit=" rec", leave=False)
 
 
-def log_ingest(store, path, kind: str, rows_read: int, rows_added: int) -> None:
-    """One row in `ingests` per file read (this module writes that table; call inside the ingest's
-    transaction)."""
+def log_ingest(store, path, kind: str, rows_read: int, rows_added: int, *, sha256: str | None = None) -> None:
+    """One row in `ingests` per file (or dataset folder: give its `sha256`, pairstore.dataset_files) read.
+    This module writes that table; call inside the ingest's transaction."""
     store.con.execute(
         "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
-        [sha256_file(path), kind, str(path), rows_read, rows_added])
+        [sha256 or sha256_file(path), kind, str(path), rows_read, rows_added])
 
 
 def _insert_new(store, table: str, key_cols: list[str], rows: list[dict], schema: pa.Schema,
@@ -74,13 +79,15 @@ def _insert_new(store, table: str, key_cols: list[str], rows: list[dict], schema
     con.register("_incoming", tbl)
     try:
         on = " AND ".join(f"i.{k} = t.{k}" for k in key_cols)
+        file_col = "i._file" if "_file" in schema.names else "NULL::VARCHAR"
+        order = "i._file, i._line" if "_file" in schema.names else "i._line"
         clash = con.execute(
-            f"SELECT i.{key_cols[-1]}, i._line FROM _incoming i JOIN {table} t ON {on} "
-            f"WHERE {differs} ORDER BY i._line LIMIT 1").fetchall()
+            f"SELECT i.{key_cols[-1]}, i._line, {file_col} FROM _incoming i JOIN {table} t ON {on} "
+            f"WHERE {differs} ORDER BY {order} LIMIT 1").fetchall()
         if clash:
             clash = clash[0]
             raise BadInput(f"{what} {clash[0]!r} is already in the store with different content",
-                           path=str(path), line=clash[1], field=key_cols[-1])
+                           path=str(clash[2] or path), line=clash[1], field=key_cols[-1])
         cols = [c for c in schema.names if not c.startswith("_")]
         n = con.execute(
             f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
@@ -98,8 +105,11 @@ def _dedup_in_file(rows: list[dict], key, hash_col: str, what: str, path) -> tup
         k = key(r)
         if k in seen:
             if seen[k][hash_col] != r[hash_col]:
-                raise BadInput(f"{what} {k!r} appears twice with different content (first at line {seen[k]['_line']})",
-                               path=str(path), line=r["_line"])
+                first = seen[k]
+                where = f"line {first['_line']}" + (f" of {first['_file']}" if first.get("_file", path) != r.get(
+                    "_file", path) else "")
+                raise BadInput(f"{what} {k!r} appears twice with different content (first at {where})",
+                               path=str(r.get("_file") or path), line=r["_line"])
             dup += 1
             continue
         seen[k] = r
@@ -115,11 +125,10 @@ _BATTLE_SCHEMA = pa.schema([
     ("battle_id", pa.string()), ("prompt", MSG_TYPE), ("own_answers", pa.list_(pa.string())),
     ("opponent_answers", pa.list_(pa.string())), ("n_turns", pa.int32()), ("vote", pa.string()),
     ("category", pa.string()), ("own_model", pa.string()), ("opponent_model", pa.string()),
-    ("voted_at", pa.timestamp("us")), ("match_key", pa.string()), ("record_hash", pa.string()),
-    ("source_file", pa.string()), ("_line", pa.int64()),
+    ("voted_at", pa.timestamp("us")), ("language", pa.string()), ("flagged", pa.bool_()),
+    ("anonymous", pa.bool_()), ("match_key", pa.string()), ("record_hash", pa.string()),
+    ("source_file", pa.string()), ("_line", pa.int64()), ("_file", pa.string()),
 ])
-_BATTLE_FIELDS = {"battle_id", "prompt", "own_answer", "opponent_answer", "vote", "category", "own_model",
-                  "opponent_model", "voted_at", "turns", "system"}
 
 
 def parse_battle(rec: dict, path, line: int) -> dict:
@@ -163,21 +172,70 @@ def parse_battle(rec: dict, path, line: int) -> dict:
         "own_model": f.str("own_model", required=False), "opponent_model": f.str("opponent_model", required=False),
         "voted_at": f.timestamp("voted_at"),
     }
-    row["match_key"] = match_key(prompt)
+    return _keyed_battle(row, path, line)
+
+
+def _keyed_battle(row: dict, path, line: int) -> dict:
+    """The row with its match key and record hash (of every column given: a native row has no Arena columns,
+    so its hash is what it always was)."""
+    row["match_key"] = match_key(row["prompt"])
     row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
-    row["_line"] = line
+    row["_line"], row["_file"] = line, str(path)
     return row
 
 
-def ingest_battles(store, path, *, progress: bool = False) -> IngestResult:
-    """Ingest a JSONL or parquet file of battles (see parse_battle for the record)."""
-    result = IngestResult("battles", str(path))
-    rows = []
-    for line, rec in _progress(read_records(path), progress, "battles"):
+def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], others: str):
+    """Battle rows and `arena` pairs from Arena records (pairstore.arena); every row not kept is counted."""
+    holdout = HoldoutFilter.load(store) if others == "pairs" else None
+    rows, pairs = [], []
+    for r in records:
         result.read += 1
-        row = parse_battle(rec, path, line)
-        row["source_file"] = Path(path).name
-        rows.append(row)
+        battle = parse_row(fmt, r.record, r.path, r.line)
+        if isinstance(battle, str):    # a turn the platform could not give: the reason
+            result.skipped[battle] += 1
+            continue
+        side = own_side(battle, own)
+        if side == "both":
+            result.skipped["own model on both sides"] += 1
+        elif side is not None:
+            row = _keyed_battle(battle_fields(battle, side), r.path, r.line)
+            row["source_file"] = r.source
+            rows.append(row)
+        elif others == "skip":
+            result.skipped["no own model"] += 1
+        else:
+            pair = other_pair(battle)
+            reason = pair if isinstance(pair, str) else "holdout" if holdout.holds_pair(pair) else None
+            if reason:
+                result.skipped[f"others: {reason}"] += 1
+            else:
+                pairs.append(pair)
+    return rows, pairs
+
+
+def ingest_battles(store, path, *, fmt: str = "native", own_models=(), others: str = "skip",
+                   progress: bool = False) -> IngestResult:
+    """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.dataset_files): native records
+    (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.arena) read from the side of
+    `own_models`. Arena battles no own model plays are counted ('no own model'), or with others="pairs"
+    stored as `arena` pairs, in the same transaction."""
+    if fmt == "native":
+        if own_models or others != "skip":
+            raise BadInput("--own-model and --others go with --format arena or arena55k", field="own-model")
+    else:
+        own = check_options(fmt, own_models, others)
+    files = dataset_files(path, split="train")
+    records = _progress(read_files(path, files), progress, "battles")
+    result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
+    rows, pairs = [], []
+    if fmt == "native":
+        for r in records:
+            result.read += 1
+            row = parse_battle(r.record, r.path, r.line)
+            row["source_file"] = r.source
+            rows.append(row)
+    else:
+        rows, pairs = _arena_rows(store, records, result, fmt, own, others)
     rows, dup = _dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
     with store.transaction():
         added, same = _insert_new(store, "battles", ["battle_id"], rows, _BATTLE_SCHEMA,
@@ -185,7 +243,11 @@ def ingest_battles(store, path, *, progress: bool = False) -> IngestResult:
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
-        log_ingest(store, path, "battles", result.read, result.added)
+        if others == "pairs":
+            got = add_pairs(store, pairs, miner="ingest-arena", miner_version="1")
+            result.pairs = got.added
+            result.skipped.update({f"others: {k}": v for k, v in got.dropped.items()})
+        log_ingest(store, path, result.kind, result.read, result.added, sha256=files_sha256(path, files))
     return result
 
 
@@ -193,61 +255,27 @@ def ingest_battles(store, path, *, progress: bool = False) -> IngestResult:
 # problems (GSM8K / MATH train splits)
 # ---------------------------------------------------------------------------
 
-HUB_DATASETS = {"gsm8k": ("openai/gsm8k", ["main"]),
-                "math": ("EleutherAI/hendrycks_math",
-                         ["algebra", "counting_and_probability", "geometry", "intermediate_algebra",
-                          "number_theory", "prealgebra", "precalculus"])}
-_TEST_NAME = re.compile(r"(^|[/_.\-])(test|validation|val|dev)([/_.\-]|$)", re.I)
-
-
-def last_boxed(text: str) -> str | None:
-    """Content of the last \\boxed{...} (or \\fbox{...}), nested braces handled."""
-    best = None
-    for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text):
-        depth, i = 1, m.end()
-        while i < len(text) and depth:
-            c = text[i]
-            depth += (c == "{") - (c == "}")
-            i += 1
-        if depth == 0:
-            best = text[m.end():i - 1].strip()
-    return best
-
-
-def gsm8k_gold(answer: str) -> str | None:
-    if "####" not in answer:
-        return None
-    return answer.rsplit("####", 1)[1].strip().replace(",", "")
-
-
 _PROBLEM_SCHEMA = pa.schema([
     ("problem_id", pa.string()), ("dataset", pa.string()), ("subject", pa.string()), ("level", pa.string()),
     ("split", pa.string()), ("question", pa.string()), ("solution", pa.string()), ("gold", pa.string()),
-    ("match_key", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()), ("_hash", pa.string()),
+    ("unique_id", pa.string()), ("match_key", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()),
+    ("_hash", pa.string()), ("_file", pa.string()),
 ])
 
 
-def _problem_rows(dataset: str, records, source: str) -> list[dict]:
+def _problem_rows(dataset: str, records) -> list[dict]:
     rows = []
-    for line, rec in records:
-        f = Fields(rec, source, line)
-        if dataset == "gsm8k":
-            q, sol = f.str("question"), f.str("answer")
-            gold = gsm8k_gold(sol)
-            if gold is None:
-                raise f.error("answer", "no '#### <answer>' line")
-            subject = level = None
-        else:
-            q, sol = f.str("problem"), f.str("solution")
-            gold = last_boxed(sol)
-            if gold is None:
-                raise f.error("solution", "no \\boxed{...} answer")
-            subject = f.str("type", required=False) or f.str("subject", required=False)
-            level = f.str("level", required=False)
-        rows.append({"problem_id": f"{dataset}:{content_id(q)}", "dataset": dataset, "subject": subject,
-                     "level": level, "split": "train", "question": q, "solution": sol, "gold": gold,
-                     "match_key": match_key(q), "source_file": source, "_line": line,
-                     "_hash": content_id(q, sol)})
+    for r in records:
+        f = Fields(r.record, r.path, r.line)
+        p = problem_fields(dataset, f)
+        if p.unique_id and p.unique_id.lower().startswith("test/"):
+            raise f.error("unique_id", f"{p.unique_id!r} is a test-split problem: only train splits become "
+                                       "training problems (test items enter through eval suites and benchmarks)")
+        rows.append({"problem_id": f"{dataset}:{content_id(p.question)}", "dataset": dataset, "subject": p.subject,
+                     "level": p.level, "split": "train", "question": p.question, "solution": p.solution,
+                     "gold": p.gold, "unique_id": p.unique_id, "match_key": match_key(p.question),
+                     "source_file": r.source, "_line": r.line, "_hash": content_id(p.question, p.solution),
+                     "_file": str(r.path)})
     return rows
 
 
@@ -258,26 +286,14 @@ def _load_hub_records(dataset: str):
     repo, configs = HUB_DATASETS[dataset]
     for config in configs:
         ds = datasets.load_dataset(repo, config, split="train")
-        yield from enumerate(ds, start=1)
-
-
-def _load_local_records(path: Path):
-    """A local parquet/JSONL in the dataset's own columns, read through `datasets`."""
-    import datasets
-
-    fmt = "parquet" if str(path).lower().endswith(".parquet") else "json"
-    # Validate the file the way every ingest does (UTF-8, JSON per line) before datasets sees it.
-    for _ in read_records(path):
-        pass
-    try:
-        ds = datasets.load_dataset(fmt, data_files=str(path), split="train")
-    except Exception as e:
-        raise BadInput(f"datasets could not read the file ({str(e).splitlines()[0]})", path=str(path)) from None
-    yield from enumerate(ds, start=1)
+        for row, rec in enumerate(ds, start=1):
+            yield DatasetRecord(Path(repo), row, rec, repo)
 
 
 def ingest_problems(store, dataset: str, *, path=None, split: str = "train", progress: bool = False) -> IngestResult:
-    """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject) train problems."""
+    """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject; or MATH-500-shaped rows)
+    train problems, from the Hub or from `path`: a file, a Hub folder or a save_to_disk folder
+    (pairstore.dataset_files)."""
     if dataset not in HUB_DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
     if split != "train":
@@ -285,25 +301,28 @@ def ingest_problems(store, dataset: str, *, path=None, split: str = "train", pro
                        "(test items enter through eval suites)", field="split")
     if path is not None:
         path = Path(path)
-        if _TEST_NAME.search(path.name):
+        if path.is_file() and TEST_NAME.search(path.name):
             raise BadInput("this looks like a test/validation split (by its file name); only train splits "
                            "become training problems (test items enter through eval suites)", path=str(path))
-        records, source = _load_local_records(path), path.name
+        files = dataset_files(path, split="train", configs=HUB_DATASETS[dataset][1])
+        records = read_files(path, files)
     else:
-        records, source = _load_hub_records(dataset), HUB_DATASETS[dataset][0]
-    result = IngestResult(f"problems:{dataset}", str(path or source))
-    rows = _problem_rows(dataset, _progress(records, progress, dataset), source)
+        records = _load_hub_records(dataset)
+    result = IngestResult(f"problems:{dataset}", str(path or HUB_DATASETS[dataset][0]))
+    rows = _problem_rows(dataset, _progress(records, progress, dataset))
     result.read = len(rows)
-    rows, dup = _dedup_in_file(rows, lambda r: r["problem_id"], "_hash", "problem", source)
+    where = str(path or HUB_DATASETS[dataset][0])
+    rows, dup = _dedup_in_file(rows, lambda r: r["problem_id"], "_hash", "problem", where)
     with store.transaction():
         # Problems are keyed by their question: the same question with another solution is a clash.
         added, same = _insert_new(store, "problems", ["problem_id"], rows, _PROBLEM_SCHEMA,
-                                  "i.solution <> t.solution", "problem", source)
+                                  "i.solution <> t.solution", "problem", where)
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
         if path is not None:
-            log_ingest(store, path, f"problems:{dataset}", result.read, result.added)
+            log_ingest(store, path, f"problems:{dataset}", result.read, result.added,
+                       sha256=files_sha256(path, files))
     return result
 
 
@@ -343,7 +362,7 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
         prompt = _item_prompt(store, kind, item_id, suite)
         if prompt is None:
             raise f.error("item_id", f"no {kind} with id {item_id!r} in the store (ingest it first or give prompt)")
-    sample_index = f.int("sample_index", default=0)
+    sample_index = f.int("sample_index", default=0, bits=32)
     temperature = f.float("temperature")
     decoding = rec.get("decoding")
     if decoding is not None and not isinstance(decoding, dict):
@@ -353,7 +372,7 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
         "gen_id": generation_id(model, kind, ref, sample_index, temperature, output), "model": model,
         "item_kind": kind, "item_id": item_id, "suite": suite, "prompt": prompt, "output": output,
         "sample_index": sample_index, "temperature": temperature, "top_p": f.float("top_p"),
-        "max_new_tokens": f.int("max_new_tokens"), "seed": f.int("seed"),
+        "max_new_tokens": f.int("max_new_tokens", bits=32), "seed": f.int("seed"),
         "decoding": None if decoding is None else json.dumps(decoding, sort_keys=True),
         "_line": line,
     }
@@ -388,19 +407,40 @@ def ingest_generations(store, path, *, model: str, progress: bool = False) -> In
 # pairs from any file
 # ---------------------------------------------------------------------------
 
+def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
+    """A user's pair file is refused, not thinned: an empty side, identical sides or an empty prompt name
+    their line and field (miners drop such pairs by reason instead)."""
+    ok, reason = check_pair(pair)
+    if ok:
+        return
+    if reason == "empty side":
+        field = "chosen" if not pair.chosen.strip() else "rejected"
+        message = "empty or whitespace-only answer"
+    elif reason == "identical sides":
+        field, message = "rejected", "the same answer as chosen (a pair needs two different answers)"
+    else:
+        field, message = "prompt", "no user message with text"
+    raise BadInput(message, path=str(path), line=line, field=field)
+
+
 def ingest_pairs(store, path, *, source: str, miner: str = "ingest-pairs", miner_version: str = "1",
                  progress: bool = False) -> IngestResult:
     """Pairs from a pair file in any layout pairstore.pair_files reads; each row's origin is (file SHA-256
-    prefix, line). A missing or null `rejected` makes an NLL-only `sft` row."""
+    prefix, line). A missing or null `rejected` makes an NLL-only `sft` row. A row with an empty side,
+    identical sides or an empty prompt is refused (BadInput naming its line and field)."""
     if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
         raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")
     result = IngestResult("pairs", str(path))
-    prefix = sha256_file(path)[:16]
     rows = read_pair_file(path, require_chosen=True)
+    prefix = sha256_file(path)[:16]
     result.read = len(rows)
-    pairs = [Pair(prompt=r.prompt, chosen=r.chosen, rejected=r.rejected, source=source, family=r.family,
-                  task_key=r.task_key, origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")])
-             for r in rows]
+    pairs = []
+    for r in rows:
+        pair = Pair(prompt=r.prompt, chosen=r.chosen, rejected=r.rejected, source=source, family=r.family,
+                    task_key=r.task_key,
+                    origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")])
+        _refuse_unusable_pair(pair, path, r.line)
+        pairs.append(pair)
     with store.transaction():
         added = add_pairs(store, pairs, miner=miner, miner_version=miner_version)
         result.added = added.added

@@ -269,6 +269,17 @@ def m002_views(con):
     """)
 
 
+def m004_public_sources(con):
+    """What the public sources carry besides the core fields: Arena battles' language, moderation flag and
+    anonymity; a MATH-500-shaped problem's own id."""
+    con.execute("""
+    ALTER TABLE battles ADD COLUMN language VARCHAR;
+    ALTER TABLE battles ADD COLUMN flagged BOOLEAN;
+    ALTER TABLE battles ADD COLUMN anonymous BOOLEAN;
+    ALTER TABLE problems ADD COLUMN unique_id VARCHAR;
+    """)
+
+
 # The ordered list. Append only.
-MIGRATIONS = [m001_core, m002_views]
+MIGRATIONS = [m001_core, m002_views, m004_public_sources]
 SCHEMA_VERSION = len(MIGRATIONS)

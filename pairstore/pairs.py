@@ -52,6 +52,16 @@ class Pair:
         return pair_id_of(self.messages(), self.chosen, self.rejected)
 
 
+def battle_pair_prompt(user_turns: list[str], chosen_answers: list[str]) -> list[dict]:
+    """User turns interleaved with the chosen side's earlier answers, ending on the last user turn."""
+    messages = []
+    for i, user in enumerate(user_turns):
+        messages.append({"role": "user", "content": user})
+        if i < len(user_turns) - 1:
+            messages.append({"role": "assistant", "content": chosen_answers[i]})
+    return messages
+
+
 def pair_id_of(messages: list[dict], chosen: str, rejected: str | None) -> str:
     return messages_content_id(messages, chosen, rejected)
 

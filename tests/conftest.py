@@ -113,6 +113,38 @@ def fill_pairs():
     return _fill_pairs
 
 
+@pytest.fixture
+def round_r1(store, tmp_path, dpo_recipe, fill_pairs):
+    """The store with fill_pairs' pairs and two registered rounds: `base` and `r1` (the default dpo_recipe)."""
+    from pairstore.recipes import add_round
+
+    fill_pairs(store)
+    (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
+    (tmp_path / "r1.toml").write_text(dpo_recipe())
+    add_round(store, tmp_path / "base.toml")
+    add_round(store, tmp_path / "r1.toml")
+    return store
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """The test machine is shared: one torch thread per process avoids oversubscription stalls."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="session")
+def tiny(tmp_path_factory):
+    """A tiny random Llama bundle (train.tiny), made once per test session."""
+    from train.tiny import make_tiny_bundle
+
+    return make_tiny_bundle(tmp_path_factory.mktemp("tiny") / "base", seed=0, max_new_tokens=12)
+
+
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The full demo (`pairstore demo`), run once per test session; tests read its store and files."""

@@ -285,16 +285,11 @@ def test_lengths_with_a_bundle_tokenizer(store, tmp_path, run_cli):
     assert run_cli("audit", "lengths", "--tokenizer", str(tmp_path / "nope")).exit_code == 2
 
 
-def test_real_export_files_checked_and_measured(store, tmp_path, run_cli, dpo_recipe, fill_pairs):
+def test_real_export_files_checked_and_measured(round_r1, tmp_path, run_cli):
     """An export made by pairstore.export (pair file + NLL-only file + evidence) through mixtures and lengths."""
     from pairstore.export import export_round
-    from pairstore.recipes import add_round as add_recipe
 
-    fill_pairs(store)
-    (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
-    (tmp_path / "r1.toml").write_text(dpo_recipe())
-    add_recipe(store, tmp_path / "base.toml")
-    add_recipe(store, tmp_path / "r1.toml")
+    store = round_r1
     export_round(store, "r1", tmp_path / "out")
     checks = audit_mixtures(store)
     assert sorted((c.what, Path(c.path).name) for c in checks) == [

@@ -22,13 +22,8 @@ from pairstore.store import open_store
 
 
 @pytest.fixture
-def setup(store, tmp_path, dpo_recipe, fill_pairs):
-    fill_pairs(store)
-    (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
-    (tmp_path / "r1.toml").write_text(dpo_recipe())
-    add_round(store, tmp_path / "base.toml")
-    add_round(store, tmp_path / "r1.toml")
-    return store
+def setup(round_r1):
+    return round_r1
 
 
 def file_rows(path, answer="chosen"):

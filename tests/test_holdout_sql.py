@@ -9,6 +9,7 @@ import pytest
 from pairstore.errors import BadInput
 from pairstore.holdout import active_members, held_task_keys, sample_holdout
 from pairstore.ingest import ingest_battles
+from pairstore.migrations import SCHEMA_VERSION
 from pairstore.store import open_store
 
 VOTES = ["win"] * 40 + ["loss"] * 36 + ["tie"] * 16 + ["both_bad"] * 12
@@ -117,6 +118,6 @@ def test_store_opens_in_a_plain_duckdb_client(db_path, battles_file, run_cli):
 
     run_cli("ingest", "battles", battles_file)
     con = duckdb.connect(str(db_path), read_only=True)
-    assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(2,)]
+    assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert con.execute("SELECT prompt[1].role FROM battles LIMIT 1").fetchall() == [("user",)]
     con.close()

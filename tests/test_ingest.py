@@ -255,11 +255,10 @@ def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path, w
          "chosen": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "uf good"}],
          "rejected": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "uf bad"}],
          "score_chosen": 8.0, "score_rejected": 3.0},
-        {"prompt": "q4", "chosen": "same", "rejected": "same"},
         {"prompt": "q5", "chosen": "target only"},
     ])
     res = ingest_pairs(store, path, source="uf")
-    assert res.added == 4 and res.skipped == {"identical sides": 1}
+    assert res.added == 4 and res.skipped == {}
     row = store.rows("SELECT chosen, rejected FROM pairs WHERE chosen LIKE 'uf%'")[0]
     assert row == {"chosen": "uf good", "rejected": "uf bad"}
     assert store.scalar("SELECT kind FROM pairs WHERE chosen = 'target only'") == "sft"
@@ -276,3 +275,103 @@ def test_ingest_judgments(store, tmp_path, write_jsonl):
         {"battle_id": "b1", "model_a": "sm11a", "model_b": "so7a", "winner": "draw"}])
     with pytest.raises(BadInput, match="field 'winner': unknown value 'draw'"):
         ingest_judgments(store, bad)
+
+
+# --- bad input is one line and exit 2, never a traceback ----------------------
+
+def _all_tables_empty(db_path) -> bool:
+    with open_store(db_path, read_only=True) as s:
+        return all(count(s, t) == 0 for t in ("battles", "problems", "generations", "pairs", "pair_origins",
+                                                "judgments", "evals", "ingests", "holdout_sets"))
+
+
+def _one_line_exit_2(r, *parts):
+    assert r.exit_code == 2, r.output
+    assert len(r.output.strip().splitlines()) == 1 and r.output.startswith("error: "), r.output
+    for part in parts:
+        assert part in r.output, r.output
+
+
+INGEST_KINDS = [
+    ("battles", []), ("battles", ["--format", "arena", "--own-model", "m"]),
+    ("battles", ["--format", "arena55k", "--own-model", "m"]), ("generations", ["--model", "m"]),
+    ("pairs", ["--source", "s"]), ("judgments", []), ("evals", ["--model", "m", "--suite", "s"]),
+]
+
+
+@pytest.mark.parametrize("kind, options", INGEST_KINDS, ids=[" ".join([k, *o[:2]]) for k, o in INGEST_KINDS])
+def test_a_missing_path_is_one_line_for_every_ingest_kind(run_cli, db_path, tmp_path, kind, options):
+    missing = tmp_path / "missing.jsonl"
+    _one_line_exit_2(run_cli("ingest", kind, missing, *options), str(missing), "no such file")
+    assert _all_tables_empty(db_path)
+
+
+@pytest.mark.parametrize("dataset", ["gsm8k", "math"])
+def test_a_missing_problems_path_is_one_line(run_cli, db_path, tmp_path, dataset):
+    missing = tmp_path / "missing-train.jsonl"
+    _one_line_exit_2(run_cli("ingest", "problems", "--dataset", dataset, "--path", missing), "no such file")
+    assert _all_tables_empty(db_path)
+
+
+LONE_SURROGATE = '{"battle_id": "\\ud800", "prompt": "q", "own_answer": "a", "opponent_answer": "b", "vote": "win"}'
+BAD_JSON_LINES = [
+    ("battles", [], LONE_SURROGATE, "line 1, field 'battle_id': lone surrogate escape \\ud800"),
+    ("battles", [], '{"battle_id": "b1", "prompt": [{"role": "user", "content": "x\\udfff y"}], "own_answer": "a",'
+                    ' "opponent_answer": "b", "vote": "win"}', "field 'prompt[0].content': lone surrogate"),
+    ("pairs", ["--source", "s"], '{"prompt": "q", "chosen": "a\\ud83d", "rejected": "b"}',
+     "field 'chosen': lone surrogate escape \\ud83d"),
+    ("judgments", [], '{"battle_id": "b\\udc00", "model_a": "x", "model_b": "y", "winner": "a"}',
+     "field 'battle_id': lone surrogate"),
+    ("battles", [], '{"battle_id": "b1", "category": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "line 1: JSON nested deeper than 64 levels"),
+    ("pairs", ["--source", "s"], '{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested deeper"),
+    ("generations", ["--model", "m"], json.dumps({"prompt": "q", "output": "x", "seed": 10**30}),
+     "field 'seed': integer 1000000000000000000000000000000 is out of range"),
+    ("generations", ["--model", "m"], json.dumps({"prompt": "q", "output": "x", "sample_index": 2**40}),
+     "field 'sample_index': integer 1099511627776 is out of range (-2147483648 to 2147483647)"),
+    ("generations", ["--model", "m"], json.dumps({"prompt": "q", "output": "x", "max_new_tokens": -(10**20)}),
+     "field 'max_new_tokens': integer -100000000000000000000 is out of range"),
+]
+
+
+@pytest.mark.parametrize("kind, options, line, message", BAD_JSON_LINES,
+                         ids=[f"{k}-{i}" for i, (k, *_rest) in enumerate(BAD_JSON_LINES)])
+def test_surrogates_deep_nesting_and_huge_integers_are_one_line(run_cli, db_path, tmp_path, kind, options, line,
+                                                                message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    _one_line_exit_2(run_cli("ingest", kind, path, *options), f"error: {path}", message)
+    assert _all_tables_empty(db_path)
+
+
+@pytest.mark.parametrize("command", [
+    ["holdout", "sample", "h", "--n", "1"], ["generate", "loopfix", "--n", "1"],
+    ["mine", "ultrafeedback", "--path", "x.parquet"], ["mine", "self-repair", "--model", "m", "--dataset", "gsm8k"],
+    ["mine", "loopfix", "--model", "m"],
+])
+def test_a_seed_beyond_64_bits_is_one_line(run_cli, db_path, tmp_path, write_jsonl, command):
+    run_cli("ingest", "battles", write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
+    r = run_cli(*command, "--seed", str(10**30))
+    _one_line_exit_2(r, "field 'seed': seed 1000000000000000000000000000000 does not fit in 64 bits")
+    with open_store(db_path, read_only=True) as s:
+        assert count(s, "holdout_sets") == 0 and count(s, "tasks") == 0
+
+
+BAD_PAIRS = [
+    ({"prompt": "q", "chosen": "", "rejected": "b"}, "field 'chosen': empty or whitespace-only answer"),
+    ({"prompt": "q", "chosen": " \t\n", "rejected": "b"}, "field 'chosen': empty or whitespace-only answer"),
+    ({"prompt": "q", "chosen": "a", "rejected": "  "}, "field 'rejected': empty or whitespace-only answer"),
+    ({"prompt": "q", "chosen": "same", "rejected": "same"}, "field 'rejected': the same answer as chosen"),
+    ({"prompt": "q", "chosen": "same ", "rejected": " same"}, "field 'rejected': the same answer as chosen"),
+    ({"prompt": "  ", "chosen": "a", "rejected": "b"}, "field 'prompt': no user message with text"),
+    ({"prompt": "q", "completion": "   "}, "field 'chosen': empty or whitespace-only answer"),
+]
+
+
+@pytest.mark.parametrize("record, message", BAD_PAIRS, ids=[m.split(":")[0] + str(i) for i, (_, m) in
+                                                            enumerate(BAD_PAIRS)])
+def test_a_pair_file_with_an_unusable_pair_is_refused_like_battles(run_cli, db_path, tmp_path, write_jsonl, record,
+                                                                   message):
+    path = write_jsonl(tmp_path / "pairs.jsonl", [{"prompt": "fine", "chosen": "yes", "rejected": "no"}, record])
+    _one_line_exit_2(run_cli("ingest", "pairs", path, "--source", "s"), f"{path}, line 2, {message}")
+    assert _all_tables_empty(db_path)

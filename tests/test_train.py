@@ -35,20 +35,7 @@ TRAIN = {"beta": 0.1, "sft_weight": 0.7, "lora_rank": 8, "lora_alpha": 16, "lora
          "max_steps": 6, "global_batch": 4, "per_device_batch": 2, "max_length": 256}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    # The test machine is shared: one thread per process avoids oversubscription stalls.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
-@pytest.fixture(scope="session")
-def tiny(tmp_path_factory) -> Path:
-    from train.tiny import make_tiny_bundle
-
-    return make_tiny_bundle(tmp_path_factory.mktemp("tiny") / "base", seed=0, max_new_tokens=12)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def write_export(path: Path, pairs=PAIRS) -> Path:
@@ -250,8 +237,11 @@ def test_template_tokenizer_generation_mismatch_is_an_error_before_training(tiny
         _edit_json(gen, eos_token_id=[5, 99999])
     elif breakage == "pad_inconsistent":
         _edit_json(gen, pad_token_id=5)
-    else:
+    else:  # no template anywhere: neither chat_template.jinja nor (for transformers 4.x) tokenizer_config.json
         (bundle / "chat_template.jinja").unlink()
+        config = json.loads((bundle / "tokenizer_config.json").read_text())
+        del config["chat_template"]
+        (bundle / "tokenizer_config.json").write_text(json.dumps(config))
     with pytest.raises(BadInput) as err:
         load_serving(bundle)
     assert message in str(err.value)

@@ -35,6 +35,7 @@ from pathlib import Path
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_path, atomic_write_json
 from pairstore.keys import sha256_file
+from train.portable import portable_model_config, portable_tokenizer_config
 
 INDEX_NAME = "model.safetensors.index.json"
 SINGLE_NAME = "model.safetensors"
@@ -296,8 +297,9 @@ def shard_sha256s(bundle_dir) -> dict[str, str]:
 
 
 def copy_serving_files(src, dst) -> list[str]:
-    """Copy the serving files that `src` has into `dst` (created if needed), each atomically.
-    Returns the names copied. Never copies weights."""
+    """Copy the serving files that `src` has into `dst` (created if needed), each atomically, and make them
+    readable by transformers 4.x and 5.x alike (make_portable). Returns the names copied. Never copies
+    weights."""
     src, dst = Path(src), Path(dst)
     dst.mkdir(parents=True, exist_ok=True)
     copied = []
@@ -307,7 +309,28 @@ def copy_serving_files(src, dst) -> list[str]:
             with atomic_path(dst / name) as tmp:
                 shutil.copyfile(source, tmp)
             copied.append(name)
+    make_portable(dst)
     return copied
+
+
+def make_portable(bundle_dir) -> list[str]:
+    """Rewrite the bundle's tokenizer_config.json and config.json where one transformers major would not read
+    them (train.portable); a file both read is left byte for byte. Returns the names rewritten."""
+    bundle = Path(bundle_dir)
+    template_file = bundle / "chat_template.jinja"
+    template = template_file.read_text(encoding="utf-8") if template_file.is_file() else None
+    fixes = {"tokenizer_config.json": lambda c: portable_tokenizer_config(c, template),
+             "config.json": portable_model_config}
+    rewritten = []
+    for name, fix in fixes.items():
+        path = bundle / name
+        if path.is_file():
+            config = read_json_file(path)
+            fixed = fix(config)
+            if fixed != config:
+                atomic_write_json(path, fixed)
+                rewritten.append(name)
+    return rewritten
 
 
 def tokenizer_fingerprint(bundle_dir) -> str:

@@ -31,7 +31,7 @@ from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import canonical_messages, sha256_file
 from pairstore.store import open_store
-from train.bundle import EVIDENCE_FILE, tokenizer_fingerprint
+from train.bundle import EVIDENCE_FILE, make_portable, tokenizer_fingerprint
 from train.dpo_job import JOB_FILE, prepare_job, verify_mixture
 from train.launch import run_accelerate
 from train.serving import load_model, load_serving
@@ -173,6 +173,8 @@ def run_job(job: dict) -> dict:
     resume_from = _last_checkpoint(out_dir) if job.get("resume") else None
     train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     trainer.save_model(str(out_dir))
+    if trainer.is_world_process_zero():
+        make_portable(out_dir)   # the tokenizer files saved beside the adapter, for transformers 4.x too
 
     final = _final_metrics(logs)
     final.update({"global_step": trainer.state.global_step, "train_loss": train_output.training_loss})

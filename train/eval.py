@@ -1,7 +1,7 @@
 """Evaluate a bundle on a suite: greedy answers, scored per item into `evals`.
 
-Suites: GSM8K test or MATH test from a local file in the datasets' own columns (question/answer,
-problem/solution) — test splits enter the store here and only here —, a generated suite already in
+Suites: GSM8K test, MATH test or MATH-500 from a local file or dataset folder in the datasets' own columns
+(question/answer, problem/solution[/answer]) — test splits enter the store here and only here —, a generated suite already in
 `eval_items` (the loop suite), or any JSONL/parquet of {id?, prompt, gold?, kind?}. Every suite's items are
 written to `eval_items` and registered as benchmark references ("eval:<suite>"), which the export gate
 checks, so an evaluated item can never slip into a training mixture.
@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pairstore.dataset_files import read_dataset
 from pairstore.errors import BadInput, NotFound
 from pairstore.evals import add_eval_items, replace_scores
 from pairstore.generations import insert_generations
-from pairstore.ingest import gsm8k_gold, last_boxed
 from pairstore.keys import content_id, sha256_text, user_turns
+from pairstore.math_problems import problem_fields
 from pairstore.ngrams import register_benchmark
-from pairstore.records import read_records
+from pairstore.records import Fields
 from train.sample import VERIFIER_KINDS, Item, generate, generation_rows, read_prompt_file
 from train.serving import bundle_name, load_serving
 
@@ -46,32 +47,27 @@ class EvalResult:
 
 
 def read_suite_file(path, suite: str):
-    """Items of a suite file: GSM8K columns, MATH columns, or {id?, prompt, gold?, kind?} records."""
-    records = list(read_records(path))
-    first = records[0][1]
-    if "prompt" in first:
+    """Items of a suite file, or of the test split of a dataset folder (pairstore.dataset_files): GSM8K columns,
+    MATH columns (MATH-500's own `answer` is the gold), or {id?, prompt, gold?, kind?} records."""
+    records = list(read_dataset(path, split="test"))
+    first = records[0]
+    if "prompt" in first.record:
         return read_prompt_file(path, item_kind="eval_item", suite=suite)
-    if "question" in first and "answer" in first:
-        dataset, q_col, a_col, gold_of = "gsm8k", "question", "answer", gsm8k_gold
-    elif "problem" in first and "solution" in first:
-        dataset, q_col, a_col, gold_of = "math", "problem", "solution", last_boxed
+    if "question" in first.record and "answer" in first.record:
+        dataset = "gsm8k"
+    elif "problem" in first.record and "solution" in first.record:
+        dataset = "math"
     else:
         raise BadInput("expected GSM8K columns (question, answer), MATH columns (problem, solution) or a "
-                       "prompt field", path=str(path), line=records[0][0])
+                       "prompt field", path=str(first.path), line=first.line)
     items, seen = [], set()
-    for line, rec in records:
-        q, a = rec.get(q_col), rec.get(a_col)
-        for col, v in ((q_col, q), (a_col, a)):
-            if not isinstance(v, str) or not v.strip():
-                raise BadInput("missing or empty", path=str(path), line=line, field=col)
-        gold = gold_of(a)
-        if gold is None:
-            raise BadInput("no gold answer in it (#### X or \\boxed{X})", path=str(path), line=line, field=a_col)
-        item_id = content_id(q)
+    for r in records:
+        p = problem_fields(dataset, Fields(r.record, r.path, r.line))
+        item_id = content_id(p.question)
         if item_id in seen:
             continue  # the same question twice is one item
         seen.add(item_id)
-        items.append(Item("eval_item", item_id, [{"role": "user", "content": q}], gold, dataset, suite))
+        items.append(Item("eval_item", item_id, [{"role": "user", "content": p.question}], p.gold, dataset, suite))
     return items
 
 

@@ -2,7 +2,8 @@
 
 Tests and the demo train, merge, soup and sample with it: two layers, hidden size 64, a byte-level BPE
 tokenizer trained on a small built-in corpus, and the serving files of the model card ("How to use"):
-chat_template.jinja, system_prompt.txt, generation_config.json, serving_config.json.
+chat_template.jinja, system_prompt.txt, generation_config.json, serving_config.json; the tokenizer and model
+configs in the spellings transformers 4.x and 5.x both read (train.portable).
 
     python -c "from train.tiny import make_tiny_bundle; print(make_tiny_bundle('runs/tiny-base'))"
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+
+from train.bundle import make_portable
 
 # Special tokens, in id order: ids 0..5 are fixed so the generation config can name them.
 SPECIAL_TOKENS = ["<unk>", "<s>", "</s>", "<pad>", "<|im_start|>", "<|im_end|>"]
@@ -94,4 +97,5 @@ def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Pat
     serving = {"max_input_tokens": 448, "add_generation_prompt": True, "enable_thinking": False,
                "max_new_tokens": max_new_tokens}
     (out / "serving_config.json").write_text(json.dumps(serving, indent=2) + "\n", encoding="utf-8")
+    make_portable(out)   # transformers 4.x (vLLM's) reads it too
     return out
