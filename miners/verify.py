@@ -6,7 +6,7 @@
     answers_equal("$1,250", "1250", "gsm8k")   # an already extracted answer -> True
     verdict_stats()   # how many verdicts the fast path decided, deferred, and what failed
 
-Benchmark against math-verify on three labelled corpora: `.venv/bin/python bench/bench_verify.py`
+Benchmark against math-verify on four labelled corpora: `.venv/bin/python bench/bench_verify.py`
 (conventions and sources: bench/data/README.md).
 
 kind is "gsm8k" (gold is a number), "math" (gold is a MATH-style LaTeX answer) or "task" (gold is
