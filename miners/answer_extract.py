@@ -13,7 +13,8 @@ bench/data/README.md):
   2. answer spans: \\\\boxed{} / \\\\fbox{} / \\\\boxed 5 (boxes side by side, joined only by "and",
      commas or spacing, form one answer), <answer>...</answer>, "Final answer: X", "The answer is X"
      (also "the answer (arabic numerals) is" with the value on a later line), "Answer: X", "A: X",
-     "#### X", and unboxed math right after "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\));
+     "#### X", unboxed math right after "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\)), and a
+     JSON field "answer": "X" (the format some evaluation prompts ask for);
   3. the span that starts last wins (a self-correction, or the answer after a repetition loop);
   4. a span in prose ("The largest $n$ is 34.", "Jake has 7 peaches.", "two hundred four dollars")
      is reduced to its value (miners.answer_prose: bold, else what follows the last "is"/"="/":",
@@ -110,6 +111,11 @@ _ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
 # unboxed math right after the word "answer": Answer $ 9 $, the answer is: \[ 9 \]
 _ANSWER_MATH_RE = re.compile(
     r"(?i)\banswer\b(?![>_])(?:\s*\([^()\n]{0,40}\))?(?:\s+is\b)?\s*[:：]?\s*(?P<open>\\\[|\$\$|\\\(|\$)")
+# a JSON (or Python dict) field "answer": "..." or "answer": 42 -- the format evaluation prompts
+# ask for; the string may hold escapes (\\frac, \") or LaTeX the model did not escape (\frac)
+_JSON_ANSWER_RE = re.compile(
+    r"""(?P<k>["'])answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
+    re.I | re.S)
 _PRIORITY = {"boxed": 3, "tag": 2, "answer_math": 0}  # at an equal start; the rest are 1
 _MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
 # "I checked that the answer is correct": talk about an answer, not one.
@@ -125,6 +131,15 @@ _PLACEHOLDER_RE = re.compile(r"^[\s_.:：*-]*$")
 _JOIN_DROP_RE = re.compile(r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:! ]|\\[()\[\]]|[${}~]|"
                            r"[a-zA-Z](?:_\{?\w+\}?)?\s*=")
 _JOIN_WORDS_RE = re.compile(r"[A-Za-z]+")
+
+
+def _json_string(s: str) -> str:
+    """The text of a JSON string as models write it: \\\\ and \\" are escapes, but a backslash before
+    a letter is LaTeX left unescaped (\\frac, \\times, \\neq), not a form feed, a tab or a newline."""
+    s = s.replace("\\\\", "\x00")
+    s = re.sub(r"\\([\"'/])", r"\1", s)
+    s = re.sub(r"\\[nrt](?![a-zA-Z])", " ", s)
+    return s.replace("\x00", "\\")
 
 
 def _cut_sentence(span: str) -> str:
@@ -225,6 +240,10 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
             block = _math_block(text, m.start("open"), m.group("open"))
             if block is not None and not block[1].rstrip().endswith(("+", "-", "=")):
                 found.append((m.start(), block[0], block[1], "answer_math"))
+        if '"answer"' in low or "'answer'" in low:
+            for m in _JSON_ANSWER_RE.finditer(text):
+                value = _json_string(m.group("s")) if m.group("n") is None else m.group("n")
+                found.append((m.start(), m.end(), value, "json"))
         tags = list(_ANSWER_TAG_RE.finditer(text)) if ("answer>" in low or "answer}" in low or "(answer)" in low) else []
         for k in range(len(tags) - 1, -1, -1):  # the last tag that holds something
             m = tags[k]
@@ -329,7 +348,7 @@ def extract_answer(text: str, kind: str = "math") -> str | None:
         cands.sort(key=lambda c: (c[0], _PRIORITY.get(c[3], 1)))
         last = len(cands) - 1
         start, _end, ans, how = cands[last]
-        if how == "tag":
+        if how in ("tag", "json"):
             inner = extract_answer(ans, kind) if ("boxed" in ans or "fbox" in ans) else None
             return inner if inner is not None else (_finish(ans, how, kind) or None)
         if how == "boxed":

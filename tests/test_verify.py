@@ -301,6 +301,28 @@ def test_outside_forms(form, text, gold, kind, expected):
     assert is_equivalent(text, gold, kind) is expected
 
 
+# the forms of the held-out audit corpus (bench/data/verify_audit_round2.jsonl), one case per form;
+# each was judged wrong before the form was handled
+AUDIT_FORMS = [
+    # (form, output, gold, kind, equal?)
+    ("JSON answer field after a reasoning field", '```json\n{\n    "reasoning": "So $x = \\\\boxed{12}$ at '
+     'first, but the two extra eggs make it 12 + 2 = 14.",\n    "answer": "14"\n}\n```', "14", "gsm8k", True),
+    ("JSON answer field with escaped LaTeX", '{\n    "reasoning": "The ratio of the two areas is three to four, so '
+     'the fraction is three quarters.",\n    "answer": "\\\\frac{3}{4}"\n}', "\\frac34", "math", True),
+    ("JSON answer field with unescaped LaTeX", '{\n    "reasoning": "The ratio of the two areas is three to four, '
+     'so the fraction is three quarters.",\n    "answer": "\\frac{3}{4}"\n}', "0.75", "math", True),
+    ("JSON answer field holding a number", '{\n    "reasoning": "She had nine apples and gave two of them away, '
+     'so nine minus two is left.",\n    "answer": 7\n}', "7", "math", True),
+    ("JSON answer field with money", '{\n    "reasoning": "He earns $180.00 a day for seven days, which is '
+     '$1,260.00 a week.",\n    "answer": "$1,260.00"\n}', "1260", "gsm8k", True),
+]
+
+
+@pytest.mark.parametrize("form,text,gold,kind,expected", AUDIT_FORMS, ids=[f[0] for f in AUDIT_FORMS])
+def test_audit_forms(form, text, gold, kind, expected):
+    assert is_equivalent(text, gold, kind) is expected
+
+
 # ------------------------------------------------------------------------------------------------
 # pathological inputs: False, quickly, never an exception
 # ------------------------------------------------------------------------------------------------
