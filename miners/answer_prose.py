@@ -11,8 +11,9 @@ the first value (a math segment, a number with its currency/percent/scale word, 
 a run of number words: "one hundred eighty point seventy five" -> 180.75, "Thirty-Four Dollars and
 Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "6 dozen" -> 72, "3 million" -> 3000000).
 concluding: for an output with no answer marker at all, a display block announced by a colon at the
-very end, or a last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number); never
-a repetition loop or a sentence cut off mid-way.
+very end, or a last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number), or
+the one line after a program's printed output ("Four containers were imported."); never a repetition
+loop, a sentence cut off mid-way or a number inside code.
 """
 
 from __future__ import annotations
@@ -158,6 +159,12 @@ def is_prose(span: str) -> bool:
     return any(w.lower() not in ("and", "or") for w in _WORDS_RE.findall(plain))
 
 
+# a sentence that opens with a quantity ("Three trucks ...", "19 people ...") and a "be" that is a
+# passive auxiliary ("will be needed to move 80 stones"), not a copula before the answer
+_OPENS_WITH_VALUE_RE = re.compile(r"\s*(?:[-−]?\$?\d|(?:" + "|".join(_NUMBER_WORDS) + r")\b)", re.I)
+_PASSIVE_RE = re.compile(r"\s+(?:not\s+)?[a-z]{2,}(?:ed|en)\b", re.I)
+
+
 def _sentence_value(s: str) -> str | None:
     bold = _BOLD_RE.findall(s)
     if bold:
@@ -168,6 +175,8 @@ def _sentence_value(s: str) -> str | None:
     for cop in reversed(copulas):
         after = s[cop.end():]
         if _first_value(after) is not None:
+            if _PASSIVE_RE.match(after) and _OPENS_WITH_VALUE_RE.match(s):
+                break  # "Three trucks will be needed to move 80 stones" is about the three trucks
             tail = after
             break
     eq = _math_free(tail).rfind("=")
@@ -221,6 +230,15 @@ def concluding(text: str, kind: str) -> str | None:
     body = text.rstrip()
     if not body or looping(body):
         return None  # a repetition loop commits to nothing
+    if "```" in body:
+        # a tool-integrated solution: code, its printed output, then a sentence that reports the
+        # result. Only what follows the last closed block is prose; a number in the code is none.
+        parts = body.split("```")
+        if len(parts) % 2 == 0:
+            return None  # the output ends inside a code block: cut off, no commitment
+        body = parts[-1].strip()
+        if not body:
+            return None
     for opener, closer in (("\\[", "\\]"), ("$$", "$$")):
         if body.endswith(closer):  # "... is worth \\$675:\n\\[ V = \\$675 \\]"
             start = body.rfind(opener, 0, len(body) - len(closer))

@@ -315,6 +315,16 @@ AUDIT_FORMS = [
      'so nine minus two is left.",\n    "answer": 7\n}', "7", "math", True),
     ("JSON answer field with money", '{\n    "reasoning": "He earns $180.00 a day for seven days, which is '
      '$1,260.00 a week.",\n    "answer": "$1,260.00"\n}', "1260", "gsm8k", True),
+    ("sentence after a program's output", "```python\nprint(total_vehicles - 26)\n```\n```output\n4.0\n```\n"
+     "Four containers were imported on the second day.", "4", "gsm8k", True),
+    ("a number in the code is no answer", "```python\ntotal_vehicles = 30\nprint(total_vehicles // 5 - 2)\n```\n"
+     "```output\n4\n```\nFour containers were imported in total on the second day.", "30", "gsm8k", False),
+    ("percent sentence after a program's output", "```python\nprint(12 / 20 * 100)\n```\n```output\n60.0\n```"
+     "\n60% of the students enrolled in hip-hop dance.", "60", "gsm8k", True),
+    ("passive sentence that opens with the answer", "```python\nprint(6000 / 2000)\n```\n```output\n3.0\n```\n"
+     "Three trucks will be needed to transport 80 flagstones in one trip.", "3", "gsm8k", True),
+    ("an output ending inside a code block", "The answer needs code.\n```python\ntotal = 30\n", "30", "gsm8k",
+     False),
 ]
 
 
