@@ -7,10 +7,10 @@
 
 normalize() is pure string work (no evaluation): unicode math, \\\\text{} and friends unwrapped,
 \\\\left/\\\\right and spacing dropped, \\\\dfrac/\\\\tfrac, thousands separators (1,000 1{,}000
-1\\\\,000 11,\\\\!111 and "1 000"), currency, degrees, percent ("%", "percent", "pct"), relations
-(\\\\geq -> >=, \\\\neq -> !=), trailing units ("18 apples", "5 cm^2"), \\\\frac12 and \\\\sqrt3
-shorthands, set braces kept apart from groups, a plain {...} group around the whole answer or
-(...)/[...] around a lone matrix removed, base subscripts 4210_{7} -> 4210_7.
+1\\\\,000 11,\\\\!111 and "1 000"), currency (signs, words, R28), degrees, percent ("%", "percent",
+"pct"), relations (\\\\geq -> >=, \\\\neq -> !=), trailing units ("18 apples", "5 cm^2", "4 in/s"),
+\\\\frac12 and \\\\sqrt3 shorthands, set braces kept apart from groups, a plain {...} group around the
+whole answer or (...)/[...] around a lone matrix removed, base subscripts 4210_{7} -> 4210_7.
 structure() reads the canonical string as a scalar, set, tuple or interval, bare list (separated by
 ",", ";", "and", "or"), union, matrix or a chain of relations.
 """
@@ -30,7 +30,7 @@ _UNICODE = str.maketrans(
         "√": "\\sqrt", "π": "\\pi ", "∞": "\\infty ", "°": "^\\circ", "²": "^2", "³": "^3",
         "≥": ">=", "≤": "<=", "≠": "!=", "∈": "\\in ", "∪": "\\cup ", "≈": "\\approx ",
         "\u00a0": " ", "\u2009": " ", "\u202f": " ", "，": ",", "：": ":", "％": "%",
-        "€": "", "£": "", "¥": "",
+        "€": "", "£": "", "¥": "", "₹": "", "₦": "", "₩": "", "₱": "",
     }
 )
 _TEXT_CMD_RE = re.compile(
@@ -57,6 +57,8 @@ _TRAILING_UNITS_RE = re.compile(
     r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*){1,4}$")
 _KEEP_WORDS = frozenset({"pi", "infty", "infinity", "sqrt", "and", "or", "i", "e", "x", "y", "z", "in", "cup"})
 _CURRENCY_RE = re.compile(r"\\\$|\$|\b(?:USD|usd|dollars?|cents?|rs\.?|inr|eur|euros?|yuan)\b")
+# a currency written as letters glued to a whole amount: R28 (rand), Rs.500, Rp 5000, RM12.50
+_CURRENCY_PREFIX_RE = re.compile(r"^(?:R|Rs\.?|Rp|RM)\s?(?=\d[\d,]*(?:\.\d+)?$)")
 _MATRIX_RE = re.compile(
     r"^\\begin\{([pbvB]?matrix|array)\}(?:\{[^}]*\})?((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}$", re.S)
 _LONE_MATRIX_RE = re.compile(r"^[(\[](\\begin\{([pbB]?matrix|array)\}.*\\end\{\2\})[)\]]$", re.S)
@@ -103,6 +105,7 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
     s = re.sub(r"(?<=[\d)])\s+x\s+(?=[\d(])", r" \\times ", s)  # "50 x 2" is a product
     s = re.sub(r"\\[dtc]frac(?![a-zA-Z])", r"\\frac", s)
     s = _CURRENCY_RE.sub(" ", s)
+    s = _CURRENCY_PREFIX_RE.sub("", s.strip())
     # a degree mark ends an answer ("30^\circ", "45 degrees"); inside an expression
     # (\sin(90^\circ - x)) it changes the value, and is left for the symbolic back end
     if _TRAILING_DEGREE_RE.search(s) and len(_DEGREE_RE.findall(s)) == 1:
@@ -124,7 +127,9 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
     m = _TRAILING_UNITS_RE.search(s)
     if m and m.start() > 0:
         words = re.findall(r"[a-zA-Z]+", m.group(0))
-        if words and not any(w in _KEEP_WORDS for w in words) and re.search(r"[\d})]$", s[: m.start()].rstrip()):
+        # "in" is kept for "x in S", but in a rate ("4 in/s", "30 mi/h") every word is a unit
+        keep = _KEEP_WORDS - {"in"} if "/" in m.group(0) else _KEEP_WORDS
+        if words and not any(w in keep for w in words) and re.search(r"[\d})]$", s[: m.start()].rstrip()):
             s = s[: m.start()].strip()
     s = re.sub(r"\s*([=+\-*/^_(),\[\]{}<>!:;])\s*", r"\1", s)
     s = re.sub(r"\s*(\\(?:times|cdot|div|pm|mp|in|cup|cap|approx)(?![a-zA-Z]))\s*", r"\1", s)

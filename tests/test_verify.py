@@ -325,6 +325,8 @@ AUDIT_FORMS = [
      "Three trucks will be needed to transport 80 flagstones in one trip.", "3", "gsm8k", True),
     ("an output ending inside a code block", "The answer needs code.\n```python\ntotal = 30\n", "30", "gsm8k",
      False),
+    ("a rate unit with inches", "Dividing, the speed is $\\boxed{4 \\text{ in/s}}$.", "4", "math", True),
+    ("a currency written as letters", "So the cost is \\boxed{R28}.", "28", "math", True),
 ]
 
 
