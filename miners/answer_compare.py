@@ -9,7 +9,8 @@
 Every function here answers True, False or None. None means "not certain": the caller hands the
 two answer spans to the symbolic back end (math-verify). The fast path decides:
   * scalars the exact evaluator reads (numbers, radicals, pi, expressions in variables), texts
-    (compared as words), multiple-choice letters, ratios (7:32), base-n numerals (10001_2);
+    (compared as words), multiple-choice letters, ratios (7:32, 1:2:3:\\\\ldots), base-n numerals
+    (10001_2; a bare 10001 is read in the other's base);
   * labelled values: "x = 3", "(p,q) = (3,2)", "|AB| = 1", "S_{MBCN}:S = 7:32" give their value; a
     chain "= 12 + 6 = 18" gives its last value ("\\\\approx" keeps the exact value before it);
   * equations (2x+4y-3=0 against y=-x/2+3/4: one side minus the other, up to a constant factor);
@@ -35,7 +36,8 @@ from miners.answer_normalize import relation_parts, split_top, structure
 
 _CHOICE_RE = re.compile(r"^(?:option|choice|answer)?\s*[({\[]?\s*([A-Ea-e])\s*[)}\]]?(?:[.:)\s]|$)")
 _BASE_RE = re.compile(r"^(\d+)_(\d+)$")
-_RATIO_RE = re.compile(r"^-?\d+(?:\.\d+)?(?::-?\d+(?:\.\d+)?)+$")
+_ELLIPSES = ("\\ldots", "\\dots", "\\cdots", "...")
+_RATIO_RE = re.compile(r"^-?\d+(?:\.\d+)?(?::-?\d+(?:\.\d+)?)+(?::(?:\\[lc]?dots|\.\.\.))?$")
 _IN_PREFIX_RE = re.compile(r"^[a-zA-Z](?:_\{?\w+\}?)?\s*\\in(?![a-zA-Z])\s*")
 _DECIMAL_COMMA_RE = re.compile(r"-?\d+,\d+")
 _ENV_RE = re.compile(r"\\(?:begin|end)\{\w*\*?\}(?:\{[^{}]*\})?")
@@ -362,11 +364,20 @@ def scalar_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: s
         # words are compared as words, never as products of one-letter variables
         return text_key(pred) == text_key(gold) and text_key(gold) != ""
     if _RATIO_RE.match(pred) and _RATIO_RE.match(gold):
+        # a pattern shown by its first terms ("1:2:3:\\ldots") is its terms, and open in both or neither
         a, b = pred.split(":"), gold.split(":")
-        return len(a) == len(b) and all(_numbers(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(
+            (x in _ELLIPSES) == (y in _ELLIPSES) and (x in _ELLIPSES or _numbers(x, y) is True) for x, y in zip(a, b))
     mp, mg = _BASE_RE.match(pred), _BASE_RE.match(gold)
+    if mp and mg:
+        return mp.group(2) == mg.group(2) and mp.group(1).lstrip("0") == mg.group(1).lstrip("0")
     if mp or mg:
-        return bool(mp and mg) and mp.group(2) == mg.group(2) and mp.group(1).lstrip("0") == mg.group(1).lstrip("0")
+        # a bare numeral against a base-b one is read in base b, as a bare number is read in the
+        # gold's unit: "2516" for 2516_8 (digits that base b does not have make it another number)
+        based, bare = (mp, gold) if mp else (mg, pred)
+        base = int(based.group(2))
+        return (re.fullmatch(r"\d+", bare) is not None and all(int(c) < base for c in bare)
+                and bare.lstrip("0") == based.group(1).lstrip("0"))
     try:
         return numeric_equal(pred, gold, pred_pct, gold_pct)
     except TooHard:
