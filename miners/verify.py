@@ -193,8 +193,11 @@ def _task_text(s: str) -> str:
 
 
 def _gold_answer(gold: str, kind: str) -> str:
-    """A gold that is a whole solution (GSM8K's '... #### 72', a boxed MATH solution) -> its answer."""
-    if "####" in gold or "\\boxed" in gold or "\\fbox" in gold or re.search(r"(?i)final answer", gold):
+    """A gold that is a whole solution (GSM8K's '... #### 72', a boxed MATH solution) or a sentence
+    that states its answer ("Answer is forty three.") -> its answer."""
+    # a task gold is text to compare as written (it may contain the word "answer"), never a sentence to read
+    stated = re.search(r"(?i)final answer", gold) or (kind != "task" and re.search(r"(?i)\banswer\b", gold))
+    if "####" in gold or "\\boxed" in gold or "\\fbox" in gold or stated:
         ans = answer_extract.extract_answer(gold, kind)
         if ans is not None:
             return ans

@@ -329,6 +329,7 @@ AUDIT_FORMS = [
     ("a currency written as letters", "So the cost is \\boxed{R28}.", "28", "math", True),
     ("a bare numeral for a base-n gold", "is $\\boxed{2516}$ in base eight.", "2516_8", "math", True),
     ("a bare numeral with digits the base lacks", "is $\\boxed{2596}$ in base eight.", "2516_8", "math", False),
+    ("a gold written as a sentence", "Some other content. \\boxed{43}.", "Answer is forty three.", "math", True),
     ("a ratio pattern with an ellipsis", "The squares give $\\boxed{1:4:9:\\ldots}$", "1:2:3:\\ldots", "math",
      False),
 ]
