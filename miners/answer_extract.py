@@ -111,10 +111,10 @@ _ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
 # unboxed math right after the word "answer": Answer $ 9 $, the answer is: \[ 9 \]
 _ANSWER_MATH_RE = re.compile(
     r"(?i)\banswer\b(?![>_])(?:\s*\([^()\n]{0,40}\))?(?:\s+is\b)?\s*[:：]?\s*(?P<open>\\\[|\$\$|\\\(|\$)")
-# a JSON (or Python dict) field "answer": "..." or "answer": 42 -- the format evaluation prompts
+# a JSON (or Python dict) field "answer": "..." or "final_answer": 42 -- the format evaluation prompts
 # ask for; the string may hold escapes (\\frac, \") or LaTeX the model did not escape (\frac)
 _JSON_ANSWER_RE = re.compile(
-    r"""(?P<k>["'])answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
+    r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
     re.I | re.S)
 _PRIORITY = {"boxed": 3, "tag": 2, "answer_math": 0}  # at an equal start; the rest are 1
 _MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
@@ -240,7 +240,7 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
             block = _math_block(text, m.start("open"), m.group("open"))
             if block is not None and not block[1].rstrip().endswith(("+", "-", "=")):
                 found.append((m.start(), block[0], block[1], "answer_math"))
-        if '"answer"' in low or "'answer'" in low:
+        if 'answer"' in low or "answer'" in low:
             for m in _JSON_ANSWER_RE.finditer(text):
                 value = _json_string(m.group("s")) if m.group("n") is None else m.group("n")
                 found.append((m.start(), m.end(), value, "json"))
