@@ -62,7 +62,8 @@ NOTES = """Notes on reading these figures:
   records that first measurement: 188/190 for miners.verify, 190/190 for math-verify).
 - verify_audit_round2.jsonl was drawn from sources neither outside corpus uses and labelled before
   any change for it; bench/data/README.md records its first measurement (miners.verify 317/448,
-  math-verify 417/448) and the forms fixed afterwards.
+  math-verify 417/448; 316 and 416 after one label was corrected), the forms fixed afterwards, and
+  70 rows drawn after the fixes and measured once (miners.verify 70/70, math-verify 68/70).
 - Speed: most pairs never reach sympy in miners.verify; the few that do pay math-verify's cost on a
   short span. The "all caches cleared per pair" row is the rate with no reuse at all."""
 
