@@ -116,6 +116,10 @@ _ANSWER_MATH_RE = re.compile(
 _JSON_ANSWER_RE = re.compile(
     r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
     re.I | re.S)
+# the fields after "answer" in the same object ("confidence": 0.9, "notes": "..."): text inside them
+# is commentary on the answer field, not a later answer
+_JSON_NEXT_FIELD_RE = re.compile(
+    r"""\s*,\s*(["'])[^"'\n]{1,40}\1\s*:\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.]+)""", re.S)
 _PRIORITY = {"boxed": 3, "tag": 2, "answer_math": 0}  # at an equal start; the rest are 1
 _MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
 # "I checked that the answer is correct": talk about an answer, not one.
@@ -258,7 +262,19 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
     if "####" in text:
         for m in _HASHES_RE.finditer(text):
             found.append((m.start(), m.end(), m.group("ans"), "hashes"))
+    objects = [(c[1], _json_fields_end(text, c[1])) for c in found if c[3] == "json"]
+    if objects:
+        found = [c for c in found if c[3] == "json" or not any(a <= c[0] < b for a, b in objects)]
     return found
+
+
+def _json_fields_end(text: str, pos: int) -> int:
+    """Where the fields that follow a JSON value at pos end (pos itself when none follow)."""
+    while True:
+        m = _JSON_NEXT_FIELD_RE.match(text, pos)
+        if not m:
+            return pos
+        pos = m.end()
 
 
 def strip_answer(ans: str) -> str:

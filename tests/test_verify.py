@@ -315,6 +315,8 @@ AUDIT_FORMS = [
      'so nine minus two is left.",\n    "answer": 7\n}', "7", "math", True),
     ("JSON final_answer field", '{\n    "steps": ["She had nine apples.", "She gave two of them away."],\n'
      '    "final_answer": "7"\n}', "7", "math", True),
+    ("fields after the JSON answer field are commentary", '{\n    "answer": "5",\n    "confidence": 0.9,\n'
+     '    "notes": "at first I thought the answer is 6"\n}', "5", "math", True),
     ("JSON answer field with money", '{\n    "reasoning": "He earns $180.00 a day for seven days, which is '
      '$1,260.00 a week.",\n    "answer": "$1,260.00"\n}', "1260", "gsm8k", True),
     ("sentence after a program's output", "```python\nprint(total_vehicles - 26)\n```\n```output\n4.0\n```\n"
