@@ -13,7 +13,7 @@ from audits.decontam import decontam
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
-from audits.mixtures import check_mixtures, refuse_if_changed
+from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from pairstore.cli_base import echo_json, echo_table, open_db
 
@@ -92,7 +92,7 @@ def audit_mixtures_cmd(ctx, as_json):
     else:
         echo_table(["status", "what", "owner", "path", "sha256"],
                    [(c.status, c.what, c.owner, c.path, (c.actual or "-")[:16]) for c in checks])
-        bad = sum(c.status != "ok" for c in checks)
+        bad = sum(c.status in FAILING for c in checks)
         click.echo(f"{len(checks)} file(s) checked, {bad} changed or missing")
     refuse_if_changed(checks)
 

@@ -290,11 +290,19 @@ def round_attach_cmd(ctx, name, file):
               help="Parent bundle folder whose system_prompt.txt a recipe with system_prompt = \"bundle\" uses.")
 @click.option("--system-prompt-file", type=click.Path(dir_okay=False),
               help="A system_prompt.txt to use for system_prompt = \"bundle\" (instead of --bundle).")
+@click.option("--replace", is_flag=True,
+              help="Overwrite registered files in --out that would get other bytes (their registration is marked "
+                   "superseded); without it such an export is refused.")
 @click.pass_context
-def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file):
+def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace):
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
     with open_db(ctx) as store:
-        r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file)
+        r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file,
+                         replace=replace)
+    for note in r.notes:
+        click.echo(f"note: {note}")
+    if r.superseded:
+        click.echo(f"superseded: {', '.join(r.superseded)}")
     for info in r.files.values():
         click.echo(f"{info['path']}: {info['rows']} rows, sha256 {info['sha256']}")
     click.echo(f"{r.evidence_path}")

@@ -117,6 +117,6 @@ def test_store_opens_in_a_plain_duckdb_client(db_path, battles_file, run_cli):
 
     run_cli("ingest", "battles", battles_file)
     con = duckdb.connect(str(db_path), read_only=True)
-    assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(2,)]
+    assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(3,)]
     assert con.execute("SELECT prompt[1].role FROM battles LIMIT 1").fetchall() == [("user",)]
     con.close()

@@ -1,0 +1,175 @@
+"""The cheap stages of holdout matching, streamed over every candidate row in chunks (pairstore.matching
+runs them and checks what they find).
+
+    scan = scan_candidates(store, "_gate_cand", needle_hashes, vocab3, bench_vocab)
+    scan.exact        # (row_index, needle hash, "user" | "other"): rows whose text may equal a needle
+    scan.grams        # arrow (row_index, ngram): word 3-grams the rows share with the needles' words
+    scan.benchmark    # (row_index, benchmark, item_id): 13-gram overlaps with registered benchmark items
+
+Rows stay in DuckDB and arrive CHUNK_ROWS at a time as Arrow; nothing here loops over characters in
+Python. Every text is read with the lm-evaluation-harness normalization (ASCII lower case, ASCII
+punctuation removed, split on whitespace; pairstore.ngrams), which for plain ASCII text gives the same
+words as pairstore.normalize.word_text (tests/test_normalize.py checks it). A text holding anything
+else (non-ASCII or control characters) is first put through word_text in Python, so look-alike
+letters, invisible characters and Unicode punctuation are undone before it is read.
+
+- exact: the "loose compact hash" of the user turns (xxh3-64 of the normalized words with the spaces
+  left out) and of each system or assistant turn, compared with the needles'. It is coarser than the
+  match key (arithmetic signs are left out), so it never misses one; matching compares the match-key
+  texts of what it finds.
+- grams: only windows made of words some needle uses can match, so only those are kept
+  (ngrams.Vocabulary); the rows spared from text matching (a task the store generated) are skipped.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from pairstore.ngrams import Vocabulary
+from pairstore.normalize import word_text
+
+CHUNK_ROWS = 50_000
+GRAM_WORDS = 3
+
+# Lower-case ASCII; remove ASCII punctuation and whitespace (the loose compact form).
+_LOWER = bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode())
+_LOOSE_DELETE = (string.punctuation + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f").encode()
+_DELETE_FLAGS = bytes(1 if b in _LOOSE_DELETE else 0 for b in range(256))
+# Bytes that send a text through word_text: non-ASCII and the controls word_text removes.
+_FOLD_FLAGS = bytes(1 if b >= 0x80 or b in (*range(0, 9), *range(0x0E, 0x1C), 0x7F) else 0 for b in range(256))
+
+
+def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
+    """(text bytes, offsets from 0) of a string array (nulls read as empty)."""
+    arr = pc.fill_null(arr.cast(pa.large_string()), "")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = bufs[2][start:end].to_pybytes() if bufs[2] is not None and end > start else b""
+    return data, offsets - start
+
+
+def _per_row_sum(flags: bytes, offsets: np.ndarray) -> np.ndarray:
+    cum = np.zeros(len(flags) + 1, dtype=np.int64)
+    np.cumsum(np.frombuffer(flags, dtype=np.uint8), out=cum[1:])
+    return cum[offsets[1:]] - cum[offsets[:-1]]
+
+
+def needs_fold_mask(arr: pa.Array) -> np.ndarray:
+    """Per row: the text holds a byte that needs pairstore.normalize.word_text first."""
+    data, offsets = _buffers(arr)
+    if not data:
+        return np.zeros(len(offsets) - 1, dtype=bool)
+    return _per_row_sum(data.translate(_FOLD_FLAGS), offsets) > 0
+
+
+def loose_hashes(arr: pa.Array) -> np.ndarray:
+    """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row)."""
+    data, offsets = _buffers(arr)
+    squeezed = data.translate(_LOWER, _LOOSE_DELETE)
+    cum = np.zeros(len(data) + 1, dtype=np.int64)
+    if data:
+        np.cumsum(np.frombuffer(data.translate(_DELETE_FLAGS), dtype=np.uint8), out=cum[1:])
+    new = (offsets - cum[offsets]).tolist()
+    view = memoryview(squeezed)
+    return np.fromiter((xxhash.xxh3_64_intdigest(view[new[i]:new[i + 1]]) for i in range(len(new) - 1)),
+                       dtype=np.uint64, count=len(new) - 1)
+
+
+def loose_hash(text: str) -> int:
+    """loose_hashes of one word text (a needle)."""
+    return int(loose_hashes(pa.array([text], pa.large_string()))[0])
+
+
+def folded(arr: pa.Array) -> pa.Array:
+    """The texts, with every one that needs it replaced by its word_text."""
+    mask = needs_fold_mask(arr)
+    if not mask.any():
+        return arr
+    texts = arr.to_pylist()
+    for i in np.flatnonzero(mask).tolist():
+        texts[i] = word_text(texts[i])
+    return pa.array(texts, pa.large_string())
+
+
+@dataclass
+class Scan:
+    exact: list = field(default_factory=list)          # (row_index, needle loose hash, "user" | "other")
+    grams: list = field(default_factory=list)          # arrow tables (row_index, ngram)
+    bench_grams: list = field(default_factory=list)    # arrow tables (row_index, ngram) in benchmark words
+    benchmark: list = field(default_factory=list)      # (row_index, benchmark, item_id)
+    rows: int = 0                                      # rows read
+    gram_rows: int = 0                                 # rows read for the 3-gram prefilter
+
+    def gram_table(self) -> pa.Table:
+        if not self.grams:
+            return pa.table({"row_index": pa.array([], pa.int64()), "ngram": pa.array([], pa.uint64())})
+        return pa.concat_tables(self.grams)
+
+
+def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: set[int], where: str) -> None:
+    if not wanted or len(texts) == 0:
+        return
+    hashes = loose_hashes(folded(texts))
+    for i in np.flatnonzero(np.isin(hashes, np.fromiter(wanted, dtype=np.uint64, count=len(wanted)))).tolist():
+        out.exact.append((int(row_index[i]), int(hashes[i]), where))
+
+
+def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int) -> pa.Table | None:
+    """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words."""
+    docs, hashes = vocab.ngrams(hay, n)
+    if not len(docs):
+        return None
+    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(hashes, pa.uint64())})
+
+
+def scan_candidates(store, cand: str, spared_sql: str, needle_hashes: set[int], vocab3: Vocabulary | None,
+                    bench=None) -> Scan:
+    """Stream `cand` (pairstore.matching.CANDIDATE_SCHEMA, aliased c in `spared_sql`, the SQL condition of
+    a row spared from the 3-gram stage) through the cheap stages. `bench`: (vocabulary, n, lookup) of the
+    registered benchmarks, or None."""
+    out = Scan()
+    reader = store.con.sql(f"""
+        SELECT c.row_index, {spared_sql} AS spared, array_to_string(c.user_turns, chr(10)) AS user_text,
+               c.other_turns
+        FROM {cand} c ORDER BY c.row_index""").to_arrow_reader(CHUNK_ROWS)
+    for batch in reader:
+        rows = batch.column("row_index").to_numpy(zero_copy_only=False)
+        out.rows += len(rows)
+        user = batch.column("user_text")
+        others = batch.column("other_turns")
+        _exact(out, rows, user, needle_hashes, "user")
+        has_other = pc.fill_null(pc.greater(pc.list_value_length(others), 0), False)
+        if pc.any(has_other).as_py():
+            flat = pc.list_flatten(others)
+            parent = rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)]
+            _exact(out, parent, flat, needle_hashes, "other")
+            joined = pc.binary_join(others, "\n")
+            hay = pc.if_else(has_other, pc.binary_join_element_wise(user, joined, "\n"), user)
+        else:
+            hay = user
+        if vocab3 is None and bench is None:
+            continue
+        hay = folded(hay.cast(pa.large_string()))
+        if bench is not None:
+            out.bench_grams.append(_grams(rows, hay, bench[0], bench[1]))
+        if vocab3 is not None:
+            keep = np.logical_not(batch.column("spared").to_numpy(zero_copy_only=False).astype(bool))
+            out.gram_rows += int(keep.sum())
+            if keep.any():
+                out.grams.append(_grams(rows[keep], hay.filter(pa.array(keep)), vocab3, GRAM_WORDS))
+    out.grams = [t for t in out.grams if t is not None]
+    bench_grams = [t for t in out.bench_grams if t is not None]
+    if bench is not None and bench_grams:
+        # After the stream: the connection runs one statement at a time.
+        table = pa.concat_tables(bench_grams)
+        out.benchmark = bench[2](table["row_index"].to_numpy(), table["ngram"].to_numpy())
+    return out
