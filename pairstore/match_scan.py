@@ -57,28 +57,32 @@ def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
     return data, offsets - start
 
 
-def _per_row_sum(flags: bytes, offsets: np.ndarray) -> np.ndarray:
-    cum = np.zeros(len(flags) + 1, dtype=np.int64)
-    np.cumsum(np.frombuffer(flags, dtype=np.uint8), out=cum[1:])
-    return cum[offsets[1:]] - cum[offsets[:-1]]
+def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
+    """Per row: how many of its bytes are flagged (flags: one 0/1 byte per text byte)."""
+    counts = np.zeros(len(offsets) - 1, dtype=np.int64)
+    if flags.find(1) < 0:              # nothing flagged: the usual case, one memchr
+        return counts
+    starts = offsets[:-1]
+    nonempty = offsets[1:] > starts
+    if nonempty.any():
+        counts[nonempty] = np.add.reduceat(np.frombuffer(flags, dtype=np.uint8), starts[nonempty], dtype=np.int32)
+    return counts
 
 
 def needs_fold_mask(arr: pa.Array) -> np.ndarray:
     """Per row: the text holds a byte that needs pairstore.normalize.word_text first."""
     data, offsets = _buffers(arr)
-    if not data:
-        return np.zeros(len(offsets) - 1, dtype=bool)
-    return _per_row_sum(data.translate(_FOLD_FLAGS), offsets) > 0
+    return _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
 
 
 def loose_hashes(arr: pa.Array) -> np.ndarray:
     """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row)."""
     data, offsets = _buffers(arr)
     squeezed = data.translate(_LOWER, _LOOSE_DELETE)
-    cum = np.zeros(len(data) + 1, dtype=np.int64)
-    if data:
-        np.cumsum(np.frombuffer(data.translate(_DELETE_FLAGS), dtype=np.uint8), out=cum[1:])
-    new = (offsets - cum[offsets]).tolist()
+    kept = np.diff(offsets) - _rows_of(data.translate(_DELETE_FLAGS), offsets)
+    new = np.zeros(len(offsets), dtype=np.int64)
+    np.cumsum(kept, out=new[1:])
+    new = new.tolist()
     view = memoryview(squeezed)
     return np.fromiter((xxhash.xxh3_64_intdigest(view[new[i]:new[i + 1]]) for i in range(len(new) - 1)),
                        dtype=np.uint64, count=len(new) - 1)
@@ -90,7 +94,8 @@ def loose_hash(text: str) -> int:
 
 
 def folded(arr: pa.Array) -> pa.Array:
-    """The texts, with every one that needs it replaced by its word_text."""
+    """The texts (as large strings), with every one that needs it replaced by its word_text."""
+    arr = pc.fill_null(arr.cast(pa.large_string()), "")
     mask = needs_fold_mask(arr)
     if not mask.any():
         return arr
@@ -115,11 +120,12 @@ class Scan:
         return pa.concat_tables(self.grams)
 
 
-def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: set[int], where: str) -> None:
-    if not wanted or len(texts) == 0:
+def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str) -> None:
+    """Rows whose (already folded) text has a wanted loose hash."""
+    if not len(wanted) or len(texts) == 0:
         return
-    hashes = loose_hashes(folded(texts))
-    for i in np.flatnonzero(np.isin(hashes, np.fromiter(wanted, dtype=np.uint64, count=len(wanted)))).tolist():
+    hashes = loose_hashes(texts)
+    for i in np.flatnonzero(np.isin(hashes, wanted)).tolist():
         out.exact.append((int(row_index[i]), int(hashes[i]), where))
 
 
@@ -129,6 +135,31 @@ def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int) -> p
     if not len(docs):
         return None
     return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(hashes, pa.uint64())})
+
+
+def _stream(out: Scan, reader, wanted: np.ndarray, vocab3: Vocabulary | None, bench) -> None:
+    for batch in reader:
+        rows = batch.column("row_index").to_numpy(zero_copy_only=False)
+        out.rows += len(rows)
+        user = folded(batch.column("user_text"))
+        _exact(out, rows, user, wanted, "user")
+        others = batch.column("other_turns")
+        has_other = pc.fill_null(pc.greater(pc.list_value_length(others), 0), False)
+        hay = user
+        if pc.any(has_other).as_py():
+            flat = folded(pc.list_flatten(others))
+            _exact(out, rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)], flat, wanted, "other")
+            newline = pa.scalar("\n", pa.large_string())
+            offsets = pc.subtract(others.offsets, others.offsets[0])
+            joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
+            hay = pc.if_else(has_other, pc.binary_join_element_wise(user, joined, newline), user)
+        if bench is not None:
+            out.bench_grams.append(_grams(rows, hay, bench[0], bench[1]))
+        if vocab3 is not None:
+            keep = np.logical_not(batch.column("spared").to_numpy(zero_copy_only=False).astype(bool))
+            out.gram_rows += int(keep.sum())
+            if keep.any():
+                out.grams.append(_grams(rows[keep], hay.filter(pa.array(keep)), vocab3, GRAM_WORDS))
 
 
 def scan_candidates(store, cand: str, spared_sql: str, needle_hashes: set[int], vocab3: Vocabulary | None,
@@ -141,31 +172,11 @@ def scan_candidates(store, cand: str, spared_sql: str, needle_hashes: set[int], 
         SELECT c.row_index, {spared_sql} AS spared, array_to_string(c.user_turns, chr(10)) AS user_text,
                c.other_turns
         FROM {cand} c ORDER BY c.row_index""").to_arrow_reader(CHUNK_ROWS)
-    for batch in reader:
-        rows = batch.column("row_index").to_numpy(zero_copy_only=False)
-        out.rows += len(rows)
-        user = batch.column("user_text")
-        others = batch.column("other_turns")
-        _exact(out, rows, user, needle_hashes, "user")
-        has_other = pc.fill_null(pc.greater(pc.list_value_length(others), 0), False)
-        if pc.any(has_other).as_py():
-            flat = pc.list_flatten(others)
-            parent = rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)]
-            _exact(out, parent, flat, needle_hashes, "other")
-            joined = pc.binary_join(others, "\n")
-            hay = pc.if_else(has_other, pc.binary_join_element_wise(user, joined, "\n"), user)
-        else:
-            hay = user
-        if vocab3 is None and bench is None:
-            continue
-        hay = folded(hay.cast(pa.large_string()))
-        if bench is not None:
-            out.bench_grams.append(_grams(rows, hay, bench[0], bench[1]))
-        if vocab3 is not None:
-            keep = np.logical_not(batch.column("spared").to_numpy(zero_copy_only=False).astype(bool))
-            out.gram_rows += int(keep.sum())
-            if keep.any():
-                out.grams.append(_grams(rows[keep], hay.filter(pa.array(keep)), vocab3, GRAM_WORDS))
+    wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
+    try:
+        _stream(out, reader, wanted, vocab3, bench)
+    finally:
+        reader.close()      # an open result would block every later statement on the connection
     out.grams = [t for t in out.grams if t is not None]
     bench_grams = [t for t in out.bench_grams if t is not None]
     if bench is not None and bench_grams:
