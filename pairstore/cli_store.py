@@ -40,12 +40,17 @@ from pairstore.sql import run_sql
 @click.argument("query")
 @click.option("--json", "as_json", is_flag=True, help="Print rows as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print rows as CSV.")
-@click.option("--write", is_flag=True, help="Open the store for writing (default: read-only).")
+@click.option("--write", is_flag=True,
+              help="Open the store for writing: every statement in one transaction, all or nothing; holdout, "
+                   "holdout_sets, holdout_exemptions, audit_log, exports and export_rows stay as they are "
+                   "(default: read-only).")
+@click.option("--allow-files", is_flag=True,
+              help="Allow COPY, ATTACH, INSTALL, LOAD and file-reading functions (default: the store only).")
 @click.pass_context
-def sql_cmd(ctx, query, as_json, as_csv, write):
+def sql_cmd(ctx, query, as_json, as_csv, write, allow_files):
     """Run a SQL QUERY against the store and print the result."""
     with open_db(ctx, read_only=not write) as store:
-        columns, rows = run_sql(store, query, write=write)
+        columns, rows = run_sql(store, query, write=write, allow_files=allow_files)
     if as_json:
         echo_json([dict(zip(columns, r)) for r in rows])
     elif as_csv:

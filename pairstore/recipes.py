@@ -49,6 +49,7 @@ except ImportError:  # pragma: no cover
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.keys import sha256_text
+from pairstore.sql_guard import check_condition
 
 KINDS = ("dpo", "soup", "base")
 # The `source` values the miners and importers of this project write (miners/*, pairstore/ingest.py
@@ -307,8 +308,7 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
         where = blk.get("where")
         if where is not None:
             c.string(where, sec, "where", f"mix[{i}].where")
-            if ";" in where:
-                c.fail("where must be one SQL condition over pairs (no ';')", sec, "where", f"mix[{i}].where")
+            check_condition(where, field=f"mix[{i}].where", path=c.path, line=c.where.of(sec, "where"))
         limit = blk.get("limit")
         if limit is not None:
             limit = c.number(limit, sec, "limit", integer=True, lo=1, label=f"mix[{i}].limit")
