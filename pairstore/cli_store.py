@@ -141,7 +141,8 @@ def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
         result = ingest_evals(store, file, model=model, suite=suite, fmt=fmt, metric=metric,
                               filter_name=filter_name)
     click.echo(f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
-               f"already present {result['skipped']}" + (f", filter {result['filter']}" if result["filter"] else ""))
+               f"already present {result['skipped']}" + (f", filter {result['filter']}" if result["filter"] else "")
+               + (f"; {result['eval_items_added']} new eval item(s) held out" if result["eval_items_added"] else ""))
 
 
 @click.group("holdout")

@@ -23,7 +23,6 @@ from pathlib import Path
 from pairstore.errors import BadInput
 from pairstore.exports import active_at
 from pairstore.files import leftover_temps
-from pairstore.keys import sha256_file
 
 
 def replacements(store, new_sha: dict[Path, str | None], *, replace: bool) -> list[str]:
@@ -39,27 +38,26 @@ def replacements(store, new_sha: dict[Path, str | None], *, replace: bool) -> li
             if path is not None and Path(path) in new_sha and new_sha[Path(path)] != reg[sha_col]:
                 clashes.append((path, reg))
     if clashes and not replace:
+        # The mixture files first: they are what the round trains on; the evidence file follows them.
+        clashes.sort(key=lambda c: (c[0].endswith(".json"), c[0]))
         path, reg = clashes[0]
+        others = sorted({p for p, _ in clashes} - {path})
         raise BadInput(f"{path} is registered ({reg['kind']} {reg['export_id']} of round {reg['round']!r}) with "
-                       "other bytes; export into another folder, or pass --replace to supersede that "
-                       "registration", path=path, field="out")
+                       "other bytes" + (f" (and {', '.join(others)})" if others else "")
+                       + "; export into another folder, or pass --replace to supersede the registration",
+                       path=path, field="out")
     return sorted({reg["export_id"] for _, reg in clashes})
 
 
 def leftovers(store, folder: Path, finals: list[Path]) -> list[tuple[Path, str]]:
-    """(file, what it is) for everything an interrupted export left in `folder` for these final files."""
+    """(file, what it is) for everything an interrupted export left in `folder` for these final files: temp
+    files, and final files no registration names (a registered file with other bytes is the mixture
+    audit's "changed", not a leftover)."""
     found = [(p, "temp file of an interrupted export") for f in finals for p in leftover_temps(folder, f.name)]
     for f in finals:
-        if f.is_file() and not _registered_bytes(store, f):
-            found.append((f, "bytes no registration has (an export interrupted before it registered them?)"))
+        if f.is_file() and not store.one("SELECT 1 FROM exports WHERE path = ? OR evidence_path = ?", [str(f), str(f)]):
+            found.append((f, "a file no registration names (an export interrupted before it registered it?)"))
     return found
-
-
-def _registered_bytes(store, path: Path) -> bool:
-    shas = {r[0] for r in store.con.execute(
-        "SELECT sha256 FROM exports WHERE path = ? UNION SELECT evidence_sha256 FROM exports WHERE evidence_path = ?",
-        [str(path), str(path)]).fetchall()}
-    return bool(shas) and sha256_file(path) in shas
 
 
 def started_exports(store) -> list[dict]:
