@@ -95,7 +95,11 @@ def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakRepo
     else:
         for ex in registered_mixtures(store):
             p = ex["path"]
-            if Path(p).exists():
+            if ex["superseded_by"] is not None:      # its path now holds the newer export's bytes
+                rows = rows_of_export(store, ex["export_id"])
+                files.append(_file_leaks(p, None, rows, _scan_rows(store, holdout, rows), round=ex["round"],
+                                         note=f"superseded by {ex['superseded_by']}: rows read from export_rows"))
+            elif Path(p).exists():
                 rows = _read_with_origins(store, p)
                 files.append(_file_leaks(p, sha256_file(p), rows, _scan_rows(store, holdout, rows),
                                          round=ex["round"]))
