@@ -1,7 +1,7 @@
 """`pairstore sql`: run SQL against the store, read-only unless asked to write.
 
     pairstore sql "SELECT source, count(*) FROM pairs GROUP BY 1"
-    pairstore sql --write "UPDATE pairs SET family = 'math' WHERE family = 'MATH'"
+    pairstore sql --write "<one or more statements>"      # all of them or none
     pairstore sql --allow-files "COPY (SELECT * FROM pairs_by_source) TO 'sources.csv'"
 
 - Files and other databases are out of reach unless `--allow-files`: no COPY, ATTACH, INSTALL, LOAD,
