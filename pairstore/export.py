@@ -36,7 +36,7 @@ from pairstore.exports import record_export
 from pairstore.files import temp_path
 from pairstore.gate import run_gate
 from pairstore.keys import sha256_file
-from pairstore.matching import FUZZY_MIN_CHARS, FUZZY_THRESHOLD
+from pairstore.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.mixture import plan_mixture
 from pairstore.mixture_writer import write_mixture_file
 from pairstore.recipes import NAME_RE, Recipe, get_round
@@ -152,7 +152,8 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
             result.gate = {
                 "passed": True, "members_checked": gate.members, "pairs_checked": gate.candidates,
                 "fuzzy_pairs_scored": gate.fuzzy_pairs_scored, "fuzzy_threshold": FUZZY_THRESHOLD,
-                "fuzzy_min_chars": FUZZY_MIN_CHARS, "exempted": exempted, "notes": gate.notes}
+                "fuzzy_min_chars": FUZZY_MIN_CHARS, "embed_min_words": EMBED_MIN_WORDS, "exempted": exempted,
+                "notes": gate.notes}
             evidence = export_evidence(
                 store, recipe, result.files, file_names={k: p.name for k, p in finals.items()},
                 blocks=result.blocks, rows_by_source=result.rows_by_source,

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from pairstore.ngrams import Vocabulary
+from pairstore.ngrams import Vocabulary, text_ngram_table
 from pairstore.normalize import word_text
 
 CHUNK_ROWS = 50_000
@@ -130,11 +130,13 @@ def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray
 
 
 def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int) -> pa.Table | None:
-    """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words."""
-    docs, hashes = vocab.ngrams(hay, n)
-    if not len(docs):
+    """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words (on a few threads:
+    Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
+    table = text_ngram_table(vocab, hay, n)
+    if not table.num_rows:
         return None
-    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(hashes, pa.uint64())})
+    docs = table["doc"].to_numpy()
+    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": table["ngram"]})
 
 
 def _stream(out: Scan, reader, wanted: np.ndarray, vocab3: Vocabulary | None, bench) -> None:
