@@ -22,23 +22,30 @@ SYSTEM_PROMPT_ROW = -1
 
 
 def _build_candidates(store, system_prompt: str | None) -> None:
-    """_gate_cand: one row per distinct pair of the mixture, in pairstore.matching's columns, plus a row
-    holding the round's system prompt (which the export writes into every row)."""
-    store.con.execute("""
-        CREATE OR REPLACE TEMP TABLE _gate_cand AS
+    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.matching's columns, plus a
+    row holding the round's system prompt (which the export writes into every row). Only the ids are
+    materialized (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
+    con = store.con
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _gate_ids AS
         WITH d AS (SELECT pair_id, (row_number() OVER (ORDER BY kind, block, prow) - 1)::BIGINT AS row_index
                    FROM (SELECT pair_id, min(kind) AS kind, min(block) AS block, min(prow) AS prow
                          FROM _mix GROUP BY pair_id)),
         o AS (SELECT pair_id, list(origin_id ORDER BY origin_id) AS origin_ids
               FROM pair_origins WHERE pair_id IN (SELECT pair_id FROM d) GROUP BY pair_id)
-        SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, p.match_key,
-               p.task_key,
+        SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, p.match_key, p.task_key
+        FROM d JOIN pairs p USING (pair_id) LEFT JOIN o USING (pair_id)""")
+    con.execute("CREATE OR REPLACE TEMP TABLE _gate_system (row_index BIGINT, text VARCHAR)")
+    if system_prompt is not None:
+        con.execute("INSERT INTO _gate_system VALUES (?, ?)", [SYSTEM_PROMPT_ROW, system_prompt])
+    con.execute("""
+        CREATE OR REPLACE TEMP VIEW _gate_cand AS
+        SELECT g.row_index, g.pair_id, g.origin_ids, g.match_key, g.task_key,
                list_transform(list_filter(p.prompt, lambda m: m.role = 'user'), lambda m: m.content) AS user_turns,
                list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), lambda m: m.content) AS other_turns
-        FROM d JOIN pairs p USING (pair_id) LEFT JOIN o USING (pair_id)""")
-    if system_prompt is not None:
-        store.con.execute("INSERT INTO _gate_cand VALUES (?, NULL, []::VARCHAR[], NULL, NULL, []::VARCHAR[], [?])",
-                          [SYSTEM_PROMPT_ROW, system_prompt])
+        FROM _gate_ids g JOIN pairs p USING (pair_id)
+        UNION ALL
+        SELECT row_index, NULL, []::VARCHAR[], NULL, NULL, []::VARCHAR[], [text] FROM _gate_system""")
 
 
 def _hit_line(h) -> str:
@@ -53,7 +60,8 @@ def run_gate(store, round_name: str, system_prompt: str | None = None) -> tuple[
     try:
         result = check_table(store, "_gate_cand")
     finally:
-        store.con.execute("DROP TABLE IF EXISTS _gate_cand")
+        for drop in ("VIEW IF EXISTS _gate_cand", "TABLE IF EXISTS _gate_ids", "TABLE IF EXISTS _gate_system"):
+            store.con.execute(f"DROP {drop}")
     standing, exempted = split_exempt(store, result.hits)
     if standing:
         lines = [_hit_line(h) for h in standing[:HITS_SHOWN]]

@@ -18,7 +18,10 @@ letters, invisible characters and Unicode punctuation are undone before it is re
   match key (arithmetic signs are left out), so it never misses one; matching compares the match-key
   texts of what it finds.
 - grams: only windows made of words some needle uses can match, so only those are kept
-  (ngrams.Vocabulary); the rows spared from text matching (a task the store generated) are skipped.
+  (ngrams.Vocabulary).
+
+The rows spared from text matching (tasks the store generated) are not read here at all: matching
+compares their stored match keys in SQL.
 """
 
 from __future__ import annotations
@@ -112,7 +115,6 @@ class Scan:
     bench_grams: list = field(default_factory=list)    # arrow tables (row_index, ngram) in benchmark words
     benchmark: list = field(default_factory=list)      # (row_index, benchmark, item_id)
     rows: int = 0                                      # rows read
-    gram_rows: int = 0                                 # rows read for the 3-gram prefilter
 
     def gram_table(self) -> pa.Table:
         if not self.grams:
@@ -129,17 +131,25 @@ def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray
         out.exact.append((int(row_index[i]), int(hashes[i]), where))
 
 
-def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int) -> pa.Table | None:
-    """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words (on a few threads:
-    Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
+def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int,
+           wanted: np.ndarray | None = None) -> pa.Table | None:
+    """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words and, given `wanted`
+    (sorted), among those (on a few threads: Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
     table = text_ngram_table(vocab, hay, n)
     if not table.num_rows:
         return None
     docs = table["doc"].to_numpy()
-    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": table["ngram"]})
+    grams = table["ngram"].to_numpy()
+    if wanted is not None:
+        # Only what some needle holds can count; random windows of common words would fill memory.
+        keep = np.isin(grams, wanted, assume_unique=False)
+        docs, grams = docs[keep], grams[keep]
+        if not len(docs):
+            return None
+    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(grams, pa.uint64())})
 
 
-def _stream(out: Scan, reader, wanted: np.ndarray, vocab3: Vocabulary | None, bench) -> None:
+def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
     for batch in reader:
         rows = batch.column("row_index").to_numpy(zero_copy_only=False)
         out.rows += len(rows)
@@ -158,22 +168,18 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3: Vocabulary | None, be
         if bench is not None:
             out.bench_grams.append(_grams(rows, hay, bench[0], bench[1]))
         if vocab3 is not None:
-            keep = np.logical_not(batch.column("spared").to_numpy(zero_copy_only=False).astype(bool))
-            out.gram_rows += int(keep.sum())
-            if keep.any():
-                out.grams.append(_grams(rows[keep], hay.filter(pa.array(keep)), vocab3, GRAM_WORDS))
+            out.grams.append(_grams(rows, hay, vocab3[0], GRAM_WORDS, vocab3[1]))
 
 
-def scan_candidates(store, cand: str, spared_sql: str, needle_hashes: set[int], vocab3: Vocabulary | None,
-                    bench=None) -> Scan:
-    """Stream `cand` (pairstore.matching.CANDIDATE_SCHEMA, aliased c in `spared_sql`, the SQL condition of
-    a row spared from the 3-gram stage) through the cheap stages. `bench`: (vocabulary, n, lookup) of the
-    registered benchmarks, or None."""
+def scan_candidates(store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None) -> Scan:
+    """Stream the rows of `cand` (pairstore.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
+    condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
+    sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
+    None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None."""
     out = Scan()
     reader = store.con.sql(f"""
-        SELECT c.row_index, {spared_sql} AS spared, array_to_string(c.user_turns, chr(10)) AS user_text,
-               c.other_turns
-        FROM {cand} c ORDER BY c.row_index""").to_arrow_reader(CHUNK_ROWS)
+        SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
+        FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
     wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
     try:
         _stream(out, reader, wanted, vocab3, bench)

@@ -43,11 +43,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 from rapidfuzz import fuzz
 
 from pairstore.errors import BadInput
-from pairstore.keys import canonical_messages, match_key, match_text
+from pairstore.keys import canonical_messages, match_key, match_text, xxh128
 from pairstore.match_scan import GRAM_WORDS, loose_hash, scan_candidates
 from pairstore.ngrams import DEFAULT_N, Vocabulary, lookup_ngrams, registered_vocabulary
 from pairstore.normalize import TURN_SEP, compact_text, word_text
@@ -159,9 +160,10 @@ def candidate_table(rows: Iterable) -> pa.Table:
 # -- members -------------------------------------------------------------------
 
 def _needles_of(set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None) -> list[Needle]:
-    """The needles of one member from its normalized user turns."""
+    """The needles of one member from its normalized user turns (always one: an empty text still matches
+    by origin id and task key)."""
     joined = " ".join(" ".join(turns).split())
-    out = [Needle(set_name, item_id, kind, joined, compact_text(joined), task_key)] if joined else []
+    out = [Needle(set_name, item_id, kind, joined, compact_text(joined), task_key)]
     if len(turns) > 1 and len(turns[0].split()) >= EMBED_MIN_WORDS:
         out.append(Needle(set_name, item_id, kind, turns[0], compact_text(turns[0]), task_key))
     return out
@@ -267,14 +269,23 @@ def _id_and_task_hits(store, cand: str, needles: list[Needle]) -> list[tuple]:
             FROM {cand} c JOIN _pm_members m ON m.task_key = c.task_key""").fetchall()
 
 
-def _gram_pairs(store, vocab: Vocabulary, needles: list[Needle], grams: pa.Table, n_rows: int) -> list[tuple]:
-    """(row_index, needle index) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE)."""
+def _needle_grams(needles: list[Needle]) -> tuple[Vocabulary, pa.Table] | None:
+    """(vocabulary of the words, table nid, ngram) of the needles that embedded or fuzzy matching reads."""
     idx = [i for i, n in enumerate(needles) if n.embeddable or n.fuzzy]
+    if not idx:
+        return None
+    vocab = Vocabulary.of_texts([needles[i].text for i in idx])
     docs, hashes = vocab.ngrams([needles[i].text for i in idx], GRAM_WORDS)
-    if not len(docs) or grams.num_rows == 0:
+    if not len(docs):
+        return None
+    return vocab, pa.table({"nid": pa.array([idx[d] for d in docs.tolist()], pa.int64()),
+                            "ngram": pa.array(hashes, pa.uint64())})
+
+
+def _gram_pairs(store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
+    """(row_index, needle index) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE)."""
+    if grams.num_rows == 0:
         return []
-    needle_grams = pa.table({"nid": pa.array([idx[d] for d in docs.tolist()], pa.int64()),
-                             "ngram": pa.array(hashes, pa.uint64())})
     common = max(5, int(COMMON_SHINGLE_SHARE * n_rows + 0.999))
     with store.registered("_pm_grams", grams), store.registered("_pm_ngrams", needle_grams):
         return store.con.execute(f"""
@@ -325,16 +336,24 @@ def check_table(store, cand: str, *, set_name: str | None = None, fuzzy: bool = 
     for i, n in enumerate(needles):
         if n.compact:
             by_hash.setdefault(loose_hash(n.text), []).append(i)
-    vocab3 = None
-    if fuzzy and any(n.embeddable or n.fuzzy for n in needles):
-        vocab3 = Vocabulary.of_texts([n.text for n in needles if n.embeddable or n.fuzzy])
+    grams = _needle_grams(needles) if fuzzy else None
+    vocab3 = None if grams is None else (grams[0], np.unique(grams[1]["ngram"].to_numpy()))
     bench = None
     if benchmarks and (set_name is None or set_name.startswith("benchmark:")):
         bench_vocab = registered_vocabulary(store, DEFAULT_N)
         if bench_vocab is not None:
             bench = (bench_vocab, DEFAULT_N, lambda rows, grams: lookup_ngrams(store, rows, grams, DEFAULT_N))
-    scan = scan_candidates(store, cand, SPARED_SQL, set(by_hash), vocab3, bench)
-    pairs = _gram_pairs(store, vocab3, needles, scan.gram_table(), scan.gram_rows) if vocab3 else []
+    # Spared rows (tasks the store generated) are compared by their stored match key only.
+    keys: dict[str, list[int]] = {}
+    for i, n in enumerate(needles):
+        if n.compact:
+            keys.setdefault(xxh128(n.compact), []).append(i)
+    for row_index, pair_id, key in con.execute(
+            f"SELECT c.row_index, c.pair_id, c.match_key FROM {cand} c WHERE {SPARED_SQL} "
+            "AND c.match_key IN (SELECT unnest(?::VARCHAR[]))", [sorted(keys)]).fetchall():
+        found += [(needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]]
+    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench)
+    pairs = _gram_pairs(store, grams[1], scan.gram_table(), scan.rows) if grams else []
     result.fuzzy_pairs_scored = len(pairs)
     texts = _row_texts(store, cand, {r for r, _, _ in scan.exact} | {r for r, _ in pairs})
     wanted = sorted(set(texts) | {r for r, _, _ in scan.benchmark})

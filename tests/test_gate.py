@@ -259,3 +259,25 @@ def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(
     assert store.scalar("SELECT count(*) FROM exports WHERE kind = 'export'") == 0
     assert store.scalar("SELECT count(*) FROM exports WHERE kind = 'attached'") == 1
     store.close()
+
+
+def test_a_member_without_words_is_still_found_by_origin_id(gated, tmp_path):
+    add_members(gated, "judge", [member("b99", "??? !!!")])
+    add_pairs(gated, [pair("Something else entirely about rivers and their deltas.", 1, origins=["b99"])],
+              miner="t", miner_version="1")
+    hits, _ = refused(gated, tmp_path)
+    assert hits == {("judge", "b99", "id")}
+
+
+def test_benchmark_items_are_found_in_disguise_and_short_ones_embedded(gated, tmp_path):
+    from pairstore.ngrams import register_benchmark
+
+    item = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+            "How many clips did Natalia sell altogether in April and May?")
+    short = "Which planet has the most moons today?"          # 7 words: no 13-gram, found embedded
+    register_benchmark(gated, "bench", [("long", item), ("short", short)])
+    cyrillic = str.maketrans("aceopxy", "асеорху")
+    add_pairs(gated, [pair("Puzzle: " + item.translate(cyrillic) + " Answer fast.", 1),
+                      pair("Quick one. " + short.replace(" ", " \u200b") + " Thanks.", 2)], miner="t", miner_version="1")
+    hits, _ = refused(gated, tmp_path)
+    assert {(s, i) for s, i, _ in hits} == {("benchmark:bench", "long"), ("benchmark:bench", "short")}
