@@ -177,7 +177,7 @@ CHILD_OURS = PEAK_RSS + """
 import json, sys, time
 from pairstore import export
 from pairstore.store import open_store
-gate_s = []
+gate_s, gate_rss = [], []
 run_gate = export.run_gate
 def timed_gate(*args, **kwargs):
     t = time.perf_counter()
@@ -185,6 +185,7 @@ def timed_gate(*args, **kwargs):
         return run_gate(*args, **kwargs)
     finally:
         gate_s.append(time.perf_counter() - t)
+        gate_rss.append(peak_rss_mb())
 export.run_gate = timed_gate
 store = open_store(sys.argv[1])
 t0 = time.perf_counter()
@@ -193,7 +194,7 @@ total = time.perf_counter() - t0
 store.close()
 print(json.dumps({"rows": r.files["dpo"]["rows"], "sha256": r.files["dpo"]["sha256"],
                   "pairs_checked": r.gate["pairs_checked"], "fuzzy_scored": r.gate["fuzzy_pairs_scored"],
-                  "gate_s": gate_s[0], "export_s": total, "rss_mb": peak_rss_mb()}))
+                  "gate_s": gate_s[0], "export_s": total, "rss_after_gate_mb": gate_rss[0], "rss_mb": peak_rss_mb()}))
 """
 
 CHILD_DATASETS = PEAK_RSS + """

@@ -37,7 +37,7 @@ import xxhash
 from pairstore.ngrams import Vocabulary, text_ngram_table
 from pairstore.normalize import word_text
 
-CHUNK_ROWS = 50_000
+CHUNK_ROWS = 20_000
 GRAM_WORDS = 3
 
 # Lower-case ASCII; remove ASCII punctuation and whitespace (the loose compact form).
@@ -185,6 +185,8 @@ def scan_candidates(store, cand: str, row_filter: str, needle_hashes: set[int], 
         _stream(out, reader, wanted, vocab3, bench)
     finally:
         reader.close()      # an open result would block every later statement on the connection
+        # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.
+        pa.default_memory_pool().release_unused()
     out.grams = [t for t in out.grams if t is not None]
     bench_grams = [t for t in out.bench_grams if t is not None]
     if bench is not None and bench_grams:

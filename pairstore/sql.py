@@ -51,7 +51,9 @@ def _run(con, statements) -> tuple[list[str], list[tuple]]:
 
 def run_sql(store, query: str, *, write: bool = False, allow_files: bool = False) -> tuple[list[str], list[tuple]]:
     """Run `query` (one or more statements); return (columns, rows) of the last. A write needs a store opened
-    for writing and leaves PROTECTED as it was."""
+    for writing and leaves PROTECTED as it was. Without `allow_files` the store's connection keeps no
+    access to files afterwards (DuckDB cannot turn it back on): open the store again for other work, as
+    the CLI does for every command."""
     con = store.con
     try:
         statements = con.extract_statements(query)
