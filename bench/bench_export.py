@@ -389,7 +389,9 @@ def main() -> None:
         f"prefilter. The gate took {statistics.median(r['gate_s'] for _, r in results['ours']):.1f} s of the "
         f"export's {statistics.median(r['export_s'] for _, r in results['ours']):.1f} s inside the child "
         f"({100 * statistics.median(r['gate_s'] / r['export_s'] for _, r in results['ours']):.0f}%; the loop-fix "
-        "pairs, generated tasks of the store, are spared from its text checks but still compared by key).",
+        "pairs, generated tasks of the store, are spared from its text checks but still compared by key); "
+        f"the child's peak memory by the end of the gate was "
+        f"{statistics.median(r['rss_after_gate_mb'] for _, r in results['ours']):,.0f} MB.",
         "",
         "### The text matching of the gate alone",
         "",
