@@ -8,7 +8,9 @@ As in lm-evaluation-harness: texts are normalized (ASCII lower-case,
 punctuation deleted), split on whitespace, and a training row is contaminated
 when it shares any n-gram (13 words by default) with a test item. The test
 item's text is what lm-eval uses as its decontamination query: the question
-(GSM8K, MMLU), the problem (MATH), the prompt (IFEval).
+(GSM8K, MMLU), the problem (MATH), the prompt (IFEval); from an lm-eval samples
+log (samples_*.jsonl), the question of each record's `doc` (the few-shot
+examples in `arguments` are not test items).
 
 Hashing is vectorized (pairstore.ngrams: numpy over the Arrow buffers, only
 the benchmark's distinct words hashed in Python) and the overlap is a join in
@@ -28,11 +30,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
+from pairstore.evals import lm_eval_doc_text
 from pairstore.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
 from pairstore.pair_files import read_pair_file
 from pairstore.records import read_records
 
-FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text")
+FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval")
 ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")
 TEXT_FIELD = {"gsm8k": "question", "math": "problem", "mmlu": "question", "ifeval": "prompt", "text": "text"}
 SNIPPET = 160
@@ -46,6 +49,8 @@ class BenchmarkItem:
 
 def detect_format(rec: dict) -> str | None:
     """The benchmark format a record looks like (None: unknown)."""
+    if isinstance(rec.get("doc"), dict) and "doc_id" in rec:
+        return "lm-eval"          # an lm-evaluation-harness samples_*.jsonl record
     if "instruction_id_list" in rec and "prompt" in rec:
         return "ifeval"
     if "problem" in rec:
@@ -81,21 +86,23 @@ def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
     if not path.exists():
         raise BadInput("no such file", path=str(path))
     records = _read_mmlu_csv(path) if path.suffix.lower() == ".csv" else list(read_records(path))
-    items, seen = [], set()
+    items, seen = [], {}
     for index, (line, rec) in enumerate(records):
         kind = fmt or detect_format(rec)
         if kind is None:
             raise BadInput("cannot tell the benchmark format (no question, problem, prompt or text field); "
                            "pass --format", path=str(path), line=line)
-        name = TEXT_FIELD[kind]
-        text = rec.get(name)
+        name = TEXT_FIELD.get(kind, "doc")
+        text = lm_eval_doc_text(rec.get("doc")) if kind == "lm-eval" else rec.get(name)
         if not isinstance(text, str) or not text.strip():
             raise BadInput("missing or empty test item text", path=str(path), line=line, field=name)
         item_id = next((str(rec[k]) for k in ID_FIELDS if isinstance(rec.get(k), (str, int))
                         and not isinstance(rec.get(k), bool)), str(index))
         if item_id in seen:
+            if kind == "lm-eval" and seen[item_id] == text:
+                continue              # the same doc under another filter
             raise BadInput(f"item id {item_id!r} appears twice", path=str(path), line=line)
-        seen.add(item_id)
+        seen[item_id] = text
         items.append(BenchmarkItem(item_id, text))
     return items
 

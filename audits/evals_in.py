@@ -13,7 +13,10 @@ Formats
   metric fields (exact_match, acc, acc_norm, prompt_level_strict_acc, ...).
   A log holds one record per document and filter; --filter picks one (default:
   the first filter in the file), --metric the field scored (default: the first
-  of METRICS present). The item id is the doc_id.
+  of METRICS present). The item id is the doc_id. Each distinct doc becomes an
+  eval item of the suite (its question text, pairstore.evals.lm_eval_doc_text;
+  gold: the target), so the export gate refuses training rows that hold it. The
+  few-shot examples inside `arguments` are training items and are not held out.
 
 Validation first, then one transaction; a re-ingest adds nothing, and a
 different result for a (model, suite, item) already stored is an error naming
@@ -28,7 +31,7 @@ from pathlib import Path
 
 from audits.loops import scan
 from pairstore.errors import BadInput
-from pairstore.evals import SCORE_COLUMNS, add_scores
+from pairstore.evals import SCORE_COLUMNS, add_eval_items, add_scores, lm_eval_doc_text
 from pairstore.ingest import log_ingest
 from pairstore.keys import sha256_file
 from pairstore.records import read_records
@@ -128,12 +131,14 @@ def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", met
         raise BadInput("no such file", path=str(path))
     origin = f"{fmt}:{Path(path).name}:{sha256_file(path)[:16]}"
     rows, read, chosen_filter = {}, 0, filter_name
+    docs: dict[str, dict] = {}
     for line, rec in read_records(path):
         read += 1
         if fmt == "jsonl":
             row = parse_simple(rec, path, line)
         else:
             row, filt = parse_lm_eval(rec, path, line, metric)
+            _held_out_doc(docs, rec, row, path, line)
             if chosen_filter is None:
                 chosen_filter = filt
             if filt != chosen_filter:
@@ -149,9 +154,25 @@ def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", met
     if not rows:
         raise BadInput(f"no records for filter {chosen_filter!r}", path=str(path), field="filter")
     with store.transaction():
+        held = add_eval_items(store, suite, list(docs.values()))
         added = add_scores(store, model, suite, list(rows.values()), origin=origin, path=path)
         log_ingest(store, path, "evals", read, added)
         store.audit("ingest.evals", f"{model}/{suite}", {"path": str(path), "format": fmt, "rows": len(rows),
-                                                          "added": added, "filter": chosen_filter})
+                                                          "added": added, "filter": chosen_filter,
+                                                          "eval_items_added": held})
     return {"read": read, "added": int(added), "skipped": len(rows) - int(added), "filter": chosen_filter,
-            "metric": metric, "items": len(rows)}
+            "metric": metric, "items": len(rows), "eval_items_added": held}
+
+
+def _held_out_doc(docs: dict, rec: dict, row: dict, path, line: int) -> None:
+    """Every record's doc (whatever its filter) as an eval item; one doc id with two texts is an error."""
+    text = lm_eval_doc_text(rec.get("doc"))
+    if text is None:
+        raise BadInput("no question text in doc: the sample cannot be held out", path=str(path), line=line,
+                       field="doc")
+    item = {"item_id": row["item_id"], "kind": "lm-eval", "prompt": [{"role": "user", "content": text}],
+            "gold": row["gold"], "task_key": None}
+    prev = docs.setdefault(row["item_id"], item)
+    if prev["prompt"] != item["prompt"]:
+        raise BadInput(f"doc_id {row['item_id']} appears with two different docs", path=str(path), line=line,
+                       field="doc")

@@ -6,10 +6,11 @@
 A file is any pair file pairstore.pair_files reads, made by this project or
 not: the prompt as a string or as chat messages (a system prompt in front or
 not), or only inside `chosen` as messages (UltraFeedback style). Each row is checked
-with the export gate's matcher (pairstore.matching): exact = an origin id
-(a `battle_id`/`origin_id`/... column, or the origins the store records for a
-`pair_id`) or the match key of the user turns; near = a fuzzy match of the
-normalized user turns. Near counts as leaked.
+with the export gate's matcher (pairstore.matching), so the audit and the gate find
+the same members in the same rows: exact = an origin id (a `battle_id`/`origin_id`/...
+column, or the origins the store records for a `pair_id`), the match key of the
+user turns or a task key; near = the member embedded in a longer prompt or in a
+system or assistant turn, or a fuzzy match. Near counts as leaked.
 
 The command prints a report and exits 0 even when it finds leaks: it is an
 audit of what happened. The export gate is what refuses (exit 3).
@@ -35,7 +36,7 @@ class FileLeaks:
     sha256: str | None              # None: the registered file is missing (rows read from export_rows)
     rows: int
     leaked_ids: list[str]           # members found exactly (origin id, match key, task key)
-    near_ids: list[str]             # members found only by fuzzy match
+    near_ids: list[str]             # members found only embedded or by fuzzy match
     hits: list = field(default_factory=list)   # pairstore.matching.Hit, for the detailed view
     round: str | None = None
     note: str | None = None
@@ -75,7 +76,7 @@ def _read_with_origins(store, path) -> list[PairRow]:
 
 def _file_leaks(path: str, sha: str | None, rows: list[PairRow], hits: list, **extra) -> FileLeaks:
     exact = sorted({h.item_id for h in hits if h.how in EXACT_HOW})
-    near = sorted({h.item_id for h in hits if h.how == "fuzzy"} - set(exact))
+    near = sorted({h.item_id for h in hits if h.how not in EXACT_HOW} - set(exact))
     return FileLeaks(path, sha, len(rows), exact, near, hits, **extra)
 
 
@@ -94,7 +95,11 @@ def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakRepo
     else:
         for ex in registered_mixtures(store):
             p = ex["path"]
-            if Path(p).exists():
+            if ex["superseded_by"] is not None:      # its path now holds the newer export's bytes
+                rows = rows_of_export(store, ex["export_id"])
+                files.append(_file_leaks(p, None, rows, _scan_rows(store, holdout, rows), round=ex["round"],
+                                         note=f"superseded by {ex['superseded_by']}: rows read from export_rows"))
+            elif Path(p).exists():
                 rows = _read_with_origins(store, p)
                 files.append(_file_leaks(p, sha256_file(p), rows, _scan_rows(store, holdout, rows),
                                          round=ex["round"]))

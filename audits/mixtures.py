@@ -4,13 +4,18 @@
     pairstore audit mixtures --json
 
 Checked, each against the hash the store recorded when it was written or attached:
-- every registered mixture (`exports`: written exports and attached history);
-- the round's `NAME.training_evidence.json` beside the mixture, when present:
-  its "parquet_sha256" (or "sft_parquet_sha256" for NAME.sft.parquet) must
-  still name the registered bytes;
+- every registered mixture (`exports`: written exports and attached history); a
+  registration another export superseded (`export --replace`) is listed, not
+  checked: its path holds the new bytes;
+- every export's `NAME.training_evidence.json`: its SHA-256 (`exports.evidence_sha256`),
+  so an edited or deleted evidence file fails; where none is recorded, its
+  "parquet_sha256" (or "sft_parquet_sha256") must still name the registered bytes;
 - every checkpoint with a path whose evidence records file hashes: merged
   bundles' weight shards ("shard_sha256"), soups' output shards
   ("output.shards_sha256"), adapters' weights ("adapter_sha256").
+
+Also listed, without failing the audit: what an interrupted export left in an
+export folder (temp files, final files whose bytes no registration has).
 """
 
 from __future__ import annotations
@@ -20,17 +25,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairstore.errors import GateRefused
+from pairstore.export_files import leftovers, started_exports
 from pairstore.keys import sha256_file
+
+FAILING = ("changed", "missing")
 
 
 @dataclass
 class FileCheck:
-    what: str              # export | attached | export evidence | shard | adapter
+    what: str              # export | attached | export evidence | shard | adapter | leftover
     owner: str             # round or checkpoint name
     path: str
-    expected: str
+    expected: str | None
     actual: str | None     # None: missing
-    status: str            # ok | changed | missing
+    status: str            # ok | changed | missing (these two fail) | superseded | leftover
 
     def as_dict(self) -> dict:
         return {"what": self.what, "owner": self.owner, "path": self.path, "expected": self.expected,
@@ -82,9 +90,16 @@ def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
 def check_mixtures(store) -> list[FileCheck]:
     """Every recorded file hash, recomputed. Never raises for a mismatch (see audit_mixtures)."""
     checks: list[FileCheck] = []
-    for ex in store.rows("SELECT export_id, round, kind, path, sha256 FROM exports ORDER BY created_at, export_id"):
+    for ex in store.rows("SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256, "
+                         "superseded_by FROM exports ORDER BY created_at, export_id"):
         path = Path(ex["path"])
+        if ex["superseded_by"] is not None:
+            checks.append(FileCheck(ex["kind"], ex["round"], str(path), ex["sha256"], None, "superseded"))
+            continue
         checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"]))
+        if ex["evidence_sha256"] is not None:
+            checks.append(_check("export evidence", ex["round"], Path(ex["evidence_path"]), ex["evidence_sha256"]))
+            continue
         ev = _evidence_check(ex)
         if ev is not None:
             checks.append(ev)
@@ -95,12 +110,26 @@ def check_mixtures(store) -> list[FileCheck]:
             continue
         for what, name, sha in _recorded_files(evidence):
             checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
-    return checks
+    return checks + _leftovers(store)
+
+
+def _leftovers(store) -> list[FileCheck]:
+    """What interrupted exports left: temp files and unregistered final files in every export folder."""
+    finals: dict[str, dict[str, str]] = {}          # folder -> final file -> round
+    for started in started_exports(store):
+        for f in started["files"]:
+            finals.setdefault(started["out"], {})[f] = started["round"]
+    out = []
+    for folder, files in finals.items():
+        for path, why in leftovers(store, Path(folder), [Path(f) for f in sorted(files)]):
+            owner = files.get(str(path)) or next(iter(files.values()))
+            out.append(FileCheck(f"leftover: {why}", owner, str(path), None, None, "leftover"))
+    return out
 
 
 def refuse_if_changed(checks: list[FileCheck]) -> None:
     """GateRefused (exit 3) naming every changed or missing file."""
-    bad = [c for c in checks if c.status != "ok"]
+    bad = [c for c in checks if c.status in FAILING]
     if bad:
         listed = "; ".join(f"{c.path} ({c.what} of {c.owner}) {c.status}" for c in bad)
         raise GateRefused(f"{len(bad)} recorded file(s) do not match their SHA-256: {listed}")

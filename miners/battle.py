@@ -37,6 +37,7 @@ from miners.registry import MineResult, new_result, register, write_pairs
 from pairstore.errors import BadInput
 from pairstore.holdout import HoldoutFilter
 from pairstore.pairs import Origin, Pair, battle_pair_prompt
+from pairstore.sql_guard import check_condition
 
 RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}
 
@@ -48,8 +49,10 @@ def mine_battles(store, *, where: str | None = None) -> MineResult:
     `where`: optional SQL condition over `battles` (e.g. "category = 'math'")."""
     result = new_result(mine_battles)
     holdout = HoldoutFilter.load(store)
+    # Checked by pairstore.sql_guard: one condition, no statement, no side effect; it can only narrow.
+    filt = f" WHERE ({check_condition(where, field='where')})" if where is not None else ""
     sql = ("SELECT battle_id, prompt, own_answers, opponent_answers, vote, category, match_key "
-           "FROM battles" + (f" WHERE {where}" if where else "") + " ORDER BY battle_id")
+           "FROM (SELECT * FROM battles) AS battles" + filt + " ORDER BY battle_id")
     try:
         battles = store.rows(sql)
     except duckdb.Error as e:

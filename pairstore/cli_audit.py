@@ -13,7 +13,7 @@ from audits.decontam import decontam
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
-from audits.mixtures import check_mixtures, refuse_if_changed
+from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from pairstore.cli_base import echo_json, echo_table, open_db
 
@@ -52,10 +52,11 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
 @audit_group.command("decontam")
 @click.option("--benchmark", required=True, help="Name of the benchmark (e.g. gsm8k-test).")
 @click.option("--path", "path", required=True, type=click.Path(dir_okay=False),
-              help="Local test-split file: JSONL or parquet (GSM8K, MATH, MMLU, IFEval fields) or MMLU CSV.")
+              help="Local test-split file: JSONL or parquet (GSM8K, MATH, MMLU, IFEval fields), MMLU CSV, or an "
+                   "lm-evaluation-harness samples_*.jsonl.")
 @click.option("--n", "n", default=13, show_default=True, type=click.IntRange(1, 64),
               help="Words per n-gram (13 as in lm-evaluation-harness; 8 is stricter).")
-@click.option("--format", "fmt", type=click.Choice(["gsm8k", "math", "mmlu", "ifeval", "text"]),
+@click.option("--format", "fmt", type=click.Choice(["gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval"]),
               help="Benchmark record format (default: detected from the fields).")
 @click.option("--all-pairs", is_flag=True, help="Check every pair in the store, not only registered mixtures.")
 @click.option("--register", is_flag=True, help="Also store the benchmark so the export gate checks it.")
@@ -92,7 +93,7 @@ def audit_mixtures_cmd(ctx, as_json):
     else:
         echo_table(["status", "what", "owner", "path", "sha256"],
                    [(c.status, c.what, c.owner, c.path, (c.actual or "-")[:16]) for c in checks])
-        bad = sum(c.status != "ok" for c in checks)
+        bad = sum(c.status in FAILING for c in checks)
         click.echo(f"{len(checks)} file(s) checked, {bad} changed or missing")
     refuse_if_changed(checks)
 

@@ -50,12 +50,17 @@ from pairstore.sql import run_sql
 @click.argument("query")
 @click.option("--json", "as_json", is_flag=True, help="Print rows as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print rows as CSV.")
-@click.option("--write", is_flag=True, help="Open the store for writing (default: read-only).")
+@click.option("--write", is_flag=True,
+              help="Open the store for writing: every statement in one transaction, all or nothing; holdout, "
+                   "holdout_sets, holdout_exemptions, audit_log, exports and export_rows stay as they are "
+                   "(default: read-only).")
+@click.option("--allow-files", is_flag=True,
+              help="Allow COPY, ATTACH, INSTALL, LOAD and file-reading functions (default: the store only).")
 @click.pass_context
-def sql_cmd(ctx, query, as_json, as_csv, write):
+def sql_cmd(ctx, query, as_json, as_csv, write, allow_files):
     """Run a SQL QUERY against the store and print the result."""
     with open_db(ctx, read_only=not write) as store:
-        columns, rows = run_sql(store, query, write=write)
+        columns, rows = run_sql(store, query, write=write, allow_files=allow_files)
     if as_json:
         echo_json([dict(zip(columns, r)) for r in rows])
     elif as_csv:
@@ -158,7 +163,8 @@ def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
         result = ingest_evals(store, file, model=model, suite=suite, fmt=fmt, metric=metric,
                               filter_name=filter_name)
     click.echo(f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
-               f"already present {result['skipped']}" + (f", filter {result['filter']}" if result["filter"] else ""))
+               f"already present {result['skipped']}" + (f", filter {result['filter']}" if result["filter"] else "")
+               + (f"; {result['eval_items_added']} new eval item(s) held out" if result["eval_items_added"] else ""))
 
 
 @click.group("holdout")
@@ -312,11 +318,19 @@ def round_attach_cmd(ctx, name, file):
               help="Parent bundle folder whose system_prompt.txt a recipe with system_prompt = \"bundle\" uses.")
 @click.option("--system-prompt-file", type=click.Path(dir_okay=False),
               help="A system_prompt.txt to use for system_prompt = \"bundle\" (instead of --bundle).")
+@click.option("--replace", is_flag=True,
+              help="Overwrite registered files in --out that would get other bytes (their registration is marked "
+                   "superseded); without it such an export is refused.")
 @click.pass_context
-def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file):
+def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace):
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
     with open_db(ctx) as store:
-        r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file)
+        r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file,
+                         replace=replace)
+    for note in r.notes:
+        click.echo(f"note: {note}")
+    if r.superseded:
+        click.echo(f"superseded: {', '.join(r.superseded)}")
     for info in r.files.values():
         click.echo(f"{info['path']}: {info['rows']} rows, sha256 {info['sha256']}")
     click.echo(f"{r.evidence_path}")

@@ -2,6 +2,7 @@
 a suite). This module is the one that writes both.
 
     add_eval_items(store, "lf2", items)            # generated suites, `eval` suite files, lm-eval docs
+    lm_eval_doc_text({"question": "Janet's ducks ...", "answer": "..."})   # the held-out text of a doc
     replace_scores(store, "sm11a", "lf2", rows)    # `eval`: a re-run replaces the model's scores
     add_scores(store, table, path=...)             # `ingest evals`: results made elsewhere, never overwritten
 
@@ -16,6 +17,11 @@ import pyarrow as pa
 from pairstore.errors import BadInput
 from pairstore.keys import match_key
 
+# Where lm-evaluation-harness docs keep the question, by task family (GSM8K, MATH, MMLU, IFEval, ARC,
+# HellaSwag, WinoGrande, PIQA, ...), first match wins; a doc with none of them gives its longest string.
+LM_EVAL_QUESTION_FIELDS = ("question", "problem", "prompt", "query", "input", "instruction", "text", "ctx",
+                           "context", "sentence", "goal", "premise", "passage")
+
 SCORE_COLUMNS = ("score", "correct", "extracted_answer", "gold", "output_len", "empty", "loop_flagged",
                  "loop_catastrophic", "gen_id", "doc_hash", "prompt_hash")
 SCORE_SCHEMA = pa.schema([
@@ -25,6 +31,19 @@ SCORE_SCHEMA = pa.schema([
     ("loop_catastrophic", pa.bool_()), ("gen_id", pa.string()), ("doc_hash", pa.string()),
     ("prompt_hash", pa.string()), ("origin", pa.string()), ("_line", pa.int64()),
 ])
+
+
+def lm_eval_doc_text(doc) -> str | None:
+    """The question text of an lm-evaluation-harness doc (the held-out part; the few-shot examples in a
+    sample's `arguments` are training items and are not taken). None when the doc holds no text."""
+    if not isinstance(doc, dict):
+        return None
+    for name in LM_EVAL_QUESTION_FIELDS:
+        value = doc.get(name)
+        if isinstance(value, str) and value.strip():
+            return value
+    strings = [v for v in doc.values() if isinstance(v, str) and v.strip()]
+    return max(strings, key=len) if strings else None
 
 
 def add_eval_items(store, suite: str, items: list[dict]) -> int:

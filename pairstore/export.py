@@ -12,8 +12,13 @@ In order, each step in a module of its own:
 3. the rows are streamed to parquet under temporary names in the output folder
    (pairstore.mixture_writer: fixed order and writer options, so the same store and recipe give
    byte-identical files);
-4. the evidence (pairstore.export_evidence) is written beside them; then every file is renamed to its
-   final name, and the files and their rows are registered (pairstore.exports).
+4. the evidence (pairstore.export_evidence) is written beside them; a registered file at one of the
+   final paths with other bytes refuses the export (exit 2) unless `replace`, which supersedes that
+   registration (pairstore.export_files); then every file is renamed to its final name, and the files,
+   their rows and the evidence file's SHA-256 are registered (pairstore.exports).
+
+What an interrupted export left in the folder (temp files, files never registered) is named in the
+result's notes.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ from pathlib import Path
 
 from pairstore.errors import BadInput
 from pairstore.export_evidence import evidence_name, export_evidence
+from pairstore.export_files import leftovers, replacements
 from pairstore.exports import record_export
 from pairstore.files import temp_path
 from pairstore.gate import run_gate
 from pairstore.keys import sha256_file
-from pairstore.matching import FUZZY_MIN_CHARS, FUZZY_THRESHOLD
+from pairstore.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.mixture import plan_mixture
 from pairstore.mixture_writer import write_mixture_file
 from pairstore.recipes import NAME_RE, Recipe, get_round
@@ -50,6 +56,8 @@ class ExportResult:
     rows_by_source: dict = field(default_factory=dict)
     gate: dict = field(default_factory=dict)
     export_ids: list = field(default_factory=list)
+    superseded: list = field(default_factory=list)   # export ids this export replaced (--replace)
+    notes: list = field(default_factory=list)        # leftovers of an interrupted export, ...
 
 
 def resolve_system_prompt(store, recipe: Recipe, *, bundle=None, system_prompt_file=None) -> tuple[str | None, str]:
@@ -94,8 +102,11 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     return out_real, finals, evidence_path
 
 
-def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None) -> ExportResult:
-    """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json."""
+def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None,
+                 replace: bool = False) -> ExportResult:
+    """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
+
+    `replace`: supersede a registered file at those paths that would get other bytes (else BadInput)."""
     recipe = get_round(store, name)
     if not NAME_RE.fullmatch(recipe.name):
         raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
@@ -115,10 +126,14 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
             raise BadInput(f"round {name!r}: the mixture selects no pairs "
                            f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
                            field="mix")
-        gate, exempted = run_gate(store, name)      # raises before anything is written
+        gate, exempted = run_gate(store, name, system_prompt)      # raises before anything is written
         out_real, finals, evidence_path = _out_paths(out, name)
         kinds_present = {k for (k,) in con.execute("SELECT DISTINCT kind FROM _mix").fetchall()}
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
+        every_file = [finals["dpo"], finals["sft"], evidence_path]
+        result.notes = [f"{path}: {why}" for path, why in leftovers(store, out_real, every_file)]
+        with store.transaction():
+            store.audit("export.started", name, {"out": str(out_real), "files": [str(p) for p in every_file]})
         temps: dict[str, Path] = {}
         by_source: Counter = Counter()
         by_family: Counter = Counter()
@@ -137,7 +152,8 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
             result.gate = {
                 "passed": True, "members_checked": gate.members, "pairs_checked": gate.candidates,
                 "fuzzy_pairs_scored": gate.fuzzy_pairs_scored, "fuzzy_threshold": FUZZY_THRESHOLD,
-                "fuzzy_min_chars": FUZZY_MIN_CHARS, "exempted": exempted, "notes": gate.notes}
+                "fuzzy_min_chars": FUZZY_MIN_CHARS, "embed_min_words": EMBED_MIN_WORDS, "exempted": exempted,
+                "notes": gate.notes}
             evidence = export_evidence(
                 store, recipe, result.files, file_names={k: p.name for k, p in finals.items()},
                 blocks=result.blocks, rows_by_source=result.rows_by_source,
@@ -146,6 +162,9 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
             temps["evidence"] = temp_path(evidence_path)
             temps["evidence"].write_text(json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
+            evidence_sha = sha256_file(temps["evidence"])
+            new_sha = {finals[k]: (result.files[k]["sha256"] if k in result.files else None) for k in finals}
+            result.superseded = replacements(store, {**new_sha, evidence_path: evidence_sha}, replace=replace)
             # Every file is complete before the first rename, so a reader finds the old set or the new one.
             for kind in ("dpo", "sft"):
                 if kind in temps:
@@ -158,7 +177,8 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
                 tmp.unlink(missing_ok=True)
         result.evidence_path = str(evidence_path)
         result.export_ids = record_export(store, name, result.files, evidence, evidence_path=result.evidence_path,
-                                          exempted=exempted)
+                                          evidence_sha256=evidence_sha, exempted=exempted,
+                                          supersede=result.superseded)
         return result
     finally:
         con.execute("DROP TABLE IF EXISTS _mix")

@@ -4,9 +4,11 @@ and `export_rows` (which pair sits at which row). This module is the one that wr
     registered_mixtures(store)                # every registered file, oldest first
     rows_of_export(store, export_id)          # its rows as the store records them
 
-An export registers its parquet files with the evidence, and the pair of every written row in file
-order; an attached file registers its rows' pairs likewise, so leak, length and mixture audits see
-history and new exports the same way.
+An export registers its parquet files with the evidence and the evidence file's SHA-256, and the pair
+of every written row in file order; an attached file registers its rows' pairs likewise, so leak,
+length and mixture audits see history and new exports the same way. A registration whose file another
+export replaced (`export --replace`) is kept, marked superseded (`superseded_at`, `superseded_by`):
+audits skip its file, which now holds the new bytes, and read its rows from `export_rows`.
 """
 
 from __future__ import annotations
@@ -24,29 +26,53 @@ def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
     return xxh128(f"{kind}\0{round_name}\0{path}\0{sha}")[:20]
 
 
+def active_at(store, paths: list[str]) -> list[dict]:
+    """Registrations not superseded whose file or evidence file is one of `paths`."""
+    return store.rows("""
+        SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256 FROM exports
+        WHERE superseded_at IS NULL AND (path IN (SELECT unnest(?::VARCHAR[]))
+                                         OR evidence_path IN (SELECT unnest(?::VARCHAR[])))
+        ORDER BY created_at, export_id""", [paths, paths])
+
+
 def record_export(store, round_name: str, files: dict, evidence: dict, *, evidence_path: str,
-                  exempted: list[dict]) -> list[str]:
+                  evidence_sha256: str, exempted: list[dict], supersede: list[str] = ()) -> list[str]:
     """Register an export's files (kind -> {"path", "sha256", "rows", "content_hash"}) and their rows, read
-    from the planned mixture `_mix` in the file's order (block, store order, copies adjacent). Returns
-    the export ids; a file registered before with the same path and bytes is left as it is."""
+    from the planned mixture `_mix` in the file's order (block, store order, copies adjacent), marking the
+    registrations in `supersede` superseded. Returns the export ids; a file registered before with the
+    same path and bytes is left as it is (registered again if it had been superseded)."""
     con = store.con
     ids = []
     with store.transaction():
         for kind, info in files.items():
             eid = export_id("export", round_name, info["path"], info["sha256"])
             ids.append(eid)
-            if store.one("SELECT 1 FROM exports WHERE export_id = ?", [eid]):
+            row = store.one("SELECT evidence_sha256, superseded_at FROM exports WHERE export_id = ?", [eid])
+            if row is not None:
+                # The same bytes at the same path. With new evidence (an exemption added, say; only under
+                # --replace) or superseded before, it is registered again, as the newest.
+                if row[0] != evidence_sha256 or row[1] is not None:
+                    con.execute("UPDATE exports SET evidence = ?, evidence_path = ?, evidence_sha256 = ?, "
+                                "superseded_at = NULL, superseded_by = NULL, created_at = current_timestamp "
+                                "WHERE export_id = ?", [json.dumps(evidence, sort_keys=True, ensure_ascii=False),
+                                                        evidence_path, evidence_sha256, eid])
                 continue
-            con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence) "
-                        "VALUES (?, ?, 'export', ?, ?, ?, ?, ?)",
+            con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence, "
+                        "evidence_path, evidence_sha256) VALUES (?, ?, 'export', ?, ?, ?, ?, ?, ?, ?)",
                         [eid, round_name, info["path"], info["sha256"], info["rows"], info["content_hash"],
-                         json.dumps(evidence, sort_keys=True, ensure_ascii=False)])
+                         json.dumps(evidence, sort_keys=True, ensure_ascii=False), evidence_path,
+                         evidence_sha256])
             con.execute("""
                 INSERT INTO export_rows
                 SELECT ?, row_number() OVER (ORDER BY block, prow, k) - 1, pair_id
                 FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM _mix WHERE kind = ?)""",
                         [eid, kind])
-        store.audit("export", round_name, {"files": files, "exempted": exempted, "evidence": evidence_path})
+        old = [e for e in supersede if e not in ids]
+        if old:
+            con.execute("UPDATE exports SET superseded_at = current_timestamp, superseded_by = ? "
+                        "WHERE export_id IN (SELECT unnest(?::VARCHAR[]))", [ids[0], old])
+        store.audit("export", round_name, {"files": files, "exempted": exempted, "evidence": evidence_path,
+                                           "evidence_sha256": evidence_sha256, "superseded": old})
     return ids
 
 
@@ -75,9 +101,9 @@ def record_attached(store, round_name: str, *, path: str, sha: str, rows: int, c
 
 
 def registered_mixtures(store) -> list[dict]:
-    """Every registered mixture (exports, attached history included), oldest first."""
-    return store.rows("SELECT export_id, round, kind, path, sha256, rows FROM exports "
-                      "ORDER BY created_at, export_id")
+    """Every registered mixture (exports, attached history, superseded ones included), oldest first."""
+    return store.rows("SELECT export_id, round, kind, path, sha256, rows, evidence_path, evidence_sha256, "
+                      "superseded_at, superseded_by FROM exports ORDER BY created_at, export_id")
 
 
 def rows_of_export(store, export_id: str) -> list[PairRow]:

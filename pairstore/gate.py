@@ -3,90 +3,72 @@
     gate, exempted = run_gate(store, "m11a")      # after mixture.plan_mixture; raises GateRefused on a hit
 
 The candidate rows are built in SQL (a million pairs never become Python objects) in the columns of
-pairstore.matching, which decides what is a hit (origin id, match key, task key, fuzzy, benchmark
-13-grams). A hit that is not exempted (pairstore.holdout exemptions) refuses the export: GateRefused
-(exit 3) lists the held-out items and carries the hits; the refusal is logged; nothing is written.
+pairstore.matching, which decides what is a hit (origin id, match key, task key, embedded, fuzzy,
+benchmark 13-grams). The round's system prompt is checked as one more row: a held-out prompt pasted into
+a recipe's `system_prompt` would otherwise reach every row of the mixture. A hit that is not exempted
+(pairstore.holdout exemptions) refuses the export: GateRefused (exit 3) lists every held-out item and
+carries the hits; the refusal is logged; nothing is written.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
-
 from pairstore.errors import GateRefused
 from pairstore.holdout import split_exempt
-from pairstore.keys import match_text
 from pairstore.matching import GateResult, check_table
 
 HITS_SHOWN = 50
-# Python's str.isspace() characters in the ASCII range: what normalize_for_match collapses.
-_ASCII_WS_CODES = (9, 10, 11, 12, 13, 28, 29, 30, 31)
+# The row that stands for the round's own system prompt (a literal or the bundle's), checked like a pair.
+SYSTEM_PROMPT_ROW = -1
 
 
-def ascii_match_text_sql(col: str) -> str:
-    """SQL equal to keys.normalize_for_match for ASCII text (NFKC is the identity there and casefold is
-    lower): whitespace runs collapsed to one space, trimmed. Most texts need only lower(); the split and
-    join runs only where a quick scan finds a control whitespace, a double space or an edge space."""
-    ws = " || ".join(f"chr({c})" for c in _ASCII_WS_CODES)
-    collapse = (f"array_to_string(list_filter(string_split(translate(lower({col}), {ws}, "
-                f"'{' ' * len(_ASCII_WS_CODES)}'), ' '), lambda w: w <> ''), ' ')")
-    return (f"CASE WHEN regexp_matches({col}, '[\\t\\n\\x0b\\x0c\\r\\x1c-\\x1f]|  |^ | $') "
-            f"THEN {collapse} ELSE lower({col}) END")
-
-
-
-def _build_candidates(store) -> None:
-    """_gate_cand: one row per distinct pair of the mixture, in the matching module's columns.
-
-    The match text (normalized user turns) feeds the fuzzy check, which skips rows with a task key, and
-    the benchmark check: with no benchmark registered, rows with a task key go without it."""
+def _build_candidates(store, system_prompt: str | None) -> None:
+    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.matching's columns, plus a
+    row holding the round's system prompt (which the export writes into every row). Only the ids are
+    materialized (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
     con = store.con
-    everyone = bool(con.execute("SELECT count(*) FROM benchmark_refs").fetchall()[0][0])
-    con.execute(f"""
-        CREATE OR REPLACE TEMP TABLE _gate_cand AS
+    con.execute("""
+        CREATE OR REPLACE TEMP TABLE _gate_ids AS
         WITH d AS (SELECT pair_id, (row_number() OVER (ORDER BY kind, block, prow) - 1)::BIGINT AS row_index
                    FROM (SELECT pair_id, min(kind) AS kind, min(block) AS block, min(prow) AS prow
                          FROM _mix GROUP BY pair_id)),
         o AS (SELECT pair_id, list(origin_id ORDER BY origin_id) AS origin_ids
-              FROM pair_origins WHERE pair_id IN (SELECT pair_id FROM d) GROUP BY pair_id),
-        u AS (SELECT d.row_index, p.pair_id, p.match_key, p.task_key, o.origin_ids,
-                     list_filter(p.prompt, lambda m: m.role = 'user') AS users
-              FROM d JOIN pairs p USING (pair_id) LEFT JOIN o USING (pair_id))
-        SELECT row_index, pair_id,
-               coalesce(origin_ids, []::VARCHAR[]) AS origin_ids, match_key,
-               CASE WHEN NOT ({everyone} OR task_key IS NULL) THEN NULL
-                    WHEN list_bool_and(list_transform(users, lambda m: strlen(m.content) = length(m.content)))
-                         IS NOT FALSE
-                    THEN array_to_string(list_transform(users, lambda m: {ascii_match_text_sql('m.content')}),
-                                         chr(30))
-               END AS match_text,
-               task_key
-        FROM u""")
-    # Non-ASCII user turns: NFKC and case folding in Python (keys.match_text), few rows in practice.
-    todo = con.execute(f"""
-        SELECT c.row_index, p.prompt FROM _gate_cand c JOIN pairs p USING (pair_id)
-        WHERE c.match_text IS NULL AND ({everyone} OR c.task_key IS NULL)""").fetchall()
-    if todo:
-        fix = pa.table({"row_index": pa.array([r for r, _ in todo], pa.int64()),
-                        "match_text": pa.array([match_text(p) for _, p in todo], pa.string())})
-        with store.registered("_gate_fix", fix):
-            con.execute("UPDATE _gate_cand SET match_text = f.match_text FROM _gate_fix f "
-                        "WHERE _gate_cand.row_index = f.row_index")
+              FROM pair_origins WHERE pair_id IN (SELECT pair_id FROM d) GROUP BY pair_id)
+        SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, p.match_key, p.task_key
+        FROM d JOIN pairs p USING (pair_id) LEFT JOIN o USING (pair_id)""")
+    con.execute("CREATE OR REPLACE TEMP TABLE _gate_system (row_index BIGINT, text VARCHAR)")
+    if system_prompt is not None:
+        con.execute("INSERT INTO _gate_system VALUES (?, ?)", [SYSTEM_PROMPT_ROW, system_prompt])
+    con.execute("""
+        CREATE OR REPLACE TEMP VIEW _gate_cand AS
+        SELECT g.row_index, g.pair_id, g.origin_ids, g.match_key, g.task_key,
+               list_transform(list_filter(p.prompt, lambda m: m.role = 'user'), lambda m: m.content) AS user_turns,
+               list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), lambda m: m.content) AS other_turns
+        FROM _gate_ids g JOIN pairs p USING (pair_id)
+        UNION ALL
+        SELECT row_index, NULL, []::VARCHAR[], NULL, NULL, []::VARCHAR[], [text] FROM _gate_system""")
 
 
-def run_gate(store, round_name: str) -> tuple[GateResult, list[dict]]:
-    """Check the planned mixture (_mix). Raises GateRefused on a hit that is not exempted."""
-    _build_candidates(store)
+def _hit_line(h) -> str:
+    where = "the round's system prompt" if h.row_index == SYSTEM_PROMPT_ROW else f"pair {h.pair_id}"
+    return f"  {h.set_name} {h.item_id} {where} ({h.how}" + (f" {h.score:g}" if h.how == "fuzzy" else "") + ")"
+
+
+def run_gate(store, round_name: str, system_prompt: str | None = None) -> tuple[GateResult, list[dict]]:
+    """Check the planned mixture (_mix) and the system prompt the export adds. Raises GateRefused on a hit
+    that is not exempted."""
+    _build_candidates(store, system_prompt)
     try:
         result = check_table(store, "_gate_cand")
     finally:
-        store.con.execute("DROP TABLE IF EXISTS _gate_cand")
+        for drop in ("VIEW IF EXISTS _gate_cand", "TABLE IF EXISTS _gate_ids", "TABLE IF EXISTS _gate_system"):
+            store.con.execute(f"DROP {drop}")
     standing, exempted = split_exempt(store, result.hits)
     if standing:
-        lines = [f"  {h.set_name} {h.item_id} pair {h.pair_id} ({h.how}"
-                 + (f" {h.score:g}" if h.how == "fuzzy" else "") + ")" for h in standing[:HITS_SHOWN]]
+        lines = [_hit_line(h) for h in standing[:HITS_SHOWN]]
         if len(standing) > HITS_SHOWN:
             lines.append(f"  ... and {len(standing) - HITS_SHOWN} more")
         members = sorted({(h.set_name, h.item_id) for h in standing})
+        lines.append("held-out items: " + ", ".join(f"{s}/{i}" for s, i in members))
         with store.transaction():
             store.audit("export.refused", round_name, {
                 "hits": [h.as_dict() for h in standing], "members": [f"{s}/{i}" for s, i in members]})

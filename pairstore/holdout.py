@@ -15,10 +15,13 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import duckdb
+
 from pairstore.errors import BadInput, NotFound
 from pairstore.keys import match_key, match_text, seeded_rank
 from pairstore.matching import Hit
 from pairstore.pairs import Pair
+from pairstore.sql_guard import check_condition
 
 SET_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
 
@@ -135,10 +138,14 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
         raise BadInput("--n must be positive", field="n")
     if store.scalar("SELECT count(*) FROM holdout WHERE set_name = ?", [set_name]):
         raise BadInput(f"holdout set {set_name!r} already has members; sample into a new set", field="set")
-    filt = f"WHERE {where}" if where else ""
-    rows = store.con.execute(
-        f"SELECT battle_id, prompt, match_key, vote, coalesce(category, '') FROM battles {filt} "
-        "ORDER BY battle_id").fetchall()
+    # Checked by pairstore.sql_guard: one condition, no statement, no side effect; it can only narrow.
+    filt = f"WHERE ({check_condition(where, field='where')})" if where is not None else ""
+    try:
+        rows = store.con.execute(
+            f"SELECT battle_id, prompt, match_key, vote, coalesce(category, '') "
+            f"FROM (SELECT * FROM battles) AS battles {filt} ORDER BY battle_id").fetchall()
+    except duckdb.Error as e:
+        raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
     groups: dict[str, list] = defaultdict(list)
     for r in rows:
         groups[r[2]].append(r)

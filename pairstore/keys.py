@@ -2,13 +2,15 @@
 
 - content id: xxh3-128 of the exact text after Unicode NFC. Ids and dedup;
   `x²` and `x2` stay different.
-- match key: xxh3-128 of the *user turns only* (system prompt dropped), NFKC,
-  case-folded, whitespace collapsed, trimmed. The holdout gate and leak audits
-  use it, so a leak does not hide behind a system prompt, CRLF, a tab, a case
-  change or another Unicode form.
+- match key: xxh3-128 of the *user turns only* (system prompt dropped), each
+  normalized by pairstore.normalize.word_text (NFKC, case folding, invisible and
+  format characters removed, confusable letters mapped to one prototype,
+  punctuation removed), joined with the spaces left out: spacing, punctuation,
+  a split over several user turns, case, Unicode form and look-alike letters do
+  not change it. The holdout gate and leak audits use it.
 - SHA-256 of files, streamed: what evidence and model cards cite.
 
-    >>> match_key("Hello\\r\\n  World") == match_key([{"role": "user", "content": "hello world"}])
+    >>> match_key("Hello\\r\\n  World!!") == match_key([{"role": "user", "content": "hello, w\u200borld"}])
     True
 """
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 
@@ -24,11 +25,9 @@ import numpy as np
 import xxhash
 
 from pairstore.errors import BadInput
+from pairstore.normalize import TURN_SEP, compact_text, word_text
 
 ROLES = ("system", "user", "assistant")
-_WS = re.compile(r"\s+")
-# Separates turns inside one key text; a control character no normalizer emits.
-TURN_SEP = "\x1e"
 
 
 def canonical_messages(prompt, *, where: str = "prompt", path=None, line: int | None = None) -> list[dict]:
@@ -70,8 +69,8 @@ def nfc(text: str) -> str:
 
 
 def normalize_for_match(text: str) -> str:
-    """NFKC, case-folded, whitespace collapsed, trimmed: the match-key text."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """One text normalized for matching (pairstore.normalize.word_text)."""
+    return word_text(text)
 
 
 def xxh128(text: str) -> str:
@@ -98,13 +97,18 @@ def user_turns(prompt) -> list[str]:
 
 
 def match_text(prompt) -> str:
-    """Normalized user turns joined: the text behind the match key and fuzzy matching."""
-    return TURN_SEP.join(normalize_for_match(t) for t in user_turns(prompt))
+    """Normalized user turns joined by TURN_SEP: the text behind the match key and fuzzy matching."""
+    return TURN_SEP.join(word_text(t) for t in user_turns(prompt))
+
+
+def key_of_text(text: str) -> str:
+    """The match key of a match text (or of any normalized text): xxh3-128 of it without spaces."""
+    return xxh128(compact_text(text))
 
 
 def match_key(prompt) -> str:
-    """xxh3-128 of the normalized user turns (see module docstring)."""
-    return xxh128(match_text(prompt))
+    """xxh3-128 of the normalized user turns, spaces and turn breaks left out (see module docstring)."""
+    return key_of_text(match_text(prompt))
 
 
 def seeded_rank(seed: int, *parts: str) -> int:

@@ -8,6 +8,15 @@ Table and column names are public interface, documented in docs/schema.md
 
 from __future__ import annotations
 
+import hashlib
+import json
+
+import pyarrow as pa
+
+from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
+from pairstore.ngrams import benchmark_tables
+from pairstore.normalize import word_text
+
 MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
 
 
@@ -269,6 +278,85 @@ def m002_views(con):
     """)
 
 
+def _rekey(con, table: str, id_cols: tuple[str, ...], text_col: str) -> None:
+    """Recompute `table.match_key` from `text_col` (a string or messages): the rows stream through once,
+    then one UPDATE (the connection runs one statement at a time)."""
+    ids: dict[str, list] = {c: [] for c in id_cols}
+    keys = []
+    reader = con.sql(f"SELECT {', '.join(id_cols)}, {text_col} AS t FROM {table}").to_arrow_reader(50_000)
+    for batch in reader:
+        for c in id_cols:
+            ids[c] += batch.column(c).to_pylist()
+        keys += [match_key(t) for t in batch.column("t").to_pylist()]
+    if not keys:
+        return
+    new = pa.table({**{c: pa.array(v) for c, v in ids.items()}, "k": pa.array(keys, pa.string())})
+    con.register("_m003_keys", new)
+    try:
+        on = " AND ".join(f"{table}.{c} = k.{c}" for c in id_cols)
+        con.execute(f"UPDATE {table} SET match_key = k.k FROM _m003_keys k WHERE {on}")
+    finally:
+        con.unregister("_m003_keys")
+
+
+def _evidence_sha(evidence) -> str | None:
+    """SHA-256 of the evidence file an export wrote, rebuilt from the JSON the registry stored with it."""
+    if evidence is None:
+        return None
+    text = json.dumps(json.loads(evidence), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def m003_disguise_proof_keys_and_evidence(con):
+    """Match keys that survive disguise (pairstore.normalize), recomputed for every stored row; the
+    registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
+    for table, id_cols, text_col in (("battles", ("battle_id",), "prompt"), ("problems", ("problem_id",), "question"),
+                                     ("tasks", ("task_id",), "prompt"), ("pairs", ("pair_id",), "prompt"),
+                                     ("eval_items", ("suite", "item_id"), "prompt")):
+        _rekey(con, table, id_cols, text_col)
+    # Holdout members: from the battle or task itself where there is one, else from the stored match text
+    # (normalized the old way, which the new normalization folds further).
+    rows = con.execute("""
+        SELECT h.set_name, h.item_id, h.match_text, b.prompt, t.prompt FROM holdout h
+        LEFT JOIN battles b ON h.item_kind = 'battle' AND b.battle_id = h.item_id
+        LEFT JOIN tasks t ON h.item_kind = 'task' AND t.task_id = h.item_id""").fetchall()
+    for set_name, item_id, old_text, battle_prompt, task_prompt in rows:
+        if battle_prompt is not None:
+            text = match_text([dict(m) for m in battle_prompt])
+        elif task_prompt is not None:
+            text = match_text(task_prompt)
+        else:
+            text = TURN_SEP.join(word_text(t) for t in old_text.split(TURN_SEP))
+        con.execute("UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
+                    [text, key_of_text(text), set_name, item_id])
+    # Benchmark references: keys and n-grams read through the same normalization.
+    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
+        items = con.execute("SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id",
+                            [bench]).fetchall()
+        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
+        con.register("_m003_refs", refs)
+        con.register("_m003_ngrams", ngrams)
+        try:
+            con.execute("UPDATE benchmark_refs SET match_key = r.match_key FROM _m003_refs r "
+                        "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id", [bench])
+            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
+            con.execute("INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m003_ngrams", [bench])
+        finally:
+            con.unregister("_m003_refs")
+            con.unregister("_m003_ngrams")
+    con.execute("""
+        ALTER TABLE exports ADD COLUMN evidence_path VARCHAR;
+        ALTER TABLE exports ADD COLUMN evidence_sha256 VARCHAR;
+        ALTER TABLE exports ADD COLUMN superseded_at TIMESTAMP;
+        ALTER TABLE exports ADD COLUMN superseded_by VARCHAR;
+    """)
+    for export_id, path, round_name, evidence in con.execute(
+            "SELECT export_id, path, round, evidence FROM exports WHERE kind = 'export'").fetchall():
+        folder = path.rsplit("/", 1)[0] if "/" in path else "."
+        con.execute("UPDATE exports SET evidence_path = ?, evidence_sha256 = ? WHERE export_id = ?",
+                    [f"{folder}/{round_name}.training_evidence.json", _evidence_sha(evidence), export_id])
+
+
 def m004_public_sources(con):
     """What the public sources carry besides the core fields: Arena battles' language, moderation flag and
     anonymity; a MATH-500-shaped problem's own id."""
@@ -281,5 +369,5 @@ def m004_public_sources(con):
 
 
 # The ordered list. Append only.
-MIGRATIONS = [m001_core, m002_views, m004_public_sources]
+MIGRATIONS = [m001_core, m002_views, m003_disguise_proof_keys_and_evidence, m004_public_sources]
 SCHEMA_VERSION = len(MIGRATIONS)

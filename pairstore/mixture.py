@@ -2,8 +2,8 @@
 
     plans = plan_mixture(store, get_round(store, "m11a"))   # fills the temp table _mix
 
-Each `[[mix]]` block selects pairs by source and its `where` (run as a condition inside a SELECT over
-`pairs`), then a seeded `limit` (pairs ordered by keys.seeded_rank(seed, "limit", pair_id), the first
+Each `[[mix]]` block selects pairs by source and its `where` (checked by pairstore.sql_guard, then
+applied inside a subquery already limited to the block's source, so it can only narrow it), then a seeded `limit` (pairs ordered by keys.seeded_rank(seed, "limit", pair_id), the first
 `limit` kept; more than there is = all, noted in the evidence), then `upsample` (integer copies; a
 fraction adds a partial copy of the pairs first in keys.seeded_rank(seed, "copy", pair_id) order).
 
@@ -13,7 +13,6 @@ rowid in `pairs`: the gate checks it and the writer streams it (pairstore/export
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import duckdb
@@ -23,11 +22,7 @@ import pyarrow as pa
 from pairstore.errors import BadInput
 from pairstore.keys import seeded_order
 from pairstore.recipes import Recipe
-
-# Nothing random or state-changing in a mixture condition: the same store must give the same rows.
-_WHERE_FORBIDDEN = re.compile(
-    r"\b(nextval|currval|setseed|random|uuid|gen_random_uuid|now|current_timestamp|current_date|"
-    r"current_time|get_current_time|get_current_timestamp|today|transaction_timestamp)\b", re.I)
+from pairstore.sql_guard import check_condition
 
 
 @dataclass
@@ -49,23 +44,6 @@ class BlockPlan:
 
 # -- the plan ------------------------------------------------------------------------
 
-def check_where(where: str, *, block: int) -> None:
-    """A mixture condition: one deterministic, read-only SQL condition over `pairs`."""
-    fld = f"mix[{block}].where"
-    if ";" in where:
-        raise BadInput("a where condition cannot hold ';'", field=fld)
-    bad = _WHERE_FORBIDDEN.search(where)
-    if bad:
-        raise BadInput(f"a where condition must be deterministic and read-only: {bad.group(1)}() is not allowed",
-                       field=fld)
-    try:
-        statements = duckdb.connect().extract_statements(f"SELECT pair_id FROM pairs WHERE ({where})")
-    except duckdb.Error as e:
-        raise BadInput(f"where is not valid SQL: {str(e).splitlines()[0]}", field=fld) from None
-    if len(statements) != 1 or statements[0].type != duckdb.StatementType.SELECT:
-        raise BadInput("where must be one condition inside a SELECT over pairs", field=fld)
-
-
 def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
     """Fill the temp table _mix (block, prow, pair_id, kind, copies) for the recipe."""
     con = store.con
@@ -74,20 +52,19 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
     plans = []
     for i, blk in enumerate(recipe.mix):
         plan = BlockPlan(i, blk.source, blk.where, blk.limit, blk.upsample)
-        cond = "source = ?"
-        if blk.where:
-            check_where(blk.where, block=i)
-            cond += f" AND ({blk.where})"
+        # The condition runs inside a subquery already limited to the source, so it can only narrow it.
+        where = f"WHERE ({check_condition(blk.where, field=f'mix[{i}].where')})" if blk.where else ""
+        rows = f"(SELECT rowid AS prow, * FROM pairs WHERE source = ?) AS pairs {where}"
         whole = int(blk.upsample)
         frac = blk.upsample - whole
         try:
             if blk.limit is None and frac == 0:
-                con.execute(f"INSERT INTO _mix_sel SELECT {i}, rowid, pair_id, kind, {whole} FROM pairs "
-                            f"WHERE {cond}", [blk.source])
+                con.execute(f"INSERT INTO _mix_sel SELECT {i}, prow, pair_id, kind, {whole} FROM {rows}",
+                            [blk.source])
                 plan.matched = plan.selected = con.execute(
                     f"SELECT count(*) FROM _mix_sel WHERE block = {i}").fetchall()[0][0]
             else:
-                tbl = con.sql(f"SELECT rowid AS prow, pair_id, kind FROM pairs WHERE {cond} ORDER BY pair_id",
+                tbl = con.sql(f"SELECT prow, pair_id, kind FROM {rows} ORDER BY pair_id",
                               params=[blk.source]).to_arrow_table()
                 plan.matched = tbl.num_rows
                 ids = tbl.column("pair_id").to_pylist()

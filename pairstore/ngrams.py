@@ -10,8 +10,13 @@ CLI: `pairstore audit decontam --benchmark gsm8k-test --path test.jsonl --regist
 Normalization follows lm-evaluation-harness's decontamination janitor: ASCII
 letters lower-cased, ASCII punctuation (`string.punctuation`) deleted, then
 split on whitespace; an n-gram is n consecutive words of one text. Items with
-fewer than n words have no n-gram (the match key in `benchmark_refs` still
-catches them verbatim).
+fewer than n words have no n-gram (the holdout matcher still finds them by
+match key, and embedded in a longer prompt from five words on).
+
+Registered items are read through pairstore.normalize.word_text first (which
+for plain ASCII text gives the janitor the same words), so the gate, which
+reads disguised rows the same way, finds an item written with look-alike
+letters or invisible characters.
 
 Hash of an n-gram w_0..w_{n-1} (stable across DuckDB, Python and numpy
 versions; stored as UBIGINT in `benchmark_ngrams.ngram`):
@@ -45,6 +50,7 @@ import xxhash
 
 from pairstore.errors import BadInput
 from pairstore.keys import match_key
+from pairstore.normalize import word_text
 
 DEFAULT_N = 13
 DEFAULT_THREADS = 4
@@ -258,6 +264,17 @@ def _check_n(n: int) -> int:
     return n
 
 
+def benchmark_tables(ids: list[str], texts: list[str], n: int) -> tuple[pa.Table, pa.Table]:
+    """(refs: item_id, text, match_key; ngrams: item_id, ngram) of a benchmark's items, the n-grams read
+    from each item's word_text. Registration and the migration that recomputes keys use this."""
+    vocab = Vocabulary.of_texts([word_text(t) for t in texts])
+    table = text_ngram_table(vocab, [word_text(t) for t in texts], n)
+    ngrams = pa.table({"item_id": pa.array(ids, type=pa.string()).take(table["doc"]), "ngram": table["ngram"]})
+    refs = pa.table({"item_id": pa.array(ids, type=pa.string()), "text": pa.array(texts, type=pa.string()),
+                     "match_key": pa.array([match_key(t) for t in texts], type=pa.string())})
+    return refs, ngrams
+
+
 def register_benchmark(store, name: str, items: list[tuple[str, str]], n: int = DEFAULT_N) -> int:
     """Store a benchmark's test items and their n-grams so the export gate checks them.
 
@@ -271,28 +288,16 @@ def register_benchmark(store, name: str, items: list[tuple[str, str]], n: int = 
         dup = next(i for i in ids if ids.count(i) > 1)
         raise BadInput(f"benchmark {name}: item id {dup!r} appears more than once", field="item_id")
     texts = [t if isinstance(t, str) else "" for _, t in items]
-    vocab = Vocabulary.of_texts(texts)
-    table = text_ngram_table(vocab, texts, n)
-    ngrams = pa.table({
-        "item_id": pa.array(ids, type=pa.string()).take(table["doc"]),
-        "ngram": table["ngram"],
-    })
-    refs = pa.table({"item_id": pa.array(ids, type=pa.string()), "text": pa.array(texts, type=pa.string()),
-                     "match_key": pa.array([match_key(t) for t in texts], type=pa.string())})
+    refs, ngrams = benchmark_tables(ids, texts, n)
     con = store.con
     with store.transaction():
         con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [name])
         con.execute("DELETE FROM benchmark_refs WHERE benchmark = ?", [name])
-        con.register("_bench_refs", refs)
-        con.register("_bench_ngrams", ngrams)
-        try:
+        with store.registered("_bench_refs", refs), store.registered("_bench_ngrams", ngrams):
             con.execute("INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) "
                         "SELECT ?, item_id, text, match_key, ? FROM _bench_refs", [name, n])
             con.execute("INSERT INTO benchmark_ngrams (benchmark, item_id, ngram) "
                         "SELECT DISTINCT ?, item_id, ngram FROM _bench_ngrams", [name])
-        finally:
-            con.unregister("_bench_refs")
-            con.unregister("_bench_ngrams")
         n_ngrams = store.scalar("SELECT count(*) FROM benchmark_ngrams WHERE benchmark = ?", [name])
         short = len(ids) - store.scalar(
             "SELECT count(DISTINCT item_id) FROM benchmark_ngrams WHERE benchmark = ?", [name])
@@ -306,7 +311,20 @@ def registered_vocabulary(store, n: int = DEFAULT_N) -> Vocabulary | None:
     tbl = arrow_query(store.con, "SELECT text FROM benchmark_refs WHERE n = ?", [n])
     if tbl.num_rows == 0:
         return None
-    return Vocabulary.of_texts(tbl["text"])
+    return Vocabulary.of_texts([word_text(t) for t in tbl["text"].to_pylist()])
+
+
+def lookup_ngrams(store, row_index: np.ndarray, ngrams: np.ndarray, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
+    """Distinct (row_index, benchmark, item_id) whose registered n-grams include one of (row_index, ngram)."""
+    cand = pa.table({"row_index": pa.array(row_index, pa.int64()), "ngram": pa.array(ngrams, pa.uint64())})
+    with store.registered("_cand_ngrams", cand):
+        rows = store.con.execute("""
+            SELECT DISTINCT c.row_index, g.benchmark, g.item_id
+            FROM _cand_ngrams c
+            JOIN benchmark_ngrams g ON g.ngram = c.ngram
+            JOIN benchmark_refs r ON r.benchmark = g.benchmark AND r.item_id = g.item_id AND r.n = ?
+            ORDER BY 1, 2, 3""", [n]).fetchall()
+    return [(int(r), b, i) for r, b, i in rows]
 
 
 def benchmark_hits(store, texts: pa.Table, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
@@ -323,17 +341,5 @@ def benchmark_hits(store, texts: pa.Table, n: int = DEFAULT_N) -> list[tuple[int
     table = text_ngram_table(vocab, texts["text"], n)
     if table.num_rows == 0:
         return []
-    cand = pa.table({"row_index": texts["row_index"].combine_chunks().cast(pa.int64()).take(table["doc"]),
-                     "ngram": table["ngram"]})
-    con = store.con
-    con.register("_cand_ngrams", cand)
-    try:
-        rows = con.execute("""
-            SELECT DISTINCT c.row_index, g.benchmark, g.item_id
-            FROM _cand_ngrams c
-            JOIN benchmark_ngrams g ON g.ngram = c.ngram
-            JOIN benchmark_refs r ON r.benchmark = g.benchmark AND r.item_id = g.item_id AND r.n = ?
-            ORDER BY 1, 2, 3""", [n]).fetchall()
-    finally:
-        con.unregister("_cand_ngrams")
-    return [(int(r), b, i) for r, b, i in rows]
+    row_index = texts["row_index"].combine_chunks().cast(pa.int64()).take(table["doc"])
+    return lookup_ngrams(store, row_index.to_numpy(), table["ngram"].combine_chunks().to_numpy(), n)

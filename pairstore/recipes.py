@@ -18,6 +18,7 @@ Rules chosen here (the issue leaves them open):
 - Sources: KNOWN_SOURCES (the `source` values this project's miners and
   importers write, plus 'attached' for rows of attached files) and any source
   already present in the store's `pairs` (pairs ingested with `--source X`).
+- upsample: a number in (0, UPSAMPLE_MAX], i.e. at most 100 copies of a block.
 - alpha: a number in [0, 1]. Soups here interpolate, out = a + alpha*(b - a); the
   card's "dose test" soups (0.75, 0.625) are interpolations too. Extrapolation
   (alpha > 1) would need a recipe kind of its own.
@@ -49,6 +50,7 @@ except ImportError:  # pragma: no cover
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.keys import sha256_text
+from pairstore.sql_guard import check_condition
 
 KINDS = ("dpo", "soup", "base")
 # The `source` values the miners and importers of this project write (miners/*, pairstore/ingest.py
@@ -66,6 +68,9 @@ LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "cons
 TOP_KEYS = ("name", "kind", "parent", "seed", "system_prompt", "job_id", "note", "mix", "train",
             "a", "b", "alpha", "adapter_step", "adapter_of", "model", "revision")
 MIX_KEYS = ("source", "where", "limit", "upsample")
+# The most copies a block may ask for. The shipped recipes use at most 24 (battle pairs); a typo such as
+# 1200 for 12 would write a mixture a hundred times too large (and copies are counted in 32 bits).
+UPSAMPLE_MAX = 100
 TRAIN_KEYS = ("beta", "sft_weight", "lora_rank", "lora_alpha", "lora_dropout", "target_modules",
               "learning_rate", "lr_scheduler", "warmup_ratio", "max_steps", "global_batch",
               "per_device_batch", "max_length")
@@ -307,12 +312,11 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
         where = blk.get("where")
         if where is not None:
             c.string(where, sec, "where", f"mix[{i}].where")
-            if ";" in where:
-                c.fail("where must be one SQL condition over pairs (no ';')", sec, "where", f"mix[{i}].where")
+            check_condition(where, field=f"mix[{i}].where", path=c.path, line=c.where.of(sec, "where"))
         limit = blk.get("limit")
         if limit is not None:
             limit = c.number(limit, sec, "limit", integer=True, lo=1, label=f"mix[{i}].limit")
-        upsample = c.number(blk.get("upsample", 1), sec, "upsample", lo=0, lo_open=True,
+        upsample = c.number(blk.get("upsample", 1), sec, "upsample", lo=0, lo_open=True, hi=UPSAMPLE_MAX,
                             label=f"mix[{i}].upsample")
         mix.append(MixBlock(source=source, where=where, limit=limit,
                             upsample=int(upsample) if float(upsample).is_integer() else float(upsample)))

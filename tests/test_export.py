@@ -126,8 +126,8 @@ def test_where_must_be_a_read_only_deterministic_condition(setup, tmp_path, dpo_
     for i, where in enumerate(["nextval('audit_log_seq') > 0", "random() < 0.5", "no_such_column = 1",
                                "1=1) UNION SELECT 'x' --"]):
         (tmp_path / f"w{i}.toml").write_text(dpo_recipe(f"w{i}", blocks=[f'source = "battle"\nwhere = "{where}"']))
-        add_round(store, tmp_path / f"w{i}.toml")
-        with pytest.raises(BadInput) as e:
+        with pytest.raises(BadInput) as e:      # at `round add` where the text alone tells, else at export
+            add_round(store, tmp_path / f"w{i}.toml")
             export_round(store, f"w{i}", tmp_path / "w")
         assert e.value.field == "mix[0].where"
     assert not (tmp_path / "w").exists()

@@ -100,17 +100,18 @@ def test_leak_by_whitespace_unicode_or_system_prompt_variant(gated, tmp_path, va
     assert hits == {("judge", "b01", "match_key")}
 
 
-@pytest.mark.parametrize("paraphrase", [
-    LONG + " Please also tell me the opening hours.",                         # a sentence added
-    "Quick question. " + LONG,                                                # a sentence in front
-    LONG.replace("three", "two").replace("late autumn", "early November").replace("the crowds", "tourists"),
+@pytest.mark.parametrize("paraphrase, how", [
+    (LONG + " Please also tell me the opening hours.", "embedded"),            # a sentence added
+    ("Quick question. " + LONG, "embedded"),                                   # a sentence in front
+    (LONG.replace("three", "two").replace("late autumn", "early November").replace("the crowds", "tourists"),
+     "fuzzy"),
 ])
-def test_leak_by_paraphrase(gated, tmp_path, paraphrase):
+def test_leak_by_paraphrase(gated, tmp_path, paraphrase, how):
     assert fuzzy_score(match_text(LONG), match_text(paraphrase)) >= FUZZY_THRESHOLD
     add_pairs(gated, [pair(paraphrase, 1)], miner="t", miner_version="1")
     hits, msg = refused(gated, tmp_path)
-    assert hits == {("judge", "b02", "fuzzy")}
-    assert "(fuzzy " in msg
+    assert hits == {("judge", "b02", how)}
+    assert f"({how}" in msg
 
 
 def test_leak_by_task_key_and_templates_of_other_tasks_pass(gated, tmp_path):
@@ -171,14 +172,14 @@ def test_exemption_lets_one_pair_through_and_is_recorded(gated, tmp_path, run_cl
     ev = json.loads((tmp_path / "o" / "rb.training_evidence.json").read_text())
     [ex] = ev["gate"]["exempted"]
     assert (ex["set"], ex["item_id"], ex["pair_id"], ex["how"], ex["reason"]) == (
-        "judge", "b02", leak.pair_id, "fuzzy", "rewritten from scratch")
+        "judge", "b02", leak.pair_id, "embedded", "rewritten from scratch")
     log = store.rows("SELECT action, detail FROM audit_log WHERE action IN ('holdout.exempt', 'export') ORDER BY seq")
     assert [r["action"] for r in log] == ["holdout.exempt", "export"]
     assert json.loads(log[1]["detail"])["exempted"][0]["reason"] == "rewritten from scratch"
     # the exemption covers that pair only: another leak of the same member is refused
     add_pairs(store, [pair(LONG + " And where should I eat?", 2)], miner="t", miner_version="1")
     hits, _ = refused_again(store, tmp_path)
-    assert hits == {("judge", "b02", "fuzzy")}
+    assert hits == {("judge", "b02", "embedded")}
     store.close()
 
 
@@ -260,12 +261,23 @@ def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(
     store.close()
 
 
-def test_sql_match_text_equals_keys_normalization_for_ascii(store):
-    from pairstore.gate import ascii_match_text_sql
-    from pairstore.keys import normalize_for_match
+def test_a_member_without_words_is_still_found_by_origin_id(gated, tmp_path):
+    add_members(gated, "judge", [member("b99", "??? !!!")])
+    add_pairs(gated, [pair("Something else entirely about rivers and their deltas.", 1, origins=["b99"])],
+              miner="t", miner_version="1")
+    hits, _ = refused(gated, tmp_path)
+    assert hits == {("judge", "b99", "id")}
 
-    samples = ["  Hello\tWorld \r\n", "A\x0bB\x0cC\x1cD\x1dE\x1eF\x1fG", "MiXeD   case!!  ", "", "   ",
-               "tabs\t\t\tand\n\nnewlines", "no-change"]
-    got = [store.con.execute(f"SELECT {ascii_match_text_sql('t')} FROM (SELECT ?::VARCHAR AS t)", [t]).fetchall()[0][0]
-           for t in samples]
-    assert got == [normalize_for_match(t) for t in samples]
+
+def test_benchmark_items_are_found_in_disguise_and_short_ones_embedded(gated, tmp_path):
+    from pairstore.ngrams import register_benchmark
+
+    item = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+            "How many clips did Natalia sell altogether in April and May?")
+    short = "Which planet has the most moons today?"          # 7 words: no 13-gram, found embedded
+    register_benchmark(gated, "bench", [("long", item), ("short", short)])
+    cyrillic = str.maketrans("aceopxy", "асеорху")
+    add_pairs(gated, [pair("Puzzle: " + item.translate(cyrillic) + " Answer fast.", 1),
+                      pair("Quick one. " + short.replace(" ", " \u200b") + " Thanks.", 2)], miner="t", miner_version="1")
+    hits, _ = refused(gated, tmp_path)
+    assert {(s, i) for s, i, _ in hits} == {("benchmark:bench", "long"), ("benchmark:bench", "short")}

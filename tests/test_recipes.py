@@ -100,8 +100,9 @@ def test_parse_soup_recipe():
     (DPO.replace('kind = "dpo"', 'kind = "sft"'), "kind", "kind must be one of"),
     (DPO.replace('lora_rank = 64\n', ''), "train.lora_rank", "[train] needs 'lora_rank'"),
     (DPO.replace('upsample = 1.5', 'upsample = 0'), "mix[1].upsample", "must be > 0"),
+    (DPO.replace('upsample = 1.5', 'upsample = 1200'), "mix[1].upsample", "must be <= 100"),
     (DPO.replace('limit = 710', 'limit = 0'), "mix[0].limit", "must be >= 1"),
-    (DPO.replace("where = \"family = 'math'\"", "where = \"1=1; DROP TABLE pairs\""), "mix[1].where", "no ';'"),
+    (DPO.replace("where = \"family = 'math'\"", "where = \"1=1; DROP TABLE pairs\""), "mix[1].where", "';' (a second statement)"),
     (DPO.replace('global_batch = 32', 'global_batch = 30\nper_device_batch = 4').replace(
         'per_device_batch = 1\n', ''), "train.global_batch", "multiple of"),
     (DPO.replace('lr_scheduler = "cosine"', 'lr_scheduler = "cosinus"'), "train.lr_scheduler", "must be one of"),
