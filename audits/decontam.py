@@ -29,11 +29,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from pairstore.dataset_files import read_dataset
 from pairstore.errors import BadInput
 from pairstore.evals import lm_eval_doc_text
 from pairstore.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
 from pairstore.pair_files import read_pair_file
-from pairstore.records import read_records
 
 FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval")
 ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")
@@ -79,13 +79,17 @@ def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
 
 
 def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
-    """Test items of a local benchmark file (JSONL, parquet, or MMLU CSV); ids from an id field or the row."""
+    """Test items of a local benchmark: a JSONL or parquet file, its Hub folder or save_to_disk folder (the
+    test split), or an MMLU CSV; ids from an id field or the row."""
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
         raise BadInput(f"unknown benchmark format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")
     if not path.exists():
         raise BadInput("no such file", path=str(path))
-    records = _read_mmlu_csv(path) if path.suffix.lower() == ".csv" else list(read_records(path))
+    if path.suffix.lower() == ".csv":
+        records = _read_mmlu_csv(path)
+    else:   # a file, a Hub folder layout or a save_to_disk folder: the test split
+        records = [(r.line, r.record) for r in read_dataset(path, split="test")]
     items, seen = [], {}
     for index, (line, rec) in enumerate(records):
         kind = fmt or detect_format(rec)

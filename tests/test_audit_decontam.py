@@ -158,3 +158,20 @@ def test_stored_hash_is_the_documented_formula(store):
     words_ = text.lower().split()
     want = sum(xxhash.xxh3_64_intdigest(w.encode()) * pow(Q, k, 1 << 64) for k, w in enumerate(words_)) % (1 << 64)
     assert store.rows("SELECT ngram FROM benchmark_ngrams") == [{"ngram": want}]
+
+
+def test_benchmark_read_from_hub_and_save_to_disk_folders(tmp_path):
+    """A benchmark given as the dataset's Hub folder, or as a `save_to_disk` folder made by the real
+    `datasets` library, reads the test split, the same items as the file."""
+    from pathlib import Path
+
+    import datasets
+
+    real = Path(__file__).parent / "fixtures" / "real"
+    from_file = load_benchmark(real / "MATH-500" / "test.jsonl")
+    assert len(from_file) == 2 and load_benchmark(real / "MATH-500") == from_file
+    gsm8k = load_benchmark(real / "gsm8k" / "main")        # the test parquet of the Hub layout, not train
+    assert [i.text for i in gsm8k] and all("Janet" in i.text for i in gsm8k)
+    rows = [json.loads(line) for line in (real / "MATH-500" / "test.jsonl").read_text().splitlines()]
+    datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "saved"))
+    assert [i.text for i in load_benchmark(tmp_path / "saved")] == [i.text for i in from_file]

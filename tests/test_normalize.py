@@ -15,7 +15,7 @@ import pytest
 
 from pairstore.keys import TURN_SEP, match_key, match_text
 from pairstore.match_scan import loose_hash, loose_hashes, needs_fold_mask
-from pairstore.migrations import MIGRATIONS
+from pairstore.migrations import MIGRATIONS, SCHEMA_VERSION
 from pairstore.ngrams import words
 from pairstore.normalize import compact_text, fold_table, word_text
 from pairstore.store import open_store
@@ -143,7 +143,7 @@ def test_migration_3_recomputes_stored_keys_and_backfills_evidence_hashes(tmp_pa
                 [json.dumps(evidence, sort_keys=True, ensure_ascii=False)])
     con.close()
     store = open_store(db)
-    assert store.schema_version() == 3
+    assert store.schema_version() == SCHEMA_VERSION
     key = match_key(BASE)
     assert store.scalar("SELECT match_key FROM battles") == key
     assert store.scalar("SELECT match_key FROM pairs") == key

@@ -33,11 +33,14 @@ def round_recipe(store, round_name: str) -> dict:
 
 
 def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
-    """The round's latest export: (pair file, NLL-only file), either None when the export has no such rows.
+    """The round's latest export that is not superseded: (pair file, NLL-only file), either None when the
+    export has no such rows.
     Each file's bytes are checked against the registry (GateRefused when changed)."""
     rows = store.rows(
-        "SELECT export_id, path, sha256, rows, content_hash FROM exports WHERE round = ? AND kind = 'export' "
-        "AND created_at = (SELECT max(created_at) FROM exports WHERE round = ? AND kind = 'export') "
+        "SELECT export_id, path, sha256, rows, content_hash FROM exports "
+        "WHERE round = ? AND kind = 'export' AND superseded_at IS NULL "
+        "AND created_at = (SELECT max(created_at) FROM exports WHERE round = ? AND kind = 'export' "
+        "                  AND superseded_at IS NULL) "
         "ORDER BY path", [round_name, round_name])
     if not rows:
         raise NotFound(f"round {round_name} has no export (run `pairstore export --round {round_name}` first)")
