@@ -245,7 +245,7 @@ def soup_unhashed(a: Path, b: Path, out: Path) -> None:
     the gap to the I/O floor is the hashing the evidence requires (CPU that competes with other jobs)."""
     import train.soup as soup_module
 
-    soup_module._StreamHash.update = lambda self, pos, data: None
+    soup_module.StreamHash.update = lambda self, pos, data: None
     soup_module.sha256_file = lambda path: "not computed (diagnostic run)"
     soup_module.soup(a, b, 0.5, out)
 
