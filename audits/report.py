@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from audits.compare import compare, wilson_interval
+from audits.compare import compare, paired_flips, wilson_interval
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, latest_exports, make_counter
 from audits.loop_table import loop_table
@@ -99,24 +99,25 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
     return figure_png(fig)
 
 
+def _rows_by_source(store, export_ids: list[str]) -> dict[str, int]:
+    """{source: rows} over the given registered mixtures (NLL-only rows named apart)."""
+    marks = ", ".join("?" for _ in export_ids)
+    counts = store.rows(f"""
+        SELECT p.source || CASE WHEN p.kind = 'sft' THEN ' (NLL only)' ELSE '' END AS source, count(*) AS n
+        FROM export_rows r JOIN pairs p USING (pair_id)
+        WHERE r.export_id IN ({marks}) GROUP BY ALL ORDER BY n DESC, source""", export_ids)
+    if counts:
+        return {c["source"]: int(c["n"]) for c in counts}
+    rows = store.scalar(f"SELECT sum(rows) FROM exports WHERE export_id IN ({marks})", export_ids)
+    return {"(rows not recorded)": int(rows or 0)}
+
+
 def _composition(store, rounds: list[str]) -> dict[str, dict[str, int]]:
     """round -> {source: rows} of its latest registered mixture."""
-    out: dict[str, dict[str, int]] = {}
-
     latest: dict[str, list[str]] = defaultdict(list)
     for e in latest_exports(store):
         latest[e["name"]].append(e["export_id"])
-    for rnd in rounds:
-        ids = latest.get(rnd)
-        if not ids:
-            continue
-        counts = store.rows(f"""
-            SELECT p.source || CASE WHEN p.kind = 'sft' THEN ' (NLL only)' ELSE '' END AS source, count(*) AS n
-            FROM export_rows r JOIN pairs p USING (pair_id)
-            WHERE r.export_id IN ({', '.join('?' for _ in ids)}) GROUP BY ALL ORDER BY n DESC, source""", ids)
-        rows = store.scalar(f"SELECT sum(rows) FROM exports WHERE export_id IN ({', '.join('?' for _ in ids)})", ids)
-        out[rnd] = {c["source"]: int(c["n"]) for c in counts} or {"(rows not recorded)": int(rows or 0)}
-    return out
+    return {rnd: _rows_by_source(store, latest[rnd]) for rnd in rounds if latest.get(rnd)}
 
 
 def _composition_section(comp: dict[str, dict[str, int]]) -> Section:
@@ -307,6 +308,19 @@ def _eval_matrix(store, models: list[str] | None = None) -> tuple[list[str], dic
     return suites, out
 
 
+def _paired_rows(store, model: str, suites: list[str], matrix) -> list[list]:
+    rows = []
+    for suite in suites:
+        if suite not in matrix.get(model, {}):
+            continue
+        for other in sorted(m for m in matrix if m != model and suite in matrix[m]):
+            f = paired_flips(store, model, other, suite)
+            if f.a_only + f.b_only:   # items neither or both got right everywhere say nothing about a difference
+                rows.append([f"{model} vs {other}", suite, f.items, f.both, f.a_only, f.b_only, f.neither,
+                             f"{(f.a_only - f.b_only) / f.items:+.4f}", f"{f.mcnemar_p:.3g}"])
+    return rows
+
+
 def _judge_rows(store, model: str) -> list[list]:
 
     others = [r[0] for r in store.con.execute("""
@@ -316,8 +330,8 @@ def _judge_rows(store, model: str) -> list[list]:
     for other in others:
         c = compare(store, model, other)
         a, cl = c.judge_all, c.judge_clean
-        rows.append([f"{model} vs {other}", f"{a.a_wins}-{a.b_wins}-{a.ties}", _fmt(a.sign_p, 3),
-                     f"{cl.a_wins}-{cl.b_wins}-{cl.ties} ({cl.battles})", _fmt(cl.sign_p, 3),
+        rows.append([f"{model} vs {other}", f"{a.a_wins}-{a.b_wins}-{a.ties}", f"{a.sign_p:.3g}",
+                     f"{cl.a_wins}-{cl.b_wins}-{cl.ties} ({cl.battles})", f"{cl.sign_p:.3g}",
                      f"{a.heavy_flaws_a} / {a.heavy_flaws_b}"])
     return rows
 
@@ -338,6 +352,12 @@ def _evaluation_section(store, model: str) -> Section:
                     cells.append(f"{v[0] / v[1]:.4f} (n={v[1]}, {lo:.2f}-{hi:.2f})")
             rows.append([m + (" (this model)" if m == model else "")] + cells)
         s.tables.append(("Accuracy per suite (95% Wilson interval)", Table(["model"] + suites, rows)))
+        paired = _paired_rows(store, model, suites, matrix)
+        if paired:
+            s.tables.append((f"Paired per-item comparison of {model} with each other model on the same items "
+                             "(exact McNemar test on the items exactly one of the two got right)",
+                             Table(["comparison", "suite", "items", "both right", f"{model} only", "other only",
+                                    "neither", "difference", "McNemar p"], paired)))
     else:
         s.paragraphs.append("No per-item evaluation results in the store (`pairstore ingest evals`).")
     judge = _judge_rows(store, model)
@@ -349,6 +369,14 @@ def _evaluation_section(store, model: str) -> Section:
     elif matrix:
         s.paragraphs.append("No blind-judge verdicts involve this model.")
     return s
+
+
+def _share(kn: tuple[int, int] | None) -> str:
+    """'0.4875 (0.42-0.55)': a share and its 95% Wilson interval."""
+    if kn is None:
+        return "-"
+    lo, hi = wilson_interval(*kn)
+    return f"{kn[0] / kn[1]:.4f} ({lo:.2f}-{hi:.2f})"
 
 
 def _soup_groups(store) -> dict[tuple[str, str], dict[float, str]]:
@@ -377,13 +405,14 @@ def _dose_section(store) -> Section:
     import matplotlib.pyplot as plt
 
     for (a, b), points in sorted(groups.items()):
-        series = {}
+        # label -> [(alpha, k, n)]: a share of n items at each dose, drawn with its 95% Wilson interval.
+        series: dict[str, list[tuple[float, int, int]]] = {}
         for suite in suites:
-            pts = [(alpha, matrix[m][suite][0] / matrix[m][suite][1]) for alpha, m in sorted(points.items())
+            pts = [(alpha, matrix[m][suite][0], matrix[m][suite][1]) for alpha, m in sorted(points.items())
                    if suite in matrix.get(m, {}) and matrix[m][suite][1]]
             if len(pts) >= 2:
                 series[f"{suite} accuracy"] = pts
-            flags = [(alpha, matrix[m][suite][2] / matrix[m][suite][1]) for alpha, m in sorted(points.items())
+            flags = [(alpha, matrix[m][suite][2], matrix[m][suite][1]) for alpha, m in sorted(points.items())
                      if suite in matrix.get(m, {}) and matrix[m][suite][1] and matrix[m][suite][2]]
             if len(flags) >= 2:
                 series[f"{suite} loop-flagged share"] = flags
@@ -392,7 +421,11 @@ def _dose_section(store) -> Section:
         drawn += 1
         fig, ax = plt.subplots(figsize=(6.5, 3.8))
         for label, pts in series.items():
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label)
+            shares = [k / n for _, k, n in pts]
+            bounds = [wilson_interval(k, n) for _, k, n in pts]
+            ax.errorbar([p[0] for p in pts], shares, marker="o", capsize=3, label=label,
+                        yerr=[[max(0.0, v - lo) for v, (lo, _) in zip(shares, bounds)],   # float noise at 0 and 1
+                              [max(0.0, hi - v) for v, (_, hi) in zip(shares, bounds)]])
         ax.set_xticks([alpha for alpha in sorted(points)],
                       [f"{alpha:g}\n{m}" for alpha, m in sorted(points.items())], fontsize=7)
         ax.set_xlabel(f"alpha in {a} + alpha*({b} - {a})")
@@ -401,15 +434,16 @@ def _dose_section(store) -> Section:
         ax.legend(fontsize=7)
         ax.set_title(f"dose curve: {a} -> {b}", fontsize=9)
         s.images.append((f"dose_{a}_{b}.png", figure_png(fig)))
-        s.tables.append((f"Dose points between {a} and {b}",
+        s.tables.append((f"Dose points between {a} and {b} (95% Wilson interval)",
                          Table(["alpha", "model"] + list(series),
-                               [[_fmt(alpha, 3), m] + [_fmt(dict(pts).get(alpha), 4) for pts in series.values()]
+                               [[_fmt(alpha, 3), m] + [_share({x: (k, n) for x, k, n in pts}.get(alpha))
+                                                        for pts in series.values()]
                                 for alpha, m in sorted(points.items())])))
     if not drawn:
         s.paragraphs.append("No two soups of the same two parents with evaluations: no dose curve to draw.")
     else:
         s.paragraphs.append("Each metric against alpha for soups interpolating the same two parents "
-                            "(alpha 0 = the first parent, 1 = the second).")
+                            "(alpha 0 = the first parent, 1 = the second), with its 95% Wilson interval.")
     return s
 
 
@@ -431,18 +465,18 @@ def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
     eval_s = _evaluation_section(store, model)
     sections = [lineage_s, comp_s, holdout_s, decon_s, hash_s, _lengths_section(store, rounds, tokenizer),
                 loops_s, eval_s, _dose_section(store)]
-    training = _training_data_md(stages, comp, leak_reports, decon_rows, checks)
+    training = _training_data_md(store, stages, leak_reports, decon_rows, checks)
     evaluation = _evaluation_md(eval_s, loops_s, leak_reports)
     return Report(model, sections, training, evaluation)
 
 
-def _training_data_md(stages, comp, leak_reports, decon_rows, checks) -> str:
+def _training_data_md(store, stages, leak_reports, decon_rows, checks) -> str:
     lines = ["## Training data", ""]
     for st in stages:
         if st["kind"] == "soup":
             continue
         for m in st["mixtures"]:
-            parts = comp.get(st["name"], {})
+            parts = _rows_by_source(store, [m["export_id"]])
             mix = ", ".join(f"{n:,} {src}" for src, n in parts.items()) or "composition not recorded"
             lines.append(f"- Round {st['name']} ({'attached from earlier work' if m['kind'] == 'attached' else 'exported'}): "
                          f"`{Path(m['path']).name}`, {m['rows']:,} rows ({mix}); SHA-256 `{m['sha256']}`.")

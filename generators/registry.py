@@ -15,6 +15,7 @@ from generators.fraction_expansion import FractionExpansion
 from generators.letter_count import LetterCount
 from generators.letter_removal import LetterRemoval
 from generators.long_division import LongDivision
+from generators.short_arithmetic import ShortArithmetic
 from generators.word_count import WordCount
 from pairstore.errors import BadInput
 
@@ -22,18 +23,22 @@ from pairstore.errors import BadInput
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (LetterCount(), WordCount(), LongDivision(), DigitSum(), LetterRemoval(),
-                   ArithmeticChain(), FractionExpansion())
+                   ArithmeticChain(), FractionExpansion(), ShortArithmetic())
 }
 FAMILY_NAMES = tuple(FAMILIES)
+# What "all families" means when none are named: the loop-fix families. short_arithmetic (the demo's tiny
+# model's curriculum) is chosen by name only, so a store's `generate loopfix --seed S --n N` keeps
+# giving the tasks it gave before that family existed.
+DEFAULT_FAMILIES = tuple(name for name in FAMILY_NAMES if name != ShortArithmetic.name)
 
 
 def resolve_families(names: Iterable[str] | str | None) -> list[str]:
-    """The selected family names in registry order; None = all.
+    """The selected family names in registry order; None = DEFAULT_FAMILIES (the loop-fix families).
 
     Accepts a list or a comma-separated string. An unknown name raises BadInput naming it.
     """
     if names is None:
-        return list(FAMILY_NAMES)
+        return list(DEFAULT_FAMILIES)
     if isinstance(names, str):
         names = names.split(",")
     wanted = {n.strip() for n in names if n and n.strip()}

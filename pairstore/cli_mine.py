@@ -24,7 +24,7 @@ def generate_group():
 @click.option("--seed", callback=check_seed, type=int, required=True,
               help="Seed: the same seed and options give the same tasks.")
 @click.option("--families", default=None,
-              help="Comma-separated family names (default: all; see `pairstore generate families`).")
+              help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; see `pairstore generate families`).")
 @click.option("--suite", default=None,
               help="Write the tasks as this evaluation suite: eval_items plus a holdout set of that name. "
                    "Without it the tasks are for training and avoid every held-out task key.")

@@ -53,8 +53,9 @@ def _problem_answer(dataset: str, solution: str, answer: str) -> str:
     return f"{solution.strip()}\nThe answer is ${answer}$."
 
 
-def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0) -> list[dict]:
-    """Generation records (for `ingest_generations`) on every problem (K samples) and training task."""
+def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0, tasks: bool = True) -> list[dict]:
+    """Generation records (for `ingest_generations`) on every problem (K samples) and, with `tasks`, every
+    training task (one each)."""
     records = []
     for pid, dataset, question, solution, gold in store.con.execute(
             "SELECT problem_id, dataset, question, solution, gold FROM problems ORDER BY problem_id").fetchall():
@@ -69,8 +70,9 @@ def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0) -> l
                     text += "\nI hope it is correct."
             records.append({"item_kind": "problem", "item_id": pid, "output": text, "sample_index": k,
                             "temperature": 0.8, "seed": seed, "decoding": {"simulated": True}})
-    for tid, prompt, gold, chosen in store.con.execute(
-            "SELECT task_id, prompt, gold, chosen FROM tasks WHERE suite IS NULL ORDER BY task_id").fetchall():
+    task_rows = store.con.execute(
+        "SELECT task_id, prompt, gold, chosen FROM tasks WHERE suite IS NULL ORDER BY task_id").fetchall() if tasks else []
+    for tid, prompt, gold, chosen in task_rows:
         outcome = _pick(TASK_OUTCOMES, seed, tid)
         if outcome == "looped":
             text = _loop(prompt.rstrip("?.!"), 50)
