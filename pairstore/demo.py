@@ -292,7 +292,7 @@ def _holdout_and_tasks(store, step) -> None:
 def _simulated_generations(store, out_dir: Path, step) -> None:
 
     path = out_dir / "data" / f"{INCUMBENT}-simulated-generations.jsonl"
-    records = simulate_outputs(store, model=INCUMBENT, samples=4, seed=DEMO_SEED, tasks=False)
+    records = simulate_outputs(store, model=INCUMBENT, samples=4, seed=DEMO_SEED)
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")

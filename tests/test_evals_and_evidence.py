@@ -15,7 +15,6 @@ from pairstore.errors import BadInput
 from pairstore.export import export_round
 from pairstore.files import temp_path
 from pairstore.pairs import Pair, add_pairs
-from pairstore.recipes import add_round
 from pairstore.store import open_store
 
 QUESTIONS = ["Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins "
@@ -76,14 +75,9 @@ def test_lm_eval_doc_without_text_is_refused(store, tmp_path, write_jsonl):
 
 
 @pytest.fixture
-def exported(store, tmp_path, dpo_recipe, fill_pairs):
-    fill_pairs(store)
-    (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
-    (tmp_path / "r1.toml").write_text(dpo_recipe())
-    add_round(store, tmp_path / "base.toml")
-    add_round(store, tmp_path / "r1.toml")
-    export_round(store, "r1", tmp_path / "out")
-    return store
+def exported(round_r1, tmp_path):
+    export_round(round_r1, "r1", tmp_path / "out")
+    return round_r1
 
 
 def _status(checks, name):

@@ -226,24 +226,29 @@ def _generate_transformers(serving, items, prompts, samples, temperature, seed, 
 GREEDY_BATCH = 16
 
 
-def _greedy_batched(serving, model, prompts, kwargs, pad: int):
+def greedy_batched(model, prompts: list, kwargs: dict, pad: int, batch: int = GREEDY_BATCH) -> list:
     """Greedy decoding in left-padded batches of similar length (no randomness, so batching is free to
-    reorder; sampling keeps one call per item for per-item seeds)."""
+    reorder; sampling keeps one call per item for per-item seeds). Per prompt (a list of ids, or None to
+    skip): the new ids after it, or None."""
     import torch
 
     outputs: list = [None] * len(prompts)
     todo = sorted((i for i, ids in enumerate(prompts) if ids is not None), key=lambda i: (len(prompts[i]), i))
-    for start in range(0, len(todo), GREEDY_BATCH):
-        batch = todo[start:start + GREEDY_BATCH]
-        width = max(len(prompts[i]) for i in batch)
-        ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in batch], device=model.device)
-        mask = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in batch],
+    for start in range(0, len(todo), batch):
+        rows = todo[start:start + batch]
+        width = max(len(prompts[i]) for i in rows)
+        ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in rows], device=model.device)
+        mask = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in rows],
                             device=model.device)
         with torch.no_grad():
             seqs = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
-        for i, seq in zip(batch, seqs):
-            outputs[i] = [_cut(serving, seq[width:].tolist())]
+        for i, seq in zip(rows, seqs):
+            outputs[i] = seq[width:].tolist()
     return outputs
+
+
+def _greedy_batched(serving, model, prompts, kwargs, pad: int):
+    return [None if new is None else [_cut(serving, new)] for new in greedy_batched(model, prompts, kwargs, pad)]
 
 
 def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, max_new, trust_remote_code):

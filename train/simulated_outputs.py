@@ -1,10 +1,11 @@
-"""Simulated model outputs for the demo: an invented "model" whose answers are right, wrong,
-looped or hedged with fixed, seeded rates.
+"""Simulated model outputs for the demo's GSM8K/MATH problems: an invented "model" whose answers are
+right, wrong, looped or hedged with fixed, seeded rates.
 
     records = simulate_outputs(store, model="so7a", samples=4, seed=12076)
 
-A real run samples a checkpoint (`pairstore train sample`); the demo's tiny random model
-writes gibberish, so the mining steps are fed these instead. They are labeled as simulated
+A real run samples a checkpoint (`pairstore train sample`), as the demo does on its training tasks;
+the demo's tiny character-level model cannot read word problems, so self-repair mining is fed these
+instead. They are labeled as simulated
 (`decoding.simulated = true`) and written through the ordinary generations ingest. The
 rates echo the model card's failure modes: wrong arithmetic, degenerate repetition on
 format-constrained requests, hedging tails.
@@ -16,9 +17,8 @@ import re
 
 from pairstore.keys import seeded_rank
 
-# Outcome shares (per mille) for problem samples; tasks loop more often, as on the card.
+# Outcome shares (per mille) for problem samples.
 PROBLEM_OUTCOMES = (("correct", 520), ("wrong", 300), ("looped", 90), ("hedged", 90))
-TASK_OUTCOMES = (("correct", 400), ("wrong", 300), ("looped", 250), ("hedged", 50))
 
 
 def _pick(outcomes, seed: int, *key) -> str:
@@ -53,9 +53,8 @@ def _problem_answer(dataset: str, solution: str, answer: str) -> str:
     return f"{solution.strip()}\nThe answer is ${answer}$."
 
 
-def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0, tasks: bool = True) -> list[dict]:
-    """Generation records (for `ingest_generations`) on every problem (K samples) and, with `tasks`, every
-    training task (one each)."""
+def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0) -> list[dict]:
+    """Generation records (for `ingest_generations`) on every problem, K samples each."""
     records = []
     for pid, dataset, question, solution, gold in store.con.execute(
             "SELECT problem_id, dataset, question, solution, gold FROM problems ORDER BY problem_id").fetchall():
@@ -70,16 +69,4 @@ def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0, task
                     text += "\nI hope it is correct."
             records.append({"item_kind": "problem", "item_id": pid, "output": text, "sample_index": k,
                             "temperature": 0.8, "seed": seed, "decoding": {"simulated": True}})
-    task_rows = store.con.execute(
-        "SELECT task_id, prompt, gold, chosen FROM tasks WHERE suite IS NULL ORDER BY task_id").fetchall() if tasks else []
-    for tid, prompt, gold, chosen in task_rows:
-        outcome = _pick(TASK_OUTCOMES, seed, tid)
-        if outcome == "looped":
-            text = _loop(prompt.rstrip("?.!"), 50)
-        elif outcome == "wrong":
-            text = chosen.rsplit("Final answer:", 1)[0] + f"Final answer: {_wrong(gold)}"
-        else:
-            text = chosen + ("\nI hope this helps!" if outcome == "hedged" else "")
-        records.append({"item_kind": "task", "item_id": tid, "output": text, "sample_index": 0,
-                        "temperature": 0.0, "seed": seed, "decoding": {"simulated": True}})
     return records

@@ -35,6 +35,7 @@ from miners.verify import is_equivalent
 from pairstore.files import atomic_write_json, atomic_write_text
 from train.bundle import EVIDENCE_FILE, make_portable
 from train.dpo import library_versions
+from train.sample import greedy_batched
 from train.tiny import BOS, CHAT_TEMPLATE, EOS, IM_END, PAD, SPECIAL_TOKENS
 
 UNK = "<unk>"
@@ -250,30 +251,20 @@ def new_model(cfg: TrainConfig, tokenizer):
 
 def greedy_answers(model, tokenizer, prompts: list[str], *, max_new_tokens: int, system_prompt: str = SYSTEM_PROMPT,
                    batch: int = 64) -> list[str]:
-    """Greedy answers in left-padded batches, cut at the first end-of-turn (as train.sample serves them)."""
-    import torch
-
+    """Greedy answers in left-padded batches (train.sample's), cut at the first end-of-turn as served."""
     pad = tokenizer.convert_tokens_to_ids(PAD)
     stops = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(EOS)]
     encoded = [tokenizer(render_prompt(tokenizer, p, system_prompt), add_special_tokens=False)["input_ids"]
                for p in prompts]
-    order = sorted(range(len(prompts)), key=lambda i: (len(encoded[i]), i))
-    out = [""] * len(prompts)
+    kwargs = {"max_new_tokens": max_new_tokens, "do_sample": False, "eos_token_id": stops, "pad_token_id": pad}
     was_training = model.training
     model.eval()
-    for start in range(0, len(order), batch):
-        rows = order[start:start + batch]
-        width = max(len(encoded[i]) for i in rows)
-        ids = torch.tensor([[pad] * (width - len(encoded[i])) + encoded[i] for i in rows])
-        mask = torch.tensor([[0] * (width - len(encoded[i])) + [1] * len(encoded[i]) for i in rows])
-        with torch.no_grad():
-            seqs = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                  do_sample=False, eos_token_id=stops, pad_token_id=pad)
-        for i, seq in zip(rows, seqs):
-            new = seq[width:].tolist()
-            stop = next((k for k, t in enumerate(new) if t in stops), len(new))
-            out[i] = tokenizer.decode(new[:stop], skip_special_tokens=True)
+    new_ids = greedy_batched(model, encoded, kwargs, pad, batch=batch)
     model.train(was_training)
+    out = []
+    for new in new_ids:
+        stop = next((k for k, t in enumerate(new) if t in stops), len(new))
+        out.append(tokenizer.decode(new[:stop], skip_special_tokens=True))
     return out
 
 
@@ -370,11 +361,3 @@ def train(cfg: TrainConfig, out_dir, *, log=print) -> dict:
                 "parameters": sum(p.numel() for p in model.parameters())}
     save_bundle(model, tokenizer, out_dir, cfg, evidence=evidence)
     return evidence
-
-
-def n_params(cfg: TrainConfig) -> int:
-    """Parameter count of the model a config builds (without building it)."""
-    v = len(SPECIAL_TOKENS) + len(CHARS) + len(WORDS)
-    per_layer = 4 * cfg.n_embd * cfg.n_embd + 3 * cfg.n_embd * cfg.intermediate + 2 * cfg.n_embd
-    return 2 * v * cfg.n_embd + cfg.n_layer * per_layer + cfg.n_embd
-
