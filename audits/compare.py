@@ -18,7 +18,7 @@ subset: battles that neither model's lineage ever trained on. Lineage = every
 ancestor through rounds.parents and checkpoints.parents (and a checkpoint's
 round); trained on = a row of a registered mixture of one of those rounds
 whose origin id is the battle, whose match key is the battle's, or which the
-holdout matcher (pairstore.matching: id, match key, fuzzy) ties to it.
+holdout matcher (pairstore.holdout.matching: id, match key, fuzzy) ties to it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from fractions import Fraction
 import pyarrow as pa
 
 from pairstore.errors import BadInput, NotFound
-from pairstore.matching import candidate_table, find_holdout_hits
+from pairstore.holdout.matching import candidate_table, find_holdout_hits
 
 Z95 = 1.959963984540054
 

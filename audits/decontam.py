@@ -12,7 +12,7 @@ item's text is what lm-eval uses as its decontamination query: the question
 log (samples_*.jsonl), the question of each record's `doc` (the few-shot
 examples in `arguments` are not test items).
 
-Hashing is vectorized (pairstore.ngrams: numpy over the Arrow buffers, only
+Hashing is vectorized (pairstore.holdout.ngrams: numpy over the Arrow buffers, only
 the benchmark's distinct words hashed in Python) and the overlap is a join in
 DuckDB. A training row's text is its prompt messages, chosen and rejected.
 Training text is every registered mixture (the rows `export_rows` records, or
@@ -29,11 +29,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pairstore.dataset_files import read_dataset
 from pairstore.errors import BadInput
-from pairstore.evals import lm_eval_doc_text
-from pairstore.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
-from pairstore.pair_files import read_pair_file
+from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
+from pairstore.ingest.dataset_files import read_dataset
+from pairstore.ingest.pair_files import read_pair_file
+from pairstore.tables.evals import lm_eval_doc_text
 
 FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval")
 ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")

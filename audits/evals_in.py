@@ -14,7 +14,7 @@ Formats
   A log holds one record per document and filter; --filter picks one (default:
   the first filter in the file), --metric the field scored (default: the first
   of METRICS present). The item id is the doc_id. Each distinct doc becomes an
-  eval item of the suite (its question text, pairstore.evals.lm_eval_doc_text;
+  eval item of the suite (its question text, pairstore.tables.evals.lm_eval_doc_text;
   gold: the target), so the export gate refuses training rows that hold it. The
   few-shot examples inside `arguments` are training items and are not held out.
 
@@ -31,10 +31,10 @@ from pathlib import Path
 
 from audits.loops import scan
 from pairstore.errors import BadInput
-from pairstore.evals import SCORE_COLUMNS, add_eval_items, add_scores, lm_eval_doc_text
-from pairstore.ingest import log_ingest
+from pairstore.ingest.records import read_records
+from pairstore.ingest.tables import log_ingest
 from pairstore.keys import sha256_file
-from pairstore.records import read_records
+from pairstore.tables.evals import SCORE_COLUMNS, add_eval_items, add_scores, lm_eval_doc_text
 
 METRICS = ("exact_match", "acc", "acc_norm", "prompt_level_strict_acc", "prompt_level_loose_acc",
            "inst_level_strict_acc", "math_verify", "pass@1", "f1", "em")

@@ -3,10 +3,10 @@
     pairstore audit leaks --holdout judge34 s2_pairs_lf1.parquet other.jsonl --json
     pairstore audit leaks --holdout judge34            # every registered mixture, attached history too
 
-A file is any pair file pairstore.pair_files reads, made by this project or
+A file is any pair file pairstore.ingest.pair_files reads, made by this project or
 not: the prompt as a string or as chat messages (a system prompt in front or
 not), or only inside `chosen` as messages (UltraFeedback style). Each row is checked
-with the export gate's matcher (pairstore.matching), so the audit and the gate find
+with the export gate's matcher (pairstore.holdout.matching), so the audit and the gate find
 the same members in the same rows: exact = an origin id (a `battle_id`/`origin_id`/...
 column, or the origins the store records for a `pair_id`), the match key of the
 user turns or a task key; near = the member embedded in a longer prompt or in a
@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pairstore.errors import BadInput, NotFound
-from pairstore.exports import registered_mixtures, rows_of_export
+from pairstore.export.registry import registered_mixtures, rows_of_export
+from pairstore.holdout.matching import candidate_table, find_holdout_hits
+from pairstore.ingest.pair_files import PairRow, add_store_origins, read_pair_file
 from pairstore.keys import sha256_file
-from pairstore.matching import candidate_table, find_holdout_hits
-from pairstore.pair_files import PairRow, add_store_origins, read_pair_file
 
 EXACT_HOW = ("id", "match_key", "task_key")
 
@@ -37,7 +37,7 @@ class FileLeaks:
     rows: int
     leaked_ids: list[str]           # members found exactly (origin id, match key, task key)
     near_ids: list[str]             # members found only embedded or by fuzzy match
-    hits: list = field(default_factory=list)   # pairstore.matching.Hit, for the detailed view
+    hits: list = field(default_factory=list)   # pairstore.holdout.matching.Hit, for the detailed view
     round: str | None = None
     note: str | None = None
 

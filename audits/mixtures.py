@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairstore.errors import GateRefused
-from pairstore.export_files import leftovers, started_exports
+from pairstore.export.overwrites import leftovers, started_exports
 from pairstore.keys import sha256_file
 
 FAILING = ("changed", "missing")

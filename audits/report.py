@@ -29,8 +29,8 @@ from audits.mixtures import check_mixtures
 from audits.report_render import Report, Section, Table, figure_png, render_html, render_markdown
 from pairstore.errors import NotFound
 from pairstore.files import atomic_write_bytes
-from pairstore.lineage import describe, lineage
-from pairstore.ngrams import arrow_query, benchmark_hits
+from pairstore.holdout.ngrams import arrow_query, benchmark_hits
+from pairstore.rounds.lineage import describe, lineage
 
 # -- data ------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@
 
 The baseline is the lm-evaluation-harness way: the benchmark's 13-grams as a
 Python set of strings, then for each training document translate, split and
-look up every window. Ours is audits.decontam.overlap (pairstore.ngrams hashing
+look up every window. Ours is audits.decontam.overlap (pairstore.holdout.ngrams hashing
 + a DuckDB join). Both run on the same invented data in one process; the
 contaminated documents they find must be identical. Throughput = training text
 MB / seconds, median of --runs runs, the two methods interleaved. Writes bench/results/decontam.md.

@@ -10,7 +10,7 @@ built with DuckDB SQL. The mixture: loopfix limit 300k + battle x12 minus a
 its own subprocess, timed from the parent (wall) and reporting its own peak
 RSS:
 
-- ours: pairstore.export.export_round (plan in SQL, the full holdout gate,
+- ours: pairstore.export.run.export_round (plan in SQL, the full holdout gate,
   streamed zstd parquet, evidence, exports/export_rows registry);
 - datasets: the same pairs as per-source parquet files, then load_dataset,
   shuffle+select (limit), filter (holdout), concatenate (x12), to_parquet;
@@ -20,9 +20,9 @@ RSS:
 The loop-fix pairs come with the generated tasks they were mined from (rows of
 `tasks` with the same task key and match key), as in a real store, so the gate
 spares them from text matching. The export child also times the gate itself
-(pairstore.gate.run_gate), to report its share of the export.
+(pairstore.holdout.gate.run_gate), to report its share of the export.
 
-Then the text matching of the gate alone (pairstore.matching.check_table:
+Then the text matching of the gate alone (pairstore.holdout.matching.check_table:
 normalized exact keys, 3-gram prefilter, embedded and fuzzy scoring) over all
 pairs' prompts, task keys ignored, against the 34 holdout members and against
 3,000 eval prompts registered as references. Writes bench/results/export.md and
@@ -71,8 +71,8 @@ def words_sql(n: str, salt: int) -> str:
 def build_store(db: Path, n: int, limit: int) -> dict:
     """The synthetic store, its holdout, the recipe and 3,000 eval prompts (registered after the export runs)."""
     from pairstore.keys import match_text
-    from pairstore.recipes import add_round
-    from pairstore.store import open_store
+    from pairstore.rounds.recipes import add_round
+    from pairstore.store.store import open_store
 
     store = open_store(db)
     con = store.con
@@ -153,7 +153,7 @@ def build_store(db: Path, n: int, limit: int) -> dict:
 
 
 def add_eval_prompts(db: Path, count: int) -> None:
-    from pairstore.store import open_store
+    from pairstore.store.store import open_store
 
     store = open_store(db)
     store.con.execute("CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
@@ -175,8 +175,8 @@ def peak_rss_mb():
 
 CHILD_OURS = PEAK_RSS + """
 import json, sys, time
-from pairstore import export
-from pairstore.store import open_store
+from pairstore.export import run as export
+from pairstore.store.store import open_store
 gate_s, gate_rss = [], []
 run_gate = export.run_gate
 def timed_gate(*args, **kwargs):
@@ -241,8 +241,8 @@ print(json.dumps({"rows": rows, "rss_mb": peak_rss_mb()}))
 
 CHILD_FUZZY = PEAK_RSS + """
 import json, sys, time
-from pairstore.store import open_store
-from pairstore import matching
+from pairstore.store.store import open_store
+from pairstore.holdout import matching
 store = open_store(sys.argv[1], read_only=True)
 con = store.con
 t0 = time.perf_counter()
@@ -396,7 +396,7 @@ def main() -> None:
         "### The text matching of the gate alone",
         "",
         f"All {fuzzy['candidates']:,} prompts (task keys dropped, so no row is spared); candidate table built "
-        f"in {fuzzy['build_s']:.1f} s. pairstore.matching.check_table: normalized exact keys, word 3-gram "
+        f"in {fuzzy['build_s']:.1f} s. pairstore.holdout.matching.check_table: normalized exact keys, word 3-gram "
         "prefilter (streamed in chunks), embedded and rapidfuzz checks on what passes.",
         "",
         "| members | seconds | (row, member) pairs scored | hits |",

@@ -49,7 +49,7 @@ from miners.loopfix import mine_loopfix  # noqa: E402
 from miners.self_repair import mine_self_repair  # noqa: E402
 from pairstore.files import atomic_write_text  # noqa: E402
 from pairstore.keys import content_id, match_key  # noqa: E402
-from pairstore.store import open_store  # noqa: E402
+from pairstore.store.store import open_store  # noqa: E402
 
 MODEL = "bench-model"
 MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))

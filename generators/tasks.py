@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass, field
 from generators.base import DIFFICULTIES, Task, canonical_json
 from generators.registry import FAMILIES, resolve_families
 from pairstore.errors import BadInput, PairstoreError
-from pairstore.evals import add_eval_items
-from pairstore.holdout import add_members, held_task_keys
+from pairstore.holdout.sets import add_members, held_task_keys
 from pairstore.keys import match_key, match_text
+from pairstore.tables.evals import add_eval_items
 
 # A family that rejects this many draws in a row has run out of new tasks (all excluded or produced).
 MAX_CONSECUTIVE_SKIPS = 5000

@@ -24,7 +24,7 @@ Dropped, by reason:
   maker (miners.patterns.IDENTITY_PATTERNS) — in the last answer or in an
   earlier one that becomes part of the prompt.
 - malformed: answers not aligned with the user turns.
-- empty side, identical sides, duplicate: from pairstore.pairs.add_pairs.
+- empty side, identical sides, duplicate: from pairstore.tables.pairs.add_pairs.
 Each pair has one origin: ('battle', battle_id, rule).
 """
 
@@ -35,9 +35,9 @@ import duckdb
 from miners.patterns import names_own_model
 from miners.registry import MineResult, new_result, register, write_pairs
 from pairstore.errors import BadInput
-from pairstore.holdout import HoldoutFilter
-from pairstore.pairs import Origin, Pair, battle_pair_prompt
-from pairstore.sql_guard import check_condition
+from pairstore.holdout.sets import HoldoutFilter
+from pairstore.store.sql_guard import check_condition
+from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
 
 RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}
 
@@ -49,7 +49,7 @@ def mine_battles(store, *, where: str | None = None) -> MineResult:
     `where`: optional SQL condition over `battles` (e.g. "category = 'math'")."""
     result = new_result(mine_battles)
     holdout = HoldoutFilter.load(store)
-    # Checked by pairstore.sql_guard: one condition, no statement, no side effect; it can only narrow.
+    # Checked by pairstore.store.sql_guard: one condition, no statement, no side effect; it can only narrow.
     filt = f" WHERE ({check_condition(where, field='where')})" if where is not None else ""
     sql = ("SELECT battle_id, prompt, own_answers, opponent_answers, vote, category, match_key "
            "FROM (SELECT * FROM battles) AS battles" + filt + " ORDER BY battle_id")

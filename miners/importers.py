@@ -8,7 +8,7 @@ UltraFeedback (`HuggingFaceH4/ultrafeedback_binarized`, split `train_prefs`)
 is read from the Hub with the real `datasets.load_dataset`, or offline from
 `path` — a parquet, JSONL or CSV file, a Hub folder layout
 (`data/train_prefs-*.parquet`) or a `save_to_disk` folder, read by the loader
-every dataset shares (pairstore.dataset_files) — in the dataset's own columns: prompt,
+every dataset shares (pairstore.ingest.dataset_files) — in the dataset's own columns: prompt,
 prompt_id, chosen and rejected (message lists holding the user turn and the
 assistant answer), score_chosen, score_rejected. Only the last assistant
 message of chosen / rejected is kept as the answer; the turns before it are
@@ -34,12 +34,12 @@ import sys
 from pathlib import Path
 
 from miners.registry import MineResult, new_result, register, write_pairs
-from pairstore.dataset_files import DatasetRecord, read_dataset
 from pairstore.errors import BadInput
-from pairstore.holdout import HoldoutFilter
+from pairstore.holdout.sets import HoldoutFilter
+from pairstore.ingest.dataset_files import DatasetRecord, read_dataset
+from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import content_id, seeded_rank
-from pairstore.pairs import Origin, Pair
-from pairstore.records import Fields, read_records
+from pairstore.tables.pairs import Origin, Pair
 
 ULTRAFEEDBACK = "HuggingFaceH4/ultrafeedback_binarized"
 ULTRAFEEDBACK_SPLIT = "train_prefs"
@@ -70,7 +70,7 @@ def _hub_records(split: str):
 
 def ultrafeedback_records(path=None, *, split: str = ULTRAFEEDBACK_SPLIT):
     """The split's records: from the Hub, or from `path` (a file, a Hub folder or a save_to_disk folder:
-    pairstore.dataset_files), each with its own file and line."""
+    pairstore.ingest.dataset_files), each with its own file and line."""
     return _hub_records(split) if path is None else read_dataset(path, split=split)
 
 

@@ -16,9 +16,9 @@ from multiprocessing import get_context
 from audits.loops import LoopReport, scan
 from miners.registry import MineResult, write_pairs
 from miners.verify import answers_equal, extract_answer
-from pairstore.generations import record_verdicts
-from pairstore.holdout import HoldoutFilter
-from pairstore.pairs import Pair
+from pairstore.holdout.sets import HoldoutFilter
+from pairstore.tables.generations import record_verdicts
+from pairstore.tables.pairs import Pair
 
 
 @dataclass

@@ -18,7 +18,7 @@ more processes pay only on idle cores (bench/results/mining.md). Worker processe
 calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
 
 Dropped, by reason (per generation): 'holdout' (the task's key is held out —
-pairstore.holdout.held_task_keys, evaluation items included — or the task id
+pairstore.holdout.sets.held_task_keys, evaluation items included — or the task id
 or match key is), 'correct' (right and clean: nothing to fix), 'per-task
 limit' (more bad outputs than `per_task`; the kept ones are picked in seeded
 order), plus add_pairs' 'empty side', 'identical sides', 'duplicate'.
@@ -35,9 +35,9 @@ from collections import defaultdict
 from miners.judge import OutputJudge, write_judged_pairs
 from miners.registry import MineResult, new_result, register, without_system
 from pairstore.errors import BadInput
-from pairstore.holdout import HoldoutFilter
+from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import seeded_rank
-from pairstore.pairs import Origin, Pair
+from pairstore.tables.pairs import Origin, Pair
 
 
 def loopfix_rule(judged, gold: str) -> str:

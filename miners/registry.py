@@ -10,11 +10,11 @@
 A miner is a function `fn(store, **options) -> MineResult` registered under a
 name with a version (`@register("battle", version="1")`). The name and
 version are recorded on every pair it writes (pairs.miner, pairs.miner_version,
-pair_origins.miner). Every miner writes through pairstore.pairs.add_pairs, so
+pair_origins.miner). Every miner writes through pairstore.tables.pairs.add_pairs, so
 a rerun adds nothing (pairs dedup by content id; a new origin of a known pair
 is added to pair_origins) and empty or identical sides are dropped by reason.
 
-Miners drop what is held out at the source with pairstore.holdout.HoldoutFilter
+Miners drop what is held out at the source with pairstore.holdout.sets.HoldoutFilter
 (write_pairs checks every pair against it too); the export gate checks again.
 Outputs are judged by miners.judge (the verifier and the loop scanner).
 """
@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pairstore.errors import NotFound, PairstoreError
-from pairstore.holdout import HoldoutFilter
-from pairstore.pairs import Pair, add_pairs
+from pairstore.holdout.sets import HoldoutFilter
+from pairstore.tables.pairs import Pair, add_pairs
 
 # Modules that register the built-in miners; imported on first use of the registry.
 BUILTIN_MODULES = ("miners.battle", "miners.self_repair", "miners.loopfix", "miners.style", "miners.importers")

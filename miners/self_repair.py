@@ -50,9 +50,9 @@ from miners.judge import OutputJudge, write_judged_pairs
 from miners.patterns import solution_in_answer_style
 from miners.registry import MineResult, new_result, register, without_system
 from pairstore.errors import BadInput
-from pairstore.holdout import HoldoutFilter
+from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
-from pairstore.pairs import Origin, Pair
+from pairstore.tables.pairs import Origin, Pair
 
 DATASETS = ("gsm8k", "math")
 

@@ -38,9 +38,9 @@ from miners.patterns import (
 from miners.registry import MineResult, new_result, register, without_system, write_pairs
 from miners.verify import extract_answer
 from pairstore.errors import BadInput
-from pairstore.holdout import HoldoutFilter
+from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import user_turns
-from pairstore.pairs import Origin, Pair
+from pairstore.tables.pairs import Origin, Pair
 
 
 def style_fix(text: str, prompt, extract=None) -> tuple[str | None, list[str], str | None]:

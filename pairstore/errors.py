@@ -49,7 +49,7 @@ class StoreBusy(PairstoreError):
 class GateRefused(PairstoreError):
     """A gate refused: a holdout hit at export, a tampered mixture, ...
 
-    `hits` holds what the gate found (pairstore.matching.Hit for a holdout refusal), so callers read
+    `hits` holds what the gate found (pairstore.holdout.matching.Hit for a holdout refusal), so callers read
     the held-out ids from it rather than from the message."""
 
     exit_code = 3

@@ -3,7 +3,7 @@
 - content id: xxh3-128 of the exact text after Unicode NFC. Ids and dedup;
   `x²` and `x2` stay different.
 - match key: xxh3-128 of the *user turns only* (system prompt dropped), each
-  normalized by pairstore.normalize.word_text (NFKC, case folding, invisible and
+  normalized by pairstore.holdout.normalize.word_text (NFKC, case folding, invisible and
   format characters removed, confusable letters mapped to one prototype,
   punctuation removed), joined with the spaces left out: spacing, punctuation,
   a split over several user turns, case, Unicode form and look-alike letters do
@@ -25,7 +25,7 @@ import numpy as np
 import xxhash
 
 from pairstore.errors import BadInput
-from pairstore.normalize import TURN_SEP, compact_text, word_text
+from pairstore.holdout.normalize import TURN_SEP, compact_text, word_text
 
 ROLES = ("system", "user", "assistant")
 
@@ -69,7 +69,7 @@ def nfc(text: str) -> str:
 
 
 def normalize_for_match(text: str) -> str:
-    """One text normalized for matching (pairstore.normalize.word_text)."""
+    """One text normalized for matching (pairstore.holdout.normalize.word_text)."""
     return word_text(text)
 
 

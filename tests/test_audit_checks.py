@@ -21,9 +21,9 @@ from audits.evals_in import ingest_evals
 from audits.lengths import Counter, audit_lengths, measure
 from audits.mixtures import audit_mixtures, check_mixtures
 from pairstore.errors import BadInput, GateRefused
-from pairstore.holdout import add_members
+from pairstore.holdout.sets import add_members
 from pairstore.keys import match_key, match_text, sha256_file
-from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
@@ -286,8 +286,8 @@ def test_lengths_with_a_bundle_tokenizer(store, tmp_path, run_cli):
 
 
 def test_real_export_files_checked_and_measured(round_r1, tmp_path, run_cli):
-    """An export made by pairstore.export (pair file + NLL-only file + evidence) through mixtures and lengths."""
-    from pairstore.export import export_round
+    """An export made by pairstore.export.run (pair file + NLL-only file + evidence) through mixtures and lengths."""
+    from pairstore.export.run import export_round
 
     store = round_r1
     export_round(store, "r1", tmp_path / "out")

@@ -10,8 +10,8 @@ import pytest
 
 from audits.decontam import decontam, load_benchmark
 from pairstore.errors import BadInput
-from pairstore.ngrams import benchmark_hits, register_benchmark, words
-from pairstore.pairs import Pair, add_pairs
+from pairstore.holdout.ngrams import benchmark_hits, register_benchmark, words
+from pairstore.tables.pairs import Pair, add_pairs
 
 GSM = [
     {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
@@ -151,7 +151,7 @@ def test_cli_decontam(store, db_path, tmp_path, run_cli, write_jsonl):
 def test_stored_hash_is_the_documented_formula(store):
     import xxhash
 
-    from pairstore.ngrams import Q
+    from pairstore.holdout.ngrams import Q
 
     text = "One two three four five six seven eight nine ten eleven twelve thirteen"
     register_benchmark(store, "b", [("x", text)])

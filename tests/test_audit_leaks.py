@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import xxhash
 
 from audits.leaks import audit_leaks
-from pairstore.holdout import add_members
+from pairstore.holdout.sets import add_members
+from pairstore.ingest.pair_files import read_pair_file
 from pairstore.keys import match_key, match_text
-from pairstore.pair_files import read_pair_file
-from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 WORDS = ("apple river quantum ledger violet harbor crystal meadow engine sonnet falcon glacier "
          "pepper lantern orbit marble tundra cactus velvet beacon canyon saddle prism thimble "

@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 
 from audits.report import write_report
 from audits.report_render import SECTIONS
-from pairstore.holdout import add_members
+from pairstore.holdout.ngrams import register_benchmark
+from pairstore.holdout.sets import add_members
 from pairstore.keys import match_key, match_text, sha256_file
-from pairstore.ngrams import register_benchmark
-from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 BENCH_Q = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from pairstore.store import open_store
+from pairstore.store.store import open_store
 
 HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from audits.compare import paired_flips, wilson_interval
-from pairstore.store import open_store
+from pairstore.store.store import open_store
 from train.tiny_chat import generated_keys
 
 
@@ -100,7 +100,7 @@ def test_demo_report_has_every_section_filled(demo_run):
 
 def test_demo_ends_naming_files_that_exist_and_queries_that_answer(demo_run):
     from pairstore.cli import cli
-    from pairstore.demo import TRY_QUERIES, closing_lines
+    from pairstore.cli.demo import TRY_QUERIES, closing_lines
 
     lines = closing_lines(demo_run)
     opened = [ln.split()[0] for ln in lines if ln.startswith("  /") or ln.startswith("  demo")]

@@ -2,7 +2,7 @@
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_docs.py -q
 
-- the CLI reference in README.md is exactly what pairstore.cli_reference generates, and every
+- the CLI reference in README.md is exactly what pairstore.cli.reference generates, and every
   command and option has help text;
 - every `pairstore ...` line in README.md and docs/*.md names a real command with real options;
 - every command in README's "Using it" walkthrough runs (exit 0) against a fresh store in tmp_path;
@@ -23,8 +23,8 @@ import pytest
 from click.testing import CliRunner
 
 from pairstore.cli import cli
-from pairstore.cli_reference import END, START, readme_with_reference
-from pairstore.store import open_store
+from pairstore.cli.reference import END, START, readme_with_reference
+from pairstore.store.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -95,7 +95,7 @@ def test_readme_cli_reference_is_generated_from_the_cli():
     text = README.read_text(encoding="utf-8")
     assert START in text and END in text
     assert text == readme_with_reference(text), (
-        "README.md's CLI reference differs from the CLI: run `.venv/bin/python -m pairstore.cli_reference --write`")
+        "README.md's CLI reference differs from the CLI: run `.venv/bin/python -m pairstore.cli.reference --write`")
     for path, cmd in all_commands()[1:]:
         if not isinstance(cmd, click.Group):
             assert f"#### `{path} " in text, f"{path} missing from the README reference"
@@ -298,7 +298,7 @@ RECIPES_DOC = ROOT / "docs" / "recipes.md"
 
 
 def test_every_recipe_example_in_the_docs_parses():
-    from pairstore.recipes import parse_recipe
+    from pairstore.rounds.recipes import parse_recipe
 
     examples = code_blocks(RECIPES_DOC.read_text(encoding="utf-8"), "toml")
     assert len(examples) == 3
@@ -308,7 +308,7 @@ def test_every_recipe_example_in_the_docs_parses():
 
 def test_recipes_doc_mistake_messages_are_the_real_ones():
     from pairstore.errors import BadInput
-    from pairstore.recipes import parse_recipe
+    from pairstore.rounds.recipes import parse_recipe
 
     text = RECIPES_DOC.read_text(encoding="utf-8")
     example = code_blocks(text, "toml")[0]

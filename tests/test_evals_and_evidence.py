@@ -12,10 +12,10 @@ from audits.decontam import decontam
 from audits.evals_in import ingest_evals
 from audits.mixtures import check_mixtures
 from pairstore.errors import BadInput
-from pairstore.export import export_round
+from pairstore.export.run import export_round
 from pairstore.files import temp_path
-from pairstore.pairs import Pair, add_pairs
-from pairstore.store import open_store
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Pair, add_pairs
 
 QUESTIONS = ["Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins "
              "for her friends every day with four. How many eggs does she sell?",

@@ -9,16 +9,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pairstore.attach import attach_round, content_hash_of_file
-from pairstore.checkpoints import register_checkpoint
 from pairstore.errors import BadInput
-from pairstore.export import export_round
+from pairstore.export.attach import attach_round, content_hash_of_file
+from pairstore.export.run import export_round
+from pairstore.export.writer import row_digest, rows_content_hash
 from pairstore.keys import content_hash_rows, sha256_file
-from pairstore.lineage import lineage
-from pairstore.mixture_writer import row_digest, rows_content_hash
-from pairstore.pairs import Pair, add_pairs
-from pairstore.recipes import add_round
-from pairstore.store import open_store
+from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.lineage import lineage
+from pairstore.rounds.recipes import add_round
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Pair, add_pairs
 
 
 @pytest.fixture
@@ -257,7 +257,7 @@ def test_round_names_never_write_outside_out(setup, tmp_path):
 
 
 def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkeypatch):
-    import pairstore.mixture_writer as export
+    import pairstore.export.writer as export
 
     big = export_round(setup, "r1", tmp_path / "big")
     monkeypatch.setattr(export, "FETCH_ROWS", 4)
@@ -273,7 +273,7 @@ def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monke
     long enough to fill several data pages per row group, chunk boundaries would move page boundaries."""
     import random
 
-    import pairstore.mixture_writer as export
+    import pairstore.export.writer as export
 
     rng = random.Random(5)
     long = [Pair(prompt=f"Long question {i}", source="style", family="long",

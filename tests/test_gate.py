@@ -9,14 +9,14 @@ import pytest
 import xxhash
 
 from pairstore.errors import GateRefused
-from pairstore.export import export_round
-from pairstore.holdout import add_members, remove_member, sample_holdout
-from pairstore.ingest import ingest_battles
+from pairstore.export.run import export_round
+from pairstore.holdout.matching import FUZZY_THRESHOLD, candidate_table, find_holdout_hits, fuzzy_score
+from pairstore.holdout.sets import add_members, remove_member, sample_holdout
+from pairstore.ingest.tables import ingest_battles
 from pairstore.keys import match_key, match_text
-from pairstore.matching import FUZZY_THRESHOLD, candidate_table, find_holdout_hits, fuzzy_score
-from pairstore.pairs import Origin, Pair, add_pairs
-from pairstore.recipes import add_round
-from pairstore.store import open_store
+from pairstore.rounds.recipes import add_round
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 LONG = ("I am planning a trip to Kyoto in late autumn and would like to see the maple leaves at the old "
         "temples. Which three temples would you recommend visiting, and how should I order them in a "
@@ -143,7 +143,7 @@ def test_leak_of_an_eval_item(gated, tmp_path):
 
 
 def test_leak_by_benchmark_13_gram(gated, tmp_path):
-    ngrams = pytest.importorskip("pairstore.ngrams", reason="benchmark n-grams (audits engineer's module) missing")
+    ngrams = pytest.importorskip("pairstore.holdout.ngrams", reason="benchmark n-grams (audits engineer's module) missing")
     item = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
             "How many clips did Natalia sell altogether in April and May?")
     ngrams.register_benchmark(gated, "gsm8k-test", [("gsm8k-test-0", item)])
@@ -270,7 +270,7 @@ def test_a_member_without_words_is_still_found_by_origin_id(gated, tmp_path):
 
 
 def test_benchmark_items_are_found_in_disguise_and_short_ones_embedded(gated, tmp_path):
-    from pairstore.ngrams import register_benchmark
+    from pairstore.holdout.ngrams import register_benchmark
 
     item = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
             "How many clips did Natalia sell altogether in April and May?")

@@ -11,7 +11,7 @@ from importlib import resources
 
 import pytest
 
-from pairstore.matching import EMBED_MIN_WORDS
+from pairstore.holdout.matching import EMBED_MIN_WORDS
 
 # Members: real-looking prompts of every size (two are the shipped sample battles sb0000 and sb0001).
 TINY = "Explain quantum tunneling simply."                                            # < EMBED_MIN_WORDS words

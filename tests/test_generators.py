@@ -20,7 +20,7 @@ from generators.rng import HashRng
 from pairstore.cli import cli
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import content_id
-from pairstore.store import open_store
+from pairstore.store.store import open_store
 
 SEEDS = range(300)
 # xxh3-64 of "1\x1fx\x1f0\x1f0" and "...\x1f1": the first numbers of HashRng(1, "x", 0).
@@ -325,7 +325,7 @@ def test_write_tasks_idempotent_and_conflicts(store):
 
 
 def test_removed_member_is_not_added_back(store):
-    from pairstore.holdout import remove_member
+    from pairstore.holdout.sets import remove_member
 
     tasks = generate_tasks(8, 7)
     write_tasks(store, tasks, suite="lf-r")

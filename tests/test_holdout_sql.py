@@ -7,10 +7,10 @@ import json
 import pytest
 
 from pairstore.errors import BadInput
-from pairstore.holdout import active_members, held_task_keys, sample_holdout
-from pairstore.ingest import ingest_battles
-from pairstore.migrations import SCHEMA_VERSION
-from pairstore.store import open_store
+from pairstore.holdout.sets import active_members, held_task_keys, sample_holdout
+from pairstore.ingest.tables import ingest_battles
+from pairstore.store.migrations import SCHEMA_VERSION
+from pairstore.store.store import open_store
 
 VOTES = ["win"] * 40 + ["loss"] * 36 + ["tie"] * 16 + ["both_bad"] * 12
 
@@ -79,7 +79,7 @@ def test_cli_holdout_add_list_show_remove(run_cli, battles_file, tmp_path):
 
 
 def test_active_members_and_held_task_keys(store):
-    from pairstore.holdout import add_members
+    from pairstore.holdout.sets import add_members
 
     add_members(store, "lf2", [{"item_id": "t1", "item_kind": "task", "match_key": "k", "match_text": "t",
                                 "task_key": "letter_count:{}"}])

@@ -15,14 +15,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from pairstore.errors import BadInput
-from pairstore.ingest import (
+from pairstore.ingest.tables import (
     ingest_battles,
     ingest_generations,
     ingest_judgments,
     ingest_pairs,
     ingest_problems,
 )
-from pairstore.store import open_store
+from pairstore.store.store import open_store
 
 
 def battle(i, **kw):
@@ -139,8 +139,8 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
     # The child runs the real ingest and stops inside its transaction, after the rows are inserted.
     child = textwrap.dedent(f"""
         import sys, time
-        import pairstore.ingest as ing
-        from pairstore.store import open_store
+        import pairstore.ingest.tables as ing
+        from pairstore.store.store import open_store
         real = ing.log_ingest
         def slow(*a, **k):
             real(*a, **k)
@@ -162,7 +162,7 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
 def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
     open_store(db_path).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import time; from pairstore.store import open_store; s = open_store({str(db_path)!r});"
+        [sys.executable, "-c", f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r});"
                                " print('open', flush=True); time.sleep(30)"],
         stdout=subprocess.PIPE, text=True)
     try:
@@ -179,7 +179,7 @@ def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
 def test_several_readers_at_once(db_path, tmp_path, write_jsonl):
     with open_store(db_path) as s:
         ingest_battles(s, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
-    code = (f"import time; from pairstore.store import open_store; s = open_store({str(db_path)!r}, read_only=True);"
+    code = (f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r}, read_only=True);"
             " print(s.scalar('SELECT count(*) FROM battles'), flush=True); time.sleep(1.5)")
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(3)]
     time.sleep(0.2)

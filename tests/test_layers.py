@@ -4,7 +4,7 @@ Layers (docs/design.md, "Layers"):
   1. core   pairstore/ (everything but the app modules)
   2. domain generators/, miners/, audits/, train/  (sideways only: audits.loops, miners.verify and
             the task families generators.registry / generators.tasks / generators.rng)
-  3. app    pairstore/cli.py, pairstore/cli_reference.py, pairstore/demo.py
+  3. app    pairstore/cli/ (the commands, their reference and the demo)
 
 The import graph is read from the source with ast, imports inside functions included, so a lazy
 import cannot hide a dependency.
@@ -20,8 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("pairstore", "generators", "miners", "audits", "train")
-APP_MODULES = {"pairstore.cli", "pairstore.cli_base", "pairstore.cli_store", "pairstore.cli_mine", "pairstore.cli_audit",
-               "pairstore.cli_train", "pairstore.cli_reference", "pairstore.demo"}
+# The app layer is the package pairstore.cli: the commands, their reference and the demo.
+APP_PACKAGE = "pairstore.cli"
 DOMAIN = {"generators", "miners", "audits", "train"}
 # Sideways imports inside the domain layer that the flow needs (docs/design.md names them).
 SIDEWAYS = {"audits.loops", "miners.verify", "generators.registry", "generators.tasks", "generators.rng"}
@@ -34,7 +34,7 @@ def module_name(path: Path, root: Path = ROOT) -> str:
 
 
 def layer_of(module: str) -> str:
-    if module in APP_MODULES:
+    if module == APP_PACKAGE or module.startswith(APP_PACKAGE + "."):
         return "app"
     top = module.split(".")[0]
     if top == "pairstore":
@@ -113,12 +113,14 @@ def test_the_layer_check_catches_domain_sideways_and_app_imports(tmp_path):
     for pkg in PACKAGES:
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "audits" / "report.py").write_text("import miners.battle\nfrom pairstore.demo import run_demo\n")
+    (tmp_path / "audits" / "report.py").write_text("import miners.battle\nfrom pairstore.cli.demo import run_demo\n")
     (tmp_path / "miners" / "battle.py").write_text("")
-    (tmp_path / "pairstore" / "demo.py").write_text("")
+    (tmp_path / "pairstore" / "cli").mkdir()
+    (tmp_path / "pairstore" / "cli" / "__init__.py").write_text("")
+    (tmp_path / "pairstore" / "cli" / "demo.py").write_text("")
     assert layer_violations(tmp_path) == [
         "audits/report.py:1 imports miners.battle: sideways in the domain layer only to audits.loops, generators.registry, generators.rng, generators.tasks, miners.verify",
-        "audits/report.py:2 imports pairstore.demo: domain may not import the app layer"]
+        "audits/report.py:2 imports pairstore.cli.demo: domain may not import the app layer"]
 
 
 # -- one writer per table -------------------------------------------------------------------------
@@ -128,7 +130,7 @@ WRITE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_][a-z0-9_]
 
 def table_writers() -> dict[str, set[str]]:
     """table -> the modules whose source holds an INSERT/UPDATE/DELETE of it (string literals only)."""
-    from pairstore.migrations import MIGRATIONS
+    from pairstore.store.migrations import MIGRATIONS
 
     del MIGRATIONS  # the tables themselves come from the schema below
     writers: dict[str, set[str]] = {}
@@ -154,7 +156,7 @@ def documented_owners() -> dict[str, str]:
 def store_tables() -> set[str]:
     import tempfile
 
-    from pairstore.store import open_store
+    from pairstore.store.store import open_store
 
     with tempfile.TemporaryDirectory() as d, open_store(Path(d) / "s.duckdb") as store:
         return {r[0] for r in store.con.execute(

@@ -7,8 +7,8 @@ import json
 from miners.battle import mine_battles
 from miners.patterns import names_own_model
 from miners.registry import miner_names, run_miner
-from pairstore.holdout import add_members, remove_member, sample_holdout
-from pairstore.ingest import ingest_battles, ingest_pairs
+from pairstore.holdout.sets import add_members, remove_member, sample_holdout
+from pairstore.ingest.tables import ingest_battles, ingest_pairs
 from pairstore.keys import match_key, match_text
 
 

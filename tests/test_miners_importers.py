@@ -63,7 +63,7 @@ def test_ultrafeedback_folder_jsonl_limit_and_seed(store, tmp_path, write_jsonl)
     assert f"ultrafeedback:{99:064x}" not in picked
     # the same seed picks the same rows from a JSONL copy; another seed picks others
     jsonl = write_jsonl(tmp_path / "uf.jsonl", rows)
-    from pairstore.store import open_store
+    from pairstore.store.store import open_store
 
     with open_store(tmp_path / "other.duckdb") as other:
         import_ultrafeedback(other, path=jsonl, limit=7, seed=3)

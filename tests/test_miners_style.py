@@ -12,10 +12,10 @@ from miners.patterns import (
 )
 from miners.style import mine_style
 from miners.verify import extract_answer
-from pairstore.holdout import add_members
-from pairstore.ingest import ingest_generations
+from pairstore.holdout.sets import add_members
+from pairstore.ingest.tables import ingest_generations
 from pairstore.keys import match_key, match_text
-from pairstore.pairs import Origin, Pair, add_pairs
+from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 ASK = "What is 3*3? End with a line 'Final answer: X'."
 

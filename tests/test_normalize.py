@@ -1,5 +1,5 @@
-"""The normalization behind match keys (pairstore.normalize), the equivalences the streaming matcher relies
-on (pairstore.match_scan), and migration 3, which recomputed every stored key."""
+"""The normalization behind match keys (pairstore.holdout.normalize), the equivalences the streaming matcher relies
+on (pairstore.holdout.scan), and migration 3, which recomputed every stored key."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import duckdb
 import pyarrow as pa
 import pytest
 
+from pairstore.holdout.ngrams import words
+from pairstore.holdout.normalize import compact_text, fold_table, word_text
+from pairstore.holdout.scan import loose_hash, loose_hashes, needs_fold_mask
 from pairstore.keys import TURN_SEP, match_key, match_text
-from pairstore.match_scan import loose_hash, loose_hashes, needs_fold_mask
-from pairstore.migrations import MIGRATIONS, SCHEMA_VERSION
-from pairstore.ngrams import words
-from pairstore.normalize import compact_text, fold_table, word_text
-from pairstore.store import open_store
+from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from pairstore.store.store import open_store
 
 BASE = "What is the capital of Peru?"
 

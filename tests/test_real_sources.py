@@ -19,9 +19,9 @@ import pytest
 
 from miners.importers import import_ultrafeedback
 from pairstore.errors import BadInput
-from pairstore.evals import add_eval_items
-from pairstore.ingest import ingest_battles, ingest_problems
-from pairstore.store import open_store
+from pairstore.ingest.tables import ingest_battles, ingest_problems
+from pairstore.store.store import open_store
+from pairstore.tables.evals import add_eval_items
 from train.eval import read_suite_file
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"

@@ -8,9 +8,8 @@ import json
 import pytest
 
 from pairstore.errors import BadInput
-from pairstore.lineage import lineage
-from pairstore.pairs import Pair, add_pairs
-from pairstore.recipes import (
+from pairstore.rounds.lineage import lineage
+from pairstore.rounds.recipes import (
     KNOWN_SOURCES,
     add_round,
     get_round,
@@ -18,7 +17,8 @@ from pairstore.recipes import (
     parse_recipe,
     shipped_recipe_paths,
 )
-from pairstore.store import open_store
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Pair, add_pairs
 
 TRAIN = """
 [train]

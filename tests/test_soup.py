@@ -404,7 +404,7 @@ def test_cli_soup_registers_checkpoint(pair, tmp_path):
                                  "--out", str(out), "--slice-mb", "1"])
     assert r.exit_code == 0, r.output
     assert "registered checkpoint souped" in r.output
-    from pairstore.store import open_store
+    from pairstore.store.store import open_store
 
     with open_store(str(db), read_only=True) as store:
         row = store.rows("SELECT kind, parents, alpha, path, evidence FROM checkpoints WHERE name = 'souped'")[0]

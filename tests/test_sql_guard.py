@@ -1,4 +1,4 @@
-"""Every SQL fragment a user gives goes through one validator (pairstore.sql_guard), and `pairstore sql` keeps
+"""Every SQL fragment a user gives goes through one validator (pairstore.store.sql_guard), and `pairstore sql` keeps
 to the store (issue 13, items 3 and 4)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 
 from pairstore.errors import BadInput
-from pairstore.sql_guard import check_condition
-from pairstore.store import open_store
+from pairstore.store.sql_guard import check_condition
+from pairstore.store.store import open_store
 
 BAD = {
     "1=0) OR (source = 'ultrafeedback'": "closes a parenthesis",
@@ -49,8 +49,8 @@ def test_ordinary_conditions_pass(fragment):
 
 @pytest.fixture
 def sources(store, tmp_path, dpo_recipe, fill_pairs):
-    from pairstore.pairs import Pair, add_pairs
-    from pairstore.recipes import add_round
+    from pairstore.rounds.recipes import add_round
+    from pairstore.tables.pairs import Pair, add_pairs
 
     fill_pairs(store)
     add_pairs(store, [Pair(prompt=f"Other source {i}", chosen=f"c{i}", rejected=f"r{i}", source="ultrafeedback")
@@ -122,7 +122,7 @@ def test_sql_read_only_default_cannot_reach_files_or_other_databases(store, tmp_
 
 
 def test_sql_write_is_all_or_nothing_and_keeps_logged_tables(store, tmp_path, run_cli, fill_pairs):
-    from pairstore.holdout import add_members
+    from pairstore.holdout.sets import add_members
 
     fill_pairs(store)
     add_members(store, "judge", [{"item_id": "b1", "item_kind": "battle", "match_key": "k", "match_text": "t"}])

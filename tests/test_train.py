@@ -19,7 +19,7 @@ from safetensors.torch import load_file, save_file
 from pairstore.cli import cli
 from pairstore.errors import BadInput, GateRefused
 from pairstore.keys import sha256_file
-from pairstore.store import open_store
+from pairstore.store.store import open_store
 
 ROUND = "r1"
 SYSTEM = "Answer briefly."

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pairstore.export import export_round
+from pairstore.export.run import export_round
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

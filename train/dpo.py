@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from pairstore.checkpoints import register_checkpoint
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import canonical_messages, sha256_file
-from pairstore.store import open_store
+from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.store.store import open_store
 from train.bundle import EVIDENCE_FILE, make_portable, tokenizer_fingerprint
 from train.dpo_job import JOB_FILE, prepare_job, verify_mixture
 from train.launch import run_accelerate

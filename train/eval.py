@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pairstore.dataset_files import read_dataset
 from pairstore.errors import BadInput, NotFound
-from pairstore.evals import add_eval_items, replace_scores
-from pairstore.generations import insert_generations
+from pairstore.holdout.ngrams import register_benchmark
+from pairstore.ingest.dataset_files import read_dataset
+from pairstore.ingest.math_problems import problem_fields
+from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, sha256_text, user_turns
-from pairstore.math_problems import problem_fields
-from pairstore.ngrams import register_benchmark
-from pairstore.records import Fields
+from pairstore.tables.evals import add_eval_items, replace_scores
+from pairstore.tables.generations import insert_generations
 from train.sample import VERIFIER_KINDS, Item, generate, generation_rows, read_prompt_file
 from train.serving import bundle_name, load_serving
 
@@ -47,7 +47,7 @@ class EvalResult:
 
 
 def read_suite_file(path, suite: str):
-    """Items of a suite file, or of the test split of a dataset folder (pairstore.dataset_files): GSM8K columns,
+    """Items of a suite file, or of the test split of a dataset folder (pairstore.ingest.dataset_files): GSM8K columns,
     MATH columns (MATH-500's own `answer` is the gold), or {id?, prompt, gold?, kind?} records."""
     records = list(read_dataset(path, split="test"))
     first = records[0]

@@ -21,10 +21,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pairstore.checkpoints import register_checkpoint
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import sha256_file
+from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
     ShardedWriter,

@@ -25,9 +25,9 @@ import xxhash
 from audits.loops import scan
 from miners.verify import extract_answer, is_equivalent
 from pairstore.errors import BadInput, NotFound
-from pairstore.generations import generation_id, insert_generations
+from pairstore.ingest.records import read_records
 from pairstore.keys import canonical_messages, messages_content_id
-from pairstore.records import read_records
+from pairstore.tables.generations import generation_id, insert_generations
 from train.serving import DECODING_KEYS, bundle_name, load_model, load_serving
 
 VERIFIER_KINDS = ("gsm8k", "math", "task")

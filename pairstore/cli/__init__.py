@@ -1,0 +1,43 @@
+"""The `pairstore` command line: thin wrappers over library functions.
+
+Each command opens the store, calls one library function and prints its result; the commands live
+by topic in pairstore/cli/store.py, cli_mine.py, cli_audit.py and cli_train.py, and what they share
+(errors to one line and an exit status, see docs/design.md) in pairstore/cli/base.py.
+
+    pairstore --db store.duckdb ingest battles battles.jsonl
+    pairstore sql "SELECT * FROM pairs_by_source"
+"""
+
+from __future__ import annotations
+
+import click
+
+from pairstore.cli.audit import audit_group
+from pairstore.cli.base import PairstoreGroup
+from pairstore.cli.mine import generate_group, mine_group
+from pairstore.cli.store import export_cmd, holdout_group, ingest_group, lineage_cmd, round_group, sql_cmd
+from pairstore.cli.train import demo_cmd, eval_cmd, train_group
+
+
+@click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", envvar="PAIRSTORE_DB", default="pairstore.duckdb", show_default=True,
+              help="The store file (or set PAIRSTORE_DB).")
+@click.version_option(package_name="pairstore")
+@click.pass_context
+def cli(ctx, db):
+    """pairstore: preference pairs, holdout gate and provenance for DPO rounds."""
+    ctx.ensure_object(dict)
+    ctx.obj["db"] = db
+
+
+def main(argv=None):
+    cli.main(args=argv, prog_name="pairstore")
+
+
+for command in (sql_cmd, ingest_group, holdout_group, generate_group, mine_group, round_group, export_cmd,
+                lineage_cmd, audit_group, train_group, eval_cmd, demo_cmd):
+    cli.add_command(command)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Planning a round's mixture: which pairs, how many copies, in SQL over `pairs`.
+
+    plans = plan_mixture(store, get_round(store, "m11a"))   # fills the temp table _mix
+
+Each `[[mix]]` block selects pairs by source and its `where` (checked by pairstore.store.sql_guard, then
+applied inside a subquery already limited to the block's source, so it can only narrow it), then a seeded `limit` (pairs ordered by keys.seeded_rank(seed, "limit", pair_id), the first
+`limit` kept; more than there is = all, noted in the evidence), then `upsample` (integer copies; a
+fraction adds a partial copy of the pairs first in keys.seeded_rank(seed, "copy", pair_id) order).
+
+The plan lives in the temp table `_mix` (block, prow, pair_id, kind, copies), prow being the pair's
+rowid in `pairs`: the gate checks it and the writer streams it (pairstore/export/run.py runs the three).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from pairstore.errors import BadInput
+from pairstore.keys import seeded_order
+from pairstore.rounds.recipes import Recipe
+from pairstore.store.sql_guard import check_condition
+
+
+@dataclass
+class BlockPlan:
+    index: int
+    source: str
+    where: str | None
+    limit: int | None
+    upsample: float
+    matched: int = 0        # pairs the source and condition select
+    selected: int = 0       # after the seeded limit
+    rows: int = 0           # after upsampling
+    note: str | None = None
+
+    def as_dict(self) -> dict:
+        return {"source": self.source, "where": self.where, "limit": self.limit, "upsample": self.upsample,
+                "matched": self.matched, "selected": self.selected, "rows": self.rows, "note": self.note}
+
+
+# -- the plan ------------------------------------------------------------------------
+
+def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
+    """Fill the temp table _mix (block, prow, pair_id, kind, copies) for the recipe."""
+    con = store.con
+    con.execute("CREATE OR REPLACE TEMP TABLE _mix_sel (block INTEGER, prow BIGINT, pair_id VARCHAR, "
+                "kind VARCHAR, copies INTEGER)")
+    plans = []
+    for i, blk in enumerate(recipe.mix):
+        plan = BlockPlan(i, blk.source, blk.where, blk.limit, blk.upsample)
+        # The condition runs inside a subquery already limited to the source, so it can only narrow it.
+        where = f"WHERE ({check_condition(blk.where, field=f'mix[{i}].where')})" if blk.where else ""
+        rows = f"(SELECT rowid AS prow, * FROM pairs WHERE source = ?) AS pairs {where}"
+        whole = int(blk.upsample)
+        frac = blk.upsample - whole
+        try:
+            if blk.limit is None and frac == 0:
+                con.execute(f"INSERT INTO _mix_sel SELECT {i}, prow, pair_id, kind, {whole} FROM {rows}",
+                            [blk.source])
+                plan.matched = plan.selected = con.execute(
+                    f"SELECT count(*) FROM _mix_sel WHERE block = {i}").fetchall()[0][0]
+            else:
+                tbl = con.sql(f"SELECT prow, pair_id, kind FROM {rows} ORDER BY pair_id",
+                              params=[blk.source]).to_arrow_table()
+                plan.matched = tbl.num_rows
+                ids = tbl.column("pair_id").to_pylist()
+                keep = np.arange(len(ids))
+                if blk.limit is not None and len(ids) > blk.limit:
+                    keep = np.sort(seeded_order(recipe.seed, ids, "limit")[:blk.limit])
+                elif blk.limit is not None and len(ids) < blk.limit:
+                    plan.note = f"limit {blk.limit} > {len(ids)} pairs available: all taken"
+                tbl = tbl.take(pa.array(keep))
+                copies = np.full(tbl.num_rows, whole, dtype=np.int32)
+                if frac:
+                    extra = int(np.floor(frac * tbl.num_rows + 0.5))
+                    part = seeded_order(recipe.seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
+                    copies[part] += 1
+                sel = pa.table({"block": pa.array(np.full(tbl.num_rows, i, dtype=np.int32)),
+                                "prow": tbl.column("prow"), "pair_id": tbl.column("pair_id"),
+                                "kind": tbl.column("kind"), "copies": pa.array(copies)})
+                with store.registered("_mix_block", sel):
+                    con.execute("INSERT INTO _mix_sel SELECT * FROM _mix_block")
+                plan.selected = tbl.num_rows
+        except duckdb.Error as e:
+            raise BadInput(f"round {recipe.name!r}, [[mix]] block {i + 1}: {str(e).splitlines()[0]}",
+                           field=f"mix[{i}].where") from None
+        if plan.matched == 0:
+            plan.note = "no pairs match this block"
+        plans.append(plan)
+    con.execute("CREATE OR REPLACE TEMP TABLE _mix AS SELECT * FROM _mix_sel WHERE copies > 0")
+    con.execute("DROP TABLE _mix_sel")
+    for plan in plans:
+        plan.rows = int(con.execute("SELECT coalesce(sum(copies), 0) FROM _mix WHERE block = ?",
+                                    [plan.index]).fetchall()[0][0])
+    return plans

@@ -1,0 +1,185 @@
+"""Export a round's mixture through the holdout gate: NAME.parquet (+ NAME.sft.parquet) and
+NAME.training_evidence.json.
+
+    pairstore export --round m11a --out mixtures/
+
+In order, each step in a module of its own:
+
+1. plan the mixture in SQL (pairstore.export.plan: source, `where`, seeded `limit`, `upsample`);
+2. the holdout gate (pairstore.holdout.gate) checks every distinct pair against every active holdout member,
+   eval item and benchmark reference; a hit that is not exempted raises GateRefused (exit 3) and
+   nothing is written;
+3. the rows are streamed to parquet under temporary names in the output folder
+   (pairstore.export.writer: fixed order and writer options, so the same store and recipe give
+   byte-identical files);
+4. the evidence (pairstore.export.evidence) is written beside them; a registered file at one of the
+   final paths with other bytes refuses the export (exit 2) unless `replace`, which supersedes that
+   registration (pairstore.export.overwrites); then every file is renamed to its final name, and the files,
+   their rows and the evidence file's SHA-256 are registered (pairstore.export.registry).
+
+What an interrupted export left in the folder (temp files, files never registered) is named in the
+result's notes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pairstore.errors import BadInput
+from pairstore.export.evidence import evidence_name, export_evidence
+from pairstore.export.overwrites import leftovers, replacements
+from pairstore.export.plan import plan_mixture
+from pairstore.export.registry import record_export
+from pairstore.export.writer import write_mixture_file
+from pairstore.files import temp_path
+from pairstore.holdout.gate import run_gate
+from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
+from pairstore.keys import sha256_file
+from pairstore.rounds.recipes import NAME_RE, Recipe, get_round
+
+# DuckDB's buffer memory while exporting (it spills to disk beyond this): with the arrow chunks on the
+# Python side the export stays well under 1.5 GB whatever the size of the store.
+EXPORT_MEMORY_LIMIT = "512MB"
+
+
+@dataclass
+class ExportResult:
+    round: str
+    out_dir: str
+    files: dict = field(default_factory=dict)      # "dpo"/"sft" -> {"path", "sha256", "rows", "content_hash"}
+    evidence_path: str = ""
+    blocks: list = field(default_factory=list)
+    rows_by_source: dict = field(default_factory=dict)
+    gate: dict = field(default_factory=dict)
+    export_ids: list = field(default_factory=list)
+    superseded: list = field(default_factory=list)   # export ids this export replaced (--replace)
+    notes: list = field(default_factory=list)        # leftovers of an interrupted export, ...
+
+
+def resolve_system_prompt(store, recipe: Recipe, *, bundle=None, system_prompt_file=None) -> tuple[str | None, str]:
+    """(system prompt or None, where it came from)."""
+    sp = recipe.system_prompt
+    if sp != "bundle":
+        if system_prompt_file is not None or bundle is not None:
+            raise BadInput(f"round {recipe.name!r} has {'no' if sp is None else 'its own literal'} system prompt; "
+                           "--bundle and --system-prompt-file apply only to system_prompt = \"bundle\"",
+                           field="system_prompt")
+        return sp, ("none" if sp is None else "recipe")
+    if system_prompt_file is not None:
+        path = Path(system_prompt_file)
+    elif bundle is not None:
+        path = Path(bundle) / "system_prompt.txt"
+    else:
+        row = store.one("SELECT path FROM checkpoints WHERE name = ?", [recipe.parent])
+        if row is None or not row[0]:
+            raise BadInput(
+                f"round {recipe.name!r} takes the system prompt of its parent bundle (system_prompt = \"bundle\") "
+                f"but checkpoint {recipe.parent!r} has no registered path; pass --bundle DIR or "
+                "--system-prompt-file FILE", field="system_prompt")
+        path = Path(row[0]) / "system_prompt.txt"
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as e:
+        raise BadInput(f"cannot read the system prompt: {getattr(e, 'strerror', None) or e}", path=str(path),
+                       field="system_prompt") from None
+    if not text:
+        raise BadInput("the system prompt file is empty", path=str(path), field="system_prompt")
+    return text, str(path)
+
+
+def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    out_real = out.resolve()
+    finals = {"dpo": out_real / f"{name}.parquet", "sft": out_real / f"{name}.sft.parquet"}
+    evidence_path = out_real / evidence_name(name)
+    for p in [*finals.values(), evidence_path]:
+        if p.parent != out_real:
+            raise BadInput(f"round {name!r} would write outside {out_real}", field="out")
+    return out_real, finals, evidence_path
+
+
+def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None,
+                 replace: bool = False) -> ExportResult:
+    """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
+
+    `replace`: supersede a registered file at those paths that would get other bytes (else BadInput)."""
+    recipe = get_round(store, name)
+    if not NAME_RE.fullmatch(recipe.name):
+        raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
+    if recipe.kind != "dpo":
+        raise BadInput(f"round {name!r} is a {recipe.kind}: it has no mixture to export", field="round")
+    system_prompt, sp_from = resolve_system_prompt(store, recipe, bundle=bundle,
+                                                   system_prompt_file=system_prompt_file)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise BadInput("--out must name a folder", path=str(out), field="out")
+    con = store.con
+    memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+    try:
+        plans = plan_mixture(store, recipe)
+        if not con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]:
+            raise BadInput(f"round {name!r}: the mixture selects no pairs "
+                           f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
+                           field="mix")
+        gate, exempted = run_gate(store, name, system_prompt)      # raises before anything is written
+        out_real, finals, evidence_path = _out_paths(out, name)
+        kinds_present = {k for (k,) in con.execute("SELECT DISTINCT kind FROM _mix").fetchall()}
+        result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
+        every_file = [finals["dpo"], finals["sft"], evidence_path]
+        result.notes = [f"{path}: {why}" for path, why in leftovers(store, out_real, every_file)]
+        with store.transaction():
+            store.audit("export.started", name, {"out": str(out_real), "files": [str(p) for p in every_file]})
+        temps: dict[str, Path] = {}
+        by_source: Counter = Counter()
+        by_family: Counter = Counter()
+        try:
+            for kind in ("dpo", "sft"):
+                if kind not in kinds_present:
+                    continue
+                tmp = temps[kind] = temp_path(finals[kind])
+                rows, chash, counts = write_mixture_file(store, tmp, kind, len(plans), system_prompt)
+                for (s, f), n in counts.items():
+                    by_source[s] += n
+                    by_family[f or "(none)"] += n
+                result.files[kind] = {"path": str(finals[kind]), "sha256": sha256_file(tmp), "rows": rows,
+                                      "content_hash": chash}
+            result.rows_by_source = dict(sorted(by_source.items()))
+            result.gate = {
+                "passed": True, "members_checked": gate.members, "pairs_checked": gate.candidates,
+                "fuzzy_pairs_scored": gate.fuzzy_pairs_scored, "fuzzy_threshold": FUZZY_THRESHOLD,
+                "fuzzy_min_chars": FUZZY_MIN_CHARS, "embed_min_words": EMBED_MIN_WORDS, "exempted": exempted,
+                "notes": gate.notes}
+            evidence = export_evidence(
+                store, recipe, result.files, file_names={k: p.name for k, p in finals.items()},
+                blocks=result.blocks, rows_by_source=result.rows_by_source,
+                rows_by_family=dict(sorted(by_family.items())), gate=result.gate, system_prompt=system_prompt,
+                system_prompt_from=sp_from)
+            temps["evidence"] = temp_path(evidence_path)
+            temps["evidence"].write_text(json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+            evidence_sha = sha256_file(temps["evidence"])
+            new_sha = {finals[k]: (result.files[k]["sha256"] if k in result.files else None) for k in finals}
+            result.superseded = replacements(store, {**new_sha, evidence_path: evidence_sha}, replace=replace)
+            # Every file is complete before the first rename, so a reader finds the old set or the new one.
+            for kind in ("dpo", "sft"):
+                if kind in temps:
+                    os.replace(temps.pop(kind), finals[kind])
+                elif finals[kind].exists() and kind == "sft":
+                    finals[kind].unlink()    # an older export's sft file would not match this evidence
+            os.replace(temps.pop("evidence"), evidence_path)
+        finally:
+            for tmp in temps.values():
+                tmp.unlink(missing_ok=True)
+        result.evidence_path = str(evidence_path)
+        result.export_ids = record_export(store, name, result.files, evidence, evidence_path=result.evidence_path,
+                                          evidence_sha256=evidence_sha, exempted=exempted,
+                                          supersede=result.superseded)
+        return result
+    finally:
+        con.execute("DROP TABLE IF EXISTS _mix")
+        con.execute(f"SET memory_limit = '{memory_limit}'")

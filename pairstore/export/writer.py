@@ -1,0 +1,212 @@
+"""Writing a planned mixture (`_mix`) to parquet: fixed order, fixed writer options, a content hash.
+
+    rows, content_hash, by_source_family = write_mixture_file(store, tmp_path, "dpo", n_blocks, system_prompt)
+
+Rows go out in a fixed order (the trainer shuffles): blocks in recipe order; in a block, pairs in the
+store's order (pairs.rowid), copies of a pair adjacent (they compress to almost nothing). The writer
+options are fixed (zstd, row groups of ROW_GROUP_ROWS rows, one contiguous chunk per row group, no
+timestamps), so the same store and recipe give byte-identical files. DPO rows are TRL's conversational
+preference format (prompt, chosen, rejected as message lists); NLL-only rows go to a second file in
+TRL's prompt-completion format.
+
+The content hash is keys.content_hash_rows over the rows' digests in file order, a row's digest being
+the xxh3-128 of its canonical JSON {"chosen": text, "prompt": messages, "rejected": text or null}
+(row_json). It does not depend on the parquet writer or the column layout, so a file made elsewhere
+with the same rows hashes the same (pairstore.export.attach.content_hash_of_file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import xxhash
+
+from pairstore.errors import PairstoreError
+from pairstore.keys import content_hash_rows, xxh128
+from pairstore.prefetch import prefetch
+
+ROW_GROUP_ROWS = 32_768
+# Rows (pairs x copies) fetched per query: bounds memory whatever the size of the store.
+FETCH_ROWS = 16_384
+COMPRESSION = "zstd"
+COMPRESSION_LEVEL = 1
+
+_MSG = pa.struct([("role", pa.string()), ("content", pa.string())])
+DPO_SCHEMA = pa.schema([("prompt", pa.list_(_MSG)), ("chosen", pa.list_(_MSG)), ("rejected", pa.list_(_MSG)),
+                        ("pair_id", pa.string()), ("source", pa.string()), ("family", pa.string())])
+SFT_SCHEMA = pa.schema([("prompt", pa.list_(_MSG)), ("completion", pa.list_(_MSG)),
+                        ("pair_id", pa.string()), ("source", pa.string()), ("family", pa.string())])
+# Writer-dependent but fixed: these decide the bytes of the file.
+_DICT_COLUMNS = ["source", "family", "prompt.list.element.role", "chosen.list.element.role",
+                 "rejected.list.element.role", "completion.list.element.role"]
+
+
+def row_json(prompt: list[dict], chosen: str, rejected: str | None) -> str:
+    """The canonical JSON of one mixture row (what its digest is taken of)."""
+    return json.dumps({"prompt": [{"role": m["role"], "content": m["content"]} for m in prompt], "chosen": chosen,
+                       "rejected": rejected}, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def row_digest(prompt: list[dict], chosen: str, rejected: str | None) -> str:
+    """xxh3-128 of the row's canonical JSON."""
+    return xxh128(row_json(prompt, chosen, rejected))
+
+
+def rows_content_hash(digests) -> str:
+    """The content hash of ordered rows: keys.content_hash_rows over the rows' digests."""
+    return content_hash_rows([d] for d in digests)
+
+
+def _json_digests(js: pa.Array) -> list[str]:
+    """xxh3-128 of each JSON text of a string array, read straight from the arrow buffers."""
+    if js.type not in (pa.string(), pa.large_string()):
+        js = js.cast(pa.large_string())
+    n = len(js)
+    width = np.int64 if js.type == pa.large_string() else np.int32
+    offsets = np.frombuffer(js.buffers()[1], dtype=width)[js.offset:js.offset + n + 1]
+    data = memoryview(js.buffers()[2]) if n else memoryview(b"")
+    digest = xxhash.xxh3_128_hexdigest
+    return [digest(data[int(offsets[i]):int(offsets[i + 1])]) for i in range(n)]
+
+
+class _RowGroupWriter:
+    """ParquetWriter that cuts row groups at exactly ROW_GROUP_ROWS rows, whatever the fetch sizes."""
+
+    def __init__(self, path: Path, schema: pa.Schema):
+        self.schema = schema
+        self.writer = pq.ParquetWriter(
+            str(path), schema, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL,
+            use_dictionary=[c for c in _DICT_COLUMNS if c.split(".")[0] in schema.names],
+            write_statistics=True, version="2.6", data_page_version="1.0", write_page_index=False)
+        self.pending: list[pa.Table] = []
+        self.pending_rows = 0
+
+    def write(self, table: pa.Table) -> None:
+        self.pending.append(table)
+        self.pending_rows += table.num_rows
+        while self.pending_rows >= ROW_GROUP_ROWS:
+            whole = pa.concat_tables(self.pending)
+            # one contiguous chunk per row group: page boundaries then depend on the data only, not on
+            # how DuckDB's threads happened to chunk the fetched rows
+            self.writer.write_table(whole.slice(0, ROW_GROUP_ROWS).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+            rest = whole.slice(ROW_GROUP_ROWS)
+            self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+
+    def close(self) -> None:
+        if self.pending_rows:
+            self.writer.write_table(pa.concat_tables(self.pending).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+        self.writer.close()
+
+
+def _chunks(store, kind: str, block: int) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+    """(first prow, last prow, prows, copies) of one block's pieces of about FETCH_ROWS output rows
+    (pairs x copies), prows ascending."""
+    arr = store.con.execute("SELECT prow, copies FROM _mix WHERE kind = ? AND block = ? ORDER BY prow",
+                            [kind, block]).fetchnumpy()
+    prow = np.asarray(arr["prow"], dtype=np.int64)
+    copies = np.asarray(arr["copies"], dtype=np.int64)
+    ends = np.cumsum(copies)
+    out, start, base = [], 0, 0
+    while start < len(prow):
+        stop = int(np.searchsorted(ends, base + FETCH_ROWS, side="left"))
+        stop = min(max(stop, start), len(prow) - 1)
+        out.append((int(prow[start]), int(prow[stop]), prow[start:stop + 1], copies[start:stop + 1]))
+        base = int(ends[stop])
+        start = stop + 1
+    return out
+
+
+def _as_messages(texts: pa.Array, role: str) -> pa.ListArray:
+    """[{'role': role, 'content': text}] for each text, built on the Arrow buffers (no copy of the text)."""
+    n = len(texts)
+    msgs = pa.StructArray.from_arrays([pa.repeat(role, n).cast(pa.string()), texts], fields=list(_MSG))
+    return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), msgs)
+
+
+def write_mixture_file(store, path: Path, kind: str, n_blocks: int, system_prompt: str | None):
+    """Stream the `kind` (dpo or sft) rows of _mix into parquet at `path`.
+
+    Returns (rows, content hash, rows by (source, family)).
+
+    Each distinct pair's row JSON is made once by DuckDB's to_json (the same text as row_json, except that
+    DuckDB writes the \\u00XX escapes of control characters in upper case: rows holding such an escape get
+    their digest from Python), digested, and the digest repeated for its copies.
+    """
+    con = store.con
+    schema = DPO_SCHEMA if kind == "dpo" else SFT_SCHEMA
+    answer_col = "chosen" if kind == "dpo" else "completion"
+    # the stored prompt already is STRUCT(role, content)[]; a recipe system prompt replaces the pair's own
+    prompt_sql = ("p.prompt" if system_prompt is None else
+                  "list_concat([{'role': 'system', 'content': $sys}], "
+                  "list_filter(p.prompt, lambda m: m.role <> 'system'))")
+    # A plain scan of a rowid range with a semi-join: no ORDER BY (a sort would hold every text of the
+    # chunk in DuckDB's memory) and no nested columns built in SQL; the rows are put in order and the
+    # message lists built on the Arrow side.
+    sql = f"""
+        SELECT p.rowid AS prow, {prompt_sql} AS _prompt, p.chosen, p.rejected, p.pair_id, p.source, p.family,
+               to_json({{'chosen': p.chosen,
+                         'prompt': list_transform(_prompt, lambda m: {{'content': m.content, 'role': m.role}}),
+                         'rejected': p.rejected}}) AS _json,
+               contains(_json, '\\u00') AS _odd
+        FROM pairs p
+        WHERE p.rowid BETWEEN $lo AND $hi
+          AND p.rowid IN (SELECT prow FROM _mix WHERE kind = $kind AND block = $block AND prow BETWEEN $lo AND $hi)"""
+    h = hashlib.sha256()
+    counts: Counter = Counter()
+    rows = 0
+    jobs = [(block, *piece) for block in range(n_blocks) for piece in _chunks(store, kind, block)]
+
+    def fetch():
+        # Only this thread touches the connection while the loop below digests and writes (both release
+        # the GIL for their heavy parts), so DuckDB fetches the next chunk meanwhile.
+        for block, lo, hi, prows, copies in jobs:
+            params = {"kind": kind, "block": block, "lo": lo, "hi": hi}
+            if system_prompt is not None:
+                params["sys"] = system_prompt
+            yield con.sql(sql, params=params).to_arrow_table(), prows, copies
+
+    writer = _RowGroupWriter(path, schema)
+    chunks = prefetch(fetch(), depth=1, name="pairstore-export-fetch")
+    try:
+        for tbl, prows, copies in chunks:
+            got = tbl.column("prow").to_numpy()
+            order = np.argsort(got, kind="stable")
+            if not np.array_equal(got[order], prows):
+                raise PairstoreError(f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed "
+                                     "while exporting")
+            tbl = tbl.take(pa.array(order))
+            digests = _json_digests(tbl.column("_json").combine_chunks())
+            odd = tbl.column("_odd").to_numpy(zero_copy_only=False)
+            if odd.any():
+                sub = tbl.filter(pa.array(odd)).select(["_prompt", "chosen", "rejected"]).to_pylist()
+                for i, r in zip(np.flatnonzero(odd), sub):
+                    digests[i] = row_digest(r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None)
+            # the bytes content_hash_rows([d] for d in digests) hashes: a one-string JSON list per line
+            h.update("".join(f'["{d}"]\n' * c for d, c in zip(digests, copies.tolist())).encode())
+            grouped = pa.table({"source": tbl.column("source"), "family": tbl.column("family"),
+                                "copies": pa.array(copies)}).group_by(["source", "family"]).aggregate(
+                [("copies", "sum")])
+            for s, f, n in zip(*(grouped.column(c).to_pylist() for c in ("source", "family", "copies_sum"))):
+                counts[(s, f)] += n
+            columns = {"prompt": tbl.column("_prompt"),
+                       answer_col: _as_messages(tbl.column("chosen").combine_chunks(), "assistant")}
+            if kind == "dpo":
+                columns["rejected"] = _as_messages(tbl.column("rejected").combine_chunks(), "assistant")
+            tbl = pa.table({**columns, "pair_id": tbl.column("pair_id"), "source": tbl.column("source"),
+                            "family": tbl.column("family")})
+            if (copies != 1).any():
+                # copies adjacent: the compressor sees a repeat, not new data, so upsampling is nearly free
+                tbl = tbl.take(pa.array(np.repeat(np.arange(tbl.num_rows), copies)))
+            out = tbl.cast(schema)
+            writer.write(out)
+            rows += out.num_rows
+    finally:
+        chunks.close()      # stops and joins the fetch thread before anything else uses the connection
+        writer.close()
+    return rows, h.hexdigest(), counts

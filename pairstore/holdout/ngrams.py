@@ -1,0 +1,345 @@
+"""Benchmark word n-grams: registration and lookup, vectorized (no per-row Python loops).
+
+    from pairstore.holdout.ngrams import register_benchmark, benchmark_hits
+    register_benchmark(store, "gsm8k-test", [("0", "Janet's ducks lay 16 eggs ..."), ...], n=13)
+    benchmark_hits(store, pa.table({"row_index": [...], "text": [...]}), n=13)
+        # -> [(row_index, "gsm8k-test", "0"), ...]
+
+CLI: `pairstore audit decontam --benchmark gsm8k-test --path test.jsonl --register`.
+
+Normalization follows lm-evaluation-harness's decontamination janitor: ASCII
+letters lower-cased, ASCII punctuation (`string.punctuation`) deleted, then
+split on whitespace; an n-gram is n consecutive words of one text. Items with
+fewer than n words have no n-gram (the holdout matcher still finds them by
+match key, and embedded in a longer prompt from five words on).
+
+Registered items are read through pairstore.holdout.normalize.word_text first (which
+for plain ASCII text gives the janitor the same words), so the gate, which
+reads disguised rows the same way, finds an item written with look-alike
+letters or invisible characters.
+
+Hash of an n-gram w_0..w_{n-1} (stable across DuckDB, Python and numpy
+versions; stored as UBIGINT in `benchmark_ngrams.ngram`):
+
+    sum_k xxh3_64(utf8(w_k)) * Q**k  mod 2**64
+
+(a random linear combination of independent 64-bit word hashes: no further
+mixing is needed, which saves passes over every window).
+
+Computed without a per-word Python loop: the texts' bytes are normalized with
+numpy lookup tables on the Arrow buffer, split by Arrow, words are mapped to
+the benchmark vocabulary (`pyarrow.compute.index_in`; only the vocabulary's
+distinct words are hashed in Python), and the windowed sum is a prefix sum
+over uint64 (wrap-around arithmetic) times inverse powers of Q. A window
+holding a word the benchmark never uses cannot match and is dropped before
+the join, which runs in DuckDB.
+"""
+
+from __future__ import annotations
+
+import os
+import string
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from pairstore.errors import BadInput
+from pairstore.holdout.normalize import word_text
+from pairstore.keys import match_key
+
+DEFAULT_N = 13
+DEFAULT_THREADS = 4
+Q = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
+Q_INV = pow(Q, -1, 1 << 64)
+_CHUNK_BYTES = 4 << 20  # normalize/split at most this much text at once (memory stays modest)
+
+# ASCII upper -> lower, the ASCII separators \x1c-\x1f (whitespace to str.split) -> space, and ASCII
+# punctuation deleted, as bytes.translate tables: bytes >= 0x80 never hold ASCII characters inside
+# UTF-8, so working on the raw UTF-8 buffer keeps multi-byte characters intact. One translate call
+# covers a whole chunk of rows (C speed).
+_LOWER_TABLE = bytes.maketrans(string.ascii_uppercase.encode() + bytes(range(0x1C, 0x20)),
+                               string.ascii_lowercase.encode() + b" " * 4)
+_PUNCT_BYTES = string.punctuation.encode()
+# The same bytes -> 1 (punctuation) or 0, also through translate: a C-speed indicator buffer.
+_PUNCT_FLAGS = bytes(1 if b in _PUNCT_BYTES else 0 for b in range(256))
+# Lead bytes of the multi-byte characters str.split() treats as whitespace: U+0085, U+00A0 (C2 ..),
+# U+1680 (E1 ..), U+2000-200A, U+2028, U+2029, U+202F, U+205F (E2 ..), U+3000 (E3 ..).
+_SPACE_LEAD = np.zeros(256, dtype=bool)
+_SPACE_LEAD[[0xC2, 0xE1, 0xE2, 0xE3]] = True
+_UNICODE_SPACES = {chr(c).encode() for c in range(0x80, 0x3001) if chr(c).isspace()}
+
+
+def _blank_unicode_spaces(data: bytes) -> bytes:
+    """Multi-byte Unicode whitespace replaced by as many ASCII spaces (offsets unchanged).
+
+    Afterwards Arrow's ASCII whitespace split equals str.split(). Only candidate lead bytes are
+    looked at in Python; the buffer itself is scanned by numpy.
+    """
+    buf = np.frombuffer(data, dtype=np.uint8)
+    if len(buf) == 0 or buf.max() < 0x80:   # pure ASCII: one vectorized reduction, nothing to do
+        return data
+    leads = np.flatnonzero(_SPACE_LEAD[buf])
+    if len(leads) == 0:
+        return data
+    hits = [i for i in leads.tolist() if data[i:i + (2 if data[i] == 0xC2 else 3)] in _UNICODE_SPACES]
+    if not hits:
+        return data
+    out = bytearray(data)
+    for i in hits:
+        width = 2 if data[i] == 0xC2 else 3
+        out[i:i + width] = b" " * width
+    return bytes(out)
+
+
+def normalize_texts(texts) -> pa.LargeStringArray:
+    """lm-eval janitor normalization of many texts at once (ASCII lower-case, punctuation deleted).
+
+    Unicode whitespace becomes ASCII spaces as well (same split, see words()).
+    """
+    arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, type=pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], type=pa.large_string())
+    arr = pc.fill_null(arr.cast(pa.large_string()), "")
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    raw = (bufs[2][start:end] if bufs[2] is not None else pa.py_buffer(b"")).to_pybytes()
+    new_data = _blank_unicode_spaces(raw.translate(_LOWER_TABLE, _PUNCT_BYTES))
+    # Each text's new length: its length minus its punctuation bytes (one reduceat over the flags).
+    lengths = np.diff(offsets)
+    deleted = np.zeros(n, dtype=np.int64)
+    nonempty = lengths > 0
+    if nonempty.any():
+        flags = np.frombuffer(raw.translate(_PUNCT_FLAGS), dtype=np.uint8)
+        acc = np.int32 if len(flags) < (1 << 31) else np.int64   # int32 sums run ~3x faster
+        deleted[nonempty] = np.add.reduceat(flags, (offsets[:-1] - start)[nonempty], dtype=acc)
+    new_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths - deleted, out=new_offsets[1:])
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(new_offsets), pa.py_buffer(new_data))
+
+
+def words(texts) -> tuple[pa.Array, np.ndarray]:
+    """(words, doc index of each word): the normalized whitespace-split words of each text, as str.split()."""
+    split = pc.ascii_split_whitespace(normalize_texts(texts))
+    flat = split.flatten()
+    lengths = pc.fill_null(pc.list_value_length(split), 0).to_numpy(zero_copy_only=False)
+    doc = np.repeat(np.arange(len(split), dtype=np.int64), lengths)
+    # Arrow yields "" before leading / after trailing whitespace; str.split() does not.
+    if len(flat):
+        nonempty = pc.greater(pc.binary_length(flat), 0)
+        if not pc.all(nonempty).as_py():
+            flat = flat.filter(nonempty)
+            doc = doc[nonempty.to_numpy(zero_copy_only=False)]
+    return flat, doc
+
+
+def word_hashes(unique_words: pa.Array) -> np.ndarray:
+    """xxh3_64 of each distinct word (a loop over the vocabulary, never over rows)."""
+    return np.fromiter((xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in unique_words.to_pylist()),
+                       dtype=np.uint64, count=len(unique_words))
+
+
+_POW_CACHE: dict[str, np.ndarray] = {}
+_POW_LOCK = threading.Lock()
+
+
+def _powers(base: int, m: int, key: str) -> np.ndarray:
+    """base**0 .. base**(m-1) modulo 2**64 (cached; chunks of text bound m)."""
+    cached = _POW_CACHE.get(key)
+    if cached is None or len(cached) < m:
+        with _POW_LOCK:
+            cached = _POW_CACHE.get(key)
+            if cached is None or len(cached) < m:
+                size = max(m, 1 << 16, 0 if cached is None else 2 * len(cached))
+                p = np.empty(size, dtype=np.uint64)
+                p[0] = 1
+                if size > 1:
+                    p[1:] = np.full(size - 1, base, dtype=np.uint64)
+                    np.cumprod(p, out=p)
+                _POW_CACHE[key] = cached = p
+    return cached[:m]
+
+
+def window_hashes(token_hash: np.ndarray, valid: np.ndarray, doc: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(doc index, n-gram hash) of every window of n valid words inside one document."""
+    m = len(token_hash)
+    if m < n:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+    with np.errstate(over="ignore"):
+        prefix = np.zeros(m + 1, dtype=np.uint64)
+        np.cumsum(token_hash * _powers(Q, m, "q"), out=prefix[1:], dtype=np.uint64)
+        starts = m - n + 1
+        sums = (prefix[n:] - prefix[:starts]) * _powers(Q_INV, starts, "qinv")
+        bad = np.zeros(m + 1, dtype=np.int32)
+        np.cumsum(~valid, out=bad[1:], dtype=np.int32)
+        ok = bad[n:] == bad[:starts]
+        ok &= doc[:starts] == doc[n - 1:]
+        return doc[:starts][ok], sums[ok]
+
+
+@dataclass
+class Vocabulary:
+    """A benchmark's distinct normalized words and their hashes (sorted for index_in)."""
+
+    words: pa.Array
+    hashes: np.ndarray
+
+    @classmethod
+    def of_texts(cls, texts) -> Vocabulary:
+        flat, _ = words(texts)
+        uniq = pc.unique(flat) if len(flat) else pa.array([], type=pa.large_string())
+        return cls(uniq, word_hashes(uniq))
+
+    def ngrams(self, texts, n: int = DEFAULT_N, *, doc_base: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """(doc index + doc_base, hash) of the n-grams of `texts` made only of vocabulary words."""
+        flat, doc = words(texts)
+        if len(flat) < n or len(self.words) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        idx = pc.fill_null(pc.index_in(flat, value_set=self.words), -1).to_numpy(zero_copy_only=False)
+        valid = idx >= 0
+        docs, hashes = window_hashes(self.hashes[np.where(valid, idx, 0)], valid, doc, n)
+        return docs + doc_base, hashes
+
+
+def iter_text_chunks(texts: pa.Array, max_bytes: int | None = None):
+    """(first row, slice) pieces of a string array, each about max_bytes (default _CHUNK_BYTES) of text."""
+    max_bytes = max_bytes or _CHUNK_BYTES
+    arr = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
+    total = len(arr)
+    if total == 0:
+        return
+    sizes = pc.fill_null(pc.binary_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    cum = np.cumsum(sizes)
+    start = 0
+    while start < total:
+        base = cum[start - 1] if start else 0
+        stop = int(np.searchsorted(cum, base + max_bytes, side="right"))
+        stop = min(max(stop, start + 1), total)
+        yield start, arr.slice(start, stop - start)
+        start = stop
+
+
+def text_ngram_table(vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: int | None = None) -> pa.Table:
+    """pa.Table(doc int64, ngram uint64): the candidate n-grams of each text (position in `texts`).
+
+    Chunks of about 4 MB run on a thread pool of `threads` workers (default: the CPU count, at most
+    DEFAULT_THREADS); Arrow's split and lookup and numpy's prefix sums release the GIL. On an idle
+    2-core machine two workers took the 96 MB benchmark corpus from 1.6 s to 1.25 s; on a busy one
+    they cost nothing. The result is in text order whatever the number of workers.
+    """
+    if threads is None:
+        threads = min(DEFAULT_THREADS, os.cpu_count() or 1)
+    arr = texts if isinstance(texts, (pa.Array, pa.ChunkedArray)) else pa.array(texts, type=pa.large_string())
+    pieces = list(iter_text_chunks(arr))
+    workers = max(1, min(threads, len(pieces)))
+    if workers == 1:
+        parts = [vocab.ngrams(piece, n, doc_base=first) for first, piece in pieces]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(lambda fp: vocab.ngrams(fp[1], n, doc_base=fp[0]), pieces))
+    # Chunked columns: no copy to concatenate; DuckDB and Arrow read chunked tables as they are.
+    return pa.table({"doc": pa.chunked_array([d for d, _ in parts], type=pa.int64()),
+                     "ngram": pa.chunked_array([h for _, h in parts], type=pa.uint64())})
+
+
+def arrow_query(con, sql: str, params=None) -> pa.Table:
+    """A query's result as an Arrow table.
+
+    DuckDB refuses con.sql() while the connection holds a result that was only partly fetched
+    (fetchone() leaves one); running and draining a trivial statement first finishes it.
+    """
+    con.execute("SELECT 1").fetchall()
+    return con.sql(sql, params=params).to_arrow_table()
+
+
+def _check_n(n: int) -> int:
+    if not isinstance(n, int) or n < 1:
+        raise BadInput(f"n must be a positive integer, got {n!r}", field="n")
+    return n
+
+
+def benchmark_tables(ids: list[str], texts: list[str], n: int) -> tuple[pa.Table, pa.Table]:
+    """(refs: item_id, text, match_key; ngrams: item_id, ngram) of a benchmark's items, the n-grams read
+    from each item's word_text. Registration and the migration that recomputes keys use this."""
+    vocab = Vocabulary.of_texts([word_text(t) for t in texts])
+    table = text_ngram_table(vocab, [word_text(t) for t in texts], n)
+    ngrams = pa.table({"item_id": pa.array(ids, type=pa.string()).take(table["doc"]), "ngram": table["ngram"]})
+    refs = pa.table({"item_id": pa.array(ids, type=pa.string()), "text": pa.array(texts, type=pa.string()),
+                     "match_key": pa.array([match_key(t) for t in texts], type=pa.string())})
+    return refs, ngrams
+
+
+def register_benchmark(store, name: str, items: list[tuple[str, str]], n: int = DEFAULT_N) -> int:
+    """Store a benchmark's test items and their n-grams so the export gate checks them.
+
+    Replaces an earlier registration of the same name. Returns the number of items stored.
+    """
+    _check_n(n)
+    if not name:
+        raise BadInput("benchmark name is empty", field="benchmark")
+    ids = [str(i) for i, _ in items]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise BadInput(f"benchmark {name}: item id {dup!r} appears more than once", field="item_id")
+    texts = [t if isinstance(t, str) else "" for _, t in items]
+    refs, ngrams = benchmark_tables(ids, texts, n)
+    con = store.con
+    with store.transaction():
+        con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [name])
+        con.execute("DELETE FROM benchmark_refs WHERE benchmark = ?", [name])
+        with store.registered("_bench_refs", refs), store.registered("_bench_ngrams", ngrams):
+            con.execute("INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) "
+                        "SELECT ?, item_id, text, match_key, ? FROM _bench_refs", [name, n])
+            con.execute("INSERT INTO benchmark_ngrams (benchmark, item_id, ngram) "
+                        "SELECT DISTINCT ?, item_id, ngram FROM _bench_ngrams", [name])
+        n_ngrams = store.scalar("SELECT count(*) FROM benchmark_ngrams WHERE benchmark = ?", [name])
+        short = len(ids) - store.scalar(
+            "SELECT count(DISTINCT item_id) FROM benchmark_ngrams WHERE benchmark = ?", [name])
+        store.audit("benchmark_register", name, {"items": len(ids), "n": n, "ngrams": n_ngrams,
+                                                 "items_without_ngrams": short})
+    return len(ids)
+
+
+def registered_vocabulary(store, n: int = DEFAULT_N) -> Vocabulary | None:
+    """The vocabulary of every benchmark registered with this n (None when there is none)."""
+    tbl = arrow_query(store.con, "SELECT text FROM benchmark_refs WHERE n = ?", [n])
+    if tbl.num_rows == 0:
+        return None
+    return Vocabulary.of_texts([word_text(t) for t in tbl["text"].to_pylist()])
+
+
+def lookup_ngrams(store, row_index: np.ndarray, ngrams: np.ndarray, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
+    """Distinct (row_index, benchmark, item_id) whose registered n-grams include one of (row_index, ngram)."""
+    cand = pa.table({"row_index": pa.array(row_index, pa.int64()), "ngram": pa.array(ngrams, pa.uint64())})
+    with store.registered("_cand_ngrams", cand):
+        rows = store.con.execute("""
+            SELECT DISTINCT c.row_index, g.benchmark, g.item_id
+            FROM _cand_ngrams c
+            JOIN benchmark_ngrams g ON g.ngram = c.ngram
+            JOIN benchmark_refs r ON r.benchmark = g.benchmark AND r.item_id = g.item_id AND r.n = ?
+            ORDER BY 1, 2, 3""", [n]).fetchall()
+    return [(int(r), b, i) for r, b, i in rows]
+
+
+def benchmark_hits(store, texts: pa.Table, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
+    """Rows of `texts` (row_index int64, text string) sharing an n-gram with a registered benchmark item.
+
+    Returns sorted, distinct (row_index, benchmark, item_id).
+    """
+    _check_n(n)
+    if texts.num_rows == 0:
+        return []
+    vocab = registered_vocabulary(store, n)
+    if vocab is None:
+        return []
+    table = text_ngram_table(vocab, texts["text"], n)
+    if table.num_rows == 0:
+        return []
+    row_index = texts["row_index"].combine_chunks().cast(pa.int64()).take(table["doc"])
+    return lookup_ngrams(store, row_index.to_numpy(), table["ngram"].combine_chunks().to_numpy(), n)

@@ -1,0 +1,196 @@
+"""The cheap stages of holdout matching, streamed over every candidate row in chunks (pairstore.holdout.matching
+runs them and checks what they find).
+
+    scan = scan_candidates(store, "_gate_cand", needle_hashes, vocab3, bench_vocab)
+    scan.exact        # (row_index, needle hash, "user" | "other"): rows whose text may equal a needle
+    scan.grams        # arrow (row_index, ngram): word 3-grams the rows share with the needles' words
+    scan.benchmark    # (row_index, benchmark, item_id): 13-gram overlaps with registered benchmark items
+
+Rows stay in DuckDB and arrive CHUNK_ROWS at a time as Arrow; nothing here loops over characters in
+Python. Every text is read with the lm-evaluation-harness normalization (ASCII lower case, ASCII
+punctuation removed, split on whitespace; pairstore.holdout.ngrams), which for plain ASCII text gives the same
+words as pairstore.holdout.normalize.word_text (tests/test_normalize.py checks it). A text holding anything
+else (non-ASCII or control characters) is first put through word_text in Python, so look-alike
+letters, invisible characters and Unicode punctuation are undone before it is read.
+
+- exact: the "loose compact hash" of the user turns (xxh3-64 of the normalized words with the spaces
+  left out) and of each system or assistant turn, compared with the needles'. It is coarser than the
+  match key (arithmetic signs are left out), so it never misses one; matching compares the match-key
+  texts of what it finds.
+- grams: only windows made of words some needle uses can match, so only those are kept
+  (ngrams.Vocabulary).
+
+The rows spared from text matching (tasks the store generated) are not read here at all: matching
+compares their stored match keys in SQL.
+"""
+
+from __future__ import annotations
+
+import string
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from pairstore.holdout.ngrams import Vocabulary, text_ngram_table
+from pairstore.holdout.normalize import word_text
+
+CHUNK_ROWS = 20_000
+GRAM_WORDS = 3
+
+# Lower-case ASCII; remove ASCII punctuation and whitespace (the loose compact form).
+_LOWER = bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase.encode())
+_LOOSE_DELETE = (string.punctuation + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f").encode()
+_DELETE_FLAGS = bytes(1 if b in _LOOSE_DELETE else 0 for b in range(256))
+# Bytes that send a text through word_text: non-ASCII and the controls word_text removes.
+_FOLD_FLAGS = bytes(1 if b >= 0x80 or b in (*range(0, 9), *range(0x0E, 0x1C), 0x7F) else 0 for b in range(256))
+
+
+def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
+    """(text bytes, offsets from 0) of a string array (nulls read as empty)."""
+    arr = pc.fill_null(arr.cast(pa.large_string()), "")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = bufs[2][start:end].to_pybytes() if bufs[2] is not None and end > start else b""
+    return data, offsets - start
+
+
+def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
+    """Per row: how many of its bytes are flagged (flags: one 0/1 byte per text byte)."""
+    counts = np.zeros(len(offsets) - 1, dtype=np.int64)
+    if flags.find(1) < 0:              # nothing flagged: the usual case, one memchr
+        return counts
+    starts = offsets[:-1]
+    nonempty = offsets[1:] > starts
+    if nonempty.any():
+        counts[nonempty] = np.add.reduceat(np.frombuffer(flags, dtype=np.uint8), starts[nonempty], dtype=np.int32)
+    return counts
+
+
+def needs_fold_mask(arr: pa.Array) -> np.ndarray:
+    """Per row: the text holds a byte that needs pairstore.holdout.normalize.word_text first."""
+    data, offsets = _buffers(arr)
+    return _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
+
+
+def loose_hashes(arr: pa.Array) -> np.ndarray:
+    """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row)."""
+    data, offsets = _buffers(arr)
+    squeezed = data.translate(_LOWER, _LOOSE_DELETE)
+    kept = np.diff(offsets) - _rows_of(data.translate(_DELETE_FLAGS), offsets)
+    new = np.zeros(len(offsets), dtype=np.int64)
+    np.cumsum(kept, out=new[1:])
+    new = new.tolist()
+    view = memoryview(squeezed)
+    return np.fromiter((xxhash.xxh3_64_intdigest(view[new[i]:new[i + 1]]) for i in range(len(new) - 1)),
+                       dtype=np.uint64, count=len(new) - 1)
+
+
+def loose_hash(text: str) -> int:
+    """loose_hashes of one word text (a needle)."""
+    return int(loose_hashes(pa.array([text], pa.large_string()))[0])
+
+
+def folded(arr: pa.Array) -> pa.Array:
+    """The texts (as large strings), with every one that needs it replaced by its word_text."""
+    arr = pc.fill_null(arr.cast(pa.large_string()), "")
+    mask = needs_fold_mask(arr)
+    if not mask.any():
+        return arr
+    texts = arr.to_pylist()
+    for i in np.flatnonzero(mask).tolist():
+        texts[i] = word_text(texts[i])
+    return pa.array(texts, pa.large_string())
+
+
+@dataclass
+class Scan:
+    exact: list = field(default_factory=list)          # (row_index, needle loose hash, "user" | "other")
+    grams: list = field(default_factory=list)          # arrow tables (row_index, ngram)
+    bench_grams: list = field(default_factory=list)    # arrow tables (row_index, ngram) in benchmark words
+    benchmark: list = field(default_factory=list)      # (row_index, benchmark, item_id)
+    rows: int = 0                                      # rows read
+
+    def gram_table(self) -> pa.Table:
+        if not self.grams:
+            return pa.table({"row_index": pa.array([], pa.int64()), "ngram": pa.array([], pa.uint64())})
+        return pa.concat_tables(self.grams)
+
+
+def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str) -> None:
+    """Rows whose (already folded) text has a wanted loose hash."""
+    if not len(wanted) or len(texts) == 0:
+        return
+    hashes = loose_hashes(texts)
+    for i in np.flatnonzero(np.isin(hashes, wanted)).tolist():
+        out.exact.append((int(row_index[i]), int(hashes[i]), where))
+
+
+def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int,
+           wanted: np.ndarray | None = None) -> pa.Table | None:
+    """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words and, given `wanted`
+    (sorted), among those (on a few threads: Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
+    table = text_ngram_table(vocab, hay, n)
+    if not table.num_rows:
+        return None
+    docs = table["doc"].to_numpy()
+    grams = table["ngram"].to_numpy()
+    if wanted is not None:
+        # Only what some needle holds can count; random windows of common words would fill memory.
+        keep = np.isin(grams, wanted, assume_unique=False)
+        docs, grams = docs[keep], grams[keep]
+        if not len(docs):
+            return None
+    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(grams, pa.uint64())})
+
+
+def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
+    for batch in reader:
+        rows = batch.column("row_index").to_numpy(zero_copy_only=False)
+        out.rows += len(rows)
+        user = folded(batch.column("user_text"))
+        _exact(out, rows, user, wanted, "user")
+        others = batch.column("other_turns")
+        has_other = pc.fill_null(pc.greater(pc.list_value_length(others), 0), False)
+        hay = user
+        if pc.any(has_other).as_py():
+            flat = folded(pc.list_flatten(others))
+            _exact(out, rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)], flat, wanted, "other")
+            newline = pa.scalar("\n", pa.large_string())
+            offsets = pc.subtract(others.offsets, others.offsets[0])
+            joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
+            hay = pc.if_else(has_other, pc.binary_join_element_wise(user, joined, newline), user)
+        if bench is not None:
+            out.bench_grams.append(_grams(rows, hay, bench[0], bench[1]))
+        if vocab3 is not None:
+            out.grams.append(_grams(rows, hay, vocab3[0], GRAM_WORDS, vocab3[1]))
+
+
+def scan_candidates(store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None) -> Scan:
+    """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
+    condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
+    sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
+    None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None."""
+    out = Scan()
+    reader = store.con.sql(f"""
+        SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
+        FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
+    wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
+    try:
+        _stream(out, reader, wanted, vocab3, bench)
+    finally:
+        reader.close()      # an open result would block every later statement on the connection
+        # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.
+        pa.default_memory_pool().release_unused()
+    out.grams = [t for t in out.grams if t is not None]
+    bench_grams = [t for t in out.bench_grams if t is not None]
+    if bench is not None and bench_grams:
+        # After the stream: the connection runs one statement at a time.
+        table = pa.concat_tables(bench_grams)
+        out.benchmark = bench[2](table["row_index"].to_numpy(), table["ngram"].to_numpy())
+    return out

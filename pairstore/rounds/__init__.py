@@ -1,0 +1,1 @@
+"""Rounds and their models: recipes, the lineage of rounds, checkpoints."""

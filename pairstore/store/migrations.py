@@ -1,0 +1,373 @@
+"""Ordered, append-only schema migrations.
+
+Each migration is a function that runs inside one transaction and is recorded
+in `schema_version`. Never edit one that has shipped: append a new one.
+Table and column names are public interface, documented in docs/schema.md
+(tests/test_schema_docs.py fails when a column is undocumented).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pyarrow as pa
+
+from pairstore.holdout.ngrams import benchmark_tables
+from pairstore.holdout.normalize import word_text
+from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
+
+MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
+
+
+def m001_core(con):
+    con.execute(f"""
+    CREATE TABLE battles (
+        battle_id        VARCHAR PRIMARY KEY,
+        prompt           {MSG} NOT NULL,
+        own_answers      VARCHAR[] NOT NULL,
+        opponent_answers VARCHAR[] NOT NULL,
+        n_turns          INTEGER NOT NULL,
+        vote             VARCHAR NOT NULL CHECK (vote IN ('win', 'loss', 'tie', 'both_bad')),
+        category         VARCHAR,
+        own_model        VARCHAR,
+        opponent_model   VARCHAR,
+        voted_at         TIMESTAMP,
+        match_key        VARCHAR NOT NULL,
+        record_hash      VARCHAR NOT NULL,
+        source_file      VARCHAR,
+        ingested_at      TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE holdout_sets (
+        set_name    VARCHAR PRIMARY KEY,
+        description VARCHAR,
+        method      VARCHAR,
+        seed        BIGINT,
+        created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE holdout (
+        set_name       VARCHAR NOT NULL,
+        item_id        VARCHAR NOT NULL,
+        item_kind      VARCHAR NOT NULL CHECK (item_kind IN ('battle', 'task', 'eval_item', 'problem', 'prompt')),
+        match_key      VARCHAR NOT NULL,
+        task_key       VARCHAR,
+        match_text     VARCHAR NOT NULL,
+        added_at       TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        removed_at     TIMESTAMP,
+        removed_reason VARCHAR,
+        PRIMARY KEY (set_name, item_id)
+    );
+    CREATE TABLE holdout_exemptions (
+        set_name   VARCHAR NOT NULL,
+        item_id    VARCHAR NOT NULL,
+        pair_id    VARCHAR NOT NULL,
+        reason     VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        PRIMARY KEY (set_name, item_id, pair_id)
+    );
+    CREATE TABLE problems (
+        problem_id  VARCHAR PRIMARY KEY,
+        dataset     VARCHAR NOT NULL CHECK (dataset IN ('gsm8k', 'math')),
+        subject     VARCHAR,
+        level       VARCHAR,
+        split       VARCHAR NOT NULL,
+        question    VARCHAR NOT NULL,
+        solution    VARCHAR NOT NULL,
+        gold        VARCHAR NOT NULL,
+        match_key   VARCHAR NOT NULL,
+        source_file VARCHAR,
+        ingested_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE tasks (
+        task_id    VARCHAR PRIMARY KEY,
+        family     VARCHAR NOT NULL,
+        task_key   VARCHAR NOT NULL,
+        prompt     VARCHAR NOT NULL,
+        gold       VARCHAR NOT NULL,
+        chosen     VARCHAR NOT NULL,
+        params     JSON NOT NULL,
+        phrasing   INTEGER NOT NULL,
+        seed       BIGINT NOT NULL,
+        suite      VARCHAR,
+        match_key  VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE eval_items (
+        suite      VARCHAR NOT NULL,
+        item_id    VARCHAR NOT NULL,
+        kind       VARCHAR NOT NULL,
+        prompt     {MSG} NOT NULL,
+        gold       VARCHAR,
+        task_key   VARCHAR,
+        match_key  VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        PRIMARY KEY (suite, item_id)
+    );
+    CREATE TABLE generations (
+        gen_id            VARCHAR PRIMARY KEY,
+        model             VARCHAR NOT NULL,
+        item_kind         VARCHAR NOT NULL CHECK (item_kind IN ('problem', 'task', 'eval_item', 'prompt')),
+        item_id           VARCHAR,
+        suite             VARCHAR,
+        prompt            {MSG} NOT NULL,
+        output            VARCHAR NOT NULL,
+        sample_index      INTEGER NOT NULL DEFAULT 0,
+        temperature       DOUBLE,
+        top_p             DOUBLE,
+        max_new_tokens    INTEGER,
+        seed              BIGINT,
+        decoding          JSON,
+        extracted_answer  VARCHAR,
+        verdict           VARCHAR CHECK (verdict IN ('correct', 'wrong', 'unscored')),
+        loop_flagged      BOOLEAN,
+        loop_catastrophic BOOLEAN,
+        loop_tail         BOOLEAN,
+        max_repeat        INTEGER,
+        n_tokens          INTEGER,
+        source_file       VARCHAR,
+        created_at        TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE pairs (
+        pair_id       VARCHAR PRIMARY KEY,
+        kind          VARCHAR NOT NULL CHECK (kind IN ('dpo', 'sft')),
+        prompt        {MSG} NOT NULL,
+        chosen        VARCHAR NOT NULL,
+        rejected      VARCHAR,
+        source        VARCHAR NOT NULL,
+        family        VARCHAR,
+        miner         VARCHAR NOT NULL,
+        miner_version VARCHAR NOT NULL,
+        match_key     VARCHAR NOT NULL,
+        task_key      VARCHAR,
+        created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        CHECK ((kind = 'sft') = (rejected IS NULL))
+    );
+    CREATE TABLE pair_origins (
+        pair_id     VARCHAR NOT NULL,
+        origin_kind VARCHAR NOT NULL,
+        origin_id   VARCHAR NOT NULL,
+        rule        VARCHAR NOT NULL,
+        miner       VARCHAR NOT NULL,
+        created_at  TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        PRIMARY KEY (pair_id, origin_kind, origin_id)
+    );
+    CREATE TABLE rounds (
+        name          VARCHAR PRIMARY KEY,
+        kind          VARCHAR NOT NULL CHECK (kind IN ('dpo', 'soup', 'base')),
+        parents       VARCHAR[] NOT NULL,
+        alpha         DOUBLE,
+        job_id        VARCHAR,
+        recipe        JSON NOT NULL,
+        recipe_toml   VARCHAR NOT NULL,
+        recipe_sha256 VARCHAR NOT NULL,
+        added_at      TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE exports (
+        export_id    VARCHAR PRIMARY KEY,
+        round        VARCHAR NOT NULL,
+        kind         VARCHAR NOT NULL CHECK (kind IN ('export', 'attached')),
+        path         VARCHAR NOT NULL,
+        sha256       VARCHAR NOT NULL,
+        rows         BIGINT NOT NULL,
+        content_hash VARCHAR NOT NULL,
+        evidence     JSON,
+        created_at   TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE export_rows (
+        export_id VARCHAR NOT NULL,
+        row_index BIGINT NOT NULL,
+        pair_id   VARCHAR NOT NULL,
+        PRIMARY KEY (export_id, row_index)
+    );
+    CREATE TABLE checkpoints (
+        name       VARCHAR PRIMARY KEY,
+        kind       VARCHAR NOT NULL CHECK (kind IN ('base', 'adapter', 'merge', 'soup')),
+        parents    VARCHAR[] NOT NULL,
+        alpha      DOUBLE,
+        round      VARCHAR,
+        path       VARCHAR,
+        evidence   JSON,
+        created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE evals (
+        model             VARCHAR NOT NULL,
+        suite             VARCHAR NOT NULL,
+        item_id           VARCHAR NOT NULL,
+        score             DOUBLE,
+        correct           BOOLEAN,
+        extracted_answer  VARCHAR,
+        gold              VARCHAR,
+        output_len        INTEGER,
+        empty             BOOLEAN,
+        loop_flagged      BOOLEAN,
+        loop_catastrophic BOOLEAN,
+        gen_id            VARCHAR,
+        doc_hash          VARCHAR,
+        prompt_hash       VARCHAR,
+        origin            VARCHAR NOT NULL,
+        created_at        TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        PRIMARY KEY (model, suite, item_id)
+    );
+    CREATE TABLE judgments (
+        judgment_id   VARCHAR PRIMARY KEY,
+        battle_id     VARCHAR NOT NULL,
+        model_a       VARCHAR NOT NULL,
+        model_b       VARCHAR NOT NULL,
+        winner        VARCHAR NOT NULL CHECK (winner IN ('a', 'b', 'tie')),
+        heavy_flaw_a  BOOLEAN NOT NULL DEFAULT false,
+        heavy_flaw_b  BOOLEAN NOT NULL DEFAULT false,
+        judge         VARCHAR,
+        notes         VARCHAR,
+        source_file   VARCHAR,
+        created_at    TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE TABLE benchmark_refs (
+        benchmark     VARCHAR NOT NULL,
+        item_id       VARCHAR NOT NULL,
+        text          VARCHAR NOT NULL,
+        match_key     VARCHAR NOT NULL,
+        n             INTEGER NOT NULL,
+        registered_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        PRIMARY KEY (benchmark, item_id)
+    );
+    CREATE TABLE benchmark_ngrams (
+        benchmark VARCHAR NOT NULL,
+        item_id   VARCHAR NOT NULL,
+        ngram     UBIGINT NOT NULL
+    );
+    CREATE TABLE ingests (
+        file_sha256 VARCHAR NOT NULL,
+        kind        VARCHAR NOT NULL,
+        path        VARCHAR NOT NULL,
+        rows_read   BIGINT NOT NULL,
+        rows_added  BIGINT NOT NULL,
+        ingested_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    CREATE SEQUENCE audit_log_seq START 1;
+    CREATE TABLE audit_log (
+        seq     BIGINT PRIMARY KEY DEFAULT nextval('audit_log_seq'),
+        logged_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+        action  VARCHAR NOT NULL,
+        subject VARCHAR NOT NULL,
+        detail  JSON
+    );
+    """)
+
+
+def m002_views(con):
+    con.execute("""
+    CREATE VIEW pairs_by_source AS
+        SELECT source, family, kind, count(*) AS pairs
+        FROM pairs GROUP BY ALL ORDER BY source, family, kind;
+    CREATE VIEW holdout_status AS
+        SELECT h.set_name, h.item_id, h.item_kind, h.match_key,
+               CASE WHEN h.removed_at IS NULL THEN 'active' ELSE 'removed' END AS status,
+               h.added_at, h.removed_at, h.removed_reason,
+               (SELECT count(*) FROM holdout_exemptions e
+                 WHERE e.set_name = h.set_name AND e.item_id = h.item_id) AS exemptions
+        FROM holdout h ORDER BY h.set_name, h.item_id;
+    CREATE VIEW battle_votes_by_category AS
+        SELECT coalesce(category, '(none)') AS category, count(*) AS battles,
+               count(*) FILTER (vote = 'win') AS wins,
+               count(*) FILTER (vote = 'loss') AS losses,
+               count(*) FILTER (vote = 'tie') AS ties,
+               count(*) FILTER (vote = 'both_bad') AS both_bad,
+               round(count(*) FILTER (vote = 'win') / nullif(count(*) FILTER (vote IN ('win', 'loss')), 0), 3)
+                   AS win_rate
+        FROM battles GROUP BY ALL ORDER BY battles DESC, category;
+    """)
+
+
+def _rekey(con, table: str, id_cols: tuple[str, ...], text_col: str) -> None:
+    """Recompute `table.match_key` from `text_col` (a string or messages): the rows stream through once,
+    then one UPDATE (the connection runs one statement at a time)."""
+    ids: dict[str, list] = {c: [] for c in id_cols}
+    keys = []
+    reader = con.sql(f"SELECT {', '.join(id_cols)}, {text_col} AS t FROM {table}").to_arrow_reader(50_000)
+    for batch in reader:
+        for c in id_cols:
+            ids[c] += batch.column(c).to_pylist()
+        keys += [match_key(t) for t in batch.column("t").to_pylist()]
+    if not keys:
+        return
+    new = pa.table({**{c: pa.array(v) for c, v in ids.items()}, "k": pa.array(keys, pa.string())})
+    con.register("_m003_keys", new)
+    try:
+        on = " AND ".join(f"{table}.{c} = k.{c}" for c in id_cols)
+        con.execute(f"UPDATE {table} SET match_key = k.k FROM _m003_keys k WHERE {on}")
+    finally:
+        con.unregister("_m003_keys")
+
+
+def _evidence_sha(evidence) -> str | None:
+    """SHA-256 of the evidence file an export wrote, rebuilt from the JSON the registry stored with it."""
+    if evidence is None:
+        return None
+    text = json.dumps(json.loads(evidence), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def m003_disguise_proof_keys_and_evidence(con):
+    """Match keys that survive disguise (pairstore.holdout.normalize), recomputed for every stored row; the
+    registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
+    for table, id_cols, text_col in (("battles", ("battle_id",), "prompt"), ("problems", ("problem_id",), "question"),
+                                     ("tasks", ("task_id",), "prompt"), ("pairs", ("pair_id",), "prompt"),
+                                     ("eval_items", ("suite", "item_id"), "prompt")):
+        _rekey(con, table, id_cols, text_col)
+    # Holdout members: from the battle or task itself where there is one, else from the stored match text
+    # (normalized the old way, which the new normalization folds further).
+    rows = con.execute("""
+        SELECT h.set_name, h.item_id, h.match_text, b.prompt, t.prompt FROM holdout h
+        LEFT JOIN battles b ON h.item_kind = 'battle' AND b.battle_id = h.item_id
+        LEFT JOIN tasks t ON h.item_kind = 'task' AND t.task_id = h.item_id""").fetchall()
+    for set_name, item_id, old_text, battle_prompt, task_prompt in rows:
+        if battle_prompt is not None:
+            text = match_text([dict(m) for m in battle_prompt])
+        elif task_prompt is not None:
+            text = match_text(task_prompt)
+        else:
+            text = TURN_SEP.join(word_text(t) for t in old_text.split(TURN_SEP))
+        con.execute("UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
+                    [text, key_of_text(text), set_name, item_id])
+    # Benchmark references: keys and n-grams read through the same normalization.
+    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
+        items = con.execute("SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id",
+                            [bench]).fetchall()
+        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
+        con.register("_m003_refs", refs)
+        con.register("_m003_ngrams", ngrams)
+        try:
+            con.execute("UPDATE benchmark_refs SET match_key = r.match_key FROM _m003_refs r "
+                        "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id", [bench])
+            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
+            con.execute("INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m003_ngrams", [bench])
+        finally:
+            con.unregister("_m003_refs")
+            con.unregister("_m003_ngrams")
+    con.execute("""
+        ALTER TABLE exports ADD COLUMN evidence_path VARCHAR;
+        ALTER TABLE exports ADD COLUMN evidence_sha256 VARCHAR;
+        ALTER TABLE exports ADD COLUMN superseded_at TIMESTAMP;
+        ALTER TABLE exports ADD COLUMN superseded_by VARCHAR;
+    """)
+    for export_id, path, round_name, evidence in con.execute(
+            "SELECT export_id, path, round, evidence FROM exports WHERE kind = 'export'").fetchall():
+        folder = path.rsplit("/", 1)[0] if "/" in path else "."
+        con.execute("UPDATE exports SET evidence_path = ?, evidence_sha256 = ? WHERE export_id = ?",
+                    [f"{folder}/{round_name}.training_evidence.json", _evidence_sha(evidence), export_id])
+
+
+def m004_public_sources(con):
+    """What the public sources carry besides the core fields: Arena battles' language, moderation flag and
+    anonymity; a MATH-500-shaped problem's own id."""
+    con.execute("""
+    ALTER TABLE battles ADD COLUMN language VARCHAR;
+    ALTER TABLE battles ADD COLUMN flagged BOOLEAN;
+    ALTER TABLE battles ADD COLUMN anonymous BOOLEAN;
+    ALTER TABLE problems ADD COLUMN unique_id VARCHAR;
+    """)
+
+
+# The ordered list. Append only.
+MIGRATIONS = [m001_core, m002_views, m003_disguise_proof_keys_and_evidence, m004_public_sources]
+SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,168 @@
+"""The store: one DuckDB file, opened read-only or for writing.
+
+    from pairstore.store.store import open_store
+    with open_store("pairstore.duckdb") as store:
+        with store.transaction():
+            store.con.execute("INSERT INTO ...")
+
+DuckDB allows one writing process or several read-only ones at a time; a
+conflicting open raises StoreBusy with the holder's process id when DuckDB
+reports it. Opening for writing applies pending migrations, each in its own
+transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+import duckdb
+
+from pairstore.errors import NotFound, PairstoreError, StoreBusy
+from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+DEFAULT_DB = "pairstore.duckdb"
+_PID = re.compile(r"PID (\d+)")
+
+
+def default_path() -> str:
+    return os.environ.get("PAIRSTORE_DB") or DEFAULT_DB
+
+
+class Store:
+    """A connection to the store plus the few helpers every module uses."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: str, read_only: bool):
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+        self._depth = 0
+
+    # -- transactions -------------------------------------------------------
+    @contextmanager
+    def transaction(self):
+        """BEGIN/COMMIT around the block, ROLLBACK on any exception. Nests (inner blocks join)."""
+        if self._depth:
+            self._depth += 1
+            try:
+                yield self
+            finally:
+                self._depth -= 1
+            return
+        self.con.execute("BEGIN TRANSACTION")
+        self._depth = 1
+        try:
+            yield self
+        except BaseException:
+            self._depth = 0
+            self.con.execute("ROLLBACK")
+            raise
+        self._depth = 0
+        self.con.execute("COMMIT")
+
+    # -- small helpers ------------------------------------------------------
+    def rows(self, sql: str, params=None) -> list[dict]:
+        """Run a query and return a list of dicts."""
+        cur = self.con.execute(sql, params or [])
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def scalar(self, sql: str, params=None):
+        # fetchall, not fetchone: DuckDB 2 keeps a half-read result open and refuses the next statement.
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0][0] if rows else None
+
+    def one(self, sql: str, params=None) -> tuple | None:
+        """The first row, or None (the result is read to the end, see scalar)."""
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0] if rows else None
+
+    @contextmanager
+    def registered(self, name: str, table):
+        """`table` (an Arrow table, or anything else DuckDB can scan) visible to SQL as `name` inside the
+        block; unregistered on the way out, whatever happens."""
+        self.con.register(name, table)
+        try:
+            yield name
+        finally:
+            self.con.unregister(name)
+
+    def audit(self, action: str, subject: str, detail: dict | None = None) -> None:
+        """Append to audit_log (call inside the transaction that makes the change)."""
+        self.con.execute(
+            "INSERT INTO audit_log (action, subject, detail) VALUES (?, ?, ?)",
+            [action, subject, json.dumps(detail or {}, sort_keys=True, default=str)],
+        )
+
+    def schema_version(self) -> int:
+        return self.scalar("SELECT coalesce(max(version), 0) FROM schema_version")
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    try:
+        return duckdb.connect(path, read_only=read_only)
+    except duckdb.IOException as e:
+        msg = str(e)
+        if "lock" in msg.lower():
+            m = _PID.search(msg)
+            holder = f" (held by process {m.group(1)})" if m else ""
+            raise StoreBusy(f"store {path} is in use by another process{holder}; try again when it finishes") from None
+        raise PairstoreError(f"cannot open store {path}: {msg.splitlines()[0]}") from None
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> int:
+    """Apply pending migrations, each in one transaction. Returns the schema version."""
+    con.execute("""CREATE TABLE IF NOT EXISTS schema_version (
+        version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,
+        applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""")
+    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise PairstoreError(f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore")
+    for version, fn in enumerate(MIGRATIONS, start=1):
+        if version <= current:
+            continue
+        con.execute("BEGIN TRANSACTION")
+        try:
+            fn(con)
+            con.execute("INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__])
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+    return SCHEMA_VERSION
+
+
+def open_store(path: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = True) -> Store:
+    """Open (and for writing, create and migrate) the store at `path`."""
+    path = str(path or default_path())
+    exists = Path(path).exists()
+    if read_only and not exists:
+        raise NotFound(f"no store at {path} (create one with an ingest, or pass --db PATH)")
+    if not read_only and not exists and not create:
+        raise NotFound(f"no store at {path}")
+    con = _connect(path, read_only)
+    if read_only:
+        try:
+            version = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+        except duckdb.CatalogException:
+            con.close()
+            raise PairstoreError(f"{path} is not a pairstore store (no schema_version table)") from None
+        if version != SCHEMA_VERSION:
+            con.close()
+            raise PairstoreError(f"store {path} is at schema version {version}, this pairstore expects "
+                                 f"{SCHEMA_VERSION}; run any write command once to migrate it")
+    else:
+        migrate(con)
+    return Store(con, path, read_only)

@@ -1,0 +1,160 @@
+"""Pairs and their origins: the one record that flows from miners and importers into the store.
+
+    from pairstore.tables.pairs import Pair, Origin, add_pairs
+    result = add_pairs(store, [Pair(prompt=[...], chosen="...", rejected="...", source="battle",
+                                    origins=[Origin("battle", "b17", "vote=win → own chosen")])],
+                       miner="battle", miner_version="1")
+    result.added, result.dropped   # Counter by reason
+
+A pair's id is the content id of its prompt messages, chosen and rejected
+(NFC, exact). Adding a pair that exists adds its new origins (a second origin
+of the same pair is recorded, never dropped silently). Pairs with an empty
+side or identical sides are dropped and counted by reason, so an audit can
+explain every row that is not there. `rejected=None` makes an NLL-only `sft` row.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from pairstore.keys import canonical_messages, match_key, messages_content_id
+
+
+@dataclass(frozen=True)
+class Origin:
+    kind: str   # battle, generation, task, problem, import, attached, ...
+    id: str     # the origin's id in its own table or file
+    rule: str   # the rule applied, e.g. "vote=loss → opponent chosen"
+
+
+@dataclass
+class Pair:
+    prompt: list[dict] | str
+    chosen: str
+    rejected: str | None
+    source: str
+    family: str | None = None
+    task_key: str | None = None
+    origins: list[Origin] = field(default_factory=list)
+
+    @property
+    def kind(self) -> str:
+        return "sft" if self.rejected is None else "dpo"
+
+    def messages(self) -> list[dict]:
+        return canonical_messages(self.prompt)
+
+    @property
+    def pair_id(self) -> str:
+        return pair_id_of(self.messages(), self.chosen, self.rejected)
+
+
+def battle_pair_prompt(user_turns: list[str], chosen_answers: list[str]) -> list[dict]:
+    """User turns interleaved with the chosen side's earlier answers, ending on the last user turn."""
+    messages = []
+    for i, user in enumerate(user_turns):
+        messages.append({"role": "user", "content": user})
+        if i < len(user_turns) - 1:
+            messages.append({"role": "assistant", "content": chosen_answers[i]})
+    return messages
+
+
+def pair_id_of(messages: list[dict], chosen: str, rejected: str | None) -> str:
+    return messages_content_id(messages, chosen, rejected)
+
+
+def check_pair(pair: Pair) -> tuple[bool, str | None]:
+    """Keep, or (False, reason): the drops every miner shares."""
+    if not pair.chosen or not pair.chosen.strip():
+        return False, "empty side"
+    if pair.rejected is not None:
+        if not pair.rejected.strip():
+            return False, "empty side"
+        if pair.chosen.strip() == pair.rejected.strip():
+            return False, "identical sides"
+    if not any(m["role"] == "user" and m["content"].strip() for m in pair.messages()):
+        return False, "empty prompt"
+    return True, None
+
+
+@dataclass
+class AddResult:
+    added: int = 0                 # new pairs written
+    new_origins: int = 0           # origins written (for new and existing pairs)
+    dropped: Counter = field(default_factory=Counter)   # reason -> count
+    pair_ids: list[str] = field(default_factory=list)   # id of every kept input pair, in input order
+
+    def as_dict(self) -> dict:
+        return {"added": self.added, "new_origins": self.new_origins, "dropped": dict(self.dropped)}
+
+
+_PAIR_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("kind", pa.string()),
+    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+    ("chosen", pa.string()), ("rejected", pa.string()), ("source", pa.string()),
+    ("family", pa.string()), ("miner", pa.string()), ("miner_version", pa.string()),
+    ("match_key", pa.string()), ("task_key", pa.string()),
+])
+_ORIGIN_SCHEMA = pa.schema([
+    ("pair_id", pa.string()), ("origin_kind", pa.string()), ("origin_id", pa.string()),
+    ("rule", pa.string()), ("miner", pa.string()),
+])
+
+
+def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
+    """Insert pairs and origins in one transaction (joins an open one). Idempotent."""
+    result = AddResult()
+    new_rows: dict[str, dict] = {}
+    origin_rows: dict[tuple, dict] = {}
+    for p in pairs:
+        ok, reason = check_pair(p)
+        if not ok:
+            result.dropped[reason] += 1
+            continue
+        msgs = p.messages()
+        pid = pair_id_of(msgs, p.chosen, p.rejected)
+        result.pair_ids.append(pid)
+        if pid in new_rows:
+            result.dropped["duplicate"] += 1
+        else:
+            new_rows[pid] = {
+                "pair_id": pid, "kind": p.kind, "prompt": msgs, "chosen": p.chosen, "rejected": p.rejected,
+                "source": p.source, "family": p.family, "miner": miner, "miner_version": miner_version,
+                "match_key": match_key(msgs), "task_key": p.task_key,
+            }
+        for o in p.origins:
+            origin_rows.setdefault((pid, o.kind, o.id), {
+                "pair_id": pid, "origin_kind": o.kind, "origin_id": o.id, "rule": o.rule, "miner": miner})
+    if not new_rows and not origin_rows:
+        return result
+    pair_tbl = pa.Table.from_pylist(list(new_rows.values()), schema=_PAIR_SCHEMA)
+    origin_tbl = pa.Table.from_pylist(list(origin_rows.values()), schema=_ORIGIN_SCHEMA)
+    con = store.con
+    with store.transaction():
+        con.register("_new_pairs", pair_tbl)
+        con.register("_new_origins", origin_tbl)
+        try:
+            existing = con.execute(
+                "SELECT count(*) FROM _new_pairs n JOIN pairs p USING (pair_id)").fetchone()[0]
+            result.dropped["duplicate"] += existing
+            result.added = len(new_rows) - existing
+            con.execute("""
+                INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner,
+                                   miner_version, match_key, task_key)
+                SELECT n.pair_id, n.kind, n.prompt, n.chosen, n.rejected, n.source, n.family, n.miner,
+                       n.miner_version, n.match_key, n.task_key
+                FROM _new_pairs n ANTI JOIN pairs p USING (pair_id)""")
+            result.new_origins = con.execute("""
+                INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
+                SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
+                FROM _new_origins o ANTI JOIN pair_origins x USING (pair_id, origin_kind, origin_id)
+                """).fetchone()[0]
+        finally:
+            con.unregister("_new_pairs")
+            con.unregister("_new_origins")
+    if result.dropped.get("duplicate") == 0:
+        del result.dropped["duplicate"]
+    return result
