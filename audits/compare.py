@@ -37,6 +37,7 @@ Z95 = 1.959963984540054
 
 # -- statistics ------------------------------------------------------------------
 
+
 def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval of k successes in n trials (0, 0 for n = 0)."""
     if n == 0:
@@ -60,7 +61,7 @@ def binom_two_sided_half(k: int, n: int) -> float:
         raise BadInput(f"k={k} outside 0..{n}", field="k")
     tail_k = min(k, n - k)
     tail = sum(math.comb(n, i) for i in range(tail_k + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -75,6 +76,7 @@ def sign_test(wins: int, losses: int) -> float:
 
 # -- evals -----------------------------------------------------------------------
 
+
 @dataclass
 class ModelAccuracy:
     model: str
@@ -87,11 +89,11 @@ class ModelAccuracy:
 
 @dataclass
 class PairedFlips:
-    items: int          # items both models answered
+    items: int  # items both models answered
     both: int
     neither: int
-    a_only: int         # A right, B wrong
-    b_only: int         # B right, A wrong
+    a_only: int  # A right, B wrong
+    b_only: int  # B right, A wrong
     mcnemar_p: float
 
 
@@ -102,24 +104,31 @@ def _correct_sql(alias: str = "") -> str:
 
 
 def accuracy(store, model: str, suite: str) -> ModelAccuracy:
-    n, k = store.con.execute(f"SELECT count(*), count(*) FILTER ({_correct_sql()}) FROM evals "
-                             "WHERE model = ? AND suite = ?", [model, suite]).fetchall()[0]
+    n, k = store.con.execute(
+        f"SELECT count(*), count(*) FILTER ({_correct_sql()}) FROM evals WHERE model = ? AND suite = ?",
+        [model, suite],
+    ).fetchall()[0]
     lo, hi = wilson_interval(k, n)
     return ModelAccuracy(model, n, k, k / n if n else 0.0, lo, hi)
 
 
 def paired_flips(store, a: str, b: str, suite: str) -> PairedFlips:
-    both, neither, a_only, b_only = store.con.execute(f"""
+    both, neither, a_only, b_only = store.con.execute(
+        f"""
         SELECT count(*) FILTER (ca AND cb), count(*) FILTER (NOT ca AND NOT cb),
                count(*) FILTER (ca AND NOT cb), count(*) FILTER (NOT ca AND cb)
-        FROM (SELECT x.item_id, {_correct_sql('x')} AS ca, {_correct_sql('y')} AS cb
+        FROM (SELECT x.item_id, {_correct_sql("x")} AS ca, {_correct_sql("y")} AS cb
               FROM evals x JOIN evals y ON x.item_id = y.item_id AND x.suite = y.suite
-              WHERE x.suite = ? AND x.model = ? AND y.model = ?)""", [suite, a, b]).fetchall()[0]
-    return PairedFlips(both + neither + a_only + b_only, both, neither, a_only, b_only,
-                       mcnemar_exact(a_only, b_only))
+              WHERE x.suite = ? AND x.model = ? AND y.model = ?)""",
+        [suite, a, b],
+    ).fetchall()[0]
+    return PairedFlips(
+        both + neither + a_only + b_only, both, neither, a_only, b_only, mcnemar_exact(a_only, b_only)
+    )
 
 
 # -- judgments -------------------------------------------------------------------
+
 
 @dataclass
 class JudgeTally:
@@ -134,7 +143,8 @@ class JudgeTally:
 
 def battle_verdicts(store, a: str, b: str) -> dict[str, tuple[int, bool, bool]]:
     """battle_id -> (verdict from A's side: 1, -1 or 0; A heavy flaw; B heavy flaw), each battle once."""
-    rows = store.con.execute("""
+    rows = store.con.execute(
+        """
         SELECT battle_id,
                sum(CASE WHEN winner = 'tie' THEN 0
                         WHEN (winner = 'a') = (model_a = ?) THEN 1 ELSE -1 END) AS s,
@@ -142,7 +152,9 @@ def battle_verdicts(store, a: str, b: str) -> dict[str, tuple[int, bool, bool]]:
                bool_or(CASE WHEN model_a = ? THEN heavy_flaw_b ELSE heavy_flaw_a END) AS fb
         FROM judgments
         WHERE (model_a = ? AND model_b = ?) OR (model_a = ? AND model_b = ?)
-        GROUP BY battle_id ORDER BY battle_id""", [a, a, a, a, b, b, a]).fetchall()
+        GROUP BY battle_id ORDER BY battle_id""",
+        [a, a, a, a, b, b, a],
+    ).fetchall()
     return {bid: ((s > 0) - (s < 0), bool(fa), bool(fb)) for bid, s, fa, fb in rows}
 
 
@@ -150,8 +162,15 @@ def tally(verdicts: dict, battles=None) -> JudgeTally:
     items = [v for k, v in verdicts.items() if battles is None or k in battles]
     aw = sum(1 for s, _, _ in items if s > 0)
     bw = sum(1 for s, _, _ in items if s < 0)
-    return JudgeTally(len(items), aw, bw, len(items) - aw - bw, sign_test(aw, bw),
-                      sum(1 for _, fa, _ in items if fa), sum(1 for _, _, fb in items if fb))
+    return JudgeTally(
+        len(items),
+        aw,
+        bw,
+        len(items) - aw - bw,
+        sign_test(aw, bw),
+        sum(1 for _, fa, _ in items if fa),
+        sum(1 for _, _, fb in items if fb),
+    )
 
 
 def ancestors(store, name: str) -> set[str]:
@@ -176,7 +195,6 @@ def ancestors(store, name: str) -> set[str]:
 def trained_battles(store, model: str, battle_ids: set[str], holdout: str | None = None) -> set[str]:
     """Which of `battle_ids` the lineage of `model` trained on (see module docstring)."""
 
-
     rounds = sorted(ancestors(store, model))
     if not rounds or not battle_ids:
         return set()
@@ -188,12 +206,15 @@ def trained_battles(store, model: str, battle_ids: set[str], holdout: str | None
             CREATE OR REPLACE TEMP VIEW _cmp_rows AS
             SELECT DISTINCT r.pair_id FROM export_rows r JOIN exports e USING (export_id)
             SEMI JOIN _cmp_rounds c ON c.round = e.round""")
-        direct = {r[0] for r in con.execute("""
+        direct = {
+            r[0]
+            for r in con.execute("""
             SELECT b.battle_id FROM _cmp_battles b JOIN battles t USING (battle_id)
             WHERE EXISTS (SELECT 1 FROM pair_origins o SEMI JOIN _cmp_rows USING (pair_id)
                           WHERE o.origin_id = b.battle_id)
                OR EXISTS (SELECT 1 FROM pairs p SEMI JOIN _cmp_rows USING (pair_id)
-                          WHERE p.match_key = t.match_key)""").fetchall()}
+                          WHERE p.match_key = t.match_key)""").fetchall()
+        }
         rows = con.execute("""
             SELECT p.pair_id, p.prompt, p.task_key,
                    (SELECT list(o.origin_id) FROM pair_origins o WHERE o.pair_id = p.pair_id)
@@ -203,11 +224,16 @@ def trained_battles(store, model: str, battle_ids: set[str], holdout: str | None
         con.unregister("_cmp_rounds")
         con.unregister("_cmp_battles")
     if rows:
-        cands = candidate_table((i, pid, list(o or []), [dict(m) for m in prompt], tk)
-                                for i, (pid, prompt, tk, o) in enumerate(rows))
+        cands = candidate_table(
+            (i, pid, list(o or []), [dict(m) for m in prompt], tk)
+            for i, (pid, prompt, tk, o) in enumerate(rows)
+        )
         hits = find_holdout_hits(store, cands, set_name=holdout)
-        direct |= {h.item_id for h in hits if h.item_id in battle_ids
-                   and not h.set_name.startswith(("eval:", "benchmark:"))}
+        direct |= {
+            h.item_id
+            for h in hits
+            if h.item_id in battle_ids and not h.set_name.startswith(("eval:", "benchmark:"))
+        }
     return direct
 
 
@@ -223,24 +249,39 @@ class Comparison:
     judge_clean: JudgeTally
     holdout: str | None = None
     clean_battles: list[str] = field(default_factory=list)
-    trained_by: dict = field(default_factory=dict)   # model -> battles its lineage trained on
+    trained_by: dict = field(default_factory=dict)  # model -> battles its lineage trained on
 
     def as_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "suite": self.suite, "holdout": self.holdout,
-                "accuracy": {"a": asdict(self.accuracy_a) if self.accuracy_a else None,
-                             "b": asdict(self.accuracy_b) if self.accuracy_b else None},
-                "paired": asdict(self.flips) if self.flips else None,
-                "judge": {"all": asdict(self.judge_all), "clean": asdict(self.judge_clean),
-                          "clean_battles": self.clean_battles, "trained_by": self.trained_by}}
+        return {
+            "a": self.a,
+            "b": self.b,
+            "suite": self.suite,
+            "holdout": self.holdout,
+            "accuracy": {
+                "a": asdict(self.accuracy_a) if self.accuracy_a else None,
+                "b": asdict(self.accuracy_b) if self.accuracy_b else None,
+            },
+            "paired": asdict(self.flips) if self.flips else None,
+            "judge": {
+                "all": asdict(self.judge_all),
+                "clean": asdict(self.judge_clean),
+                "clean_battles": self.clean_battles,
+                "trained_by": self.trained_by,
+            },
+        }
 
 
 def compare(store, a: str, b: str, *, suite: str | None = None, holdout: str | None = None) -> Comparison:
     """Evals of `suite` (when given) and blind-judge tallies of A against B."""
     if a == b:
         raise BadInput("compare needs two different models", field="B")
-    known = {r[0] for r in store.con.execute(
-        "SELECT model FROM evals UNION SELECT model_a FROM judgments UNION SELECT model_b FROM judgments "
-        "UNION SELECT name FROM checkpoints UNION SELECT name FROM rounds").fetchall()}
+    known = {
+        r[0]
+        for r in store.con.execute(
+            "SELECT model FROM evals UNION SELECT model_a FROM judgments UNION SELECT model_b FROM judgments "
+            "UNION SELECT name FROM checkpoints UNION SELECT name FROM rounds"
+        ).fetchall()
+    }
     for m in (a, b):
         if m not in known:
             raise NotFound(f"no evals, judgments, checkpoint or round named {m!r}")
@@ -254,11 +295,26 @@ def compare(store, a: str, b: str, *, suite: str | None = None, holdout: str | N
     if holdout is not None:
         if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [holdout]):
             raise NotFound(f"no holdout set {holdout!r}")
-        members = {r[0] for r in store.con.execute(
-            "SELECT item_id FROM holdout WHERE set_name = ? AND removed_at IS NULL", [holdout]).fetchall()}
+        members = {
+            r[0]
+            for r in store.con.execute(
+                "SELECT item_id FROM holdout WHERE set_name = ? AND removed_at IS NULL", [holdout]
+            ).fetchall()
+        }
         verdicts = {k: v for k, v in verdicts.items() if k in members}
     battles = set(verdicts)
     trained = {m: sorted(trained_battles(store, m, battles, holdout)) for m in (a, b)}
     clean = sorted(battles - set(trained[a]) - set(trained[b]))
-    return Comparison(a, b, suite, acc_a, acc_b, flips, tally(verdicts), tally(verdicts, set(clean)),
-                      holdout, clean, trained)
+    return Comparison(
+        a,
+        b,
+        suite,
+        acc_a,
+        acc_b,
+        flips,
+        tally(verdicts),
+        tally(verdicts, set(clean)),
+        holdout,
+        clean,
+        trained,
+    )

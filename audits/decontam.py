@@ -50,7 +50,7 @@ class BenchmarkItem:
 def detect_format(rec: dict) -> str | None:
     """The benchmark format a record looks like (None: unknown)."""
     if isinstance(rec.get("doc"), dict) and "doc_id" in rec:
-        return "lm-eval"          # an lm-evaluation-harness samples_*.jsonl record
+        return "lm-eval"  # an lm-evaluation-harness samples_*.jsonl record
     if "instruction_id_list" in rec and "prompt" in rec:
         return "ifeval"
     if "problem" in rec:
@@ -70,8 +70,11 @@ def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
     with open(path, encoding="utf-8", newline="") as f:
         for line, row in enumerate(csv.reader(f), start=1):
             if len(row) != 6:
-                raise BadInput(f"expected 6 columns (question, A, B, C, D, answer), got {len(row)}",
-                               path=str(path), line=line)
+                raise BadInput(
+                    f"expected 6 columns (question, A, B, C, D, answer), got {len(row)}",
+                    path=str(path),
+                    line=line,
+                )
             out.append((line, {"question": row[0], "choices": row[1:5], "answer": row[5]}))
     if not out:
         raise BadInput("no rows", path=str(path))
@@ -83,28 +86,40 @@ def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
     test split), or an MMLU CSV; ids from an id field or the row."""
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
-        raise BadInput(f"unknown benchmark format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")
+        raise BadInput(
+            f"unknown benchmark format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format"
+        )
     if not path.exists():
         raise BadInput("no such file", path=str(path))
     if path.suffix.lower() == ".csv":
         records = _read_mmlu_csv(path)
-    else:   # a file, a Hub folder layout or a save_to_disk folder: the test split
+    else:  # a file, a Hub folder layout or a save_to_disk folder: the test split
         records = [(r.line, r.record) for r in read_dataset(path, split="test")]
     items, seen = [], {}
     for index, (line, rec) in enumerate(records):
         kind = fmt or detect_format(rec)
         if kind is None:
-            raise BadInput("cannot tell the benchmark format (no question, problem, prompt or text field); "
-                           "pass --format", path=str(path), line=line)
+            raise BadInput(
+                "cannot tell the benchmark format (no question, problem, prompt or text field); "
+                "pass --format",
+                path=str(path),
+                line=line,
+            )
         name = TEXT_FIELD.get(kind, "doc")
         text = lm_eval_doc_text(rec.get("doc")) if kind == "lm-eval" else rec.get(name)
         if not isinstance(text, str) or not text.strip():
             raise BadInput("missing or empty test item text", path=str(path), line=line, field=name)
-        item_id = next((str(rec[k]) for k in ID_FIELDS if isinstance(rec.get(k), (str, int))
-                        and not isinstance(rec.get(k), bool)), str(index))
+        item_id = next(
+            (
+                str(rec[k])
+                for k in ID_FIELDS
+                if isinstance(rec.get(k), (str, int)) and not isinstance(rec.get(k), bool)
+            ),
+            str(index),
+        )
         if item_id in seen:
             if kind == "lm-eval" and seen[item_id] == text:
-                continue              # the same doc under another filter
+                continue  # the same doc under another filter
             raise BadInput(f"item id {item_id!r} appears twice", path=str(path), line=line)
         seen[item_id] = text
         items.append(BenchmarkItem(item_id, text))
@@ -113,8 +128,10 @@ def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
 
 # -- training text -------------------------------------------------------------
 
-_PAIR_TEXT_SQL = ("array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) || chr(10) || p.chosen "
-                  "|| coalesce(chr(10) || p.rejected, '')")
+_PAIR_TEXT_SQL = (
+    "array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) || chr(10) || p.chosen "
+    "|| coalesce(chr(10) || p.rejected, '')"
+)
 
 
 def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[str]]:
@@ -122,41 +139,69 @@ def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[st
     notes: list[str] = []
     con = store.con
     if all_pairs:
-        tbl = arrow_query(con, f"""
+        tbl = arrow_query(
+            con,
+            f"""
             SELECT 'pairs' AS source, NULL::VARCHAR AS round, (row_number() OVER (ORDER BY p.pair_id) - 1)::BIGINT
                    AS row_index, p.pair_id, {_PAIR_TEXT_SQL} AS text
-            FROM pairs p ORDER BY p.pair_id""")
+            FROM pairs p ORDER BY p.pair_id""",
+        )
         return tbl, notes
     parts = []
-    exports = store.rows("SELECT export_id, round, path, (SELECT count(*) FROM export_rows r "
-                         "WHERE r.export_id = e.export_id) AS n FROM exports e ORDER BY created_at, export_id")
+    exports = store.rows(
+        "SELECT export_id, round, path, (SELECT count(*) FROM export_rows r "
+        "WHERE r.export_id = e.export_id) AS n FROM exports e ORDER BY created_at, export_id"
+    )
     for ex in exports:
         if ex["n"]:
-            parts.append(arrow_query(con, f"""
+            parts.append(
+                arrow_query(
+                    con,
+                    f"""
                 SELECT ?::VARCHAR AS source, ?::VARCHAR AS round, r.row_index,
                        p.pair_id, {_PAIR_TEXT_SQL} AS text
                 FROM export_rows r JOIN pairs p USING (pair_id)
-                WHERE r.export_id = ? ORDER BY r.row_index""", [ex["path"], ex["round"], ex["export_id"]]))
+                WHERE r.export_id = ? ORDER BY r.row_index""",
+                    [ex["path"], ex["round"], ex["export_id"]],
+                )
+            )
         elif Path(ex["path"]).exists():
             rows = read_pair_file(ex["path"])
-            parts.append(pa.table({
-                "source": [ex["path"]] * len(rows), "round": [ex["round"]] * len(rows),
-                "row_index": pa.array([r.row_index for r in rows], pa.int64()),
-                "pair_id": pa.array([r.pair_id for r in rows], pa.string()),
-                "text": ["\n".join([m["content"] for m in r.prompt] + [x for x in (r.chosen, r.rejected) if x])
-                         for r in rows]}))
+            parts.append(
+                pa.table(
+                    {
+                        "source": [ex["path"]] * len(rows),
+                        "round": [ex["round"]] * len(rows),
+                        "row_index": pa.array([r.row_index for r in rows], pa.int64()),
+                        "pair_id": pa.array([r.pair_id for r in rows], pa.string()),
+                        "text": [
+                            "\n".join(
+                                [m["content"] for m in r.prompt] + [x for x in (r.chosen, r.rejected) if x]
+                            )
+                            for r in rows
+                        ],
+                    }
+                )
+            )
         else:
             notes.append(f"{ex['path']}: missing and no rows recorded; not checked")
     if not parts:
-        empty = pa.table({"source": pa.array([], pa.string()), "round": pa.array([], pa.string()),
-                          "row_index": pa.array([], pa.int64()), "pair_id": pa.array([], pa.string()),
-                          "text": pa.array([], pa.string())})
+        empty = pa.table(
+            {
+                "source": pa.array([], pa.string()),
+                "round": pa.array([], pa.string()),
+                "row_index": pa.array([], pa.int64()),
+                "pair_id": pa.array([], pa.string()),
+                "text": pa.array([], pa.string()),
+            }
+        )
         return empty, notes + (["no registered mixtures"] if not exports else [])
     schema = parts[0].schema
     return pa.concat_tables([t.cast(schema) for t in parts]), notes
 
 
 # -- the audit -------------------------------------------------------------------
+
 
 @dataclass
 class Contaminated:
@@ -169,8 +214,15 @@ class Contaminated:
     item_text: str
 
     def as_dict(self) -> dict:
-        return {"source": self.source, "round": self.round, "row_index": self.row_index, "pair_id": self.pair_id,
-                "item_id": self.item_id, "shared_ngrams": self.shared_ngrams, "item_text": self.item_text}
+        return {
+            "source": self.source,
+            "round": self.round,
+            "row_index": self.row_index,
+            "pair_id": self.pair_id,
+            "item_id": self.item_id,
+            "shared_ngrams": self.shared_ngrams,
+            "item_text": self.item_text,
+        }
 
 
 @dataclass
@@ -178,7 +230,7 @@ class DecontamReport:
     benchmark: str
     n: int
     items: int
-    items_without_ngrams: int       # fewer than n words: only an exact match could find them
+    items_without_ngrams: int  # fewer than n words: only an exact match could find them
     training_rows: int
     training_bytes: int
     contaminated_rows: int
@@ -188,14 +240,24 @@ class DecontamReport:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"benchmark": self.benchmark, "n": self.n, "items": self.items,
-                "items_without_ngrams": self.items_without_ngrams, "training_rows": self.training_rows,
-                "training_bytes": self.training_bytes, "contaminated_rows": self.contaminated_rows,
-                "contaminated_items": self.contaminated_items, "registered": self.registered,
-                "notes": self.notes, "rows": [r.as_dict() for r in self.rows]}
+        return {
+            "benchmark": self.benchmark,
+            "n": self.n,
+            "items": self.items,
+            "items_without_ngrams": self.items_without_ngrams,
+            "training_rows": self.training_rows,
+            "training_bytes": self.training_bytes,
+            "contaminated_rows": self.contaminated_rows,
+            "contaminated_items": self.contaminated_items,
+            "registered": self.registered,
+            "notes": self.notes,
+            "rows": [r.as_dict() for r in self.rows],
+        }
 
 
-def overlap(con, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N) -> list[tuple[int, int, int]]:
+def overlap(
+    con, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N
+) -> list[tuple[int, int, int]]:
     """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join."""
     vocab = Vocabulary.of_texts([it.text for it in items])
     bench = text_ngram_table(vocab, [it.text for it in items], n)
@@ -222,8 +284,16 @@ def items_without_ngrams(items: list[BenchmarkItem], n: int) -> int:
     return len(items) - len(np.unique(docs))
 
 
-def decontam(store, benchmark: str, path, *, n: int = DEFAULT_N, fmt: str | None = None,
-             all_pairs: bool = False, register: bool = False) -> DecontamReport:
+def decontam(
+    store,
+    benchmark: str,
+    path,
+    *,
+    n: int = DEFAULT_N,
+    fmt: str | None = None,
+    all_pairs: bool = False,
+    register: bool = False,
+) -> DecontamReport:
     """Every training row sharing an n-gram with a test item; `register` also stores the benchmark for the gate."""
     if not isinstance(n, int) or n < 1:
         raise BadInput(f"--n must be a positive integer, got {n!r}", field="n")
@@ -236,9 +306,22 @@ def decontam(store, benchmark: str, path, *, n: int = DEFAULT_N, fmt: str | None
     rnd = texts["round"].to_pylist()
     idx = texts["row_index"].to_pylist()
     pid = texts["pair_id"].to_pylist()
-    rows = [Contaminated(src[t], rnd[t], int(idx[t]), pid[t], items[b].item_id, int(c),
-                         items[b].text[:SNIPPET]) for t, b, c in found]
+    rows = [
+        Contaminated(src[t], rnd[t], int(idx[t]), pid[t], items[b].item_id, int(c), items[b].text[:SNIPPET])
+        for t, b, c in found
+    ]
     size = texts["text"].combine_chunks()
     nbytes = int(pc.sum(pc.binary_length(size)).as_py() or 0) if len(size) else 0
-    return DecontamReport(benchmark, n, len(items), items_without_ngrams(items, n), texts.num_rows, nbytes,
-                          len({t for t, _, _ in found}), len({b for _, b, _ in found}), rows, register, notes)
+    return DecontamReport(
+        benchmark,
+        n,
+        len(items),
+        items_without_ngrams(items, n),
+        texts.num_rows,
+        nbytes,
+        len({t for t, _, _ in found}),
+        len({b for _, b, _ in found}),
+        rows,
+        register,
+        notes,
+    )

@@ -36,8 +36,18 @@ from pairstore.ingest.tables import log_ingest
 from pairstore.keys import sha256_file
 from pairstore.tables.evals import SCORE_COLUMNS, add_eval_items, add_scores, lm_eval_doc_text
 
-METRICS = ("exact_match", "acc", "acc_norm", "prompt_level_strict_acc", "prompt_level_loose_acc",
-           "inst_level_strict_acc", "math_verify", "pass@1", "f1", "em")
+METRICS = (
+    "exact_match",
+    "acc",
+    "acc_norm",
+    "prompt_level_strict_acc",
+    "prompt_level_loose_acc",
+    "inst_level_strict_acc",
+    "math_verify",
+    "pass@1",
+    "f1",
+    "em",
+)
 FORMATS = ("jsonl", "lm-eval")
 
 _COMPARED = tuple(c for c in SCORE_COLUMNS if c != "gen_id")
@@ -63,8 +73,12 @@ def _output_fields(output: str | None) -> dict:
         return {"output_len": None, "empty": None, "loop_flagged": None, "loop_catastrophic": None}
 
     rep = scan(output)
-    return {"output_len": rep.n_tokens, "empty": bool(rep.empty), "loop_flagged": bool(rep.flagged),
-            "loop_catastrophic": bool(rep.catastrophic)}
+    return {
+        "output_len": rep.n_tokens,
+        "empty": bool(rep.empty),
+        "loop_flagged": bool(rep.flagged),
+        "loop_catastrophic": bool(rep.catastrophic),
+    }
 
 
 def _number(v, path, line, name) -> float:
@@ -94,32 +108,64 @@ def parse_simple(rec: dict, path, line: int) -> dict:
     output = rec.get("output")
     if output is not None and not isinstance(output, str):
         raise BadInput("expected a string", path=str(path), line=line, field="output")
-    return {"item_id": str(item), "score": score, "correct": correct,
-            "extracted_answer": _text(rec.get("extracted_answer")), "gold": _text(rec.get("gold")),
-            "doc_hash": None, "prompt_hash": None, **_output_fields(output)}
+    return {
+        "item_id": str(item),
+        "score": score,
+        "correct": correct,
+        "extracted_answer": _text(rec.get("extracted_answer")),
+        "gold": _text(rec.get("gold")),
+        "doc_hash": None,
+        "prompt_hash": None,
+        **_output_fields(output),
+    }
 
 
 def parse_lm_eval(rec: dict, path, line: int, metric: str | None) -> tuple[dict, str | None]:
     """One lm-eval sample -> (row, filter name)."""
     doc_id = rec.get("doc_id")
     if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)):
-        raise BadInput("missing doc_id (not an lm-evaluation-harness samples log?)", path=str(path), line=line,
-                       field="doc_id")
+        raise BadInput(
+            "missing doc_id (not an lm-evaluation-harness samples log?)",
+            path=str(path),
+            line=line,
+            field="doc_id",
+        )
     name = metric or next((m for m in METRICS if m in rec), None)
     if name is None or name not in rec:
-        raise BadInput(f"no metric field ({metric or ', '.join(METRICS)})", path=str(path), line=line,
-                       field=metric or "metric")
+        raise BadInput(
+            f"no metric field ({metric or ', '.join(METRICS)})",
+            path=str(path),
+            line=line,
+            field=metric or "metric",
+        )
     score = _number(rec[name], path, line, name)
     output = _first_string(rec.get("resps"))
     extracted = _first_string(rec.get("filtered_resps"))
-    return ({"item_id": str(doc_id), "score": score, "correct": score >= 0.5 if name != "f1" else score >= 1.0,
-             "extracted_answer": extracted, "gold": _text(rec.get("target")),
-             "doc_hash": _text(rec.get("doc_hash")), "prompt_hash": _text(rec.get("prompt_hash")),
-             **_output_fields(output)}, rec.get("filter"))
+    return (
+        {
+            "item_id": str(doc_id),
+            "score": score,
+            "correct": score >= 0.5 if name != "f1" else score >= 1.0,
+            "extracted_answer": extracted,
+            "gold": _text(rec.get("target")),
+            "doc_hash": _text(rec.get("doc_hash")),
+            "prompt_hash": _text(rec.get("prompt_hash")),
+            **_output_fields(output),
+        },
+        rec.get("filter"),
+    )
 
 
-def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", metric: str | None = None,
-                 filter_name: str | None = None) -> dict:
+def ingest_evals(
+    store,
+    path,
+    *,
+    model: str,
+    suite: str,
+    fmt: str = "jsonl",
+    metric: str | None = None,
+    filter_name: str | None = None,
+) -> dict:
     """Read, validate and insert per-item results; returns {"read", "added", "skipped", "filter", "metric"}."""
 
     if fmt not in FORMATS:
@@ -147,8 +193,13 @@ def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", met
         prev = rows.get(row["item_id"])
         if prev is not None:
             if any(prev[k] != row[k] for k in _COMPARED):
-                raise BadInput(f"item {row['item_id']!r} appears twice with different results (first at line "
-                               f"{prev['_line']})", path=str(path), line=line, field="item_id")
+                raise BadInput(
+                    f"item {row['item_id']!r} appears twice with different results (first at line "
+                    f"{prev['_line']})",
+                    path=str(path),
+                    line=line,
+                    field="item_id",
+                )
             continue
         rows[row["item_id"]] = row
     if not rows:
@@ -157,22 +208,45 @@ def ingest_evals(store, path, *, model: str, suite: str, fmt: str = "jsonl", met
         held = add_eval_items(store, suite, list(docs.values()))
         added = add_scores(store, model, suite, list(rows.values()), origin=origin, path=path)
         log_ingest(store, path, "evals", read, added)
-        store.audit("ingest.evals", f"{model}/{suite}", {"path": str(path), "format": fmt, "rows": len(rows),
-                                                          "added": added, "filter": chosen_filter,
-                                                          "eval_items_added": held})
-    return {"read": read, "added": int(added), "skipped": len(rows) - int(added), "filter": chosen_filter,
-            "metric": metric, "items": len(rows), "eval_items_added": held}
+        store.audit(
+            "ingest.evals",
+            f"{model}/{suite}",
+            {
+                "path": str(path),
+                "format": fmt,
+                "rows": len(rows),
+                "added": added,
+                "filter": chosen_filter,
+                "eval_items_added": held,
+            },
+        )
+    return {
+        "read": read,
+        "added": int(added),
+        "skipped": len(rows) - int(added),
+        "filter": chosen_filter,
+        "metric": metric,
+        "items": len(rows),
+        "eval_items_added": held,
+    }
 
 
 def _held_out_doc(docs: dict, rec: dict, row: dict, path, line: int) -> None:
     """Every record's doc (whatever its filter) as an eval item; one doc id with two texts is an error."""
     text = lm_eval_doc_text(rec.get("doc"))
     if text is None:
-        raise BadInput("no question text in doc: the sample cannot be held out", path=str(path), line=line,
-                       field="doc")
-    item = {"item_id": row["item_id"], "kind": "lm-eval", "prompt": [{"role": "user", "content": text}],
-            "gold": row["gold"], "task_key": None}
+        raise BadInput(
+            "no question text in doc: the sample cannot be held out", path=str(path), line=line, field="doc"
+        )
+    item = {
+        "item_id": row["item_id"],
+        "kind": "lm-eval",
+        "prompt": [{"role": "user", "content": text}],
+        "gold": row["gold"],
+        "task_key": None,
+    }
     prev = docs.setdefault(row["item_id"], item)
     if prev["prompt"] != item["prompt"]:
-        raise BadInput(f"doc_id {row['item_id']} appears with two different docs", path=str(path), line=line,
-                       field="doc")
+        raise BadInput(
+            f"doc_id {row['item_id']} appears with two different docs", path=str(path), line=line, field="doc"
+        )

@@ -33,17 +33,22 @@ EXACT_HOW = ("id", "match_key", "task_key")
 @dataclass
 class FileLeaks:
     path: str
-    sha256: str | None              # None: the registered file is missing (rows read from export_rows)
+    sha256: str | None  # None: the registered file is missing (rows read from export_rows)
     rows: int
-    leaked_ids: list[str]           # members found exactly (origin id, match key, task key)
-    near_ids: list[str]             # members found only embedded or by fuzzy match
-    hits: list = field(default_factory=list)   # pairstore.holdout.matching.Hit, for the detailed view
+    leaked_ids: list[str]  # members found exactly (origin id, match key, task key)
+    near_ids: list[str]  # members found only embedded or by fuzzy match
+    hits: list = field(default_factory=list)  # pairstore.holdout.matching.Hit, for the detailed view
     round: str | None = None
     note: str | None = None
 
     def as_dict(self) -> dict:
-        return {"path": self.path, "sha256": self.sha256, "rows": self.rows,
-                "leaked_ids": self.leaked_ids, "near_ids": self.near_ids}
+        return {
+            "path": self.path,
+            "sha256": self.sha256,
+            "rows": self.rows,
+            "leaked_ids": self.leaked_ids,
+            "near_ids": self.near_ids,
+        }
 
 
 @dataclass
@@ -57,8 +62,10 @@ class LeakReport:
 
     def as_dict(self) -> dict:
         """The `audit leaks --json` contract (docs/design.md, "File contracts")."""
-        return {"holdout": {"name": self.name, "size": self.size, "clean": self.clean, "leaked": self.leaked},
-                "files": [f.as_dict() for f in self.files]}
+        return {
+            "holdout": {"name": self.name, "size": self.size, "clean": self.clean, "leaked": self.leaked},
+            "files": [f.as_dict() for f in self.files],
+        }
 
 
 def _scan_rows(store, holdout: str, rows: list[PairRow]) -> list:
@@ -95,17 +102,34 @@ def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakRepo
     else:
         for ex in registered_mixtures(store):
             p = ex["path"]
-            if ex["superseded_by"] is not None:      # its path now holds the newer export's bytes
+            if ex["superseded_by"] is not None:  # its path now holds the newer export's bytes
                 rows = rows_of_export(store, ex["export_id"])
-                files.append(_file_leaks(p, None, rows, _scan_rows(store, holdout, rows), round=ex["round"],
-                                         note=f"superseded by {ex['superseded_by']}: rows read from export_rows"))
+                files.append(
+                    _file_leaks(
+                        p,
+                        None,
+                        rows,
+                        _scan_rows(store, holdout, rows),
+                        round=ex["round"],
+                        note=f"superseded by {ex['superseded_by']}: rows read from export_rows",
+                    )
+                )
             elif Path(p).exists():
                 rows = _read_with_origins(store, p)
-                files.append(_file_leaks(p, sha256_file(p), rows, _scan_rows(store, holdout, rows),
-                                         round=ex["round"]))
+                files.append(
+                    _file_leaks(p, sha256_file(p), rows, _scan_rows(store, holdout, rows), round=ex["round"])
+                )
             else:
                 rows = rows_of_export(store, ex["export_id"])
-                files.append(_file_leaks(p, None, rows, _scan_rows(store, holdout, rows), round=ex["round"],
-                                         note="file missing: rows read from export_rows"))
+                files.append(
+                    _file_leaks(
+                        p,
+                        None,
+                        rows,
+                        _scan_rows(store, holdout, rows),
+                        round=ex["round"],
+                        note="file missing: rows read from export_rows",
+                    )
+                )
     leaked = sorted(set().union(*[set(f.leaked_ids) | set(f.near_ids) for f in files]) if files else set())
     return LeakReport(holdout, size, size - len(leaked), len(leaked), files, leaked)

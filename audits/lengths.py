@@ -58,7 +58,11 @@ class Counter:
 def make_counter(store=None, *, tokenizer: str | None = None, model: str | None = None) -> Counter:
     """A bundle's tokenizer (a directory, or a checkpoint's path) or the chars/4 estimate."""
     if model is not None and tokenizer is None:
-        path = store.scalar("SELECT path FROM checkpoints WHERE name = ?", [model]) if store is not None else None
+        path = (
+            store.scalar("SELECT path FROM checkpoints WHERE name = ?", [model])
+            if store is not None
+            else None
+        )
         if path is None:
             raise NotFound(f"no checkpoint {model!r} with a path (register it, or pass --tokenizer DIR)")
         tokenizer = path
@@ -81,8 +85,8 @@ class RoundLengths:
     source: str
     rows: int
     max_length: int | None
-    stats: dict = field(default_factory=dict)     # field -> {"median", "p95", "max"} in tokens
-    truncated_rows: int = 0                       # prompt + chosen or prompt + rejected over max_length
+    stats: dict = field(default_factory=dict)  # field -> {"median", "p95", "max"} in tokens
+    truncated_rows: int = 0  # prompt + chosen or prompt + rejected over max_length
     truncated_chosen: int = 0
     truncated_rejected: int = 0
 
@@ -95,11 +99,18 @@ class RoundLengths:
         return self.truncated_chosen / self.rows if self.rows else 0.0
 
     def as_dict(self) -> dict:
-        return {"round": self.round, "source": self.source, "rows": self.rows, "max_length": self.max_length,
-                "stats": self.stats, "truncated_rows": self.truncated_rows,
-                "truncated_share": round(self.truncated_share, 6), "truncated_chosen": self.truncated_chosen,
-                "truncated_chosen_share": round(self.truncated_chosen_share, 6),
-                "truncated_rejected": self.truncated_rejected}
+        return {
+            "round": self.round,
+            "source": self.source,
+            "rows": self.rows,
+            "max_length": self.max_length,
+            "stats": self.stats,
+            "truncated_rows": self.truncated_rows,
+            "truncated_share": round(self.truncated_share, 6),
+            "truncated_chosen": self.truncated_chosen,
+            "truncated_chosen_share": round(self.truncated_chosen_share, 6),
+            "truncated_rejected": self.truncated_rejected,
+        }
 
 
 @dataclass
@@ -115,20 +126,29 @@ class LengthReport:
 def _stats(lengths: np.ndarray) -> dict:
     if len(lengths) == 0:
         return {"median": 0, "p95": 0, "max": 0}
-    return {"median": float(np.median(lengths)), "p95": float(np.percentile(lengths, 95)),
-            "max": int(lengths.max())}
+    return {
+        "median": float(np.median(lengths)),
+        "p95": float(np.percentile(lengths, 95)),
+        "max": int(lengths.max()),
+    }
 
 
-def measure(round_name: str, source: str, prompts, chosen, rejected, max_length: int | None,
-            counter: Counter) -> RoundLengths:
+def measure(
+    round_name: str, source: str, prompts, chosen, rejected, max_length: int | None, counter: Counter
+) -> RoundLengths:
     """Lengths and truncation of one mixture's rows (texts as lists; rejected None for sft rows)."""
     p = counter.count(list(prompts))
     c = counter.count(list(chosen))
     rejected = list(rejected)
     r = counter.count(rejected)
     has_rej = np.array([x is not None for x in rejected], dtype=bool)
-    out = RoundLengths(round_name, source, len(p), max_length,
-                       {"prompt": _stats(p), "chosen": _stats(c), "rejected": _stats(r[has_rej])})
+    out = RoundLengths(
+        round_name,
+        source,
+        len(p),
+        max_length,
+        {"prompt": _stats(p), "chosen": _stats(c), "rejected": _stats(r[has_rej])},
+    )
     if max_length:
         cut_c = p + c > max_length
         cut_r = has_rej & (p + r > max_length)
@@ -159,17 +179,19 @@ def _round_texts(store, export_id: str, path: str) -> tuple[str, tuple[list, lis
         cols = _file_columns(store, path)
         answer = "chosen" if "chosen" in cols else "completion"
         rejected = _TEXT.format(col="rejected") if "rejected" in cols else "NULL"
-        q = (f"SELECT {_TEXT.format(col='prompt')}, {_TEXT.format(col=answer)}, {rejected} FROM read_parquet(?)")
+        q = f"SELECT {_TEXT.format(col='prompt')}, {_TEXT.format(col=answer)}, {rejected} FROM read_parquet(?)"
         try:
             rows = store.con.execute(q, [path]).fetchall()
         except Exception as e:  # a parquet that is not a pair file (duckdb raises several types)
             raise BadInput(f"not a pair parquet ({str(e).splitlines()[0]})", path=path) from None
         src = path
     else:
-        rows = store.con.execute(f"""
-            SELECT {_TEXT.format(col='p.prompt')}, p.chosen, p.rejected
+        rows = store.con.execute(
+            f"""
+            SELECT {_TEXT.format(col="p.prompt")}, p.chosen, p.rejected
             FROM export_rows r JOIN pairs p USING (pair_id) WHERE r.export_id = ? ORDER BY r.row_index""",
-                                 [export_id]).fetchall()
+            [export_id],
+        ).fetchall()
         src = f"export_rows of {export_id} (file missing)"
     cols = tuple(list(c) for c in zip(*rows)) if rows else ([], [], [])
     return src, cols
@@ -199,7 +221,9 @@ def audit_lengths(store, *, counter: Counter | None = None, rounds: list[str] | 
         src, (prompts, chosen, rejected) = _round_texts(store, f["export_id"], f["path"])
         max_length = _recipe_max_length(f["recipe"])
         if max_length is None:
-            report.notes.append(f"{f['name']} ({Path(f['path']).name}): recipe has no train.max_length; "
-                                "truncation not computed")
+            report.notes.append(
+                f"{f['name']} ({Path(f['path']).name}): recipe has no train.max_length; "
+                "truncation not computed"
+            )
         report.rounds.append(measure(f["name"], src, prompts, chosen, rejected, max_length, counter))
     return report

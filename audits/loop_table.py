@@ -10,12 +10,22 @@ from __future__ import annotations
 from audits.loops import scan_many
 from pairstore.errors import NotFound
 
-LOOP_TABLE_COLUMNS = ("model", "suite", "outputs", "scannable", "flagged", "catastrophic", "empty", "avg_len",
-                      "rescanned")
+LOOP_TABLE_COLUMNS = (
+    "model",
+    "suite",
+    "outputs",
+    "scannable",
+    "flagged",
+    "catastrophic",
+    "empty",
+    "avg_len",
+    "rescanned",
+)
 
 
-def loop_table(store, model: str | None = None, suite: str | None = None, *, rescan: bool = False,
-               batch_rows: int = 4096) -> list[dict]:
+def loop_table(
+    store, model: str | None = None, suite: str | None = None, *, rescan: bool = False, batch_rows: int = 4096
+) -> list[dict]:
     """The model card's loop table over `generations`: one row per (model, suite).
 
     Each row: model, suite (None for outputs outside a suite), outputs, scannable
@@ -39,8 +49,9 @@ def loop_table(store, model: str | None = None, suite: str | None = None, *, res
     if suite is not None:
         where.append("suite = ?")
         params.append(suite)
-    sql = ("SELECT model, suite, output, loop_flagged, loop_catastrophic, n_tokens FROM generations"
-           + (" WHERE " + " AND ".join(where) if where else ""))
+    sql = "SELECT model, suite, output, loop_flagged, loop_catastrophic, n_tokens FROM generations" + (
+        " WHERE " + " AND ".join(where) if where else ""
+    )
     cur = store.con.cursor()
     try:
         cur.execute(sql, params)
@@ -74,8 +85,19 @@ def loop_table(store, model: str | None = None, suite: str | None = None, *, res
         raise NotFound(f"no generations for {asked}")
     table = []
     for (m, s), (outputs, scannable, flagged, catastrophic, empty, length, rescanned) in sorted(
-            totals.items(), key=lambda kv: (kv[0][0], kv[0][1] is None, kv[0][1] or "")):
-        table.append({"model": m, "suite": s, "outputs": outputs, "scannable": scannable, "flagged": flagged,
-                      "catastrophic": catastrophic, "empty": empty, "avg_len": round(length / outputs, 1),
-                      "rescanned": rescanned})
+        totals.items(), key=lambda kv: (kv[0][0], kv[0][1] is None, kv[0][1] or "")
+    ):
+        table.append(
+            {
+                "model": m,
+                "suite": s,
+                "outputs": outputs,
+                "scannable": scannable,
+                "flagged": flagged,
+                "catastrophic": catastrophic,
+                "empty": empty,
+                "avg_len": round(length / outputs, 1),
+                "rescanned": rescanned,
+            }
+        )
     return table

@@ -134,13 +134,34 @@ UNIT_TEXT_MAX = 300
 
 # Han, kana, bopomofo, CJK symbols and punctuation (not U+3000, the ideographic
 # space, which is whitespace), compatibility forms, full/half-width forms.
-_CJK_RANGES = ((0x2E80, 0x2FDF), (0x3001, 0x303F), (0x3040, 0x30FF), (0x3100, 0x312F), (0x3190, 0x31FF),
-               (0x3200, 0x4DBF), (0x4E00, 0x9FFF), (0xF900, 0xFAFF), (0xFE30, 0xFE4F), (0xFF00, 0xFFEF),
-               (0x20000, 0x3FFFF))
+_CJK_RANGES = (
+    (0x2E80, 0x2FDF),
+    (0x3001, 0x303F),
+    (0x3040, 0x30FF),
+    (0x3100, 0x312F),
+    (0x3190, 0x31FF),
+    (0x3200, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0xFE30, 0xFE4F),
+    (0xFF00, 0xFFEF),
+    (0x20000, 0x3FFFF),
+)
 _CJK = "".join(f"{chr(lo)}-{chr(hi)}" for lo, hi in _CJK_RANGES)
 # What str.split() and the regex \s treat as whitespace (str.isspace), as code points.
-SPACES = (*range(0x09, 0x0E), *range(0x1C, 0x21), 0x85, 0xA0, 0x1680, *range(0x2000, 0x200B),
-           0x2028, 0x2029, 0x202F, 0x205F, 0x3000)
+SPACES = (
+    *range(0x09, 0x0E),
+    *range(0x1C, 0x21),
+    0x85,
+    0xA0,
+    0x1680,
+    *range(0x2000, 0x200B),
+    0x2028,
+    0x2029,
+    0x202F,
+    0x205F,
+    0x3000,
+)
 _TOKEN = re.compile(f"[{_CJK}]|[^\\s{_CJK}]+")
 _CJK_CHAR = re.compile(f"[{_CJK}]")
 _LETTER = re.compile(r"[^\W\d_]")
@@ -149,11 +170,21 @@ _ALNUM = re.compile(r"[^\W_]")
 
 # Odd 64-bit multipliers, one per n-gram position (window hash = sum of
 # token_hash[k] * _MULT[k] mod 2**64, computed by np.correlate).
-_MULT = np.array([
-    0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
-    0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9,
-    0x2545F4914F6CDD1D, 0x9FB21C651E98DF25,
-], dtype=np.uint64)
+_MULT = np.array(
+    [
+        0x9E3779B97F4A7C15,
+        0xC2B2AE3D27D4EB4F,
+        0x165667B19E3779F9,
+        0xD6E8FEB86659FD93,
+        0xFF51AFD7ED558CCD,
+        0xC4CEB9FE1A85EC53,
+        0x94D049BB133111EB,
+        0xBF58476D1CE4E5B9,
+        0x2545F4914F6CDD1D,
+        0x9FB21C651E98DF25,
+    ],
+    dtype=np.uint64,
+)
 # Added to a window's hash times its text's number, so that scan_many never
 # counts the same n-gram of two different texts together.
 _TEXT_MULT = np.uint64(0xD1B54A32D192ED03)
@@ -174,14 +205,21 @@ class LoopReport:
     max_repeat_unit: str
     empty: bool
     n_tokens: int
-    ngram6_max: int = 0      # occurrences of the most frequent word 6-gram (any tokens)
-    cycle_repeats: int = 0   # most consecutive repeats of one cycle (tokens or chars in a token)
+    ngram6_max: int = 0  # occurrences of the most frequent word 6-gram (any tokens)
+    cycle_repeats: int = 0  # most consecutive repeats of one cycle (tokens or chars in a token)
     reasons: tuple[str, ...] = ()  # rules that fired: ngram6, ngram10, cycle, in_token, tail, catastrophic
 
 
 def _empty_report() -> LoopReport:
-    return LoopReport(flagged=False, catastrophic=False, tail_loop=False, max_repeat=0,
-                      max_repeat_unit="", empty=True, n_tokens=0)
+    return LoopReport(
+        flagged=False,
+        catastrophic=False,
+        tail_loop=False,
+        max_repeat=0,
+        max_repeat_unit="",
+        empty=True,
+        n_tokens=0,
+    )
 
 
 def tokenize(text: str) -> list[str]:
@@ -215,6 +253,7 @@ def _has_digit(tokens) -> bool:
 
 # ---- grouping windows by hash -----------------------------------------------------
 
+
 def _group(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The windows whose hash may occur more than once, equal hashes together, earlier windows first.
 
@@ -231,8 +270,9 @@ def _group(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     idx = np.flatnonzero(np.bincount(slot, minlength=1 << bits)[slot] > 1)
     sub = hashes[idx]
     order = np.argsort((sub & np.uint64(0xFFFF)).astype(np.uint16), kind="stable")
-    order = order[np.argsort(((sub[order] >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16),
-                             kind="stable")]
+    order = order[
+        np.argsort(((sub[order] >> np.uint64(16)) & np.uint64(0xFFFF)).astype(np.uint16), kind="stable")
+    ]
     ordered = sub[order]
     low = ordered & np.uint64(0xFFFFFFFF)
     same_low = low[1:] == low[:-1]
@@ -256,11 +296,12 @@ def _group(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # ---- cycles -----------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Cycle:
-    start: int   # first token of the periodic stretch
+    start: int  # first token of the periodic stretch
     period: int  # unit length in tokens
-    span: int    # tokens in the stretch
+    span: int  # tokens in the stretch
 
     @property
     def repeats(self) -> int:
@@ -274,19 +315,20 @@ class _Cycle:
 def _verified(ids: np.ndarray, start: int, span: int, p: int) -> list[_Cycle]:
     """The stretch re-checked token by token (token hashes), split where a window-hash collision joined two."""
     end = start + span
-    if np.array_equal(ids[start:end - p], ids[start + p:end]):
+    if np.array_equal(ids[start : end - p], ids[start + p : end]):
         return [_Cycle(start, p, span)]
-    equal = np.concatenate(([False], ids[start + p:end] == ids[start:end - p], [False]))
+    equal = np.concatenate(([False], ids[start + p : end] == ids[start : end - p], [False]))
     edges = np.flatnonzero(equal[1:] != equal[:-1])
     return [_Cycle(start + a, p, b - a + p) for a, b in zip(edges[0::2].tolist(), edges[1::2].tolist())]
 
 
 # ---- runs inside one long token ----------------------------------------------
 
+
 @dataclass(frozen=True)
 class _Run:
-    token: int   # token index
-    start: int   # character offset in the token
+    token: int  # token index
+    start: int  # character offset in the token
     period: int
     span: int
     reaches_end: bool
@@ -309,7 +351,7 @@ def _may_hold_run(tok: str) -> bool:
     """
     last = len(tok) - _SAMPLE
     for j in range(0, last, _SAMPLE):
-        if tok.find(tok[j:j + _SAMPLE], j + 1, j + _SAMPLE + IN_TOKEN_MAX_PERIOD) != -1:
+        if tok.find(tok[j : j + _SAMPLE], j + 1, j + _SAMPLE + IN_TOKEN_MAX_PERIOD) != -1:
             return True
     return False
 
@@ -342,14 +384,18 @@ def _token_runs(tok: str, index: int) -> list[_Run]:
         edges = np.flatnonzero(eq[1:] != eq[:-1])
         for s, e in zip(edges[0::2].tolist(), edges[1::2].tolist()):
             span = e - s + p
-            if span >= IN_TOKEN_MIN_SPAN and span // p >= IN_TOKEN_MIN_REPEATS and (
-                    span >= SYMBOL_RUN_MIN_SPAN or _ALNUM.search(tok, s, s + p)):
+            if (
+                span >= IN_TOKEN_MIN_SPAN
+                and span // p >= IN_TOKEN_MIN_REPEATS
+                and (span >= SYMBOL_RUN_MIN_SPAN or _ALNUM.search(tok, s, s + p))
+            ):
                 runs.append(_Run(index, s, p, span, s + span == length))
                 covered[(samples >= s) & (samples < s + span)] = True
     return runs
 
 
 # ---- the scan -------------------------------------------------------------------
+
 
 def scan(text: str | None) -> LoopReport:
     """Scan one model output for repetition loops (definitions in the module docstring)."""
@@ -400,11 +446,11 @@ class _Tokens:
             lo, hi, _ = key.indices(self.starts.size)
             j = self.joined
             return [j[a:b] for a, b in zip(self.starts[lo:hi].tolist(), self.ends[lo:hi].tolist())]
-        return self.joined[int(self.starts[key]):int(self.ends[key])]
+        return self.joined[int(self.starts[key]) : int(self.ends[key])]
 
     def unit(self, lo: int, hi: int) -> str:
         """unit_text(self[lo:hi]), cut from the joined text in one piece when it is ASCII."""
-        piece = self.joined[int(self.starts[lo]):int(self.ends[hi - 1])]
+        piece = self.joined[int(self.starts[lo]) : int(self.ends[hi - 1])]
         if piece.isascii():
             return unit_text(piece.split())
         return unit_text(self[lo:hi])
@@ -422,7 +468,7 @@ def _unicode_kinds() -> np.ndarray:
     if _kind_unicode is None:
         kinds = np.zeros(0x110000, np.int8)
         for lo, hi in _CJK_RANGES:
-            kinds[lo:hi + 1] = 2
+            kinds[lo : hi + 1] = 2
         kinds[list(SPACES)] = 1
         _kind_unicode = kinds
     return _kind_unicode
@@ -471,7 +517,7 @@ def tokenize_spans(joined: str, ascii_only: bool) -> tuple[np.ndarray, np.ndarra
     if chars.size <= POWER_TABLE_MAX:
         # prefix sums of chars[j] * B**j; a token's slice, times B**-first, is its own polynomial
         powers, inverse = _token_powers(chars.size)
-        prefix = np.cumsum(chars.astype(np.uint64) * powers[:chars.size], dtype=np.uint64)
+        prefix = np.cumsum(chars.astype(np.uint64) * powers[: chars.size], dtype=np.uint64)
     else:  # one huge text: powers by rank inside the token instead of two tables as long as the text
         powers, inverse = _token_powers(int(lengths.max()))
         rank = np.arange(chars.size) - np.repeat(first, lengths)
@@ -522,8 +568,9 @@ def _groups(order_pos: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, np.nda
     return bounds[:-1][multi], sizes[multi]
 
 
-def _per_text_top(k: int, text_of: np.ndarray, sizes: np.ndarray, firsts: np.ndarray,
-                  floor: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _per_text_top(
+    k: int, text_of: np.ndarray, sizes: np.ndarray, firsts: np.ndarray, floor: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Per text: the largest group size (at least `floor`) and the first window of the earliest such group."""
     top = floor.copy()
     np.maximum.at(top, text_of, sizes)
@@ -533,8 +580,16 @@ def _per_text_top(k: int, text_of: np.ndarray, sizes: np.ndarray, firsts: np.nda
     return top, first
 
 
-def _letter_flags(letters, g: int, text_of: np.ndarray, sizes: np.ndarray, firsts: np.ndarray,
-                  thresholds: np.ndarray, found: dict, reason: str) -> None:
+def _letter_flags(
+    letters,
+    g: int,
+    text_of: np.ndarray,
+    sizes: np.ndarray,
+    firsts: np.ndarray,
+    thresholds: np.ndarray,
+    found: dict,
+    reason: str,
+) -> None:
     """Flag each text with a group of >= its threshold windows that contains a letter."""
     hits = np.flatnonzero(sizes >= thresholds[text_of])
     flagged = set()
@@ -566,7 +621,7 @@ def _scan_batch(tokens, ids: np.ndarray, text_lengths: list[int], long_tokens: l
         f.reasons.add("in_token")
         top = max(runs, key=lambda r: (r.repeats, -r.start))
         if top.repeats > f.run_repeats:
-            f.run_repeats, f.run_unit = top.repeats, tokens[i][top.start:top.start + top.period]
+            f.run_repeats, f.run_unit = top.repeats, tokens[i][top.start : top.start + top.period]
         if top.repeats >= CATASTROPHIC_REPEATS:
             f.catastrophic = True
         if i == offsets[t + 1] - 1 and any(r.reaches_end for r in runs):
@@ -576,15 +631,14 @@ def _scan_batch(tokens, ids: np.ndarray, text_lengths: list[int], long_tokens: l
     if m > 0:
         h6 = np.correlate(ids, _MULT[:SHORT_N], "valid")
         text_of_window = text_of_token[:m]
-        windows = np.flatnonzero(text_of_window == text_of_token[SHORT_N - 1:])  # inside one text
+        windows = np.flatnonzero(text_of_window == text_of_token[SHORT_N - 1 :])  # inside one text
         if windows.size:
             keyed = h6[windows] + text_of_window[windows].astype(np.uint64) * _TEXT_MULT
             order, ordered = _group(keyed)
             pos = windows[order]
             same = ordered[1:] == ordered[:-1]
             if same.any():
-                _analyse(tokens, ids, h6, pos, same, text_of_token, offsets, lengths, found,
-                         ngram6, first6)
+                _analyse(tokens, ids, h6, pos, same, text_of_token, offsets, lengths, found, ngram6, first6)
 
     reports: list[LoopReport] = []
     no_finding = _Found(set())
@@ -603,14 +657,25 @@ def _scan_batch(tokens, ids: np.ndarray, text_lengths: list[int], long_tokens: l
             best = max(best, (f.run_repeats, 2, f.run_unit))
         if f.cycle_repeats >= 2:
             best = max(best, (f.cycle_repeats, 3, f.cycle_unit))
-        reasons = tuple(r for r in _REASON_ORDER if r in f.reasons
-                        or (r == "tail" and f.tail) or (r == "catastrophic" and f.catastrophic))
-        reports.append(LoopReport(
-            flagged=bool(reasons), catastrophic=f.catastrophic, tail_loop=f.tail,
-            max_repeat=best[0], max_repeat_unit=best[2] if best[0] > 1 else "", empty=False,
-            n_tokens=n, ngram6_max=c6,
-            cycle_repeats=max(f.cycle_repeats if f.cycle_repeats >= 2 else 0, f.run_repeats),
-            reasons=reasons))
+        reasons = tuple(
+            r
+            for r in _REASON_ORDER
+            if r in f.reasons or (r == "tail" and f.tail) or (r == "catastrophic" and f.catastrophic)
+        )
+        reports.append(
+            LoopReport(
+                flagged=bool(reasons),
+                catastrophic=f.catastrophic,
+                tail_loop=f.tail,
+                max_repeat=best[0],
+                max_repeat_unit=best[2] if best[0] > 1 else "",
+                empty=False,
+                n_tokens=n,
+                ngram6_max=c6,
+                cycle_repeats=max(f.cycle_repeats if f.cycle_repeats >= 2 else 0, f.run_repeats),
+                reasons=reasons,
+            )
+        )
     return reports
 
 
@@ -652,19 +717,25 @@ def _analyse(tokens, ids, h6, pos, same, text_of_token, offsets, lengths, found,
             t = int(text_of_token[cyc.start])
             f = found.setdefault(t, _Found(set()))
             if cyc.repeats > f.cycle_repeats:
-                f.cycle_repeats, f.cycle_unit = cyc.repeats, tokens.unit(cyc.start, cyc.start + min(p, UNIT_TEXT_MAX))
+                f.cycle_repeats, f.cycle_unit = (
+                    cyc.repeats,
+                    tokens.unit(cyc.start, cyc.start + min(p, UNIT_TEXT_MAX)),
+                )
             if cyc.repeats >= CATASTROPHIC_REPEATS:
                 f.catastrophic = True
             if cyc.repeats < min(CYCLE_MIN_REPEATS, TAIL_MIN_REPEATS):
                 continue
             letter = letters.any(cyc.start, p)
-            alnum = letter or _has_digit(tokens[cyc.start:cyc.start + p])
-            if cyc.repeats >= CYCLE_MIN_REPEATS and (letter or (alnum and cyc.span >= NUMERIC_CYCLE_MIN_SPAN)):
+            alnum = letter or _has_digit(tokens[cyc.start : cyc.start + p])
+            if cyc.repeats >= CYCLE_MIN_REPEATS and (
+                letter or (alnum and cyc.span >= NUMERIC_CYCLE_MIN_SPAN)
+            ):
                 f.reasons.add("cycle")
             if alnum and cyc.repeats >= TAIL_MIN_REPEATS and cyc.span >= TAIL_MIN_SPAN:
                 text_end = int(offsets[t + 1])
-                if cyc.end == text_end or (cyc.end == text_end - 1 and
-                                           tokens[text_end - 1 - p].startswith(tokens[text_end - 1])):
+                if cyc.end == text_end or (
+                    cyc.end == text_end - 1 and tokens[text_end - 1 - p].startswith(tokens[text_end - 1])
+                ):
                     f.tail = True
 
     # 10-grams matter only for a text no other rule flagged whose 6-grams repeat often enough
@@ -681,7 +752,7 @@ def _analyse(tokens, ids, h6, pos, same, text_of_token, offsets, lengths, found,
     repeated[:-1] |= same
     mask = np.zeros(total, bool)
     mask[pos[repeated]] = True
-    at = np.flatnonzero(mask[:max(total - LONG_N + 1, 0)])
+    at = np.flatnonzero(mask[: max(total - LONG_N + 1, 0)])
     at = at[(text_of_token[at] == text_of_token[at + LONG_N - 1]) & open_texts[text_of_token[at]]]
     if at.size < 2:
         return
@@ -706,7 +777,7 @@ class _LetterCache:
 
     def any(self, start: int, length: int) -> bool:
         known = self.known
-        for tok in self.tokens[start:start + length]:
+        for tok in self.tokens[start : start + length]:
             hit = known.get(tok)
             if hit is None:
                 hit = known[tok] = _LETTER.search(tok) is not None

@@ -33,16 +33,22 @@ FAILING = ("changed", "missing")
 
 @dataclass
 class FileCheck:
-    what: str              # export | attached | export evidence | shard | adapter | leftover
-    owner: str             # round or checkpoint name
+    what: str  # export | attached | export evidence | shard | adapter | leftover
+    owner: str  # round or checkpoint name
     path: str
     expected: str | None
-    actual: str | None     # None: missing
-    status: str            # ok | changed | missing (these two fail) | superseded | leftover
+    actual: str | None  # None: missing
+    status: str  # ok | changed | missing (these two fail) | superseded | leftover
 
     def as_dict(self) -> dict:
-        return {"what": self.what, "owner": self.owner, "path": self.path, "expected": self.expected,
-                "actual": self.actual, "status": self.status}
+        return {
+            "what": self.what,
+            "owner": self.owner,
+            "path": self.path,
+            "expected": self.expected,
+            "actual": self.actual,
+            "status": self.status,
+        }
 
 
 def _check(what: str, owner: str, path: Path, expected: str) -> FileCheck:
@@ -69,8 +75,14 @@ def _evidence_check(ex: dict) -> FileCheck | None:
     recorded = evidence.get(key)
     if recorded is None:
         return None
-    return FileCheck("export evidence", ex["round"], str(ev_path), ex["sha256"], recorded,
-                     "ok" if recorded == ex["sha256"] else "changed")
+    return FileCheck(
+        "export evidence",
+        ex["round"],
+        str(ev_path),
+        ex["sha256"],
+        recorded,
+        "ok" if recorded == ex["sha256"] else "changed",
+    )
 
 
 def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
@@ -90,21 +102,27 @@ def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
 def check_mixtures(store) -> list[FileCheck]:
     """Every recorded file hash, recomputed. Never raises for a mismatch (see audit_mixtures)."""
     checks: list[FileCheck] = []
-    for ex in store.rows("SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256, "
-                         "superseded_by FROM exports ORDER BY created_at, export_id"):
+    for ex in store.rows(
+        "SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256, "
+        "superseded_by FROM exports ORDER BY created_at, export_id"
+    ):
         path = Path(ex["path"])
         if ex["superseded_by"] is not None:
             checks.append(FileCheck(ex["kind"], ex["round"], str(path), ex["sha256"], None, "superseded"))
             continue
         checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"]))
         if ex["evidence_sha256"] is not None:
-            checks.append(_check("export evidence", ex["round"], Path(ex["evidence_path"]), ex["evidence_sha256"]))
+            checks.append(
+                _check("export evidence", ex["round"], Path(ex["evidence_path"]), ex["evidence_sha256"])
+            )
             continue
         ev = _evidence_check(ex)
         if ev is not None:
             checks.append(ev)
-    for ck in store.rows("SELECT name, path, evidence FROM checkpoints WHERE path IS NOT NULL "
-                         "AND evidence IS NOT NULL ORDER BY name"):
+    for ck in store.rows(
+        "SELECT name, path, evidence FROM checkpoints WHERE path IS NOT NULL "
+        "AND evidence IS NOT NULL ORDER BY name"
+    ):
         evidence = json.loads(ck["evidence"]) if isinstance(ck["evidence"], str) else ck["evidence"]
         if not isinstance(evidence, dict):
             continue
@@ -115,7 +133,7 @@ def check_mixtures(store) -> list[FileCheck]:
 
 def _leftovers(store) -> list[FileCheck]:
     """What interrupted exports left: temp files and unregistered final files in every export folder."""
-    finals: dict[str, dict[str, str]] = {}          # folder -> final file -> round
+    finals: dict[str, dict[str, str]] = {}  # folder -> final file -> round
     for started in started_exports(store):
         for f in started["files"]:
             finals.setdefault(started["out"], {})[f] = started["round"]

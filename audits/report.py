@@ -34,6 +34,7 @@ from pairstore.rounds.lineage import describe, lineage
 
 # -- data ------------------------------------------------------------------------
 
+
 def _fmt(x, digits=4):
     return "-" if x is None else f"{x:.{digits}f}".rstrip("0").rstrip(".") if isinstance(x, float) else str(x)
 
@@ -47,10 +48,28 @@ def _lineage_section(store, model: str, stages: list[dict]) -> Section:
 
     s = Section("lineage", "Lineage")
     s.paragraphs.append(f"{len(stages)} stage(s) from the base model to {model}, parents first.")
-    s.tables.append(("Stages", Table(["stage", "kind", "how it was made", "job", "mixtures (rows, SHA-256)"], [
-        [st["name"], st["kind"], describe(st), st.get("job_id") or "-",
-         "; ".join(f"{Path(m['path']).name} ({m['rows']}, {m['sha256'][:12]})" for m in st["mixtures"]) or "-"]
-        for st in stages])))
+    s.tables.append(
+        (
+            "Stages",
+            Table(
+                ["stage", "kind", "how it was made", "job", "mixtures (rows, SHA-256)"],
+                [
+                    [
+                        st["name"],
+                        st["kind"],
+                        describe(st),
+                        st.get("job_id") or "-",
+                        "; ".join(
+                            f"{Path(m['path']).name} ({m['rows']}, {m['sha256'][:12]})"
+                            for m in st["mixtures"]
+                        )
+                        or "-",
+                    ]
+                    for st in stages
+                ],
+            ),
+        )
+    )
     s.images.append(("lineage.png", _lineagefigure_png(stages)))
     return s
 
@@ -63,7 +82,7 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
     import matplotlib.pyplot as plt
 
     depth: dict[str, int] = {}
-    for st in stages:   # parents come first
+    for st in stages:  # parents come first
         depth[st["name"]] = 1 + max((depth.get(p, -1) for p in st["parents"]), default=-1)
     levels: dict[int, list[str]] = defaultdict(list)
     for st in stages:
@@ -80,18 +99,33 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
             x0, y0 = pos[p]
             if y0 - y1 > 1 and x0 == x1:
                 # An edge that skips a level runs beside the stages between, into the child's right side.
-                ax.annotate("", xy=(x1 + 0.42, y1), xytext=(x0 + 0.42, y0),
-                            arrowprops={"arrowstyle": "->", "color": "#c05a1a", "connectionstyle": "arc3,rad=-0.45"})
+                ax.annotate(
+                    "",
+                    xy=(x1 + 0.42, y1),
+                    xytext=(x0 + 0.42, y0),
+                    arrowprops={"arrowstyle": "->", "color": "#c05a1a", "connectionstyle": "arc3,rad=-0.45"},
+                )
             else:
-                ax.annotate("", xy=(x1, y1 + 0.22), xytext=(x0, y0 - 0.22),
-                            arrowprops={"arrowstyle": "->", "color": "#555555"})
+                ax.annotate(
+                    "",
+                    xy=(x1, y1 + 0.22),
+                    xytext=(x0, y0 - 0.22),
+                    arrowprops={"arrowstyle": "->", "color": "#555555"},
+                )
         label = st["name"]
         if st["kind"] == "soup" and st.get("alpha") is not None:
             label += f"  (alpha {st['alpha']:g})"
         elif st["kind"] == "dpo" and st.get("max_steps"):
             label += f"  ({st['max_steps']} steps)"
-        ax.text(x1, y1, label, ha="center", va="center", fontsize=8,
-                bbox={"boxstyle": "round", "fc": colors.get(st["kind"], "#dddddd"), "ec": "black"})
+        ax.text(
+            x1,
+            y1,
+            label,
+            ha="center",
+            va="center",
+            fontsize=8,
+            bbox={"boxstyle": "round", "fc": colors.get(st["kind"], "#dddddd"), "ec": "black"},
+        )
     ax.set_xlim(-0.9, width - 0.1)
     ax.set_ylim(-len(levels) + 0.4, 0.6)
     ax.axis("off")
@@ -102,10 +136,13 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
 def _rows_by_source(store, export_ids: list[str]) -> dict[str, int]:
     """{source: rows} over the given registered mixtures (NLL-only rows named apart)."""
     marks = ", ".join("?" for _ in export_ids)
-    counts = store.rows(f"""
+    counts = store.rows(
+        f"""
         SELECT p.source || CASE WHEN p.kind = 'sft' THEN ' (NLL only)' ELSE '' END AS source, count(*) AS n
         FROM export_rows r JOIN pairs p USING (pair_id)
-        WHERE r.export_id IN ({marks}) GROUP BY ALL ORDER BY n DESC, source""", export_ids)
+        WHERE r.export_id IN ({marks}) GROUP BY ALL ORDER BY n DESC, source""",
+        export_ids,
+    )
     if counts:
         return {c["source"]: int(c["n"]) for c in counts}
     rows = store.scalar(f"SELECT sum(rows) FROM exports WHERE export_id IN ({marks})", export_ids)
@@ -126,9 +163,15 @@ def _composition_section(comp: dict[str, dict[str, int]]) -> Section:
         s.paragraphs.append("No round in this lineage has a registered mixture.")
         return s
     sources = sorted({src for c in comp.values() for src in c})
-    s.tables.append(("Rows per source (latest registered mixture of each round, NLL-only file included)",
-                     Table(["round"] + sources + ["total"],
-                           [[r] + [c.get(src, 0) for src in sources] + [sum(c.values())] for r, c in comp.items()])))
+    s.tables.append(
+        (
+            "Rows per source (latest registered mixture of each round, NLL-only file included)",
+            Table(
+                ["round"] + sources + ["total"],
+                [[r] + [c.get(src, 0) for src in sources] + [sum(c.values())] for r, c in comp.items()],
+            ),
+        )
+    )
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,25 +207,52 @@ def _holdout_section(store) -> tuple[Section, list]:
         hit_files = [f for f in rep.files if f.leaked_ids or f.near_ids]
         removed, exempt = store.con.execute(
             "SELECT count(*) FILTER (status = 'removed'), coalesce(sum(exemptions), 0) FROM holdout_status "
-            "WHERE set_name = ?", [name]).fetchall()[0]
-        rows.append([name, rep.size, rep.clean, rep.leaked, removed, exempt,
-                     "; ".join(f"{Path(f.path).name}: {len(f.leaked_ids)} exact, {len(f.near_ids)} near"
-                               for f in hit_files) or "none"])
+            "WHERE set_name = ?",
+            [name],
+        ).fetchall()[0]
+        rows.append(
+            [
+                name,
+                rep.size,
+                rep.clean,
+                rep.leaked,
+                removed,
+                exempt,
+                "; ".join(
+                    f"{Path(f.path).name}: {len(f.leaked_ids)} exact, {len(f.near_ids)} near"
+                    for f in hit_files
+                )
+                or "none",
+            ]
+        )
         s.paragraphs.append(_holdout_sentence(rep))
-    s.tables.append(("Leak audit of every registered mixture (exact = origin id or match key; near = fuzzy)",
-                     Table(["set", "members", "clean", "leaked", "removed", "exemptions", "where"], rows)))
+    s.tables.append(
+        (
+            "Leak audit of every registered mixture (exact = origin id or match key; near = fuzzy)",
+            Table(["set", "members", "clean", "leaked", "removed", "exemptions", "where"], rows),
+        )
+    )
     return s, reports
 
 
 def _holdout_sentence(rep) -> str:
     files = len(rep.files)
     hit = [f for f in rep.files if f.leaked_ids or f.near_ids]
-    text = (f"Holdout set {rep.name} ({rep.size} members): an audit of every registered mixture file ({files}) "
-            f"by origin id, match key and fuzzy match found {rep.clean} never used in training and "
-            f"{rep.leaked} included")
+    text = (
+        f"Holdout set {rep.name} ({rep.size} members): an audit of every registered mixture file ({files}) "
+        f"by origin id, match key and fuzzy match found {rep.clean} never used in training and "
+        f"{rep.leaked} included"
+    )
     if hit:
-        text += " (" + "; ".join(f"{len(set(f.leaked_ids) | set(f.near_ids))} in {Path(f.path).name}"
-                                  + (f", round {f.round}" if f.round else "") for f in hit) + ")"
+        text += (
+            " ("
+            + "; ".join(
+                f"{len(set(f.leaked_ids) | set(f.near_ids))} in {Path(f.path).name}"
+                + (f", round {f.round}" if f.round else "")
+                for f in hit
+            )
+            + ")"
+        )
         others = files - len(hit)
         text += f"; {others} other file(s) have zero hits." if others else "."
     else:
@@ -192,29 +262,34 @@ def _holdout_sentence(rep) -> str:
 
 def _pair_texts(store, rounds: list[str]):
 
-
     con = store.con
     con.register("_rep_rounds", pa.table({"round": pa.array(rounds, pa.string())}))
     try:
-        return arrow_query(con, """
+        return arrow_query(
+            con,
+            """
             SELECT DISTINCT e.round, r.row_index, p.pair_id,
                    array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) || chr(10) || p.chosen
                    || coalesce(chr(10) || p.rejected, '') AS text
             FROM export_rows r JOIN exports e USING (export_id) JOIN pairs p USING (pair_id)
             WHERE e.round IN (SELECT round FROM _rep_rounds)
-            ORDER BY e.round, r.row_index""")
+            ORDER BY e.round, r.row_index""",
+        )
     finally:
         con.unregister("_rep_rounds")
 
 
 def _decontam_section(store, rounds: list[str]) -> tuple[Section, list[list]]:
 
-
     s = Section("decontamination", "Decontamination")
-    benches = store.rows("SELECT benchmark, n, count(*) AS items FROM benchmark_refs GROUP BY ALL ORDER BY benchmark")
+    benches = store.rows(
+        "SELECT benchmark, n, count(*) AS items FROM benchmark_refs GROUP BY ALL ORDER BY benchmark"
+    )
     if not benches:
-        s.paragraphs.append("No benchmark is registered (`pairstore audit decontam --register`), so no n-gram "
-                            "check against benchmark test items was possible.")
+        s.paragraphs.append(
+            "No benchmark is registered (`pairstore audit decontam --register`), so no n-gram "
+            "check against benchmark test items was possible."
+        )
         return s, []
     texts = _pair_texts(store, rounds)
     rows = []
@@ -224,14 +299,32 @@ def _decontam_section(store, rounds: list[str]) -> tuple[Section, list[list]]:
         for b in (b for b in benches if b["n"] == n):
             mine = [(r, i) for r, bn, i in hits if bn == b["benchmark"]]
             rounds_hit = sorted({texts["round"][r].as_py() for r, _ in mine})
-            rows.append([b["benchmark"], b["items"], n, texts.num_rows, len({r for r, _ in mine}),
-                         len({i for _, i in mine}), ", ".join(rounds_hit) or "-"])
-    s.tables.append(("Word n-gram overlap of the lineage's mixture rows with registered benchmark test items",
-                     Table(["benchmark", "items", "n", "rows checked", "contaminated rows", "items matched",
-                            "rounds"], rows)))
+            rows.append(
+                [
+                    b["benchmark"],
+                    b["items"],
+                    n,
+                    texts.num_rows,
+                    len({r for r, _ in mine}),
+                    len({i for _, i in mine}),
+                    ", ".join(rounds_hit) or "-",
+                ]
+            )
+    s.tables.append(
+        (
+            "Word n-gram overlap of the lineage's mixture rows with registered benchmark test items",
+            Table(
+                ["benchmark", "items", "n", "rows checked", "contaminated rows", "items matched", "rounds"],
+                rows,
+            ),
+        )
+    )
     clean = all(r[4] == 0 for r in rows)
-    s.paragraphs.append("No training row of this lineage shares an n-gram with a registered benchmark test item."
-                        if clean else "Some training rows share n-grams with benchmark test items (table).")
+    s.paragraphs.append(
+        "No training row of this lineage shares an n-gram with a registered benchmark test item."
+        if clean
+        else "Some training rows share n-grams with benchmark test items (table)."
+    )
     return s, rows
 
 
@@ -243,11 +336,19 @@ def _hash_section(store) -> tuple[Section, list]:
         s.paragraphs.append("No registered mixture or bundle evidence to check.")
         return s, checks
     bad = [c for c in checks if c.status != "ok"]
-    s.paragraphs.append(f"{len(checks)} recorded file hash(es) recomputed: "
-                        + ("all match." if not bad else f"{len(bad)} changed or missing."))
-    s.tables.append(("SHA-256 of every registered mixture and recorded bundle file, recomputed now",
-                     Table(["status", "what", "owner", "file", "SHA-256 (recorded)"],
-                           [[c.status, c.what, c.owner, Path(c.path).name, c.expected[:16]] for c in checks])))
+    s.paragraphs.append(
+        f"{len(checks)} recorded file hash(es) recomputed: "
+        + ("all match." if not bad else f"{len(bad)} changed or missing.")
+    )
+    s.tables.append(
+        (
+            "SHA-256 of every registered mixture and recorded bundle file, recomputed now",
+            Table(
+                ["status", "what", "owner", "file", "SHA-256 (recorded)"],
+                [[c.status, c.what, c.owner, Path(c.path).name, c.expected[:16]] for c in checks],
+            ),
+        )
+    )
     return s, checks
 
 
@@ -260,15 +361,41 @@ def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section
         s.paragraphs.append("No round in this lineage has a registered mixture to measure.")
         return s
     rep = audit_lengths(store, counter=make_counter(store, tokenizer=tokenizer), rounds=mine)
-    s.paragraphs.append(f"Token counts: {rep.counter}. A side is truncated when prompt + that side exceeds "
-                        "the recipe's max_length; a truncated chosen answer trains the NLL term on a fragment.")
-    s.tables.append(("Per round", Table(
-        ["round", "rows", "max_length", "prompt p50/p95/max", "chosen p50/p95/max", "rejected p50/p95/max",
-         "rows truncated", "chosen truncated"],
-        [[r.round, r.rows, r.max_length or "-",
-          *("/".join(_fmt(r.stats[k][q], 1) for q in ("median", "p95", "max")) for k in ("prompt", "chosen", "rejected")),
-          f"{r.truncated_rows} ({r.truncated_share:.1%})", f"{r.truncated_chosen} ({r.truncated_chosen_share:.1%})"]
-         for r in rep.rounds])))
+    s.paragraphs.append(
+        f"Token counts: {rep.counter}. A side is truncated when prompt + that side exceeds "
+        "the recipe's max_length; a truncated chosen answer trains the NLL term on a fragment."
+    )
+    s.tables.append(
+        (
+            "Per round",
+            Table(
+                [
+                    "round",
+                    "rows",
+                    "max_length",
+                    "prompt p50/p95/max",
+                    "chosen p50/p95/max",
+                    "rejected p50/p95/max",
+                    "rows truncated",
+                    "chosen truncated",
+                ],
+                [
+                    [
+                        r.round,
+                        r.rows,
+                        r.max_length or "-",
+                        *(
+                            "/".join(_fmt(r.stats[k][q], 1) for q in ("median", "p95", "max"))
+                            for k in ("prompt", "chosen", "rejected")
+                        ),
+                        f"{r.truncated_rows} ({r.truncated_share:.1%})",
+                        f"{r.truncated_chosen} ({r.truncated_chosen_share:.1%})",
+                    ]
+                    for r in rep.rounds
+                ],
+            ),
+        )
+    )
     s.paragraphs += rep.notes
     return s
 
@@ -289,8 +416,10 @@ def _loops_section(store) -> Section:
     if not table.rows:
         s.paragraphs.append("No scanned outputs in the store (generations or evals with loop flags).")
         return s
-    s.paragraphs.append("Repetition scanner (audits.loops) per model and suite: flagged outputs (repeated "
-                        "n-gram, cycle or tail loop), catastrophic loops (100x+ repetition), empty responses.")
+    s.paragraphs.append(
+        "Repetition scanner (audits.loops) per model and suite: flagged outputs (repeated "
+        "n-gram, cycle or tail loop), catastrophic loops (100x+ repetition), empty responses."
+    )
     s.tables.append(("Loops per model and suite", table))
     return s
 
@@ -315,24 +444,50 @@ def _paired_rows(store, model: str, suites: list[str], matrix) -> list[list]:
             continue
         for other in sorted(m for m in matrix if m != model and suite in matrix[m]):
             f = paired_flips(store, model, other, suite)
-            if f.a_only + f.b_only:   # items neither or both got right everywhere say nothing about a difference
-                rows.append([f"{model} vs {other}", suite, f.items, f.both, f.a_only, f.b_only, f.neither,
-                             f"{(f.a_only - f.b_only) / f.items:+.4f}", f"{f.mcnemar_p:.3g}"])
+            if (
+                f.a_only + f.b_only
+            ):  # items neither or both got right everywhere say nothing about a difference
+                rows.append(
+                    [
+                        f"{model} vs {other}",
+                        suite,
+                        f.items,
+                        f.both,
+                        f.a_only,
+                        f.b_only,
+                        f.neither,
+                        f"{(f.a_only - f.b_only) / f.items:+.4f}",
+                        f"{f.mcnemar_p:.3g}",
+                    ]
+                )
     return rows
 
 
 def _judge_rows(store, model: str) -> list[list]:
 
-    others = [r[0] for r in store.con.execute("""
+    others = [
+        r[0]
+        for r in store.con.execute(
+            """
         SELECT DISTINCT CASE WHEN model_a = ? THEN model_b ELSE model_a END FROM judgments
-        WHERE model_a = ? OR model_b = ? ORDER BY 1""", [model, model, model]).fetchall()]
+        WHERE model_a = ? OR model_b = ? ORDER BY 1""",
+            [model, model, model],
+        ).fetchall()
+    ]
     rows = []
     for other in others:
         c = compare(store, model, other)
         a, cl = c.judge_all, c.judge_clean
-        rows.append([f"{model} vs {other}", f"{a.a_wins}-{a.b_wins}-{a.ties}", f"{a.sign_p:.3g}",
-                     f"{cl.a_wins}-{cl.b_wins}-{cl.ties} ({cl.battles})", f"{cl.sign_p:.3g}",
-                     f"{a.heavy_flaws_a} / {a.heavy_flaws_b}"])
+        rows.append(
+            [
+                f"{model} vs {other}",
+                f"{a.a_wins}-{a.b_wins}-{a.ties}",
+                f"{a.sign_p:.3g}",
+                f"{cl.a_wins}-{cl.b_wins}-{cl.ties} ({cl.battles})",
+                f"{cl.sign_p:.3g}",
+                f"{a.heavy_flaws_a} / {a.heavy_flaws_b}",
+            ]
+        )
     return rows
 
 
@@ -354,18 +509,47 @@ def _evaluation_section(store, model: str) -> Section:
         s.tables.append(("Accuracy per suite (95% Wilson interval)", Table(["model"] + suites, rows)))
         paired = _paired_rows(store, model, suites, matrix)
         if paired:
-            s.tables.append((f"Paired per-item comparison of {model} with each other model on the same items "
-                             "(exact McNemar test on the items exactly one of the two got right)",
-                             Table(["comparison", "suite", "items", "both right", f"{model} only", "other only",
-                                    "neither", "difference", "McNemar p"], paired)))
+            s.tables.append(
+                (
+                    f"Paired per-item comparison of {model} with each other model on the same items "
+                    "(exact McNemar test on the items exactly one of the two got right)",
+                    Table(
+                        [
+                            "comparison",
+                            "suite",
+                            "items",
+                            "both right",
+                            f"{model} only",
+                            "other only",
+                            "neither",
+                            "difference",
+                            "McNemar p",
+                        ],
+                        paired,
+                    ),
+                )
+            )
     else:
         s.paragraphs.append("No per-item evaluation results in the store (`pairstore ingest evals`).")
     judge = _judge_rows(store, model)
     if judge:
-        s.tables.append(("Blind side-by-side judging (wins-losses-ties of this model, each battle once; clean = "
-                         "battles neither lineage trained on)",
-                         Table(["comparison", "all", "sign p", "clean subset", "sign p (clean)",
-                                "heavy flaws (this / other)"], judge)))
+        s.tables.append(
+            (
+                "Blind side-by-side judging (wins-losses-ties of this model, each battle once; clean = "
+                "battles neither lineage trained on)",
+                Table(
+                    [
+                        "comparison",
+                        "all",
+                        "sign p",
+                        "clean subset",
+                        "sign p (clean)",
+                        "heavy flaws (this / other)",
+                    ],
+                    judge,
+                ),
+            )
+        )
     elif matrix:
         s.paragraphs.append("No blind-judge verdicts involve this model.")
     return s
@@ -383,8 +567,9 @@ def _soup_groups(store) -> dict[tuple[str, str], dict[float, str]]:
     """(a, b) -> {alpha: model} for soups of the same two parents (rounds and checkpoints), plus the ends."""
     groups: dict[tuple[str, str], dict[float, str]] = defaultdict(dict)
     for name, parents, alpha in store.con.execute(
-            "SELECT name, parents, alpha FROM rounds WHERE kind = 'soup' AND alpha IS NOT NULL "
-            "UNION SELECT name, parents, alpha FROM checkpoints WHERE kind = 'soup' AND alpha IS NOT NULL").fetchall():
+        "SELECT name, parents, alpha FROM rounds WHERE kind = 'soup' AND alpha IS NOT NULL "
+        "UNION SELECT name, parents, alpha FROM checkpoints WHERE kind = 'soup' AND alpha IS NOT NULL"
+    ).fetchall():
         if parents and len(parents) == 2:
             groups[(parents[0], parents[1])][float(alpha)] = name
     out = {}
@@ -408,12 +593,18 @@ def _dose_section(store) -> Section:
         # label -> [(alpha, k, n)]: a share of n items at each dose, drawn with its 95% Wilson interval.
         series: dict[str, list[tuple[float, int, int]]] = {}
         for suite in suites:
-            pts = [(alpha, matrix[m][suite][0], matrix[m][suite][1]) for alpha, m in sorted(points.items())
-                   if suite in matrix.get(m, {}) and matrix[m][suite][1]]
+            pts = [
+                (alpha, matrix[m][suite][0], matrix[m][suite][1])
+                for alpha, m in sorted(points.items())
+                if suite in matrix.get(m, {}) and matrix[m][suite][1]
+            ]
             if len(pts) >= 2:
                 series[f"{suite} accuracy"] = pts
-            flags = [(alpha, matrix[m][suite][2], matrix[m][suite][1]) for alpha, m in sorted(points.items())
-                     if suite in matrix.get(m, {}) and matrix[m][suite][1] and matrix[m][suite][2]]
+            flags = [
+                (alpha, matrix[m][suite][2], matrix[m][suite][1])
+                for alpha, m in sorted(points.items())
+                if suite in matrix.get(m, {}) and matrix[m][suite][1] and matrix[m][suite][2]
+            ]
             if len(flags) >= 2:
                 series[f"{suite} loop-flagged share"] = flags
         if not series:
@@ -423,31 +614,53 @@ def _dose_section(store) -> Section:
         for label, pts in series.items():
             shares = [k / n for _, k, n in pts]
             bounds = [wilson_interval(k, n) for _, k, n in pts]
-            ax.errorbar([p[0] for p in pts], shares, marker="o", capsize=3, label=label,
-                        yerr=[[max(0.0, v - lo) for v, (lo, _) in zip(shares, bounds)],   # float noise at 0 and 1
-                              [max(0.0, hi - v) for v, (_, hi) in zip(shares, bounds)]])
-        ax.set_xticks([alpha for alpha in sorted(points)],
-                      [f"{alpha:g}\n{m}" for alpha, m in sorted(points.items())], fontsize=7)
+            ax.errorbar(
+                [p[0] for p in pts],
+                shares,
+                marker="o",
+                capsize=3,
+                label=label,
+                yerr=[
+                    [max(0.0, v - lo) for v, (lo, _) in zip(shares, bounds)],  # float noise at 0 and 1
+                    [max(0.0, hi - v) for v, (_, hi) in zip(shares, bounds)],
+                ],
+            )
+        ax.set_xticks(
+            [alpha for alpha in sorted(points)],
+            [f"{alpha:g}\n{m}" for alpha, m in sorted(points.items())],
+            fontsize=7,
+        )
         ax.set_xlabel(f"alpha in {a} + alpha*({b} - {a})")
         ax.set_ylabel("metric")
         ax.set_ylim(bottom=0)
         ax.legend(fontsize=7)
         ax.set_title(f"dose curve: {a} -> {b}", fontsize=9)
         s.images.append((f"dose_{a}_{b}.png", figure_png(fig)))
-        s.tables.append((f"Dose points between {a} and {b} (95% Wilson interval)",
-                         Table(["alpha", "model"] + list(series),
-                               [[_fmt(alpha, 3), m] + [_share({x: (k, n) for x, k, n in pts}.get(alpha))
-                                                        for pts in series.values()]
-                                for alpha, m in sorted(points.items())])))
+        s.tables.append(
+            (
+                f"Dose points between {a} and {b} (95% Wilson interval)",
+                Table(
+                    ["alpha", "model"] + list(series),
+                    [
+                        [_fmt(alpha, 3), m]
+                        + [_share({x: (k, n) for x, k, n in pts}.get(alpha)) for pts in series.values()]
+                        for alpha, m in sorted(points.items())
+                    ],
+                ),
+            )
+        )
     if not drawn:
         s.paragraphs.append("No two soups of the same two parents with evaluations: no dose curve to draw.")
     else:
-        s.paragraphs.append("Each metric against alpha for soups interpolating the same two parents "
-                            "(alpha 0 = the first parent, 1 = the second), with its 95% Wilson interval.")
+        s.paragraphs.append(
+            "Each metric against alpha for soups interpolating the same two parents "
+            "(alpha 0 = the first parent, 1 = the second), with its 95% Wilson interval."
+        )
     return s
 
 
 # -- assembly --------------------------------------------------------------------
+
 
 def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
     """Every section's data, tables and pictures for `model` (a registered round)."""
@@ -463,8 +676,17 @@ def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
     hash_s, checks = _hash_section(store)
     loops_s = _loops_section(store)
     eval_s = _evaluation_section(store, model)
-    sections = [lineage_s, comp_s, holdout_s, decon_s, hash_s, _lengths_section(store, rounds, tokenizer),
-                loops_s, eval_s, _dose_section(store)]
+    sections = [
+        lineage_s,
+        comp_s,
+        holdout_s,
+        decon_s,
+        hash_s,
+        _lengths_section(store, rounds, tokenizer),
+        loops_s,
+        eval_s,
+        _dose_section(store),
+    ]
     training = _training_data_md(store, stages, leak_reports, decon_rows, checks)
     evaluation = _evaluation_md(eval_s, loops_s, leak_reports)
     return Report(model, sections, training, evaluation)
@@ -478,8 +700,10 @@ def _training_data_md(store, stages, leak_reports, decon_rows, checks) -> str:
         for m in st["mixtures"]:
             parts = _rows_by_source(store, [m["export_id"]])
             mix = ", ".join(f"{n:,} {src}" for src, n in parts.items()) or "composition not recorded"
-            lines.append(f"- Round {st['name']} ({'attached from earlier work' if m['kind'] == 'attached' else 'exported'}): "
-                         f"`{Path(m['path']).name}`, {m['rows']:,} rows ({mix}); SHA-256 `{m['sha256']}`.")
+            lines.append(
+                f"- Round {st['name']} ({'attached from earlier work' if m['kind'] == 'attached' else 'exported'}): "
+                f"`{Path(m['path']).name}`, {m['rows']:,} rows ({mix}); SHA-256 `{m['sha256']}`."
+            )
     if len(lines) == 2:
         lines.append("- No registered training mixture in this lineage.")
     lines.append("")
@@ -489,12 +713,16 @@ def _training_data_md(store, stages, leak_reports, decon_rows, checks) -> str:
         total = sum(r[4] for r in decon_rows)
         names = ", ".join(f"{r[0]} ({r[1]} items, {r[2]}-grams)" for r in decon_rows)
         lines.append("")
-        lines.append(f"Benchmark decontamination: word n-gram overlap against {names}: "
-                     + ("no training row matched." if total == 0 else f"{total} training row(s) matched."))
+        lines.append(
+            f"Benchmark decontamination: word n-gram overlap against {names}: "
+            + ("no training row matched." if total == 0 else f"{total} training row(s) matched.")
+        )
     bad = [c for c in checks if c.status != "ok"]
     lines.append("")
-    lines.append(f"SHA-256 of every training mixture is recorded; a recomputation of {len(checks)} recorded "
-                 "file hash(es) " + ("matched all of them." if not bad else f"found {len(bad)} changed or missing."))
+    lines.append(
+        f"SHA-256 of every training mixture is recorded; a recomputation of {len(checks)} recorded "
+        "file hash(es) " + ("matched all of them." if not bad else f"found {len(bad)} changed or missing.")
+    )
     return "\n".join(lines).replace("\n\n\n", "\n\n")
 
 
@@ -505,8 +733,11 @@ def _evaluation_md(eval_s: Section, loops_s: Section, leak_reports) -> str:
     lines += [p for p in eval_s.paragraphs]
     for rep in leak_reports:
         if rep.leaked:
-            lines += ["", f"Provenance: {rep.leaked} of the {rep.size} members of {rep.name} were included in "
-                          f"training (see Training data); judge tallies are also given on the clean subset."]
+            lines += [
+                "",
+                f"Provenance: {rep.leaked} of the {rep.size} members of {rep.name} were included in "
+                f"training (see Training data); judge tallies are also given on the clean subset.",
+            ]
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -522,6 +753,10 @@ def write_report(store, model: str, out_dir, *, tokenizer: str | None = None) ->
             images.append(str(out / name))
     atomic_write_bytes(out / "report.md", render_markdown(rep).encode("utf-8"))
     atomic_write_bytes(out / "report.html", render_html(rep).encode("utf-8"))
-    return {"html": str(out / "report.html"), "md": str(out / "report.md"), "images": images,
-            "sections": [s.key for s in rep.sections],
-            "summary": {s.key: len(s.tables) + len(s.images) for s in rep.sections}}
+    return {
+        "html": str(out / "report.html"),
+        "md": str(out / "report.md"),
+        "images": images,
+        "sections": [s.key for s in rep.sections],
+        "summary": {s.key: len(s.tables) + len(s.images) for s in rep.sections},
+    }

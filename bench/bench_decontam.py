@@ -71,17 +71,18 @@ def make_data(seed: int, items: int, mb: float):
 
 def baseline_scan(bench: list[BenchmarkItem], docs: list[str]) -> set[int]:
     """lm-evaluation-harness style: janitor normalization, set of joined 13-gram strings."""
-    table = str.maketrans(string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2,
-                          string.punctuation)
+    table = str.maketrans(
+        string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2, string.punctuation
+    )
     grams: set[str] = set()
     for it in bench:
         toks = it.text.translate(table).split()
-        grams.update(" ".join(toks[i:i + N]) for i in range(len(toks) - N + 1))
+        grams.update(" ".join(toks[i : i + N]) for i in range(len(toks) - N + 1))
     dirty = set()
     for d, doc in enumerate(docs):
         toks = doc.translate(table).split()
         for i in range(len(toks) - N + 1):
-            if " ".join(toks[i:i + N]) in grams:
+            if " ".join(toks[i : i + N]) in grams:
                 dirty.add(d)
                 break
     return dirty
@@ -106,9 +107,11 @@ def timed(fn, runs: int):
 
 def machine() -> str:
     load = open("/proc/loadavg").read().split()[:3]
-    return (f"nproc {nproc()}; {cpu_model()}; RAM {ram_text()}; load average at start {' '.join(load)}; "
-            f"Python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}, "
-            f"numpy {np.__version__}")
+    return (
+        f"nproc {nproc()}; {cpu_model()}; RAM {ram_text()}; load average at start {' '.join(load)}; "
+        f"Python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}, "
+        f"numpy {np.__version__}"
+    )
 
 
 def main(argv=None) -> int:
@@ -147,8 +150,8 @@ documents, {mb:.1f} MB of text; {len(planted):,} documents hold a benchmark item
 
 | method | median s | runs (s) | MB/s | contaminated docs found |
 | --- | ---: | --- | ---: | ---: |
-| plain Python set of 13-gram strings (lm-eval janitor style) | {t_base:.2f} | {', '.join(f'{x:.2f}' for x in base_runs)} | {mb / t_base:.1f} | {len(base):,} |
-| pairstore (numpy/Arrow hashed n-grams + DuckDB join) | {t_ours:.2f} | {', '.join(f'{x:.2f}' for x in our_runs)} | {mb / t_ours:.1f} | {len(found):,} |
+| plain Python set of 13-gram strings (lm-eval janitor style) | {t_base:.2f} | {", ".join(f"{x:.2f}" for x in base_runs)} | {mb / t_base:.1f} | {len(base):,} |
+| pairstore (numpy/Arrow hashed n-grams + DuckDB join) | {t_ours:.2f} | {", ".join(f"{x:.2f}" for x in our_runs)} | {mb / t_ours:.1f} | {len(found):,} |
 
 Speed-up: **{speedup:.1f}x** on the medians (goal: at least 4x); best run against best run:
 {min(base_runs) / min(our_runs):.1f}x ({mb / min(base_runs):.1f} vs {mb / min(our_runs):.1f} MB/s), the figure least

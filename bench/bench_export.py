@@ -59,13 +59,17 @@ TEMPLATES = [
 ]
 # The datasets time the issue quotes for this mixture "on these machines" (issue 5), set beside ours.
 ISSUE_DATASETS_S = 126
-HOLDOUT_WHERE = ("pair_id NOT IN (SELECT o.pair_id FROM pair_origins o JOIN holdout h ON h.item_id = o.origin_id "
-                 "AND h.removed_at IS NULL)")
+HOLDOUT_WHERE = (
+    "pair_id NOT IN (SELECT o.pair_id FROM pair_origins o JOIN holdout h ON h.item_id = o.origin_id "
+    "AND h.removed_at IS NULL)"
+)
 
 
 def words_sql(n: str, salt: int) -> str:
-    return (f"array_to_string(list_transform(range({n}), lambda j: v[1 + (hash(i, j, {salt}) % 8000)::INTEGER]), "
-            "' ')")
+    return (
+        f"array_to_string(list_transform(range({n}), lambda j: v[1 + (hash(i, j, {salt}) % 8000)::INTEGER]), "
+        "' ')"
+    )
 
 
 def build_store(db: Path, n: int, limit: int) -> dict:
@@ -76,21 +80,23 @@ def build_store(db: Path, n: int, limit: int) -> dict:
 
     store = open_store(db)
     con = store.con
-    con.execute("CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
-                "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)")
+    con.execute(
+        "CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
+        "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)"
+    )
     tmpl = "[" + ", ".join("'" + t.replace("'", "''") + "'" for t in TEMPLATES) + "]"
     con.execute(f"""
         INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner, miner_version,
                            match_key, task_key)
         SELECT md5(i::VARCHAR || ':pair'), 'dpo', [{{'role': 'user', 'content': prompt}}],
-               {words_sql('104', 2)}, {words_sql('92', 3)}, source,
+               {words_sql("104", 2)}, {words_sql("92", 3)}, source,
                CASE source WHEN 'loopfix' THEN 'letter_count' WHEN 'self_repair' THEN 'math' ELSE 'chat' END,
                'bench', '1', md5(prompt), CASE WHEN source = 'loopfix' THEN 'bench:' || i::VARCHAR END
         FROM (SELECT i, v, CASE WHEN i % 100 < 50 THEN 'loopfix' WHEN i % 100 < 61 THEN 'battle'
                                 ELSE 'self_repair' END AS source,
-                     CASE WHEN i % 100 < 50 THEN {tmpl}[1 + (i % 4)::INTEGER] || ' ' || {words_sql('52', 1)}
-                          WHEN i % 100 < 61 THEN {words_sql('64', 1)}
-                          ELSE 'Solve: ' || {words_sql('63', 1)} END AS prompt
+                     CASE WHEN i % 100 < 50 THEN {tmpl}[1 + (i % 4)::INTEGER] || ' ' || {words_sql("52", 1)}
+                          WHEN i % 100 < 61 THEN {words_sql("64", 1)}
+                          ELSE 'Solve: ' || {words_sql("63", 1)} END AS prompt
               FROM range({n}) t(i), vocab)""")
     # The generated tasks behind the loop-fix pairs (a real store has them; the gate spares such rows).
     con.execute("""INSERT INTO tasks (task_id, family, task_key, prompt, gold, chosen, params, phrasing, seed,
@@ -103,10 +109,14 @@ def build_store(db: Path, n: int, limit: int) -> dict:
     held = con.execute("""SELECT o.origin_id, p.match_key, p.prompt[1].content FROM pairs p
                           JOIN pair_origins o USING (pair_id) ORDER BY p.rowid LIMIT 34""").fetchall()
     for item_id, key, text in held:
-        con.execute("INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) "
-                    "VALUES ('judge34', ?, 'battle', ?, ?)", [item_id, key, match_text(text)])
+        con.execute(
+            "INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) "
+            "VALUES ('judge34', ?, 'battle', ?, ?)",
+            [item_id, key, match_text(text)],
+        )
     recipe = db.parent / "bench.toml"
-    recipe.write_text(textwrap.dedent(f"""\
+    recipe.write_text(
+        textwrap.dedent(f"""\
         name = "bench"
         kind = "dpo"
         parent = "base"
@@ -134,11 +144,14 @@ def build_store(db: Path, n: int, limit: int) -> dict:
         global_batch = 32
         per_device_batch = 1
         max_length = 2048
-        """))
+        """)
+    )
     (db.parent / "base.toml").write_text('name = "base"\nkind = "base"\n')
     add_round(store, db.parent / "base.toml")
     add_round(store, recipe)
-    stats = store.one("SELECT count(*), avg(length(prompt[1].content) + length(chosen) + length(rejected)) FROM pairs")
+    stats = store.one(
+        "SELECT count(*), avg(length(prompt[1].content) + length(chosen) + length(rejected)) FROM pairs"
+    )
     by_source = dict(con.execute("SELECT source, count(*) FROM pairs GROUP BY ALL ORDER BY 1").fetchall())
     # per-source parquet files for the datasets baseline (not timed): the data it starts from
     for src in ("loopfix", "battle", "self_repair"):
@@ -148,20 +161,26 @@ def build_store(db: Path, n: int, limit: int) -> dict:
                               WHERE p.source = '{src}' ORDER BY p.rowid)
                         TO '{db.parent / f"src_{src}.parquet"}' (FORMAT parquet)""")
     store.close()
-    return {"pairs": stats[0], "avg_text_bytes": round(stats[1]), "by_source": by_source,
-            "held": [h[0] for h in held]}
+    return {
+        "pairs": stats[0],
+        "avg_text_bytes": round(stats[1]),
+        "by_source": by_source,
+        "held": [h[0] for h in held],
+    }
 
 
 def add_eval_prompts(db: Path, count: int) -> None:
     from pairstore.store.store import open_store
 
     store = open_store(db)
-    store.con.execute("CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
-                      "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)")
+    store.con.execute(
+        "CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
+        "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)"
+    )
     store.con.execute(f"""
         INSERT INTO eval_items (suite, item_id, kind, prompt, match_key)
         SELECT 'bench', 'e' || i::VARCHAR, 'prompt', [{{'role': 'user', 'content': t}}], md5(t)
-        FROM (SELECT i, {words_sql('64', 9)} AS t FROM range({count}) r(i), vocab)""")
+        FROM (SELECT i, {words_sql("64", 9)} AS t FROM range({count}) r(i), vocab)""")
     store.close()
 
 
@@ -173,7 +192,9 @@ def peak_rss_mb():
             return int(line.split()[1]) / 1024
 """
 
-CHILD_OURS = PEAK_RSS + """
+CHILD_OURS = (
+    PEAK_RSS
+    + """
 import json, sys, time
 from pairstore.export import run as export
 from pairstore.store.store import open_store
@@ -196,8 +217,11 @@ print(json.dumps({"rows": r.files["dpo"]["rows"], "sha256": r.files["dpo"]["sha2
                   "pairs_checked": r.gate["pairs_checked"], "fuzzy_scored": r.gate["fuzzy_pairs_scored"],
                   "gate_s": gate_s[0], "export_s": total, "rss_after_gate_mb": gate_rss[0], "rss_mb": peak_rss_mb()}))
 """
+)
 
-CHILD_DATASETS = PEAK_RSS + """
+CHILD_DATASETS = (
+    PEAK_RSS
+    + """
 import json, os, sys, time
 t0 = time.perf_counter()
 steps = {}
@@ -220,8 +244,11 @@ mix.to_parquet(os.path.join(work, "datasets_mix.parquet"))
 step("to_parquet")
 print(json.dumps({"rows": len(mix), "rss_mb": peak_rss_mb(), "steps": steps}))
 """
+)
 
-CHILD_COPY = PEAK_RSS + """
+CHILD_COPY = (
+    PEAK_RSS
+    + """
 import json, sys
 import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
@@ -238,8 +265,11 @@ con.execute(f'''COPY (
 rows = con.execute(f"SELECT count(*) FROM '{out}'").fetchall()[0][0]
 print(json.dumps({"rows": rows, "rss_mb": peak_rss_mb()}))
 """
+)
 
-CHILD_FUZZY = PEAK_RSS + """
+CHILD_FUZZY = (
+    PEAK_RSS
+    + """
 import json, sys, time
 from pairstore.store.store import open_store
 from pairstore.holdout import matching
@@ -262,6 +292,7 @@ for label, set_name in (("34", "judge34"), ("3000", "eval:bench")):
 out["rss_mb"] = peak_rss_mb()
 print(json.dumps(out))
 """
+)
 
 
 CHILD_BUILD = """
@@ -285,7 +316,9 @@ print(json.dumps({}))
 def run_child(code: str, *args) -> tuple[float, dict]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
     t = time.perf_counter()
-    proc = subprocess.run([PY, "-c", code, *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [PY, "-c", code, *map(str, args)], capture_output=True, text=True, env=env, cwd=ROOT
+    )
     wall = time.perf_counter() - t
     if proc.returncode != 0:
         raise SystemExit(f"child failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
@@ -298,11 +331,15 @@ def machine() -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the 1,000,000-pair store (default 1)")
+    ap.add_argument(
+        "--scale", type=float, default=1.0, help="fraction of the 1,000,000-pair store (default 1)"
+    )
     ap.add_argument("--runs", type=int, default=1, help="runs per contender; the median is reported")
     ap.add_argument("--work", default=str(ROOT / "bench" / "_work" / "export"), help="scratch folder")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    ap.add_argument("--skip-datasets", action="store_true", help="leave out the Hugging Face datasets baseline")
+    ap.add_argument(
+        "--skip-datasets", action="store_true", help="leave out the Hugging Face datasets baseline"
+    )
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "export.md"))
     args = ap.parse_args()
 
@@ -314,15 +351,19 @@ def main() -> None:
     load0 = os.getloadavg()
     try:
         build_s, info = run_child(CHILD_BUILD, work / "bench.duckdb", n, limit)
-        print(f"store: {info['pairs']:,} pairs, {info['avg_text_bytes']} bytes of text per pair, "
-              f"built in {build_s:.1f} s", flush=True)
+        print(
+            f"store: {info['pairs']:,} pairs, {info['avg_text_bytes']} bytes of text per pair, "
+            f"built in {build_s:.1f} s",
+            flush=True,
+        )
         results: dict[str, list] = {"ours": [], "datasets": [], "copy": []}
         for run in range(args.runs):
             out_dir = work / f"out{run}"
             results["ours"].append(run_child(CHILD_OURS, work / "bench.duckdb", out_dir))
             print("ours", results["ours"][-1], flush=True)
-            results["copy"].append(run_child(CHILD_COPY, work / "bench.duckdb", limit, work / "copy.parquet",
-                                             HOLDOUT_WHERE))
+            results["copy"].append(
+                run_child(CHILD_COPY, work / "bench.duckdb", limit, work / "copy.parquet", HOLDOUT_WHERE)
+            )
             print("copy", results["copy"][-1], flush=True)
             if not args.skip_datasets:
                 results["datasets"].append(run_child(CHILD_DATASETS, work, limit, json.dumps(info["held"])))
@@ -341,8 +382,11 @@ def main() -> None:
         runs = results[name]
         if not runs:
             return None
-        return (statistics.median(w for w, _ in runs), statistics.median(r["rss_mb"] for _, r in runs),
-                runs[0][1]["rows"])
+        return (
+            statistics.median(w for w, _ in runs),
+            statistics.median(r["rss_mb"] for _, r in runs),
+            runs[0][1]["rows"],
+        )
 
     ours, copy, hf = med("ours"), med("copy"), med("datasets")
     lines = [
@@ -361,10 +405,18 @@ def main() -> None:
         "| contender | what it does | wall s | peak RSS MB | vs datasets |",
         "| --- | --- | --- | --- | --- |",
     ]
-    rows = [("pairstore export", "plan in SQL, holdout gate (ids, keys, task keys, fuzzy, benchmarks), "
-                                 "zstd parquet, evidence, export_rows", ours)]
+    rows = [
+        (
+            "pairstore export",
+            "plan in SQL, holdout gate (ids, keys, task keys, fuzzy, benchmarks), "
+            "zstd parquet, evidence, export_rows",
+            ours,
+        )
+    ]
     if hf:
-        rows.append(("HF datasets", "load_dataset, shuffle+select, filter, concatenate, to_parquet; no gate", hf))
+        rows.append(
+            ("HF datasets", "load_dataset, shuffle+select, filter, concatenate, to_parquet; no gate", hf)
+        )
     rows.append(("DuckDB COPY", "one COPY of the same rows; no gate, no registry", copy))
     for name, what, m in rows:
         ratio = f"{hf[0] / m[0]:.1f}x" if hf else "-"
@@ -376,11 +428,15 @@ def main() -> None:
         lines += [
             "",
             "Where the datasets baseline spends its time (median per step): "
-            + ", ".join(f"{k} {v:.1f} s" for k, v in steps.items()) + "."
-            + ("" if args.scale != 1 else
-               f" The issue quotes about {ISSUE_DATASETS_S} s for datasets on these machines; measured against "
-               f"that figure instead of this run's, the export is {ISSUE_DATASETS_S / ours[0]:.1f}x faster "
-               f"({'meets' if ISSUE_DATASETS_S / ours[0] >= 5 else 'short of'} the 5x goal)."),
+            + ", ".join(f"{k} {v:.1f} s" for k, v in steps.items())
+            + "."
+            + (
+                ""
+                if args.scale != 1
+                else f" The issue quotes about {ISSUE_DATASETS_S} s for datasets on these machines; measured against "
+                f"that figure instead of this run's, the export is {ISSUE_DATASETS_S / ours[0]:.1f}x faster "
+                f"({'meets' if ISSUE_DATASETS_S / ours[0] >= 5 else 'short of'} the 5x goal)."
+            ),
         ]
     lines += [
         "",

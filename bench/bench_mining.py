@@ -65,13 +65,23 @@ def h(seed: int, *parts) -> int:
 def gsm_problem(seed: int, i: int) -> dict:
     a, b, c = 3 + h(seed, i, "a") % 40, 2 + h(seed, i, "b") % 12, 1 + h(seed, i, "c") % 30
     who, what = NAMES[h(seed, i, "n") % len(NAMES)], ITEMS[h(seed, i, "w") % len(ITEMS)]
-    q = (f"{who} buys {b} boxes of {what} with {a} {what} in each box, then gives {c} {what} to a friend. "
-         f"How many {what} does {who} have now? (problem {i})")
+    q = (
+        f"{who} buys {b} boxes of {what} with {a} {what} in each box, then gives {c} {what} to a friend. "
+        f"How many {what} does {who} have now? (problem {i})"
+    )
     ab = a * b
-    solution = (f"{who} buys {b} boxes of {a}, so {b}*{a} = <<{b}*{a}={ab}>>{ab} {what}.\n"
-                f"After giving {c} away: {ab}-{c} = <<{ab}-{c}={ab - c}>>{ab - c}.\n#### {ab - c}")
-    return {"problem_id": f"gsm-{i}", "dataset": "gsm8k", "question": q, "solution": solution,
-            "gold": str(ab - c), "parts": (who, what, a, b, c)}
+    solution = (
+        f"{who} buys {b} boxes of {a}, so {b}*{a} = <<{b}*{a}={ab}>>{ab} {what}.\n"
+        f"After giving {c} away: {ab}-{c} = <<{ab}-{c}={ab - c}>>{ab - c}.\n#### {ab - c}"
+    )
+    return {
+        "problem_id": f"gsm-{i}",
+        "dataset": "gsm8k",
+        "question": q,
+        "solution": solution,
+        "gold": str(ab - c),
+        "parts": (who, what, a, b, c),
+    }
 
 
 def math_problem(seed: int, i: int) -> dict:
@@ -81,9 +91,17 @@ def math_problem(seed: int, i: int) -> dict:
     g = gcd(p, q)
     gold = f"\\frac{{{p // g}}}{{{q // g}}}" if q // g != 1 else str(p // g)
     question = f"Simplify $\\frac{{{p * 3}}}{{{q * 3}}}$ and give the answer as a fraction. (item {i})"
-    solution = f"Divide numerator and denominator by {3 * g}: $\\frac{{{p * 3}}}{{{q * 3}}} = \\boxed{{{gold}}}$."
-    return {"problem_id": f"math-{i}", "dataset": "math", "question": question, "solution": solution,
-            "gold": gold, "parts": (p, q, g)}
+    solution = (
+        f"Divide numerator and denominator by {3 * g}: $\\frac{{{p * 3}}}{{{q * 3}}} = \\boxed{{{gold}}}$."
+    )
+    return {
+        "problem_id": f"math-{i}",
+        "dataset": "math",
+        "question": question,
+        "solution": solution,
+        "gold": gold,
+        "parts": (p, q, g),
+    }
 
 
 def loop_text(seed: int, key, unit: str) -> str:
@@ -97,16 +115,21 @@ def gsm_output(seed: int, prob: dict, s: int) -> str:
     ab = a * b
     r = h(seed, prob["problem_id"], s) % 100
     work = f"{who} buys {b} boxes with {a} {what} each, so {who} has {b} * {a} = {ab} {what}.\n"
-    if r < 10:   # looping
+    if r < 10:  # looping
         return work + loop_text(seed, (prob["problem_id"], s), f"Then {who} gives {c} {what} away, so ")
-    if r < 14:   # no answer at all
+    if r < 14:  # no answer at all
         return work + f"Then {who} gives some away. It depends on how many were given."
-    if r < 40:   # wrong: an arithmetic slip
+    if r < 40:  # wrong: an arithmetic slip
         ans = ab - c + (1 + h(seed, prob["problem_id"], s, "d") % 5) * (1 if r % 2 else -1)
     else:
         ans = ab - c
     style = r % 4
-    tail = [f"Final answer: {ans}", f"The answer is {ans}.", f"#### {ans}", f"So the answer is $\\boxed{{{ans}}}$."]
+    tail = [
+        f"Final answer: {ans}",
+        f"The answer is {ans}.",
+        f"#### {ans}",
+        f"So the answer is $\\boxed{{{ans}}}$.",
+    ]
     hedge = "\nI hope it is correct." if r % 7 == 0 else ""
     return work + f"After giving {c} away, {ab} - {c} = {ans}.\n" + tail[style] + hedge
 
@@ -119,9 +142,12 @@ def math_output(seed: int, prob: dict, s: int) -> str:
         return work + loop_text(seed, (prob["problem_id"], s), "Dividing by 3 again gives ")
     if r < 40:
         return work + f"The result is $\\boxed{{\\frac{{{p + 1}}}{{{q}}}}}$."
-    forms = [f"$\\boxed{{\\frac{{{p}}}{{{q}}}}}$", f"$\\boxed{{\\dfrac{{{2 * p}}}{{{2 * q}}}}}$",
-             f"{p / q:.12g}" if (q // g) in (2, 4, 5, 8, 10, 16, 20) else f"$\\boxed{{{p}/{q}}}$",
-             f"$\\boxed{{{prob['gold']}}}$"]
+    forms = [
+        f"$\\boxed{{\\frac{{{p}}}{{{q}}}}}$",
+        f"$\\boxed{{\\dfrac{{{2 * p}}}{{{2 * q}}}}}$",
+        f"{p / q:.12g}" if (q // g) in (2, 4, 5, 8, 10, 16, 20) else f"$\\boxed{{{p}/{q}}}$",
+        f"$\\boxed{{{prob['gold']}}}$",
+    ]
     return work + f"So the answer is {forms[r % 4]}.\nFinal answer: {forms[r % 4].strip('$')}"
 
 
@@ -146,9 +172,18 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
     gens = []
 
     def gen(kind, item_id, question, s, output):
-        gens.append({"gen_id": content_id(MODEL, kind, item_id, str(s), output), "model": MODEL,
-                     "item_kind": kind, "item_id": item_id, "prompt": [{"role": "user", "content": question}],
-                     "output": output, "sample_index": s, "temperature": 0.8})
+        gens.append(
+            {
+                "gen_id": content_id(MODEL, kind, item_id, str(s), output),
+                "model": MODEL,
+                "item_kind": kind,
+                "item_id": item_id,
+                "prompt": [{"role": "user", "content": question}],
+                "output": output,
+                "sample_index": s,
+                "temperature": 0.8,
+            }
+        )
 
     for prob in problems:
         make = gsm_output if prob["dataset"] == "gsm8k" else math_output
@@ -159,27 +194,58 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
             gen("task", task.task_id, task.prompt, s, task_output(seed, task, s))
     with open_store(path) as store:
         con = store.con
-        prob_tbl = pa.Table.from_pylist([
-            {"problem_id": p["problem_id"], "dataset": p["dataset"], "split": "train", "question": p["question"],
-             "solution": p["solution"], "gold": p["gold"], "match_key": match_key(p["question"])}
-            for p in problems])
-        gen_tbl = pa.Table.from_pylist(gens, schema=pa.schema([
-            ("gen_id", pa.string()), ("model", pa.string()), ("item_kind", pa.string()), ("item_id", pa.string()),
-            ("prompt", MSG), ("output", pa.string()), ("sample_index", pa.int32()), ("temperature", pa.float64())]))
+        prob_tbl = pa.Table.from_pylist(
+            [
+                {
+                    "problem_id": p["problem_id"],
+                    "dataset": p["dataset"],
+                    "split": "train",
+                    "question": p["question"],
+                    "solution": p["solution"],
+                    "gold": p["gold"],
+                    "match_key": match_key(p["question"]),
+                }
+                for p in problems
+            ]
+        )
+        gen_tbl = pa.Table.from_pylist(
+            gens,
+            schema=pa.schema(
+                [
+                    ("gen_id", pa.string()),
+                    ("model", pa.string()),
+                    ("item_kind", pa.string()),
+                    ("item_id", pa.string()),
+                    ("prompt", MSG),
+                    ("output", pa.string()),
+                    ("sample_index", pa.int32()),
+                    ("temperature", pa.float64()),
+                ]
+            ),
+        )
         with store.transaction():
             con.register("_p", prob_tbl)
-            con.execute("INSERT INTO problems (problem_id, dataset, split, question, solution, gold, match_key) "
-                        "SELECT * FROM _p")
+            con.execute(
+                "INSERT INTO problems (problem_id, dataset, split, question, solution, gold, match_key) "
+                "SELECT * FROM _p"
+            )
             con.register("_g", gen_tbl)
-            con.execute("INSERT INTO generations (gen_id, model, item_kind, item_id, prompt, output, sample_index, "
-                        "temperature) SELECT * FROM _g")
+            con.execute(
+                "INSERT INTO generations (gen_id, model, item_kind, item_id, prompt, output, sample_index, "
+                "temperature) SELECT * FROM _g"
+            )
             write_tasks(store, tasks)
         con.execute("CHECKPOINT")
     golds = {p["problem_id"]: (p["gold"], p["dataset"]) for p in problems}
     golds.update({t.task_id: (t.gold, "task") for t in tasks})
-    return {"generations": len(gens), "gsm8k problems": n_gsm, "math problems": n_math, "tasks": n_tasks,
-            "outputs": [(g["output"], *golds[g["item_id"]]) for g in gens],
-            "text_mb": sum(len(g["output"].encode()) for g in gens) / 1e6}
+    return {
+        "generations": len(gens),
+        "gsm8k problems": n_gsm,
+        "math problems": n_math,
+        "tasks": n_tasks,
+        "outputs": [(g["output"], *golds[g["item_id"]]) for g in gens],
+        "text_mb": sum(len(g["output"].encode()) for g in gens) / 1e6,
+    }
 
 
 def mine_once(template: Path, workdir: Path, workers: int | None) -> dict:
@@ -190,15 +256,27 @@ def mine_once(template: Path, workdir: Path, workers: int | None) -> dict:
     t0 = time.perf_counter()
     with open_store(path) as store:
         results = [
-            mine_self_repair(store, model=MODEL, dataset="gsm8k", pairs_per_problem=2, seed=1, workers=workers),
-            mine_self_repair(store, model=MODEL, dataset="math", pairs_per_problem=2, seed=1, workers=workers),
-            mine_loopfix(store, model=MODEL, workers=workers)]
+            mine_self_repair(
+                store, model=MODEL, dataset="gsm8k", pairs_per_problem=2, seed=1, workers=workers
+            ),
+            mine_self_repair(
+                store, model=MODEL, dataset="math", pairs_per_problem=2, seed=1, workers=workers
+            ),
+            mine_loopfix(store, model=MODEL, workers=workers),
+        ]
     total = time.perf_counter() - t0
     path.unlink()
     t = {k: sum(r.timings[k] for r in results) for k in ("verify_s", "scan_s", "judge_wall_s", "write_s")}
-    return {"total": total, "verify": t["verify_s"], "scan": t["scan_s"], "judge": t["judge_wall_s"],
-            "write": t["write_s"], "kept": sum(r.kept for r in results), "results": results,
-            "pair_ids": [pid for r in results for pid in r.pair_ids]}
+    return {
+        "total": total,
+        "verify": t["verify_s"],
+        "scan": t["scan_s"],
+        "judge": t["judge_wall_s"],
+        "write": t["write_s"],
+        "kept": sum(r.kept for r in results),
+        "results": results,
+        "pair_ids": [pid for r in results for pid in r.pair_ids],
+    }
 
 
 def bare_checks(outputs) -> dict:
@@ -216,8 +294,10 @@ def bare_checks(outputs) -> dict:
 
 def machine() -> str:
     load = open("/proc/loadavg").read().split()[:3]
-    return (f"nproc {nproc()}; {cpu_model()}; RAM {ram_text()}; load average at start {' '.join(load)}; "
-            f"Python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}")
+    return (
+        f"nproc {nproc()}; {cpu_model()}; RAM {ram_text()}; load average at start {' '.join(load)}; "
+        f"Python {platform.python_version()}, duckdb {duckdb.__version__}, pyarrow {pa.__version__}"
+    )
 
 
 def main(argv=None) -> int:
@@ -237,8 +317,10 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         info = build_store(tmp / "template.duckdb", args.generations, args.seed, args.families)
         build_s = time.perf_counter() - t0
-        print(f"store built in {build_s:.1f} s: {info['generations']} generations, {info['text_mb']:.1f} MB of output",
-              file=sys.stderr)
+        print(
+            f"store built in {build_s:.1f} s: {info['generations']} generations, {info['text_mb']:.1f} MB of output",
+            file=sys.stderr,
+        )
         runs = []
         for i in range(args.runs):
             runs.append(mine_once(tmp / "template.duckdb", tmp, 1))
@@ -266,8 +348,10 @@ def main(argv=None) -> int:
         goal = f"not measured at full size (this run: {n:,} generations, {med['total']:.1f} s)"
     else:
         goal = ("**met**" if med["total"] < 60 else "**NOT met**") + f" ({med['total']:.1f} s for {n:,})"
-    cmd = "HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_mining.py" + (
-        " " + " ".join(sys.argv[1:] if argv is None else argv)).rstrip()
+    cmd = (
+        "HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_mining.py"
+        + (" " + " ".join(sys.argv[1:] if argv is None else argv)).rstrip()
+    )
 
     def pct(x, total):
         return f"{x / total:.0%}"
@@ -280,31 +364,31 @@ Command: `{cmd}`
 Machine: {facts}. The machine was shared with other engineers' jobs while this ran (load average
 {load_at_start} at the start on 2 cores), so times are noisy and slower than on an idle machine.
 
-Synthetic store: {n:,} generations ({info['text_mb']:.1f} MB of output text): {info['gsm8k problems']:,} GSM8K-like
-problems x 8 samples, {info['math problems']:,} MATH-like problems x 8, {info['tasks']:,} generated loop-fix tasks x 4
-(families: {args.families or 'all'}); roughly half the samples correct, the rest wrong, looping (one in ten
+Synthetic store: {n:,} generations ({info["text_mb"]:.1f} MB of output text): {info["gsm8k problems"]:,} GSM8K-like
+problems x 8 samples, {info["math problems"]:,} MATH-like problems x 8, {info["tasks"]:,} generated loop-fix tasks x 4
+(families: {args.families or "all"}); roughly half the samples correct, the rest wrong, looping (one in ten
 GSM8K/MATH samples, a quarter of the task samples; to a 256-768 token limit) or without an answer. Each run mines a
 fresh copy of the store: `mine_self_repair` gsm8k and math (2 pairs per problem) and `mine_loopfix` — everything
 `pairstore mine` does, including writing verdicts and loop flags back to `generations` and pairs and origins.
 
 | configuration | total s | verifier | scanner | store read, pairing | writing | generations/s |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
-| **mining, default: one process** (median of {len(runs)}; shares of wall time) | **{med['total']:.1f}** | {med['verify']:.1f} s ({pct(med['verify'], med['total'])}) | {med['scan']:.1f} s ({pct(med['scan'], med['total'])}) | {other:.1f} s ({pct(other, med['total'])}) | {med['write']:.1f} s ({pct(med['write'], med['total'])}) | {n / med['total']:,.0f} |
-| mining, `--workers {args.workers}` (one run; verifier/scanner = CPU seconds summed over workers) | {parallel['total']:.1f} | {parallel['verify']:.1f} s CPU | {parallel['scan']:.1f} s CPU | {p_other:.1f} s | {parallel['write']:.1f} s | {n / parallel['total']:,.0f} |
-| baseline: bare loop, is_equivalent(output) + scan(output) on every output, cold cache, no store | {base['total']:.1f} | {base['verify']:.1f} s | {base['scan']:.1f} s | — | — | {n / base['total']:,.0f} |
+| **mining, default: one process** (median of {len(runs)}; shares of wall time) | **{med["total"]:.1f}** | {med["verify"]:.1f} s ({pct(med["verify"], med["total"])}) | {med["scan"]:.1f} s ({pct(med["scan"], med["total"])}) | {other:.1f} s ({pct(other, med["total"])}) | {med["write"]:.1f} s ({pct(med["write"], med["total"])}) | {n / med["total"]:,.0f} |
+| mining, `--workers {args.workers}` (one run; verifier/scanner = CPU seconds summed over workers) | {parallel["total"]:.1f} | {parallel["verify"]:.1f} s CPU | {parallel["scan"]:.1f} s CPU | {p_other:.1f} s | {parallel["write"]:.1f} s | {n / parallel["total"]:,.0f} |
+| baseline: bare loop, is_equivalent(output) + scan(output) on every output, cold cache, no store | {base["total"]:.1f} | {base["verify"]:.1f} s | {base["scan"]:.1f} s | — | — | {n / base["total"]:,.0f} |
 
 The verifier column is extract_answer on every distinct output plus one comparison per distinct
 (answer, gold); the scanner column is audits.loops.scan on every distinct output (the miner judges a
-text repeated word for word once). Default runs: {', '.join(f"{r['total']:.1f}" for r in runs)} s; the
-`--workers {args.workers}` run produced the same pair ids (judging wall time {parallel['judge']:.1f} s). Worker
+text repeated word for word once). Default runs: {", ".join(f"{r['total']:.1f}" for r in runs)} s; the
+`--workers {args.workers}` run produced the same pair ids (judging wall time {parallel["judge"]:.1f} s). Worker
 processes pay only where cores are idle: on this shared machine they were no faster, so one process is the
 default. Store build (not timed): {build_s:.1f} s.
 
 Goal: mining 100k generations in under 60 s on 2 cores — {goal}.
 
-What a run produced: {sum(by_source.values()):,} pairs ({', '.join(f'{k} {v:,}' for k, v in sorted(by_source.items()))});
-looked at: {', '.join(f'{k} {v:,}' for k, v in sorted(stats.items()))};
-dropped: {', '.join(f'{k} {v:,}' for k, v in sorted(dropped.items()))}.
+What a run produced: {sum(by_source.values()):,} pairs ({", ".join(f"{k} {v:,}" for k, v in sorted(by_source.items()))});
+looked at: {", ".join(f"{k} {v:,}" for k, v in sorted(stats.items()))};
+dropped: {", ".join(f"{k} {v:,}" for k, v in sorted(dropped.items()))}.
 """
     print(md)
     atomic_write_text(args.out, md)

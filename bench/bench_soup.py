@@ -75,11 +75,21 @@ def llama_layout(target_bytes: float) -> tuple[dict, list[tuple[str, tuple[int, 
         tensors += [(f"model.layers.{i}.{n}", s) for n, s in per_layer]
     tensors += [("model.norm.weight", (hidden,)), ("lm_head.weight", (vocab, hidden))]
     config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
-        "intermediate_size": inter, "num_attention_heads": heads, "num_key_value_heads": kv_heads,
-        "num_hidden_layers": layers, "vocab_size": vocab, "max_position_embeddings": 4096,
-        "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16", "tie_word_embeddings": False,
-        "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2,
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": hidden,
+        "intermediate_size": inter,
+        "num_attention_heads": heads,
+        "num_key_value_heads": kv_heads,
+        "num_hidden_layers": layers,
+        "vocab_size": vocab,
+        "max_position_embeddings": 4096,
+        "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+        "bos_token_id": 1,
+        "eos_token_id": 2,
     }
     return config, tensors
 
@@ -151,8 +161,14 @@ def cached_fraction(paths) -> float:
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
-    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                          ctypes.c_long]
+    libc.mmap.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    ]
     libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
     page = mmap.PAGESIZE
@@ -259,13 +275,22 @@ def mergekit_available() -> tuple[bool, str]:
         log = ROOT / "bench" / "_work" / "mkvenv-install.log"
         tail = log.read_text().strip().splitlines()[-3:] if log.exists() else ["no install log"]
         return False, f"{exe} not found; install log tail: {' | '.join(tail)}"
-    r = subprocess.run([str(MKVENV / "bin" / "python"), "-c", "import mergekit, torch; print(torch.__version__)"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [str(MKVENV / "bin" / "python"), "-c", "import mergekit, torch; print(torch.__version__)"],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode:
         return False, f"mergekit import failed: {r.stderr.strip().splitlines()[-1]}"
-    ver = subprocess.run([str(MKVENV / "bin" / "python"), "-c",
-                          "import importlib.metadata as m; print(m.version('mergekit'))"],
-                         capture_output=True, text=True).stdout.strip()
+    ver = subprocess.run(
+        [
+            str(MKVENV / "bin" / "python"),
+            "-c",
+            "import importlib.metadata as m; print(m.version('mergekit'))",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     return True, f"mergekit {ver}, torch {r.stdout.strip()} (separate venv bench/_work/mkvenv)"
 
 
@@ -276,9 +301,18 @@ def mergekit_command(a: Path, b: Path, out: Path) -> list[str]:
         "dtype: bfloat16\n"
         "models:\n"
         f"  - model: {a}\n    parameters:\n      weight: 0.5\n"
-        f"  - model: {b}\n    parameters:\n      weight: 0.5\n")
-    return [str(MKVENV / "bin" / "mergekit-yaml"), str(config), str(out), "--out-shard-size", "500M",
-            "--no-copy-tokenizer", "--safe-serialization", "--quiet"]
+        f"  - model: {b}\n    parameters:\n      weight: 0.5\n"
+    )
+    return [
+        str(MKVENV / "bin" / "mergekit-yaml"),
+        str(config),
+        str(out),
+        "--out-shard-size",
+        "500M",
+        "--no-copy-tokenizer",
+        "--safe-serialization",
+        "--quiet",
+    ]
 
 
 def mergekit_like(a: Path, b: Path, out: Path) -> None:
@@ -334,7 +368,9 @@ def compare_bundles(x: Path, y: Path) -> tuple[int, int]:
     return total, same
 
 
-def measure(cmd: list[str], inputs, out: Path, env=None, fsync_after: bool = False, keep: Path | None = None) -> dict:
+def measure(
+    cmd: list[str], inputs, out: Path, env=None, fsync_after: bool = False, keep: Path | None = None
+) -> dict:
     """Run cmd in a child with the inputs' page cache dropped; wall time and the child's peak RSS.
     fsync_after: fsync the outputs after the child exits, inside the timing (for tools that do not)."""
     shutil.rmtree(out, ignore_errors=True)
@@ -353,23 +389,33 @@ def measure(cmd: list[str], inputs, out: Path, env=None, fsync_after: bool = Fal
     wall = time.perf_counter() - started
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output.decode(errors='replace')[-3000:]}")
+        raise RuntimeError(
+            f"{' '.join(cmd)} failed ({proc.returncode}):\n{output.decode(errors='replace')[-3000:]}"
+        )
     size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
     shards = len(list(out.glob("*.safetensors")))
     if keep is not None:
         shutil.rmtree(keep, ignore_errors=True)
         out.rename(keep)
     shutil.rmtree(out, ignore_errors=True)
-    return {"wall": wall, "rss_mb": usage.ru_maxrss / 1024, "cached_before": cold, "out_bytes": size,
-            "out_shards": shards,
-            "user": usage.ru_utime, "sys": usage.ru_stime}
+    return {
+        "wall": wall,
+        "rss_mb": usage.ru_maxrss / 1024,
+        "cached_before": cold,
+        "out_bytes": size,
+        "out_shards": shards,
+        "user": usage.ru_utime,
+        "sys": usage.ru_stime,
+    }
 
 
 def machine_facts() -> str:
     load = os.getloadavg()
-    return (f"{os.cpu_count()} CPUs (`nproc` {nproc()}), {cpu_model()}, {ram_text()} RAM, "
-            f"Python {platform.python_version()}, numpy {np.__version__}; "
-            f"load average at start {load[0]:.1f} (machine shared with other engineers' jobs)")
+    return (
+        f"{os.cpu_count()} CPUs (`nproc` {nproc()}), {cpu_model()}, {ram_text()} RAM, "
+        f"Python {platform.python_version()}, numpy {np.__version__}; "
+        f"load average at start {load[0]:.1f} (machine shared with other engineers' jobs)"
+    )
 
 
 def main() -> None:
@@ -381,8 +427,11 @@ def main() -> None:
     ap.add_argument("--floor", nargs=3, metavar=("A", "B", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--mergekit-like", nargs=3, metavar=("A", "B", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--soup-unhashed", nargs=3, metavar=("A", "B", "OUT"), help=argparse.SUPPRESS)
-    ap.add_argument("--no-diagnostic", action="store_true",
-                    help="skip the diagnostic row (our soup with the input hashing switched off)")
+    ap.add_argument(
+        "--no-diagnostic",
+        action="store_true",
+        help="skip the diagnostic row (our soup with the input hashing switched off)",
+    )
     args = ap.parse_args()
     if args.floor:
         io_floor(*map(Path, args.floor))
@@ -403,14 +452,31 @@ def main() -> None:
     write_checkpoint(b, config, tensors, seed=2)
     size = sum(f.stat().st_size for f in a.glob("*.safetensors"))
     n_shards = len(list(a.glob("*.safetensors")))
-    print(f"wrote pair: {size / 1e9:.2f} GB each, {n_shards} shards, {config['num_hidden_layers']} layers "
-          f"({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(
+        f"wrote pair: {size / 1e9:.2f} GB each, {n_shards} shards, {config['num_hidden_layers']} layers "
+        f"({time.perf_counter() - t0:.0f} s)",
+        flush=True,
+    )
 
     ok, mk_note = mergekit_available()
     contenders = {
         "I/O floor": [PY, str(Path(__file__).resolve()), "--floor", str(a), str(b), str(out)],
-        OURS: [PY, "-m", "pairstore.cli", "train", "soup", str(a), str(b), "--alpha", "0.5",
-                           "--out", str(out), "--no-register", "--slice-mb", str(SLICE >> 20)],
+        OURS: [
+            PY,
+            "-m",
+            "pairstore.cli",
+            "train",
+            "soup",
+            str(a),
+            str(b),
+            "--alpha",
+            "0.5",
+            "--out",
+            str(out),
+            "--no-register",
+            "--slice-mb",
+            str(SLICE >> 20),
+        ],
     }
     if not args.no_diagnostic:
         contenders[DIAG] = [PY, str(Path(__file__).resolve()), "--soup-unhashed", str(a), str(b), str(out)]
@@ -427,11 +493,20 @@ def main() -> None:
     try:
         for run in range(args.runs):
             for name, cmd in contenders.items():
-                r = measure(cmd, [a, b], out, env=env, fsync_after=name == mk_name,
-                            keep=kept.get(name) if run == args.runs - 1 else None)
+                r = measure(
+                    cmd,
+                    [a, b],
+                    out,
+                    env=env,
+                    fsync_after=name == mk_name,
+                    keep=kept.get(name) if run == args.runs - 1 else None,
+                )
                 results[name].append(r)
-                print(f"run {run + 1} {name}: {r['wall']:.2f} s, peak RSS {r['rss_mb']:.0f} MB, "
-                      f"cached before {r['cached_before']:.1%}, {r['out_shards']} output shards", flush=True)
+                print(
+                    f"run {run + 1} {name}: {r['wall']:.2f} s, peak RSS {r['rss_mb']:.0f} MB, "
+                    f"cached before {r['cached_before']:.1%}, {r['out_shards']} output shards",
+                    flush=True,
+                )
         n_tensors, n_same = compare_bundles(kept[OURS], kept[mk_name])
         kernel_used = json.loads((kept[OURS] / "training_evidence.json").read_text())["kernel"]
     finally:
@@ -456,40 +531,58 @@ def main() -> None:
     cpu = {k: statistics.median(r["user"] + r["sys"] for r in v) for k, v in results.items()}
     for name in contenders:
         runs = ", ".join(f"{r['wall']:.2f}" for r in results[name])
-        lines.append(f"| {name} | {med[name]:.2f} | {runs} | {cpu[name]:.1f} | {rss[name]:.0f} | "
-                     f"{med[name] / floor:.2f}x | {med[name] / ours:.2f}x |")
+        lines.append(
+            f"| {name} | {med[name]:.2f} | {runs} | {cpu[name]:.1f} | {rss[name]:.0f} | "
+            f"{med[name] / floor:.2f}x | {med[name] / ours:.2f}x |"
+        )
     # Each round's contenders ran back to back under about the same load from other jobs: the median of the
     # per-round ratios is less sensitive to that load than the ratio of medians.
-    paired_floor = statistics.median(o["wall"] / f["wall"] for o, f in zip(results[OURS],
-                                                                          results["I/O floor"]))
-    paired_mk = statistics.median(m["wall"] / o["wall"] for o, m in zip(results[OURS],
-                                                                       results[mk_name]))
+    paired_floor = statistics.median(
+        o["wall"] / f["wall"] for o, f in zip(results[OURS], results["I/O floor"])
+    )
+    paired_mk = statistics.median(m["wall"] / o["wall"] for o, m in zip(results[OURS], results[mk_name]))
     goals = [
         f">= 3x faster than mergekit: {mk / ours:.2f}x -> {'met' if mk / ours >= 3 else 'NOT met'}",
         f"within 1.3x of the I/O floor: {ours / floor:.2f}x -> {'met' if ours / floor <= 1.3 else 'NOT met'}",
         f"peak memory < 512 MB: {rss['pairstore soup']:.0f} MB -> "
         f"{'met' if rss['pairstore soup'] < 512 else 'NOT met'}",
     ]
-    lines += ["", "Goals: " + "; ".join(goals) + ".", "",
-              f"Per-round ratios (median over rounds of each round's own ratio): ours / I/O floor "
-              f"{paired_floor:.2f}x; {mk_name} / ours {paired_mk:.2f}x.", "",
-              f"Same result: {n_same} of {n_tensors} output tensors of ours and of the {mk_name} run are "
-              f"bit-identical (both compute 0.5*a + 0.5*b in float32 and round once to bf16).", "",
-              f"Baseline: {mk_note}; merge_method linear, weights 0.5/0.5, dtype bfloat16, --out-shard-size "
-              f"500M ({results[mk_name][-1]['out_shards']} shards), --no-copy-tokenizer; it does not fsync, "
-              f"so its outputs are fsynced after it exits, inside its timing.", "",
-              f"Ours runs the CLI as shipped (input SHA-256s hashed as they stream, 16 MiB slices, 4 buffer "
-              f"pairs; kernel: {kernel_used}); the I/O floor is a reader thread (preadv, sequential-access hint) and a writer thread moving "
-              "the same bytes with the same early write-back and about as many slices in flight, no compute, no "
-              "hashing.", "",
-              *([f"The diagnostic row (not a shipped mode) is our soup with the inputs' SHA-256 switched off: "
-                 f"{med[DIAG]:.2f} s = {med[DIAG] / floor:.2f}x the floor. Hashing both inputs (what the "
-                 f"evidence requires) costs {(cpu[OURS] - cpu[DIAG]) / (2 * size / 1e9):.2f} CPU-seconds "
-                 f"per GB read here (median CPU of the two rows); it runs beside the reads, but on 2 cores "
-                 f"with the reads, the writes and the arithmetic every CPU-second competes for a core.", ""]
-                if DIAG in med else []),
-              f"Machine: {facts}; load average at end {os.getloadavg()[0]:.1f}.", "",
-              "Command: `" + " ".join([".venv/bin/python bench/bench_soup.py", *sys.argv[1:]]) + "`", ""]
+    lines += [
+        "",
+        "Goals: " + "; ".join(goals) + ".",
+        "",
+        f"Per-round ratios (median over rounds of each round's own ratio): ours / I/O floor "
+        f"{paired_floor:.2f}x; {mk_name} / ours {paired_mk:.2f}x.",
+        "",
+        f"Same result: {n_same} of {n_tensors} output tensors of ours and of the {mk_name} run are "
+        f"bit-identical (both compute 0.5*a + 0.5*b in float32 and round once to bf16).",
+        "",
+        f"Baseline: {mk_note}; merge_method linear, weights 0.5/0.5, dtype bfloat16, --out-shard-size "
+        f"500M ({results[mk_name][-1]['out_shards']} shards), --no-copy-tokenizer; it does not fsync, "
+        f"so its outputs are fsynced after it exits, inside its timing.",
+        "",
+        f"Ours runs the CLI as shipped (input SHA-256s hashed as they stream, 16 MiB slices, 4 buffer "
+        f"pairs; kernel: {kernel_used}); the I/O floor is a reader thread (preadv, sequential-access hint) and a writer thread moving "
+        "the same bytes with the same early write-back and about as many slices in flight, no compute, no "
+        "hashing.",
+        "",
+        *(
+            [
+                f"The diagnostic row (not a shipped mode) is our soup with the inputs' SHA-256 switched off: "
+                f"{med[DIAG]:.2f} s = {med[DIAG] / floor:.2f}x the floor. Hashing both inputs (what the "
+                f"evidence requires) costs {(cpu[OURS] - cpu[DIAG]) / (2 * size / 1e9):.2f} CPU-seconds "
+                f"per GB read here (median CPU of the two rows); it runs beside the reads, but on 2 cores "
+                f"with the reads, the writes and the arithmetic every CPU-second competes for a core.",
+                "",
+            ]
+            if DIAG in med
+            else []
+        ),
+        f"Machine: {facts}; load average at end {os.getloadavg()[0]:.1f}.",
+        "",
+        "Command: `" + " ".join([".venv/bin/python bench/bench_soup.py", *sys.argv[1:]]) + "`",
+        "",
+    ]
     text = "\n".join(lines)
     print(text)
     if not args.no_write:

@@ -44,8 +44,12 @@ from miners import verify as ours  # noqa: E402
 from pairstore.files import atomic_write_text  # noqa: E402
 
 DATA = ROOT / "bench" / "data"
-CORPORA = ("verify_outside_outputs.jsonl", "verify_outside_cases.jsonl", "verify_audit_round2.jsonl",
-           "verify_corpus.jsonl")
+CORPORA = (
+    "verify_outside_outputs.jsonl",
+    "verify_outside_cases.jsonl",
+    "verify_audit_round2.jsonl",
+    "verify_corpus.jsonl",
+)
 RESULT = ROOT / "bench" / "results" / "verify.md"
 MIN_TAG_ROWS = 10
 
@@ -77,9 +81,17 @@ def load(path: Path) -> list[dict]:
             if not line.strip():
                 continue
             r = json.loads(line)
-            rows.append({"id": r["id"], "pred": r.get("pred", r.get("output")), "gold": r["gold"], "kind": r["kind"],
-                         "equal": bool(r.get("equal", r.get("label"))), "tag": r.get("tag", r.get("form")),
-                         "heldout": bool(r.get("heldout"))})
+            rows.append(
+                {
+                    "id": r["id"],
+                    "pred": r.get("pred", r.get("output")),
+                    "gold": r["gold"],
+                    "kind": r["kind"],
+                    "equal": bool(r.get("equal", r.get("label"))),
+                    "tag": r.get("tag", r.get("form")),
+                    "heldout": bool(r.get("heldout")),
+                }
+            )
     return rows
 
 
@@ -133,9 +145,16 @@ def measure(rows: list[dict], runs: int) -> dict:
         m_verdicts, t, lat = run_math_verify(rows)
         m_times.append(t)
         m_lat += lat
-    return {"ours": o_verdicts, "mv": m_verdicts, "t_ours": statistics.median(o_times),
-            "t_uncached": statistics.median(u_times), "t_mv": statistics.median(m_times),
-            "p99_ours": p99(o_lat), "p99_mv": p99(m_lat), "stats": stats}
+    return {
+        "ours": o_verdicts,
+        "mv": m_verdicts,
+        "t_ours": statistics.median(o_times),
+        "t_uncached": statistics.median(u_times),
+        "t_mv": statistics.median(m_times),
+        "p99_ours": p99(o_lat),
+        "p99_mv": p99(m_lat),
+        "stats": stats,
+    }
 
 
 def pct(a: int, b: int) -> str:
@@ -172,46 +191,79 @@ def section(name: str, rows: list[dict], m: dict, show: int, per_tag: bool) -> t
         f"{pct(s['fast'], decided)}, deferred to math-verify on the extracted spans "
         f"{pct(s['deferred'], decided)}, fast-path exceptions (deferred too) {s['exceptions']}; math-verify "
         f"calls {s['calls']}, refused by the size guard {s['refused']}, timed out {s['timeouts']}, "
-        f"failed {s['failures']} (each of those three is a counted \"not equal\").",
+        f'failed {s["failures"]} (each of those three is a counted "not equal").',
     ]
     held = [i for i, r in enumerate(rows) if r["heldout"]]
     if held and len(held) < n:  # a corpus held out as a whole is the table above
-        lines += ["", f"Held-out rows (labelled after the verifier's fixes, {len(held)} pairs): miners.verify "
-                  f"{pct(sum(ok_o[i] for i in held), len(held))}, math-verify {pct(sum(ok_m[i] for i in held), len(held))}."]
+        lines += [
+            "",
+            f"Held-out rows (labelled after the verifier's fixes, {len(held)} pairs): miners.verify "
+            f"{pct(sum(ok_o[i] for i in held), len(held))}, math-verify {pct(sum(ok_m[i] for i in held), len(held))}.",
+        ]
     tags: dict[str, list[int]] = defaultdict(list)
     for i, r in enumerate(rows):
         tags[r["tag"]].append(i)
-    big = sorted((t for t in tags if len(tags[t]) >= MIN_TAG_ROWS), key=lambda t: -len(tags[t])) if per_tag else []
+    big = (
+        sorted((t for t in tags if len(tags[t]) >= MIN_TAG_ROWS), key=lambda t: -len(tags[t]))
+        if per_tag
+        else []
+    )
     small = sorted((t for t in tags if len(tags[t]) < MIN_TAG_ROWS), key=lambda t: -len(tags[t]))
     behind = [t for t in big if sum(ok_o[i] for i in tags[t]) < sum(ok_m[i] for i in tags[t])]
     if big:
-        lines += ["", f"Per tag, {MIN_TAG_ROWS} or more rows (pairs agreeing with the label):", "",
-                  "| tag | rows | miners.verify | math-verify |", "| --- | --- | --- | --- |"]
+        lines += [
+            "",
+            f"Per tag, {MIN_TAG_ROWS} or more rows (pairs agreeing with the label):",
+            "",
+            "| tag | rows | miners.verify | math-verify |",
+            "| --- | --- | --- | --- |",
+        ]
     for t in big:
         idx = tags[t]
         lines.append(f"| {t} | {len(idx)} | {sum(ok_o[i] for i in idx)} | {sum(ok_m[i] for i in idx)} |")
     if small and per_tag:
-        lines += ["", "Tags with fewer rows (rows: miners.verify / math-verify): " + ", ".join(
-            f"{t} {len(tags[t])}: {sum(ok_o[i] for i in tags[t])}/{sum(ok_m[i] for i in tags[t])}" for t in small) + "."]
+        lines += [
+            "",
+            "Tags with fewer rows (rows: miners.verify / math-verify): "
+            + ", ".join(
+                f"{t} {len(tags[t])}: {sum(ok_o[i] for i in tags[t])}/{sum(ok_m[i] for i in tags[t])}"
+                for t in small
+            )
+            + ".",
+        ]
     for who, ok, verdicts in (("miners.verify", ok_o, m["ours"]), ("math-verify", ok_m, m["mv"])):
         wrong = [i for i in range(n) if not ok[i]]
         if not wrong:
             continue
-        lines += ["", f"{who}: {len(wrong)} disagreements with the labels; the first {min(show, len(wrong))}:", ""]
+        lines += [
+            "",
+            f"{who}: {len(wrong)} disagreements with the labels; the first {min(show, len(wrong))}:",
+            "",
+        ]
         for i in wrong[:show]:
             r = rows[i]
             tail = r["pred"][-100:].replace("\n", "\\n").replace("|", "\\|").replace("`", "'")
-            lines.append(f"- `{r['id']}` {r['tag']}: gold `{r['gold'][:60]}`, label {r['equal']}, said {verdicts[i]}; "
-                         f"output ends `...{tail}`")
-    goals = {"agreement": sum(ok_o) >= sum(ok_m), "tags": not behind, "false_not_equal": fn_o <= 0.01 * len(eq),
-             "speed": speedup >= 5, "p99": m["p99_ours"] <= 0.050, "perfect": sum(ok_o) == n}
+            lines.append(
+                f"- `{r['id']}` {r['tag']}: gold `{r['gold'][:60]}`, label {r['equal']}, said {verdicts[i]}; "
+                f"output ends `...{tail}`"
+            )
+    goals = {
+        "agreement": sum(ok_o) >= sum(ok_m),
+        "tags": not behind,
+        "false_not_equal": fn_o <= 0.01 * len(eq),
+        "speed": speedup >= 5,
+        "p99": m["p99_ours"] <= 0.050,
+        "perfect": sum(ok_o) == n,
+    }
     return lines, goals
 
 
 def machine() -> str:
     load_avg = os.getloadavg()
-    return (f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}; load average "
-            f"{load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f} at the start (other engineers' jobs share the cores)")
+    return (
+        f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}; load average "
+        f"{load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f} at the start (other engineers' jobs share the cores)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -228,7 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     ours.is_equivalent("\\boxed{\\pm 3}", "3, -3", "math")
     run_math_verify(next(iter(corpora.values()))[:5])
     machine_line = machine()
-    cmd = "HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_verify.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_verify.py " + " ".join(
+        argv if argv is not None else sys.argv[1:]
+    )
     lines = [
         "## Answer verifier vs math-verify",
         "",
@@ -249,10 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         if name == "verify_corpus.jsonl":
             lines.append(f"- `{name}`: 100% agreement {'met' if g['perfect'] else 'NOT met'}.")
             continue
-        lines.append(f"- `{name}`: agreement >= math-verify {'met' if g['agreement'] else 'NOT met'}; every tag of "
-                     f"{MIN_TAG_ROWS}+ rows >= math-verify {'met' if g['tags'] else 'NOT met'}; correct judged wrong "
-                     f"<= 1% {'met' if g['false_not_equal'] else 'NOT met'}; >= 5x throughput "
-                     f"{'met' if g['speed'] else 'NOT met'}; p99 <= 50 ms {'met' if g['p99'] else 'NOT met'}.")
+        lines.append(
+            f"- `{name}`: agreement >= math-verify {'met' if g['agreement'] else 'NOT met'}; every tag of "
+            f"{MIN_TAG_ROWS}+ rows >= math-verify {'met' if g['tags'] else 'NOT met'}; correct judged wrong "
+            f"<= 1% {'met' if g['false_not_equal'] else 'NOT met'}; >= 5x throughput "
+            f"{'met' if g['speed'] else 'NOT met'}; p99 <= 50 ms {'met' if g['p99'] else 'NOT met'}."
+        )
     lines += ["", NOTES, ""]
     text = "\n".join(lines)
     print(text)

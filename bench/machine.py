@@ -10,8 +10,11 @@ from pathlib import Path
 def cpu_model() -> str:
     """The CPU's model name from /proc/cpuinfo (platform's guess where there is none)."""
     try:
-        return next(ln.split(":", 1)[1].strip() for ln in Path("/proc/cpuinfo").read_text().splitlines()
-                    if ln.startswith("model name"))
+        return next(
+            ln.split(":", 1)[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("model name")
+        )
     except (OSError, StopIteration):
         return platform.processor() or platform.machine() or "unknown"
 
@@ -19,11 +22,14 @@ def cpu_model() -> str:
 def ram_gib() -> float | None:
     """Total RAM in GiB (None where /proc/meminfo cannot be read)."""
     try:
-        kb = next(int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines()
-                  if ln.startswith("MemTotal"))
+        kb = next(
+            int(ln.split()[1])
+            for ln in Path("/proc/meminfo").read_text().splitlines()
+            if ln.startswith("MemTotal")
+        )
     except (OSError, StopIteration, ValueError):
         return None
-    return kb / 1024 ** 2
+    return kb / 1024**2
 
 
 def ram_text() -> str:

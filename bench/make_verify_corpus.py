@@ -72,7 +72,10 @@ def gsm_problem(tag):
         fee = rint((tag, "f"), 5, 95)
         gold = price * qty + fee
         q = f"A ticket costs ${price}. {name} buys {qty} tickets and pays a ${fee} fee. What is the total cost?"
-        lines = [f"Tickets: {qty} * ${price} = ${price * qty:,}.", f"Total: ${price * qty:,} + ${fee} = ${gold:,}."]
+        lines = [
+            f"Tickets: {qty} * ${price} = ${price * qty:,}.",
+            f"Total: ${price * qty:,} + ${fee} = ${gold:,}.",
+        ]
         return q, lines, Fraction(gold), "dollars", True, price * qty
     if t == 2:
         hours = rint((tag, "h"), 2, 12)
@@ -89,7 +92,10 @@ def gsm_problem(tag):
         part = Fraction(whole * pct, 100)
         gold = whole - part
         q = f"A store has {whole} {item} and sells {pct}% of them. How many {item} remain?"
-        lines = [f"Sold: {pct}% of {whole} = {_dec(part)}.", f"Remaining: {whole} - {_dec(part)} = {_dec(gold)}."]
+        lines = [
+            f"Sold: {pct}% of {whole} = {_dec(part)}.",
+            f"Remaining: {whole} - {_dec(part)} = {_dec(gold)}.",
+        ]
         return q, lines, gold, item, False, part
     if t == 4:
         dist = rint((tag, "d"), 30, 600)
@@ -141,7 +147,8 @@ def gsm_render_equal(tag, v: Fraction, unit: str, money: bool) -> tuple[str, str
     if v.denominator != 1 and float(v) != int(v):
         whole = v.numerator // v.denominator
         return f"{v.numerator}/{v.denominator}" if chance((tag, "mixed"), 0.6) else (
-            f"{whole} {v.numerator - whole * v.denominator}/{v.denominator}"), "fraction"
+            f"{whole} {v.numerator - whole * v.denominator}/{v.denominator}"
+        ), "fraction"
     return dec, "plain"
 
 
@@ -194,13 +201,17 @@ def gsm_items(n_problems: int, samples: int):
                 out, label, form = f"{body}\n{marker.format(x=x)}", False, f"gsm_wrong_{form}_{marker_name}"
             elif scenario < 78:  # self-correction to the right answer
                 w = gsm_wrong(st, gold)
-                out = (f"{body}\nThe answer is {_dec(w)}.\nWait, let me recheck the last step. "
-                       f"{lines[-1]}\nFinal answer: {gold_s}")
+                out = (
+                    f"{body}\nThe answer is {_dec(w)}.\nWait, let me recheck the last step. "
+                    f"{lines[-1]}\nFinal answer: {gold_s}"
+                )
                 label, form = True, "gsm_selfcorrect_right"
             elif scenario < 83:  # self-correction away from the right answer
                 w = gsm_wrong(st, gold)
-                out = (f"{body}\nThe answer is {gold_s}.\nHmm, actually I misread the question; "
-                       f"recomputing gives {_dec(w)}.\nFinal answer: {_dec(w)}")
+                out = (
+                    f"{body}\nThe answer is {gold_s}.\nHmm, actually I misread the question; "
+                    f"recomputing gives {_dec(w)}.\nFinal answer: {_dec(w)}"
+                )
                 label, form = False, "gsm_selfcorrect_wrong"
             elif scenario < 89:  # hallucinated follow-up question after the real answer
                 right = chance((st, "fright"), 0.5)
@@ -208,8 +219,10 @@ def gsm_items(n_problems: int, samples: int):
                 real = gold_s if right else _dec(w)
                 follow = gold_s if not right else _dec(w)
                 q2 = f"{pick((st, 'n2'), NAMES)} has {rint((st, 'a2'), 2, 20)} {pick((st, 'i2'), ITEMS)}."
-                out = (f"{body}\n{marker.format(x=real)}\n\nQuestion: {q2} How many does she have after "
-                       f"buying more?\nAnswer: She has {follow}. The answer is {follow}.")
+                out = (
+                    f"{body}\n{marker.format(x=real)}\n\nQuestion: {q2} How many does she have after "
+                    f"buying more?\nAnswer: She has {follow}. The answer is {follow}."
+                )
                 label, form = right, "gsm_followup_tail"
             elif scenario < 94:  # right number only inside the reasoning, final answer wrong
                 w = gsm_wrong(st, gold)
@@ -223,8 +236,9 @@ def gsm_items(n_problems: int, samples: int):
                 loop = " ".join([f"{gold_s} - 0 ="] * rint((st, "loop"), 8, 30))
                 out = f"{body}\nSo {loop} {gold_s}"
                 label, form = False, "gsm_no_final_answer_loop"
-            items.append({"kind": "gsm8k", "form": form, "gold": gold_s, "output": out, "label": label,
-                          "question": q})
+            items.append(
+                {"kind": "gsm8k", "form": form, "gold": gold_s, "output": out, "label": label, "question": q}
+            )
     return items
 
 
@@ -253,30 +267,52 @@ def math_case(tag):
         eq = [_frac(n, d), _frac(n, d, "\\dfrac"), _frac(n, d, "\\tfrac"), f"{n}/{d}", _frac(2 * n, 2 * d)]
         if (f * 10000).denominator == 1:
             eq.append(f"{float(f):g}")
-        ne = [_frac(d, n) if d != n else "2", _frac(n + 1, d), f"{float(f):.2f}" if (f * 100).denominator != 1
-              else _frac(n, d + 1)]
+        ne = [
+            _frac(d, n) if d != n else "2",
+            _frac(n + 1, d),
+            f"{float(f):.2f}" if (f * 100).denominator != 1 else _frac(n, d + 1),
+        ]
         return "fraction", _frac(n, d), eq, ne
     if t == 3:
         whole, n = rint((tag, "w"), 1, 9), a
         d = n + rint((tag, "dd"), 1, 9)
         f = Fraction(whole * d + n, d)
         g = _frac(f.numerator, f.denominator)
-        return "mixed_number", g, [f"{whole}\\frac{{{n}}}{{{d}}}", f"{whole} \\tfrac{{{n}}}{{{d}}}",
-                                   f"{f.numerator}/{f.denominator}"], [
-            f"{whole + 1}\\frac{{{n}}}{{{d}}}", _frac(f.numerator + 1, f.denominator)]
+        return (
+            "mixed_number",
+            g,
+            [
+                f"{whole}\\frac{{{n}}}{{{d}}}",
+                f"{whole} \\tfrac{{{n}}}{{{d}}}",
+                f"{f.numerator}/{f.denominator}",
+            ],
+            [f"{whole + 1}\\frac{{{n}}}{{{d}}}", _frac(f.numerator + 1, f.denominator)],
+        )
     if t == 4:
         sq = pick((tag, "sq"), [2, 3, 5, 6, 7, 10, 11])
         k = rint((tag, "k"), 2, 6)
         g = f"{k}\\sqrt{{{sq}}}"
-        return "radical", g, [g, f"\\sqrt{{{k * k * sq}}}", f"{k} \\sqrt {sq}" if sq < 10 else f"{k} \\sqrt{{{sq}}}", f"\\sqrt{{{sq}}} \\cdot {k}"], [
-            f"{k + 1}\\sqrt{{{sq}}}", f"\\sqrt{{{k * sq}}}", f"{k}\\sqrt{{{sq + 1}}}"]
+        return (
+            "radical",
+            g,
+            [
+                g,
+                f"\\sqrt{{{k * k * sq}}}",
+                f"{k} \\sqrt {sq}" if sq < 10 else f"{k} \\sqrt{{{sq}}}",
+                f"\\sqrt{{{sq}}} \\cdot {k}",
+            ],
+            [f"{k + 1}\\sqrt{{{sq}}}", f"\\sqrt{{{k * sq}}}", f"{k}\\sqrt{{{sq + 1}}}"],
+        )
     if t == 5:
         sq = pick((tag, "sq"), [2, 3, 5])
         d = pick((tag, "d"), [2, 3, 4, 6])
         g = f"\\frac{{\\sqrt{{{sq}}}}}{{{d}}}"
-        return "radical_fraction", g, [g, f"\\dfrac{{\\sqrt {sq}}}{{{d}}}", f"\\frac{{1}}{{{d}}}\\sqrt{{{sq}}}",
-                                       f"\\sqrt{{{sq}}}/{d}"], [f"\\frac{{\\sqrt{{{sq}}}}}{{{d + 1}}}",
-                                                                f"\\frac{{{sq}}}{{{d}}}"]
+        return (
+            "radical_fraction",
+            g,
+            [g, f"\\dfrac{{\\sqrt {sq}}}{{{d}}}", f"\\frac{{1}}{{{d}}}\\sqrt{{{sq}}}", f"\\sqrt{{{sq}}}/{d}"],
+            [f"\\frac{{\\sqrt{{{sq}}}}}{{{d + 1}}}", f"\\frac{{{sq}}}{{{d}}}"],
+        )
     if t == 6:
         d = pick((tag, "d"), [2, 3, 4, 6, 12])
         n = pick((tag, "n"), [k for k in range(1, 2 * d) if Fraction(k, d).denominator == d])
@@ -286,14 +322,22 @@ def math_case(tag):
         return "pi", g, eq, [f"\\frac{{{coef}\\pi}}{{{d + 1}}}", _frac(n, d), f"{coef}\\pi"]
     if t == 7:
         deg = pick((tag, "deg"), [30, 45, 60, 72, 90, 108, 120, 135, 150])
-        return "degrees", str(deg), [f"{deg}^\\circ", f"{deg}^{{\\circ}}", f"{deg}°", f"{deg} degrees"], [
-            f"{deg + 10}^\\circ", f"{180 - deg if 180 - deg != deg else deg + 5}^\\circ"]
+        return (
+            "degrees",
+            str(deg),
+            [f"{deg}^\\circ", f"{deg}^{{\\circ}}", f"{deg}°", f"{deg} degrees"],
+            [f"{deg + 10}^\\circ", f"{180 - deg if 180 - deg != deg else deg + 5}^\\circ"],
+        )
     if t == 8:
         mant, e = rint((tag, "m"), 11, 99), rint((tag, "e"), 3, 8)
         val = mant * 10 ** (e - 1)
         g = str(val)
-        return "scientific", g, [f"{mant / 10}\\times 10^{{{e}}}", f"{mant / 10} \\cdot 10^{e}", f"{mant / 10}e{e}",
-                                 f"{val:,}"], [f"{mant / 10}\\times 10^{{{e + 1}}}", f"{mant}\\times 10^{{{e}}}"]
+        return (
+            "scientific",
+            g,
+            [f"{mant / 10}\\times 10^{{{e}}}", f"{mant / 10} \\cdot 10^{e}", f"{mant / 10}e{e}", f"{val:,}"],
+            [f"{mant / 10}\\times 10^{{{e + 1}}}", f"{mant}\\times 10^{{{e}}}"],
+        )
     if t == 9:
         x, y = rint((tag, "x"), -9, 9), rint((tag, "y"), -9, 9)
         y = y if y != x else y + 1
@@ -303,43 +347,76 @@ def math_case(tag):
         xs = sorted({rint((tag, "s", i), -9, 12) for i in range(3)})
         g = "\\{" + ", ".join(map(str, xs)) + "\\}"
         rev = list(reversed(xs))
-        return "set", g, [g, "\\{" + ",".join(map(str, rev)) + "\\}", ", ".join(map(str, rev))], [
-            "\\{" + ", ".join(map(str, xs[:-1] + [xs[-1] + 1])) + "\\}", "\\{" + ", ".join(map(str, xs[1:])) + "\\}"]
+        return (
+            "set",
+            g,
+            [g, "\\{" + ",".join(map(str, rev)) + "\\}", ", ".join(map(str, rev))],
+            [
+                "\\{" + ", ".join(map(str, xs[:-1] + [xs[-1] + 1])) + "\\}",
+                "\\{" + ", ".join(map(str, xs[1:])) + "\\}",
+            ],
+        )
     if t == 11:
         lo, hi = rint((tag, "lo"), -9, 3), rint((tag, "hi"), 4, 15)
         lb, rb = pick((tag, "lb"), ["(", "["]), pick((tag, "rb"), [")", "]"])
         g = f"{lb}{lo}, {hi}{rb}"
         flip = {"(": "[", "[": "(", ")": "]", "]": ")"}
-        return "interval", g, [g, f"\\left{lb}{lo},{hi}\\right{rb}"], [f"{flip[lb]}{lo}, {hi}{rb}",
-                                                                      f"{lb}{lo}, {hi}{flip[rb]}",
-                                                                      f"{lb}{lo}, {hi + 1}{rb}"]
+        return (
+            "interval",
+            g,
+            [g, f"\\left{lb}{lo},{hi}\\right{rb}"],
+            [f"{flip[lb]}{lo}, {hi}{rb}", f"{lb}{lo}, {hi}{flip[rb]}", f"{lb}{lo}, {hi + 1}{rb}"],
+        )
     if t == 12:
         hi = rint((tag, "hi"), -5, 9)
         g = f"(-\\infty, {hi}]"
-        return "interval_infinite", g, [g, f"(-\\infty,{hi}]", f"\\left(-\\infty, {hi}\\right]"], [
-            f"(-\\infty, {hi})", f"[{hi}, \\infty)"]
+        return (
+            "interval_infinite",
+            g,
+            [g, f"(-\\infty,{hi}]", f"\\left(-\\infty, {hi}\\right]"],
+            [f"(-\\infty, {hi})", f"[{hi}, \\infty)"],
+        )
     if t == 13:
-        word = pick((tag, "w"), ["Monday", "even", "odd", "Tuesday", "Sunday", "no solution", "Cylinder", "right"])
+        word = pick(
+            (tag, "w"), ["Monday", "even", "odd", "Tuesday", "Sunday", "no solution", "Cylinder", "right"]
+        )
         other = pick((tag, "o"), ["Friday", "neither", "Saturday", "infinite", "Cone", "obtuse"])
-        return "text", f"\\text{{{word}}}", [f"\\text{{{word}}}", word, f"\\textbf{{{word}}}",
-                                             f"\\text{{{word.lower()}}}"], [f"\\text{{{other}}}", other]
+        return (
+            "text",
+            f"\\text{{{word}}}",
+            [f"\\text{{{word}}}", word, f"\\textbf{{{word}}}", f"\\text{{{word.lower()}}}"],
+            [f"\\text{{{other}}}", other],
+        )
     if t == 14:
         letter = pick((tag, "l"), ["A", "B", "C", "D", "E"])
         other = pick((tag, "o"), [c for c in "ABCDE" if c != letter])
-        return "choice", f"\\text{{({letter})}}", [f"\\text{{({letter})}}", f"({letter})", letter,
-                                                   f"\\text{{{letter}}}"], [f"({other})", other]
+        return (
+            "choice",
+            f"\\text{{({letter})}}",
+            [f"\\text{{({letter})}}", f"({letter})", letter, f"\\text{{{letter}}}"],
+            [f"({other})", other],
+        )
     if t == 15:
         n = rint((tag, "n"), -20, 20)
         var = pick((tag, "v"), ["x", "y", "k", "a", "n"])
         return "assignment", str(n), [f"{var} = {n}", f"{var}={n}"], [f"{var} = {n + 2}", f"{var} = {-n - 1}"]
     if t == 16:
         p = rint((tag, "p"), 5, 95)
-        return "percent", f"{p}\\%", [f"{p}\\%", f"{p}", f"{p}%"], [f"{p + 5}\\%", f"{100 - p if 100 - p != p else 3}\\%"]
+        return (
+            "percent",
+            f"{p}\\%",
+            [f"{p}\\%", f"{p}", f"{p}%"],
+            [f"{p + 5}\\%", f"{100 - p if 100 - p != p else 3}\\%"],
+        )
     if t == 17:
         r = rint((tag, "r"), 1, 6)
         g = f"x^2 + {2 * r}x + {r * r}"
-        return "polynomial", g, [f"(x+{r})^2", f"x^2+{2 * r}x+{r * r}", f"{r * r} + {2 * r}x + x^2"], [
-            f"(x-{r})^2", f"x^2 + {r}x + {r * r}", f"(x+{r + 1})^2"]
+        return (
+            "polynomial",
+            g,
+            [f"(x+{r})^2", f"x^2+{2 * r}x+{r * r}", f"{r * r} + {2 * r}x + x^2"],
+            [f"(x-{r})^2", f"x^2 + {r}x + {r * r}", f"(x+{r + 1})^2"],
+        )
     if t == 18:
         re_, im = rint((tag, "re"), 1, 9), rint((tag, "im"), 1, 9)
         im = im if im != re_ else im + 1
@@ -348,41 +425,74 @@ def math_case(tag):
     if t == 19:
         x, y = rint((tag, "x"), -9, 9), rint((tag, "y"), -9, 9)
         g = f"\\begin{{pmatrix}} {x} \\\\ {y} \\end{{pmatrix}}"
-        return "matrix", g, [g, f"\\begin{{pmatrix}}{x}\\\\{y}\\end{{pmatrix}}"], [
-            f"\\begin{{pmatrix}} {y} \\\\ {x + 100} \\end{{pmatrix}}", f"\\begin{{pmatrix}} {x} \\\\ {y + 1} \\end{{pmatrix}}"]
+        return (
+            "matrix",
+            g,
+            [g, f"\\begin{{pmatrix}}{x}\\\\{y}\\end{{pmatrix}}"],
+            [
+                f"\\begin{{pmatrix}} {y} \\\\ {x + 100} \\end{{pmatrix}}",
+                f"\\begin{{pmatrix}} {x} \\\\ {y + 1} \\end{{pmatrix}}",
+            ],
+        )
     if t == 20:
         base = pick((tag, "b"), [2, 3, 5])
         e = rint((tag, "e"), 2, 5)
         g = str(e)
-        return "log_base", g, [f"\\log_{{{base}}} {base ** e}", f"\\log_{base}({base ** e})"], [
-            f"\\log_{{{base}}} {base ** (e + 1)}"]
+        return (
+            "log_base",
+            g,
+            [f"\\log_{{{base}}} {base**e}", f"\\log_{base}({base**e})"],
+            [f"\\log_{{{base}}} {base ** (e + 1)}"],
+        )
     if t == 22:
         k = pick((tag, "k"), [2, 3, 5, 6, 7])
         g = f"\\frac{{\\sqrt{{{k}}}}}{{{k}}}"
-        return "radical_rationalized", g, [g, f"\\frac{{1}}{{\\sqrt{{{k}}}}}", f"1/\\sqrt{{{k}}}"], [
-            f"\\sqrt{{{k}}}", f"\\frac{{1}}{{{k}}}"]
+        return (
+            "radical_rationalized",
+            g,
+            [g, f"\\frac{{1}}{{\\sqrt{{{k}}}}}", f"1/\\sqrt{{{k}}}"],
+            [f"\\sqrt{{{k}}}", f"\\frac{{1}}{{{k}}}"],
+        )
     if t == 23:
         b, e = rint((tag, "b"), 2, 7), rint((tag, "e"), 3, 9)
-        return "power", str(b**e), [f"{b}^{{{e}}}", f"{b}^{e}" if e < 10 else f"{b}^{{{e}}}", str(b**e)], [
-            f"{b}^{{{e + 1}}}", str(b**e + b)]
+        return (
+            "power",
+            str(b**e),
+            [f"{b}^{{{e}}}", f"{b}^{e}" if e < 10 else f"{b}^{{{e}}}", str(b**e)],
+            [f"{b}^{{{e + 1}}}", str(b**e + b)],
+        )
     if t == 24:
         r = rint((tag, "r"), 2, 9)
         g = f"x^2 - {r * r}"
-        return "factored", g, [f"(x-{r})(x+{r})", f"(x+{r})(x-{r})", f"-{r * r}+x^2"], [
-            f"(x-{r})^2", f"x^2 - {r}"]
+        return (
+            "factored",
+            g,
+            [f"(x-{r})(x+{r})", f"(x+{r})(x-{r})", f"-{r * r}+x^2"],
+            [f"(x-{r})^2", f"x^2 - {r}"],
+        )
     if t == 25:
         f = Fraction(rint((tag, "n"), 1, 9), rint((tag, "d"), 2, 11))
         if f.denominator == 1:
             f += Fraction(1, 3)
         n, d = f.numerator, f.denominator
         g = f"-\\frac{{{n}}}{{{d}}}"
-        return "negative_fraction", g, [g, f"\\frac{{-{n}}}{{{d}}}", f"-{n}/{d}", f"\\frac{{{n}}}{{-{d}}}"], [
-            f"\\frac{{{n}}}{{{d}}}", f"-\\frac{{{d}}}{{{n}}}" if d != n else "-1"]
+        return (
+            "negative_fraction",
+            g,
+            [g, f"\\frac{{-{n}}}{{{d}}}", f"-{n}/{d}", f"\\frac{{{n}}}{{-{d}}}"],
+            [f"\\frac{{{n}}}{{{d}}}", f"-\\frac{{{d}}}{{{n}}}" if d != n else "-1"],
+        )
     if t == 26:
-        q = pick((tag, "q"), [Fraction(1, 4), Fraction(3, 4), Fraction(1, 8), Fraction(3, 5), Fraction(1, 20)])
+        q = pick(
+            (tag, "q"), [Fraction(1, 4), Fraction(3, 4), Fraction(1, 8), Fraction(3, 5), Fraction(1, 20)]
+        )
         dec = f"{float(q):g}"
-        return "leading_dot_decimal", _frac(q.numerator, q.denominator), [dec[1:], dec + "0", dec], [
-            f"{float(q) + 0.01:g}"[1:], f"{float(q) * 10:g}"]
+        return (
+            "leading_dot_decimal",
+            _frac(q.numerator, q.denominator),
+            [dec[1:], dec + "0", dec],
+            [f"{float(q) + 0.01:g}"[1:], f"{float(q) * 10:g}"],
+        )
     if t == 27:
         m, c = rint((tag, "m"), 2, 9), rint((tag, "c"), 1, 9)
         m = m if m != c else m + 1
@@ -392,17 +502,30 @@ def math_case(tag):
         r1, r2 = rint((tag, "r1"), 1, 9), -rint((tag, "r2"), 1, 9)
         r1 = r1 if r1 != -r2 else r1 + 1
         g = f"{r2}, {r1}"
-        return "solution_list", g, [f"{r1}, {r2}", f"x = {r1}, x = {r2}", f"{r2},{r1}"], [
-            f"{-r2}, {-r1}", f"{r1}", f"{r2}, {r1 + 1}"]
+        return (
+            "solution_list",
+            g,
+            [f"{r1}, {r2}", f"x = {r1}, x = {r2}", f"{r2},{r1}"],
+            [f"{-r2}, {-r1}", f"{r1}", f"{r2}, {r1 + 1}"],
+        )
     if t == 29:
         a = rint((tag, "a"), 1, 9)
         g = f"\\frac{{x+{a}}}{{x-{a}}}"
-        return "rational_function", g, [f"\\frac{{{a}+x}}{{x-{a}}}", f"(x+{a})/(x-{a})", g], [
-            f"\\frac{{x-{a}}}{{x+{a}}}", f"\\frac{{x+{a}}}{{x+{a + 1}}}"]
+        return (
+            "rational_function",
+            g,
+            [f"\\frac{{{a}+x}}{{x-{a}}}", f"(x+{a})/(x-{a})", g],
+            [f"\\frac{{x-{a}}}{{x+{a}}}", f"\\frac{{x+{a}}}{{x+{a + 1}}}"],
+        )
     if t == 30:
         c = rint((tag, "c"), -9, 9)
         g = f"x > {c}"
-        return "inequality_symbolic", g, [f"{c} < x", f"x>{c}", g], [f"x < {c}", f"x \\geq {c}", f"x > {c + 1}"]
+        return (
+            "inequality_symbolic",
+            g,
+            [f"{c} < x", f"x>{c}", g],
+            [f"x < {c}", f"x \\geq {c}", f"x > {c + 1}"],
+        )
     if t == 31:
         k = rint((tag, "k"), 2, 9)
         g = f"\\pm {k}"
@@ -410,8 +533,12 @@ def math_case(tag):
     n, k = rint((tag, "n"), 5, 12), rint((tag, "k"), 2, 4)
     from math import comb
 
-    return "binomial", str(comb(n, k)), [f"\\binom{{{n}}}{{{k}}}", f"\\dbinom{{{n}}}{{{k}}}"], [
-        f"\\binom{{{n + 1}}}{{{k}}}"]
+    return (
+        "binomial",
+        str(comb(n, k)),
+        [f"\\binom{{{n}}}{{{k}}}", f"\\dbinom{{{n}}}{{{k}}}"],
+        [f"\\binom{{{n + 1}}}{{{k}}}"],
+    )
 
 
 MATH_WRAPPERS = [
@@ -470,19 +597,33 @@ def task_case(tag):
     if t == 0:
         letter = pick((tag, "l"), sorted(set(word)))
         n = word.count(letter)
-        return ("task_letter_count", f"How many times does '{letter}' appear in '{word}'?", str(n),
-                [str(n), f"**{n}**", f"{n} times"], [str(n + 1), str(n - 1), str(len(word))])
+        return (
+            "task_letter_count",
+            f"How many times does '{letter}' appear in '{word}'?",
+            str(n),
+            [str(n), f"**{n}**", f"{n} times"],
+            [str(n + 1), str(n - 1), str(len(word))],
+        )
     if t == 1:
         num = "".join(str(rint((tag, "d", i), 0, 9)) for i in range(rint((tag, "len"), 12, 30)))
         n = sum(map(int, num))
-        return ("task_digit_sum", f"What is the sum of the digits of {num}?", str(n),
-                [str(n), f"`{n}`"], [str(n + 1), str(n - 9), num[-3:]])
+        return (
+            "task_digit_sum",
+            f"What is the sum of the digits of {num}?",
+            str(n),
+            [str(n), f"`{n}`"],
+            [str(n + 1), str(n - 9), num[-3:]],
+        )
     if t == 2:
         a, b = rint((tag, "a"), 1000, 99999), rint((tag, "b"), 3, 97)
         q, r = divmod(a, b)
-        return ("task_division_remainder", f"Divide {a} by {b}: quotient and remainder.", f"{q} R {r}",
-                [f"{q} R {r}", f"{q} remainder {r}", f"Quotient: {q}, remainder: {r}"],
-                [f"{q} R {r + 1}", f"{q + 1} R {r}", str(q)])
+        return (
+            "task_division_remainder",
+            f"Divide {a} by {b}: quotient and remainder.",
+            f"{q} R {r}",
+            [f"{q} R {r}", f"{q} remainder {r}", f"Quotient: {q}, remainder: {r}"],
+            [f"{q} R {r + 1}", f"{q + 1} R {r}", str(q)],
+        )
     if t == 3:
         d = pick((tag, "d"), [3, 7, 11, 13, 17])
         n = pick((tag, "n"), [k for k in range(1, 40) if k % d])
@@ -492,20 +633,35 @@ def task_case(tag):
         digits = f"{rounded:0{places + 1}d}"
         gold = f"{digits[:-places]}.{digits[-places:]}"
         runaway = gold + _repeating(Fraction(n, d)).split("(")[-1].rstrip(")") * 12
-        return ("task_fraction_places", f"Write {n}/{d} as a decimal rounded to {places} places.", gold,
-                [gold, f"**{gold}**"], [gold[:-1], gold[:-1] + str((int(gold[-1]) + 1) % 10), runaway])
+        return (
+            "task_fraction_places",
+            f"Write {n}/{d} as a decimal rounded to {places} places.",
+            gold,
+            [gold, f"**{gold}**"],
+            [gold[:-1], gold[:-1] + str((int(gold[-1]) + 1) % 10), runaway],
+        )
     if t == 4:
         d = pick((tag, "d"), [6, 7, 12, 13, 22, 27, 37])
         n = pick((tag, "n"), [k for k in range(1, 3 * d) if k % d])
         f = Fraction(n, d)
         gold = _repeating(f)
         eq = [gold, gold.replace("(", "\\overline{").replace(")", "}")]
-        return ("task_fraction_repeating", f"Write {n}/{d} as a decimal; mark the repeating part.", gold, eq,
-                [f"{f.numerator}/{f.denominator}", f"{float(f):.8f}", _repeating(f + Fraction(1, 10 * d))])
+        return (
+            "task_fraction_repeating",
+            f"Write {n}/{d} as a decimal; mark the repeating part.",
+            gold,
+            eq,
+            [f"{f.numerator}/{f.denominator}", f"{float(f):.8f}", _repeating(f + Fraction(1, 10 * d))],
+        )
     letter = pick((tag, "l"), sorted(set(word)))
     gold = word.replace(letter, "")
-    return ("task_letter_removal", f"Remove every '{letter}' from '{word}'.", gold,
-            [gold, f'"{gold}"', f"**{gold}**"], [gold[:-1], word, gold.capitalize()])
+    return (
+        "task_letter_removal",
+        f"Remove every '{letter}' from '{word}'.",
+        gold,
+        [gold, f'"{gold}"', f"**{gold}**"],
+        [gold[:-1], word, gold.capitalize()],
+    )
 
 
 def task_items(n_problems: int, samples: int):
@@ -525,8 +681,10 @@ def task_items(n_problems: int, samples: int):
             elif r < 93:  # the prompt echoed in a loop, no answer
                 out, label = "\n".join([prompt] * rint((st, "echo"), 5, 40)), False
             else:  # answer then a hallucinated new question
-                out = (f"Final answer: {gold}\n\nQuestion: {pick((st, 'q'), WORDS)} has how many letters?\n"
-                       f"Answer: {rint((st, 'z'), 3, 15)}")
+                out = (
+                    f"Final answer: {gold}\n\nQuestion: {pick((st, 'q'), WORDS)} has how many letters?\n"
+                    f"Answer: {rint((st, 'z'), 3, 15)}"
+                )
                 label = True
             items.append({"kind": "task", "form": form, "gold": gold, "output": out, "label": label})
     return items

@@ -27,6 +27,14 @@ from generators.registry import FAMILIES, FAMILY_NAMES, resolve_families
 from generators.tasks import LoopfixSummary, generate_loopfix, generate_tasks, write_tasks
 
 __all__ = [
-    "FAMILIES", "FAMILY_NAMES", "FINAL_ANSWER_PREFIX", "Family", "LoopfixSummary", "Task",
-    "generate_loopfix", "generate_tasks", "resolve_families", "write_tasks",
+    "FAMILIES",
+    "FAMILY_NAMES",
+    "FINAL_ANSWER_PREFIX",
+    "Family",
+    "LoopfixSummary",
+    "Task",
+    "generate_loopfix",
+    "generate_tasks",
+    "resolve_families",
+    "write_tasks",
 ]

@@ -80,8 +80,11 @@ class ArithmeticChain(Family):
         for _ in range(rng.randint(smin, smax)):
             op = rng.choice("+-*/")
             if op == "/":
-                exact = [d for d in range(max(2, omin), omax + 1)
-                         if value.denominator == 1 and value.numerator % d == 0]
+                exact = [
+                    d
+                    for d in range(max(2, omin), omax + 1)
+                    if value.denominator == 1 and value.numerator % d == 0
+                ]
                 operand = rng.choice(exact) if exact and rng.chance(3, 4) else rng.randint(max(2, omin), omax)
             elif op == "*":
                 operand = rng.randint(max(2, omin), omax)

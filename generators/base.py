@@ -118,15 +118,26 @@ class Family(ABC):
         """The Task for given parameters and phrasing (gold and chosen computed here)."""
         prompt = self.render(params, phrasing)
         gold = self.solve(params)
-        return Task(task_id=content_id(prompt), family=self.name, task_key=self.task_key(params),
-                    prompt=prompt, gold=gold, chosen=self.chosen(params, gold), params=params,
-                    phrasing=phrasing, seed=seed, difficulty=difficulty)
+        return Task(
+            task_id=content_id(prompt),
+            family=self.name,
+            task_key=self.task_key(params),
+            prompt=prompt,
+            gold=gold,
+            chosen=self.chosen(params, gold),
+            params=params,
+            phrasing=phrasing,
+            seed=seed,
+            difficulty=difficulty,
+        )
 
     def make(self, seed: int, draw: int, difficulty: int | None = None) -> Task:
         """Draw number `draw` of this family under `seed`: the same inputs give the same task."""
         # The level is drawn from its own stream and then keys the parameter stream, so a fixed
         # difficulty gives the same task as a drawn one that landed on that level.
-        level = HashRng(seed, self.name, draw, "level").choice(DIFFICULTIES) if difficulty is None else difficulty
+        level = (
+            HashRng(seed, self.name, draw, "level").choice(DIFFICULTIES) if difficulty is None else difficulty
+        )
         rng = HashRng(seed, self.name, draw, level)
         params = self.draw_params(rng, level)
         phrasing = rng.below(len(self.templates(params)))

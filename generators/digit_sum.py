@@ -69,7 +69,7 @@ class DigitSum(Family):
 
     def explain(self, params: dict, gold: str) -> str:
         number = params["number"]
-        groups = [number[i:i + GROUP] for i in range(0, len(number), GROUP)]
+        groups = [number[i : i + GROUP] for i in range(0, len(number), GROUP)]
         sums = [digit_total(g) for g in groups]
         total = sum(sums)
         if len(groups) == 1:
@@ -84,6 +84,6 @@ class DigitSum(Family):
                 nxt = digit_total(str(value))
                 chain.append(f"{' + '.join(str(value))} = {nxt}")
                 value = nxt
-            text += (" Then " + ", then ".join(chain) + "." if chain else " That is already one digit.")
+            text += " Then " + ", then ".join(chain) + "." if chain else " That is already one digit."
             text += f" The single digit is {gold}."
         return text

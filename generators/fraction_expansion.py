@@ -65,8 +65,10 @@ def _terminates(denominator: int) -> bool:
 class FractionExpansion(Family):
     name = "fraction_expansion"
     description = "a fraction as a decimal: exact with the repeating block in parentheses, or to N places"
-    difficulty_help = ("1: denominators 3-12, 4-8 places; 2: denominators 13-60, 10-20 places; "
-                       "3: denominators 61-150, improper fractions, 25-50 places")
+    difficulty_help = (
+        "1: denominators 3-12, 4-8 places; 2: denominators 13-60, 10-20 places; "
+        "3: denominators 61-150, improper fractions, 25-50 places"
+    )
     phrasings = {
         "repeating": (
             "Write {numerator}/{denominator} as a decimal. Put the repeating part in parentheses, "
@@ -101,8 +103,12 @@ class FractionExpansion(Family):
             if mode == "places":
                 if _terminates(denominator):
                     continue
-                return {"mode": mode, "numerator": numerator, "denominator": denominator,
-                        "places": rng.randint(pmin, pmax)}
+                return {
+                    "mode": mode,
+                    "numerator": numerator,
+                    "denominator": denominator,
+                    "places": rng.randint(pmin, pmax),
+                }
             if len(expansion(numerator, denominator)[2]) <= MAX_PERIOD:
                 return {"mode": mode, "numerator": numerator, "denominator": denominator}
 
@@ -115,17 +121,23 @@ class FractionExpansion(Family):
     def explain(self, params: dict, gold: str) -> str:
         numerator, denominator = params["numerator"], params["denominator"]
         if params["mode"] == "places":
-            return (f"Long division of {numerator} by {denominator} gives "
-                    f"{rounding_note(numerator, denominator, params['places'])}: {gold}.")
+            return (
+                f"Long division of {numerator} by {denominator} gives "
+                f"{rounding_note(numerator, denominator, params['places'])}: {gold}."
+            )
         whole, fixed, cycle = expansion(numerator, denominator)
         if not cycle:
-            return (f"{denominator} has no prime factors other than 2 and 5, so the division ends: "
-                    f"{numerator}/{denominator} = {gold}.")
+            return (
+                f"{denominator} has no prime factors other than 2 and 5, so the division ends: "
+                f"{numerator}/{denominator} = {gold}."
+            )
         if fixed:
             verb = "does" if len(fixed) == 1 else "do"
             start = f"the first {plural(len(fixed), 'decimal digit')} ({fixed}) {verb} not repeat, then"
         else:
             start = "from the first decimal on,"
-        return (f"Long division of {numerator} by {denominator}: the integer part is {whole}; {start} the "
-                f"remainders recur every {plural(len(cycle), 'digit')}, so the block {cycle} repeats forever. "
-                f"Written once: {gold}.")
+        return (
+            f"Long division of {numerator} by {denominator}: the integer part is {whole}; {start} the "
+            f"remainders recur every {plural(len(cycle), 'digit')}, so the block {cycle} repeats forever. "
+            f"Written once: {gold}."
+        )

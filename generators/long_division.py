@@ -50,8 +50,10 @@ def rounding_note(numerator: int, denominator: int, places: int) -> str:
 class LongDivision(Family):
     name = "long_division"
     description = "integer division: quotient and remainder, or the decimal quotient to N places"
-    difficulty_help = ("1: 3-4 digits ÷ one digit, 2 places; 2: 4-6 digits ÷ two digits, 3-4 places; "
-                       "3: 6-9 digits ÷ three digits, 5-8 places")
+    difficulty_help = (
+        "1: 3-4 digits ÷ one digit, 2 places; 2: 4-6 digits ÷ two digits, 3-4 places; "
+        "3: 6-9 digits ÷ three digits, 5-8 places"
+    )
     phrasings = {
         "quotient_remainder": (
             "What are the quotient and remainder when {dividend} is divided by {divisor}?",
@@ -80,8 +82,12 @@ class LongDivision(Family):
             if mode == "quotient_remainder":
                 return {"mode": mode, "dividend": dividend, "divisor": divisor}
             if dividend % divisor:
-                return {"mode": mode, "dividend": dividend, "divisor": divisor,
-                        "places": rng.randint(pmin, pmax)}
+                return {
+                    "mode": mode,
+                    "dividend": dividend,
+                    "divisor": divisor,
+                    "places": rng.randint(pmin, pmax),
+                }
 
     def solve(self, params: dict) -> str:
         dividend, divisor = params["dividend"], params["divisor"]
@@ -94,9 +100,13 @@ class LongDivision(Family):
         dividend, divisor = params["dividend"], params["divisor"]
         quotient, remainder = divmod(dividend, divisor)
         if params["mode"] == "quotient_remainder":
-            return (f"{divisor} × {quotient} = {divisor * quotient}, and {dividend} - {divisor * quotient} = "
-                    f"{remainder}, which is less than {divisor}. So the quotient is {quotient} and the "
-                    f"remainder is {remainder}.")
+            return (
+                f"{divisor} × {quotient} = {divisor * quotient}, and {dividend} - {divisor * quotient} = "
+                f"{remainder}, which is less than {divisor}. So the quotient is {quotient} and the "
+                f"remainder is {remainder}."
+            )
         places = params["places"]
-        return (f"{dividend} ÷ {divisor} = {quotient} remainder {remainder}; continuing the division gives "
-                f"{rounding_note(dividend, divisor, places)}: {gold}.")
+        return (
+            f"{dividend} ÷ {divisor} = {quotient} remainder {remainder}; continuing the division gives "
+            f"{rounding_note(dividend, divisor, places)}: {gold}."
+        )

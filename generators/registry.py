@@ -1,7 +1,7 @@
 """The family registry: name -> generator, shared by the library and the CLI.
 
-    >>> sorted(FAMILIES) == sorted(FAMILY_NAMES)
-    True
+>>> sorted(FAMILIES) == sorted(FAMILY_NAMES)
+True
 """
 
 from __future__ import annotations
@@ -22,8 +22,16 @@ from pairstore.errors import BadInput
 # Registry order is the order tasks are dealt out in (see generators.tasks.generate_tasks).
 FAMILIES: dict[str, Family] = {
     family.name: family
-    for family in (LetterCount(), WordCount(), LongDivision(), DigitSum(), LetterRemoval(),
-                   ArithmeticChain(), FractionExpansion(), ShortArithmetic())
+    for family in (
+        LetterCount(),
+        WordCount(),
+        LongDivision(),
+        DigitSum(),
+        LetterRemoval(),
+        ArithmeticChain(),
+        FractionExpansion(),
+        ShortArithmetic(),
+    )
 }
 FAMILY_NAMES = tuple(FAMILIES)
 # What "all families" means when none are named: the loop-fix families. short_arithmetic (the demo's tiny
@@ -44,8 +52,10 @@ def resolve_families(names: Iterable[str] | str | None) -> list[str]:
     wanted = {n.strip() for n in names if n and n.strip()}
     unknown = sorted(wanted - set(FAMILIES))
     if unknown:
-        raise BadInput(f"unknown task family {', '.join(map(repr, unknown))} "
-                       f"(known: {', '.join(FAMILY_NAMES)})", field="families")
+        raise BadInput(
+            f"unknown task family {', '.join(map(repr, unknown))} (known: {', '.join(FAMILY_NAMES)})",
+            field="families",
+        )
     if not wanted:
         raise BadInput("no task family selected", field="families")
     return [name for name in FAMILY_NAMES if name in wanted]

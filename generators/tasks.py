@@ -38,9 +38,14 @@ def _check_seed(seed) -> int:
     return seed
 
 
-def generate_tasks(seed: int, n: int, families: Iterable[str] | str | None = None,
-                   exclude_task_keys: Iterable[str] = frozenset(), *,
-                   difficulty: int | None = None) -> list[Task]:
+def generate_tasks(
+    seed: int,
+    n: int,
+    families: Iterable[str] | str | None = None,
+    exclude_task_keys: Iterable[str] = frozenset(),
+    *,
+    difficulty: int | None = None,
+) -> list[Task]:
     """`n` tasks spread evenly over `families` (default all), deterministic in `seed`.
 
     Never yields a task key in `exclude_task_keys`, never the same task key twice. `difficulty`
@@ -71,7 +76,8 @@ def generate_tasks(seed: int, n: int, families: Iterable[str] | str | None = Non
                 raise PairstoreError(
                     f"family {name}: no new task after {skips} draws in a row (seed {seed}, "
                     f"{len(tasks)} tasks so far); its parameter space is used up"
-                    + ("" if difficulty is None else f" at difficulty {difficulty}"))
+                    + ("" if difficulty is None else f" at difficulty {difficulty}")
+                )
         produced.add(task.task_key)
         tasks.append(task)
     return tasks
@@ -80,7 +86,12 @@ def generate_tasks(seed: int, n: int, families: Iterable[str] | str | None = Non
 def _same_content(row: dict, task: Task) -> bool:
     params = row["params"] if isinstance(row["params"], dict) else json.loads(row["params"])
     return (row["family"], row["task_key"], row["gold"], row["chosen"], canonical_json(params)) == (
-        task.family, task.task_key, task.gold, task.chosen, canonical_json(task.params))
+        task.family,
+        task.task_key,
+        task.gold,
+        task.chosen,
+        canonical_json(task.params),
+    )
 
 
 def write_tasks(store, tasks: Iterable[Task], suite: str | None = None) -> dict:
@@ -103,67 +114,130 @@ def write_tasks(store, tasks: Iterable[Task], suite: str | None = None) -> dict:
     counts = {"tasks_inserted": 0, "tasks_existing": 0, "eval_items_inserted": 0, "holdout_added": 0}
     with store.transaction():
         ids = [t.task_id for t in ordered]
-        existing = {r["task_id"]: r for r in store.rows(
-            "SELECT task_id, family, task_key, gold, chosen, params, suite FROM tasks "
-            "WHERE task_id IN (SELECT unnest(?::VARCHAR[]))", [ids])} if ids else {}
+        existing = (
+            {
+                r["task_id"]: r
+                for r in store.rows(
+                    "SELECT task_id, family, task_key, gold, chosen, params, suite FROM tasks "
+                    "WHERE task_id IN (SELECT unnest(?::VARCHAR[]))",
+                    [ids],
+                )
+            }
+            if ids
+            else {}
+        )
         new_rows, to_mark = [], []
         for task in ordered:
             row = existing.get(task.task_id)
             if row is None:
-                new_rows.append([task.task_id, task.family, task.task_key, task.prompt, task.gold, task.chosen,
-                                 canonical_json(task.params), task.phrasing, task.seed, suite,
-                                 match_key(task.prompt)])
+                new_rows.append(
+                    [
+                        task.task_id,
+                        task.family,
+                        task.task_key,
+                        task.prompt,
+                        task.gold,
+                        task.chosen,
+                        canonical_json(task.params),
+                        task.phrasing,
+                        task.seed,
+                        suite,
+                        match_key(task.prompt),
+                    ]
+                )
                 continue
             if not _same_content(row, task):
-                raise BadInput(f"task {task.task_id} ({task.task_key}) is already in the store with different "
-                               "content (gold, chosen answer or parameters); a generator changed its output",
-                               field="task_id")
+                raise BadInput(
+                    f"task {task.task_id} ({task.task_key}) is already in the store with different "
+                    "content (gold, chosen answer or parameters); a generator changed its output",
+                    field="task_id",
+                )
             counts["tasks_existing"] += 1
             if suite is not None and row["suite"] is None:
                 to_mark.append(task.task_id)
         if new_rows:
             store.con.executemany(
                 "INSERT INTO tasks (task_id, family, task_key, prompt, gold, chosen, params, phrasing, seed, "
-                "suite, match_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", new_rows)
+                "suite, match_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                new_rows,
+            )
         counts["tasks_inserted"] = len(new_rows)
         if to_mark:
-            store.con.execute("UPDATE tasks SET suite = ? WHERE task_id IN (SELECT unnest(?::VARCHAR[]))",
-                              [suite, to_mark])
+            store.con.execute(
+                "UPDATE tasks SET suite = ? WHERE task_id IN (SELECT unnest(?::VARCHAR[]))", [suite, to_mark]
+            )
         if suite is not None and ordered:
             counts.update(_write_suite(store, ordered, suite))
         if counts["tasks_inserted"] or counts["eval_items_inserted"]:
-            store.audit("generate_tasks", suite or "training",
-                        {"suite": suite, **counts,
-                         "families": dict(sorted(Counter(t.family for t in ordered).items()))})
+            store.audit(
+                "generate_tasks",
+                suite or "training",
+                {
+                    "suite": suite,
+                    **counts,
+                    "families": dict(sorted(Counter(t.family for t in ordered).items())),
+                },
+            )
     return counts
 
 
 def _write_suite(store, tasks: list[Task], suite: str) -> dict:
     """eval_items rows and holdout members for a suite's tasks (inside write_tasks' transaction)."""
     ids = [t.task_id for t in tasks]
-    inserted = add_eval_items(store, suite, [
-        {"item_id": t.task_id, "kind": "task", "prompt": [{"role": "user", "content": t.prompt}], "gold": t.gold,
-         "task_key": t.task_key} for t in tasks])
+    inserted = add_eval_items(
+        store,
+        suite,
+        [
+            {
+                "item_id": t.task_id,
+                "kind": "task",
+                "prompt": [{"role": "user", "content": t.prompt}],
+                "gold": t.gold,
+                "task_key": t.task_key,
+            }
+            for t in tasks
+        ],
+    )
     # Members already in the set (even removed ones: a removal was deliberate and logged) are left alone.
-    in_set = {r["item_id"] for r in store.rows(
-        "SELECT item_id FROM holdout WHERE set_name = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
-        [suite, ids])}
-    members = [{"item_id": t.task_id, "item_kind": "task", "match_key": match_key(t.prompt),
-                "match_text": match_text(t.prompt), "task_key": t.task_key}
-               for t in tasks if t.task_id not in in_set]
+    in_set = {
+        r["item_id"]
+        for r in store.rows(
+            "SELECT item_id FROM holdout WHERE set_name = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
+            [suite, ids],
+        )
+    }
+    members = [
+        {
+            "item_id": t.task_id,
+            "item_kind": "task",
+            "match_key": match_key(t.prompt),
+            "match_text": match_text(t.prompt),
+            "task_key": t.task_key,
+        }
+        for t in tasks
+        if t.task_id not in in_set
+    ]
     added = 0
     if members:
         seeds = {t.seed for t in tasks}
-        added = add_members(store, suite, members, description=f"loop-fix eval suite {suite}",
-                            method="generate loopfix", seed=seeds.pop() if len(seeds) == 1 else None)
+        added = add_members(
+            store,
+            suite,
+            members,
+            description=f"loop-fix eval suite {suite}",
+            method="generate loopfix",
+            seed=seeds.pop() if len(seeds) == 1 else None,
+        )
     return {"eval_items_inserted": inserted, "holdout_added": added}
 
 
 def training_exclusions(store) -> set[str]:
     """Task keys training may not use: every active holdout member's and every eval item's."""
     keys = set(held_task_keys(store))
-    keys.update(r["task_key"] for r in store.rows(
-        "SELECT DISTINCT task_key FROM eval_items WHERE task_key IS NOT NULL"))
+    keys.update(
+        r["task_key"]
+        for r in store.rows("SELECT DISTINCT task_key FROM eval_items WHERE task_key IS NOT NULL")
+    )
     return keys
 
 
@@ -174,19 +248,26 @@ class LoopfixSummary:
     seed: int
     requested: int
     suite: str | None
-    families: dict[str, int] = field(default_factory=dict)   # family -> tasks generated
+    families: dict[str, int] = field(default_factory=dict)  # family -> tasks generated
     tasks_inserted: int = 0
     tasks_existing: int = 0
     eval_items_inserted: int = 0
     holdout_added: int = 0
-    excluded_keys: int = 0                                    # task keys generation had to avoid
+    excluded_keys: int = 0  # task keys generation had to avoid
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def generate_loopfix(store, n: int, seed: int, families: Iterable[str] | str | None = None,
-                     suite: str | None = None, *, difficulty: int | None = None) -> LoopfixSummary:
+def generate_loopfix(
+    store,
+    n: int,
+    seed: int,
+    families: Iterable[str] | str | None = None,
+    suite: str | None = None,
+    *,
+    difficulty: int | None = None,
+) -> LoopfixSummary:
     """Generate `n` tasks and write them: for training (no suite) or as the held-out suite `suite`.
 
     Training generation excludes every task key held in an active holdout set or used by an eval
@@ -198,11 +279,17 @@ def generate_loopfix(store, n: int, seed: int, families: Iterable[str] | str | N
         if suite is None:
             excluded = training_exclusions(store)
         else:
-            excluded = {r["task_key"] for r in store.rows(
-                "SELECT DISTINCT task_key FROM tasks WHERE suite IS NULL")}
+            excluded = {
+                r["task_key"] for r in store.rows("SELECT DISTINCT task_key FROM tasks WHERE suite IS NULL")
+            }
         tasks = generate_tasks(seed, n, names, excluded, difficulty=difficulty)
         counts = write_tasks(store, tasks, suite)
     per_family = Counter(t.family for t in tasks)
-    return LoopfixSummary(seed=seed, requested=n, suite=suite,
-                          families={name: per_family.get(name, 0) for name in names},
-                          excluded_keys=len(excluded), **counts)
+    return LoopfixSummary(
+        seed=seed,
+        requested=n,
+        suite=suite,
+        families={name: per_family.get(name, 0) for name in names},
+        excluded_keys=len(excluded),
+        **counts,
+    )

@@ -24,10 +24,10 @@ class WordCount(Family):
     phrasings = {
         "words": (
             'How many words are in this sentence? "{sentence}"',
-            'Count the words in the following sentence: {sentence}',
+            "Count the words in the following sentence: {sentence}",
             'What is the word count of "{sentence}"?',
             'Sentence: "{sentence}"\nHow many words does it contain?',
-            'Tell me how many words there are in: {sentence}',
+            "Tell me how many words there are in: {sentence}",
             'Please count the number of words in the sentence "{sentence}".',
         ),
     }
@@ -42,9 +42,9 @@ class WordCount(Family):
     def explain(self, params: dict, gold: str) -> str:
         words = params["sentence"].split(" ")
         if len(words) <= GROUP:
-            return f'The words are {", ".join(words)}: {gold} words.'
+            return f"The words are {', '.join(words)}: {gold} words."
         groups = []
         for start in range(0, len(words), GROUP):
-            chunk = words[start:start + GROUP]
+            chunk = words[start : start + GROUP]
             groups.append(f'"{" ".join(chunk)}" ({start + len(chunk)})')
         return f"Counting in fives: {', '.join(groups)}. The sentence has {gold} words."

@@ -231,7 +231,13 @@ def _abs_band(sides: list[str], ops: list[str]):
     if _has_letters(lo) or _has_letters(hi) or (_bound(lo) or 0) <= 0:
         return None
     left, right = ("(" if ops[1] == "<" else "["), (")" if ops[0] == "<" else "]")
-    return ("union", (f"{left}-({hi}),-({lo}){right}", f"{'(' if ops[0] == '<' else '['}{lo},{hi}{')' if ops[1] == '<' else ']'}"))
+    return (
+        "union",
+        (
+            f"{left}-({hi}),-({lo}){right}",
+            f"{'(' if ops[0] == '<' else '['}{lo},{hi}{')' if ops[1] == '<' else ']'}",
+        ),
+    )
 
 
 def _relation_verdict(p: str, g: str, kind: str) -> bool | None:
@@ -306,13 +312,25 @@ def value_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: st
             # an equation against a plain value or expression ("11a+c" for "7 = 11a+c")
             return False if isinstance(value, str) and _evaluable(value) else None
         if rp[0] == "value" or rg[0] == "value":
-            return value_verdict(rp[1] if rp[0] == "value" else pred, rg[1] if rg[0] == "value" else gold,
-                                 pred_pct, gold_pct, kind)
+            return value_verdict(
+                rp[1] if rp[0] == "value" else pred,
+                rg[1] if rg[0] == "value" else gold,
+                pred_pct,
+                gold_pct,
+                kind,
+            )
     if "\\begin" in pred and "\\begin" in gold and "scalar" in (ps[0], gs[0]):  # matrix arithmetic
         mp, mg = _matrix_value(pred), _matrix_value(gold)
         if mp is not None and mg is not None:
-            return len(mp) == len(mg) and len(mp[0]) == len(mg[0]) and all(
-                abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b)) for ra, rb in zip(mp, mg) for a, b in zip(ra, rb))
+            return (
+                len(mp) == len(mg)
+                and len(mp[0]) == len(mg[0])
+                and all(
+                    abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+                    for ra, rb in zip(mp, mg)
+                    for a, b in zip(ra, rb)
+                )
+            )
     if ps[0] == "scalar" and gs[0] == "scalar":
         return scalar_verdict(ps[1], gs[1], pred_pct, gold_pct, kind)
     if ps[0] != gs[0]:
@@ -323,15 +341,20 @@ def value_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: st
             listed = ps if ps[0] == "list" else gs
             seq = gs if ps[0] == "list" else ps
             if all("=" in item for item in listed[1]):  # named values (p=5, q=2) against (5, 2)
-                return _items(listed[1] if listed is ps else seq[3], seq[3] if listed is ps else listed[1],
-                              kind, ordered=True)
+                return _items(
+                    listed[1] if listed is ps else seq[3],
+                    seq[3] if listed is ps else listed[1],
+                    kind,
+                    ordered=True,
+                )
         if "scalar" in kinds:
             other = gs if ps[0] == "scalar" else ps
             raw = gold if gs[0] == "list" else pred
             if other[0] == "list" and _DECIMAL_COMMA_RE.fullmatch(raw):  # 1,22 is 1.22
                 fixed = raw.replace(",", ".")
-                return value_verdict(fixed if raw is pred else pred, fixed if raw is gold else gold,
-                                     pred_pct, gold_pct, kind)
+                return value_verdict(
+                    fixed if raw is pred else pred, fixed if raw is gold else gold, pred_pct, gold_pct, kind
+                )
             scalar = pred if ps[0] == "scalar" else gold
             # one value against several: unequal, unless the single one is something the evaluator
             # cannot read and may stand for several ("\\pm 3", "x^2 = 4")
@@ -367,7 +390,9 @@ def scalar_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: s
         # a pattern shown by its first terms ("1:2:3:\\ldots") is its terms, and open in both or neither
         a, b = pred.split(":"), gold.split(":")
         return len(a) == len(b) and all(
-            (x in _ELLIPSES) == (y in _ELLIPSES) and (x in _ELLIPSES or _numbers(x, y) is True) for x, y in zip(a, b))
+            (x in _ELLIPSES) == (y in _ELLIPSES) and (x in _ELLIPSES or _numbers(x, y) is True)
+            for x, y in zip(a, b)
+        )
     mp, mg = _BASE_RE.match(pred), _BASE_RE.match(gold)
     if mp and mg:
         return mp.group(2) == mg.group(2) and mp.group(1).lstrip("0") == mg.group(1).lstrip("0")
@@ -376,8 +401,11 @@ def scalar_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: s
         # gold's unit: "2516" for 2516_8 (digits that base b does not have make it another number)
         based, bare = (mp, gold) if mp else (mg, pred)
         base = int(based.group(2))
-        return (re.fullmatch(r"\d+", bare) is not None and all(int(c) < base for c in bare)
-                and bare.lstrip("0") == based.group(1).lstrip("0"))
+        return (
+            re.fullmatch(r"\d+", bare) is not None
+            and all(int(c) < base for c in bare)
+            and bare.lstrip("0") == based.group(1).lstrip("0")
+        )
     try:
         return numeric_equal(pred, gold, pred_pct, gold_pct)
     except TooHard:

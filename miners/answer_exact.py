@@ -28,7 +28,9 @@ _MAX_FACTORIAL = 500
 _MAX_BINOM = 5000
 _MAX_POW_BITS = 4096  # a power that would need more bits than this is "too hard"
 # a float printout: many significant digits, maybe times a power of ten
-_LONG_DECIMAL_RE = re.compile(r"^-?(\d*)\.(\d+)(?:(?:e|E|\\times10\^\{?|\\cdot10\^\{?|\*10\^\{?)(-?\d+)\}?)?$")
+_LONG_DECIMAL_RE = re.compile(
+    r"^-?(\d*)\.(\d+)(?:(?:e|E|\\times10\^\{?|\\cdot10\^\{?|\*10\^\{?)(-?\d+)\}?)?$"
+)
 LONG_DECIMAL_DIGITS = 12
 
 
@@ -143,7 +145,9 @@ def _evaluate(node, env: dict[str, complex]):
     if op == "neg":
         return -_evaluate(node[1], env)
     if op == "fn":
-        return _function(node[1], _evaluate(node[2], env), None if node[3] is None else _evaluate(node[3], env))
+        return _function(
+            node[1], _evaluate(node[2], env), None if node[3] is None else _evaluate(node[3], env)
+        )
     a = _evaluate(node[1], env) if op != "sqrt" else None
     if op == "+":
         b = _evaluate(node[2], env)
@@ -194,8 +198,10 @@ def _values(node, names: tuple[str, ...]) -> list:
     out = []
     for trial in range(3):
         sign = -1.0 if trial == 1 else 1.0
-        env = {name: complex(sign * (_POINTS[(k + 2 * trial) % len(_POINTS)] + 0.37 * trial + 0.11 * k))
-               for k, name in enumerate(names)}
+        env = {
+            name: complex(sign * (_POINTS[(k + 2 * trial) % len(_POINTS)] + 0.37 * trial + 0.11 * k))
+            for k, name in enumerate(names)
+        }
         out.append(_evaluate(node, env))
     return out
 
@@ -215,8 +221,6 @@ def _is_infinity(node) -> int:
     if node[0] == "neg" and node[1] == ("c", "inf"):
         return -1
     return 0
-
-
 
 
 def constant_value(s: str) -> complex | None:
@@ -316,4 +320,6 @@ def equation_equal(pred_sides: tuple[str, str], gold_sides: tuple[str, str]) -> 
         ratios.append(cp / cg)
     if not ratios:
         return True  # both sides vanish at every point: identities
-    return abs(ratios[0]) > 1e-12 and all(abs(r - ratios[0]) <= 1e-9 * max(1.0, abs(ratios[0])) for r in ratios)
+    return abs(ratios[0]) > 1e-12 and all(
+        abs(r - ratios[0]) <= 1e-9 * max(1.0, abs(ratios[0])) for r in ratios
+    )

@@ -76,7 +76,8 @@ def _brace_pairs(text: str, start: int = 0) -> dict[int, int]:
 
 # A chat-template token ends the assistant's turn wherever it appears.
 _TURN_END_RE = re.compile(
-    r"<\|(?:im_start|im_end|user|endoftext|eot_id|eom_id|start_header_id|end)\|>|</s>|\[INST\]")
+    r"<\|(?:im_start|im_end|user|endoftext|eot_id|eom_id|start_header_id|end)\|>|</s>|\[INST\]"
+)
 # An invented role line: what follows is a conversation the model made up.
 _ROLE_RE = re.compile(r"(?m)^[ \t>*_#]*(?:user|human|humanbrain)[ \t*_]*[:：]", re.I)
 # A new question the model invents after it has answered. Only cut when an answer precedes it.
@@ -96,7 +97,9 @@ _FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "fol
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
 # The patterns below start at a literal word (found at regex speed); where a match must begin a line
 # or follow a sentence, the code checks the text before it.
-_FINAL_LINE_RE = re.compile(r"(?i)(?<![a-z])final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
+_FINAL_LINE_RE = re.compile(
+    r"(?i)(?<![a-z])final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)"
+)
 _ANSWER_IS_RE = re.compile(
     r"(?i)(?<![a-z])answer\s*(?:\([^()\n]{0,40}\)\s*)?"
     r"(?:is|would\s+be|should\s+be|=)\s*[:：]?[ \t]*"
@@ -110,16 +113,19 @@ _ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
 _ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
 # unboxed math right after the word "answer": Answer $ 9 $, the answer is: \[ 9 \]
 _ANSWER_MATH_RE = re.compile(
-    r"(?i)\banswer\b(?![>_])(?:\s*\([^()\n]{0,40}\))?(?:\s+is\b)?\s*[:：]?\s*(?P<open>\\\[|\$\$|\\\(|\$)")
+    r"(?i)\banswer\b(?![>_])(?:\s*\([^()\n]{0,40}\))?(?:\s+is\b)?\s*[:：]?\s*(?P<open>\\\[|\$\$|\\\(|\$)"
+)
 # a JSON (or Python dict) field "answer": "..." or "final_answer": 42 -- the format evaluation prompts
 # ask for; the string may hold escapes (\\frac, \") or LaTeX the model did not escape (\frac)
 _JSON_ANSWER_RE = re.compile(
     r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
-    re.I | re.S)
+    re.I | re.S,
+)
 # the fields after "answer" in the same object ("confidence": 0.9, "notes": "..."): text inside them
 # is commentary on the answer field, not a later answer
 _JSON_NEXT_FIELD_RE = re.compile(
-    r"""\s*,\s*(["'])[^"'\n]{1,40}\1\s*:\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.]+)""", re.S)
+    r"""\s*,\s*(["'])[^"'\n]{1,40}\1\s*:\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.]+)""", re.S
+)
 _PRIORITY = {"boxed": 3, "tag": 2, "answer_math": 0}  # at an equal start; the rest are 1
 _MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
 # "I checked that the answer is correct": talk about an answer, not one.
@@ -132,8 +138,10 @@ _SENTENCE_END_RE = re.compile(r"[.;!?](?=\s|$)")
 _PLACEHOLDER_RE = re.compile(r"^[\s_.:：*-]*$")
 # What may stand between boxes that together form one answer: spacing, math delimiters, \text{and},
 # punctuation, a label ("y_2 ="), and a few words if a conjunction is among them.
-_JOIN_DROP_RE = re.compile(r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:! ]|\\[()\[\]]|[${}~]|"
-                           r"[a-zA-Z](?:_\{?\w+\}?)?\s*=")
+_JOIN_DROP_RE = re.compile(
+    r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:! ]|\\[()\[\]]|[${}~]|"
+    r"[a-zA-Z](?:_\{?\w+\}?)?\s*="
+)
 _JOIN_WORDS_RE = re.compile(r"[A-Za-z]+")
 
 
@@ -223,7 +231,11 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
             else:
                 found.append((m.start(), m.end(), m.group(2), "boxed"))
     if "answer" in low:
-        for regex, how in ((_FINAL_LINE_RE, "final"), (_ANSWER_IS_RE, "answer_is"), (_ANSWER_LINE_RE, "answer")):
+        for regex, how in (
+            (_FINAL_LINE_RE, "final"),
+            (_ANSWER_IS_RE, "answer_is"),
+            (_ANSWER_LINE_RE, "answer"),
+        ):
             for m in _matches(regex, text, low, "final" if how == "final" else "answer"):
                 if how == "answer" and not _LINE_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
                     continue
@@ -239,7 +251,7 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
                         ans = _cut_sentence(ans)
                 found.append((m.start(), end, ans, how))
         for m in _matches(_ANSWER_MATH_RE, text, low, "answer") if ("$" in text or "\\" in text) else ():
-            if m.group("open") == "$" and (kind == "gsm8k" or text[m.end():m.end() + 1].isdigit()):
+            if m.group("open") == "$" and (kind == "gsm8k" or text[m.end() : m.end() + 1].isdigit()):
                 continue  # "$880" is money
             block = _math_block(text, m.start("open"), m.group("open"))
             if block is not None and not block[1].rstrip().endswith(("+", "-", "=")):
@@ -248,12 +260,18 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
             for m in _JSON_ANSWER_RE.finditer(text):
                 value = _json_string(m.group("s")) if m.group("n") is None else m.group("n")
                 found.append((m.start(), m.end(), value, "json"))
-        tags = list(_ANSWER_TAG_RE.finditer(text)) if ("answer>" in low or "answer}" in low or "(answer)" in low) else []
+        tags = (
+            list(_ANSWER_TAG_RE.finditer(text))
+            if ("answer>" in low or "answer}" in low or "(answer)" in low)
+            else []
+        )
         for k in range(len(tags) - 1, -1, -1):  # the last tag that holds something
             m = tags[k]
             close = _ANSWER_CLOSE_RE.search(text, m.end())
-            end = min(close.start() if close else len(text), tags[k + 1].start() if k + 1 < len(tags) else len(text))
-            if strip_answer(text[m.end():end]) or k == 0:
+            end = min(
+                close.start() if close else len(text), tags[k + 1].start() if k + 1 < len(tags) else len(text)
+            )
+            if strip_answer(text[m.end() : end]) or k == 0:
                 found.append((m.start(), end, text[m.end() : end], "tag"))
                 break
     if "A:" in text:
@@ -279,7 +297,7 @@ def _json_fields_end(text: str, pos: int) -> int:
 
 def strip_answer(ans: str) -> str:
     """Markdown, quotes, outer math delimiters and trailing punctuation around an answer."""
-    s = ans.strip().replace('\\"', '"').strip("*_` \t\"“”")
+    s = ans.strip().replace('\\"', '"').strip('*_` \t"“”')
     if s.startswith(":"):
         s = s[1:].strip()
     s = s.rstrip(" .;,")
@@ -288,7 +306,7 @@ def strip_answer(ans: str) -> str:
             s = s[len(lo) : len(s) - len(hi)].strip()
     if len(s) >= 2 and s[0] == "$" and s[-1] == "$" and s.count("$") == 2:
         s = s[1:-1].strip()
-    return s.rstrip(" .;,").strip("*_` \t\"“”")
+    return s.rstrip(" .;,").strip('*_` \t"“”')
 
 
 def _joins(gap: str) -> bool:
@@ -368,8 +386,11 @@ def extract_answer(text: str, kind: str = "math") -> str | None:
             inner = extract_answer(ans, kind) if ("boxed" in ans or "fbox" in ans) else None
             return inner if inner is not None else (_finish(ans, how, kind) or None)
         if how == "boxed":
-            grouped = _grouped_boxes(text, [c for c in cands if c[3] == "boxed"],
-                                     [c for c in cands if c[3] == "boxed"].index(cands[last]))
+            grouped = _grouped_boxes(
+                text,
+                [c for c in cands if c[3] == "boxed"],
+                [c for c in cands if c[3] == "boxed"].index(cands[last]),
+            )
             if grouped is not None:
                 return grouped
         return _finish(ans, how, kind) or None

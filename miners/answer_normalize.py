@@ -26,20 +26,58 @@ CACHE_SIZE = 65536
 
 _UNICODE = str.maketrans(
     {
-        "−": "-", "–": "-", "—": "-", "×": "\\times ", "÷": "/", "·": "\\cdot ", "⋅": "\\cdot ",
-        "√": "\\sqrt", "π": "\\pi ", "∞": "\\infty ", "°": "^\\circ", "²": "^2", "³": "^3",
-        "≥": ">=", "≤": "<=", "≠": "!=", "∈": "\\in ", "∪": "\\cup ", "≈": "\\approx ",
-        "\u00a0": " ", "\u2009": " ", "\u202f": " ", "，": ",", "：": ":", "％": "%",
-        "€": "", "£": "", "¥": "", "₹": "", "₦": "", "₩": "", "₱": "",
+        "−": "-",
+        "–": "-",
+        "—": "-",
+        "×": "\\times ",
+        "÷": "/",
+        "·": "\\cdot ",
+        "⋅": "\\cdot ",
+        "√": "\\sqrt",
+        "π": "\\pi ",
+        "∞": "\\infty ",
+        "°": "^\\circ",
+        "²": "^2",
+        "³": "^3",
+        "≥": ">=",
+        "≤": "<=",
+        "≠": "!=",
+        "∈": "\\in ",
+        "∪": "\\cup ",
+        "≈": "\\approx ",
+        "\u00a0": " ",
+        "\u2009": " ",
+        "\u202f": " ",
+        "，": ",",
+        "：": ":",
+        "％": "%",
+        "€": "",
+        "£": "",
+        "¥": "",
+        "₹": "",
+        "₦": "",
+        "₩": "",
+        "₱": "",
     }
 )
 _TEXT_CMD_RE = re.compile(
-    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|textnormal|mathit|mathsf)\s*\{")
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mbox|operatorname|textnormal|mathit|mathsf)\s*\{"
+)
 _DROP_RE = re.compile(
     r"\\(?:left|right|big|Big|bigg|Bigg)(?![a-zA-Z])|\\(?:displaystyle|!|,|;|:|quad|qquad)(?![a-zA-Z])|\\ |~"
 )
-_RELATIONS = (("\\geqslant", ">="), ("\\leqslant", "<="), ("\\geq", ">="), ("\\leq", "<="), ("\\ge", ">="),
-              ("\\le", "<="), ("\\neq", "!="), ("\\ne", "!="), ("\\lt", "<"), ("\\gt", ">"))
+_RELATIONS = (
+    ("\\geqslant", ">="),
+    ("\\leqslant", "<="),
+    ("\\geq", ">="),
+    ("\\leq", "<="),
+    ("\\ge", ">="),
+    ("\\le", "<="),
+    ("\\neq", "!="),
+    ("\\ne", "!="),
+    ("\\lt", "<"),
+    ("\\gt", ">"),
+)
 _RELATION_RE = re.compile("|".join(re.escape(a) + r"(?![a-zA-Z])" for a, _b in _RELATIONS))
 _RELATION_MAP = dict(_RELATIONS)
 _DEGREE_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?\b")
@@ -54,13 +92,17 @@ _UNIT_WORDS = (
     r"|(?:m|g|s|h|l|L|K|V|W|J|N|C|F)(?![a-zA-Z])(?:\s*\^\s*\{?[23]\}?)?"
 )
 _TRAILING_UNITS_RE = re.compile(
-    r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*){1,4}$")
-_KEEP_WORDS = frozenset({"pi", "infty", "infinity", "sqrt", "and", "or", "i", "e", "x", "y", "z", "in", "cup"})
+    r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*){1,4}$"
+)
+_KEEP_WORDS = frozenset(
+    {"pi", "infty", "infinity", "sqrt", "and", "or", "i", "e", "x", "y", "z", "in", "cup"}
+)
 _CURRENCY_RE = re.compile(r"\\\$|\$|\b(?:USD|usd|dollars?|cents?|rs\.?|inr|eur|euros?|yuan)\b")
 # a currency written as letters glued to a whole amount: R28 (rand), Rs.500, Rp 5000, RM12.50
 _CURRENCY_PREFIX_RE = re.compile(r"^(?:R|Rs\.?|Rp|RM)\s?(?=\d[\d,]*(?:\.\d+)?$)")
 _MATRIX_RE = re.compile(
-    r"^\\begin\{([pbvB]?matrix|array)\}(?:\{[^}]*\})?((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}$", re.S)
+    r"^\\begin\{([pbvB]?matrix|array)\}(?:\{[^}]*\})?((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}$", re.S
+)
 _LONE_MATRIX_RE = re.compile(r"^[(\[](\\begin\{([pbB]?matrix|array)\}.*\\end\{\2\})[)\]]$", re.S)
 
 
@@ -172,8 +214,11 @@ def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> li
             hit = next((sep for sep in seps if s.startswith(sep, i)), None)
             if hit is None and words:
                 for w in ("and", "or"):
-                    if (s.startswith(w, i) and (i == 0 or not (s[i - 1].isalpha() or s[i - 1] == "\\"))
-                            and (i + len(w) == n or not s[i + len(w)].islower())):
+                    if (
+                        s.startswith(w, i)
+                        and (i == 0 or not (s[i - 1].isalpha() or s[i - 1] == "\\"))
+                        and (i + len(w) == n or not s[i + len(w)].islower())
+                    ):
                         hit = w
                         break
             if hit is not None:

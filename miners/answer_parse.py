@@ -35,8 +35,17 @@ _TOKEN_RE = re.compile(
     r"|(?P<cmd>\\[a-zA-Z]+)|(?P<var>[a-zA-Z](?:_\{[a-zA-Z0-9]+\}|_[a-zA-Z0-9])?'*)|(?P<op>[-+*/^(){}\[\]_!]))"
 )
 _CONSTANTS = {"\\pi": "pi", "\\infty": "inf"}
-_FUNCTIONS = {"\\ln": "ln", "\\log": "log", "\\exp": "exp", "\\sin": "sin", "\\cos": "cos", "\\tan": "tan",
-              "\\sec": "sec", "\\csc": "csc", "\\cot": "cot"}
+_FUNCTIONS = {
+    "\\ln": "ln",
+    "\\log": "log",
+    "\\exp": "exp",
+    "\\sin": "sin",
+    "\\cos": "cos",
+    "\\tan": "tan",
+    "\\sec": "sec",
+    "\\csc": "csc",
+    "\\cot": "cot",
+}
 TRIG = {"sin", "cos", "tan", "sec", "csc", "cot"}
 _KNOWN_COMMANDS = frozenset(
     {"\\frac", "\\sqrt", "\\pi", "\\infty", "\\cdot", "\\times", "\\div", "\\binom", "\\dbinom", "\\tbinom"}
@@ -107,8 +116,11 @@ class _Parser:
 
     def _starts_atom(self, tok) -> bool:
         kind, val = tok
-        return kind in ("num", "var") or val in ("(", "{", "\\frac", "\\sqrt", "\\pi", "\\infty", "\\binom") or (
-            val in _FUNCTIONS)
+        return (
+            kind in ("num", "var")
+            or val in ("(", "{", "\\frac", "\\sqrt", "\\pi", "\\infty", "\\binom")
+            or (val in _FUNCTIONS)
+        )
 
     def term(self):
         node = self.unary()

@@ -22,32 +22,60 @@ import re
 from collections import Counter
 
 _NUMBER_WORDS = {
-    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-    "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
-    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
-    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+    "zero": 0,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
+    "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
 }
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _WORD_RUN_RE = re.compile(
     r"(?i)\b(?:(?:negative|minus)\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES)) + r"|a)"
-    r"(?:[\s-]+(?:and\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES) + ["point"]) + r"))*\b")
+    r"(?:[\s-]+(?:and\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES) + ["point"]) + r"))*\b"
+)
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
 _NUMBER_RE = re.compile(
     r"\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
     r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
-    r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+")
+    r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+"
+)
 _MATH_SEG_RE = re.compile(r"\\\((?P<a>.+?)\\\)|\\\[(?P<b>.+?)\\\]|\$\$(?P<c>.+?)\$\$|\$(?P<d>[^$]+?)\$", re.S)
 _BOLD_RE = re.compile(r"\*\*([^*]*\d[^*]*)\*\*")
 _COPULA_RE = re.compile(
-    r"(?i)\b(?:is|are|was|were|equals?|be|becomes?|it'?s|est|sont|égale?)\b|(?<!\d)[:：](?!\d)|[是为هو]")
+    r"(?i)\b(?:is|are|was|were|equals?|be|becomes?|it'?s|est|sont|égale?)\b|(?<!\d)[:：](?!\d)|[是为هو]"
+)
 _WORDS_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z\u00c0-\u024f]{3,}|[\u0600-\u06ff\u0900-\u097f\u4e00-\u9fff]")
 _CUE_RE = re.compile(
     r"(?i)\b(?:therefore|thus|so|hence|in\s+total|altogether|in\s+conclusion|finally|total|answer|"
-    r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*")
+    r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*"
+)
 
 
 def _words_value(run: str, after: str) -> str | None:
-    """"two hundred ninety-four" -> "294"; "one hundred eighty point seventy five" -> "180.75";
+    """ "two hundred ninety-four" -> "294"; "one hundred eighty point seventy five" -> "180.75";
     "Thirty-Four" + " Dollars and Seventy-Two Cents" -> "34.72"; "negative seven" -> "-7"."""
     words = re.findall(r"[a-z]+", run.lower())
     sign = ""
@@ -76,7 +104,7 @@ def _words_value(run: str, after: str) -> str | None:
     if m:
         cents = _WORD_RUN_RE.match(after, m.end())
         c = _words_int(re.findall(r"[a-z]+", cents.group(0).lower())) if cents else None
-        if c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end():], re.I):
+        if c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end() :], re.I):
             return f"{sign}{value}.{c:02d}"
     return f"{sign}{value}"
 
@@ -103,7 +131,7 @@ def _words_int(words: list[str]) -> int | None:
 
 
 def _scaled(token: str) -> str:
-    """"6 dozen" -> "72", "3 million" -> "3000000" (exact: Python integers)."""
+    """ "6 dozen" -> "72", "3 million" -> "3000000" (exact: Python integers)."""
     m = re.match(r"(.*?\d)\s+(dozen|million|billion|thousand)$", token)
     if not m:
         return token
@@ -114,7 +142,7 @@ def _scaled(token: str) -> str:
             whole, frac = num.split(".", 1)
             value = (int(whole or "0") * 10 ** len(frac) + int(frac)) * factor
             text = str(value).rjust(len(frac) + 1, "0")
-            return (text[: -len(frac)] + "." + text[-len(frac):]).rstrip("0").rstrip(".")
+            return (text[: -len(frac)] + "." + text[-len(frac) :]).rstrip("0").rstrip(".")
         return str(int(num) * factor)
     except ValueError:
         return token
@@ -132,9 +160,11 @@ def _first_value(text: str) -> str | None:
     for w in _WORD_RUN_RE.finditer(text):
         if best is not None and w.start() > best[0]:
             break
-        if w.group(0).lower() in ("a", "one") and not re.match(r"\s*(?:dollars?|hundred)", text[w.end():], re.I):
+        if w.group(0).lower() in ("a", "one") and not re.match(
+            r"\s*(?:dollars?|hundred)", text[w.end() :], re.I
+        ):
             continue  # "a" and a lone "one" are words more often than numbers
-        v = _words_value(w.group(0), text[w.end():])
+        v = _words_value(w.group(0), text[w.end() :])
         if v is not None:
             best = (w.start(), v)
             break
@@ -154,8 +184,11 @@ def _math_free(s: str) -> str:
 
 def is_prose(span: str) -> bool:
     """Words outside math: "The largest $n$ is 34", "Jake has 7 peaches" (not "x \\in [0, 1)")."""
-    plain = re.sub(r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}|\\(?:begin|end)\s*\{\w*\*?\}", " ",
-                   _math_free(span))
+    plain = re.sub(
+        r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}|\\(?:begin|end)\s*\{\w*\*?\}",
+        " ",
+        _math_free(span),
+    )
     return any(w.lower() not in ("and", "or") for w in _WORDS_RE.findall(plain))
 
 
@@ -173,15 +206,15 @@ def _sentence_value(s: str) -> str | None:
     tail = s
     copulas = list(_COPULA_RE.finditer(free))
     for cop in reversed(copulas):
-        after = s[cop.end():]
+        after = s[cop.end() :]
         if _first_value(after) is not None:
             if _PASSIVE_RE.match(after) and _OPENS_WITH_VALUE_RE.match(s):
                 break  # "Three trucks will be needed to move 80 stones" is about the three trucks
             tail = after
             break
     eq = _math_free(tail).rfind("=")
-    if eq >= 0 and _first_value(tail[eq + 1:]) is not None:
-        tail = tail[eq + 1:]
+    if eq >= 0 and _first_value(tail[eq + 1 :]) is not None:
+        tail = tail[eq + 1 :]
     value = _first_value(tail)
     if value is None and copulas:  # "24 is the answer"
         value = _first_value(s)
@@ -192,7 +225,9 @@ def sentences(text: str) -> list[str]:
     """text split into sentences outside math (display math ends a sentence too)."""
     free = _math_free(text)
     cuts = {m.end() for m in re.finditer(r"[.!?](?=\s)|[。！？।]", free)}
-    cuts |= {m.end() for m in _MATH_SEG_RE.finditer(text) if m.group("b") is not None or m.group("c") is not None}
+    cuts |= {
+        m.end() for m in _MATH_SEG_RE.finditer(text) if m.group("b") is not None or m.group("c") is not None
+    }
     out, start = [], 0
     for cut in sorted(cuts):
         if text[start:cut].strip():

@@ -51,8 +51,10 @@ def mine_battles(store, *, where: str | None = None) -> MineResult:
     holdout = HoldoutFilter.load(store)
     # Checked by pairstore.store.sql_guard: one condition, no statement, no side effect; it can only narrow.
     filt = f" WHERE ({check_condition(where, field='where')})" if where is not None else ""
-    sql = ("SELECT battle_id, prompt, own_answers, opponent_answers, vote, category, match_key "
-           "FROM (SELECT * FROM battles) AS battles" + filt + " ORDER BY battle_id")
+    sql = (
+        "SELECT battle_id, prompt, own_answers, opponent_answers, vote, category, match_key "
+        "FROM (SELECT * FROM battles) AS battles" + filt + " ORDER BY battle_id"
+    )
     try:
         battles = store.rows(sql)
     except duckdb.Error as e:
@@ -78,8 +80,14 @@ def mine_battles(store, *, where: str | None = None) -> MineResult:
         if vote == "loss" and any(names_own_model(a) for a in opponent):
             result.dropped["identity"] += 1
             continue
-        pairs.append(Pair(
-            prompt=battle_pair_prompt(users, chosen_side), chosen=chosen_side[-1], rejected=rejected_side[-1],
-            source="battle", family=b["category"],
-            origins=[Origin("battle", b["battle_id"], RULES[vote])]))
+        pairs.append(
+            Pair(
+                prompt=battle_pair_prompt(users, chosen_side),
+                chosen=chosen_side[-1],
+                rejected=rejected_side[-1],
+                source="battle",
+                family=b["category"],
+                origins=[Origin("battle", b["battle_id"], RULES[vote])],
+            )
+        )
     return write_pairs(store, result, pairs, holdout)

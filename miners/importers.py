@@ -47,6 +47,7 @@ ULTRAFEEDBACK_SPLIT = "train_prefs"
 
 # -- UltraFeedback -----------------------------------------------------------------
 
+
 def _hub_records(split: str):
     """The split from the Hub (or its cache) through the real `datasets` loader."""
     import datasets
@@ -59,8 +60,10 @@ def _hub_records(split: str):
         ds = datasets.load_dataset(ULTRAFEEDBACK, split=split)
     except Exception as e:  # datasets raises many types (connection, schema cast, JSON parse)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise BadInput(f"cannot load the dataset: {first}; give --path with a local copy to work offline",
-                       path=f"{ULTRAFEEDBACK} ({split})") from None
+        raise BadInput(
+            f"cannot load the dataset: {first}; give --path with a local copy to work offline",
+            path=f"{ULTRAFEEDBACK} ({split})",
+        ) from None
     finally:
         if quiet:
             datasets.enable_progress_bars()
@@ -84,8 +87,9 @@ def _answer_and_prompt(f: Fields, name: str) -> tuple[list[dict], str]:
 
 
 @register("ultrafeedback", version="1")
-def import_ultrafeedback(store, *, path=None, limit: int | None = None, seed: int = 0,
-                         split: str = ULTRAFEEDBACK_SPLIT) -> MineResult:
+def import_ultrafeedback(
+    store, *, path=None, limit: int | None = None, seed: int = 0, split: str = ULTRAFEEDBACK_SPLIT
+) -> MineResult:
     """UltraFeedback binarized preference pairs (assistant answers only), source 'ultrafeedback'."""
     if limit is not None and limit < 1:
         raise BadInput("limit must be at least 1", field="limit")
@@ -114,16 +118,27 @@ def import_ultrafeedback(store, *, path=None, limit: int | None = None, seed: in
         if sc is not None and sr is not None and sc == sr:
             result.dropped["tie"] += 1
             continue
-        rule = (f"score_chosen={sc:g} > score_rejected={sr:g}" if sc is not None and sr is not None
-                else "binarized: chosen preferred")
-        pairs.append(Pair(prompt=prompt, chosen=chosen, rejected=rejected, source="ultrafeedback",
-                          origins=[Origin("import", f"ultrafeedback:{prompt_id}", rule)]))
+        rule = (
+            f"score_chosen={sc:g} > score_rejected={sr:g}"
+            if sc is not None and sr is not None
+            else "binarized: chosen preferred"
+        )
+        pairs.append(
+            Pair(
+                prompt=prompt,
+                chosen=chosen,
+                rejected=rejected,
+                source="ultrafeedback",
+                origins=[Origin("import", f"ultrafeedback:{prompt_id}", rule)],
+            )
+        )
     with store.transaction():
         write_pairs(store, result, pairs, holdout)
     return result
 
 
 # -- handcrafted compliance pairs and NLL rows -------------------------------------
+
 
 @register("compliance", version="1")
 def import_compliance(store, *, path) -> MineResult:
@@ -141,15 +156,32 @@ def import_compliance(store, *, path) -> MineResult:
                 raise f.error("target", "give either target (an NLL row) or chosen and rejected, not both")
             target = f.str("target")
             result.stats["sft rows"] += 1
-            pairs.append(Pair(prompt=prompt, chosen=target, rejected=None, source="compliance_sft", family=family,
-                              origins=[Origin("import", origin_id, "handcrafted compliance NLL row")]))
+            pairs.append(
+                Pair(
+                    prompt=prompt,
+                    chosen=target,
+                    rejected=None,
+                    source="compliance_sft",
+                    family=family,
+                    origins=[Origin("import", origin_id, "handcrafted compliance NLL row")],
+                )
+            )
         else:
             chosen = f.str("chosen")
             rejected = f.str("rejected")
             result.stats["pairs"] += 1
-            pairs.append(Pair(prompt=prompt, chosen=chosen, rejected=rejected, source="compliance", family=family,
-                              origins=[Origin("import", origin_id,
-                                              "handcrafted: compliant chosen, non-compliant rejected")]))
+            pairs.append(
+                Pair(
+                    prompt=prompt,
+                    chosen=chosen,
+                    rejected=rejected,
+                    source="compliance",
+                    family=family,
+                    origins=[
+                        Origin("import", origin_id, "handcrafted: compliant chosen, non-compliant rejected")
+                    ],
+                )
+            )
     holdout = HoldoutFilter.load(store)
     with store.transaction():
         write_pairs(store, result, pairs, holdout)

@@ -1,8 +1,8 @@
 """Judging model outputs for mining: the verifier's verdict and the loop scanner's report, cached.
 
-    judge = OutputJudge()
-    judged = judge.judge_all([(output, gold, "gsm8k"), ...], workers=None)
-    record_judgments(store, dict(zip(gen_ids, judged)))    # verdicts and loop flags onto `generations`
+judge = OutputJudge()
+judged = judge.judge_all([(output, gold, "gsm8k"), ...], workers=None)
+record_judgments(store, dict(zip(gen_ids, judged)))    # verdicts and loop flags onto `generations`
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class OutputJudge:
             return [self.judge(*it) for it in items]
         n_chunks = workers * 4
         size = -(-len(items) // n_chunks)
-        chunks = [items[i:i + size] for i in range(0, len(items), size)]
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
         out: list[Judged] = []
         # spawn, not fork: the parent holds an open DuckDB connection and threads.
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
@@ -122,21 +122,44 @@ def _judge_chunk(items):
 
 def record_judgments(store, judged: dict[str, Judged]) -> int:
     """Write verdicts and loop flags back to `generations` (ingest leaves them NULL). Returns rows updated."""
-    return record_verdicts(store, [
-        {"gen_id": gid, "extracted_answer": j.answer, "verdict": "correct" if j.correct else "wrong",
-         "loop_flagged": bool(j.report.flagged), "loop_catastrophic": bool(j.report.catastrophic),
-         "loop_tail": bool(j.report.tail_loop), "max_repeat": int(j.report.max_repeat),
-         "n_tokens": int(j.report.n_tokens)} for gid, j in judged.items()])
+    return record_verdicts(
+        store,
+        [
+            {
+                "gen_id": gid,
+                "extracted_answer": j.answer,
+                "verdict": "correct" if j.correct else "wrong",
+                "loop_flagged": bool(j.report.flagged),
+                "loop_catastrophic": bool(j.report.catastrophic),
+                "loop_tail": bool(j.report.tail_loop),
+                "max_repeat": int(j.report.max_repeat),
+                "n_tokens": int(j.report.n_tokens),
+            }
+            for gid, j in judged.items()
+        ],
+    )
 
 
-def write_judged_pairs(store, result: MineResult, judge: OutputJudge, judged: dict[str, Judged], pairs: list[Pair],
-                       holdout: HoldoutFilter, *, judge_wall_s: float) -> MineResult:
+def write_judged_pairs(
+    store,
+    result: MineResult,
+    judge: OutputJudge,
+    judged: dict[str, Judged],
+    pairs: list[Pair],
+    holdout: HoldoutFilter,
+    *,
+    judge_wall_s: float,
+) -> MineResult:
     """One transaction: the verdicts and loop flags onto `generations`, then the mined pairs; the seconds
     spent judging and writing go to result.timings."""
     t0 = time.perf_counter()
     with store.transaction():
         record_judgments(store, judged)
         write_pairs(store, result, pairs, holdout)
-    result.timings = {"verify_s": judge.verify_s, "scan_s": judge.scan_s, "judge_wall_s": judge_wall_s,
-                      "write_s": time.perf_counter() - t0}
+    result.timings = {
+        "verify_s": judge.verify_s,
+        "scan_s": judge.scan_s,
+        "judge_wall_s": judge_wall_s,
+        "write_s": time.perf_counter() - t0,
+    }
     return result

@@ -52,19 +52,23 @@ def loopfix_rule(judged, gold: str) -> str:
 
 
 @register("loopfix", version="1")
-def mine_loopfix(store, *, model: str | None = None, per_task: int | None = None, seed: int = 0,
-                 workers: int | None = 1) -> MineResult:
+def mine_loopfix(
+    store, *, model: str | None = None, per_task: int | None = None, seed: int = 0, workers: int | None = 1
+) -> MineResult:
     """Wrong or looped outputs on generated tasks rejected against the task's canonical answer."""
     if per_task is not None and per_task < 1:
         raise BadInput("per task must be at least 1", field="per_task")
     result = new_result(mine_loopfix)
     holdout = HoldoutFilter.load(store)
-    rows = store.rows("""
+    rows = store.rows(
+        """
         SELECT g.gen_id, g.model, g.prompt, g.output, t.task_id, t.family, t.task_key, t.gold, t.chosen,
                t.match_key AS task_match_key
         FROM generations g JOIN tasks t ON g.item_id = t.task_id
         WHERE g.item_kind = 'task' AND (? IS NULL OR g.model = ?)
-        ORDER BY t.task_id, g.model, g.sample_index, g.gen_id""", [model, model])
+        ORDER BY t.task_id, g.model, g.sample_index, g.gen_id""",
+        [model, model],
+    )
     todo = []
     for r in rows:
         result.stats["generations"] += 1
@@ -74,8 +78,12 @@ def mine_loopfix(store, *, model: str | None = None, per_task: int | None = None
         todo.append(r)
     judge = OutputJudge()
     t_judge = time.perf_counter()
-    judged = dict(zip((r["gen_id"] for r in todo),
-                      judge.judge_all([(r["output"], r["gold"], "task") for r in todo], workers)))
+    judged = dict(
+        zip(
+            (r["gen_id"] for r in todo),
+            judge.judge_all([(r["output"], r["gold"], "task") for r in todo], workers),
+        )
+    )
     t_judge = time.perf_counter() - t_judge
     bad_by_task: dict[str, list[dict]] = defaultdict(list)
     for r in todo:
@@ -94,9 +102,18 @@ def mine_loopfix(store, *, model: str | None = None, per_task: int | None = None
             result.dropped["per-task limit"] += len(bad) - per_task
             bad = bad[:per_task]
         for r in bad:
-            pairs.append(Pair(
-                prompt=without_system([dict(m) for m in r["prompt"]]), chosen=r["chosen"], rejected=r["output"],
-                source="loopfix", family=r["family"], task_key=r["task_key"],
-                origins=[Origin("generation", r["gen_id"], loopfix_rule(r["judged"], r["gold"])),
-                         Origin("task", task_id, "canonical chosen answer")]))
+            pairs.append(
+                Pair(
+                    prompt=without_system([dict(m) for m in r["prompt"]]),
+                    chosen=r["chosen"],
+                    rejected=r["output"],
+                    source="loopfix",
+                    family=r["family"],
+                    task_key=r["task_key"],
+                    origins=[
+                        Origin("generation", r["gen_id"], loopfix_rule(r["judged"], r["gold"])),
+                        Origin("task", task_id, "canonical chosen answer"),
+                    ],
+                )
+            )
     return write_judged_pairs(store, result, judge, judged, pairs, holdout, judge_wall_s=t_judge)

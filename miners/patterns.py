@@ -38,28 +38,65 @@ import re
 
 # Model and maker names an opponent in the arena may use for itself.
 MODEL_NAMES = (
-    r"chat\s?gpt", r"gpt-?\d(?:\.\d)?(?:o|-?turbo|-?mini)?", r"claude", r"gemini", r"bard",
-    r"llama", r"mistral", r"mixtral", r"qwen", r"tongyi", r"deepseek", r"ernie", r"grok", r"copilot",
-    r"command[- ]r", r"gemma", r"kimi", r"chatglm", r"doubao",
+    r"chat\s?gpt",
+    r"gpt-?\d(?:\.\d)?(?:o|-?turbo|-?mini)?",
+    r"claude",
+    r"gemini",
+    r"bard",
+    r"llama",
+    r"mistral",
+    r"mixtral",
+    r"qwen",
+    r"tongyi",
+    r"deepseek",
+    r"ernie",
+    r"grok",
+    r"copilot",
+    r"command[- ]r",
+    r"gemma",
+    r"kimi",
+    r"chatglm",
+    r"doubao",
 )
 MAKER_NAMES = (
-    r"openai", r"anthropic", r"google(?: deepmind| ai)?", r"deepmind", r"meta(?: ai)?", r"facebook",
-    r"microsoft", r"mistral ai", r"alibaba(?: cloud)?", r"baidu", r"x\.?ai", r"cohere", r"deepseek",
-    r"zhipu(?: ai)?", r"moonshot(?: ai)?", r"01\.ai", r"bytedance", r"tencent", r"amazon",
+    r"openai",
+    r"anthropic",
+    r"google(?: deepmind| ai)?",
+    r"deepmind",
+    r"meta(?: ai)?",
+    r"facebook",
+    r"microsoft",
+    r"mistral ai",
+    r"alibaba(?: cloud)?",
+    r"baidu",
+    r"x\.?ai",
+    r"cohere",
+    r"deepseek",
+    r"zhipu(?: ai)?",
+    r"moonshot(?: ai)?",
+    r"01\.ai",
+    r"bytedance",
+    r"tencent",
+    r"amazon",
 )
 _MODELS = "|".join(MODEL_NAMES)
 _MAKERS = "|".join(MAKER_NAMES)
 
 IDENTITY_PATTERNS: list[re.Pattern] = [
     # "As an AI developed by OpenAI", "I was trained by Google", "a language model created by Anthropic"
-    re.compile(rf"\b(?:developed|created|trained|built|made|designed|programmed)\s+by\s+(?:the\s+)?(?:{_MAKERS})\b",
-               re.IGNORECASE),
+    re.compile(
+        rf"\b(?:developed|created|trained|built|made|designed|programmed)\s+by\s+(?:the\s+)?(?:{_MAKERS})\b",
+        re.IGNORECASE,
+    ),
     # "I am Claude", "I'm ChatGPT", "my name is Gemini", "I am a GPT-4 model", "I'm an OpenAI model"
-    re.compile(rf"\b(?:i\s+am|i'm|i’m|my\s+name\s+is)\s+(?:an?\s+|the\s+)?(?:{_MODELS}|{_MAKERS})\b",
-               re.IGNORECASE),
+    re.compile(
+        rf"\b(?:i\s+am|i'm|i’m|my\s+name\s+is)\s+(?:an?\s+|the\s+)?(?:{_MODELS}|{_MAKERS})\b", re.IGNORECASE
+    ),
     # "As ChatGPT, I ...", "As a Claude model", "as an OpenAI language model"
-    re.compile(rf"\bas\s+(?:an?\s+)?(?:{_MODELS}|{_MAKERS})(?:\s+(?:language\s+)?model|\s+assistant|,)",
-               re.IGNORECASE),
+    re.compile(
+        rf"\bas\s+(?:an?\s+)?(?:{_MODELS}|{_MAKERS})(?:\s+(?:language\s+)?model|\s+assistant|,)",
+        re.IGNORECASE,
+    ),
     # "I'm a large language model, trained by Google" is caught by the first pattern; this one
     # catches the possessive form: "OpenAI's language model", "Anthropic's AI assistant" said of itself.
     re.compile(rf"\b(?:i\s+am|i'm|i’m)\s+(?:{_MAKERS})['’]s\b", re.IGNORECASE),
@@ -77,22 +114,27 @@ def names_own_model(text: str) -> str | None:
 
 # -- 2. hedging tails -----------------------------------------------------------
 
-HEDGING_TAIL_PATTERNS: list[re.Pattern] = [re.compile(p, re.IGNORECASE) for p in (
-    r"i\s+hope\s+(?:it|this|that|my\s+(?:answer|solution|response))\s+(?:is|was)\s+(?:correct|right|accurate)",
-    r"i\s+hope\s+(?:this|that|it)\s+helps(?:\s+\w+)?",
-    r"hope\s+(?:this|that|it)\s+helps(?:\s+\w+)?",
-    r"i\s+hope\s+(?:this|that|my)\s+(?:answer|explanation|solution|response)\s+(?:helps|is\s+helpful)",
-    r"(?:please\s+)?let\s+me\s+know\s+if\s+you\s+(?:have|need)\s+(?:any\s+)?(?:other|more|further|additional)?"
-    r"\s*(?:questions|help|clarification|assistance)(?:\s+\w+){0,4}",
-    r"(?:please\s+)?(?:feel\s+free\s+to|don['’]t\s+hesitate\s+to)\s+ask(?:\s+\w+){0,8}",
-    r"i\s+(?:think|believe)\s+(?:this|that|it|my\s+answer)\s+is\s+(?:correct|right)",
-    r"(?:but\s+)?i\s+(?:might|may|could)\s+be\s+wrong",
-    r"good\s+luck(?:\s+with\s+\w+(?:\s+\w+){0,3})?",
-)]
+HEDGING_TAIL_PATTERNS: list[re.Pattern] = [
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"i\s+hope\s+(?:it|this|that|my\s+(?:answer|solution|response))\s+(?:is|was)\s+(?:correct|right|accurate)",
+        r"i\s+hope\s+(?:this|that|it)\s+helps(?:\s+\w+)?",
+        r"hope\s+(?:this|that|it)\s+helps(?:\s+\w+)?",
+        r"i\s+hope\s+(?:this|that|my)\s+(?:answer|explanation|solution|response)\s+(?:helps|is\s+helpful)",
+        r"(?:please\s+)?let\s+me\s+know\s+if\s+you\s+(?:have|need)\s+(?:any\s+)?(?:other|more|further|additional)?"
+        r"\s*(?:questions|help|clarification|assistance)(?:\s+\w+){0,4}",
+        r"(?:please\s+)?(?:feel\s+free\s+to|don['’]t\s+hesitate\s+to)\s+ask(?:\s+\w+){0,8}",
+        r"i\s+(?:think|believe)\s+(?:this|that|it|my\s+answer)\s+is\s+(?:correct|right)",
+        r"(?:but\s+)?i\s+(?:might|may|could)\s+be\s+wrong",
+        r"good\s+luck(?:\s+with\s+\w+(?:\s+\w+){0,3})?",
+    )
+]
 # A sentence ending: ., !, ? (possibly repeated), optional closing emoji/smiley, then end of text.
 _TAIL_END = r"\s*[.!?]*\s*(?::\)|😊|🙂)?\s*$"
-_TAIL_RES = [re.compile(r"(?:^|(?<=[\s.!?:)]))(" + p.pattern + r")" + _TAIL_END, re.IGNORECASE)
-             for p in HEDGING_TAIL_PATTERNS]
+_TAIL_RES = [
+    re.compile(r"(?:^|(?<=[\s.!?:)]))(" + p.pattern + r")" + _TAIL_END, re.IGNORECASE)
+    for p in HEDGING_TAIL_PATTERNS
+]
 
 
 def strip_hedging_tail(text: str) -> tuple[str, str | None]:
@@ -108,8 +150,8 @@ def strip_hedging_tail(text: str) -> tuple[str, str | None]:
         for tail_re in _TAIL_RES:
             m = tail_re.search(out)
             if m:
-                removed.append(out[m.start(1):].strip())
-                out = out[:m.start(1)].rstrip()
+                removed.append(out[m.start(1) :].strip())
+                out = out[: m.start(1)].rstrip()
                 break
         else:
             break
@@ -133,8 +175,9 @@ MALFORMED_FINAL_ANSWER = re.compile(
 ASKS_FOR_FINAL_ANSWER = re.compile(r"final\s+answer\s*:", re.IGNORECASE)
 # An answer stated explicitly somewhere in the text: only then is a missing final-answer line added
 # (the verifier's extract_answer falls back to the last sentence, which is no answer to restate).
-EXPLICIT_ANSWER_MARKER = re.compile(r"\\boxed\{|\bthe\s+(?:final\s+)?answer\s+is\b|^\s*####\s*\S",
-                                    re.IGNORECASE | re.MULTILINE)
+EXPLICIT_ANSWER_MARKER = re.compile(
+    r"\\boxed\{|\bthe\s+(?:final\s+)?answer\s+is\b|^\s*####\s*\S", re.IGNORECASE | re.MULTILINE
+)
 _BOXED_WRAP = re.compile(r"^\$*\s*\\boxed\{(?P<inner>.*)\}\s*\$*$")
 _RESTATED = re.compile(r"^(?:the\s+)?final\s+answer\s+is\s*:?\s*", re.IGNORECASE)
 _DOLLARS = re.compile(r"^\$+(?P<inner>[^$]+)\$+$")
@@ -191,7 +234,9 @@ def fix_final_answer_line(text: str, extract=None) -> tuple[str, str] | None:
             return body[: body.rfind(last)] + final_answer_line(answer), "final-answer line reformatted"
     m = GSM8K_ANSWER_LINE.match(last)
     if m:
-        return body[: body.rfind(last)] + final_answer_line(m.group("answer")), "final-answer line reformatted"
+        return body[: body.rfind(last)] + final_answer_line(
+            m.group("answer")
+        ), "final-answer line reformatted"
     if extract is not None and EXPLICIT_ANSWER_MARKER.search(body):
         answer = extract(body)
         if answer and answer.strip():

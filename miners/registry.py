@@ -31,7 +31,13 @@ from pairstore.holdout.sets import HoldoutFilter
 from pairstore.tables.pairs import Pair, add_pairs
 
 # Modules that register the built-in miners; imported on first use of the registry.
-BUILTIN_MODULES = ("miners.battle", "miners.self_repair", "miners.loopfix", "miners.style", "miners.importers")
+BUILTIN_MODULES = (
+    "miners.battle",
+    "miners.self_repair",
+    "miners.loopfix",
+    "miners.style",
+    "miners.importers",
+)
 
 
 @dataclass
@@ -40,21 +46,27 @@ class MineResult:
 
     miner: str
     version: str
-    kept: int = 0                                        # new pairs written
-    new_origins: int = 0                                 # origins written (new and known pairs)
-    dropped: Counter = field(default_factory=Counter)    # reason -> count (see each miner's docstring)
-    stats: Counter = field(default_factory=Counter)      # what was looked at: battles, generations, wrong, ...
-    pair_ids: list[str] = field(default_factory=list)    # ids of every pair the miner produced, in order
+    kept: int = 0  # new pairs written
+    new_origins: int = 0  # origins written (new and known pairs)
+    dropped: Counter = field(default_factory=Counter)  # reason -> count (see each miner's docstring)
+    stats: Counter = field(default_factory=Counter)  # what was looked at: battles, generations, wrong, ...
+    pair_ids: list[str] = field(default_factory=list)  # ids of every pair the miner produced, in order
     by_source: Counter = field(default_factory=Counter)  # produced pairs per source (self_repair/gold_repair)
     # seconds: verify_s / scan_s inside the verifier / scanner (summed over worker processes),
     # judge_wall_s judging on the clock, write_s writing verdicts, pairs and origins
     timings: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"miner": self.miner, "version": self.version, "kept": self.kept,
-                "new_origins": self.new_origins, "dropped": dict(sorted(self.dropped.items())),
-                "stats": dict(sorted(self.stats.items())), "by_source": dict(sorted(self.by_source.items())),
-                "pairs": len(self.pair_ids)}
+        return {
+            "miner": self.miner,
+            "version": self.version,
+            "kept": self.kept,
+            "new_origins": self.new_origins,
+            "dropped": dict(sorted(self.dropped.items())),
+            "stats": dict(sorted(self.stats.items())),
+            "by_source": dict(sorted(self.by_source.items())),
+            "pairs": len(self.pair_ids),
+        }
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,7 @@ _loaded = False
 
 def register(name: str, *, version: str):
     """Decorator: register `fn(store, **options) -> MineResult` as miner `name`."""
+
     def wrap(fn):
         if name in _REGISTRY and _REGISTRY[name].fn is not fn:
             raise PairstoreError(f"miner {name!r} registered twice")
@@ -118,8 +131,9 @@ def new_result(fn) -> MineResult:
     return MineResult(miner=fn.miner_name, version=fn.miner_version)
 
 
-def write_pairs(store, result: MineResult, pairs: Iterable[Pair], holdout: HoldoutFilter | None = None
-                ) -> MineResult:
+def write_pairs(
+    store, result: MineResult, pairs: Iterable[Pair], holdout: HoldoutFilter | None = None
+) -> MineResult:
     """Write `pairs` through add_pairs and fold its counts into `result`.
 
     With a holdout filter, a pair whose prompt's match key (or task key) is

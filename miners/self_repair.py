@@ -65,8 +65,10 @@ def spread_picks(n_chosen: int, n_rejected: int, k: int) -> list[tuple[int, int]
     used_c, used_r = Counter(), Counter()
     taken = set()
     for _ in range(min(k, n_chosen * n_rejected)):
-        best = min(((i, j) for i in range(n_chosen) for j in range(n_rejected) if (i, j) not in taken),
-                   key=lambda c: (used_r[c[1]], used_c[c[0]], c[0] + c[1], c[1], c[0]))
+        best = min(
+            ((i, j) for i in range(n_chosen) for j in range(n_rejected) if (i, j) not in taken),
+            key=lambda c: (used_r[c[1]], used_c[c[0]], c[0] + c[1], c[1], c[0]),
+        )
         taken.add(best)
         used_c[best[0]] += 1
         used_r[best[1]] += 1
@@ -79,13 +81,23 @@ def _distinct(samples: list[dict], seed: int, problem_id: str) -> list[list[dict
     by_text: dict[str, list[dict]] = defaultdict(list)
     for s in samples:
         by_text[s["output"]].append(s)
-    return sorted(by_text.values(),
-                  key=lambda g: (seeded_rank(seed, problem_id, content_id(g[0]["output"])), g[0]["gen_id"]))
+    return sorted(
+        by_text.values(),
+        key=lambda g: (seeded_rank(seed, problem_id, content_id(g[0]["output"])), g[0]["gen_id"]),
+    )
 
 
 @register("self_repair", version="1")
-def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int = 1, seed: int = 0,
-                     gold_repair: bool = True, workers: int | None = 1) -> MineResult:
+def mine_self_repair(
+    store,
+    *,
+    model: str,
+    dataset: str,
+    pairs_per_problem: int = 1,
+    seed: int = 0,
+    gold_repair: bool = True,
+    workers: int | None = 1,
+) -> MineResult:
     """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution where all are wrong."""
     if dataset not in DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
@@ -95,12 +107,15 @@ def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int 
         raise BadInput("pairs per problem must be at least 1", field="pairs_per_problem")
     result = new_result(mine_self_repair)
     holdout = HoldoutFilter.load(store)
-    rows = store.rows("""
+    rows = store.rows(
+        """
         SELECT g.gen_id, g.item_id AS problem_id, g.prompt, g.output, p.gold, p.solution,
                p.question, p.match_key AS problem_match_key
         FROM generations g JOIN problems p ON g.item_id = p.problem_id
         WHERE g.item_kind = 'problem' AND g.model = ? AND p.dataset = ?
-        ORDER BY p.problem_id, g.sample_index, g.gen_id""", [model, dataset])
+        ORDER BY p.problem_id, g.sample_index, g.gen_id""",
+        [model, dataset],
+    )
     by_problem: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_problem[r["problem_id"]].append(r)
@@ -108,16 +123,21 @@ def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int 
     for problem_id, samples in by_problem.items():
         result.stats["problems"] += 1
         first = samples[0]
-        if holdout.holds("problem", problem_id, prompt=first["question"],
-                         stored_match_key=first["problem_match_key"]):
+        if holdout.holds(
+            "problem", problem_id, prompt=first["question"], stored_match_key=first["problem_match_key"]
+        ):
             result.dropped["holdout"] += 1
             continue
         mined[problem_id] = samples
     judge = OutputJudge()
     t_judge = time.perf_counter()
     todo = [s for samples in mined.values() for s in samples]
-    judged = dict(zip((s["gen_id"] for s in todo),
-                      judge.judge_all([(s["output"], s["gold"], dataset) for s in todo], workers)))
+    judged = dict(
+        zip(
+            (s["gen_id"] for s in todo),
+            judge.judge_all([(s["output"], s["gold"], dataset) for s in todo], workers),
+        )
+    )
     t_judge = time.perf_counter() - t_judge
     pairs: list[Pair] = []
     for problem_id, samples in mined.items():
@@ -144,8 +164,17 @@ def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int 
         if good:
             good_groups = _distinct(good, seed, problem_id)
             for i, j in spread_picks(len(good_groups), len(bad_groups), pairs_per_problem):
-                pairs.append(_pair("self_repair", dataset, problem_id, gold, good_groups[i][0]["output"], good_groups[i],
-                                   bad_groups[j]))
+                pairs.append(
+                    _pair(
+                        "self_repair",
+                        dataset,
+                        problem_id,
+                        gold,
+                        good_groups[i][0]["output"],
+                        good_groups[i],
+                        bad_groups[j],
+                    )
+                )
         elif gold_repair:
             chosen = solution_in_answer_style(dataset, first["solution"], gold)
             for group in bad_groups[:pairs_per_problem]:
@@ -155,16 +184,33 @@ def mine_self_repair(store, *, model: str, dataset: str, pairs_per_problem: int 
     return write_judged_pairs(store, result, judge, judged, pairs, holdout, judge_wall_s=t_judge)
 
 
-def _pair(source: str, dataset: str, problem_id: str, gold: str, chosen: str, chosen_group: list[dict],
-          rejected_group: list[dict]) -> Pair:
+def _pair(
+    source: str,
+    dataset: str,
+    problem_id: str,
+    gold: str,
+    chosen: str,
+    chosen_group: list[dict],
+    rejected_group: list[dict],
+) -> Pair:
     rejected = rejected_group[0]
     if source == "self_repair":
         problem_rule = "self_repair: verified-correct sample chosen, wrong sample rejected"
     else:
         problem_rule = "gold_repair: no usable correct sample; reference solution in answer style chosen"
     origins = [Origin("problem", problem_id, problem_rule)]
-    origins += [Origin("generation", s["gen_id"], "verified correct, not looped → chosen") for s in chosen_group]
-    origins += [Origin("generation", s["gen_id"], f"answer {s['answer']!r} ≠ gold {gold!r} → rejected")
-                for s in rejected_group]
-    return Pair(prompt=without_system([dict(m) for m in rejected["prompt"]]), chosen=chosen,
-                rejected=rejected["output"], source=source, family=dataset, origins=origins)
+    origins += [
+        Origin("generation", s["gen_id"], "verified correct, not looped → chosen") for s in chosen_group
+    ]
+    origins += [
+        Origin("generation", s["gen_id"], f"answer {s['answer']!r} ≠ gold {gold!r} → rejected")
+        for s in rejected_group
+    ]
+    return Pair(
+        prompt=without_system([dict(m) for m in rejected["prompt"]]),
+        chosen=chosen,
+        rejected=rejected["output"],
+        source=source,
+        family=dataset,
+        origins=origins,
+    )

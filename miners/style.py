@@ -60,23 +60,28 @@ def style_fix(text: str, prompt, extract=None) -> tuple[str | None, list[str], s
 
 
 @register("style", version="1")
-def mine_style(store, *, model: str | None = None, from_pairs: bool = False, source: str | None = None
-               ) -> MineResult:
+def mine_style(
+    store, *, model: str | None = None, from_pairs: bool = False, source: str | None = None
+) -> MineResult:
     """Hedging tails removed and final-answer lines fixed: chosen = fixed answer, rejected = original."""
     if source is not None and not from_pairs:
         raise BadInput("--source selects stored pairs: use it with --from-pairs", field="source")
     result = new_result(mine_style)
     holdout = HoldoutFilter.load(store)
-    pairs = _from_pairs(store, result, source) if from_pairs else _from_generations(store, result, model, holdout)
+    pairs = (
+        _from_pairs(store, result, source) if from_pairs else _from_generations(store, result, model, holdout)
+    )
     return write_pairs(store, result, pairs, holdout)
 
 
 def _from_pairs(store, result: MineResult, source: str | None) -> list[Pair]:
 
     out = []
-    for p in store.rows("""SELECT pair_id, prompt, chosen, family FROM pairs
+    for p in store.rows(
+        """SELECT pair_id, prompt, chosen, family FROM pairs
                            WHERE source <> 'style' AND (? IS NULL OR source = ?) ORDER BY pair_id""",
-                        [source, source]):
+        [source, source],
+    ):
         result.stats["pairs"] += 1
         prompt = without_system([dict(m) for m in p["prompt"]])
         fixed, fixes, reason = style_fix(p["chosen"], prompt, lambda t: extract_answer(t, "math"))
@@ -84,13 +89,22 @@ def _from_pairs(store, result: MineResult, source: str | None) -> list[Pair]:
             result.dropped[reason] += 1
             continue
         rule = "; ".join(fixes) + " → fixed chosen preferred to the original"
-        out.append(Pair(prompt=prompt, chosen=fixed, rejected=p["chosen"], source="style", family=p["family"],
-                        origins=[Origin("pair", p["pair_id"], rule)]))
+        out.append(
+            Pair(
+                prompt=prompt,
+                chosen=fixed,
+                rejected=p["chosen"],
+                source="style",
+                family=p["family"],
+                origins=[Origin("pair", p["pair_id"], rule)],
+            )
+        )
     return out
 
 
 def _from_generations(store, result: MineResult, model: str | None, holdout: HoldoutFilter) -> list[Pair]:
-    rows = store.rows("""
+    rows = store.rows(
+        """
         SELECT g.gen_id, g.item_kind, g.item_id, g.prompt, g.output,
                coalesce(p.gold, t.gold) AS gold, coalesce(p.dataset, CASE WHEN t.task_id IS NOT NULL
                    THEN 'task' END) AS kind, t.family, t.task_key
@@ -98,14 +112,17 @@ def _from_generations(store, result: MineResult, model: str | None, holdout: Hol
         LEFT JOIN problems p ON g.item_kind = 'problem' AND g.item_id = p.problem_id
         LEFT JOIN tasks t ON g.item_kind = 'task' AND g.item_id = t.task_id
         WHERE (? IS NULL OR g.model = ?)
-        ORDER BY g.gen_id""", [model, model])
+        ORDER BY g.gen_id""",
+        [model, model],
+    )
     judge = OutputJudge()
     out = []
     for g in rows:
         result.stats["generations"] += 1
         prompt = [dict(m) for m in g["prompt"]]
-        if g["item_kind"] == "eval_item" or holdout.holds(g["item_kind"], g["item_id"], prompt=prompt,
-                                                           task_key=g["task_key"]):
+        if g["item_kind"] == "eval_item" or holdout.holds(
+            g["item_kind"], g["item_id"], prompt=prompt, task_key=g["task_key"]
+        ):
             result.dropped["holdout"] += 1
             continue
         kind = g["kind"] or "math"
@@ -120,7 +137,15 @@ def _from_generations(store, result: MineResult, model: str | None, holdout: Hol
             result.dropped["looped"] += 1
             continue
         rule = "; ".join(fixes) + " → fixed answer preferred to the original"
-        out.append(Pair(prompt=without_system(prompt), chosen=fixed, rejected=g["output"], source="style",
-                        family=g["family"], task_key=g["task_key"],
-                        origins=[Origin("generation", g["gen_id"], rule)]))
+        out.append(
+            Pair(
+                prompt=without_system(prompt),
+                chosen=fixed,
+                rejected=g["output"],
+                source="style",
+                family=g["family"],
+                task_key=g["task_key"],
+                origins=[Origin("generation", g["gen_id"], rule)],
+            )
+        )
     return out

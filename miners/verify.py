@@ -42,8 +42,16 @@ from miners.answer_normalize import normalize, structure, unwrap_text_commands
 from miners.answer_parse import REPEATING_RE, TooHard, Unsupported, parse_scalar
 from pairstore.errors import BadInput
 
-__all__ = ["KINDS", "answers_equal", "cache_info", "clear_cache", "extract_answer", "is_equivalent",
-           "symbolic_calls", "verdict_stats"]
+__all__ = [
+    "KINDS",
+    "answers_equal",
+    "cache_info",
+    "clear_cache",
+    "extract_answer",
+    "is_equivalent",
+    "symbolic_calls",
+    "verdict_stats",
+]
 
 KINDS = ("gsm8k", "math", "task")
 CACHE_SIZE = 65536
@@ -151,7 +159,9 @@ _QR_PRED_RE = re.compile(
 )
 
 
-def _task_equal(pred_answer: str, gold_answer: str, pred: str, gold: str, pred_pct: bool, gold_pct: bool) -> bool:
+def _task_equal(
+    pred_answer: str, gold_answer: str, pred: str, gold: str, pred_pct: bool, gold_pct: bool
+) -> bool:
     """Loop-fix task golds (generators/): the format is part of the answer where the task asks for one.
 
     "253 R 9" (quotient and remainder; "253 remainder 9" reads the same); a decimal to N places
@@ -203,7 +213,7 @@ def _gold_answer(gold: str, kind: str) -> str:
             return ans
         m = re.match(r"\s*\\boxed\s*\{", gold)
         if m:  # a gold box left open: its content is still the reference
-            return answer_extract.strip_answer(gold[m.end():])
+            return answer_extract.strip_answer(gold[m.end() :])
     return answer_extract.strip_answer(gold)
 
 

@@ -18,8 +18,15 @@ class BadInput(PairstoreError):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, path: str | None = None, line: int | None = None,
-                 field: str | None = None, unit: str | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        unit: str | None = None,
+    ):
         self.path, self.line, self.field = path, line, field
         where = []
         if path is not None:

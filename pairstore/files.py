@@ -64,8 +64,9 @@ def atomic_write_text(path, text: str) -> Path:
 
 
 def atomic_write_json(path, obj) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False)
-                             + "\n")
+    return atomic_write_text(
+        path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n"
+    )
 
 
 def fsync_dir(path) -> None:

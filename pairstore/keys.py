@@ -37,6 +37,7 @@ def canonical_messages(prompt, *, where: str = "prompt", path=None, line: int | 
     role and string content. Anything else raises BadInput naming the field (`where`) and, when given,
     the file and line.
     """
+
     def bad(message: str) -> BadInput:
         return BadInput(message, path=None if path is None else str(path), line=line, field=where)
 
@@ -87,8 +88,9 @@ def content_id(*parts: str | None) -> str:
 def messages_content_id(messages: Sequence[dict], *more: str | None) -> str:
     """Content id of a message list plus further texts (e.g. chosen, rejected)."""
     flat = [f"{m['role']}:{m['content']}" for m in messages]
-    return xxh128(json.dumps([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more],
-                             ensure_ascii=False))
+    return xxh128(
+        json.dumps([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more], ensure_ascii=False)
+    )
 
 
 def user_turns(prompt) -> list[str]:

@@ -75,7 +75,7 @@ def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> I
             yield item
     finally:
         stop.set()
-        while thread.is_alive():       # unblock a producer waiting to hand over an item
+        while thread.is_alive():  # unblock a producer waiting to hand over an item
             try:
                 handoff.get(timeout=_POLL_S)
             except queue.Empty:

@@ -25,15 +25,32 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", required=True, help="bundle folder to write")
     p.add_argument("--config", help="a JSON file of TrainConfig fields (flags below override it)")
-    for name in ("seed", "steps", "batch", "eval_every", "n_layer", "n_embd", "n_head", "intermediate",
-                 "threads", "probe_per_family", "max_new_tokens"):
-        p.add_argument("--" + name.replace("_", "-"), type=int, default=None,
-                       help=f"default {getattr(defaults, name)}")
+    for name in (
+        "seed",
+        "steps",
+        "batch",
+        "eval_every",
+        "n_layer",
+        "n_embd",
+        "n_head",
+        "intermediate",
+        "threads",
+        "probe_per_family",
+        "max_new_tokens",
+    ):
+        p.add_argument(
+            "--" + name.replace("_", "-"), type=int, default=None, help=f"default {getattr(defaults, name)}"
+        )
     for name in ("lr", "stop_at_accuracy"):
-        p.add_argument("--" + name.replace("_", "-"), type=float, default=None,
-                       help=f"default {getattr(defaults, name)}")
-    p.add_argument("--save-every-eval", action="store_true", default=None,
-                   help="also write the bundle at every evaluation to OUT/step-N")
+        p.add_argument(
+            "--" + name.replace("_", "-"), type=float, default=None, help=f"default {getattr(defaults, name)}"
+        )
+    p.add_argument(
+        "--save-every-eval",
+        action="store_true",
+        default=None,
+        help="also write the bundle at every evaluation to OUT/step-N",
+    )
     p.add_argument("--mix", help='JSON list of [family, difficulty, weight], e.g. [["letter_removal",1,1]]')
     ns = p.parse_args(argv)
     fields = json.loads(Path(ns.config).read_text()) if ns.config else {}
@@ -45,8 +62,10 @@ def main(argv=None) -> int:
     cfg = TrainConfig(**fields)
     evidence = train(cfg, ns.out, log=lambda line: print(line, flush=True))
     last = evidence["history"][-1] if evidence["history"] else {}
-    print(f"wrote {ns.out}: {evidence['steps_trained']} steps in {evidence['seconds']} s, "
-          f"probe accuracy {last.get('probe_accuracy')}")
+    print(
+        f"wrote {ns.out}: {evidence['steps_trained']} steps in {evidence['seconds']} s, "
+        f"probe accuracy {last.get('probe_accuracy')}"
+    )
     return 0
 
 

@@ -66,12 +66,14 @@ max_length = 512
 
 
 def _dpo_recipe(name="r1", *, system='system_prompt = "You are Brook."', blocks=None, seed=7):
-    blocks = blocks or ['source = "battle"\nupsample = 2.5', 'source = "loopfix"\nlimit = 5',
-                        'source = "self_repair"\nwhere = "family = \'math\'"', 'source = "compliance_sft"']
+    blocks = blocks or [
+        'source = "battle"\nupsample = 2.5',
+        'source = "loopfix"\nlimit = 5',
+        'source = "self_repair"\nwhere = "family = \'math\'"',
+        'source = "compliance_sft"',
+    ]
     mix = "".join(f"[[mix]]\n{b}\n" for b in blocks)
     return f'name = "{name}"\nkind = "dpo"\nparent = "base"\nseed = {seed}\n{system}\n{mix}{TRAIN_TABLE}'
-
-
 
 
 @pytest.fixture
@@ -85,26 +87,59 @@ def dpo_recipe():
 def _fill_pairs(store):
     pairs = []
     for i in range(12):
-        pairs.append(Pair(prompt=f"Battle question {i}: how do tides work near estuary number {i}?",
-                          chosen=f"Tides near estuary {i} follow the moon.\nFinal answer: {i}",
-                          rejected=f"I hope it is correct: {i}", source="battle", family="science",
-                          origins=[Origin("battle", f"b{i:02d}", "vote=win → own chosen")]))
+        pairs.append(
+            Pair(
+                prompt=f"Battle question {i}: how do tides work near estuary number {i}?",
+                chosen=f"Tides near estuary {i} follow the moon.\nFinal answer: {i}",
+                rejected=f"I hope it is correct: {i}",
+                source="battle",
+                family="science",
+                origins=[Origin("battle", f"b{i:02d}", "vote=win → own chosen")],
+            )
+        )
     for i in range(10):
-        pairs.append(Pair(prompt=f"Count the letter r in the word number {i}.", chosen=f"Final answer: {i}",
-                          rejected="r r r r r r", source="loopfix", family="letter_count",
-                          task_key=f'letter_count:{{"i":{i}}}'))
+        pairs.append(
+            Pair(
+                prompt=f"Count the letter r in the word number {i}.",
+                chosen=f"Final answer: {i}",
+                rejected="r r r r r r",
+                source="loopfix",
+                family="letter_count",
+                task_key=f'letter_count:{{"i":{i}}}',
+            )
+        )
     for i in range(6):
-        pairs.append(Pair(prompt=[{"role": "system", "content": "old system"},
-                                  {"role": "user", "content": f"Solve problem {i}: x + {i} = 10. Café ☕ ﬁne"}],
-                          chosen=f"x = {10 - i}\nFinal answer: {10 - i}", rejected="x = 3",
-                          source="self_repair", family="math" if i % 2 else "gsm8k"))
-    pairs.append(Pair(prompt="Tabs\x0b and a literal \\u00e9 escape, math", chosen="Fine.\x1a", rejected="No.",
-                      source="self_repair", family="math"))
-    pairs.append(Pair(prompt="Please comply \x1f with the rule.", chosen="Complying.", rejected=None,
-                      source="compliance_sft", family="compliance"))
+        pairs.append(
+            Pair(
+                prompt=[
+                    {"role": "system", "content": "old system"},
+                    {"role": "user", "content": f"Solve problem {i}: x + {i} = 10. Café ☕ ﬁne"},
+                ],
+                chosen=f"x = {10 - i}\nFinal answer: {10 - i}",
+                rejected="x = 3",
+                source="self_repair",
+                family="math" if i % 2 else "gsm8k",
+            )
+        )
+    pairs.append(
+        Pair(
+            prompt="Tabs\x0b and a literal \\u00e9 escape, math",
+            chosen="Fine.\x1a",
+            rejected="No.",
+            source="self_repair",
+            family="math",
+        )
+    )
+    pairs.append(
+        Pair(
+            prompt="Please comply \x1f with the rule.",
+            chosen="Complying.",
+            rejected=None,
+            source="compliance_sft",
+            family="compliance",
+        )
+    )
     add_pairs(store, pairs, miner="test", miner_version="1")
-
-
 
 
 @pytest.fixture

@@ -29,13 +29,29 @@ MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 
 
 def write_export(path, rows):
-    tbl = pa.Table.from_pylist([{
-        "prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": p}],
-        "chosen": [{"role": "assistant", "content": c}],
-        "rejected": [{"role": "assistant", "content": r}],
-        "pair_id": f"p{i}", "source": "battle", "family": None} for i, (p, c, r) in enumerate(rows)],
-        schema=pa.schema([("prompt", MSG), ("chosen", MSG), ("rejected", MSG), ("pair_id", pa.string()),
-                          ("source", pa.string()), ("family", pa.string())]))
+    tbl = pa.Table.from_pylist(
+        [
+            {
+                "prompt": [{"role": "system", "content": "S"}, {"role": "user", "content": p}],
+                "chosen": [{"role": "assistant", "content": c}],
+                "rejected": [{"role": "assistant", "content": r}],
+                "pair_id": f"p{i}",
+                "source": "battle",
+                "family": None,
+            }
+            for i, (p, c, r) in enumerate(rows)
+        ],
+        schema=pa.schema(
+            [
+                ("prompt", MSG),
+                ("chosen", MSG),
+                ("rejected", MSG),
+                ("pair_id", pa.string()),
+                ("source", pa.string()),
+                ("family", pa.string()),
+            ]
+        ),
+    )
     pq.write_table(tbl, path)
     return str(path)
 
@@ -44,16 +60,23 @@ def add_round(store, name, kind="dpo", parents=(), max_length=2048, alpha=None):
     recipe = {"name": name, "kind": kind, "parents": list(parents)}
     if kind == "dpo":
         recipe["train"] = {"max_length": max_length}
-    store.con.execute("INSERT INTO rounds (name, kind, parents, alpha, recipe, recipe_toml, recipe_sha256) "
-                      "VALUES (?, ?, ?, ?, ?, '', 'x')", [name, kind, list(parents), alpha, json.dumps(recipe)])
+    store.con.execute(
+        "INSERT INTO rounds (name, kind, parents, alpha, recipe, recipe_toml, recipe_sha256) "
+        "VALUES (?, ?, ?, ?, ?, '', 'x')",
+        [name, kind, list(parents), alpha, json.dumps(recipe)],
+    )
 
 
 def register_export(store, export_id, round_name, path, kind="export"):
-    store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                      "VALUES (?, ?, ?, ?, ?, 1, 'c')", [export_id, round_name, kind, path, sha256_file(path)])
+    store.con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES (?, ?, ?, ?, ?, 1, 'c')",
+        [export_id, round_name, kind, path, sha256_file(path)],
+    )
 
 
 # -- mixtures --------------------------------------------------------------------
+
 
 def test_one_changed_byte_refuses(store, tmp_path, run_cli):
     a = write_export(tmp_path / "m11a.parquet", [("q", "c", "r")])
@@ -66,9 +89,22 @@ def test_one_changed_byte_refuses(store, tmp_path, run_cli):
     bundle = tmp_path / "bundle"
     bundle.mkdir()
     (bundle / "model-00001-of-00001.safetensors").write_bytes(b"weights" * 100)
-    store.con.execute("INSERT INTO checkpoints (name, kind, parents, path, evidence) VALUES (?, 'merge', ['so7a'], ?, ?)",
-                      ["m11a", str(bundle), json.dumps({"shard_sha256": {
-                          "model-00001-of-00001.safetensors": sha256_file(bundle / "model-00001-of-00001.safetensors")}})])
+    store.con.execute(
+        "INSERT INTO checkpoints (name, kind, parents, path, evidence) VALUES (?, 'merge', ['so7a'], ?, ?)",
+        [
+            "m11a",
+            str(bundle),
+            json.dumps(
+                {
+                    "shard_sha256": {
+                        "model-00001-of-00001.safetensors": sha256_file(
+                            bundle / "model-00001-of-00001.safetensors"
+                        )
+                    }
+                }
+            ),
+        ],
+    )
     checks = audit_mixtures(store)
     assert [c.status for c in checks] == ["ok"] * 4
     assert {c.what for c in checks} == {"export", "attached", "export evidence", "shard"}
@@ -84,10 +120,11 @@ def test_one_changed_byte_refuses(store, tmp_path, run_cli):
     assert "m6a.parquet" not in res.output.split("error:")[-1]
 
     import os
+
     os.remove(b)
     res = run_cli("audit", "mixtures", "--json")
     assert res.exit_code == 3
-    body = json.loads(res.output[:res.output.rindex("]") + 1])
+    body = json.loads(res.output[: res.output.rindex("]") + 1])
     assert {c["path"]: c["status"] for c in body}[b] == "missing"
 
 
@@ -96,9 +133,11 @@ def test_changed_shard_named(store, tmp_path):
     bundle.mkdir()
     shard = bundle / "model.safetensors"
     shard.write_bytes(b"abc")
-    store.con.execute("INSERT INTO checkpoints (name, kind, parents, path, evidence) VALUES "
-                      "('sm11a', 'soup', ['so7a', 'm11a'], ?, ?)",
-                      [str(bundle), json.dumps({"output": {"shards_sha256": {"model.safetensors": "0" * 64}}})])
+    store.con.execute(
+        "INSERT INTO checkpoints (name, kind, parents, path, evidence) VALUES "
+        "('sm11a', 'soup', ['so7a', 'm11a'], ?, ?)",
+        [str(bundle), json.dumps({"output": {"shards_sha256": {"model.safetensors": "0" * 64}}})],
+    )
     assert [c.status for c in check_mixtures(store)] == ["changed"]
     with pytest.raises(GateRefused, match="sm11a"):
         audit_mixtures(store)
@@ -106,10 +145,13 @@ def test_changed_shard_named(store, tmp_path):
 
 # -- lengths ---------------------------------------------------------------------
 
+
 def test_truncated_pair_counted(store, tmp_path, run_cli):
-    rows = [("short question", "short answer", "short wrong"),
-            ("q" * 40, "a" * 40, "loop " * 100),          # rejected runs long: 10 + 125 > 100
-            ("q" * 200, "a" * 400, "b" * 8)]              # chosen truncated: 50 + 100 > 100
+    rows = [
+        ("short question", "short answer", "short wrong"),
+        ("q" * 40, "a" * 40, "loop " * 100),  # rejected runs long: 10 + 125 > 100
+        ("q" * 200, "a" * 400, "b" * 8),
+    ]  # chosen truncated: 50 + 100 > 100
     path = write_export(tmp_path / "m11a.parquet", rows)
     add_round(store, "m11a", max_length=100)
     register_export(store, "e1", "m11a", path)
@@ -117,8 +159,8 @@ def test_truncated_pair_counted(store, tmp_path, run_cli):
     (r,) = report.rounds
     assert r.rows == 3 and r.max_length == 100
     assert (r.truncated_rows, r.truncated_chosen, r.truncated_rejected) == (2, 1, 1)
-    assert r.stats["chosen"]["max"] == 100          # ceil(400 / 4)
-    assert r.stats["prompt"]["max"] == 51           # "S\n" + 200 chars: ceil(202 / 4)
+    assert r.stats["chosen"]["max"] == 100  # ceil(400 / 4)
+    assert r.stats["prompt"]["max"] == 51  # "S\n" + 200 chars: ceil(202 / 4)
     store.close()
     res = run_cli("audit", "lengths", "--json")
     assert res.exit_code == 0
@@ -139,18 +181,25 @@ def test_lengths_with_a_counter_and_sft_rows():
 
 # -- evals ingest ----------------------------------------------------------------
 
+
 def test_ingest_simple_jsonl(store, tmp_path, run_cli, write_jsonl):
-    path = write_jsonl(tmp_path / "v6.jsonl", [
-        {"item_id": "t1", "correct": True, "extracted_answer": "4", "gold": "4", "output": "2+2 = 4"},
-        {"item_id": "t2", "score": 0.0, "output": ""},
-        {"item_id": "t3", "score": 1},
-    ])
+    path = write_jsonl(
+        tmp_path / "v6.jsonl",
+        [
+            {"item_id": "t1", "correct": True, "extracted_answer": "4", "gold": "4", "output": "2+2 = 4"},
+            {"item_id": "t2", "score": 0.0, "output": ""},
+            {"item_id": "t3", "score": 1},
+        ],
+    )
     out = ingest_evals(store, path, model="sm11a", suite="v6")
     assert out["added"] == 3
     rows = store.rows("SELECT item_id, correct, score, empty, output_len FROM evals ORDER BY item_id")
     assert [(r["item_id"], r["correct"], r["score"], r["empty"]) for r in rows] == [
-        ("t1", True, 1.0, False), ("t2", False, 0.0, True), ("t3", True, 1.0, None)]
-    assert ingest_evals(store, path, model="sm11a", suite="v6")["added"] == 0     # re-ingest adds nothing
+        ("t1", True, 1.0, False),
+        ("t2", False, 0.0, True),
+        ("t3", True, 1.0, None),
+    ]
+    assert ingest_evals(store, path, model="sm11a", suite="v6")["added"] == 0  # re-ingest adds nothing
     changed = write_jsonl(tmp_path / "v6b.jsonl", [{"item_id": "t1", "correct": False}])
     with pytest.raises(BadInput, match="already stored"):
         ingest_evals(store, changed, model="sm11a", suite="v6")
@@ -167,25 +216,48 @@ def test_ingest_lm_eval_samples(store, tmp_path, write_jsonl):
     recs = []
     for doc_id, (em_strict, em_flex) in enumerate([(1.0, 1.0), (0.0, 1.0), (0.0, 0.0)]):
         for filt, em in (("strict-match", em_strict), ("flexible-extract", em_flex)):
-            recs.append({"doc_id": doc_id, "doc": {"question": f"q{doc_id}"}, "target": str(doc_id),
-                         "arguments": {}, "resps": [[f"reasoning... #### {doc_id}"]],
-                         "filtered_resps": [str(doc_id) if em else "[invalid]"], "filter": filt,
-                         "metrics": ["exact_match"], "doc_hash": f"dh{doc_id}", "prompt_hash": f"ph{doc_id}",
-                         "target_hash": "t", "exact_match": em})
+            recs.append(
+                {
+                    "doc_id": doc_id,
+                    "doc": {"question": f"q{doc_id}"},
+                    "target": str(doc_id),
+                    "arguments": {},
+                    "resps": [[f"reasoning... #### {doc_id}"]],
+                    "filtered_resps": [str(doc_id) if em else "[invalid]"],
+                    "filter": filt,
+                    "metrics": ["exact_match"],
+                    "doc_hash": f"dh{doc_id}",
+                    "prompt_hash": f"ph{doc_id}",
+                    "target_hash": "t",
+                    "exact_match": em,
+                }
+            )
     path = write_jsonl(tmp_path / "samples_gsm8k_2026-01-10T10-00-00.jsonl", recs)
     out = ingest_evals(store, path, model="sm11a", suite="gsm8k", fmt="lm-eval")
     assert out["filter"] == "strict-match" and out["added"] == 3
-    out = ingest_evals(store, path, model="sm11d", suite="gsm8k", fmt="lm-eval", filter_name="flexible-extract")
-    got = store.rows("SELECT model, item_id, correct, doc_hash, prompt_hash, extracted_answer FROM evals "
-                     "ORDER BY model, item_id")
+    out = ingest_evals(
+        store, path, model="sm11d", suite="gsm8k", fmt="lm-eval", filter_name="flexible-extract"
+    )
+    got = store.rows(
+        "SELECT model, item_id, correct, doc_hash, prompt_hash, extracted_answer FROM evals "
+        "ORDER BY model, item_id"
+    )
     assert [r["correct"] for r in got] == [True, False, False, True, True, False]
-    assert got[0]["doc_hash"] == "dh0" and got[0]["prompt_hash"] == "ph0" and got[0]["extracted_answer"] == "0"
+    assert (
+        got[0]["doc_hash"] == "dh0" and got[0]["prompt_hash"] == "ph0" and got[0]["extracted_answer"] == "0"
+    )
     with pytest.raises(BadInput, match="doc_id"):
-        ingest_evals(store, write_jsonl(tmp_path / "x.jsonl", [{"item_id": 1, "correct": True}]),
-                     model="m", suite="s", fmt="lm-eval")
+        ingest_evals(
+            store,
+            write_jsonl(tmp_path / "x.jsonl", [{"item_id": 1, "correct": True}]),
+            model="m",
+            suite="s",
+            fmt="lm-eval",
+        )
 
 
 # -- compare ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("k,n", [(9, 26), (0, 0), (0, 5), (5, 10), (1, 6), (3, 4), (17, 26), (40, 100)])
 def test_binomial_matches_scipy(k, n):
@@ -205,11 +277,18 @@ def test_card_figures():
 
 def _battle(store, bid, prompt):
     msgs = [{"role": "user", "content": prompt}]
-    store.con.execute("INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
-                      "match_key, record_hash) VALUES (?, ?, ['o'], ['p'], 1, 'win', ?, ?)",
-                      [bid, msgs, match_key(msgs), bid])
-    return {"item_id": bid, "item_kind": "battle", "match_key": match_key(msgs), "match_text": match_text(msgs),
-            "task_key": None}
+    store.con.execute(
+        "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
+        "match_key, record_hash) VALUES (?, ?, ['o'], ['p'], 1, 'win', ?, ?)",
+        [bid, msgs, match_key(msgs), bid],
+    )
+    return {
+        "item_id": bid,
+        "item_kind": "battle",
+        "match_key": match_key(msgs),
+        "match_text": match_text(msgs),
+        "task_key": None,
+    }
 
 
 def test_compare_tallies_and_clean_subset(store, tmp_path, run_cli):
@@ -220,29 +299,60 @@ def test_compare_tallies_and_clean_subset(store, tmp_path, run_cli):
     add_round(store, "m1", parents=["base"])
     add_round(store, "sm11a", kind="soup", parents=["base", "m1"], alpha=0.5)
     add_round(store, "other", parents=["base"])
-    res = add_pairs(store, [
-        Pair(prompt="reworded b0", chosen="c", rejected="r", source="battle", origins=[Origin("battle", "b0", "x")]),
-        Pair(prompt=[{"role": "system", "content": "sys"}, {"role": "user", "content":
-                     "HELD OUT battle number 1 about topic 7"}], chosen="c", rejected="r", source="attached"),
-        Pair(prompt="something else", chosen="c", rejected="r", source="style")],
-        miner="t", miner_version="1")
-    store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                      "VALUES ('e1', 'm1', 'export', 'x', 's', 3, 'c')")
+    res = add_pairs(
+        store,
+        [
+            Pair(
+                prompt="reworded b0",
+                chosen="c",
+                rejected="r",
+                source="battle",
+                origins=[Origin("battle", "b0", "x")],
+            ),
+            Pair(
+                prompt=[
+                    {"role": "system", "content": "sys"},
+                    {"role": "user", "content": "HELD OUT battle number 1 about topic 7"},
+                ],
+                chosen="c",
+                rejected="r",
+                source="attached",
+            ),
+            Pair(prompt="something else", chosen="c", rejected="r", source="style"),
+        ],
+        miner="t",
+        miner_version="1",
+    )
+    store.con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES ('e1', 'm1', 'export', 'x', 's', 3, 'c')"
+    )
     for i, pid in enumerate(res.pair_ids):
         store.con.execute("INSERT INTO export_rows VALUES ('e1', ?, ?)", [i, pid])
     # Judgments: sm11a vs so7a, seats mixed; b2 judged twice (both seats).
-    verdicts = [("b0", "sm11a", "so7a", "a", False, False), ("b1", "so7a", "sm11a", "b", False, True),
-                ("b2", "sm11a", "so7a", "a", True, False), ("b2", "so7a", "sm11a", "tie", False, False),
-                ("b3", "sm11a", "so7a", "b", False, False), ("b4", "so7a", "sm11a", "tie", False, False),
-                ("b5", "sm11a", "so7a", "tie", False, False), ("b6", "sm11a", "so7a", "a", False, False)]
+    verdicts = [
+        ("b0", "sm11a", "so7a", "a", False, False),
+        ("b1", "so7a", "sm11a", "b", False, True),
+        ("b2", "sm11a", "so7a", "a", True, False),
+        ("b2", "so7a", "sm11a", "tie", False, False),
+        ("b3", "sm11a", "so7a", "b", False, False),
+        ("b4", "so7a", "sm11a", "tie", False, False),
+        ("b5", "sm11a", "so7a", "tie", False, False),
+        ("b6", "sm11a", "so7a", "a", False, False),
+    ]
     for i, (bid, ma, mb, w, fa, fb) in enumerate(verdicts):
-        store.con.execute("INSERT INTO judgments (judgment_id, battle_id, model_a, model_b, winner, heavy_flaw_a, "
-                          "heavy_flaw_b) VALUES (?, ?, ?, ?, ?, ?, ?)", [f"j{i}", bid, ma, mb, w, fa, fb])
+        store.con.execute(
+            "INSERT INTO judgments (judgment_id, battle_id, model_a, model_b, winner, heavy_flaw_a, "
+            "heavy_flaw_b) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [f"j{i}", bid, ma, mb, w, fa, fb],
+        )
     # Evals: sm11a right on 1..6, so7a right on 4..9 of 10 items.
     for m, right in (("sm11a", range(1, 7)), ("so7a", range(4, 10))):
         for i in range(10):
-            store.con.execute("INSERT INTO evals (model, suite, item_id, correct, origin) VALUES (?, 'math', ?, ?, 't')",
-                              [m, f"q{i}", i in right])
+            store.con.execute(
+                "INSERT INTO evals (model, suite, item_id, correct, origin) VALUES (?, 'math', ?, ?, 't')",
+                [m, f"q{i}", i in right],
+            )
     c = compare(store, "sm11a", "so7a", suite="math")
     assert (c.accuracy_a.correct, c.accuracy_b.correct) == (6, 6)
     assert (c.flips.a_only, c.flips.b_only, c.flips.both, c.flips.neither) == (3, 3, 3, 1)
@@ -251,7 +361,7 @@ def test_compare_tallies_and_clean_subset(store, tmp_path, run_cli):
     # b0 A, b1 A (B seat won = sm11a), b2 A (+1 tie 0), b3 B, b4 tie, b5 tie, b6 A -> 4-1-2
     assert (j.battles, j.a_wins, j.b_wins, j.ties) == (7, 4, 1, 2)
     assert j.sign_p == pytest.approx(binomtest(4, 5, 0.5).pvalue)
-    assert (j.heavy_flaws_a, j.heavy_flaws_b) == (2, 0)   # b1 (seat b flagged = sm11a), b2
+    assert (j.heavy_flaws_a, j.heavy_flaws_b) == (2, 0)  # b1 (seat b flagged = sm11a), b2
     assert c.trained_by == {"sm11a": ["b0", "b1"], "so7a": []}
     assert c.clean_battles == ["b2", "b3", "b4", "b5", "b6"]
     cl = c.judge_clean
@@ -269,12 +379,15 @@ def test_lengths_with_a_bundle_tokenizer(store, tmp_path, run_cli):
     from train.tiny import tiny_tokenizer
 
     bundle = tmp_path / "tiny"
-    tiny_tokenizer().save_pretrained(str(bundle))      # a bundle's tokenizer files, without the weights
-    path = write_export(tmp_path / "m11a.parquet", [("What is 12 + 30?", "12 + 30 = 42\nFinal answer: 42", "43")])
+    tiny_tokenizer().save_pretrained(str(bundle))  # a bundle's tokenizer files, without the weights
+    path = write_export(
+        tmp_path / "m11a.parquet", [("What is 12 + 30?", "12 + 30 = 42\nFinal answer: 42", "43")]
+    )
     add_round(store, "m11a", max_length=4)
     register_export(store, "e1", "m11a", path)
-    store.con.execute("INSERT INTO checkpoints (name, kind, parents, path) VALUES ('so7a', 'merge', [], ?)",
-                      [str(bundle)])
+    store.con.execute(
+        "INSERT INTO checkpoints (name, kind, parents, path) VALUES ('so7a', 'merge', [], ?)", [str(bundle)]
+    )
     store.close()
     res = run_cli("audit", "lengths", "--model", "so7a", "--json")
     assert res.exit_code == 0, res.output
@@ -293,8 +406,11 @@ def test_real_export_files_checked_and_measured(round_r1, tmp_path, run_cli):
     export_round(store, "r1", tmp_path / "out")
     checks = audit_mixtures(store)
     assert sorted((c.what, Path(c.path).name) for c in checks) == [
-        ("export", "r1.parquet"), ("export", "r1.sft.parquet"),
-        ("export evidence", "r1.training_evidence.json"), ("export evidence", "r1.training_evidence.json")]
+        ("export", "r1.parquet"),
+        ("export", "r1.sft.parquet"),
+        ("export evidence", "r1.training_evidence.json"),
+        ("export evidence", "r1.training_evidence.json"),
+    ]
     report = audit_lengths(store)
     by_file = {Path(r.source).name: r for r in report.rounds}
     assert set(by_file) == {"r1.parquet", "r1.sft.parquet"}

@@ -14,44 +14,70 @@ from pairstore.holdout.ngrams import benchmark_hits, register_benchmark, words
 from pairstore.tables.pairs import Pair, add_pairs
 
 GSM = [
-    {"question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
-                 "in May. How many clips did Natalia sell altogether in April and May?", "answer": "#### 72"},
-    {"question": "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. "
-                 "How much did she earn?", "answer": "#### 10"},
-    {"question": "Betty is saving money for a new wallet which costs $100. Betty has only half of the money "
-                 "she needs. How much more money does Betty need to buy the wallet?", "answer": "#### 5"},
+    {
+        "question": "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips "
+        "in May. How many clips did Natalia sell altogether in April and May?",
+        "answer": "#### 72",
+    },
+    {
+        "question": "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. "
+        "How much did she earn?",
+        "answer": "#### 10",
+    },
+    {
+        "question": "Betty is saving money for a new wallet which costs $100. Betty has only half of the money "
+        "she needs. How much more money does Betty need to buy the wallet?",
+        "answer": "#### 5",
+    },
 ]
 
 
 def _lm_eval_ngrams(text: str, n: int) -> set[str]:
     """The lm-evaluation-harness janitor, written out plainly: the reference for normalization."""
-    table = str.maketrans(string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2,
-                          string.punctuation)
+    table = str.maketrans(
+        string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2, string.punctuation
+    )
     toks = text.translate(table).split()
-    return {" ".join(toks[i:i + n]) for i in range(len(toks) - n + 1)}
+    return {" ".join(toks[i : i + n]) for i in range(len(toks) - n + 1)}
 
 
 def test_words_match_lm_eval_normalization():
-    texts = ["Hello, World!  it's\ta TEST.", "  lead  and trail  ", "", "Ünïcode STRAßE x\u00a0y",
-             "a\x1cb\u2003c\u3000d\u2028e \u201cquoted\u201d\u00e9\u2014dash\x85", "\u3001\u30a2 x"]
+    texts = [
+        "Hello, World!  it's\ta TEST.",
+        "  lead  and trail  ",
+        "",
+        "Ünïcode STRAßE x\u00a0y",
+        "a\x1cb\u2003c\u3000d\u2028e \u201cquoted\u201d\u00e9\u2014dash\x85",
+        "\u3001\u30a2 x",
+    ]
     flat, doc = words(texts)
-    table = str.maketrans(string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2,
-                          string.punctuation)
+    table = str.maketrans(
+        string.ascii_lowercase + string.ascii_uppercase, string.ascii_lowercase * 2, string.punctuation
+    )
     expected = [(i, w) for i, t in enumerate(texts) for w in t.translate(table).split()]
     assert list(zip(doc.tolist(), flat.to_pylist())) == expected
 
 
 def make_store(store, tmp_path):
-    planted = ("Here is a puzzle for you. " + GSM[0]["question"].upper().replace(",", " ,") +
-               " Think carefully.")
-    partial = "Weng earns $12 an hour for babysitting. Yesterday she did"   # 10 words of item 1 only
-    res = add_pairs(store, [
-        Pair(prompt=planted, chosen="72", rejected="70", source="self_repair"),
-        Pair(prompt="What is the capital of France?", chosen="Paris", rejected="Lyon", source="style"),
-        Pair(prompt=partial, chosen="x", rejected="y", source="style"),
-    ], miner="t", miner_version="1")
-    store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                      "VALUES ('e1', 'm11a', 'export', ?, 's', 2, 'c')", [str(tmp_path / "m11a.parquet")])
+    planted = (
+        "Here is a puzzle for you. " + GSM[0]["question"].upper().replace(",", " ,") + " Think carefully."
+    )
+    partial = "Weng earns $12 an hour for babysitting. Yesterday she did"  # 10 words of item 1 only
+    res = add_pairs(
+        store,
+        [
+            Pair(prompt=planted, chosen="72", rejected="70", source="self_repair"),
+            Pair(prompt="What is the capital of France?", chosen="Paris", rejected="Lyon", source="style"),
+            Pair(prompt=partial, chosen="x", rejected="y", source="style"),
+        ],
+        miner="t",
+        miner_version="1",
+    )
+    store.con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES ('e1', 'm11a', 'export', ?, 's', 2, 'c')",
+        [str(tmp_path / "m11a.parquet")],
+    )
     store.con.execute("INSERT INTO export_rows VALUES ('e1', 0, ?), ('e1', 1, ?)", res.pair_ids[:2])
     return res.pair_ids
 
@@ -81,11 +107,14 @@ def test_register_feeds_benchmark_hits(store, tmp_path, write_jsonl):
     assert report.registered
     assert store.scalar("SELECT count(*) FROM benchmark_refs WHERE benchmark = 'gsm8k-test'") == 3
     assert store.scalar("SELECT count(*) FROM audit_log WHERE action = 'benchmark_register'") == 1
-    texts = pa.table({"row_index": pa.array([10, 11, 12], pa.int64()),
-                      "text": ["intro. " + GSM[2]["question"].lower(), "nothing to see here",
-                               GSM[1]["question"][:40]]})
+    texts = pa.table(
+        {
+            "row_index": pa.array([10, 11, 12], pa.int64()),
+            "text": ["intro. " + GSM[2]["question"].lower(), "nothing to see here", GSM[1]["question"][:40]],
+        }
+    )
     assert benchmark_hits(store, texts) == [(10, "gsm8k-test", "2")]
-    assert benchmark_hits(store, texts, n=8) == []          # nothing registered with n=8
+    assert benchmark_hits(store, texts, n=8) == []  # nothing registered with n=8
     # Re-registering replaces, never duplicates.
     register_benchmark(store, "gsm8k-test", [("a", GSM[0]["question"])])
     assert store.scalar("SELECT count(*) FROM benchmark_refs WHERE benchmark = 'gsm8k-test'") == 1
@@ -97,8 +126,13 @@ def test_hashes_agree_with_plain_python_reference(store):
     items = [GSM[0]["question"], GSM[1]["question"], GSM[2]["question"]]
     register_benchmark(store, "b", list(zip(["0", "1", "2"], items)))
     ref = set().union(*[_lm_eval_ngrams(t, 13) for t in items])
-    rows = ["x " + items[0][:90] + " y", "Betty is saving money for a new wallet which costs $100. Betty has",
-            items[1].replace(" ", "\n"), "unrelated", items[2][20:]]
+    rows = [
+        "x " + items[0][:90] + " y",
+        "Betty is saving money for a new wallet which costs $100. Betty has",
+        items[1].replace(" ", "\n"),
+        "unrelated",
+        items[2][20:],
+    ]
     texts = pa.table({"row_index": pa.array(range(len(rows)), pa.int64()), "text": rows})
     got = sorted({r for r, _, _ in benchmark_hits(store, texts)})
     want = [i for i, t in enumerate(rows) if _lm_eval_ngrams(t, 13) & ref]
@@ -106,14 +140,26 @@ def test_hashes_agree_with_plain_python_reference(store):
 
 
 def test_benchmark_formats(tmp_path, write_jsonl):
-    math = load_benchmark(write_jsonl(tmp_path / "math.jsonl", [
-        {"problem": "Find $x$.", "solution": "x=1", "unique_id": "test/algebra/1.json"}]))
+    math = load_benchmark(
+        write_jsonl(
+            tmp_path / "math.jsonl",
+            [{"problem": "Find $x$.", "solution": "x=1", "unique_id": "test/algebra/1.json"}],
+        )
+    )
     assert math[0].item_id == "test/algebra/1.json" and math[0].text == "Find $x$."
-    ifeval = load_benchmark(write_jsonl(tmp_path / "ifeval.jsonl", [
-        {"key": 1000, "prompt": "Write a poem.", "instruction_id_list": ["x"], "kwargs": [{}]}]))
+    ifeval = load_benchmark(
+        write_jsonl(
+            tmp_path / "ifeval.jsonl",
+            [{"key": 1000, "prompt": "Write a poem.", "instruction_id_list": ["x"], "kwargs": [{}]}],
+        )
+    )
     assert (ifeval[0].item_id, ifeval[0].text) == ("1000", "Write a poem.")
-    mmlu = load_benchmark(write_jsonl(tmp_path / "mmlu.jsonl", [
-        {"question": "What is 2+2?", "subject": "math", "choices": ["1", "2", "3", "4"], "answer": 3}]))
+    mmlu = load_benchmark(
+        write_jsonl(
+            tmp_path / "mmlu.jsonl",
+            [{"question": "What is 2+2?", "subject": "math", "choices": ["1", "2", "3", "4"], "answer": 3}],
+        )
+    )
     assert mmlu[0].text == "What is 2+2?" and mmlu[0].item_id == "0"
     csv_path = tmp_path / "abstract_algebra_test.csv"
     csv_path.write_text('"Find the degree, of Q.",0,4,2,6,B\n', encoding="utf-8")
@@ -141,7 +187,9 @@ def test_cli_decontam(store, db_path, tmp_path, run_cli, write_jsonl):
     res = run_cli("sql", "SELECT count(*) AS n FROM benchmark_refs")
     assert "3" in res.output
     # A read-only store with every pair (the open leaves a partly fetched result on the connection).
-    res = run_cli("audit", "decontam", "--benchmark", "gsm8k-test", "--path", bench, "--all-pairs", "--n", "8")
+    res = run_cli(
+        "audit", "decontam", "--benchmark", "gsm8k-test", "--path", bench, "--all-pairs", "--n", "8"
+    )
     assert res.exit_code == 0, res.output
     assert "2 contaminated" in res.output
     res = run_cli("audit", "decontam", "--benchmark", "x", "--path", str(tmp_path / "nope.jsonl"))
@@ -156,7 +204,9 @@ def test_stored_hash_is_the_documented_formula(store):
     text = "One two three four five six seven eight nine ten eleven twelve thirteen"
     register_benchmark(store, "b", [("x", text)])
     words_ = text.lower().split()
-    want = sum(xxhash.xxh3_64_intdigest(w.encode()) * pow(Q, k, 1 << 64) for k, w in enumerate(words_)) % (1 << 64)
+    want = sum(xxhash.xxh3_64_intdigest(w.encode()) * pow(Q, k, 1 << 64) for k, w in enumerate(words_)) % (
+        1 << 64
+    )
     assert store.rows("SELECT ngram FROM benchmark_ngrams") == [{"ngram": want}]
 
 
@@ -170,7 +220,7 @@ def test_benchmark_read_from_hub_and_save_to_disk_folders(tmp_path):
     real = Path(__file__).parent / "fixtures" / "real"
     from_file = load_benchmark(real / "MATH-500" / "test.jsonl")
     assert len(from_file) == 2 and load_benchmark(real / "MATH-500") == from_file
-    gsm8k = load_benchmark(real / "gsm8k" / "main")        # the test parquet of the Hub layout, not train
+    gsm8k = load_benchmark(real / "gsm8k" / "main")  # the test parquet of the Hub layout, not train
     assert [i.text for i in gsm8k] and all("Janet" in i.text for i in gsm8k)
     rows = [json.loads(line) for line in (real / "MATH-500" / "test.jsonl").read_text().splitlines()]
     datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "saved"))

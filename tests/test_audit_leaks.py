@@ -15,10 +15,12 @@ from pairstore.ingest.pair_files import read_pair_file
 from pairstore.keys import match_key, match_text
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
-WORDS = ("apple river quantum ledger violet harbor crystal meadow engine sonnet falcon glacier "
-         "pepper lantern orbit marble tundra cactus velvet beacon canyon saddle prism thimble "
-         "walnut zephyr basalt comet dune ember fjord grove hollow iris jasper kettle lagoon "
-         "mosaic nectar oasis pebble quill raven summit timber umber vortex willow yarrow").split()
+WORDS = (
+    "apple river quantum ledger violet harbor crystal meadow engine sonnet falcon glacier "
+    "pepper lantern orbit marble tundra cactus velvet beacon canyon saddle prism thimble "
+    "walnut zephyr basalt comet dune ember fjord grove hollow iris jasper kettle lagoon "
+    "mosaic nectar oasis pebble quill raven summit timber umber vortex willow yarrow"
+).split()
 
 
 def _word(i: int, k: int) -> str:
@@ -41,9 +43,19 @@ def make_battles(store, n=40):
     for bid, msgs, mk in rows:
         store.con.execute(
             "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key, "
-            "record_hash) VALUES (?, ?, ['own'], ['opp'], 1, 'loss', ?, ?)", [bid, msgs, mk, bid])
-    held = [{"item_id": bid, "item_kind": "battle", "match_key": mk, "match_text": match_text(msgs),
-             "task_key": None} for bid, msgs, mk in rows[:34]]
+            "record_hash) VALUES (?, ?, ['own'], ['opp'], 1, 'loss', ?, ?)",
+            [bid, msgs, mk, bid],
+        )
+    held = [
+        {
+            "item_id": bid,
+            "item_kind": "battle",
+            "match_key": mk,
+            "match_text": match_text(msgs),
+            "task_key": None,
+        }
+        for bid, msgs, mk in rows[:34]
+    ]
     add_members(store, "judge34", held, method="test")
 
 
@@ -54,42 +66,87 @@ def fullwidth(s: str) -> str:
 def leaky_records(store):
     """13 held-out battles (b000..b012) in 13 forms, plus rows of non-held battles and fresh prompts."""
     p = {i: battle_prompt(i) for i in range(40)}
-    pair = Pair(prompt="an entirely reworded question about b009", chosen="c", rejected="r", source="battle",
-                origins=[Origin("battle", "b009", "vote=loss → opponent chosen")])
+    pair = Pair(
+        prompt="an entirely reworded question about b009",
+        chosen="c",
+        rejected="r",
+        source="battle",
+        origins=[Origin("battle", "b009", "vote=loss → opponent chosen")],
+    )
     pair_id = add_pairs(store, [pair], miner="battle", miner_version="1").pair_ids[0]
     recs = [
-        {"prompt": p[0], "chosen": "a", "rejected": "b"},                                   # verbatim
-        {"prompt": p[1].replace("\n", "\r\n"), "chosen": "a", "rejected": "b"},             # CRLF
-        {"prompt": p[2] + "   \t ", "chosen": "a", "rejected": "b"},                        # trailing spaces
-        {"prompt": fullwidth(p[3]), "chosen": "a", "rejected": "b"},                        # fullwidth
-        {"prompt": [{"role": "system", "content": "You are Brook."},                        # system prompt
-                    {"role": "user", "content": p[4]}], "chosen": "a", "rejected": "b"},
-        {"prompt": p[5] + " Please answer in three short paragraphs.", "chosen": "a",       # a sentence added
-         "rejected": "b"},
-        {"prompt": p[6].upper(), "chosen": "a", "rejected": "b"},                           # case
-        {"prompt": p[7].replace(" ", "\t"), "chosen": "a", "rejected": "b"},                # tabs
-        {"prompt": "completely different words", "battle_id": "b008", "chosen": "a",        # origin id column
-         "rejected": "b"},
-        {"prompt": "an entirely reworded question about b009", "pair_id": pair_id,          # store origins
-         "chosen": "c", "rejected": "r"},
-        {"chosen": [{"role": "user", "content": p[10]}, {"role": "assistant", "content": "a"}],  # UF layout
-         "rejected": [{"role": "user", "content": p[10]}, {"role": "assistant", "content": "b"}]},
-        {"prompt": p[11], "system": "Be brief.", "chosen": "a", "rejected": "b"},           # system field
-        {"prompt": unicodedata.normalize("NFKD", p[12]), "chosen": "a", "rejected": "b"},   # NFKD
+        {"prompt": p[0], "chosen": "a", "rejected": "b"},  # verbatim
+        {"prompt": p[1].replace("\n", "\r\n"), "chosen": "a", "rejected": "b"},  # CRLF
+        {"prompt": p[2] + "   \t ", "chosen": "a", "rejected": "b"},  # trailing spaces
+        {"prompt": fullwidth(p[3]), "chosen": "a", "rejected": "b"},  # fullwidth
+        {
+            "prompt": [
+                {"role": "system", "content": "You are Brook."},  # system prompt
+                {"role": "user", "content": p[4]},
+            ],
+            "chosen": "a",
+            "rejected": "b",
+        },
+        {
+            "prompt": p[5] + " Please answer in three short paragraphs.",
+            "chosen": "a",  # a sentence added
+            "rejected": "b",
+        },
+        {"prompt": p[6].upper(), "chosen": "a", "rejected": "b"},  # case
+        {"prompt": p[7].replace(" ", "\t"), "chosen": "a", "rejected": "b"},  # tabs
+        {
+            "prompt": "completely different words",
+            "battle_id": "b008",
+            "chosen": "a",  # origin id column
+            "rejected": "b",
+        },
+        {
+            "prompt": "an entirely reworded question about b009",
+            "pair_id": pair_id,  # store origins
+            "chosen": "c",
+            "rejected": "r",
+        },
+        {
+            "chosen": [
+                {"role": "user", "content": p[10]},
+                {"role": "assistant", "content": "a"},
+            ],  # UF layout
+            "rejected": [{"role": "user", "content": p[10]}, {"role": "assistant", "content": "b"}],
+        },
+        {"prompt": p[11], "system": "Be brief.", "chosen": "a", "rejected": "b"},  # system field
+        {"prompt": unicodedata.normalize("NFKD", p[12]), "chosen": "a", "rejected": "b"},  # NFKD
     ]
-    recs += [{"prompt": p[i], "chosen": "a", "rejected": "b"} for i in range(34, 40)]      # not held out
-    recs += [{"prompt": f"fresh question number {i} about {_word(i, 99)}", "chosen": "a", "rejected": "b"}
-             for i in range(5)]
+    recs += [{"prompt": p[i], "chosen": "a", "rejected": "b"} for i in range(34, 40)]  # not held out
+    recs += [
+        {"prompt": f"fresh question number {i} about {_word(i, 99)}", "chosen": "a", "rejected": "b"}
+        for i in range(5)
+    ]
     return recs
 
 
 def clean_parquet(path):
     msg = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-    rows = [{"prompt": [{"role": "system", "content": "sys"}, {"role": "user", "content": battle_prompt(i)}],
-             "chosen": [{"role": "assistant", "content": "x"}], "rejected": [{"role": "assistant", "content": "y"}],
-             "pair_id": f"p{i}", "source": "battle", "family": None} for i in range(34, 40)]
-    schema = pa.schema([("prompt", msg), ("chosen", msg), ("rejected", msg), ("pair_id", pa.string()),
-                        ("source", pa.string()), ("family", pa.string())])
+    rows = [
+        {
+            "prompt": [{"role": "system", "content": "sys"}, {"role": "user", "content": battle_prompt(i)}],
+            "chosen": [{"role": "assistant", "content": "x"}],
+            "rejected": [{"role": "assistant", "content": "y"}],
+            "pair_id": f"p{i}",
+            "source": "battle",
+            "family": None,
+        }
+        for i in range(34, 40)
+    ]
+    schema = pa.schema(
+        [
+            ("prompt", msg),
+            ("chosen", msg),
+            ("rejected", msg),
+            ("pair_id", pa.string()),
+            ("source", pa.string()),
+            ("family", pa.string()),
+        ]
+    )
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
     return str(path)
 
@@ -98,15 +155,16 @@ def test_documented_finding_21_clean_13_leaked(store, tmp_path, write_jsonl):
     make_battles(store)
     leaky = write_jsonl(tmp_path / "s2_pairs_lf1.jsonl", leaky_records(store))
     other = clean_parquet(tmp_path / "s2_pairs_r8.parquet")
-    third = write_jsonl(tmp_path / "style.jsonl", [{"prompt": "unrelated style prompt", "chosen": "a",
-                                                    "rejected": "b"}])
+    third = write_jsonl(
+        tmp_path / "style.jsonl", [{"prompt": "unrelated style prompt", "chosen": "a", "rejected": "b"}]
+    )
     report = audit_leaks(store, "judge34", [leaky, other, third])
     d = report.as_dict()
     assert d["holdout"] == {"name": "judge34", "size": 34, "clean": 21, "leaked": 13}
     by_path = {f["path"]: f for f in d["files"]}
     lf1 = by_path[leaky]
     assert sorted(lf1["leaked_ids"] + lf1["near_ids"]) == [f"b{i:03d}" for i in range(13)]
-    assert lf1["near_ids"] == ["b005"]          # the added sentence is a near copy
+    assert lf1["near_ids"] == ["b005"]  # the added sentence is a near copy
     assert lf1["rows"] == 13 + 6 + 5
     assert len(lf1["sha256"]) == 64
     for p in (other, third):
@@ -117,12 +175,29 @@ def test_cli_json_contract_and_registered_mixtures(store, db_path, tmp_path, run
     make_battles(store)
     leaky = write_jsonl(tmp_path / "lf1.jsonl", leaky_records(store))
     other = clean_parquet(tmp_path / "r8.parquet")
-    for i, (path, rnd) in enumerate([(leaky, "m11a"), (other, "s2r8c"), (str(tmp_path / "gone.parquet"), "m1")]):
-        store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                          "VALUES (?, ?, 'attached', ?, 'x', 1, 'y')", [f"e{i}", rnd, path])
+    for i, (path, rnd) in enumerate(
+        [(leaky, "m11a"), (other, "s2r8c"), (str(tmp_path / "gone.parquet"), "m1")]
+    ):
+        store.con.execute(
+            "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+            "VALUES (?, ?, 'attached', ?, 'x', 1, 'y')",
+            [f"e{i}", rnd, path],
+        )
     # The missing file's rows come from export_rows: one pair from held-out battle b020.
-    gone = add_pairs(store, [Pair(prompt=battle_prompt(20), chosen="c", rejected="r", source="battle",
-                                  origins=[Origin("battle", "b020", "vote=win")])], miner="t", miner_version="1")
+    gone = add_pairs(
+        store,
+        [
+            Pair(
+                prompt=battle_prompt(20),
+                chosen="c",
+                rejected="r",
+                source="battle",
+                origins=[Origin("battle", "b020", "vote=win")],
+            )
+        ],
+        miner="t",
+        miner_version="1",
+    )
     store.con.execute("INSERT INTO export_rows VALUES ('e2', 0, ?)", [gone.pair_ids[0]])
     store.close()
 
@@ -159,13 +234,21 @@ def test_bad_pair_file_names_line_and_field(store, tmp_path, run_cli, write_json
 
 
 def test_read_pair_file_layouts(tmp_path, write_jsonl):
-    path = write_jsonl(tmp_path / "f.jsonl", [
-        {"question": "q1", "chosen": "a", "rejected": "b"},
-        {"messages": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"},
-                      {"role": "assistant", "content": "ans"}]},
-        {"prompt": "p", "completion": [{"role": "assistant", "content": "done"}]},
-        {"conversations": [{"from": "human", "value": "hi there"}, {"from": "gpt", "value": "hello"}]},
-    ])
+    path = write_jsonl(
+        tmp_path / "f.jsonl",
+        [
+            {"question": "q1", "chosen": "a", "rejected": "b"},
+            {
+                "messages": [
+                    {"role": "system", "content": "s"},
+                    {"role": "user", "content": "u"},
+                    {"role": "assistant", "content": "ans"},
+                ]
+            },
+            {"prompt": "p", "completion": [{"role": "assistant", "content": "done"}]},
+            {"conversations": [{"from": "human", "value": "hi there"}, {"from": "gpt", "value": "hello"}]},
+        ],
+    )
     rows = read_pair_file(path)
     assert [r.prompt[-1]["content"] for r in rows] == ["q1", "u", "p", "hi there"]
     assert rows[3].chosen == "hello"

@@ -16,8 +16,10 @@ from pairstore.keys import match_key, match_text, sha256_file
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
 MSG = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-BENCH_Q = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-           "How many clips did Natalia sell altogether in April and May?")
+BENCH_Q = (
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+    "How many clips did Natalia sell altogether in April and May?"
+)
 
 
 class SectionParser(HTMLParser):
@@ -54,62 +56,120 @@ def _round(store, name, kind, parents, alpha=None, max_length=None):
     recipe = {"name": name, "kind": kind, "parents": parents}
     if kind == "dpo":
         recipe["train"] = {"max_length": max_length, "max_steps": 10, "learning_rate": 1e-6}
-    store.con.execute("INSERT INTO rounds (name, kind, parents, alpha, recipe, recipe_toml, recipe_sha256) "
-                      "VALUES (?, ?, ?, ?, ?, '', 'x')", [name, kind, parents, alpha, json.dumps(recipe)])
+    store.con.execute(
+        "INSERT INTO rounds (name, kind, parents, alpha, recipe, recipe_toml, recipe_sha256) "
+        "VALUES (?, ?, ?, ?, ?, '', 'x')",
+        [name, kind, parents, alpha, json.dumps(recipe)],
+    )
 
 
 def build_store(store, tmp_path):
     members = []
     for i in range(6):
-        msgs = [{"role": "user", "content": f"held-out battle {i}: explain topic number {i * 13} in detail please"}]
-        store.con.execute("INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
-                          "match_key, record_hash) VALUES (?, ?, ['o'], ['p'], 1, 'loss', ?, ?)",
-                          [f"b{i}", msgs, match_key(msgs), f"b{i}"])
-        members.append({"item_id": f"b{i}", "item_kind": "battle", "match_key": match_key(msgs),
-                        "match_text": match_text(msgs), "task_key": None})
+        msgs = [
+            {
+                "role": "user",
+                "content": f"held-out battle {i}: explain topic number {i * 13} in detail please",
+            }
+        ]
+        store.con.execute(
+            "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
+            "match_key, record_hash) VALUES (?, ?, ['o'], ['p'], 1, 'loss', ?, ?)",
+            [f"b{i}", msgs, match_key(msgs), f"b{i}"],
+        )
+        members.append(
+            {
+                "item_id": f"b{i}",
+                "item_kind": "battle",
+                "match_key": match_key(msgs),
+                "match_text": match_text(msgs),
+                "task_key": None,
+            }
+        )
     add_members(store, "judge6", members)
-    register_benchmark(store, "gsm8k-test", [("0", BENCH_Q), ("1", "Weng earns $12 an hour for babysitting.")])
+    register_benchmark(
+        store, "gsm8k-test", [("0", BENCH_Q), ("1", "Weng earns $12 an hour for babysitting.")]
+    )
     _round(store, "base", "base", [])
     _round(store, "m1", "dpo", ["base"], max_length=60)
     _round(store, "s1", "soup", ["base", "m1"], alpha=0.5)
     _round(store, "s2", "soup", ["base", "m1"], alpha=0.75)
     pairs = [
-        Pair(prompt="reworded held-out battle", chosen="good", rejected="bad", source="battle",
-             origins=[Origin("battle", "b0", "vote=loss → opponent chosen")]),          # a leak by origin id
-        Pair(prompt="Solve: " + BENCH_Q, chosen="72", rejected="70", source="self_repair"),   # contaminated
-        Pair(prompt="Count the r's in strawberry.", chosen="There are 3.\n\nFinal answer: 3",
-             rejected="r r r r " * 60, source="loopfix", family="letter_count"),             # rejected truncated
-        Pair(prompt="Be polite.", chosen="Sure. " * 70, rejected="No.", source="style"),     # chosen truncated
+        Pair(
+            prompt="reworded held-out battle",
+            chosen="good",
+            rejected="bad",
+            source="battle",
+            origins=[Origin("battle", "b0", "vote=loss → opponent chosen")],
+        ),  # a leak by origin id
+        Pair(prompt="Solve: " + BENCH_Q, chosen="72", rejected="70", source="self_repair"),  # contaminated
+        Pair(
+            prompt="Count the r's in strawberry.",
+            chosen="There are 3.\n\nFinal answer: 3",
+            rejected="r r r r " * 60,
+            source="loopfix",
+            family="letter_count",
+        ),  # rejected truncated
+        Pair(prompt="Be polite.", chosen="Sure. " * 70, rejected="No.", source="style"),  # chosen truncated
     ]
     res = add_pairs(store, pairs, miner="t", miner_version="1")
     rows = store.rows("SELECT pair_id, prompt, chosen, rejected, source, family FROM pairs")
     by_id = {r["pair_id"]: r for r in rows}
-    table = pa.Table.from_pylist([{
-        "prompt": [dict(m) for m in by_id[pid]["prompt"]], "chosen": [{"role": "assistant", "content": by_id[pid]["chosen"]}],
-        "rejected": [{"role": "assistant", "content": by_id[pid]["rejected"]}], "pair_id": pid,
-        "source": by_id[pid]["source"], "family": by_id[pid]["family"]} for pid in res.pair_ids],
-        schema=pa.schema([("prompt", MSG), ("chosen", MSG), ("rejected", MSG), ("pair_id", pa.string()),
-                          ("source", pa.string()), ("family", pa.string())]))
+    table = pa.Table.from_pylist(
+        [
+            {
+                "prompt": [dict(m) for m in by_id[pid]["prompt"]],
+                "chosen": [{"role": "assistant", "content": by_id[pid]["chosen"]}],
+                "rejected": [{"role": "assistant", "content": by_id[pid]["rejected"]}],
+                "pair_id": pid,
+                "source": by_id[pid]["source"],
+                "family": by_id[pid]["family"],
+            }
+            for pid in res.pair_ids
+        ],
+        schema=pa.schema(
+            [
+                ("prompt", MSG),
+                ("chosen", MSG),
+                ("rejected", MSG),
+                ("pair_id", pa.string()),
+                ("source", pa.string()),
+                ("family", pa.string()),
+            ]
+        ),
+    )
     path = tmp_path / "m1.parquet"
     pq.write_table(table, path)
-    store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                      "VALUES ('e1', 'm1', 'export', ?, ?, 4, 'c')", [str(path), sha256_file(path)])
+    store.con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES ('e1', 'm1', 'export', ?, ?, 4, 'c')",
+        [str(path), sha256_file(path)],
+    )
     for i, pid in enumerate(res.pair_ids):
         store.con.execute("INSERT INTO export_rows VALUES ('e1', ?, ?)", [i, pid])
     # Evals: accuracy rises then falls along the dose; loop flags recorded.
     acc = {"base": 4, "s1": 7, "s2": 6, "m1": 5}
     for model, k in acc.items():
         for i in range(10):
-            store.con.execute("INSERT INTO evals (model, suite, item_id, correct, loop_flagged, empty, output_len, "
-                              "origin) VALUES (?, 'v6', ?, ?, ?, false, 100, 't')", [model, f"q{i}", i < k, i == 9])
+            store.con.execute(
+                "INSERT INTO evals (model, suite, item_id, correct, loop_flagged, empty, output_len, "
+                "origin) VALUES (?, 'v6', ?, ?, ?, false, 100, 't')",
+                [model, f"q{i}", i < k, i == 9],
+            )
     for i in range(6):
-        store.con.execute("INSERT INTO judgments (judgment_id, battle_id, model_a, model_b, winner) "
-                          "VALUES (?, ?, 's1', 'base', ?)", [f"j{i}", f"b{i}", "a" if i < 3 else "tie"])
+        store.con.execute(
+            "INSERT INTO judgments (judgment_id, battle_id, model_a, model_b, winner) "
+            "VALUES (?, ?, 's1', 'base', ?)",
+            [f"j{i}", f"b{i}", "a" if i < 3 else "tie"],
+        )
     # Outputs for the loop table: one looped generation.
     for i, out in enumerate(["The answer is 3.", "strawberry " * 200]):
-        store.con.execute("INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, loop_flagged, "
-                          "loop_catastrophic, n_tokens) VALUES (?, 's1', 'prompt', 'lf2', [{'role': 'user', "
-                          "'content': 'x'}], ?, ?, ?, ?)", [f"g{i}", out, i == 1, i == 1, len(out.split())])
+        store.con.execute(
+            "INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, loop_flagged, "
+            "loop_catastrophic, n_tokens) VALUES (?, 's1', 'prompt', 'lf2', [{'role': 'user', "
+            "'content': 'x'}], ?, ?, ?, ?)",
+            [f"g{i}", out, i == 1, i == 1, len(out.split())],
+        )
 
 
 def test_report_renders_every_section(store, db_path, tmp_path, run_cli):
@@ -138,7 +198,7 @@ def test_report_renders_every_section(store, db_path, tmp_path, run_cli):
     assert "all match" in p.sections["mixture-hashes"]["text"]
     assert "2 (50.0%)" in p.sections["lengths"]["text"] and "1 (25.0%)" in p.sections["lengths"]["text"]
     assert "s1 vs base" in p.sections["evaluation"]["text"] and "3-0-3" in p.sections["evaluation"]["text"]
-    assert "http" not in html_text.replace("http-equiv", "")   # nothing fetched from outside
+    assert "http" not in html_text.replace("http-equiv", "")  # nothing fetched from outside
 
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "## Training data" in md and "## Evaluation" in md

@@ -30,7 +30,7 @@ def read(path: Path) -> dict:
 def assert_portable(bundle: Path) -> None:
     tok = read(bundle / "tokenizer_config.json")
     assert tok["tokenizer_class"] == "PreTrainedTokenizerFast"
-    assert tok["model_input_names"] == ["input_ids", "attention_mask"]   # 4.x would add token_type_ids
+    assert tok["model_input_names"] == ["input_ids", "attention_mask"]  # 4.x would add token_type_ids
     assert tok["chat_template"] == (bundle / "chat_template.jinja").read_text(encoding="utf-8")
     cfg = read(bundle / "config.json")
     assert all(k in cfg for k in V4_AND_V5), sorted(cfg)
@@ -49,8 +49,10 @@ def merged_and_souped(tiny, tmp_path_factory):
 
     work = tmp_path_factory.mktemp("compat")
     torch.manual_seed(1)
-    lora = get_peft_model(load_model(tiny, dtype=torch.float32),
-                          LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    lora = get_peft_model(
+        load_model(tiny, dtype=torch.float32),
+        LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )
     lora.save_pretrained(str(work / "adapter"))
     merged = merge_adapter(tiny, work / "adapter", work / "merge").out_dir
     soup(tiny, merged, 0.5, work / "soup")
@@ -81,14 +83,27 @@ def test_a_transformers_5_only_bundle_is_fixed_on_copy_and_left_alone_when_alrea
     raw.mkdir()
     for name in ("tokenizer.json", "chat_template.jinja", "generation_config.json"):
         (raw / name).write_bytes((tiny / name).read_bytes())
-    (raw / "tokenizer_config.json").write_text(json.dumps({"backend": "tokenizers", "eos_token": "<|im_end|>",
-                                                           "tokenizer_class": "TokenizersBackend"}))
-    (raw / "config.json").write_text(json.dumps({"model_type": "llama", "dtype": "bfloat16", "rope_parameters": {
-        "rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0}}))
+    (raw / "tokenizer_config.json").write_text(
+        json.dumps(
+            {"backend": "tokenizers", "eos_token": "<|im_end|>", "tokenizer_class": "TokenizersBackend"}
+        )
+    )
+    (raw / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "llama",
+                "dtype": "bfloat16",
+                "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0},
+            }
+        )
+    )
     copy_serving_files(raw, tmp_path / "out")
     cfg = read(tmp_path / "out" / "config.json")
     assert (cfg["torch_dtype"], cfg["rope_theta"], cfg["rope_scaling"]) == (
-        "bfloat16", 500000.0, {"rope_type": "llama3", "factor": 8.0})
+        "bfloat16",
+        500000.0,
+        {"rope_type": "llama3", "factor": 8.0},
+    )
     assert read(tmp_path / "out" / "tokenizer_config.json")["tokenizer_class"] == "PreTrainedTokenizerFast"
     before = {p.name: p.read_bytes() for p in (tmp_path / "out").iterdir()}
     assert make_portable(tmp_path / "out") == []
@@ -96,18 +111,28 @@ def test_a_transformers_5_only_bundle_is_fixed_on_copy_and_left_alone_when_alrea
 
 
 def test_a_transformers_4_config_gains_the_5_spellings():
-    v4 = {"model_type": "llama", "torch_dtype": "float16", "rope_theta": 1e6,
-          "rope_scaling": {"type": "linear", "factor": 2.0}}
+    v4 = {
+        "model_type": "llama",
+        "torch_dtype": "float16",
+        "rope_theta": 1e6,
+        "rope_scaling": {"type": "linear", "factor": 2.0},
+    }
     got = portable_model_config(v4)
     assert got["dtype"] == "float16"
     assert got["rope_parameters"] == {"rope_theta": 1e6, "rope_type": "linear", "factor": 2.0}
-    assert portable_model_config({"rope_theta": 1e4})["rope_parameters"] == {"rope_theta": 1e4,
-                                                                             "rope_type": "default"}
+    assert portable_model_config({"rope_theta": 1e4})["rope_parameters"] == {
+        "rope_theta": 1e4,
+        "rope_type": "default",
+    }
 
 
 def test_what_has_no_two_spellings_is_left_as_it_is():
-    per_layer = {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
-                                     "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}}
+    per_layer = {
+        "rope_parameters": {
+            "full_attention": {"rope_type": "default", "rope_theta": 1e6},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 1e4},
+        }
+    }
     assert portable_model_config(per_layer) == per_layer
     nested = portable_model_config({"model_type": "x", "text_config": {"dtype": "bfloat16"}})
     assert nested["text_config"] == {"dtype": "bfloat16", "torch_dtype": "bfloat16"}

@@ -21,19 +21,45 @@ def step_text(demo, name: str) -> str:
 
 def test_demo_walks_every_step(demo_run):
     names = [s for s, _ in demo_run.steps]
-    for expected in ["ingest battles", "ingest problems", "import pairs", "holdout", "generate tasks",
-                     "ingest generations", "sample so7a", "round recipes", "attach history", "mine battle",
-                     "mine self_repair (gsm8k)", "mine self_repair (math)", "mine loopfix", "mine style",
-                     "export gate", "export m11a", "audit leaks", "audit decontam gsm8k-test", "audit mixtures",
-                     "audit lengths", "audit loops", "train dpo m11a", "merge", "soup", "eval", "paired test", "blind judge",
-                     "report"]:
+    for expected in [
+        "ingest battles",
+        "ingest problems",
+        "import pairs",
+        "holdout",
+        "generate tasks",
+        "ingest generations",
+        "sample so7a",
+        "round recipes",
+        "attach history",
+        "mine battle",
+        "mine self_repair (gsm8k)",
+        "mine self_repair (math)",
+        "mine loopfix",
+        "mine style",
+        "export gate",
+        "export m11a",
+        "audit leaks",
+        "audit decontam gsm8k-test",
+        "audit mixtures",
+        "audit lengths",
+        "audit loops",
+        "train dpo m11a",
+        "merge",
+        "soup",
+        "eval",
+        "paired test",
+        "blind judge",
+        "report",
+    ]:
         assert expected in names, expected
     assert len(demo_run.lines) == len(demo_run.steps)
 
 
 def test_demo_gate_refuses_the_leaking_file_and_exports_m11a(demo_run):
     assert "REFUSED (exit 3): 13 held-out battles" in step_text(demo_run, "export gate")
-    assert step_text(demo_run, "audit leaks").startswith("judge34: 21 clean, 13 leaked, all in s2_pairs_lf1.parquet")
+    assert step_text(demo_run, "audit leaks").startswith(
+        "judge34: 21 clean, 13 leaked, all in s2_pairs_lf1.parquet"
+    )
     evidence = json.loads((demo_run.out_dir / "mixtures" / "m11a.training_evidence.json").read_text())
     assert evidence["round"] == "m11a"
     with open_store(demo_run.store_path, read_only=True) as s:
@@ -51,19 +77,32 @@ def test_demo_gate_refuses_the_leaking_file_and_exports_m11a(demo_run):
 
 def test_demo_trains_merges_soups_and_evaluates(demo_run):
     with open_store(demo_run.store_path, read_only=True) as s:
-        ck = {r[0]: (r[1], list(r[2]), r[3]) for r in s.con.execute(
-            "SELECT name, kind, parents, alpha FROM checkpoints").fetchall()}
+        ck = {
+            r[0]: (r[1], list(r[2]), r[3])
+            for r in s.con.execute("SELECT name, kind, parents, alpha FROM checkpoints").fetchall()
+        }
         assert ck["m11a"][0] == "merge" and ck["sm11a"] == ("soup", ["so7a", "m11a"], 0.5)
-        assert ck["sm11d"] == ("soup", ["so7a", "m11a"], 0.625) and ck["sm11c"] == ("soup", ["so7a", "m11a"], 0.75)
+        assert ck["sm11d"] == ("soup", ["so7a", "m11a"], 0.625) and ck["sm11c"] == (
+            "soup",
+            ["so7a", "m11a"],
+            0.75,
+        )
         models = {r[0] for r in s.con.execute("SELECT DISTINCT model FROM evals").fetchall()}
         assert models == {"so7a", "m11a", "sm11a", "sm11d", "sm11c"}
         assert s.scalar("SELECT count(*) FROM judgments") == 34
         # The incumbent's own answers (not simulated ones) are what the loop-fix pairs were mined from.
-        real = s.scalar("SELECT count(*) FROM generations g JOIN tasks t ON t.task_id = g.item_id "
-                        "WHERE g.model = 'so7a' AND t.suite IS NULL AND g.temperature = 0.8")
+        real = s.scalar(
+            "SELECT count(*) FROM generations g JOIN tasks t ON t.task_id = g.item_id "
+            "WHERE g.model = 'so7a' AND t.suite IS NULL AND g.temperature = 0.8"
+        )
         assert real == 4 * s.scalar("SELECT count(*) FROM tasks WHERE suite IS NULL")
-        assert s.scalar("SELECT count(*) FROM generations WHERE item_kind = 'task' "
-                        "AND decoding::VARCHAR LIKE '%simulated%'") == 0
+        assert (
+            s.scalar(
+                "SELECT count(*) FROM generations WHERE item_kind = 'task' "
+                "AND decoding::VARCHAR LIKE '%simulated%'"
+            )
+            == 0
+        )
     for name in ("m11a", "sm11a", "sm11d", "sm11c"):
         bundle = demo_run.out_dir / "bundles" / name
         assert (bundle / "chat_template.jinja").exists() and (bundle / "training_evidence.json").exists()
@@ -89,8 +128,17 @@ def test_demo_report_has_every_section_filled(demo_run):
     assert demo_run.report_html == demo_run.out_dir / "report" / "report.html"
     parser = _Sections()
     parser.feed(demo_run.report_html.read_text(encoding="utf-8"))
-    for section in ["Lineage", "Mixture composition per round", "Holdout status", "Decontamination",
-                    "Mixture hash check", "Lengths", "Loop table", "Evaluation", "Dose curve"]:
+    for section in [
+        "Lineage",
+        "Mixture composition per round",
+        "Holdout status",
+        "Decontamination",
+        "Mixture hash check",
+        "Lengths",
+        "Loop table",
+        "Evaluation",
+        "Dose curve",
+    ]:
         assert section in parser.h2, section
     assert parser.images >= 3  # lineage, composition, dose curve
     md = (demo_run.out_dir / "report" / "report.md").read_text(encoding="utf-8")
@@ -120,7 +168,7 @@ def _mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p: a binomial(b + c, 1/2) test of the discordant items, written out here
     rather than taken from audits.compare, so the test checks the report's number too."""
     n, k = b + c, min(b, c)
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n)
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(k + 1)) / 2**n)
 
 
 def test_the_round_makes_the_incumbent_better_on_the_held_out_suite(demo_run):
@@ -128,13 +176,25 @@ def test_the_round_makes_the_incumbent_better_on_the_held_out_suite(demo_run):
     sm11a at least 5 points more, exact McNemar p < 0.05, and the report says so. This can fail: it is
     the loop on a real (tiny) model, not a number written down."""
     with open_store(demo_run.store_path, read_only=True) as s:
-        right = {m: dict(s.con.execute("SELECT item_id, correct FROM evals WHERE model = ? AND suite = 'arith'",
-                                       [m]).fetchall()) for m in ("so7a", "sm11a")}
-        suite_keys = {r[0] for r in s.con.execute("SELECT task_key FROM tasks WHERE suite = 'arith'").fetchall()}
-        trained_keys = {r[0] for r in s.con.execute("SELECT task_key FROM tasks WHERE suite IS NULL").fetchall()}
-        exported = s.scalar("SELECT count(*) FROM exports e JOIN export_rows r USING (export_id) "
-                            "JOIN pairs p USING (pair_id) JOIN pair_origins o USING (pair_id) "
-                            "JOIN tasks t ON t.task_id = o.origin_id WHERE e.round = 'm11a' AND t.suite IS NOT NULL")
+        right = {
+            m: dict(
+                s.con.execute(
+                    "SELECT item_id, correct FROM evals WHERE model = ? AND suite = 'arith'", [m]
+                ).fetchall()
+            )
+            for m in ("so7a", "sm11a")
+        }
+        suite_keys = {
+            r[0] for r in s.con.execute("SELECT task_key FROM tasks WHERE suite = 'arith'").fetchall()
+        }
+        trained_keys = {
+            r[0] for r in s.con.execute("SELECT task_key FROM tasks WHERE suite IS NULL").fetchall()
+        }
+        exported = s.scalar(
+            "SELECT count(*) FROM exports e JOIN export_rows r USING (export_id) "
+            "JOIN pairs p USING (pair_id) JOIN pair_origins o USING (pair_id) "
+            "JOIN tasks t ON t.task_id = o.origin_id WHERE e.round = 'm11a' AND t.suite IS NOT NULL"
+        )
     assert right["so7a"].keys() == right["sm11a"].keys() and len(right["so7a"]) >= 200
     n = len(right["so7a"])
     incumbent, submitted = sum(right["so7a"].values()) / n, sum(right["sm11a"].values()) / n
@@ -152,7 +212,13 @@ def test_the_round_makes_the_incumbent_better_on_the_held_out_suite(demo_run):
     md = (demo_run.out_dir / "report" / "report.md").read_text(encoding="utf-8")
     assert f"| sm11a vs so7a | arith | {n} | " in md and f"{p:.3g}" in md
     assert f"{submitted:.4f} (n={n}, " in md and f"{incumbent:.4f} (n={n}, " in md
-    for alpha, name in (("0", "so7a"), ("0.5", "sm11a"), ("0.625", "sm11d"), ("0.75", "sm11c"), ("1", "m11a")):
+    for alpha, name in (
+        ("0", "so7a"),
+        ("0.5", "sm11a"),
+        ("0.625", "sm11d"),
+        ("0.75", "sm11c"),
+        ("1", "m11a"),
+    ):
         assert f"| {alpha} | {name} |" in md, name
     assert (demo_run.out_dir / "report" / "dose_so7a_m11a.png").is_file()
 
@@ -162,15 +228,24 @@ def test_readme_demo_section_shows_what_the_demo_measures(demo_run):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     section = readme.split("## The demo: one round that makes a model better", 1)[1].split("\n## ", 1)[0]
     with open_store(demo_run.store_path, read_only=True) as s:
-        acc = {m: (k, n) for m, k, n in s.con.execute(
-            "SELECT model, count(*) FILTER (correct), count(*) FROM evals WHERE suite = 'arith' GROUP BY ALL").fetchall()}
+        acc = {
+            m: (k, n)
+            for m, k, n in s.con.execute(
+                "SELECT model, count(*) FILTER (correct), count(*) FROM evals WHERE suite = 'arith' GROUP BY ALL"
+            ).fetchall()
+        }
         flips = paired_flips(s, "sm11a", "so7a", "arith")
-    rows = {line.split("|")[1].split()[0]: [c.strip() for c in line.split("|")[2:4]]
-            for line in section.splitlines() if line.startswith("| ") and line.split("|")[1].strip()[:2] in ("so", "sm", "m1")}
+    rows = {
+        line.split("|")[1].split()[0]: [c.strip() for c in line.split("|")[2:4]]
+        for line in section.splitlines()
+        if line.startswith("| ") and line.split("|")[1].strip()[:2] in ("so", "sm", "m1")
+    }
     assert set(rows) == set(acc) == {"so7a", "sm11a", "sm11d", "sm11c", "m11a"}
     for model, (k, n) in acc.items():
         lo, hi = wilson_interval(k, n)
         assert rows[model] == [f"{k / n:.4f}", f"{lo:.2f}-{hi:.2f}"], model
-    assert (f"{flips.both} right by both, {flips.a_only} only by sm11a, {flips.b_only} only by so7a; exact McNemar\n"
-            f"p = {flips.mcnemar_p:.3g}") in section
+    assert (
+        f"{flips.both} right by both, {flips.a_only} only by sm11a, {flips.b_only} only by so7a; exact McNemar\n"
+        f"p = {flips.mcnemar_p:.3g}"
+    ) in section
     assert (Path(__file__).resolve().parents[1] / "docs" / "images" / "demo-dose-curve.png").is_file()

@@ -35,9 +35,9 @@ def section(text: str, title: str) -> str:
     """The body of the '## title' section (up to the next '## ' heading)."""
     m = re.search(rf"(?m)^## {re.escape(title)}\s*$", text)
     assert m, f"README.md has no '## {title}' section"
-    rest = text[m.end():]
+    rest = text[m.end() :]
     nxt = re.search(r"(?m)^## ", rest)
-    return rest[:nxt.start()] if nxt else rest
+    return rest[: nxt.start()] if nxt else rest
 
 
 def code_blocks(text: str, lang: str) -> list[str]:
@@ -91,11 +91,13 @@ def all_commands() -> list[tuple[str, click.Command]]:
 
 # -- the CLI reference -----------------------------------------------------------------
 
+
 def test_readme_cli_reference_is_generated_from_the_cli():
     text = README.read_text(encoding="utf-8")
     assert START in text and END in text
     assert text == readme_with_reference(text), (
-        "README.md's CLI reference differs from the CLI: run `.venv/bin/python -m pairstore.cli.reference --write`")
+        "README.md's CLI reference differs from the CLI: run `.venv/bin/python -m pairstore.cli.reference --write`"
+    )
     for path, cmd in all_commands()[1:]:
         if not isinstance(cmd, click.Group):
             assert f"#### `{path} " in text, f"{path} missing from the README reference"
@@ -119,10 +121,11 @@ def test_reference_checker_notices_a_missing_help(monkeypatch):
     with pytest.raises(AssertionError, match="command pairstore bare.*option pairstore bare --x"):
         test_every_command_and_option_has_help()
     text = README.read_text(encoding="utf-8")
-    assert text != readme_with_reference(text)   # the reference would now show `pairstore bare`
+    assert text != readme_with_reference(text)  # the reference would now show `pairstore bare`
 
 
 # -- commands shown in the docs ------------------------------------------------------------
+
 
 def resolve(args: list[str]) -> tuple[click.Command, list[str], list[str]]:
     """(command, its option names plus the root's, the rest of the words) for `pairstore ARGS`."""
@@ -186,7 +189,7 @@ def test_readme_walkthrough_runs(tmp_path, monkeypatch):
             r = runner.invoke(cli, w[1:], catch_exceptions=False)
             assert r.exit_code == 0, f"`{cmd}` exited {r.exit_code}:\n{r.output}"
             outputs[cmd] = r.output
-        else:   # plain shell (writing a file)
+        else:  # plain shell (writing a file)
             subprocess.run(["bash", "-c", cmd], cwd=tmp_path, check=True, env=dict(os.environ))
     assert (tmp_path / "mixtures" / "m11a.parquet").is_file()
     assert (tmp_path / "mixtures" / "m11a.training_evidence.json").is_file()
@@ -194,7 +197,10 @@ def test_readme_walkthrough_runs(tmp_path, monkeypatch):
     assert "0 leaked" in leaks
     store = open_store(tmp_path / "store.duckdb", read_only=True)
     try:
-        assert store.scalar("SELECT count(*) FROM holdout WHERE set_name = 'judge34' AND removed_at IS NULL") == 34
+        assert (
+            store.scalar("SELECT count(*) FROM holdout WHERE set_name = 'judge34' AND removed_at IS NULL")
+            == 34
+        )
         # the battle miner skipped every held-out battle, so the gate let the export through
         assert store.scalar("SELECT count(*) FROM exports WHERE round = 'm11a' AND kind = 'export'") == 1
     finally:
@@ -202,6 +208,7 @@ def test_readme_walkthrough_runs(tmp_path, monkeypatch):
 
 
 # -- SQL recipes against the demo store ----------------------------------------------------------
+
 
 def test_readme_has_ten_sql_recipes_with_questions():
     recipes = sql_recipes(README.read_text(encoding="utf-8"))
@@ -238,12 +245,18 @@ def test_every_sql_recipe_returns_rows_on_the_demo_store(recipe_rows):
 
 def test_leak_recipe_finds_the_13_battles_of_the_past_file_and_none_in_the_export(recipe_rows, demo_store):
     rows = rows_of(recipe_rows, "holdout battles were ever in a mixture")
-    attached = {r["battle_id"] for r in rows if r["mixture"] == "attached" and r["file"] == "s2_pairs_lf1.parquet"}
+    attached = {
+        r["battle_id"] for r in rows if r["mixture"] == "attached" and r["file"] == "s2_pairs_lf1.parquet"
+    }
     assert len(attached) == 13
     assert not [r for r in rows if r["mixture"] == "export"]
     # they are members of the demo's judge34 set, and the leak audit's own count agrees
-    held = {r[0] for r in demo_store.con.execute(
-        "SELECT item_id FROM holdout WHERE set_name = 'judge34' AND item_kind = 'battle'").fetchall()}
+    held = {
+        r[0]
+        for r in demo_store.con.execute(
+            "SELECT item_id FROM holdout WHERE set_name = 'judge34' AND item_kind = 'battle'"
+        ).fetchall()
+    }
     assert attached <= held
 
 
@@ -260,7 +273,9 @@ def test_pairs_per_source_recipe_adds_up_to_the_registered_rows(recipe_rows, dem
     rows = rows_of(recipe_rows, "pairs per source in round m11a")
     for mixture, file in {(r["mixture"], r["file"]) for r in rows}:
         registered = demo_store.scalar(
-            "SELECT rows FROM exports WHERE round = 'm11a' AND kind = ? AND path LIKE ?", [mixture, f"%/{file}"])
+            "SELECT rows FROM exports WHERE round = 'm11a' AND kind = ? AND path LIKE ?",
+            [mixture, f"%/{file}"],
+        )
         assert sum(r["rows"] for r in rows if (r["mixture"], r["file"]) == (mixture, file)) == registered
     assert {r["source"] for r in rows if r["mixture"] == "export"} == {"battle", "loopfix"}
 
@@ -289,7 +304,10 @@ def test_lineage_recipes_reach_the_base(recipe_rows):
 
 def test_holdout_changes_recipe_lists_the_demo_sets(recipe_rows):
     rows = rows_of(recipe_rows, "every holdout change")
-    assert {(r["action"], r["set_name"]) for r in rows} >= {("holdout.add", "judge34"), ("holdout.add", "lf2")}
+    assert {(r["action"], r["set_name"]) for r in rows} >= {
+        ("holdout.add", "judge34"),
+        ("holdout.add", "lf2"),
+    }
 
 
 # -- docs/recipes.md -------------------------------------------------------------------------------

@@ -28,8 +28,14 @@ def setup(round_r1):
 
 def file_rows(path, answer="chosen"):
     rows = pq.read_table(path).to_pylist()
-    return [{"prompt": r["prompt"], "chosen": r[answer][0]["content"],
-             "rejected": r["rejected"][0]["content"] if "rejected" in r else None} for r in rows]
+    return [
+        {
+            "prompt": r["prompt"],
+            "chosen": r[answer][0]["content"],
+            "rejected": r["rejected"][0]["content"] if "rejected" in r else None,
+        }
+        for r in rows
+    ]
 
 
 def test_export_writes_trl_parquet_evidence_and_registry(setup, tmp_path):
@@ -37,29 +43,41 @@ def test_export_writes_trl_parquet_evidence_and_registry(setup, tmp_path):
     out = tmp_path / "out"
     res = export_round(store, "r1", out)
     dpo, sft = out / "r1.parquet", out / "r1.sft.parquet"
-    assert sorted(p.name for p in out.iterdir()) == ["r1.parquet", "r1.sft.parquet", "r1.training_evidence.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "r1.parquet",
+        "r1.sft.parquet",
+        "r1.training_evidence.json",
+    ]
     t = pq.read_table(dpo)
     msg = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
     assert t.schema.names == ["prompt", "chosen", "rejected", "pair_id", "source", "family"]
     assert t.schema.field("prompt").type.value_type == msg.value_type
     rows = t.to_pylist()
     # 12 battle x 2.5 = 30, loopfix limit 5, self_repair where family = math: 4
-    assert len(rows) == 39 and res.rows_by_source == {"battle": 30, "loopfix": 5, "self_repair": 4,
-                                                      "compliance_sft": 1}
+    assert len(rows) == 39 and res.rows_by_source == {
+        "battle": 30,
+        "loopfix": 5,
+        "self_repair": 4,
+        "compliance_sft": 1,
+    }
     assert all(r["prompt"][0] == {"role": "system", "content": "You are Brook."} for r in rows)
     # the pair's own system prompt is replaced by the recipe's, never doubled
     sr = [r for r in rows if r["source"] == "self_repair"]
     assert all([m["role"] for m in r["prompt"]] == ["system", "user"] for r in sr)
-    assert all(r["chosen"][0]["role"] == "assistant" and r["rejected"][0]["role"] == "assistant" for r in rows)
+    assert all(
+        r["chosen"][0]["role"] == "assistant" and r["rejected"][0]["role"] == "assistant" for r in rows
+    )
     # order: blocks in recipe order; pairs in store order, copies of a pair adjacent
     assert [r["source"] for r in rows] == ["battle"] * 30 + ["loopfix"] * 5 + ["self_repair"] * 4
     battle_ids = [r["pair_id"] for r in rows[:30]]
-    in_store = [r["pair_id"] for r in store.rows("SELECT pair_id FROM pairs WHERE source = 'battle' ORDER BY rowid")]
+    in_store = [
+        r["pair_id"] for r in store.rows("SELECT pair_id FROM pairs WHERE source = 'battle' ORDER BY rowid")
+    ]
     assert list(dict.fromkeys(battle_ids)) == in_store
     counts = {p: battle_ids.count(p) for p in battle_ids}
-    assert sorted(counts.values()) == [2] * 6 + [3] * 6      # 2.5 = two copies + a seeded half
+    assert sorted(counts.values()) == [2] * 6 + [3] * 6  # 2.5 = two copies + a seeded half
     first = {p: battle_ids.index(p) for p in counts}
-    assert all(battle_ids[first[p]:first[p] + n] == [p] * n for p, n in counts.items())
+    assert all(battle_ids[first[p] : first[p] + n] == [p] * n for p, n in counts.items())
     s = pq.read_table(sft).to_pylist()
     assert [list(r) for r in s][0] == ["prompt", "completion", "pair_id", "source", "family"]
     assert s[0]["completion"] == [{"role": "assistant", "content": "Complying."}]
@@ -69,7 +87,9 @@ def test_export_writes_trl_parquet_evidence_and_registry(setup, tmp_path):
     assert ev["rows"] == 39 and ev["sft_rows"] == 1 and ev["round"] == "r1" and ev["parents"] == ["base"]
     assert ev["recipe_sha256"] == store.scalar("SELECT recipe_sha256 FROM rounds WHERE name = 'r1'")
     assert ev["gate"]["passed"] is True and ev["gate"]["exempted"] == []
-    assert ev["rows_by_family"]["science"] == 30 and ev["versions"]["schema_version"] == store.schema_version()
+    assert (
+        ev["rows_by_family"]["science"] == 30 and ev["versions"]["schema_version"] == store.schema_version()
+    )
     # the content hash is writer-independent: recomputed from the rows with keys.content_hash_rows
     assert ev["content_hash"] == rows_content_hash(row_digest(**r) for r in file_rows(dpo))
     assert ev["sft_content_hash"] == rows_content_hash(row_digest(**r) for r in file_rows(sft, "completion"))
@@ -77,10 +97,14 @@ def test_export_writes_trl_parquet_evidence_and_registry(setup, tmp_path):
     assert ev["content_hash"] == content_hash_rows([row_digest(**r)] for r in file_rows(dpo))
 
     ex = store.rows("SELECT export_id, kind, path, sha256, rows, content_hash FROM exports ORDER BY path")
-    assert [(e["kind"], e["path"], e["rows"]) for e in ex] == [("export", str(dpo.resolve()), 39),
-                                                               ("export", str(sft.resolve()), 1)]
-    er = store.rows("SELECT row_index, pair_id FROM export_rows WHERE export_id = ? ORDER BY row_index",
-                    [ex[0]["export_id"]])
+    assert [(e["kind"], e["path"], e["rows"]) for e in ex] == [
+        ("export", str(dpo.resolve()), 39),
+        ("export", str(sft.resolve()), 1),
+    ]
+    er = store.rows(
+        "SELECT row_index, pair_id FROM export_rows WHERE export_id = ? ORDER BY row_index",
+        [ex[0]["export_id"]],
+    )
     assert [(r["row_index"], r["pair_id"]) for r in er] == [(i, r["pair_id"]) for i, r in enumerate(rows)]
     assert store.scalar("SELECT count(*) FROM audit_log WHERE action = 'export' AND subject = 'r1'") == 1
 
@@ -123,10 +147,13 @@ def test_seeded_limit_is_deterministic_and_depends_on_the_seed(setup, tmp_path, 
 
 def test_where_must_be_a_read_only_deterministic_condition(setup, tmp_path, dpo_recipe):
     store = setup
-    for i, where in enumerate(["nextval('audit_log_seq') > 0", "random() < 0.5", "no_such_column = 1",
-                               "1=1) UNION SELECT 'x' --"]):
-        (tmp_path / f"w{i}.toml").write_text(dpo_recipe(f"w{i}", blocks=[f'source = "battle"\nwhere = "{where}"']))
-        with pytest.raises(BadInput) as e:      # at `round add` where the text alone tells, else at export
+    for i, where in enumerate(
+        ["nextval('audit_log_seq') > 0", "random() < 0.5", "no_such_column = 1", "1=1) UNION SELECT 'x' --"]
+    ):
+        (tmp_path / f"w{i}.toml").write_text(
+            dpo_recipe(f"w{i}", blocks=[f'source = "battle"\nwhere = "{where}"'])
+        )
+        with pytest.raises(BadInput) as e:  # at `round add` where the text alone tells, else at export
             add_round(store, tmp_path / f"w{i}.toml")
             export_round(store, f"w{i}", tmp_path / "w")
         assert e.value.field == "mix[0].where"
@@ -152,8 +179,9 @@ def test_system_prompt_from_the_parent_bundle(setup, tmp_path, run_cli, dpo_reci
     with pytest.raises(BadInput, match="apply only to"):
         export_round(store, "r1", tmp_path / "z", bundle=bundle)
     store.close()
-    res = run_cli("export", "--round", "rb", "--out", tmp_path / "cli", "--system-prompt-file",
-                  tmp_path / "missing.txt")
+    res = run_cli(
+        "export", "--round", "rb", "--out", tmp_path / "cli", "--system-prompt-file", tmp_path / "missing.txt"
+    )
     assert res.exit_code == 2 and "cannot read the system prompt" in res.output
     res = run_cli("export", "--round", "rb", "--out", tmp_path / "cli", "--bundle", bundle)
     assert res.exit_code == 0, res.output
@@ -182,15 +210,22 @@ def test_export_refuses_soups_unknown_rounds_and_empty_mixtures(setup, tmp_path,
 
 def test_round_attach_registers_an_outside_file(setup, tmp_path, run_cli, write_jsonl):
     store = setup
-    known = store.rows("SELECT prompt, chosen, rejected, pair_id FROM pairs WHERE source = 'battle' "
-                       "ORDER BY pair_id LIMIT 1")[0]
+    known = store.rows(
+        "SELECT prompt, chosen, rejected, pair_id FROM pairs WHERE source = 'battle' ORDER BY pair_id LIMIT 1"
+    )[0]
     rows = [
         # a pair the store has (same content): matched
-        {"prompt": [dict(m) for m in known["prompt"]], "chosen": known["chosen"], "rejected": known["rejected"]},
+        {
+            "prompt": [dict(m) for m in known["prompt"]],
+            "chosen": known["chosen"],
+            "rejected": known["rejected"],
+        },
         # new pairs: prompt as a string, answers as message lists; with and without a source column
-        {"prompt": "An outside question about rivers?",
-         "chosen": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "Rivers flow."}],
-         "rejected": [{"role": "assistant", "content": "Rivers fly."}]},
+        {
+            "prompt": "An outside question about rivers?",
+            "chosen": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "Rivers flow."}],
+            "rejected": [{"role": "assistant", "content": "Rivers fly."}],
+        },
         {"prompt": "Another outside question?", "chosen": "Yes.", "rejected": "No.", "source": "battle"},
         # dropped by add_pairs: identical sides
         {"prompt": "Same?", "chosen": "Same.", "rejected": "Same."},
@@ -208,14 +243,21 @@ def test_round_attach_registers_an_outside_file(setup, tmp_path, run_cli, write_
     ex = store.rows("SELECT * FROM exports WHERE kind = 'attached'")
     assert len(ex) == 1 and ex[0]["sha256"] == sha256_file(path) and ex[0]["rows"] == 4
     assert ex[0]["content_hash"] == content_hash_of_file(path)
-    er = store.rows("SELECT row_index, pair_id FROM export_rows WHERE export_id = ? ORDER BY row_index",
-                    [ex[0]["export_id"]])
+    er = store.rows(
+        "SELECT row_index, pair_id FROM export_rows WHERE export_id = ? ORDER BY row_index",
+        [ex[0]["export_id"]],
+    )
     assert [r["row_index"] for r in er] == [0, 1, 2] and er[0]["pair_id"] == known["pair_id"]
-    new = store.rows("SELECT p.source, o.origin_kind, o.origin_id FROM pairs p JOIN pair_origins o USING (pair_id) "
-                     "WHERE p.pair_id IN (?, ?) ORDER BY o.origin_id", [er[1]["pair_id"], er[2]["pair_id"]])
+    new = store.rows(
+        "SELECT p.source, o.origin_kind, o.origin_id FROM pairs p JOIN pair_origins o USING (pair_id) "
+        "WHERE p.pair_id IN (?, ?) ORDER BY o.origin_id",
+        [er[1]["pair_id"], er[2]["pair_id"]],
+    )
     sha = sha256_file(path)
     assert [(r["source"], r["origin_kind"], r["origin_id"]) for r in new] == [
-        ("attached", "attached", f"{sha}:2"), ("battle", "attached", f"{sha}:3")]
+        ("attached", "attached", f"{sha}:2"),
+        ("battle", "attached", f"{sha}:3"),
+    ]
     assert store.scalar("SELECT chosen FROM pairs WHERE pair_id = ?", [er[1]["pair_id"]]) == "Rivers flow."
     stage = lineage(store, "r1")[-1]
     assert stage["mixtures"][0]["sha256"] == sha and stage["mixtures"][0]["rows"] == 4
@@ -233,8 +275,10 @@ def test_attaching_an_export_matches_its_pairs_and_content_hash(setup, tmp_path)
 
 
 def test_attach_reports_bad_rows_with_file_and_line(setup, tmp_path, write_jsonl):
-    path = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "ok?", "chosen": "a", "rejected": "b"},
-                                                {"prompt": 5, "chosen": "a", "rejected": "b"}])
+    path = write_jsonl(
+        tmp_path / "bad.jsonl",
+        [{"prompt": "ok?", "chosen": "a", "rejected": "b"}, {"prompt": 5, "chosen": "a", "rejected": "b"}],
+    )
     with pytest.raises(BadInput) as e:
         attach_round(setup, "r1", path)
     assert e.value.line == 2 and e.value.field == "prompt"
@@ -245,15 +289,19 @@ def test_round_names_never_write_outside_out(setup, tmp_path):
     store = setup
     # a round smuggled in past `round add` (whose name check refuses this) is refused at export too
     row = store.rows("SELECT * FROM rounds WHERE name = 'r1'")[0]
-    store.con.execute("INSERT INTO rounds (name, kind, parents, alpha, job_id, recipe, recipe_toml, recipe_sha256) "
-                      "VALUES ('../evil', 'dpo', ['base'], NULL, NULL, ?, ?, ?)",
-                      [row["recipe"].replace('"r1"', '"../evil"'), row["recipe_toml"], row["recipe_sha256"]])
+    store.con.execute(
+        "INSERT INTO rounds (name, kind, parents, alpha, job_id, recipe, recipe_toml, recipe_sha256) "
+        "VALUES ('../evil', 'dpo', ['base'], NULL, NULL, ?, ?, ?)",
+        [row["recipe"].replace('"r1"', '"../evil"'), row["recipe_toml"], row["recipe_sha256"]],
+    )
     with pytest.raises(BadInput, match="not a safe file name"):
         export_round(store, "../evil", tmp_path / "o")
     assert not (tmp_path / "o").exists() and not (tmp_path / "evil.parquet").exists()
     res = export_round(store, "r1", tmp_path / "deep" / "er")
     assert all(Path(f["path"]).parent == (tmp_path / "deep" / "er").resolve() for f in res.files.values())
-    assert not [p for p in (tmp_path / "deep" / "er").iterdir() if p.name.startswith(".")]   # no temp files left
+    assert not [
+        p for p in (tmp_path / "deep" / "er").iterdir() if p.name.startswith(".")
+    ]  # no temp files left
 
 
 def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkeypatch):
@@ -265,7 +313,7 @@ def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkey
     small = export_round(setup, "r1", tmp_path / "small")
     assert small.files["dpo"]["content_hash"] == big.files["dpo"]["content_hash"]
     assert pq.read_table(small.files["dpo"]["path"]).equals(pq.read_table(big.files["dpo"]["path"]))
-    assert pq.ParquetFile(small.files["dpo"]["path"]).metadata.num_row_groups == 8     # 39 rows / 5
+    assert pq.ParquetFile(small.files["dpo"]["path"]).metadata.num_row_groups == 8  # 39 rows / 5
 
 
 def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monkeypatch, dpo_recipe):
@@ -276,10 +324,16 @@ def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monke
     import pairstore.export.writer as export
 
     rng = random.Random(5)
-    long = [Pair(prompt=f"Long question {i}", source="style", family="long",
-                 chosen=" ".join(rng.choice(("alpha", "beta", "gamma", "delta")) for _ in range(9000)),
-                 rejected=" ".join(rng.choice(("one", "two", "three")) for _ in range(9000)))
-            for i in range(300)]
+    long = [
+        Pair(
+            prompt=f"Long question {i}",
+            source="style",
+            family="long",
+            chosen=" ".join(rng.choice(("alpha", "beta", "gamma", "delta")) for _ in range(9000)),
+            rejected=" ".join(rng.choice(("one", "two", "three")) for _ in range(9000)),
+        )
+        for i in range(300)
+    ]
     add_pairs(setup, long, miner="test", miner_version="1")
     (tmp_path / "rl.toml").write_text(dpo_recipe("rl", blocks=['source = "style"\nupsample = 2']))
     add_round(setup, tmp_path / "rl.toml")

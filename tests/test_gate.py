@@ -18,38 +18,77 @@ from pairstore.rounds.recipes import add_round
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
-LONG = ("I am planning a trip to Kyoto in late autumn and would like to see the maple leaves at the old "
-        "temples. Which three temples would you recommend visiting, and how should I order them in a "
-        "single day to avoid the crowds?")
-OTHER_LONG = ("I am planning a trip to Osaka in early summer and want to eat street food at night. Which "
-              "three markets would you recommend, and what should I try first at each of them?")
-TEMPLATE = ("How many times does the letter '{l}' appear in the word '{w}'? Count carefully and put the "
-            "number on the last line as 'Final answer: N'.")
+LONG = (
+    "I am planning a trip to Kyoto in late autumn and would like to see the maple leaves at the old "
+    "temples. Which three temples would you recommend visiting, and how should I order them in a "
+    "single day to avoid the crowds?"
+)
+OTHER_LONG = (
+    "I am planning a trip to Osaka in early summer and want to eat street food at night. Which "
+    "three markets would you recommend, and what should I try first at each of them?"
+)
+TEMPLATE = (
+    "How many times does the letter '{l}' appear in the word '{w}'? Count carefully and put the "
+    "number on the last line as 'Final answer: N'."
+)
 
 
 def member(item_id, prompt, kind="battle", task_key=None):
-    return {"item_id": item_id, "item_kind": kind, "match_key": match_key(prompt), "match_text": match_text(prompt),
-            "task_key": task_key}
+    return {
+        "item_id": item_id,
+        "item_kind": kind,
+        "match_key": match_key(prompt),
+        "match_text": match_text(prompt),
+        "task_key": task_key,
+    }
 
 
 def pair(prompt, i, source="battle", origins=(), task_key=None):
-    return Pair(prompt=prompt, chosen=f"A good answer {i}.", rejected=f"A poor answer {i}.", source=source,
-                task_key=task_key, origins=[Origin("battle", o, "vote=win → own chosen") for o in origins])
+    return Pair(
+        prompt=prompt,
+        chosen=f"A good answer {i}.",
+        rejected=f"A poor answer {i}.",
+        source=source,
+        task_key=task_key,
+        origins=[Origin("battle", o, "vote=win → own chosen") for o in origins],
+    )
 
 
 @pytest.fixture
 def gated(store, tmp_path, dpo_recipe):
     """A store with clean pairs, a holdout set `judge` and a registered round per mix source."""
-    clean = [pair(f"Clean question {i}: what is the boiling point of water at altitude {i} km?", i,
-                  origins=[f"c{i}"]) for i in range(5)]
+    clean = [
+        pair(
+            f"Clean question {i}: what is the boiling point of water at altitude {i} km?",
+            i,
+            origins=[f"c{i}"],
+        )
+        for i in range(5)
+    ]
     clean.append(pair(OTHER_LONG, 99))
-    clean.append(pair(TEMPLATE.format(l="e", w="raspberry"), 98, source="loopfix",
-                      task_key='letter_count:{"letter":"e","word":"raspberry"}'))
+    clean.append(
+        pair(
+            TEMPLATE.format(l="e", w="raspberry"),
+            98,
+            source="loopfix",
+            task_key='letter_count:{"letter":"e","word":"raspberry"}',
+        )
+    )
     add_pairs(store, clean, miner="test", miner_version="1")
-    add_members(store, "judge", [member("b01", "What is the capital of Peru, and why is it there?"),
-                                 member("b02", LONG),
-                                 member("t01", TEMPLATE.format(l="r", w="strawberry"), kind="task",
-                                        task_key='letter_count:{"letter":"r","word":"strawberry"}')])
+    add_members(
+        store,
+        "judge",
+        [
+            member("b01", "What is the capital of Peru, and why is it there?"),
+            member("b02", LONG),
+            member(
+                "t01",
+                TEMPLATE.format(l="r", w="strawberry"),
+                kind="task",
+                task_key='letter_count:{"letter":"r","word":"strawberry"}',
+            ),
+        ],
+    )
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
     add_round(store, tmp_path / "base.toml")
     for name, src in (("rb", "battle"), ("rl", "loopfix"), ("ra", "attached")):
@@ -75,7 +114,9 @@ def test_clean_mixture_passes(gated, tmp_path):
 
 
 def test_leak_by_origin_id(gated, tmp_path, run_cli):
-    add_pairs(gated, [pair("A reworded question about Peru.", 1, origins=["b01"])], miner="t", miner_version="1")
+    add_pairs(
+        gated, [pair("A reworded question about Peru.", 1, origins=["b01"])], miner="t", miner_version="1"
+    )
     hits, msg = refused(gated, tmp_path)
     assert hits == {("judge", "b01", "id")}
     assert "judge b01 pair" in msg and "(id)" in msg
@@ -86,26 +127,38 @@ def test_leak_by_origin_id(gated, tmp_path, run_cli):
     assert not (tmp_path / "cli").exists()
 
 
-@pytest.mark.parametrize("variant", [
-    "What is the capital of Peru, and why is it there?\r\n",
-    "What  is the capital\tof Peru,\nand why is it there?   ",
-    "WHAT IS THE CAPITAL OF PERU, AND WHY IS IT THERE?",
-    unicodedata.normalize("NFKD", "What is the capital of Peru, and why is it there?").replace("a", "ａ"),
-    [{"role": "system", "content": "You are a helpful assistant."},
-     {"role": "user", "content": "What is the capital of Peru, and why is it there? "}],
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "What is the capital of Peru, and why is it there?\r\n",
+        "What  is the capital\tof Peru,\nand why is it there?   ",
+        "WHAT IS THE CAPITAL OF PERU, AND WHY IS IT THERE?",
+        unicodedata.normalize("NFKD", "What is the capital of Peru, and why is it there?").replace("a", "ａ"),
+        [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "What is the capital of Peru, and why is it there? "},
+        ],
+    ],
+)
 def test_leak_by_whitespace_unicode_or_system_prompt_variant(gated, tmp_path, variant):
     add_pairs(gated, [pair(variant, 1)], miner="t", miner_version="1")
     hits, _ = refused(gated, tmp_path)
     assert hits == {("judge", "b01", "match_key")}
 
 
-@pytest.mark.parametrize("paraphrase, how", [
-    (LONG + " Please also tell me the opening hours.", "embedded"),            # a sentence added
-    ("Quick question. " + LONG, "embedded"),                                   # a sentence in front
-    (LONG.replace("three", "two").replace("late autumn", "early November").replace("the crowds", "tourists"),
-     "fuzzy"),
-])
+@pytest.mark.parametrize(
+    "paraphrase, how",
+    [
+        (LONG + " Please also tell me the opening hours.", "embedded"),  # a sentence added
+        ("Quick question. " + LONG, "embedded"),  # a sentence in front
+        (
+            LONG.replace("three", "two")
+            .replace("late autumn", "early November")
+            .replace("the crowds", "tourists"),
+            "fuzzy",
+        ),
+    ],
+)
 def test_leak_by_paraphrase(gated, tmp_path, paraphrase, how):
     assert fuzzy_score(match_text(LONG), match_text(paraphrase)) >= FUZZY_THRESHOLD
     add_pairs(gated, [pair(paraphrase, 1)], miner="t", miner_version="1")
@@ -116,8 +169,19 @@ def test_leak_by_paraphrase(gated, tmp_path, paraphrase, how):
 
 def test_leak_by_task_key_and_templates_of_other_tasks_pass(gated, tmp_path):
     # the same task asked in other words: caught by its canonical task key
-    add_pairs(gated, [pair("Count the r's in strawberry.", 1, source="loopfix",
-                           task_key='letter_count:{"letter":"r","word":"strawberry"}')], miner="t", miner_version="1")
+    add_pairs(
+        gated,
+        [
+            pair(
+                "Count the r's in strawberry.",
+                1,
+                source="loopfix",
+                task_key='letter_count:{"letter":"r","word":"strawberry"}',
+            )
+        ],
+        miner="t",
+        miner_version="1",
+    )
     hits, _ = refused(gated, tmp_path, "rl")
     assert hits == {("judge", "t01", "task_key")}
 
@@ -135,17 +199,24 @@ def test_different_tasks_of_one_template_are_not_leaks(gated, tmp_path):
 
 def test_leak_of_an_eval_item(gated, tmp_path):
     prompt = [{"role": "user", "content": "Evaluate: what is 17 * 23, and show the steps in full please?"}]
-    gated.con.execute("INSERT INTO eval_items (suite, item_id, kind, prompt, gold, match_key) "
-                      "VALUES ('v2', 'v2-001', 'task', ?, '391', ?)", [prompt, match_key(prompt)])
+    gated.con.execute(
+        "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, match_key) "
+        "VALUES ('v2', 'v2-001', 'task', ?, '391', ?)",
+        [prompt, match_key(prompt)],
+    )
     add_pairs(gated, [pair(prompt[0]["content"].upper(), 1)], miner="t", miner_version="1")
     hits, _ = refused(gated, tmp_path)
     assert hits == {("eval:v2", "v2-001", "match_key")}
 
 
 def test_leak_by_benchmark_13_gram(gated, tmp_path):
-    ngrams = pytest.importorskip("pairstore.holdout.ngrams", reason="benchmark n-grams (audits engineer's module) missing")
-    item = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-            "How many clips did Natalia sell altogether in April and May?")
+    ngrams = pytest.importorskip(
+        "pairstore.holdout.ngrams", reason="benchmark n-grams (audits engineer's module) missing"
+    )
+    item = (
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?"
+    )
     ngrams.register_benchmark(gated, "gsm8k-test", [("gsm8k-test-0", item)])
     leak = "Here is a puzzle for you: " + item[:120] + " Answer quickly."
     add_pairs(gated, [pair(leak, 1)], miner="t", miner_version="1")
@@ -172,8 +243,15 @@ def test_exemption_lets_one_pair_through_and_is_recorded(gated, tmp_path, run_cl
     ev = json.loads((tmp_path / "o" / "rb.training_evidence.json").read_text())
     [ex] = ev["gate"]["exempted"]
     assert (ex["set"], ex["item_id"], ex["pair_id"], ex["how"], ex["reason"]) == (
-        "judge", "b02", leak.pair_id, "embedded", "rewritten from scratch")
-    log = store.rows("SELECT action, detail FROM audit_log WHERE action IN ('holdout.exempt', 'export') ORDER BY seq")
+        "judge",
+        "b02",
+        leak.pair_id,
+        "embedded",
+        "rewritten from scratch",
+    )
+    log = store.rows(
+        "SELECT action, detail FROM audit_log WHERE action IN ('holdout.exempt', 'export') ORDER BY seq"
+    )
     assert [r["action"] for r in log] == ["holdout.exempt", "export"]
     assert json.loads(log[1]["detail"])["exempted"][0]["reason"] == "rewritten from scratch"
     # the exemption covers that pair only: another leak of the same member is refused
@@ -191,16 +269,32 @@ def refused_again(store, tmp_path):
 
 
 def test_removing_the_member_lets_the_export_pass(gated, tmp_path):
-    add_pairs(gated, [pair("WHAT IS THE CAPITAL OF PERU, AND WHY IS IT THERE?", 1)], miner="t", miner_version="1")
+    add_pairs(
+        gated, [pair("WHAT IS THE CAPITAL OF PERU, AND WHY IS IT THERE?", 1)], miner="t", miner_version="1"
+    )
     refused(gated, tmp_path)
     remove_member(gated, "judge", "b01", reason="published in a blog post")
     assert export_round(gated, "rb", tmp_path / "o").files["dpo"]["rows"] == 7
 
 
 def test_matching_api_on_candidate_rows(gated):
-    rows = [(0, None, ["b01"], "anything", None),
-            (1, "p1", [], [{"role": "user", "content": "what is the capital of PERU, and why is it there?"}], None),
-            (2, "p2", [], "Something else entirely, nothing to do with the held-out questions at all here.", None)]
+    rows = [
+        (0, None, ["b01"], "anything", None),
+        (
+            1,
+            "p1",
+            [],
+            [{"role": "user", "content": "what is the capital of PERU, and why is it there?"}],
+            None,
+        ),
+        (
+            2,
+            "p2",
+            [],
+            "Something else entirely, nothing to do with the held-out questions at all here.",
+            None,
+        ),
+    ]
     hits = find_holdout_hits(gated, candidate_table(rows), set_name="judge")
     assert [(h.item_id, h.row_index, h.how) for h in hits] == [("b01", 0, "id"), ("b01", 1, "match_key")]
     assert find_holdout_hits(gated, candidate_table(rows), set_name="other") == []
@@ -208,10 +302,12 @@ def test_matching_api_on_candidate_rows(gated):
 
 # -- the incident (issue 4, part b) -----------------------------------------------------------------
 
-VOCAB = ("river mountain budget recipe violin python kernel garden tax poem orbit glacier novel engine protein "
-         "camera ladder harbor piano lantern marathon vaccine satellite pottery compiler desert ferry honey "
-         "tunnel quartz meadow cathedral battery origami volcano saxophone reef canyon bakery telescope "
-         "mortgage sonnet turbine yeast lighthouse carpet falcon magnet compass").split()
+VOCAB = (
+    "river mountain budget recipe violin python kernel garden tax poem orbit glacier novel engine protein "
+    "camera ladder harbor piano lantern marathon vaccine satellite pottery compiler desert ferry honey "
+    "tunnel quartz meadow cathedral battery origami volcano saxophone reef canyon bakery telescope "
+    "mortgage sonnet turbine yeast lighthouse carpet falcon magnet compass"
+).split()
 
 
 def arena_prompt(i: int) -> str:
@@ -219,26 +315,48 @@ def arena_prompt(i: int) -> str:
     return f"Question {i} for the café in Zürich: tell me about " + " ".join(words) + "."
 
 
-def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(store, tmp_path, run_cli, write_jsonl, dpo_recipe):
+def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(
+    store, tmp_path, run_cli, write_jsonl, dpo_recipe
+):
     votes = ["win", "loss", "tie", "both_bad"]
-    battles = [{"battle_id": f"a{i:03d}", "vote": votes[i % 4], "prompt": arena_prompt(i),
-                "own_answer": f"Own answer {i}.", "opponent_answer": f"Opponent answer {i}.",
-                "category": ["math", "code", "chat"][i % 3]} for i in range(120)]
+    battles = [
+        {
+            "battle_id": f"a{i:03d}",
+            "vote": votes[i % 4],
+            "prompt": arena_prompt(i),
+            "own_answer": f"Own answer {i}.",
+            "opponent_answer": f"Opponent answer {i}.",
+            "category": ["math", "code", "chat"][i % 3],
+        }
+        for i in range(120)
+    ]
     ingest_battles(store, write_jsonl(tmp_path / "battles.jsonl", battles))
     held = sample_holdout(store, "judge34", n=34, seed=263)
     assert len(held) == 34
     by_id = {b["battle_id"]: b for b in battles}
-    variants = [lambda t: t.replace(" ", "\r\n"),                       # CRLF line breaks
-                lambda t: t + "   \t",                                   # trailing spaces
-                lambda t: unicodedata.normalize("NFKD", t),              # another Unicode form
-                lambda t: [{"role": "system", "content": "You are a helpful assistant."},
-                           {"role": "user", "content": t}]]              # a system prompt in front
+    variants = [
+        lambda t: t.replace(" ", "\r\n"),  # CRLF line breaks
+        lambda t: t + "   \t",  # trailing spaces
+        lambda t: unicodedata.normalize("NFKD", t),  # another Unicode form
+        lambda t: [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": t},
+        ],
+    ]  # a system prompt in front
     leaked = sorted(held)[::2][:13]
-    external = [{"prompt": variants[k % 4](by_id[bid]["prompt"]), "chosen": by_id[bid]["own_answer"],
-                 "rejected": by_id[bid]["opponent_answer"]} for k, bid in enumerate(leaked)]
+    external = [
+        {
+            "prompt": variants[k % 4](by_id[bid]["prompt"]),
+            "chosen": by_id[bid]["own_answer"],
+            "rejected": by_id[bid]["opponent_answer"],
+        }
+        for k, bid in enumerate(leaked)
+    ]
     # plus clean rows of battles that were never held out
     clean = [b for b in battles if b["battle_id"] not in held][:20]
-    external += [{"prompt": b["prompt"], "chosen": b["own_answer"], "rejected": b["opponent_answer"]} for b in clean]
+    external += [
+        {"prompt": b["prompt"], "chosen": b["own_answer"], "rejected": b["opponent_answer"]} for b in clean
+    ]
     path = write_jsonl(tmp_path / "s2_pairs_lf1.jsonl", external)
     assert sum(unicodedata.normalize("NFKD", by_id[b]["prompt"]) != by_id[b]["prompt"] for b in leaked) == 13
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
@@ -263,8 +381,12 @@ def test_incident_13_of_34_holdout_battles_in_an_external_pair_file_are_refused(
 
 def test_a_member_without_words_is_still_found_by_origin_id(gated, tmp_path):
     add_members(gated, "judge", [member("b99", "??? !!!")])
-    add_pairs(gated, [pair("Something else entirely about rivers and their deltas.", 1, origins=["b99"])],
-              miner="t", miner_version="1")
+    add_pairs(
+        gated,
+        [pair("Something else entirely about rivers and their deltas.", 1, origins=["b99"])],
+        miner="t",
+        miner_version="1",
+    )
     hits, _ = refused(gated, tmp_path)
     assert hits == {("judge", "b99", "id")}
 
@@ -272,12 +394,21 @@ def test_a_member_without_words_is_still_found_by_origin_id(gated, tmp_path):
 def test_benchmark_items_are_found_in_disguise_and_short_ones_embedded(gated, tmp_path):
     from pairstore.holdout.ngrams import register_benchmark
 
-    item = ("Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
-            "How many clips did Natalia sell altogether in April and May?")
-    short = "Which planet has the most moons today?"          # 7 words: no 13-gram, found embedded
+    item = (
+        "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. "
+        "How many clips did Natalia sell altogether in April and May?"
+    )
+    short = "Which planet has the most moons today?"  # 7 words: no 13-gram, found embedded
     register_benchmark(gated, "bench", [("long", item), ("short", short)])
     cyrillic = str.maketrans("aceopxy", "асеорху")
-    add_pairs(gated, [pair("Puzzle: " + item.translate(cyrillic) + " Answer fast.", 1),
-                      pair("Quick one. " + short.replace(" ", " \u200b") + " Thanks.", 2)], miner="t", miner_version="1")
+    add_pairs(
+        gated,
+        [
+            pair("Puzzle: " + item.translate(cyrillic) + " Answer fast.", 1),
+            pair("Quick one. " + short.replace(" ", " \u200b") + " Thanks.", 2),
+        ],
+        miner="t",
+        miner_version="1",
+    )
     hits, _ = refused(gated, tmp_path)
     assert {(s, i) for s, i, _ in hits} == {("benchmark:bench", "long"), ("benchmark:bench", "short")}

@@ -46,6 +46,7 @@ def decimal_round(numerator: int, denominator: int, places: int) -> str:
 
 # -- gold answers against independent computations -------------------------------------
 
+
 def test_letter_count_gold():
     modes = set()
     for t in family_tasks("letter_count"):
@@ -55,7 +56,11 @@ def test_letter_count_gold():
             assert int(t.gold) == len(re.findall(r"[a-z]", p["text"]))
         else:
             assert int(t.gold) == p["text"].count(p["letter"])
-            assert f'"{p["letter"]}"' in t.prompt or f" {p['letter']} " in t.prompt or f"{p['letter']}'s" in t.prompt
+            assert (
+                f'"{p["letter"]}"' in t.prompt
+                or f" {p['letter']} " in t.prompt
+                or f"{p['letter']}'s" in t.prompt
+            )
         assert p["text"] in t.prompt
     assert modes == {"total", "occurrences"}
     assert any(t.gold == "0" for t in family_tasks("letter_count")), "absent letters are asked too"
@@ -170,12 +175,20 @@ def test_fraction_expansion_gold():
 
 def test_repeating_notation_examples():
     family = FAMILIES["fraction_expansion"]
-    for (a, b), gold in {(1, 6): "0.1(6)", (1, 7): "0.(142857)", (22, 7): "3.(142857)", (3, 8): "0.375",
-                         (2, 11): "0.(18)", (1, 3): "0.(3)", (7, 12): "0.58(3)"}.items():
+    for (a, b), gold in {
+        (1, 6): "0.1(6)",
+        (1, 7): "0.(142857)",
+        (22, 7): "3.(142857)",
+        (3, 8): "0.375",
+        (2, 11): "0.(18)",
+        (1, 3): "0.(3)",
+        (7, 12): "0.58(3)",
+    }.items():
         assert family.solve({"mode": "repeating", "numerator": a, "denominator": b}) == gold
 
 
 # -- chosen answers --------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_chosen_ends_with_one_final_answer_line(name):
@@ -189,6 +202,7 @@ def test_chosen_ends_with_one_final_answer_line(name):
 
 
 # -- phrasings, keys, determinism ------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(FAMILIES))
 def test_phrasings_do_not_change_the_task_key(name):
@@ -236,7 +250,6 @@ def test_hash_rng_stream_is_pinned():
     assert HashRng(99, "digit_sum", 3).randint(5, 5) == 5
 
 
-
 def test_no_duplicate_or_excluded_keys():
     tasks = generate_tasks(3, 140, difficulty=1)
     keys = [t.task_key for t in tasks]
@@ -253,8 +266,11 @@ def test_exhausted_family_raises(monkeypatch):
     from generators import tasks as tasks_module
 
     monkeypatch.setattr(tasks_module, "MAX_CONSECUTIVE_SKIPS", 20)
-    monkeypatch.setattr(type(FAMILIES["digit_sum"]), "draw_params",
-                        lambda self, rng, difficulty: {"mode": "sum", "number": "12345"})
+    monkeypatch.setattr(
+        type(FAMILIES["digit_sum"]),
+        "draw_params",
+        lambda self, rng, difficulty: {"mode": "sum", "number": "12345"},
+    )
     assert len(generate_tasks(1, 1, ["digit_sum"])) == 1
     with pytest.raises(PairstoreError, match="digit_sum"):
         generate_tasks(1, 2, ["digit_sum"])
@@ -272,6 +288,7 @@ def test_bad_arguments():
 
 
 # -- the store -------------------------------------------------------------------------
+
 
 @pytest.fixture
 def store(tmp_path):
@@ -300,15 +317,21 @@ def test_suite_keys_never_generated_for_training(store):
     # A new suite avoids what training already has.
     suite2 = generate_loopfix(store, 70, 21, suite="lf-eval2")
     training_keys = {r["task_key"] for r in store.rows("SELECT task_key FROM tasks WHERE suite IS NULL")}
-    suite2_keys = {r["task_key"] for r in store.rows("SELECT task_key FROM eval_items WHERE suite = 'lf-eval2'")}
+    suite2_keys = {
+        r["task_key"] for r in store.rows("SELECT task_key FROM eval_items WHERE suite = 'lf-eval2'")
+    }
     assert suite2.eval_items_inserted == 70 and training_keys.isdisjoint(suite2_keys)
 
 
 def test_write_tasks_idempotent_and_conflicts(store):
     tasks = generate_tasks(5, 21)
     assert write_tasks(store, tasks)["tasks_inserted"] == 21
-    assert write_tasks(store, tasks) == {"tasks_inserted": 0, "tasks_existing": 21, "eval_items_inserted": 0,
-                                         "holdout_added": 0}
+    assert write_tasks(store, tasks) == {
+        "tasks_inserted": 0,
+        "tasks_existing": 21,
+        "eval_items_inserted": 0,
+        "holdout_added": 0,
+    }
     row = store.rows("SELECT * FROM tasks WHERE task_id = ?", [tasks[0].task_id])[0]
     assert json.loads(row["params"]) == tasks[0].params and row["gold"] == tasks[0].gold
     before = store.scalar("SELECT count(*) FROM tasks")
@@ -336,14 +359,29 @@ def test_removed_member_is_not_added_back(store):
 
 # -- CLI -------------------------------------------------------------------------------
 
+
 def test_cli_generate(tmp_path):
     db = str(tmp_path / "c.duckdb")
     runner = CliRunner()
     r = runner.invoke(cli, ["--db", db, "generate", "loopfix", "--n", "14", "--seed", "2", "--suite", "lf2x"])
     assert r.exit_code == 0, r.output
     assert "digit_sum" in r.output and "holdout_added=14" in r.output
-    r = runner.invoke(cli, ["--db", db, "generate", "loopfix", "--n", "6", "--seed", "2",
-                            "--families", "digit_sum,word_count", "--json"])
+    r = runner.invoke(
+        cli,
+        [
+            "--db",
+            db,
+            "generate",
+            "loopfix",
+            "--n",
+            "6",
+            "--seed",
+            "2",
+            "--families",
+            "digit_sum,word_count",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output)
     assert summary["families"] == {"word_count": 3, "digit_sum": 3} and summary["excluded_keys"] == 14
@@ -354,14 +392,29 @@ def test_cli_generate(tmp_path):
 def test_cli_bad_input_exit_2(tmp_path):
     db = tmp_path / "bad.duckdb"
     runner = CliRunner()
-    r = runner.invoke(cli, ["--db", str(db), "generate", "loopfix", "--n", "5", "--seed", "1",
-                            "--families", "digit_sum,letter_cout"])
+    r = runner.invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "generate",
+            "loopfix",
+            "--n",
+            "5",
+            "--seed",
+            "1",
+            "--families",
+            "digit_sum,letter_cout",
+        ],
+    )
     assert r.exit_code == 2
     assert "letter_cout" in r.output
     assert not db.exists()
     r = runner.invoke(cli, ["--db", str(db), "generate", "loopfix", "--n", "-3", "--seed", "1"])
     assert r.exit_code == 2
-    r = runner.invoke(cli, ["--db", str(db), "generate", "loopfix", "--n", "3", "--seed", "1", "--suite", "bad name"])
+    r = runner.invoke(
+        cli, ["--db", str(db), "generate", "loopfix", "--n", "3", "--seed", "1", "--suite", "bad name"]
+    )
     assert r.exit_code == 2
 
 

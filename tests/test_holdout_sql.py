@@ -17,9 +17,17 @@ VOTES = ["win"] * 40 + ["loss"] * 36 + ["tie"] * 16 + ["both_bad"] * 12
 
 @pytest.fixture
 def battles_file(tmp_path, write_jsonl):
-    recs = [{"battle_id": f"b{i:03d}", "prompt": f"Question {i} about topic {i % 7}?", "own_answer": "o",
-             "opponent_answer": "p", "vote": VOTES[i], "category": ["math", "chat", "code"][i % 3]}
-            for i in range(len(VOTES))]
+    recs = [
+        {
+            "battle_id": f"b{i:03d}",
+            "prompt": f"Question {i} about topic {i % 7}?",
+            "own_answer": "o",
+            "opponent_answer": "p",
+            "vote": VOTES[i],
+            "category": ["math", "chat", "code"][i % 3],
+        }
+        for i in range(len(VOTES))
+    ]
     # Two battles with the same prompt up to case and whitespace: one match key, kept together.
     recs[0]["prompt"] = "Same   prompt twice"
     recs[1]["prompt"] = "same prompt TWICE"
@@ -30,8 +38,11 @@ def test_sample_is_deterministic_stratified_and_keeps_match_keys_together(store,
     ingest_battles(store, battles_file)
     ids = sample_holdout(store, "h34", n=34, seed=11)
     assert len(ids) == 34
-    votes = dict(store.con.execute(
-        "SELECT b.vote, count(*) FROM holdout h JOIN battles b ON b.battle_id = h.item_id GROUP BY 1").fetchall())
+    votes = dict(
+        store.con.execute(
+            "SELECT b.vote, count(*) FROM holdout h JOIN battles b ON b.battle_id = h.item_id GROUP BY 1"
+        ).fetchall()
+    )
     # Proportional to 40/36/16/12 of 104 battles: 13.1 / 11.8 / 5.2 / 3.9.
     assert votes == {"win": 13, "loss": 12, "tie": 5, "both_bad": 4}
     assert ("b000" in ids) == ("b001" in ids)
@@ -64,14 +75,21 @@ def test_cli_holdout_add_list_show_remove(run_cli, battles_file, tmp_path):
     assert (r.exit_code, r.output) == (0, "judge: removed b006\n")
     r = run_cli("holdout", "show", "judge", "--json")
     rows = json.loads(r.output)
-    assert [(x["item_id"], x["status"]) for x in rows] == [("b005", "active"), ("b006", "removed"),
-                                                           ("b007", "active")]
+    assert [(x["item_id"], x["status"]) for x in rows] == [
+        ("b005", "active"),
+        ("b006", "removed"),
+        ("b007", "active"),
+    ]
     r = run_cli("holdout", "remove", "judge", "b006", "--reason", "again")
     assert r.exit_code == 2 and "already removed" in r.output
     bad = tmp_path / "bad.txt"
     bad.write_text("b005\nnot-an-id\n")
     r = run_cli("holdout", "add", "judge", "--ids-file", bad)
-    assert r.exit_code == 2 and r.output == f"error: {bad}, line 2: unknown id 'not-an-id' (not a battle, task or eval item in the store)\n"
+    assert (
+        r.exit_code == 2
+        and r.output
+        == f"error: {bad}, line 2: unknown id 'not-an-id' (not a battle, task or eval item in the store)\n"
+    )
     r = run_cli("holdout", "show", "nope")
     assert r.exit_code == 2 and r.output == "error: no holdout set 'nope'\n"
     r = run_cli("sql", "SELECT action, subject FROM audit_log ORDER BY seq", "--csv")
@@ -81,8 +99,19 @@ def test_cli_holdout_add_list_show_remove(run_cli, battles_file, tmp_path):
 def test_active_members_and_held_task_keys(store):
     from pairstore.holdout.sets import add_members
 
-    add_members(store, "lf2", [{"item_id": "t1", "item_kind": "task", "match_key": "k", "match_text": "t",
-                                "task_key": "letter_count:{}"}])
+    add_members(
+        store,
+        "lf2",
+        [
+            {
+                "item_id": "t1",
+                "item_kind": "task",
+                "match_key": "k",
+                "match_text": "t",
+                "task_key": "letter_count:{}",
+            }
+        ],
+    )
     assert held_task_keys(store) == {"letter_count:{}"}
     assert [m["item_id"] for m in active_members(store, "lf2")] == ["t1"]
 
@@ -106,7 +135,9 @@ def test_sql_read_only_by_default_and_formats(run_cli, battles_file, db_path):
 
 def test_views_answer_everyday_questions(run_cli, battles_file):
     run_cli("ingest", "battles", battles_file)
-    r = run_cli("sql", "SELECT category, wins, losses FROM battle_votes_by_category ORDER BY category", "--json")
+    r = run_cli(
+        "sql", "SELECT category, wins, losses FROM battle_votes_by_category ORDER BY category", "--json"
+    )
     rows = json.loads(r.output)
     assert sum(x["wins"] for x in rows) == 40 and sum(x["losses"] for x in rows) == 36
     assert run_cli("sql", "SELECT * FROM pairs_by_source").exit_code == 0

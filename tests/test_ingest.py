@@ -26,8 +26,14 @@ from pairstore.store.store import open_store
 
 
 def battle(i, **kw):
-    rec = {"battle_id": f"b{i}", "prompt": f"Question number {i}?", "own_answer": f"own {i}",
-           "opponent_answer": f"opp {i}", "vote": "win", "category": "math"}
+    rec = {
+        "battle_id": f"b{i}",
+        "prompt": f"Question number {i}?",
+        "own_answer": f"own {i}",
+        "opponent_answer": f"opp {i}",
+        "vote": "win",
+        "category": "math",
+    }
     rec.update(kw)
     return rec
 
@@ -37,13 +43,24 @@ def count(store, table):
 
 
 def test_ingest_battles_single_and_multi_turn(store, tmp_path, write_jsonl):
-    path = write_jsonl(tmp_path / "b.jsonl", [
-        battle(1),
-        battle(2, vote="loss", voted_at="2026-03-01T12:00:00Z", own_model="brook", opponent_model="rival"),
-        {"battle_id": "m1", "vote": "tie", "system": "Be brief.",
-         "turns": [{"user": "hi", "own": "hello", "opponent": "hey"},
-                   {"user": "2+2?", "own": "4", "opponent": "5"}]},
-    ])
+    path = write_jsonl(
+        tmp_path / "b.jsonl",
+        [
+            battle(1),
+            battle(
+                2, vote="loss", voted_at="2026-03-01T12:00:00Z", own_model="brook", opponent_model="rival"
+            ),
+            {
+                "battle_id": "m1",
+                "vote": "tie",
+                "system": "Be brief.",
+                "turns": [
+                    {"user": "hi", "own": "hello", "opponent": "hey"},
+                    {"user": "2+2?", "own": "4", "opponent": "5"},
+                ],
+            },
+        ],
+    )
     res = ingest_battles(store, path)
     assert (res.read, res.added) == (3, 3)
     row = store.rows("SELECT * FROM battles WHERE battle_id = 'm1'")[0]
@@ -63,19 +80,31 @@ def test_cli_ingest_battles_reingest_is_noop(run_cli, tmp_path, write_jsonl):
 
 
 BAD_CASES = [
-    ("missing field", [battle(1), {"battle_id": "b2", "prompt": "q", "own_answer": "a", "vote": "win"}],
-     "line 2, field 'opponent_answer': missing field"),
+    (
+        "missing field",
+        [battle(1), {"battle_id": "b2", "prompt": "q", "own_answer": "a", "vote": "win"}],
+        "line 2, field 'opponent_answer': missing field",
+    ),
     ("unknown vote", [battle(1, vote="draw")], "line 1, field 'vote': unknown value 'draw'"),
-    ("unknown role", [battle(1, prompt=[{"role": "robot", "content": "x"}])],
-     "line 1, field 'prompt': prompt[0].role: unknown role 'robot'"),
+    (
+        "unknown role",
+        [battle(1, prompt=[{"role": "robot", "content": "x"}])],
+        "line 1, field 'prompt': prompt[0].role: unknown role 'robot'",
+    ),
     ("good then bad", [battle(1), battle(2), battle(3, vote=None)], "line 3, field 'vote': missing field"),
-    ("duplicate differing in file", [battle(1), battle(1, own_answer="changed")],
-     "battle_id 'b1' appears twice with different content"),
+    (
+        "duplicate differing in file",
+        [battle(1), battle(1, own_answer="changed")],
+        "battle_id 'b1' appears twice with different content",
+    ),
     ("truncated last line", [json.dumps(battle(1)), json.dumps(battle(2))[:-9]], "line 2: invalid JSON"),
     ("not an object", [battle(1), "[1, 2]"], "line 2: expected a JSON object"),
     ("bad time", [battle(1, voted_at="yesterday")], "line 1, field 'voted_at': not an ISO 8601 time"),
-    ("turns and prompt", [{**battle(1), "turns": [{"user": "u", "own": "o", "opponent": "p"}]}],
-     "field 'turns': give either turns or prompt"),
+    (
+        "turns and prompt",
+        [{**battle(1), "turns": [{"user": "u", "own": "o", "opponent": "p"}]}],
+        "field 'turns': give either turns or prompt",
+    ),
 ]
 
 
@@ -126,8 +155,12 @@ def test_parquet_battles_and_wrong_column_type(store, tmp_path):
     pq.write_table(pa.Table.from_pylist([battle(1), battle(2, vote="both_bad")]), good)
     assert ingest_battles(store, good).added == 2
     bad = tmp_path / "bad.parquet"
-    pq.write_table(pa.table({"battle_id": ["x1"], "prompt": ["q"], "own_answer": ["a"],
-                             "opponent_answer": ["b"], "vote": [1]}), bad)
+    pq.write_table(
+        pa.table(
+            {"battle_id": ["x1"], "prompt": ["q"], "own_answer": ["a"], "opponent_answer": ["b"], "vote": [1]}
+        ),
+        bad,
+    )
     with pytest.raises(BadInput) as e:
         ingest_battles(store, bad)
     assert str(e.value) == f"{bad}, row 1, field 'vote': expected a string, got int"
@@ -149,8 +182,7 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
         ing.log_ingest = slow
         ing.ingest_battles(open_store({str(db_path)!r}), {path!r})
     """)
-    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True,
-                            cwd=os.getcwd())
+    proc = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
     assert proc.stdout.readline().strip() == "inserted"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -162,15 +194,23 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
 def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
     open_store(db_path).close()
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r});"
-                               " print('open', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r});"
+            " print('open', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "open"
         r = run_cli("sql", "SELECT 1")
         assert r.exit_code == 1
-        assert r.output.strip() == (f"error: store {db_path} is in use by another process "
-                                    f"(held by process {holder.pid}); try again when it finishes")
+        assert r.output.strip() == (
+            f"error: store {db_path} is in use by another process "
+            f"(held by process {holder.pid}); try again when it finishes"
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -179,9 +219,13 @@ def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
 def test_several_readers_at_once(db_path, tmp_path, write_jsonl):
     with open_store(db_path) as s:
         ingest_battles(s, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
-    code = (f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r}, read_only=True);"
-            " print(s.scalar('SELECT count(*) FROM battles'), flush=True); time.sleep(1.5)")
-    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(3)]
+    code = (
+        f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r}, read_only=True);"
+        " print(s.scalar('SELECT count(*) FROM battles'), flush=True); time.sleep(1.5)"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     time.sleep(0.2)
     outs = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert outs == ["1", "1", "1"] and all(p.returncode == 0 for p in procs)
@@ -189,23 +233,44 @@ def test_several_readers_at_once(db_path, tmp_path, write_jsonl):
 
 # --- problems ---------------------------------------------------------------
 
+
 def test_ingest_problems_gsm8k_and_math_local(store, tmp_path, write_jsonl):
-    gsm = write_jsonl(tmp_path / "gsm8k-train.jsonl", [
-        {"question": "Ann has 48 apples and gives half away. How many are left?",
-         "answer": "She gives 48/2 = <<48/2=24>>24 away.\n#### 24"},
-        {"question": "A farm has 1,200 hens and buys 300 more. How many hens?",
-         "answer": "1200+300=<<1200+300=1500>>1500\n#### 1,500"},
-    ])
+    gsm = write_jsonl(
+        tmp_path / "gsm8k-train.jsonl",
+        [
+            {
+                "question": "Ann has 48 apples and gives half away. How many are left?",
+                "answer": "She gives 48/2 = <<48/2=24>>24 away.\n#### 24",
+            },
+            {
+                "question": "A farm has 1,200 hens and buys 300 more. How many hens?",
+                "answer": "1200+300=<<1200+300=1500>>1500\n#### 1,500",
+            },
+        ],
+    )
     res = ingest_problems(store, "gsm8k", path=gsm)
     assert res.added == 2
     assert sorted(r[0] for r in store.con.execute("SELECT gold FROM problems").fetchall()) == ["1500", "24"]
     math_path = tmp_path / "algebra-train.parquet"
-    pq.write_table(pa.Table.from_pylist([
-        {"problem": "Solve $x+1=3$.", "level": "Level 1", "type": "Algebra",
-         "solution": "So $x = \\boxed{2}$."},
-        {"problem": "Simplify $\\frac{6}{8}$.", "level": "Level 2", "type": "Prealgebra",
-         "solution": "First $\\boxed{1}$ is wrong; it is $\\boxed{\\frac{3}{4}}$."},
-    ]), math_path)
+    pq.write_table(
+        pa.Table.from_pylist(
+            [
+                {
+                    "problem": "Solve $x+1=3$.",
+                    "level": "Level 1",
+                    "type": "Algebra",
+                    "solution": "So $x = \\boxed{2}$.",
+                },
+                {
+                    "problem": "Simplify $\\frac{6}{8}$.",
+                    "level": "Level 2",
+                    "type": "Prealgebra",
+                    "solution": "First $\\boxed{1}$ is wrong; it is $\\boxed{\\frac{3}{4}}$.",
+                },
+            ]
+        ),
+        math_path,
+    )
     assert ingest_problems(store, "math", path=math_path).added == 2
     assert store.scalar("SELECT gold FROM problems WHERE subject = 'Prealgebra'") == "\\frac{3}{4}"
     assert ingest_problems(store, "math", path=math_path).added == 0
@@ -221,8 +286,10 @@ def test_test_split_is_refused(run_cli, tmp_path, write_jsonl):
 
 
 def test_problem_without_gold_names_line_and_field(store, tmp_path, write_jsonl):
-    path = write_jsonl(tmp_path / "train.jsonl", [{"question": "q", "answer": "#### 1"},
-                                                  {"question": "q2", "answer": "no marker"}])
+    path = write_jsonl(
+        tmp_path / "train.jsonl",
+        [{"question": "q", "answer": "#### 1"}, {"question": "q2", "answer": "no marker"}],
+    )
     with pytest.raises(BadInput, match=r"line 2, field 'answer': no '#### <answer>' line"):
         ingest_problems(store, "gsm8k", path=path)
     assert count(store, "problems") == 0
@@ -230,33 +297,59 @@ def test_problem_without_gold_names_line_and_field(store, tmp_path, write_jsonl)
 
 # --- generations, pairs, judgments -----------------------------------------
 
+
 def test_ingest_generations_on_problems_and_prompts(store, tmp_path, write_jsonl):
-    ingest_problems(store, "gsm8k", path=write_jsonl(tmp_path / "train.jsonl",
-                                                      [{"question": "1+1?", "answer": "#### 2"}]))
+    ingest_problems(
+        store, "gsm8k", path=write_jsonl(tmp_path / "train.jsonl", [{"question": "1+1?", "answer": "#### 2"}])
+    )
     pid = store.scalar("SELECT problem_id FROM problems")
-    path = write_jsonl(tmp_path / "g.jsonl", [
-        {"item_kind": "problem", "item_id": pid, "output": "It is 2.", "sample_index": 0, "temperature": 0.8},
-        {"item_kind": "problem", "item_id": pid, "output": "It is 3.", "sample_index": 1, "temperature": 0.8},
-        {"prompt": "Say hi", "output": "hi"},
-    ])
+    path = write_jsonl(
+        tmp_path / "g.jsonl",
+        [
+            {
+                "item_kind": "problem",
+                "item_id": pid,
+                "output": "It is 2.",
+                "sample_index": 0,
+                "temperature": 0.8,
+            },
+            {
+                "item_kind": "problem",
+                "item_id": pid,
+                "output": "It is 3.",
+                "sample_index": 1,
+                "temperature": 0.8,
+            },
+            {"prompt": "Say hi", "output": "hi"},
+        ],
+    )
     assert ingest_generations(store, path, model="so7a").added == 3
     assert ingest_generations(store, path, model="so7a").added == 0
-    assert store.scalar("SELECT prompt[1].content FROM generations WHERE item_kind='problem' LIMIT 1") == "1+1?"
+    assert (
+        store.scalar("SELECT prompt[1].content FROM generations WHERE item_kind='problem' LIMIT 1") == "1+1?"
+    )
     bad = write_jsonl(tmp_path / "g2.jsonl", [{"item_kind": "problem", "item_id": "nope", "output": "x"}])
     with pytest.raises(BadInput, match="line 1, field 'item_id': no problem with id 'nope'"):
         ingest_generations(store, bad, model="so7a")
 
 
 def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path, write_jsonl):
-    path = write_jsonl(tmp_path / "p.jsonl", [
-        {"prompt": "q1", "chosen": "good", "rejected": "bad"},
-        {"prompt": [{"role": "user", "content": "q2"}], "chosen": "good2", "rejected": "bad2"},
-        {"prompt": "q3", "prompt_id": "x",
-         "chosen": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "uf good"}],
-         "rejected": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "uf bad"}],
-         "score_chosen": 8.0, "score_rejected": 3.0},
-        {"prompt": "q5", "chosen": "target only"},
-    ])
+    path = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"prompt": "q1", "chosen": "good", "rejected": "bad"},
+            {"prompt": [{"role": "user", "content": "q2"}], "chosen": "good2", "rejected": "bad2"},
+            {
+                "prompt": "q3",
+                "prompt_id": "x",
+                "chosen": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "uf good"}],
+                "rejected": [{"role": "user", "content": "q3"}, {"role": "assistant", "content": "uf bad"}],
+                "score_chosen": 8.0,
+                "score_rejected": 3.0,
+            },
+            {"prompt": "q5", "chosen": "target only"},
+        ],
+    )
     res = ingest_pairs(store, path, source="uf")
     assert res.added == 4 and res.skipped == {}
     row = store.rows("SELECT chosen, rejected FROM pairs WHERE chosen LIKE 'uf%'")[0]
@@ -267,22 +360,38 @@ def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path, w
 
 def test_ingest_judgments(store, tmp_path, write_jsonl):
     ingest_battles(store, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
-    path = write_jsonl(tmp_path / "j.jsonl", [
-        {"battle_id": "b1", "model_a": "sm11a", "model_b": "so7a", "winner": "a", "heavy_flaw_b": True}])
+    path = write_jsonl(
+        tmp_path / "j.jsonl",
+        [{"battle_id": "b1", "model_a": "sm11a", "model_b": "so7a", "winner": "a", "heavy_flaw_b": True}],
+    )
     assert ingest_judgments(store, path).added == 1
     assert ingest_judgments(store, path).added == 0
-    bad = write_jsonl(tmp_path / "j2.jsonl", [
-        {"battle_id": "b1", "model_a": "sm11a", "model_b": "so7a", "winner": "draw"}])
+    bad = write_jsonl(
+        tmp_path / "j2.jsonl", [{"battle_id": "b1", "model_a": "sm11a", "model_b": "so7a", "winner": "draw"}]
+    )
     with pytest.raises(BadInput, match="field 'winner': unknown value 'draw'"):
         ingest_judgments(store, bad)
 
 
 # --- bad input is one line and exit 2, never a traceback ----------------------
 
+
 def _all_tables_empty(db_path) -> bool:
     with open_store(db_path, read_only=True) as s:
-        return all(count(s, t) == 0 for t in ("battles", "problems", "generations", "pairs", "pair_origins",
-                                                "judgments", "evals", "ingests", "holdout_sets"))
+        return all(
+            count(s, t) == 0
+            for t in (
+                "battles",
+                "problems",
+                "generations",
+                "pairs",
+                "pair_origins",
+                "judgments",
+                "evals",
+                "ingests",
+                "holdout_sets",
+            )
+        )
 
 
 def _one_line_exit_2(r, *parts):
@@ -293,9 +402,13 @@ def _one_line_exit_2(r, *parts):
 
 
 INGEST_KINDS = [
-    ("battles", []), ("battles", ["--format", "arena", "--own-model", "m"]),
-    ("battles", ["--format", "arena55k", "--own-model", "m"]), ("generations", ["--model", "m"]),
-    ("pairs", ["--source", "s"]), ("judgments", []), ("evals", ["--model", "m", "--suite", "s"]),
+    ("battles", []),
+    ("battles", ["--format", "arena", "--own-model", "m"]),
+    ("battles", ["--format", "arena55k", "--own-model", "m"]),
+    ("generations", ["--model", "m"]),
+    ("pairs", ["--source", "s"]),
+    ("judgments", []),
+    ("evals", ["--model", "m", "--suite", "s"]),
 ]
 
 
@@ -313,42 +426,82 @@ def test_a_missing_problems_path_is_one_line(run_cli, db_path, tmp_path, dataset
     assert _all_tables_empty(db_path)
 
 
-LONE_SURROGATE = '{"battle_id": "\\ud800", "prompt": "q", "own_answer": "a", "opponent_answer": "b", "vote": "win"}'
+LONE_SURROGATE = (
+    '{"battle_id": "\\ud800", "prompt": "q", "own_answer": "a", "opponent_answer": "b", "vote": "win"}'
+)
 BAD_JSON_LINES = [
     ("battles", [], LONE_SURROGATE, "line 1, field 'battle_id': lone surrogate escape \\ud800"),
-    ("battles", [], '{"battle_id": "b1", "prompt": [{"role": "user", "content": "x\\udfff y"}], "own_answer": "a",'
-                    ' "opponent_answer": "b", "vote": "win"}', "field 'prompt[0].content': lone surrogate"),
-    ("pairs", ["--source", "s"], '{"prompt": "q", "chosen": "a\\ud83d", "rejected": "b"}',
-     "field 'chosen': lone surrogate escape \\ud83d"),
-    ("judgments", [], '{"battle_id": "b\\udc00", "model_a": "x", "model_b": "y", "winner": "a"}',
-     "field 'battle_id': lone surrogate"),
-    ("battles", [], '{"battle_id": "b1", "category": ' + "[" * 100_000 + "]" * 100_000 + "}",
-     "line 1: JSON nested deeper than 64 levels"),
+    (
+        "battles",
+        [],
+        '{"battle_id": "b1", "prompt": [{"role": "user", "content": "x\\udfff y"}], "own_answer": "a",'
+        ' "opponent_answer": "b", "vote": "win"}',
+        "field 'prompt[0].content': lone surrogate",
+    ),
+    (
+        "pairs",
+        ["--source", "s"],
+        '{"prompt": "q", "chosen": "a\\ud83d", "rejected": "b"}',
+        "field 'chosen': lone surrogate escape \\ud83d",
+    ),
+    (
+        "judgments",
+        [],
+        '{"battle_id": "b\\udc00", "model_a": "x", "model_b": "y", "winner": "a"}',
+        "field 'battle_id': lone surrogate",
+    ),
+    (
+        "battles",
+        [],
+        '{"battle_id": "b1", "category": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "line 1: JSON nested deeper than 64 levels",
+    ),
     ("pairs", ["--source", "s"], '{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}", "JSON nested deeper"),
-    ("generations", ["--model", "m"], json.dumps({"prompt": "q", "output": "x", "seed": 10**30}),
-     "field 'seed': integer 1000000000000000000000000000000 is out of range"),
-    ("generations", ["--model", "m"], json.dumps({"prompt": "q", "output": "x", "sample_index": 2**40}),
-     "field 'sample_index': integer 1099511627776 is out of range (-2147483648 to 2147483647)"),
-    ("generations", ["--model", "m"], json.dumps({"prompt": "q", "output": "x", "max_new_tokens": -(10**20)}),
-     "field 'max_new_tokens': integer -100000000000000000000 is out of range"),
+    (
+        "generations",
+        ["--model", "m"],
+        json.dumps({"prompt": "q", "output": "x", "seed": 10**30}),
+        "field 'seed': integer 1000000000000000000000000000000 is out of range",
+    ),
+    (
+        "generations",
+        ["--model", "m"],
+        json.dumps({"prompt": "q", "output": "x", "sample_index": 2**40}),
+        "field 'sample_index': integer 1099511627776 is out of range (-2147483648 to 2147483647)",
+    ),
+    (
+        "generations",
+        ["--model", "m"],
+        json.dumps({"prompt": "q", "output": "x", "max_new_tokens": -(10**20)}),
+        "field 'max_new_tokens': integer -100000000000000000000 is out of range",
+    ),
 ]
 
 
-@pytest.mark.parametrize("kind, options, line, message", BAD_JSON_LINES,
-                         ids=[f"{k}-{i}" for i, (k, *_rest) in enumerate(BAD_JSON_LINES)])
-def test_surrogates_deep_nesting_and_huge_integers_are_one_line(run_cli, db_path, tmp_path, kind, options, line,
-                                                                message):
+@pytest.mark.parametrize(
+    "kind, options, line, message",
+    BAD_JSON_LINES,
+    ids=[f"{k}-{i}" for i, (k, *_rest) in enumerate(BAD_JSON_LINES)],
+)
+def test_surrogates_deep_nesting_and_huge_integers_are_one_line(
+    run_cli, db_path, tmp_path, kind, options, line, message
+):
     path = tmp_path / "bad.jsonl"
     path.write_text(line + "\n", encoding="utf-8")
     _one_line_exit_2(run_cli("ingest", kind, path, *options), f"error: {path}", message)
     assert _all_tables_empty(db_path)
 
 
-@pytest.mark.parametrize("command", [
-    ["holdout", "sample", "h", "--n", "1"], ["generate", "loopfix", "--n", "1"],
-    ["mine", "ultrafeedback", "--path", "x.parquet"], ["mine", "self-repair", "--model", "m", "--dataset", "gsm8k"],
-    ["mine", "loopfix", "--model", "m"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["holdout", "sample", "h", "--n", "1"],
+        ["generate", "loopfix", "--n", "1"],
+        ["mine", "ultrafeedback", "--path", "x.parquet"],
+        ["mine", "self-repair", "--model", "m", "--dataset", "gsm8k"],
+        ["mine", "loopfix", "--model", "m"],
+    ],
+)
 def test_a_seed_beyond_64_bits_is_one_line(run_cli, db_path, tmp_path, write_jsonl, command):
     run_cli("ingest", "battles", write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
     r = run_cli(*command, "--seed", str(10**30))
@@ -368,10 +521,14 @@ BAD_PAIRS = [
 ]
 
 
-@pytest.mark.parametrize("record, message", BAD_PAIRS, ids=[m.split(":")[0] + str(i) for i, (_, m) in
-                                                            enumerate(BAD_PAIRS)])
-def test_a_pair_file_with_an_unusable_pair_is_refused_like_battles(run_cli, db_path, tmp_path, write_jsonl, record,
-                                                                   message):
-    path = write_jsonl(tmp_path / "pairs.jsonl", [{"prompt": "fine", "chosen": "yes", "rejected": "no"}, record])
+@pytest.mark.parametrize(
+    "record, message", BAD_PAIRS, ids=[m.split(":")[0] + str(i) for i, (_, m) in enumerate(BAD_PAIRS)]
+)
+def test_a_pair_file_with_an_unusable_pair_is_refused_like_battles(
+    run_cli, db_path, tmp_path, write_jsonl, record, message
+):
+    path = write_jsonl(
+        tmp_path / "pairs.jsonl", [{"prompt": "fine", "chosen": "yes", "rejected": "no"}, record]
+    )
     _one_line_exit_2(run_cli("ingest", "pairs", path, "--source", "s"), f"{path}, line 2, {message}")
     assert _all_tables_empty(db_path)

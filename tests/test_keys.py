@@ -21,12 +21,15 @@ def test_canonical_messages_from_string_and_list():
     assert canonical_messages([("user", "hi")]) == [{"role": "user", "content": "hi"}]
 
 
-@pytest.mark.parametrize("bad, needle", [
-    ([{"role": "robot", "content": "x"}], "unknown role 'robot'"),
-    ([{"role": "user", "content": 3}], "expected a string"),
-    ([], "empty message list"),
-    (42, "expected a string or a list"),
-])
+@pytest.mark.parametrize(
+    "bad, needle",
+    [
+        ([{"role": "robot", "content": "x"}], "unknown role 'robot'"),
+        ([{"role": "user", "content": 3}], "expected a string"),
+        ([], "empty message list"),
+        (42, "expected a string or a list"),
+    ],
+)
 def test_canonical_messages_rejects(bad, needle):
     with pytest.raises(BadInput, match=needle):
         canonical_messages(bad)
@@ -42,8 +45,10 @@ def test_content_id_is_exact_after_nfc_only():
 def test_match_key_ignores_system_prompt_case_whitespace_and_unicode_form():
     base = match_key("How many primes are there below 100?")
     variants = [
-        [{"role": "system", "content": "You are helpful."},
-         {"role": "user", "content": "How many primes are there below 100?"}],
+        [
+            {"role": "system", "content": "You are helpful."},
+            {"role": "user", "content": "How many primes are there below 100?"},
+        ],
         "How many primes are there below 100?\r\n",
         "  how MANY primes\tare there below 100?  ",
         unicodedata.normalize("NFKD", "How many primes are there below 100?"),
@@ -55,10 +60,16 @@ def test_match_key_ignores_system_prompt_case_whitespace_and_unicode_form():
 
 
 def test_match_key_uses_user_turns_only():
-    a = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
-         {"role": "user", "content": "q2"}]
-    b = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "other answer"},
-         {"role": "user", "content": "q2"}]
+    a = [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "a1"},
+        {"role": "user", "content": "q2"},
+    ]
+    b = [
+        {"role": "user", "content": "q1"},
+        {"role": "assistant", "content": "other answer"},
+        {"role": "user", "content": "q2"},
+    ]
     assert match_key(a) == match_key(b)
     assert match_text(a) == "q1\x1eq2"
 

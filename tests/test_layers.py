@@ -91,7 +91,9 @@ def layer_violations(root: Path = ROOT) -> list[str]:
             elif src_layer == "domain" and dst_layer == "domain":
                 same_package = src.split(".")[0] == target.split(".")[0]
                 if not same_package and target not in SIDEWAYS:
-                    problems.append(f"{where}: sideways in the domain layer only to {', '.join(sorted(SIDEWAYS))}")
+                    problems.append(
+                        f"{where}: sideways in the domain layer only to {', '.join(sorted(SIDEWAYS))}"
+                    )
     return problems
 
 
@@ -106,21 +108,26 @@ def test_the_layer_check_catches_a_core_module_importing_a_domain_package(tmp_pa
         (tmp_path / pkg / "__init__.py").write_text("")
     (tmp_path / "pairstore" / "keys.py").write_text("def f():\n    from audits.loops import scan\n")
     (tmp_path / "audits" / "loops.py").write_text("")
-    assert layer_violations(tmp_path) == ["pairstore/keys.py:2 imports audits.loops: core may import only core"]
+    assert layer_violations(tmp_path) == [
+        "pairstore/keys.py:2 imports audits.loops: core may import only core"
+    ]
 
 
 def test_the_layer_check_catches_domain_sideways_and_app_imports(tmp_path):
     for pkg in PACKAGES:
         (tmp_path / pkg).mkdir()
         (tmp_path / pkg / "__init__.py").write_text("")
-    (tmp_path / "audits" / "report.py").write_text("import miners.battle\nfrom pairstore.cli.demo import run_demo\n")
+    (tmp_path / "audits" / "report.py").write_text(
+        "import miners.battle\nfrom pairstore.cli.demo import run_demo\n"
+    )
     (tmp_path / "miners" / "battle.py").write_text("")
     (tmp_path / "pairstore" / "cli").mkdir()
     (tmp_path / "pairstore" / "cli" / "__init__.py").write_text("")
     (tmp_path / "pairstore" / "cli" / "demo.py").write_text("")
     assert layer_violations(tmp_path) == [
         "audits/report.py:1 imports miners.battle: sideways in the domain layer only to audits.loops, generators.registry, generators.rng, generators.tasks, miners.verify",
-        "audits/report.py:2 imports pairstore.cli.demo: domain may not import the app layer"]
+        "audits/report.py:2 imports pairstore.cli.demo: domain may not import the app layer",
+    ]
 
 
 # -- one writer per table -------------------------------------------------------------------------
@@ -137,7 +144,7 @@ def table_writers() -> dict[str, set[str]]:
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
             if path.name == "migrations.py":
-                continue   # migrations create and fill tables; they are the schema, not a writer
+                continue  # migrations create and fill tables; they are the schema, not a writer
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -159,8 +166,12 @@ def store_tables() -> set[str]:
     from pairstore.store.store import open_store
 
     with tempfile.TemporaryDirectory() as d, open_store(Path(d) / "s.duckdb") as store:
-        return {r[0] for r in store.con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'").fetchall()}
+        return {
+            r[0]
+            for r in store.con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
+            ).fetchall()
+        }
 
 
 def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
@@ -170,14 +181,19 @@ def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
     assert set(owners) == tables, f"docs/design.md lists {sorted(set(owners) ^ tables)} wrongly"
     several = {t: sorted(w) for t, w in writers.items() if t in tables and len(w) > 1}
     assert not several, f"tables written from more than one module: {several}"
-    wrong = {t: (sorted(w)[0], owners[t]) for t, w in writers.items() if t in tables and sorted(w)[0] != owners[t]}
+    wrong = {
+        t: (sorted(w)[0], owners[t]) for t, w in writers.items() if t in tables and sorted(w)[0] != owners[t]
+    }
     assert not wrong, f"writer differs from the documented owner: {wrong}"
 
 
-@pytest.mark.parametrize("sql,table", [
-    ("INSERT INTO evals (model) VALUES (?)", "evals"),
-    ("UPDATE generations g SET verdict = 'x'", "generations"),
-    ("delete from holdout where 1", "holdout"),
-])
+@pytest.mark.parametrize(
+    "sql,table",
+    [
+        ("INSERT INTO evals (model) VALUES (?)", "evals"),
+        ("UPDATE generations g SET verdict = 'x'", "generations"),
+        ("delete from holdout where 1", "holdout"),
+    ],
+)
 def test_the_writer_scan_reads_sql_strings(sql, table):
     assert WRITE.findall(sql)[0].lower() == table

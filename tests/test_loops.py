@@ -33,8 +33,22 @@ def test_question_echoed_50_times_is_flagged_not_catastrophic():
 
 def test_echo_interleaved_with_other_text_is_flagged_by_ngram_count():
     # not one clean cycle: the echo comes back with a different lead-in each time
-    leads = ["Hmm.", "Wait,", "Let me see:", "Again:", "OK so", "Right,", "Well,", "Think:", "So", "Now,",
-             "Once more:", "Checking:", "Then", "Also,"]
+    leads = [
+        "Hmm.",
+        "Wait,",
+        "Let me see:",
+        "Again:",
+        "OK so",
+        "Right,",
+        "Well,",
+        "Think:",
+        "So",
+        "Now,",
+        "Once more:",
+        "Checking:",
+        "Then",
+        "Also,",
+    ]
     text = " ".join(f"{lead} {QUESTION}" for lead in leads)
     r = scan(text)
     assert r.flagged and "ngram6" in r.reasons and r.ngram6_max == len(leads)
@@ -80,12 +94,14 @@ def test_word_salad_cycle_without_ngram_threshold():
 
 def test_tail_loop_cut_off_mid_word():
     sentence = "I need to count the letters in the word carefully and then answer. "
-    text = ("Let me think about the word strawberry and its letters. " + sentence * 4 + "I need to cou")
+    text = "Let me think about the word strawberry and its letters. " + sentence * 4 + "I need to cou"
     r = scan(text)
     assert r.tail_loop and r.flagged and r.reasons == ("tail",)
     assert r.max_repeat == 4 and r.max_repeat_unit == sentence.strip()
     # the same repeats followed by an answer: not at the end, and too few for any other rule
-    ok = scan("Let me think about the word strawberry and its letters. " + sentence * 4 + "\n\nFinal answer: 3")
+    ok = scan(
+        "Let me think about the word strawberry and its letters. " + sentence * 4 + "\n\nFinal answer: 3"
+    )
     assert not ok.tail_loop and not ok.flagged
 
 
@@ -97,6 +113,7 @@ def test_symbol_runaway_counts_only_when_very_long():
 
 # ---- legitimate texts -----------------------------------------------------------
 
+
 def _not_flagged(text):
     r = scan(text)
     assert not r.flagged and not r.catastrophic and not r.tail_loop, (r, text[:200])
@@ -104,8 +121,10 @@ def _not_flagged(text):
 
 
 def test_run_of_one_digit_inside_a_number():
-    _not_flagged("We need 12345679 x 900. First 12345679 x 9 = 111111111, then multiply by 100: "
-                 "111111111 x 100 = 11111111100.\n\nFinal answer: 11111111100")
+    _not_flagged(
+        "We need 12345679 x 900. First 12345679 x 9 = 111111111, then multiply by 100: "
+        "111111111 x 100 = 11111111100.\n\nFinal answer: 11111111100"
+    )
     _not_flagged("In Python, 0.1 + 0.2 gives 0.30000000000000004 and 1/3 prints as 0.3333333333333333.")
     _not_flagged("A googol is 1" + "0" * 100 + ", that is, a one followed by one hundred zeros.")
     _not_flagged("1/7 = 0.142857142857142857... (the block 142857 repeats forever).")
@@ -114,42 +133,69 @@ def test_run_of_one_digit_inside_a_number():
 
 def test_multiplication_table():
     lines = [f"{7} x {i} = {7 * i}" for i in range(1, 21)]
-    _not_flagged("Here is the 7 times table:\n\n" + "\n".join(lines) + "\n\nEach line adds 7 to the one before.")
+    _not_flagged(
+        "Here is the 7 times table:\n\n" + "\n".join(lines) + "\n\nEach line adds 7 to the one before."
+    )
     header = "| x | " + " | ".join(str(i) for i in range(1, 13)) + " |"
     rows = ["| " + str(a) + " | " + " | ".join(str(a * b) for b in range(1, 13)) + " |" for a in range(1, 13)]
     for separator in ("|" + "---|" * 13, "| " + " | ".join(["---"] * 13) + " |"):
-        _not_flagged("The full 12 x 12 table:\n\n" + "\n".join([header, separator, *rows])
-                     + "\n\nRead a product where a row meets a column.")
+        _not_flagged(
+            "The full 12 x 12 table:\n\n"
+            + "\n".join([header, separator, *rows])
+            + "\n\nRead a product where a row meets a column."
+        )
 
 
 def test_numbered_list():
-    steps = ["Preheat the oven to 180 degrees and grease a round cake tin.",
-             "Sift the flour, baking powder and a pinch of salt into a large bowl.",
-             "Cream the butter and sugar until the mixture is pale and fluffy.",
-             "Beat in the eggs one at a time, adding a spoonful of flour with each.",
-             "Fold in the remaining flour with a metal spoon.",
-             "Stir in the milk until the batter drops easily from the spoon.",
-             "Spoon the batter into the tin and level the top.",
-             "Bake for 25 minutes, until a skewer comes out clean.",
-             "Leave the cake in the tin for 10 minutes.",
-             "Turn it out onto a wire rack to cool completely.",
-             "Whip the cream with the vanilla until it holds soft peaks.",
-             "Spread the jam over the cake, then the cream.",
-             "Check the cake again before serving.",
-             "Check the cream again before serving.",
-             "Check the plates again before serving."]
+    steps = [
+        "Preheat the oven to 180 degrees and grease a round cake tin.",
+        "Sift the flour, baking powder and a pinch of salt into a large bowl.",
+        "Cream the butter and sugar until the mixture is pale and fluffy.",
+        "Beat in the eggs one at a time, adding a spoonful of flour with each.",
+        "Fold in the remaining flour with a metal spoon.",
+        "Stir in the milk until the batter drops easily from the spoon.",
+        "Spoon the batter into the tin and level the top.",
+        "Bake for 25 minutes, until a skewer comes out clean.",
+        "Leave the cake in the tin for 10 minutes.",
+        "Turn it out onto a wire rack to cool completely.",
+        "Whip the cream with the vanilla until it holds soft peaks.",
+        "Spread the jam over the cake, then the cream.",
+        "Check the cake again before serving.",
+        "Check the cream again before serving.",
+        "Check the plates again before serving.",
+    ]
     _not_flagged("Here is the method:\n\n" + "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1)))
-    states = [("Alabama", "Montgomery"), ("Alaska", "Juneau"), ("Arizona", "Phoenix"), ("Arkansas", "Little Rock"),
-              ("California", "Sacramento"), ("Colorado", "Denver"), ("Connecticut", "Hartford"),
-              ("Delaware", "Dover"), ("Florida", "Tallahassee"), ("Georgia", "Atlanta"), ("Hawaii", "Honolulu"),
-              ("Idaho", "Boise"), ("Illinois", "Springfield"), ("Indiana", "Indianapolis"), ("Iowa", "Des Moines"),
-              ("Kansas", "Topeka"), ("Kentucky", "Frankfort"), ("Louisiana", "Baton Rouge"), ("Maine", "Augusta"),
-              ("Maryland", "Annapolis"), ("Massachusetts", "Boston"), ("Michigan", "Lansing")]
-    _not_flagged("US states and their capitals:\n\n"
-                 + "\n".join(f"{i}. {s} - the capital is {c}." for i, (s, c) in enumerate(states, 1)))
+    states = [
+        ("Alabama", "Montgomery"),
+        ("Alaska", "Juneau"),
+        ("Arizona", "Phoenix"),
+        ("Arkansas", "Little Rock"),
+        ("California", "Sacramento"),
+        ("Colorado", "Denver"),
+        ("Connecticut", "Hartford"),
+        ("Delaware", "Dover"),
+        ("Florida", "Tallahassee"),
+        ("Georgia", "Atlanta"),
+        ("Hawaii", "Honolulu"),
+        ("Idaho", "Boise"),
+        ("Illinois", "Springfield"),
+        ("Indiana", "Indianapolis"),
+        ("Iowa", "Des Moines"),
+        ("Kansas", "Topeka"),
+        ("Kentucky", "Frankfort"),
+        ("Louisiana", "Baton Rouge"),
+        ("Maine", "Augusta"),
+        ("Maryland", "Annapolis"),
+        ("Massachusetts", "Boston"),
+        ("Michigan", "Lansing"),
+    ]
+    _not_flagged(
+        "US states and their capitals:\n\n"
+        + "\n".join(f"{i}. {s} - the capital is {c}." for i, (s, c) in enumerate(states, 1))
+    )
 
 
-CODE = '''Here is a small calculator with tests:
+CODE = """Here is a small calculator with tests:
 
 ```python
 import argparse
@@ -212,7 +258,7 @@ if __name__ == "__main__":
     unittest.main()
 ```
 
-Each operator gets its own branch and its own test.'''
+Each operator gets its own branch and its own test."""
 
 
 def test_code_with_repeated_structure():
@@ -312,7 +358,7 @@ ESSAY_SENTENCES = [
 
 
 def test_long_essay_common_words():
-    paragraphs = [" ".join(ESSAY_SENTENCES[i:i + 4]) for i in range(0, len(ESSAY_SENTENCES), 4)]
+    paragraphs = [" ".join(ESSAY_SENTENCES[i : i + 4]) for i in range(0, len(ESSAY_SENTENCES), 4)]
     essay = "\n\n".join(paragraphs)
     r = _not_flagged(essay)
     assert r.n_tokens > 500 and tokenize(essay.lower()).count("the") > 40  # common words galore
@@ -326,7 +372,7 @@ def test_ngram_threshold_grows_with_length():
     filler = [f"word{i}" for i in range(6000)]
     parts = []
     for k in range(15):
-        parts.append(" ".join(filler[k * 400:(k + 1) * 400]))
+        parts.append(" ".join(filler[k * 400 : (k + 1) * 400]))
         parts.append(phrase)
     r = scan(" ".join(parts))
     assert r.ngram6_max == 15 and not r.flagged
@@ -336,6 +382,7 @@ def test_ngram_threshold_grows_with_length():
 
 
 # ---- empty, batches, tokenizer ------------------------------------------------------
+
 
 @pytest.mark.parametrize("text", ["", "   \n\t ", None, "\u3000\u00a0"])
 def test_empty_output(text):
@@ -349,16 +396,33 @@ def test_short_and_plain_text():
 
 
 def test_scan_many_matches_scan_and_keeps_order():
-    texts = [QUESTION * 3, "", "好的" * 80, "1/7 = 0." + "142857" * 60, CODE, None, POEM, "+ 1 " * 150,
-             "中文和 English 混合的句子。", "plain answer: 7"]
+    texts = [
+        QUESTION * 3,
+        "",
+        "好的" * 80,
+        "1/7 = 0." + "142857" * 60,
+        CODE,
+        None,
+        POEM,
+        "+ 1 " * 150,
+        "中文和 English 混合的句子。",
+        "plain answer: 7",
+    ]
     one_by_one = [scan(t) for t in texts]
     assert scan_many(texts) == one_by_one
     assert scan_many(texts, chunk_chars=64) == one_by_one  # many small batches
 
 
 def test_vectorised_tokenizer_matches_tokenize():
-    samples = ["a\u3000b c\u00a0d\te\nf", "中文abc中 x\u2028y", "\x1cq\x1fr  s", "ｆｕｌｌ　ｗｉｄｔｈ。ok",
-               "ascii only, with punctuation!", "émigré café naïve", "한국어 문장 입니다"]
+    samples = [
+        "a\u3000b c\u00a0d\te\nf",
+        "中文abc中 x\u2028y",
+        "\x1cq\x1fr  s",
+        "ｆｕｌｌ　ｗｉｄｔｈ。ok",
+        "ascii only, with punctuation!",
+        "émigré café naïve",
+        "한국어 문장 입니다",
+    ]
     for text in samples:
         starts, ends, _ = tokenize_spans(text, text.isascii())
         assert [text[a:b] for a, b in zip(starts.tolist(), ends.tolist())] == tokenize(text)
@@ -379,8 +443,11 @@ def test_equal_tokens_get_equal_hashes():
 def test_huge_text_hashing_path_gives_the_same_reports(monkeypatch):
     import audits.loops as loops
 
-    texts = [" ".join(["alpha", "beta", "中文", "gamma", "x" * 40] * 30),
-             "loop again " * 120, "Count: " + " ".join(str(i) for i in range(300)) + " 7 7 7 7 7 7 7 7 7 7 7 7 7"]
+    texts = [
+        " ".join(["alpha", "beta", "中文", "gamma", "x" * 40] * 30),
+        "loop again " * 120,
+        "Count: " + " ".join(str(i) for i in range(300)) + " 7 7 7 7 7 7 7 7 7 7 7 7 7",
+    ]
     before = [scan(t) for t in texts]
     monkeypatch.setattr(loops, "POWER_TABLE_MAX", 16)  # as if every text were too long for the tables
     assert [scan(t) for t in texts] == before
@@ -397,15 +464,24 @@ def _add(store, gen_id, model, suite, output, flagged=None, catastrophic=None, n
     store.con.execute(
         "INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, loop_flagged, "
         "loop_catastrophic, n_tokens) VALUES (?, ?, 'prompt', ?, ?, ?, ?, ?, ?)",
-        [gen_id, model, suite, [{"role": "user", "content": "How many r's are in strawberry?"}], output,
-         flagged, catastrophic, n_tokens])
+        [
+            gen_id,
+            model,
+            suite,
+            [{"role": "user", "content": "How many r's are in strawberry?"}],
+            output,
+            flagged,
+            catastrophic,
+            n_tokens,
+        ],
+    )
 
 
 def _fill(store):
-    _add(store, "g1", "so7a", "lf2", LOOP)                             # scanned now: flagged
-    _add(store, "g2", "so7a", "lf2", NORMAL)                           # scanned now: clean
-    _add(store, "g3", "so7a", "lf2", "   ")                            # empty
-    _add(store, "g4", "so7a", "lf2", NORMAL, True, False, 300)         # stored flag (trusted unless --rescan)
+    _add(store, "g1", "so7a", "lf2", LOOP)  # scanned now: flagged
+    _add(store, "g2", "so7a", "lf2", NORMAL)  # scanned now: clean
+    _add(store, "g3", "so7a", "lf2", "   ")  # empty
+    _add(store, "g4", "so7a", "lf2", NORMAL, True, False, 300)  # stored flag (trusted unless --rescan)
     _add(store, "g5", "so7a", "lf2", "+ 1 " * 150, True, True, 400)
     _add(store, "g6", "sm11a", "lf2", NORMAL, False, False, 20)
     _add(store, "g7", "sm11a", None, LOOP)
@@ -417,16 +493,37 @@ def test_loop_table_counts(store):
     assert [(r["model"], r["suite"]) for r in rows] == [("sm11a", "lf2"), ("sm11a", None), ("so7a", "lf2")]
     so7a = rows[2]
     loop_tokens, normal_tokens = len(LOOP.split()), len(NORMAL.split())
-    assert so7a == {"model": "so7a", "suite": "lf2", "outputs": 5, "scannable": 4, "flagged": 3,
-                    "catastrophic": 1, "empty": 1,
-                    "avg_len": round((loop_tokens + normal_tokens + 0 + 300 + 400) / 5, 1), "rescanned": 3}
+    assert so7a == {
+        "model": "so7a",
+        "suite": "lf2",
+        "outputs": 5,
+        "scannable": 4,
+        "flagged": 3,
+        "catastrophic": 1,
+        "empty": 1,
+        "avg_len": round((loop_tokens + normal_tokens + 0 + 300 + 400) / 5, 1),
+        "rescanned": 3,
+    }
     rescanned = loop_table(store, model="so7a", rescan=True)
     assert len(rescanned) == 1
-    assert rescanned[0]["flagged"] == 2 and rescanned[0]["catastrophic"] == 1 and rescanned[0]["rescanned"] == 5
+    assert (
+        rescanned[0]["flagged"] == 2 and rescanned[0]["catastrophic"] == 1 and rescanned[0]["rescanned"] == 5
+    )
     assert rescanned[0]["avg_len"] == so7a["avg_len"]  # stored lengths are kept (model tokenizer)
     only = loop_table(store, model="sm11a", suite="lf2")
-    assert only == [{"model": "sm11a", "suite": "lf2", "outputs": 1, "scannable": 1, "flagged": 0,
-                     "catastrophic": 0, "empty": 0, "avg_len": 20.0, "rescanned": 0}]
+    assert only == [
+        {
+            "model": "sm11a",
+            "suite": "lf2",
+            "outputs": 1,
+            "scannable": 1,
+            "flagged": 0,
+            "catastrophic": 0,
+            "empty": 0,
+            "avg_len": 20.0,
+            "rescanned": 0,
+        }
+    ]
     assert [r["model"] for r in loop_table(store, suite="lf2")] == ["sm11a", "so7a"]
     with pytest.raises(NotFound, match="zzz"):
         loop_table(store, model="zzz")
@@ -442,14 +539,26 @@ def test_cli_audit_loops(store, run_cli):
     res = run_cli("audit", "loops", "--model", "so7a", "--suite", "lf2")
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[0].split() == ["model", "suite", "outputs", "scannable", "flagged", "catastrophic", "empty",
-                                "avg_len", "rescanned"]
+    assert lines[0].split() == [
+        "model",
+        "suite",
+        "outputs",
+        "scannable",
+        "flagged",
+        "catastrophic",
+        "empty",
+        "avg_len",
+        "rescanned",
+    ]
     assert lines[2].split()[:7] == ["so7a", "lf2", "5", "4", "3", "1", "1"]
     res = run_cli("audit", "loops", "--json", "--rescan")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)
     assert {(r["model"], r["suite"], r["flagged"]) for r in rows} == {
-        ("so7a", "lf2", 2), ("sm11a", "lf2", 0), ("sm11a", None, 1)}
+        ("so7a", "lf2", 2),
+        ("sm11a", "lf2", 0),
+        ("sm11a", None, 1),
+    }
     res = run_cli("audit", "loops", "--model", "nobody")
     assert res.exit_code == 2 and "no generations for model 'nobody'" in res.output
 
@@ -467,6 +576,7 @@ def test_catastrophic_threshold_is_100_consecutive_repeats():
 
 # ---- against brute force -------------------------------------------------------------
 
+
 def _draws(seed: int, n: int, below: int) -> list[int]:
     import xxhash
 
@@ -476,7 +586,7 @@ def _draws(seed: int, n: int, below: int) -> list[int]:
 def _brute_ngram_max(tokens, g=6):
     from collections import Counter
 
-    grams = Counter(tuple(tokens[i:i + g]) for i in range(len(tokens) - g + 1))
+    grams = Counter(tuple(tokens[i : i + g]) for i in range(len(tokens) - g + 1))
     return max(grams.values(), default=0)
 
 
@@ -515,9 +625,9 @@ def test_clean_loops_inside_random_text_are_measured_exactly():
     vocab = [f"w{i}" for i in range(50)]
     for seed in range(40):
         d = _draws(seed, 200, 50)
-        unit = [vocab[i] for i in dict.fromkeys(d[:1 + seed % 9])]  # distinct tokens: no inner repeat
+        unit = [vocab[i] for i in dict.fromkeys(d[: 1 + seed % 9])]  # distinct tokens: no inner repeat
         repeats = 2 + d[10] % 30
-        prefix, suffix = [vocab[i] + "p" for i in d[20:20 + d[11] % 15]], [vocab[i] + "s" for i in d[40:45]]
+        prefix, suffix = [vocab[i] + "p" for i in d[20 : 20 + d[11] % 15]], [vocab[i] + "s" for i in d[40:45]]
         tokens = prefix + unit * repeats + suffix
         if len(unit) * repeats < len(unit) + 6:
             continue  # too short to be a cycle by definition

@@ -29,15 +29,32 @@ BATTLES = [
     battle("b08", "loss", "Same answer?", "Yes.", "Yes."),
     # the same content as b01 under another id: one pair, two origins
     battle("b09", "win", "What is the capital of France?", "Paris.", "Lyon.", category="geo"),
-    {"battle_id": "m1", "vote": "loss", "system": "Be brief.", "category": "chat",
-     "turns": [{"user": "Hi there", "own": "Hello.", "opponent": "Hey! How can I help?"},
-               {"user": "What is 3*3?", "own": "6", "opponent": "9"}]},
-    {"battle_id": "m2", "vote": "loss",
-     "turns": [{"user": "Your name?", "own": "Brook.", "opponent": "I am Claude."},
-               {"user": "And 1+1?", "own": "3", "opponent": "2"}]},
-    {"battle_id": "m3", "vote": "win",
-     "turns": [{"user": "Pick a colour", "own": "Blue.", "opponent": "Red."},
-               {"user": "Why?", "own": "It is calm.", "opponent": "Dunno."}]},
+    {
+        "battle_id": "m1",
+        "vote": "loss",
+        "system": "Be brief.",
+        "category": "chat",
+        "turns": [
+            {"user": "Hi there", "own": "Hello.", "opponent": "Hey! How can I help?"},
+            {"user": "What is 3*3?", "own": "6", "opponent": "9"},
+        ],
+    },
+    {
+        "battle_id": "m2",
+        "vote": "loss",
+        "turns": [
+            {"user": "Your name?", "own": "Brook.", "opponent": "I am Claude."},
+            {"user": "And 1+1?", "own": "3", "opponent": "2"},
+        ],
+    },
+    {
+        "battle_id": "m3",
+        "vote": "win",
+        "turns": [
+            {"user": "Pick a colour", "own": "Blue.", "opponent": "Red."},
+            {"user": "Why?", "own": "It is calm.", "opponent": "Dunno."},
+        ],
+    },
 ]
 
 
@@ -57,29 +74,50 @@ def test_battle_miner_exact_pairs_origins_and_drops(store, tmp_path, write_jsonl
     res = mine_battles(store)
     assert res.miner == "battle" and res.version == "1"
     assert res.kept == 5
-    assert dict(res.dropped) == {"tie": 1, "both_bad": 1, "identity": 2, "empty side": 1,
-                                 "identical sides": 1, "duplicate": 1}
+    assert dict(res.dropped) == {
+        "tie": 1,
+        "both_bad": 1,
+        "identity": 2,
+        "empty side": 1,
+        "identical sides": 1,
+        "duplicate": 1,
+    }
     assert res.stats["battles"] == 12
     got = pairs_by_origin(store)
     assert sorted(got) == ["b01", "b02", "b06", "b09", "m1", "m3"]
     b01 = got["b01"]
     assert (b01["chosen"], b01["rejected"], b01["rule"]) == ("Paris.", "Lyon.", "vote=win → own chosen")
     assert [dict(m) for m in b01["prompt"]] == [{"role": "user", "content": "What is the capital of France?"}]
-    assert (b01["source"], b01["family"], b01["pair_miner"], b01["miner_version"], b01["kind"], b01["miner"],
-            b01["origin_kind"]) == ("battle", "geo", "battle", "1", "dpo", "battle", "battle")
+    assert (
+        b01["source"],
+        b01["family"],
+        b01["pair_miner"],
+        b01["miner_version"],
+        b01["kind"],
+        b01["miner"],
+        b01["origin_kind"],
+    ) == ("battle", "geo", "battle", "1", "dpo", "battle", "battle")
     assert got["b09"]["chosen"] == "Paris." and got["b09"]["rule"] == "vote=win → own chosen"
     assert store.scalar("SELECT count(*) FROM pair_origins WHERE origin_id IN ('b01', 'b09')") == 2
-    assert store.scalar("SELECT count(DISTINCT pair_id) FROM pair_origins WHERE origin_id IN ('b01', 'b09')") == 1
+    assert (
+        store.scalar("SELECT count(DISTINCT pair_id) FROM pair_origins WHERE origin_id IN ('b01', 'b09')")
+        == 1
+    )
     b02 = got["b02"]
-    assert (b02["chosen"], b02["rejected"], b02["rule"]) == ("Eleven is prime.", "Twelve.",
-                                                             "vote=loss → opponent chosen")
+    assert (b02["chosen"], b02["rejected"], b02["rule"]) == (
+        "Eleven is prime.",
+        "Twelve.",
+        "vote=loss → opponent chosen",
+    )
     # a win keeps an opponent that names itself as the rejected side
     assert (got["b06"]["chosen"], got["b06"]["rejected"]) == ("A small lab.", "I'm ChatGPT, made by OpenAI.")
     # multi-turn loss: user turns interleaved with the opponent's (chosen side's) earlier answers; no system
     m1 = got["m1"]
     assert [dict(m) for m in m1["prompt"]] == [
-        {"role": "user", "content": "Hi there"}, {"role": "assistant", "content": "Hey! How can I help?"},
-        {"role": "user", "content": "What is 3*3?"}]
+        {"role": "user", "content": "Hi there"},
+        {"role": "assistant", "content": "Hey! How can I help?"},
+        {"role": "user", "content": "What is 3*3?"},
+    ]
     assert (m1["chosen"], m1["rejected"]) == ("9", "6")
     m3 = got["m3"]
     assert [m["content"] for m in m3["prompt"]] == ["Pick a colour", "Blue.", "Why?"]
@@ -101,13 +139,26 @@ def test_battle_miner_is_idempotent(store, tmp_path, write_jsonl):
 
 
 def test_identity_drop_covers_earlier_turns_and_patterns():
-    for text in ["As an AI developed by OpenAI, I can't.", "I am Claude, an assistant.", "I'm ChatGPT.",
-                 "I was trained by Google.", "I am a large language model, trained by Google.",
-                 "As an OpenAI language model I cannot browse.", "My name is Gemini.", "I’m Qwen, by Alibaba.",
-                 "I am an OpenAI model.", "created by Anthropic"]:
+    for text in [
+        "As an AI developed by OpenAI, I can't.",
+        "I am Claude, an assistant.",
+        "I'm ChatGPT.",
+        "I was trained by Google.",
+        "I am a large language model, trained by Google.",
+        "As an OpenAI language model I cannot browse.",
+        "My name is Gemini.",
+        "I’m Qwen, by Alibaba.",
+        "I am an OpenAI model.",
+        "created by Anthropic",
+    ]:
         assert names_own_model(text), text
-    for text in ["ChatGPT is a chatbot released in 2022.", "Paris is the capital of France.",
-                 "The model was developed by researchers.", "I am happy to help.", "Google it."]:
+    for text in [
+        "ChatGPT is a chatbot released in 2022.",
+        "Paris is the capital of France.",
+        "The model was developed by researchers.",
+        "I am happy to help.",
+        "Google it.",
+    ]:
         assert names_own_model(text) is None, text
 
 
@@ -115,12 +166,31 @@ def test_holdout_battles_skipped_by_id_and_match_key(store, tmp_path, write_json
     records = BATTLES + [
         battle("h1", "win", "A secret   question?", "own h1", "opp h1"),
         # another form of h1's prompt (CRLF, case, NFKC width, a system prompt): same match key
-        battle("h2", "loss", [{"role": "system", "content": "You are kind."},
-                              {"role": "user", "content": "a ＳＥＣＲＥＴ\r\nquestion?"}], "own h2", "opp h2"),
+        battle(
+            "h2",
+            "loss",
+            [
+                {"role": "system", "content": "You are kind."},
+                {"role": "user", "content": "a ＳＥＣＲＥＴ\r\nquestion?"},
+            ],
+            "own h2",
+            "opp h2",
+        ),
     ]
     load(write_jsonl, store, tmp_path, records)
-    add_members(store, "judge", [{"item_id": "h1", "item_kind": "battle", "match_key": match_key("A secret question?"),
-                                  "match_text": match_text("A secret question?"), "task_key": None}])
+    add_members(
+        store,
+        "judge",
+        [
+            {
+                "item_id": "h1",
+                "item_kind": "battle",
+                "match_key": match_key("A secret question?"),
+                "match_text": match_text("A secret question?"),
+                "task_key": None,
+            }
+        ],
+    )
     res = mine_battles(store)
     assert res.dropped["holdout"] == 2
     assert not store.rows("SELECT * FROM pair_origins WHERE origin_id IN ('h1', 'h2')")
@@ -135,36 +205,57 @@ def test_incident_no_pair_from_any_of_34_holdout_battles(store, tmp_path, write_
     drawn, an external pair file holding 13 of them (CRLF, trailing spaces, NFKD, a system prompt) is
     ingested, and `mine battle` produces no pair from any held-out battle and counts each as 'holdout'."""
     votes = ["win", "loss", "tie", "both_bad"]
-    records = [battle(f"a{i:03d}", votes[i % 4], f"Arena question {i}: explain topic {i * 7 % 31}.",
-                      f"own answer {i}", f"opponent answer {i}", category=["math", "code", "chat"][i % 3])
-               for i in range(120)]
+    records = [
+        battle(
+            f"a{i:03d}",
+            votes[i % 4],
+            f"Arena question {i}: explain topic {i * 7 % 31}.",
+            f"own answer {i}",
+            f"opponent answer {i}",
+            category=["math", "code", "chat"][i % 3],
+        )
+        for i in range(120)
+    ]
     load(write_jsonl, store, tmp_path, records)
     held = sample_holdout(store, "judge34", n=34, seed=263)
     assert len(held) == 34
     by_id = {r["battle_id"]: r for r in records}
     fullwidth = str.maketrans("0123456789", "０１２３４５６７８９")
-    variants = [lambda t: t.replace(" ", "\r\n", 1), lambda t: t + "   ", lambda t: t.upper(),
-                lambda t: t.translate(fullwidth)]
+    variants = [
+        lambda t: t.replace(" ", "\r\n", 1),
+        lambda t: t + "   ",
+        lambda t: t.upper(),
+        lambda t: t.translate(fullwidth),
+    ]
     external = []
     for k, bid in enumerate(held[:13]):
         prompt = variants[k % 4](by_id[bid]["prompt"])
         if k % 3 == 0:
             prompt = [{"role": "system", "content": "You are helpful."}, {"role": "user", "content": prompt}]
-        external.append({"prompt": prompt, "chosen": by_id[bid]["own_answer"],
-                         "rejected": by_id[bid]["opponent_answer"]})
+        external.append(
+            {"prompt": prompt, "chosen": by_id[bid]["own_answer"], "rejected": by_id[bid]["opponent_answer"]}
+        )
     ingest_pairs(store, write_jsonl(tmp_path / "external.jsonl", external), source="battle_external")
 
     res = mine_battles(store)
     assert res.dropped["holdout"] == 34
-    mined = {r["origin_id"] for r in store.rows(
-        "SELECT origin_id FROM pair_origins WHERE miner = 'battle' AND origin_kind = 'battle'")}
+    mined = {
+        r["origin_id"]
+        for r in store.rows(
+            "SELECT origin_id FROM pair_origins WHERE miner = 'battle' AND origin_kind = 'battle'"
+        )
+    }
     assert mined and not mined & set(held)
     held_keys = {r["match_key"] for r in store.rows("SELECT match_key FROM holdout")}
     # the external file's 13 rows are held-out battles in other forms: the export gate's job (part b)
-    external_keys = [r["match_key"] for r in store.rows("SELECT match_key FROM pairs WHERE source = 'battle_external'")]
+    external_keys = [
+        r["match_key"] for r in store.rows("SELECT match_key FROM pairs WHERE source = 'battle_external'")
+    ]
     assert len(external_keys) == 13 and set(external_keys) <= held_keys
-    assert not store.rows("SELECT pair_id FROM pairs WHERE miner = 'battle' AND list_contains(?, match_key)",
-                          [sorted(held_keys)])
+    assert not store.rows(
+        "SELECT pair_id FROM pairs WHERE miner = 'battle' AND list_contains(?, match_key)",
+        [sorted(held_keys)],
+    )
     wins_losses = sum(1 for r in records if r["battle_id"] not in held and r["vote"] in ("win", "loss"))
     assert res.kept == wins_losses
 
@@ -177,7 +268,9 @@ def test_registry_and_cli_mine_battle(run_cli, store, tmp_path, write_jsonl):
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
     assert lines[0] == "battle v1: kept 5 new pairs (6 produced, 6 new origins)"
-    assert lines[2] == ("dropped: both_bad=1, duplicate=1, empty side=1, identical sides=1, identity=2, tie=1")
+    assert lines[2] == (
+        "dropped: both_bad=1, duplicate=1, empty side=1, identical sides=1, identity=2, tie=1"
+    )
     r = run_cli("mine", "battle", "--json")
     out = json.loads(r.output)
     assert out["kept"] == 0 and out["dropped"]["duplicate"] == 6

@@ -12,16 +12,35 @@ from miners.importers import import_compliance, import_ultrafeedback
 from pairstore.errors import BadInput
 
 MSG = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
-UF_SCHEMA = pa.schema([("prompt", pa.string()), ("prompt_id", pa.string()), ("chosen", MSG), ("rejected", MSG),
-                       ("messages", MSG), ("score_chosen", pa.float64()), ("score_rejected", pa.float64())])
+UF_SCHEMA = pa.schema(
+    [
+        ("prompt", pa.string()),
+        ("prompt_id", pa.string()),
+        ("chosen", MSG),
+        ("rejected", MSG),
+        ("messages", MSG),
+        ("score_chosen", pa.float64()),
+        ("score_rejected", pa.float64()),
+    ]
+)
 
 
 def uf_row(i, score_chosen=8.0, score_rejected=3.0, **kw):
     prompt = f"Explain idea number {i}."
-    row = {"prompt": prompt, "prompt_id": f"{i:064x}",
-           "chosen": [{"content": prompt, "role": "user"}, {"content": f"Good answer {i}.", "role": "assistant"}],
-           "rejected": [{"content": prompt, "role": "user"}, {"content": f"Bad answer {i}.", "role": "assistant"}],
-           "score_chosen": score_chosen, "score_rejected": score_rejected}
+    row = {
+        "prompt": prompt,
+        "prompt_id": f"{i:064x}",
+        "chosen": [
+            {"content": prompt, "role": "user"},
+            {"content": f"Good answer {i}.", "role": "assistant"},
+        ],
+        "rejected": [
+            {"content": prompt, "role": "user"},
+            {"content": f"Bad answer {i}.", "role": "assistant"},
+        ],
+        "score_chosen": score_chosen,
+        "score_rejected": score_rejected,
+    }
     row["messages"] = row["chosen"]
     row.update(kw)
     return row
@@ -45,9 +64,16 @@ def test_ultrafeedback_parquet_keeps_assistant_answers(store, tmp_path):
     first = got[0]
     assert [dict(m) for m in first["prompt"]] == [{"role": "user", "content": "Explain idea number 0."}]
     assert (first["chosen"], first["rejected"], first["source"], first["kind"]) == (
-        "Good answer 0.", "Bad answer 0.", "ultrafeedback", "dpo")
+        "Good answer 0.",
+        "Bad answer 0.",
+        "ultrafeedback",
+        "dpo",
+    )
     assert (first["origin_kind"], first["origin_id"], first["rule"]) == (
-        "import", f"ultrafeedback:{0:064x}", "score_chosen=8 > score_rejected=3")
+        "import",
+        f"ultrafeedback:{0:064x}",
+        "score_chosen=8 > score_rejected=3",
+    )
     again = import_ultrafeedback(store, path=path)
     assert again.kept == 0 and again.dropped["duplicate"] == 5 and again.new_origins == 0
 
@@ -75,16 +101,21 @@ def test_ultrafeedback_folder_jsonl_limit_and_seed(store, tmp_path, write_jsonl)
 
 def test_ultrafeedback_bad_record_names_file_line_field_and_writes_nothing(store, tmp_path):
     rows = [uf_row(0), uf_row(1), uf_row(2)]
-    rows[2]["chosen"] = rows[2]["chosen"][:1]     # no assistant answer
+    rows[2]["chosen"] = rows[2]["chosen"][:1]  # no assistant answer
     path = tmp_path / "uf.jsonl"
     with open(path, "w") as f:
         f.write(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n" + json.dumps(rows[2]) + "\n")
     with pytest.raises(BadInput) as e:
         import_ultrafeedback(store, path=path)
-    assert str(e.value) == (f"{path}, line 4, field 'chosen': the last message must be the assistant's answer")
+    assert str(e.value) == (
+        f"{path}, line 4, field 'chosen': the last message must be the assistant's answer"
+    )
     assert store.scalar("SELECT count(*) FROM pairs") == 0
     bad = [uf_row(0), uf_row(1)]
-    bad[1]["rejected"] = [{"content": "Another prompt", "role": "user"}, {"content": "x", "role": "assistant"}]
+    bad[1]["rejected"] = [
+        {"content": "Another prompt", "role": "user"},
+        {"content": "x", "role": "assistant"},
+    ]
     ppath = write_uf_parquet(tmp_path / "uf.parquet", bad)
     with pytest.raises(BadInput, match=r"uf.parquet, row 2, field 'rejected'"):
         import_ultrafeedback(store, path=ppath)
@@ -94,39 +125,66 @@ def test_ultrafeedback_bad_record_names_file_line_field_and_writes_nothing(store
 
 
 def test_compliance_pairs_and_sft_rows(store, tmp_path, write_jsonl):
-    path = write_jsonl(tmp_path / "compliance.jsonl", [
-        {"prompt": "Reply in exactly three words.", "chosen": "Sure, done here.",
-         "rejected": "Of course! Here is a reply that is much longer than three words."},
-        {"id": "c-json", "prompt": [{"role": "system", "content": "Answer in JSON."},
-                                    {"role": "user", "content": "Give x=1."}],
-         "chosen": '{"x": 1}', "rejected": "x is 1", "family": "format"},
-        {"prompt": "List two colours, comma-separated.", "target": "red, blue"},
-        {"prompt": "Same sides", "chosen": "a", "rejected": "a"},
-    ])
+    path = write_jsonl(
+        tmp_path / "compliance.jsonl",
+        [
+            {
+                "prompt": "Reply in exactly three words.",
+                "chosen": "Sure, done here.",
+                "rejected": "Of course! Here is a reply that is much longer than three words.",
+            },
+            {
+                "id": "c-json",
+                "prompt": [
+                    {"role": "system", "content": "Answer in JSON."},
+                    {"role": "user", "content": "Give x=1."},
+                ],
+                "chosen": '{"x": 1}',
+                "rejected": "x is 1",
+                "family": "format",
+            },
+            {"prompt": "List two colours, comma-separated.", "target": "red, blue"},
+            {"prompt": "Same sides", "chosen": "a", "rejected": "a"},
+        ],
+    )
     res = import_compliance(store, path=path)
     assert res.kept == 3 and dict(res.dropped) == {"identical sides": 1}
     assert res.stats == {"pairs": 3, "sft rows": 1}
-    got = {r["origin_id"]: r for r in store.rows("""
+    got = {
+        r["origin_id"]: r
+        for r in store.rows("""
         SELECT o.origin_id, o.rule, p.kind, p.source, p.prompt, p.chosen, p.rejected, p.family
-        FROM pairs p JOIN pair_origins o USING (pair_id)""")}
+        FROM pairs p JOIN pair_origins o USING (pair_id)""")
+    }
     assert sorted(got) == ["c-json", "compliance.jsonl:1", "compliance.jsonl:3"]
     sft = got["compliance.jsonl:3"]
-    assert (sft["kind"], sft["source"], sft["chosen"], sft["rejected"]) == ("sft", "compliance_sft", "red, blue", None)
+    assert (sft["kind"], sft["source"], sft["chosen"], sft["rejected"]) == (
+        "sft",
+        "compliance_sft",
+        "red, blue",
+        None,
+    )
     assert sft["rule"] == "handcrafted compliance NLL row"
     js = got["c-json"]
-    assert (js["source"], js["family"], [m["role"] for m in js["prompt"]]) == ("compliance", "format",
-                                                                              ["system", "user"])
+    assert (js["source"], js["family"], [m["role"] for m in js["prompt"]]) == (
+        "compliance",
+        "format",
+        ["system", "user"],
+    )
     assert got["compliance.jsonl:1"]["rule"] == "handcrafted: compliant chosen, non-compliant rejected"
     assert import_compliance(store, path=path).kept == 0
 
 
-@pytest.mark.parametrize("record, line_field", [
-    ({"prompt": "p", "chosen": "a", "target": "t"}, "line 2, field 'target'"),
-    ({"prompt": "p", "chosen": "a"}, "line 2, field 'rejected'"),
-    ({"chosen": "a", "rejected": "b"}, "line 2, field 'prompt'"),
-    ({"prompt": [{"role": "robot", "content": "x"}], "target": "t"}, "line 2, field 'prompt'"),
-    ({"prompt": "p", "target": 5.5}, "line 2, field 'target'"),
-])
+@pytest.mark.parametrize(
+    "record, line_field",
+    [
+        ({"prompt": "p", "chosen": "a", "target": "t"}, "line 2, field 'target'"),
+        ({"prompt": "p", "chosen": "a"}, "line 2, field 'rejected'"),
+        ({"chosen": "a", "rejected": "b"}, "line 2, field 'prompt'"),
+        ({"prompt": [{"role": "robot", "content": "x"}], "target": "t"}, "line 2, field 'prompt'"),
+        ({"prompt": "p", "target": 5.5}, "line 2, field 'target'"),
+    ],
+)
 def test_compliance_bad_record_writes_nothing(store, tmp_path, record, line_field, write_jsonl):
     path = write_jsonl(tmp_path / "c.jsonl", [{"prompt": "ok", "chosen": "yes", "rejected": "no"}, record])
     with pytest.raises(BadInput, match=line_field):
@@ -139,7 +197,7 @@ def test_cli_importers(run_cli, tmp_path, write_jsonl):
     r = run_cli("mine", "ultrafeedback", "--path", path)
     assert r.exit_code == 0, r.output
     assert "ultrafeedback v1: kept 3 new pairs (3 produced, 3 new origins)\n" in r.output
-    assert "Generating" not in r.output   # no progress bars when not on a terminal
+    assert "Generating" not in r.output  # no progress bars when not on a terminal
     bad = write_jsonl(tmp_path / "c.jsonl", [{"prompt": "p", "chosen": "a"}])
     r = run_cli("mine", "compliance", bad)
     assert r.exit_code == 2

@@ -12,22 +12,28 @@ from pairstore.holdout.sets import add_members
 from pairstore.ingest.tables import ingest_generations
 from pairstore.keys import match_key, match_text
 
-LOOP = "Let me recount the apples again. " * 120          # a phrase repeated 120 times: a catastrophic loop
+LOOP = "Let me recount the apples again. " * 120  # a phrase repeated 120 times: a catastrophic loop
 
 
 def add_problem(store, pid, question, gold, solution, dataset="gsm8k"):
-    store.con.execute("INSERT INTO problems (problem_id, dataset, split, question, solution, gold, match_key) "
-                      "VALUES (?, ?, 'train', ?, ?, ?, ?)", [pid, dataset, question, solution, gold,
-                                                             match_key(question)])
+    store.con.execute(
+        "INSERT INTO problems (problem_id, dataset, split, question, solution, gold, match_key) "
+        "VALUES (?, ?, 'train', ?, ?, ?, ?)",
+        [pid, dataset, question, solution, gold, match_key(question)],
+    )
 
 
 def add_generations(write_jsonl, store, tmp_path, model, outputs, name="g.jsonl"):
     """outputs: (item_kind, item_id, sample_index, text). Returns {(item_id, sample_index): gen_id}."""
-    recs = [{"item_kind": k, "item_id": i, "sample_index": s, "output": o, "temperature": 0.8}
-            for k, i, s, o in outputs]
+    recs = [
+        {"item_kind": k, "item_id": i, "sample_index": s, "output": o, "temperature": 0.8}
+        for k, i, s, o in outputs
+    ]
     ingest_generations(store, write_jsonl(tmp_path / f"{model}-{name}", recs), model=model)
-    return {(r["item_id"], r["sample_index"]): r["gen_id"] for r in store.rows(
-        "SELECT item_id, sample_index, gen_id FROM generations WHERE model = ?", [model])}
+    return {
+        (r["item_id"], r["sample_index"]): r["gen_id"]
+        for r in store.rows("SELECT item_id, sample_index, gen_id FROM generations WHERE model = ?", [model])
+    }
 
 
 GSM_SOLUTION = "He buys 2*5 = <<2*5=10>>10 pens.\nThen 10+2 = <<10+2=12>>12.\n#### 12"
@@ -35,42 +41,67 @@ GSM_SOLUTION = "He buys 2*5 = <<2*5=10>>10 pens.\nThen 10+2 = <<10+2=12>>12.\n##
 
 @pytest.fixture
 def repair_store(store, tmp_path, write_jsonl):
-    add_problem(store, "p1", "Tom has 3 apples and buys 4 more. How many apples?", "7", "3+4 = <<3+4=7>>7\n#### 7")
+    add_problem(
+        store, "p1", "Tom has 3 apples and buys 4 more. How many apples?", "7", "3+4 = <<3+4=7>>7\n#### 7"
+    )
     add_problem(store, "p2", "Sam buys 2 packs of 5 pens and 2 more. How many pens?", "12", GSM_SOLUTION)
     add_problem(store, "p3", "What is 1+1?", "2", "1+1 = 2\n#### 2")
     add_problem(store, "p4", "A held-out question about 9 cats?", "9", "#### 9")
-    add_problem(store, "q1", "Compute $\\frac{2}{4}$.", "\\frac{1}{2}", "It is $\\boxed{\\frac{1}{2}}$.", "math")
+    add_problem(
+        store, "q1", "Compute $\\frac{2}{4}$.", "\\frac{1}{2}", "It is $\\boxed{\\frac{1}{2}}$.", "math"
+    )
     add_problem(store, "q2", "What is $2^{10}$?", "1024", "$2^{10} = \\boxed{1024}$.", "math")
-    gens = add_generations(write_jsonl, store, tmp_path, "m1", [
-        ("problem", "p1", 0, "3 + 4 = 7.\nFinal answer: 7"),
-        ("problem", "p1", 1, "3 + 4 = 8.\nFinal answer: 8"),
-        ("problem", "p1", 2, LOOP + "\nFinal answer: 7"),           # correct but looped: never chosen
-        ("problem", "p1", 3, "3 + 4 = 8.\nFinal answer: 8"),         # same text as sample 1
-        ("problem", "p1", 4, "3 - 4 = -1.\nFinal answer: -1"),
-        ("problem", "p2", 0, "2*5 = 10.\nFinal answer: 10"),
-        ("problem", "p2", 1, "2*5+2 = 11.\nFinal answer: 11"),
-        ("problem", "p3", 0, "Final answer: 2"),
-        ("problem", "p3", 1, "1+1 is two, so the answer is 2."),
-        ("problem", "p4", 0, "Final answer: 8"),
-        ("problem", "q1", 0, "Dividing gives 0.4.\nFinal answer: 0.4"),
-        ("problem", "q2", 0, "So $2^{10} = \\boxed{1024}$.\nFinal answer: 1024"),
-        ("problem", "q2", 1, "Final answer: 1000"),
-    ])
+    gens = add_generations(
+        write_jsonl,
+        store,
+        tmp_path,
+        "m1",
+        [
+            ("problem", "p1", 0, "3 + 4 = 7.\nFinal answer: 7"),
+            ("problem", "p1", 1, "3 + 4 = 8.\nFinal answer: 8"),
+            ("problem", "p1", 2, LOOP + "\nFinal answer: 7"),  # correct but looped: never chosen
+            ("problem", "p1", 3, "3 + 4 = 8.\nFinal answer: 8"),  # same text as sample 1
+            ("problem", "p1", 4, "3 - 4 = -1.\nFinal answer: -1"),
+            ("problem", "p2", 0, "2*5 = 10.\nFinal answer: 10"),
+            ("problem", "p2", 1, "2*5+2 = 11.\nFinal answer: 11"),
+            ("problem", "p3", 0, "Final answer: 2"),
+            ("problem", "p3", 1, "1+1 is two, so the answer is 2."),
+            ("problem", "p4", 0, "Final answer: 8"),
+            ("problem", "q1", 0, "Dividing gives 0.4.\nFinal answer: 0.4"),
+            ("problem", "q2", 0, "So $2^{10} = \\boxed{1024}$.\nFinal answer: 1024"),
+            ("problem", "q2", 1, "Final answer: 1000"),
+        ],
+    )
     add_generations(write_jsonl, store, tmp_path, "other", [("problem", "p1", 0, "Final answer: 5")])
-    add_members(store, "judge", [{"item_id": "p4", "item_kind": "problem", "task_key": None,
-                                  "match_key": match_key("A held-out question about 9 cats?"),
-                                  "match_text": match_text("A held-out question about 9 cats?")}])
+    add_members(
+        store,
+        "judge",
+        [
+            {
+                "item_id": "p4",
+                "item_kind": "problem",
+                "task_key": None,
+                "match_key": match_key("A held-out question about 9 cats?"),
+                "match_text": match_text("A held-out question about 9 cats?"),
+            }
+        ],
+    )
     return gens
 
 
 def pair_rows(store, source=None):
-    return store.rows("""SELECT pair_id, prompt, chosen, rejected, source, family, miner, miner_version FROM pairs
-                         WHERE (? IS NULL OR source = ?) ORDER BY chosen, rejected""", [source, source])
+    return store.rows(
+        """SELECT pair_id, prompt, chosen, rejected, source, family, miner, miner_version FROM pairs
+                         WHERE (? IS NULL OR source = ?) ORDER BY chosen, rejected""",
+        [source, source],
+    )
 
 
 def origins_of(store, pair_id):
-    return sorted((r["origin_kind"], r["origin_id"], r["rule"]) for r in store.rows(
-        "SELECT * FROM pair_origins WHERE pair_id = ?", [pair_id]))
+    return sorted(
+        (r["origin_kind"], r["origin_id"], r["rule"])
+        for r in store.rows("SELECT * FROM pair_origins WHERE pair_id = ?", [pair_id])
+    )
 
 
 def test_self_repair_gsm8k_exact_pairs_origins_and_drops(store, repair_store):
@@ -85,32 +116,51 @@ def test_self_repair_gsm8k_exact_pairs_origins_and_drops(store, repair_store):
     assert [(r["source"], r["chosen"], r["rejected"]) for r in rows] == [
         ("self_repair", "3 + 4 = 7.\nFinal answer: 7", "3 + 4 = 8.\nFinal answer: 8"),
         ("self_repair", "3 + 4 = 7.\nFinal answer: 7", "3 - 4 = -1.\nFinal answer: -1"),
-        ("gold_repair", "He buys 2*5 = 10 pens.\nThen 10+2 = 12.\nFinal answer: 12", "2*5 = 10.\nFinal answer: 10"),
-        ("gold_repair", "He buys 2*5 = 10 pens.\nThen 10+2 = 12.\nFinal answer: 12",
-         "2*5+2 = 11.\nFinal answer: 11"),
+        (
+            "gold_repair",
+            "He buys 2*5 = 10 pens.\nThen 10+2 = 12.\nFinal answer: 12",
+            "2*5 = 10.\nFinal answer: 10",
+        ),
+        (
+            "gold_repair",
+            "He buys 2*5 = 10 pens.\nThen 10+2 = 12.\nFinal answer: 12",
+            "2*5+2 = 11.\nFinal answer: 11",
+        ),
     ]
     assert all(r["family"] == "gsm8k" and r["miner"] == "self_repair" for r in rows)
     assert [dict(m) for m in rows[0]["prompt"]] == [
-        {"role": "user", "content": "Tom has 3 apples and buys 4 more. How many apples?"}]
+        {"role": "user", "content": "Tom has 3 apples and buys 4 more. How many apples?"}
+    ]
     # the duplicate wrong text: both generations are origins of the one pair
-    assert origins_of(store, rows[0]["pair_id"]) == sorted([
-        ("problem", "p1", "self_repair: verified-correct sample chosen, wrong sample rejected"),
-        ("generation", gens[("p1", 0)], "verified correct, not looped → chosen"),
-        ("generation", gens[("p1", 1)], "answer '8' ≠ gold '7' → rejected"),
-        ("generation", gens[("p1", 3)], "answer '8' ≠ gold '7' → rejected"),
-    ])
-    assert origins_of(store, rows[2]["pair_id"]) == sorted([
-        ("problem", "p2", "gold_repair: no usable correct sample; reference solution in answer style chosen"),
-        ("generation", gens[("p2", 0)], "answer '10' ≠ gold '12' → rejected"),
-    ])
+    assert origins_of(store, rows[0]["pair_id"]) == sorted(
+        [
+            ("problem", "p1", "self_repair: verified-correct sample chosen, wrong sample rejected"),
+            ("generation", gens[("p1", 0)], "verified correct, not looped → chosen"),
+            ("generation", gens[("p1", 1)], "answer '8' ≠ gold '7' → rejected"),
+            ("generation", gens[("p1", 3)], "answer '8' ≠ gold '7' → rejected"),
+        ]
+    )
+    assert origins_of(store, rows[2]["pair_id"]) == sorted(
+        [
+            (
+                "problem",
+                "p2",
+                "gold_repair: no usable correct sample; reference solution in answer style chosen",
+            ),
+            ("generation", gens[("p2", 0)], "answer '10' ≠ gold '12' → rejected"),
+        ]
+    )
     # the looped correct sample is in no pair
     looped = gens[("p1", 2)]
     assert not store.rows("SELECT * FROM pair_origins WHERE origin_id = ?", [looped])
     # verdicts and loop flags written back
-    v = {r["gen_id"]: r for r in store.rows("SELECT gen_id, verdict, extracted_answer, loop_flagged FROM generations")}
+    v = {
+        r["gen_id"]: r
+        for r in store.rows("SELECT gen_id, verdict, extracted_answer, loop_flagged FROM generations")
+    }
     assert (v[looped]["verdict"], v[looped]["loop_flagged"]) == ("correct", True)
     assert (v[gens[("p1", 1)]]["verdict"], v[gens[("p1", 1)]]["extracted_answer"]) == ("wrong", "8")
-    assert v[gens[("p4", 0)]]["verdict"] is None      # held out: never looked at
+    assert v[gens[("p4", 0)]]["verdict"] is None  # held out: never looked at
 
 
 def test_self_repair_is_idempotent_and_seeded(store, repair_store):
@@ -124,7 +174,7 @@ def test_self_repair_is_idempotent_and_seeded(store, repair_store):
         picks.add(tuple(res.pair_ids))
         rerun = mine_self_repair(store, model="m1", dataset="gsm8k", pairs_per_problem=1, seed=seed)
         assert rerun.pair_ids == res.pair_ids
-    assert len(picks) > 1      # the seed changes which wrong answer is paired
+    assert len(picks) > 1  # the seed changes which wrong answer is paired
 
 
 def test_self_repair_math_and_options(store, repair_store):
@@ -149,7 +199,10 @@ def test_worker_processes_give_the_same_result(store, repair_store):
     parallel = mine_self_repair(store, model="m1", dataset="gsm8k", pairs_per_problem=2, workers=2)
     assert parallel.pair_ids == serial.pair_ids and parallel.kept == serial.kept
     assert parallel.stats == serial.stats and parallel.dropped == serial.dropped
-    assert store.rows("SELECT gen_id, verdict, loop_flagged, max_repeat FROM generations ORDER BY gen_id") == flags
+    assert (
+        store.rows("SELECT gen_id, verdict, loop_flagged, max_repeat FROM generations ORDER BY gen_id")
+        == flags
+    )
 
 
 def test_spread_picks_prefers_distinct_answers():
@@ -166,7 +219,8 @@ def test_cli_mine_self_repair(run_cli, store, repair_store):
     assert r.output.splitlines()[:3] == [
         "self_repair v1: kept 4 new pairs (4 produced, 11 new origins)",
         "by source: gold_repair=2, self_repair=2",
-        "dropped: holdout=1, no wrong answer=1"]
+        "dropped: holdout=1, no wrong answer=1",
+    ]
     r = run_cli("mine", "self-repair", "--model", "m1", "--dataset", "aime")
     assert r.exit_code == 2
 
@@ -177,16 +231,33 @@ def loop_store(store, tmp_path, write_jsonl):
     write_tasks(store, tasks)
     t1, t2, t3 = tasks
     wrong = str(int(t1.gold) + 1)
-    gens = add_generations(write_jsonl, store, tmp_path, "m1", [
-        ("task", t1.task_id, 0, f"Counting.\nFinal answer: {t1.gold}"),                    # correct: dropped
-        ("task", t1.task_id, 1, f"Counting.\nFinal answer: {wrong}"),                      # wrong
-        ("task", t1.task_id, 2, LOOP + f"\nFinal answer: {t1.gold}"),                      # looped
-        ("task", t1.task_id, 3, LOOP + f"\nFinal answer: {wrong}"),                        # wrong and looped
-        ("task", t2.task_id, 0, "I cannot count."),                                        # wrong (no answer)
-        ("task", t3.task_id, 0, f"Final answer: {int(t3.gold) + 5}"),                      # held out
-    ])
-    add_members(store, "loops", [{"item_id": "elsewhere", "item_kind": "task", "task_key": t3.task_key,
-                                  "match_key": match_key("not the same text"), "match_text": "not the same text"}])
+    gens = add_generations(
+        write_jsonl,
+        store,
+        tmp_path,
+        "m1",
+        [
+            ("task", t1.task_id, 0, f"Counting.\nFinal answer: {t1.gold}"),  # correct: dropped
+            ("task", t1.task_id, 1, f"Counting.\nFinal answer: {wrong}"),  # wrong
+            ("task", t1.task_id, 2, LOOP + f"\nFinal answer: {t1.gold}"),  # looped
+            ("task", t1.task_id, 3, LOOP + f"\nFinal answer: {wrong}"),  # wrong and looped
+            ("task", t2.task_id, 0, "I cannot count."),  # wrong (no answer)
+            ("task", t3.task_id, 0, f"Final answer: {int(t3.gold) + 5}"),  # held out
+        ],
+    )
+    add_members(
+        store,
+        "loops",
+        [
+            {
+                "item_id": "elsewhere",
+                "item_kind": "task",
+                "task_key": t3.task_key,
+                "match_key": match_key("not the same text"),
+                "match_text": "not the same text",
+            }
+        ],
+    )
     return tasks, gens, wrong
 
 
@@ -199,10 +270,20 @@ def test_loopfix_exact_pairs_rules_and_counts(store, loop_store):
     rows = store.rows("""SELECT o.origin_id, o.rule, p.chosen, p.rejected, p.source, p.family, p.task_key, p.pair_id
                          FROM pairs p JOIN pair_origins o USING (pair_id) WHERE o.origin_kind = 'generation'""")
     got = {r["origin_id"]: r for r in rows}
-    assert set(got) == {gens[(t1.task_id, 1)], gens[(t1.task_id, 2)], gens[(t1.task_id, 3)], gens[(t2.task_id, 0)]}
+    assert set(got) == {
+        gens[(t1.task_id, 1)],
+        gens[(t1.task_id, 2)],
+        gens[(t1.task_id, 3)],
+        gens[(t2.task_id, 0)],
+    }
     w = got[gens[(t1.task_id, 1)]]
     assert (w["chosen"], w["rejected"], w["source"], w["family"], w["task_key"]) == (
-        t1.chosen, f"Counting.\nFinal answer: {wrong}", "loopfix", "letter_count", t1.task_key)
+        t1.chosen,
+        f"Counting.\nFinal answer: {wrong}",
+        "loopfix",
+        "letter_count",
+        t1.task_key,
+    )
     assert w["rule"] == f"wrong: answer '{wrong}' ≠ gold '{t1.gold}' → task's canonical answer chosen"
     looped = got[gens[(t1.task_id, 2)]]["rule"]
     assert looped.startswith("looped: max_repeat ") and looped.endswith("→ task's canonical answer chosen")

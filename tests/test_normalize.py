@@ -23,43 +23,77 @@ from pairstore.store.store import open_store
 BASE = "What is the capital of Peru?"
 
 
-@pytest.mark.parametrize("ch", ["\u200b", "\u200c", "\u200d", "\u2060", "\u00ad", "\ufeff", "\u2062", "\u200e",
-                                "\u202e", "\u061c", "\u180e", "\ufe0f", "\u034f", "\U000e0041", "\x00", "\x07"])
+@pytest.mark.parametrize(
+    "ch",
+    [
+        "\u200b",
+        "\u200c",
+        "\u200d",
+        "\u2060",
+        "\u00ad",
+        "\ufeff",
+        "\u2062",
+        "\u200e",
+        "\u202e",
+        "\u061c",
+        "\u180e",
+        "\ufe0f",
+        "\u034f",
+        "\U000e0041",
+        "\x00",
+        "\x07",
+    ],
+)
 def test_invisible_and_format_characters_are_removed(ch):
     assert match_key(BASE[:6] + ch + BASE[6:]) == match_key(BASE)
     assert unicodedata.category(ch) in ("Cf", "Mn", "Cc") or ch == "\ufe0f"
 
 
-@pytest.mark.parametrize("variant", [
-    "Whаt is the cаpitаl of Peru?",                       # Cyrillic а
-    "WHAT ІS THE CAPІTAL OF PERU?",                       # Cyrillic І (capital I look-alike)
-    "What is the capital of Ρeru?",                       # Greek capital Rho
-    "Ｗｈａｔ ｉｓ ｔｈｅ ｃａｐｉｔａｌ ｏｆ Ｐｅｒｕ？",       # fullwidth
-    "𝐖𝐡𝐚𝐭 is the capital of Peru?",                        # mathematical bold
-    "Whát ís the cápitál of Perú?",                        # accents
-    "What is the capital of Peru??!!",                    # punctuation
-    "What, is the capital of Peru",                       # a comma inserted
-    "What is the cap ital of Peru?",                      # a space inside a word
-    "  what\tis the\ncapital of peru  ",                  # whitespace and case
-    "**What is the capital of Peru?**",                   # markdown
-    "“What is the capital of Peru?”",                     # curly quotes
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "Whаt is the cаpitаl of Peru?",  # Cyrillic а
+        "WHAT ІS THE CAPІTAL OF PERU?",  # Cyrillic І (capital I look-alike)
+        "What is the capital of Ρeru?",  # Greek capital Rho
+        "Ｗｈａｔ ｉｓ ｔｈｅ ｃａｐｉｔａｌ ｏｆ Ｐｅｒｕ？",  # fullwidth
+        "𝐖𝐡𝐚𝐭 is the capital of Peru?",  # mathematical bold
+        "Whát ís the cápitál of Perú?",  # accents
+        "What is the capital of Peru??!!",  # punctuation
+        "What, is the capital of Peru",  # a comma inserted
+        "What is the cap ital of Peru?",  # a space inside a word
+        "  what\tis the\ncapital of peru  ",  # whitespace and case
+        "**What is the capital of Peru?**",  # markdown
+        "“What is the capital of Peru?”",  # curly quotes
+    ],
+)
 def test_disguises_keep_the_key(variant):
     assert match_key(variant) == match_key(BASE), word_text(variant)
 
 
-@pytest.mark.parametrize("other", [
-    "What is the capital of Chile?", "What is the capital of Peru's neighbour?", "Where is the capital of Peru?",
-])
+@pytest.mark.parametrize(
+    "other",
+    [
+        "What is the capital of Chile?",
+        "What is the capital of Peru's neighbour?",
+        "Where is the capital of Peru?",
+    ],
+)
 def test_another_word_is_another_key(other):
     assert match_key(other) != match_key(BASE)
 
 
-@pytest.mark.parametrize("a, b", [
-    ("What is 12 + 7?", "What is 12 * 7?"), ("What is 12 - 7?", "What is 127?"), ("It costs 3.5 dollars.",
-                                                                                 "It costs 35 dollars."),
-    ("x = -5", "x = 5"), ("20% of 80", "20 of 80"), ("What is 2^10?", "What is 210?"), ("1/2 cup", "12 cup"),
-])
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("What is 12 + 7?", "What is 12 * 7?"),
+        ("What is 12 - 7?", "What is 127?"),
+        ("It costs 3.5 dollars.", "It costs 35 dollars."),
+        ("x = -5", "x = 5"),
+        ("20% of 80", "20 of 80"),
+        ("What is 2^10?", "What is 210?"),
+        ("1/2 cup", "12 cup"),
+    ],
+)
 def test_arithmetic_signs_next_to_digits_count(a, b):
     assert match_key(a) != match_key(b)
 
@@ -73,8 +107,11 @@ def test_signs_without_digits_and_sentence_dots_do_not_count():
 
 
 def test_split_over_user_turns_keeps_the_key_and_match_text_marks_the_turns():
-    split = [{"role": "user", "content": "What is the capital"}, {"role": "assistant", "content": "Go on."},
-             {"role": "user", "content": "of Peru?"}]
+    split = [
+        {"role": "user", "content": "What is the capital"},
+        {"role": "assistant", "content": "Go on."},
+        {"role": "user", "content": "of Peru?"},
+    ]
     assert match_key(split) == match_key(BASE)
     assert match_text(split) == f"what is the capital{TURN_SEP}of peru"
 
@@ -87,7 +124,9 @@ def test_fold_table_values_are_final():
 
 
 def _random_ascii(rng: random.Random) -> str:
-    alphabet = string.ascii_letters + string.digits + string.punctuation + " \t\n\r\x0b\x0c\x1c\x1e" + "  +-*/.,"
+    alphabet = (
+        string.ascii_letters + string.digits + string.punctuation + " \t\n\r\x0b\x0c\x1c\x1e" + "  +-*/.,"
+    )
     return "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
 
 
@@ -105,7 +144,15 @@ def test_for_plain_ascii_the_lm_eval_words_and_loose_hash_equal_those_of_word_te
 def test_word_text_is_idempotent():
     rng = random.Random(7)
     samples = [_random_ascii(rng) for _ in range(2000)]
-    samples += ["Ηеllо wоrld ІS", "Zalgo: Z̷̢a̴l̶g̵o", "日本語のテキスト。", "Что такое 3×4?", "12 ‐ 7", "ﬁne ½", "İstanbul ß"]
+    samples += [
+        "Ηеllо wоrld ІS",
+        "Zalgo: Z̷̢a̴l̶g̵o",
+        "日本語のテキスト。",
+        "Что такое 3×4?",
+        "12 ‐ 7",
+        "ﬁne ½",
+        "İstanbul ß",
+    ]
     for t in samples:
         once = word_text(t)
         assert word_text(once) == once, repr(t)
@@ -119,28 +166,44 @@ def test_needs_fold_mask_marks_non_ascii_and_controls():
 def test_migration_3_recomputes_stored_keys_and_backfills_evidence_hashes(tmp_path):
     db = tmp_path / "v2.duckdb"
     con = duckdb.connect(str(db))
-    con.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
-                "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)")
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
     for version, fn in enumerate(MIGRATIONS[:2], start=1):
         fn(con)
         con.execute("INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__])
     disguised = "Wh\u200bat is the cаpital of Peru?!"
     msgs = [{"role": "system", "content": "s"}, {"role": "user", "content": disguised}]
-    con.execute("INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key, "
-                "record_hash) VALUES ('b1', ?, ['a'], ['b'], 1, 'win', 'old', 'h')", [msgs])
-    con.execute("INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, "
-                "match_key) VALUES ('p1', 'dpo', ?, 'c', 'r', 'battle', 'm', '1', 'old')", [msgs])
-    con.execute("INSERT INTO eval_items (suite, item_id, kind, prompt, match_key) VALUES ('v', 'e1', 'x', ?, 'old')",
-                [msgs])
-    con.execute("INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) VALUES "
-                "('judge', 'b1', 'battle', 'old', 'old text'), ('judge', 'free', 'prompt', 'old', ?)",
-                ["what is the  cаpital\x1eof peru?"])
-    con.execute("INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) VALUES ('b', 'i', ?, 'old', 13)",
-                [BASE])
+    con.execute(
+        "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key, "
+        "record_hash) VALUES ('b1', ?, ['a'], ['b'], 1, 'win', 'old', 'h')",
+        [msgs],
+    )
+    con.execute(
+        "INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, "
+        "match_key) VALUES ('p1', 'dpo', ?, 'c', 'r', 'battle', 'm', '1', 'old')",
+        [msgs],
+    )
+    con.execute(
+        "INSERT INTO eval_items (suite, item_id, kind, prompt, match_key) VALUES ('v', 'e1', 'x', ?, 'old')",
+        [msgs],
+    )
+    con.execute(
+        "INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) VALUES "
+        "('judge', 'b1', 'battle', 'old', 'old text'), ('judge', 'free', 'prompt', 'old', ?)",
+        ["what is the  cаpital\x1eof peru?"],
+    )
+    con.execute(
+        "INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) VALUES ('b', 'i', ?, 'old', 13)",
+        [BASE],
+    )
     evidence = {"round": "r", "parquet_sha256": "abc", "rows": 2, "note": "é"}
-    con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence) "
-                "VALUES ('e1', 'r', 'export', '/x/out/r.parquet', 'abc', 2, 'h', ?)",
-                [json.dumps(evidence, sort_keys=True, ensure_ascii=False)])
+    con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence) "
+        "VALUES ('e1', 'r', 'export', '/x/out/r.parquet', 'abc', 2, 'h', ?)",
+        [json.dumps(evidence, sort_keys=True, ensure_ascii=False)],
+    )
     con.close()
     store = open_store(db)
     assert store.schema_version() == SCHEMA_VERSION
@@ -151,8 +214,12 @@ def test_migration_3_recomputes_stored_keys_and_backfills_evidence_hashes(tmp_pa
     assert store.scalar("SELECT match_key FROM benchmark_refs") == key
     rows = dict(store.con.execute("SELECT item_id, match_key FROM holdout").fetchall())
     assert rows == {"b1": key, "free": key}
-    assert store.scalar("SELECT match_text FROM holdout WHERE item_id = 'b1'") == "what is the capital of peru"
+    assert (
+        store.scalar("SELECT match_text FROM holdout WHERE item_id = 'b1'") == "what is the capital of peru"
+    )
     written = json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     assert store.one("SELECT evidence_path, evidence_sha256 FROM exports") == (
-        "/x/out/r.training_evidence.json", hashlib.sha256(written.encode()).hexdigest())
+        "/x/out/r.training_evidence.json",
+        hashlib.sha256(written.encode()).hexdigest(),
+    )
     store.close()

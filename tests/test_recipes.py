@@ -37,7 +37,8 @@ per_device_batch = 1
 max_length = 2048
 """
 
-DPO = """name = "r1"
+DPO = (
+    """name = "r1"
 kind = "dpo"
 parent = "base"
 seed = 7
@@ -49,7 +50,9 @@ limit = 710
 source = "battle"
 where = "family = 'math'"
 upsample = 1.5
-""" + TRAIN
+"""
+    + TRAIN
+)
 
 BASE = 'name = "base"\nkind = "base"\n'
 
@@ -64,15 +67,40 @@ def test_parse_dpo_recipe_into_dataclasses_and_json_layout():
     r = parse_recipe(DPO)
     assert (r.name, r.kind, r.parent, r.seed, r.system_prompt) == ("r1", "dpo", "base", 7, "bundle")
     assert [(m.source, m.limit, m.upsample, m.where) for m in r.mix] == [
-        ("loopfix", 710, 1, None), ("battle", None, 1.5, "family = 'math'")]
+        ("loopfix", 710, 1, None),
+        ("battle", None, 1.5, "family = 'math'"),
+    ]
     assert r.train.lora_alpha == 128 and r.train.global_batch == 32 and r.train.target_modules == "all-linear"
     j = r.to_json()
-    assert set(j) == {"name", "kind", "parent", "parents", "seed", "system_prompt", "job_id", "note", "mix", "train"}
+    assert set(j) == {
+        "name",
+        "kind",
+        "parent",
+        "parents",
+        "seed",
+        "system_prompt",
+        "job_id",
+        "note",
+        "mix",
+        "train",
+    }
     assert j["parents"] == ["base"]
     assert j["mix"][0] == {"source": "loopfix", "where": None, "limit": 710, "upsample": 1}
-    assert set(j["train"]) == {"beta", "sft_weight", "lora_rank", "lora_alpha", "lora_dropout", "target_modules",
-                               "learning_rate", "lr_scheduler", "warmup_ratio", "max_steps", "global_batch",
-                               "per_device_batch", "max_length"}
+    assert set(j["train"]) == {
+        "beta",
+        "sft_weight",
+        "lora_rank",
+        "lora_alpha",
+        "lora_dropout",
+        "target_modules",
+        "learning_rate",
+        "lr_scheduler",
+        "warmup_ratio",
+        "max_steps",
+        "global_batch",
+        "per_device_batch",
+        "max_length",
+    }
     assert r.sha256 == hashlib.sha256(DPO.encode()).hexdigest()
 
 
@@ -82,34 +110,58 @@ def test_parse_soup_recipe():
     assert r.to_json()["a"] == "so7a" and r.to_json()["mix"] == [] and r.to_json()["train"] is None
 
 
-@pytest.mark.parametrize("text, field, words", [
-    (DPO.replace('seed = 7', 'seed = 7\nshuffle = true'), "shuffle", "unknown key 'shuffle'"),
-    (DPO.replace('limit = 710', 'limit = 710\nweight = 2'), "mix[0].weight", "unknown key 'weight'"),
-    (DPO.replace('max_length = 2048', 'max_length = 2048\nepochs = 3'), "train.epochs", "unknown key 'epochs'"),
-    (DPO.replace('source = "loopfix"', 'source = "loopfixx"'), "mix[0].source", "unknown source 'loopfixx'"),
-    ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = 1.5\n', "alpha", "alpha must be <= 1"),
-    ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = -0.25\n', "alpha", "alpha must be >= 0"),
-    ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = "half"\n', "alpha", "alpha must be a number"),
-    ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = true\n', "alpha", "alpha must be a number"),
-    ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\n', "alpha", "a soup needs 'alpha'"),
-    (DPO.replace('name = "r1"', 'name = "../r1"'), "name", "bad round name"),
-    (DPO.replace('name = "r1"', 'name = "a/b"'), "name", "bad round name"),
-    (DPO.replace('name = "r1"', 'name = ".hidden"'), "name", "bad round name"),
-    (DPO.replace('name = "r1"', 'name = "m 11"'), "name", "bad round name"),
-    (DPO.replace('parent = "base"', 'parent = "so7a/../x"'), "parent", "bad round name"),
-    (DPO.replace('kind = "dpo"', 'kind = "sft"'), "kind", "kind must be one of"),
-    (DPO.replace('lora_rank = 64\n', ''), "train.lora_rank", "[train] needs 'lora_rank'"),
-    (DPO.replace('upsample = 1.5', 'upsample = 0'), "mix[1].upsample", "must be > 0"),
-    (DPO.replace('upsample = 1.5', 'upsample = 1200'), "mix[1].upsample", "must be <= 100"),
-    (DPO.replace('limit = 710', 'limit = 0'), "mix[0].limit", "must be >= 1"),
-    (DPO.replace("where = \"family = 'math'\"", "where = \"1=1; DROP TABLE pairs\""), "mix[1].where", "';' (a second statement)"),
-    (DPO.replace('global_batch = 32', 'global_batch = 30\nper_device_batch = 4').replace(
-        'per_device_batch = 1\n', ''), "train.global_batch", "multiple of"),
-    (DPO.replace('lr_scheduler = "cosine"', 'lr_scheduler = "cosinus"'), "train.lr_scheduler", "must be one of"),
-    (DPO.replace('seed = 7\n', ''), "seed", "needs 'seed'"),
-    (DPO.replace('seed = 7', 'seed = 7\na = "x"'), "a", "does not belong in a dpo recipe"),
-    (DPO + 'a = "x"\n', "train.a", "unknown key 'a' in [train]"),
-])
+@pytest.mark.parametrize(
+    "text, field, words",
+    [
+        (DPO.replace("seed = 7", "seed = 7\nshuffle = true"), "shuffle", "unknown key 'shuffle'"),
+        (DPO.replace("limit = 710", "limit = 710\nweight = 2"), "mix[0].weight", "unknown key 'weight'"),
+        (
+            DPO.replace("max_length = 2048", "max_length = 2048\nepochs = 3"),
+            "train.epochs",
+            "unknown key 'epochs'",
+        ),
+        (
+            DPO.replace('source = "loopfix"', 'source = "loopfixx"'),
+            "mix[0].source",
+            "unknown source 'loopfixx'",
+        ),
+        ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = 1.5\n', "alpha", "alpha must be <= 1"),
+        ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = -0.25\n', "alpha", "alpha must be >= 0"),
+        ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = "half"\n', "alpha", "alpha must be a number"),
+        ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = true\n', "alpha", "alpha must be a number"),
+        ('name = "s"\nkind = "soup"\na = "x"\nb = "y"\n', "alpha", "a soup needs 'alpha'"),
+        (DPO.replace('name = "r1"', 'name = "../r1"'), "name", "bad round name"),
+        (DPO.replace('name = "r1"', 'name = "a/b"'), "name", "bad round name"),
+        (DPO.replace('name = "r1"', 'name = ".hidden"'), "name", "bad round name"),
+        (DPO.replace('name = "r1"', 'name = "m 11"'), "name", "bad round name"),
+        (DPO.replace('parent = "base"', 'parent = "so7a/../x"'), "parent", "bad round name"),
+        (DPO.replace('kind = "dpo"', 'kind = "sft"'), "kind", "kind must be one of"),
+        (DPO.replace("lora_rank = 64\n", ""), "train.lora_rank", "[train] needs 'lora_rank'"),
+        (DPO.replace("upsample = 1.5", "upsample = 0"), "mix[1].upsample", "must be > 0"),
+        (DPO.replace("upsample = 1.5", "upsample = 1200"), "mix[1].upsample", "must be <= 100"),
+        (DPO.replace("limit = 710", "limit = 0"), "mix[0].limit", "must be >= 1"),
+        (
+            DPO.replace("where = \"family = 'math'\"", 'where = "1=1; DROP TABLE pairs"'),
+            "mix[1].where",
+            "';' (a second statement)",
+        ),
+        (
+            DPO.replace("global_batch = 32", "global_batch = 30\nper_device_batch = 4").replace(
+                "per_device_batch = 1\n", ""
+            ),
+            "train.global_batch",
+            "multiple of",
+        ),
+        (
+            DPO.replace('lr_scheduler = "cosine"', 'lr_scheduler = "cosinus"'),
+            "train.lr_scheduler",
+            "must be one of",
+        ),
+        (DPO.replace("seed = 7\n", ""), "seed", "needs 'seed'"),
+        (DPO.replace("seed = 7", 'seed = 7\na = "x"'), "a", "does not belong in a dpo recipe"),
+        (DPO + 'a = "x"\n', "train.a", "unknown key 'a' in [train]"),
+    ],
+)
 def test_recipe_errors_are_one_plain_line(text, field, words):
     with pytest.raises(BadInput) as e:
         parse_recipe(text, path="r.toml")
@@ -157,7 +209,9 @@ def test_round_add_missing_parent_same_file_and_conflicting_recipe(db_path, tmp_
     assert row[2] == ["base"] and row[3] == "dpo" and json.loads(row[4])["mix"][0]["limit"] == 710
     assert get_round(store, "r1").mix[0].limit == 710
     assert [r["action"] for r in store.rows("SELECT action FROM audit_log WHERE action = 'round.add'")] == [
-        "round.add", "round.add"]
+        "round.add",
+        "round.add",
+    ]
     store.close()
 
 
@@ -166,8 +220,12 @@ def test_sources_present_in_the_store_are_allowed(store, tmp_path):
     text = DPO.replace('source = "loopfix"', 'source = "battle_external"')
     with pytest.raises(BadInput, match="unknown source 'battle_external'"):
         add_round(store, write(tmp_path, "r.toml", text))
-    add_pairs(store, [Pair(prompt="q", chosen="a", rejected="b", source="battle_external")], miner="t",
-              miner_version="1")
+    add_pairs(
+        store,
+        [Pair(prompt="q", chosen="a", rejected="b", source="battle_external")],
+        miner="t",
+        miner_version="1",
+    )
     recipe, added = add_round(store, write(tmp_path, "r.toml", text))
     assert added and recipe.mix[0].source == "battle_external"
     assert "attached" in KNOWN_SOURCES
@@ -196,9 +254,41 @@ CARD_CHAIN = [  # model card, Training 1-7: (name, kind, parents, alpha, job)
 
 def test_shipped_recipes_load_and_lineage_sm11a_matches_the_card(store):
     names = {p.stem for p in shipped_recipe_paths()}
-    assert names == {"base", "p1r2", "s2r1", "s2r2", "s2r3", "s2r4", "s2r5b", "s2r8c", "s2s075", "m1", "so5a",
-                     "m4a", "so6a", "m6a", "so7a", "m11a", "sm11a", "m3a", "m3b", "m4b", "m5a", "m7a", "m8a",
-                     "m9a", "so8a", "so8h", "m10a", "so9x", "m10b", "m12a", "sm12a", "sm11c", "sm11d"}
+    assert names == {
+        "base",
+        "p1r2",
+        "s2r1",
+        "s2r2",
+        "s2r3",
+        "s2r4",
+        "s2r5b",
+        "s2r8c",
+        "s2s075",
+        "m1",
+        "so5a",
+        "m4a",
+        "so6a",
+        "m6a",
+        "so7a",
+        "m11a",
+        "sm11a",
+        "m3a",
+        "m3b",
+        "m4b",
+        "m5a",
+        "m7a",
+        "m8a",
+        "m9a",
+        "so8a",
+        "so8h",
+        "m10a",
+        "so9x",
+        "m10b",
+        "m12a",
+        "sm12a",
+        "sm11c",
+        "sm11d",
+    }
     first = load_shipped_recipes(store)
     assert sorted(first["added"]) == sorted(names) and first["unchanged"] == []
     assert load_shipped_recipes(store) == {"added": [], "unchanged": first["added"]}
@@ -209,13 +299,20 @@ def test_shipped_recipes_load_and_lineage_sm11a_matches_the_card(store):
     assert [(b.source, b.limit) for b in m11a.mix] == [("loopfix", 710), ("battle", 99)]
     assert get_round(store, "p1r2").train.max_steps == 4512
     assert get_round(store, "s2r8c").mix[0].upsample == 12
-    assert get_round(store, "s2r5b").train.max_steps == 2400 and get_round(store, "m6a").train.max_steps == 350
+    assert (
+        get_round(store, "s2r5b").train.max_steps == 2400 and get_round(store, "m6a").train.max_steps == 350
+    )
     assert get_round(store, "m10a").train.max_steps == 300 and get_round(store, "m10a").job_id == "11766"
-    assert get_round(store, "m10b").adapter_step == 150 and get_round(store, "m10b").parents == ["so7a", "m10a"]
+    assert get_round(store, "m10b").adapter_step == 150 and get_round(store, "m10b").parents == [
+        "so7a",
+        "m10a",
+    ]
     for name, alpha, job in [("so9x", 0.25, "11948"), ("sm11c", 0.75, "12337"), ("sm11d", 0.625, "12338")]:
         r = get_round(store, name)
         assert (r.a, r.b, r.alpha, r.job_id) == (("so7a", "m10a") if name == "so9x" else ("so7a", "m11a")) + (
-            alpha, job)
+            alpha,
+            job,
+        )
     assert get_round(store, "m12a").mix[0].limit == 786 and get_round(store, "m12a").job_id == "12269"
     assert get_round(store, "sm12a").job_id == "12278"
 
@@ -223,7 +320,7 @@ def test_shipped_recipes_load_and_lineage_sm11a_matches_the_card(store):
 def test_every_shipped_recipe_comments_the_values_the_card_leaves_open():
     for p in shipped_recipe_paths():
         text = p.read_text()
-        assert text.startswith("#"), p.name       # each says where it comes from in the card
+        assert text.startswith("#"), p.name  # each says where it comes from in the card
         for line in text.splitlines():
             if line.startswith(("lora_alpha", "lora_dropout", "lr_scheduler", "warmup_ratio")):
                 assert "not in the card" in line, (p.name, line)

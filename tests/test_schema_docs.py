@@ -26,14 +26,21 @@ def documented() -> dict[str, set[str]]:
 def test_every_column_is_documented(store):
     docs = documented()
     cols = store.con.execute(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'").fetchall()
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'"
+    ).fetchall()
     missing = sorted(f"{t}.{c}" for t, c in cols if c not in docs.get(t, set()))
     assert not missing, f"undocumented in docs/schema.md: {', '.join(missing)}"
 
 
 def test_no_documented_column_is_stale(store):
-    cols = {(t, c) for t, c in store.con.execute(
-        "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'").fetchall()}
+    cols = {
+        (t, c)
+        for t, c in store.con.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'main'"
+        ).fetchall()
+    }
     tables = {t for t, _ in cols}
-    stale = sorted(f"{t}.{c}" for t, cs in documented().items() if t in tables for c in cs if (t, c) not in cols)
+    stale = sorted(
+        f"{t}.{c}" for t, cs in documented().items() if t in tables for c in cs if (t, c) not in cols
+    )
     assert not stale, f"documented but not in the store: {', '.join(stale)}"

@@ -1,6 +1,6 @@
 """Streaming soup and bundle I/O: exactness against the float32 reference, refusals, evidence, CLI.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_soup.py -q
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_soup.py -q
 """
 
 from __future__ import annotations
@@ -53,8 +53,12 @@ def make_tensors(seed: int, layout=LAYOUT) -> dict[str, torch.Tensor]:
     return out
 
 
-def write_bundle(path: Path, tensors: dict[str, torch.Tensor], shards: list[list[str]] | None = None,
-                 template: str = "{{ messages }}") -> Path:
+def write_bundle(
+    path: Path,
+    tensors: dict[str, torch.Tensor],
+    shards: list[list[str]] | None = None,
+    template: str = "{{ messages }}",
+) -> Path:
     """A bundle written by the safetensors library (independent of our writer), with serving files."""
     path.mkdir(parents=True, exist_ok=True)
     shards = shards or [list(tensors)]
@@ -110,9 +114,12 @@ def pair(tmp_path):
 # ---------------------------------------------------------------------------- kernels
 
 
-KERNELS = [pytest.param(False, id="numpy"),
-           pytest.param(True, id="native", marks=pytest.mark.skipif(not native_available(),
-                                                                     reason="C kernel not built"))]
+KERNELS = [
+    pytest.param(False, id="numpy"),
+    pytest.param(
+        True, id="native", marks=pytest.mark.skipif(not native_available(), reason="C kernel not built")
+    ),
+]
 
 
 def test_native_kernel_is_built_where_a_compiler_is():
@@ -228,8 +235,14 @@ def test_evidence_and_serving_files(pair, tmp_path):
     assert ev["output"]["shards"] == [p.name for p in B.list_shards(a)]
     assert soup(a, b, 0.4, tmp_path / "out2", slice_bytes=SLICE)["output"]["shards_sha256"] is None
     assert ev["tokenizer_fingerprint"] == B.tokenizer_fingerprint(a)
-    for name in ("tokenizer.json", "chat_template.jinja", "system_prompt.txt", "generation_config.json",
-                 "serving_config.json", "config.json"):
+    for name in (
+        "tokenizer.json",
+        "chat_template.jinja",
+        "system_prompt.txt",
+        "generation_config.json",
+        "serving_config.json",
+        "config.json",
+    ):
         assert (out / name).read_bytes() == (a / name).read_bytes(), name
 
 
@@ -357,8 +370,13 @@ def test_sharded_writer_round_trip(tmp_path):
     tensors = make_tensors(9)
     with B.ShardedWriter(tmp_path / "w", max_shard_bytes=20_000) as w:
         for name, t in tensors.items():
-            dtype = {torch.bfloat16: "BF16", torch.float16: "F16", torch.float32: "F32",
-                     torch.float64: "F64", torch.int64: "I64"}[t.dtype]
+            dtype = {
+                torch.bfloat16: "BF16",
+                torch.float16: "F16",
+                torch.float32: "F32",
+                torch.float64: "F64",
+                torch.int64: "I64",
+            }[t.dtype]
             w.add(name, dtype, tuple(t.shape), bits(t))
     shards = B.list_shards(tmp_path / "w")
     assert len(shards) > 1 and [p.name for p in shards] == sorted(p.name for p in shards)
@@ -400,14 +418,31 @@ def test_cli_soup_registers_checkpoint(pair, tmp_path):
     a, b, _, _ = pair
     db = tmp_path / "store.duckdb"
     out = tmp_path / "souped"
-    r = CliRunner().invoke(cli, ["--db", str(db), "train", "soup", str(a), str(b), "--alpha", "0.5",
-                                 "--out", str(out), "--slice-mb", "1"])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "train",
+            "soup",
+            str(a),
+            str(b),
+            "--alpha",
+            "0.5",
+            "--out",
+            str(out),
+            "--slice-mb",
+            "1",
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert "registered checkpoint souped" in r.output
     from pairstore.store.store import open_store
 
     with open_store(str(db), read_only=True) as store:
-        row = store.rows("SELECT kind, parents, alpha, path, evidence FROM checkpoints WHERE name = 'souped'")[0]
+        row = store.rows(
+            "SELECT kind, parents, alpha, path, evidence FROM checkpoints WHERE name = 'souped'"
+        )[0]
     assert row["kind"] == "soup" and list(row["parents"]) == ["a", "b"] and row["alpha"] == 0.5
     assert row["path"] == str(out.resolve())
     evidence = json.loads(row["evidence"])

@@ -38,11 +38,18 @@ def test_the_validator_refuses_statements_side_effects_files_and_escapes(fragmen
     assert e.value.field == "mix[0].where" and BAD[fragment] in str(e.value)
 
 
-@pytest.mark.parametrize("fragment", [
-    "family = 'math'", "length(chosen) > 20 AND kind = 'dpo'", "family IN ('a', 'b')", "task_key IS NULL",
-    "pair_id IN (SELECT o.pair_id FROM pair_origins o JOIN generations g ON g.gen_id = o.origin_id "
-    "WHERE o.origin_kind = 'generation' AND g.model = 'sm11a')", "chosen LIKE '%)%'",
-])
+@pytest.mark.parametrize(
+    "fragment",
+    [
+        "family = 'math'",
+        "length(chosen) > 20 AND kind = 'dpo'",
+        "family IN ('a', 'b')",
+        "task_key IS NULL",
+        "pair_id IN (SELECT o.pair_id FROM pair_origins o JOIN generations g ON g.gen_id = o.origin_id "
+        "WHERE o.origin_kind = 'generation' AND g.model = 'sm11a')",
+        "chosen LIKE '%)%'",
+    ],
+)
 def test_ordinary_conditions_pass(fragment):
     assert check_condition(fragment, field="where") == fragment
 
@@ -53,8 +60,15 @@ def sources(store, tmp_path, dpo_recipe, fill_pairs):
     from pairstore.tables.pairs import Pair, add_pairs
 
     fill_pairs(store)
-    add_pairs(store, [Pair(prompt=f"Other source {i}", chosen=f"c{i}", rejected=f"r{i}", source="ultrafeedback")
-                      for i in range(5)], miner="t", miner_version="1")
+    add_pairs(
+        store,
+        [
+            Pair(prompt=f"Other source {i}", chosen=f"c{i}", rejected=f"r{i}", source="ultrafeedback")
+            for i in range(5)
+        ],
+        miner="t",
+        miner_version="1",
+    )
     (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
     add_round(store, tmp_path / "base.toml")
     return store
@@ -62,13 +76,15 @@ def sources(store, tmp_path, dpo_recipe, fill_pairs):
 
 def test_a_recipe_where_cannot_pull_rows_of_another_source(sources, tmp_path, dpo_recipe, run_cli):
     sources.close()
-    (tmp_path / "esc.toml").write_text(dpo_recipe("esc", blocks=[
-        'source = "compliance_sft"\nwhere = "1=0) OR (source = \'ultrafeedback\'"']))
+    (tmp_path / "esc.toml").write_text(
+        dpo_recipe("esc", blocks=['source = "compliance_sft"\nwhere = "1=0) OR (source = \'ultrafeedback\'"'])
+    )
     res = run_cli("round", "add", tmp_path / "esc.toml")
     assert res.exit_code == 2 and "mix[0].where" in res.output and len(res.output.splitlines()) == 1
     # a valid condition naming another source only narrows its block: it cannot widen it
-    (tmp_path / "wide.toml").write_text(dpo_recipe("wide", blocks=[
-        'source = "compliance_sft"\nwhere = "source = \'ultrafeedback\' OR true"']))
+    (tmp_path / "wide.toml").write_text(
+        dpo_recipe("wide", blocks=['source = "compliance_sft"\nwhere = "source = \'ultrafeedback\' OR true"'])
+    )
     assert run_cli("round", "add", tmp_path / "wide.toml").exit_code == 0
     res = run_cli("export", "--round", "wide", "--out", tmp_path / "o")
     assert res.exit_code == 0, res.output
@@ -77,15 +93,27 @@ def test_a_recipe_where_cannot_pull_rows_of_another_source(sources, tmp_path, dp
 
 
 def test_holdout_sample_and_mine_battle_where_run_no_statement(store, tmp_path, write_jsonl, run_cli):
-    battles = [{"battle_id": f"b{i}", "prompt": f"Question number {i} about rivers?", "own_answer": f"own {i}",
-                "opponent_answer": f"opponent {i}", "vote": "win", "category": "math" if i % 2 else "chat"}
-               for i in range(12)]
+    battles = [
+        {
+            "battle_id": f"b{i}",
+            "prompt": f"Question number {i} about rivers?",
+            "own_answer": f"own {i}",
+            "opponent_answer": f"opponent {i}",
+            "vote": "win",
+            "category": "math" if i % 2 else "chat",
+        }
+        for i in range(12)
+    ]
     store.close()
     assert run_cli("ingest", "battles", write_jsonl(tmp_path / "b.jsonl", battles)).exit_code == 0
     assert run_cli("holdout", "sample", "judge", "--n", "3", "--seed", "1").exit_code == 0
-    attacks = ["1=1; UPDATE holdout SET removed_at = current_timestamp; SELECT 1",
-               "1=1; DELETE FROM audit_log; SELECT 1", "battle_id IN (SELECT column0 FROM read_csv('/etc/hosts'))",
-               "nextval('audit_log_seq') > 0", "1=1) OR (1=1"]
+    attacks = [
+        "1=1; UPDATE holdout SET removed_at = current_timestamp; SELECT 1",
+        "1=1; DELETE FROM audit_log; SELECT 1",
+        "battle_id IN (SELECT column0 FROM read_csv('/etc/hosts'))",
+        "nextval('audit_log_seq') > 0",
+        "1=1) OR (1=1",
+    ]
     for where in attacks:
         res = run_cli("holdout", "sample", "other", "--n", "2", "--seed", "1", "--where", where)
         assert res.exit_code == 2 and "where" in res.output and len(res.output.splitlines()) == 1, res.output
@@ -105,11 +133,17 @@ def test_sql_read_only_default_cannot_reach_files_or_other_databases(store, tmp_
     store.close()
     target = tmp_path / "mixture.parquet"
     target.write_bytes(b"registered bytes")
-    for query in [f"COPY pairs TO '{target}' (FORMAT parquet)", f"ATTACH '{tmp_path / 'other.duckdb'}' AS o",
-                  "INSTALL httpfs", "LOAD httpfs", f"SELECT * FROM read_text('{target}')",
-                  f"SELECT * FROM read_csv('{tmp_path / 'x.csv'}')", "SELECT * FROM glob('/etc/*')",
-                  "SET enable_external_access = true; SELECT 1",
-                  f"EXPORT DATABASE '{tmp_path / 'dump'}'"]:
+    for query in [
+        f"COPY pairs TO '{target}' (FORMAT parquet)",
+        f"ATTACH '{tmp_path / 'other.duckdb'}' AS o",
+        "INSTALL httpfs",
+        "LOAD httpfs",
+        f"SELECT * FROM read_text('{target}')",
+        f"SELECT * FROM read_csv('{tmp_path / 'x.csv'}')",
+        "SELECT * FROM glob('/etc/*')",
+        "SET enable_external_access = true; SELECT 1",
+        f"EXPORT DATABASE '{tmp_path / 'dump'}'",
+    ]:
         res = run_cli("sql", query)
         assert res.exit_code == 2 and len(res.output.splitlines()) == 1, (query, res.output)
         res = run_cli("sql", "--write", query)
@@ -125,15 +159,23 @@ def test_sql_write_is_all_or_nothing_and_keeps_logged_tables(store, tmp_path, ru
     from pairstore.holdout.sets import add_members
 
     fill_pairs(store)
-    add_members(store, "judge", [{"item_id": "b1", "item_kind": "battle", "match_key": "k", "match_text": "t"}])
+    add_members(
+        store, "judge", [{"item_id": "b1", "item_kind": "battle", "match_key": "k", "match_text": "t"}]
+    )
     before = store.scalar("SELECT count(*) FROM audit_log")
     store.close()
-    for query in ["DELETE FROM audit_log", "UPDATE holdout SET removed_at = current_timestamp",
-                  "DELETE FROM holdout", "DROP TABLE holdout_exemptions", "INSERT INTO holdout_sets (set_name) VALUES ('x')",
-                  "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                  "VALUES ('x', 'r', 'export', 'p', 's', 1, 'c')", "INSERT INTO export_rows VALUES ('x', 0, 'p')",
-                  "ALTER TABLE audit_log RENAME TO old_log; CREATE TABLE audit_log AS SELECT * FROM old_log",
-                  "UPDATE pairs SET family = 'changed'; DELETE FROM holdout"]:
+    for query in [
+        "DELETE FROM audit_log",
+        "UPDATE holdout SET removed_at = current_timestamp",
+        "DELETE FROM holdout",
+        "DROP TABLE holdout_exemptions",
+        "INSERT INTO holdout_sets (set_name) VALUES ('x')",
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES ('x', 'r', 'export', 'p', 's', 1, 'c')",
+        "INSERT INTO export_rows VALUES ('x', 0, 'p')",
+        "ALTER TABLE audit_log RENAME TO old_log; CREATE TABLE audit_log AS SELECT * FROM old_log",
+        "UPDATE pairs SET family = 'changed'; DELETE FROM holdout",
+    ]:
         res = run_cli("sql", "--write", query)
         assert res.exit_code == 2 and "nothing was committed" in res.output, (query, res.output)
     # a failing second statement leaves the first undone

@@ -1,6 +1,6 @@
 """The demo's tiny chat model (train/tiny_chat.py) and its training script, on CPU in seconds.
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_tiny_chat.py -q
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_tiny_chat.py -q
 """
 
 from __future__ import annotations
@@ -29,8 +29,24 @@ from train.tiny_chat import (
 )
 
 # A model small enough to train a few steps in about a second.
-SMALL = ["--n-layer", "1", "--n-embd", "32", "--n-head", "2", "--intermediate", "64", "--batch", "4",
-         "--probe-per-family", "2", "--max-new-tokens", "8", "--threads", "1"]
+SMALL = [
+    "--n-layer",
+    "1",
+    "--n-embd",
+    "32",
+    "--n-head",
+    "2",
+    "--intermediate",
+    "64",
+    "--batch",
+    "4",
+    "--probe-per-family",
+    "2",
+    "--max-new-tokens",
+    "8",
+    "--threads",
+    "1",
+]
 SHIPPED = Path(tiny_chat.__file__).resolve().parents[1] / "pairstore" / "sample_data" / "so7a"
 
 
@@ -64,26 +80,40 @@ def small_bundle(tmp_path_factory) -> Path:
 
 def test_tokenizer_is_one_token_per_character_and_round_trips():
     tok = make_tokenizer()
-    texts = [t.prompt + "\n" + t.chosen for name in FAMILY_NAMES for d in (1, 2, 3)
-             for t in generate_tasks(5, 3, [name], difficulty=d)]
-    texts += [FAMILIES["short_arithmetic"].make(5, i, 2).chosen for i in range(5)] + ["a . b ,  c\n\nd ?", "  "]
+    texts = [
+        t.prompt + "\n" + t.chosen
+        for name in FAMILY_NAMES
+        for d in (1, 2, 3)
+        for t in generate_tasks(5, 3, [name], difficulty=d)
+    ]
+    texts += [FAMILIES["short_arithmetic"].make(5, i, 2).chosen for i in range(5)] + [
+        "a . b ,  c\n\nd ?",
+        "  ",
+    ]
     unk = tok.convert_tokens_to_ids("<unk>")
     for text in texts:
         ids = tok(text, add_special_tokens=False)["input_ids"]
         # One token per character, except the answer line's prefix, which is one token.
         assert len(ids) == len(text) - text.count("Final answer: ") * 13 and unk not in ids, text
         assert tok.decode(ids) == text
-    assert [tok.convert_ids_to_tokens(i) for i in tok("user: Final answer: 7", add_special_tokens=False)
-            ["input_ids"]] == ["user", ":", " ", "Final answer: ", "7"]
+    assert [
+        tok.convert_ids_to_tokens(i)
+        for i in tok("user: Final answer: 7", add_special_tokens=False)["input_ids"]
+    ] == ["user", ":", " ", "Final answer: ", "7"]
     # Special tokens are single ids 0..5 (train.tiny's order); an unknown character is <unk>.
-    assert [tok.convert_tokens_to_ids(t) for t in ("<unk>", "<s>", "</s>", "<pad>", "<|im_start|>", "<|im_end|>")] \
-        == list(range(6))
+    assert [
+        tok.convert_tokens_to_ids(t) for t in ("<unk>", "<s>", "</s>", "<pad>", "<|im_start|>", "<|im_end|>")
+    ] == list(range(6))
     assert tok("é", add_special_tokens=False)["input_ids"] == [unk]
     rendered = render_prompt(tok, "What is 2 + 3?")
-    assert rendered == ("<s><|im_start|>system\nBe exact.<|im_end|>\n<|im_start|>user\nWhat is 2 + 3?<|im_end|>\n"
-                        "<|im_start|>assistant\n")
+    assert rendered == (
+        "<s><|im_start|>system\nBe exact.<|im_end|>\n<|im_start|>user\nWhat is 2 + 3?<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
     ids, n_prompt = encode(tok, "What is 2 + 3?", "2 + 3 = 5\nFinal answer: 5")
-    assert ids[0] == 1 and ids[-1] == 5 and tok.decode(ids[n_prompt:]) == "2 + 3 = 5\nFinal answer: 5<|im_end|>"
+    assert (
+        ids[0] == 1 and ids[-1] == 5 and tok.decode(ids[n_prompt:]) == "2 + 3 = 5\nFinal answer: 5<|im_end|>"
+    )
     assert tok.convert_ids_to_tokens(ids[:3]) == ["<s>", "<|im_start|>", "system"]
 
 
@@ -110,7 +140,9 @@ def test_stream_never_draws_a_held_out_key_and_repeats_itself():
     suite, train_tasks = tiny_chat.demo_tasks()
     assert len(suite) == DEMO_SUITE_N and len(train_tasks) == DEMO_TRAIN_N
     assert {t.task_key for t in suite} | {t.task_key for t in train_tasks} == demo
-    assert {t.family for t in suite} == set(DEMO_FAMILIES) and {t.difficulty for t in suite} == {DEMO_DIFFICULTY}
+    assert {t.family for t in suite} == set(DEMO_FAMILIES) and {t.difficulty for t in suite} == {
+        DEMO_DIFFICULTY
+    }
     stream = TaskStream(cfg, held)
     drawn = [t for step in range(30) for t in stream.batch(step)]
     assert not {t.task_key for t in drawn} & held
@@ -127,14 +159,25 @@ def test_training_script_writes_a_bundle_served_like_the_others(small_bundle):
 
     from train.serving import load_serving
 
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json",
-                 "chat_template.jinja", "system_prompt.txt", "generation_config.json", "serving_config.json",
-                 "tiny_chat_config.json", "training_evidence.json"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "chat_template.jinja",
+        "system_prompt.txt",
+        "generation_config.json",
+        "serving_config.json",
+        "tiny_chat_config.json",
+        "training_evidence.json",
+    ):
         assert (small_bundle / name).is_file(), name
     assert not list(small_bundle.glob("*.bin"))
     # transformers 4.x cannot load a tokenizer_config naming transformers 5's TokenizersBackend.
-    assert json.loads((small_bundle / "tokenizer_config.json").read_text())["tokenizer_class"] \
+    assert (
+        json.loads((small_bundle / "tokenizer_config.json").read_text())["tokenizer_class"]
         == "PreTrainedTokenizerFast"
+    )
     evidence = json.loads((small_bundle / "training_evidence.json").read_text())
     assert evidence["steps_trained"] == 4 and [h["step"] for h in evidence["history"]] == [2, 4]
     assert evidence["config"] == json.loads((small_bundle / "tiny_chat_config.json").read_text())
@@ -148,8 +191,14 @@ def test_training_script_writes_a_bundle_served_like_the_others(small_bundle):
     text = s.render(s.with_system([{"role": "user", "content": "What is 2 + 3?"}]))
     assert text == render_prompt(tok, "What is 2 + 3?")
     ids = torch.tensor([s.encode(text)])
-    out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, do_sample=False,
-                         eos_token_id=s.eos_ids, pad_token_id=s.pad_id)
+    out = model.generate(
+        input_ids=ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=4,
+        do_sample=False,
+        eos_token_id=s.eos_ids,
+        pad_token_id=s.pad_id,
+    )
     assert out.shape[1] > ids.shape[1]
 
 

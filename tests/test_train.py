@@ -1,6 +1,6 @@
 """Training, merge, sampling, eval and launchers on a tiny random Llama bundle (CPU, no downloads).
 
-    HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_train.py -q
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_train.py -q
 """
 
 from __future__ import annotations
@@ -24,15 +24,32 @@ from pairstore.store.store import open_store
 ROUND = "r1"
 SYSTEM = "Answer briefly."
 PAIRS = [
-    {"prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": f"What is {i} + {i + 3}?"}],
-     "chosen": f"{i} + {i + 3} = {2 * i + 3}\nFinal answer: {2 * i + 3}",
-     "rejected": f"{i} {i} {i} {i} {i} {i} {i} {i}"}
+    {
+        "prompt": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"What is {i} + {i + 3}?"},
+        ],
+        "chosen": f"{i} + {i + 3} = {2 * i + 3}\nFinal answer: {2 * i + 3}",
+        "rejected": f"{i} {i} {i} {i} {i} {i} {i} {i}",
+    }
     for i in range(4)
 ]
 SFT_ANSWER = "Hi there.\nFinal answer: hi"
-TRAIN = {"beta": 0.1, "sft_weight": 0.7, "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.0,
-         "target_modules": "all-linear", "learning_rate": 5e-3, "lr_scheduler": "constant", "warmup_ratio": 0.0,
-         "max_steps": 6, "global_batch": 4, "per_device_batch": 2, "max_length": 256}
+TRAIN = {
+    "beta": 0.1,
+    "sft_weight": 0.7,
+    "lora_rank": 8,
+    "lora_alpha": 16,
+    "lora_dropout": 0.0,
+    "target_modules": "all-linear",
+    "learning_rate": 5e-3,
+    "lr_scheduler": "constant",
+    "warmup_ratio": 0.0,
+    "max_steps": 6,
+    "global_batch": 4,
+    "per_device_batch": 2,
+    "max_length": 256,
+}
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -40,38 +57,67 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 def write_export(path: Path, pairs=PAIRS) -> Path:
     """A mixture in the export format: prompt/chosen/rejected as message lists, plus ids."""
-    rows = [{"prompt": p["prompt"], "chosen": [{"role": "assistant", "content": p["chosen"]}],
-             "rejected": [{"role": "assistant", "content": p["rejected"]}], "pair_id": f"p{i}",
-             "source": "test", "family": "add"} for i, p in enumerate(pairs)]
+    rows = [
+        {
+            "prompt": p["prompt"],
+            "chosen": [{"role": "assistant", "content": p["chosen"]}],
+            "rejected": [{"role": "assistant", "content": p["rejected"]}],
+            "pair_id": f"p{i}",
+            "source": "test",
+            "family": "add",
+        }
+        for i, p in enumerate(pairs)
+    ]
     pq.write_table(pa.Table.from_pylist(rows), path)
     return path
 
 
 def write_sft_export(path: Path) -> Path:
     """NLL-only rows in the export format: prompt and one assistant completion."""
-    rows = [{"prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Say hi."}],
-             "completion": [{"role": "assistant", "content": SFT_ANSWER}], "pair_id": "s0", "source": "style",
-             "family": None}]
+    rows = [
+        {
+            "prompt": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "Say hi."}],
+            "completion": [{"role": "assistant", "content": SFT_ANSWER}],
+            "pair_id": "s0",
+            "source": "style",
+            "family": None,
+        }
+    ]
     pq.write_table(pa.Table.from_pylist(rows), path)
     return path
 
 
-def add_round(store, folder: Path, name: str = ROUND, train: dict | None = None, pairs=PAIRS,
-              sft: bool = False) -> Path:
+def add_round(
+    store, folder: Path, name: str = ROUND, train: dict | None = None, pairs=PAIRS, sft: bool = False
+) -> Path:
     """A dpo round recipe and its export registered the way `pairstore export` registers one."""
-    recipe = {"name": name, "kind": "dpo", "parent": None, "parents": [], "seed": 11, "system_prompt": SYSTEM,
-              "job_id": None, "note": None, "mix": [{"source": "test", "where": None, "limit": None, "upsample": 1}],
-              "train": dict(TRAIN, **(train or {}))}
+    recipe = {
+        "name": name,
+        "kind": "dpo",
+        "parent": None,
+        "parents": [],
+        "seed": 11,
+        "system_prompt": SYSTEM,
+        "job_id": None,
+        "note": None,
+        "mix": [{"source": "test", "where": None, "limit": None, "upsample": 1}],
+        "train": dict(TRAIN, **(train or {})),
+    }
     files = [(write_export(folder / f"{name}.parquet", pairs), len(pairs))]
     if sft:
         files.append((write_sft_export(folder / f"{name}.sft.parquet"), 1))
     with store.transaction():
-        store.con.execute("INSERT INTO rounds (name, kind, parents, recipe, recipe_toml, recipe_sha256) "
-                          "VALUES (?, 'dpo', [], ?, '', ?)", [name, json.dumps(recipe), "0" * 64])
+        store.con.execute(
+            "INSERT INTO rounds (name, kind, parents, recipe, recipe_toml, recipe_sha256) "
+            "VALUES (?, 'dpo', [], ?, '', ?)",
+            [name, json.dumps(recipe), "0" * 64],
+        )
         for path, rows in files:
-            store.con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
-                              "VALUES (?, ?, 'export', ?, ?, ?, 'h')",
-                              [f"e-{path.name}", name, str(path), sha256_file(path), rows])
+            store.con.execute(
+                "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+                "VALUES (?, ?, 'export', ?, ?, ?, 'h')",
+                [f"e-{path.name}", name, str(path), sha256_file(path), rows],
+            )
     return files[0][0]
 
 
@@ -100,8 +146,15 @@ def margins(model, serving):
 def test_tiny_bundle_is_served_like_the_model_card(tiny):
     from train.serving import load_serving
 
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "chat_template.jinja", "system_prompt.txt",
-                 "generation_config.json", "serving_config.json"):
+    for name in (
+        "model.safetensors",
+        "config.json",
+        "tokenizer.json",
+        "chat_template.jinja",
+        "system_prompt.txt",
+        "generation_config.json",
+        "serving_config.json",
+    ):
         assert (tiny / name).is_file(), name
     s = load_serving(tiny)
     gen = json.loads((tiny / "generation_config.json").read_text())
@@ -109,9 +162,12 @@ def test_tiny_bundle_is_served_like_the_model_card(tiny):
     serving = json.loads((tiny / "serving_config.json").read_text())
     assert serving["add_generation_prompt"] is True and serving["enable_thinking"] is False
     text = s.render(s.with_system([{"role": "user", "content": "2+2?"}]))
-    assert text.startswith("<s><|im_start|>system\n" + s.system_prompt) and text.endswith("<|im_start|>assistant\n")
-    thinking = s.tokenizer.apply_chat_template([{"role": "user", "content": "x"}], tokenize=False,
-                                               add_generation_prompt=True, enable_thinking=True)
+    assert text.startswith("<s><|im_start|>system\n" + s.system_prompt) and text.endswith(
+        "<|im_start|>assistant\n"
+    )
+    thinking = s.tokenizer.apply_chat_template(
+        [{"role": "user", "content": "x"}], tokenize=False, add_generation_prompt=True, enable_thinking=True
+    )
     assert thinking.endswith("<think>\n")
 
 
@@ -145,7 +201,9 @@ def test_dpo_nll_raises_the_chosen_minus_rejected_margin(trained, tiny):
     logged = [e["rewards/margins"] for e in evidence["log_history"] if "rewards/margins" in e]
     assert len(logged) == 6 and logged[0] == 0.0 and max(logged) > 0.1  # the policy starts at the reference
     with open_store(trained["db"], read_only=True) as store:
-        row = store.rows("SELECT kind, parents, round, path FROM checkpoints WHERE name = ?", [f"{ROUND}-lora"])
+        row = store.rows(
+            "SELECT kind, parents, round, path FROM checkpoints WHERE name = ?", [f"{ROUND}-lora"]
+        )
     assert row == [{"kind": "adapter", "parents": ["base"], "round": ROUND, "path": str(trained["adapter"])}]
     assert (trained["adapter"] / "checkpoint-2").is_dir() and (trained["adapter"] / "checkpoint-6").is_dir()
 
@@ -160,7 +218,9 @@ def test_training_pairs_are_rendered_as_served_and_end_with_the_end_of_turn_toke
     assert rows["chosen"][0] == PAIRS[0]["chosen"] + "<|im_end|>"
     assert all(r.endswith("<|im_end|>") for r in rows["rejected"])
     # An NLL-only row: its rejected side is its chosen side, so only the NLL term acts on it.
-    assert rows["chosen"][-1] == rows["rejected"][-1] == SFT_ANSWER + "<|im_end|>" and len(rows["prompt"]) == 5
+    assert (
+        rows["chosen"][-1] == rows["rejected"][-1] == SFT_ANSWER + "<|im_end|>" and len(rows["prompt"]) == 5
+    )
 
 
 def test_resume_continues_from_the_last_checkpoint(tiny, tmp_path):
@@ -182,8 +242,21 @@ def test_tampered_mixture_is_refused_with_exit_3(tiny, tmp_path):
     table = pq.read_table(export).to_pylist()
     table[0]["chosen"] = [{"role": "assistant", "content": "tampered"}]
     pq.write_table(pa.Table.from_pylist(table), export)
-    res = CliRunner().invoke(cli, ["--db", str(db), "train", "dpo", "--round", ROUND, "--base", str(tiny),
-                                   "--out", str(tmp_path / "lora")])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "train",
+            "dpo",
+            "--round",
+            ROUND,
+            "--base",
+            str(tiny),
+            "--out",
+            str(tmp_path / "lora"),
+        ],
+    )
     assert res.exit_code == 3, res.output
     assert "changed after export" in res.output and str(export) in res.output
     assert not (tmp_path / "lora").exists()
@@ -198,12 +271,15 @@ def test_global_batch_must_divide_by_batch_and_world_size(tiny, tmp_path):
     from train.dpo_job import train_hyperparameters
 
     recipe = {"train": dict(TRAIN, global_batch=32, per_device_batch=1)}
-    assert train_hyperparameters(recipe, ROUND, world_size=4, max_steps=None)["gradient_accumulation_steps"] == 8
+    assert (
+        train_hyperparameters(recipe, ROUND, world_size=4, max_steps=None)["gradient_accumulation_steps"] == 8
+    )
     with pytest.raises(BadInput, match="not a multiple"):
         train_hyperparameters(recipe, ROUND, world_size=3, max_steps=None)
     with pytest.raises(BadInput, match="lacks beta"):
-        train_hyperparameters({"train": {k: v for k, v in TRAIN.items() if k != "beta"}}, ROUND, world_size=1,
-                              max_steps=None)
+        train_hyperparameters(
+            {"train": {k: v for k, v in TRAIN.items() if k != "beta"}}, ROUND, world_size=1, max_steps=None
+        )
 
 
 # ---------------------------------------------------------------------------- consistency and safety
@@ -219,13 +295,18 @@ def _edit_json(path: Path, **changes) -> None:
     path.write_text(json.dumps(data))
 
 
-@pytest.mark.parametrize("breakage, message", [
-    ("eos_not_closing", "ends an assistant turn with '<|im_end|>'"),
-    ("eos_outside_vocab", "outside the tokenizer's vocabulary"),
-    ("pad_inconsistent", "disagrees with the tokenizer's pad"),
-    ("no_template", "no chat template"),
-])
-def test_template_tokenizer_generation_mismatch_is_an_error_before_training(tiny, tmp_path, breakage, message):
+@pytest.mark.parametrize(
+    "breakage, message",
+    [
+        ("eos_not_closing", "ends an assistant turn with '<|im_end|>'"),
+        ("eos_outside_vocab", "outside the tokenizer's vocabulary"),
+        ("pad_inconsistent", "disagrees with the tokenizer's pad"),
+        ("no_template", "no chat template"),
+    ],
+)
+def test_template_tokenizer_generation_mismatch_is_an_error_before_training(
+    tiny, tmp_path, breakage, message
+):
     from train.dpo import train_dpo
     from train.serving import load_serving
 
@@ -281,15 +362,23 @@ def test_merge_equals_base_plus_the_lora_delta(trained, tiny, tmp_path):
     from train.serving import load_model
 
     with open_store(trained["db"]) as store:
-        result = merge_adapter(tiny, trained["adapter"], tmp_path / "merged", store=store, max_shard_bytes=100_000)
+        result = merge_adapter(
+            tiny, trained["adapter"], tmp_path / "merged", store=store, max_shard_bytes=100_000
+        )
         rows = store.rows("SELECT name, kind, parents, round FROM checkpoints WHERE kind = 'merge'")
     out = tmp_path / "merged"
     assert result.method == "stream" and result.merged_modules == 14  # 7 projections x 2 layers
     index = json.loads((out / "model.safetensors.index.json").read_text())
     shards = sorted(set(index["weight_map"].values()))
     assert len(shards) > 1 and all((out / s).is_file() for s in shards)
-    for name in ("tokenizer.json", "chat_template.jinja", "system_prompt.txt", "generation_config.json",
-                 "serving_config.json", "config.json"):
+    for name in (
+        "tokenizer.json",
+        "chat_template.jinja",
+        "system_prompt.txt",
+        "generation_config.json",
+        "serving_config.json",
+        "config.json",
+    ):
         assert (out / name).read_bytes() == (tiny / name).read_bytes(), name
     assert rows == [{"name": ROUND, "kind": "merge", "parents": ["base", ROUND], "round": ROUND}]
 
@@ -303,18 +392,21 @@ def test_merge_equals_base_plus_the_lora_delta(trained, tiny, tmp_path):
     scale = config["lora_alpha"] / config["r"]
     changed = 0
     for key, w in base.items():
-        a = lora.get(f"base_model.model.{key[:-len('.weight')]}.lora_A.weight")
+        a = lora.get(f"base_model.model.{key[: -len('.weight')]}.lora_A.weight")
         if a is None:
             assert torch.equal(merged[key], w), key
             continue
-        b = lora[f"base_model.model.{key[:-len('.weight')]}.lora_B.weight"]
+        b = lora[f"base_model.model.{key[: -len('.weight')]}.lora_B.weight"]
         expected = w + scale * (b @ a)
         assert torch.allclose(merged[key], expected, atol=1e-6), key
         changed += int(not torch.equal(merged[key], w))
     assert changed == 14
     # And the same as PEFT's own merge_and_unload of the loaded model, which is also the fallback path.
-    peft_merged = PeftModel.from_pretrained(load_model(tiny, dtype=torch.float32),
-                                            str(trained["adapter"])).merge_and_unload().state_dict()
+    peft_merged = (
+        PeftModel.from_pretrained(load_model(tiny, dtype=torch.float32), str(trained["adapter"]))
+        .merge_and_unload()
+        .state_dict()
+    )
     peft_merge(tiny, trained["adapter"], tmp_path / "via-peft", 2 << 30, False)
     fallback = load_file(str(tmp_path / "via-peft" / "model.safetensors"))
     for key, w in merged.items():
@@ -338,10 +430,17 @@ def test_merge_of_an_intermediate_checkpoint(trained, tiny, tmp_path):
 
 
 def _jsonl_items(write_jsonl, tmp_path) -> str:
-    return write_jsonl(tmp_path / "items.jsonl", [
-        {"id": "q1", "prompt": "What is 2 + 3?", "gold": "5", "kind": "gsm8k"},
-        {"id": "q2", "prompt": [{"role": "user", "content": "Count the letters r in strawberry."}], "gold": "3"},
-    ])
+    return write_jsonl(
+        tmp_path / "items.jsonl",
+        [
+            {"id": "q1", "prompt": "What is 2 + 3?", "gold": "5", "kind": "gsm8k"},
+            {
+                "id": "q2",
+                "prompt": [{"role": "user", "content": "Count the letters r in strawberry."}],
+                "gold": "3",
+            },
+        ],
+    )
 
 
 def test_sample_with_a_seed_is_reproducible(tiny, tmp_path, write_jsonl):
@@ -351,17 +450,24 @@ def test_sample_with_a_seed_is_reproducible(tiny, tmp_path, write_jsonl):
     runs = []
     for i, seed in enumerate((5, 5, 6)):
         with open_store(tmp_path / f"s{i}.duckdb") as store:
-            r = sample(store, tiny, items, samples=2, temperature=1.0, seed=seed, model_name="tiny",
-                       max_new_tokens=8)
+            r = sample(
+                store, tiny, items, samples=2, temperature=1.0, seed=seed, model_name="tiny", max_new_tokens=8
+            )
             runs.append([row["output"] for row in r.rows])
-            stored = store.rows("SELECT item_kind, item_id, sample_index, temperature, seed, decoding, verdict, "
-                                "loop_flagged, n_tokens, prompt FROM generations ORDER BY item_id, sample_index")
+            stored = store.rows(
+                "SELECT item_kind, item_id, sample_index, temperature, seed, decoding, verdict, "
+                "loop_flagged, n_tokens, prompt FROM generations ORDER BY item_id, sample_index"
+            )
     assert runs[0] == runs[1] and runs[0] != runs[2]
     assert len(stored) == 4 and {r["item_id"] for r in stored} == {"q1", "q2"}
     assert all(r["item_kind"] == "prompt" and r["temperature"] == 1.0 and r["seed"] == 6 for r in stored)
     assert all(r["verdict"] in ("correct", "wrong") and r["loop_flagged"] is not None for r in stored)
     decoding = json.loads(stored[0]["decoding"])
-    assert decoding["do_sample"] is True and decoding["eos_token_id"] == [5, 2] and decoding["max_new_tokens"] == 8
+    assert (
+        decoding["do_sample"] is True
+        and decoding["eos_token_id"] == [5, 2]
+        and decoding["max_new_tokens"] == 8
+    )
     assert stored[0]["prompt"][0]["role"] == "system"  # answered with the bundle's system prompt
 
 
@@ -379,13 +485,17 @@ def test_greedy_sample_matches_served_generation_and_stores_once(tiny, tmp_path,
     # The model card's "How to use" code, by hand: the same text comes out.
     tok = AutoTokenizer.from_pretrained(str(tiny))
     system = (tiny / "system_prompt.txt").read_text().strip()
-    text = tok.apply_chat_template([{"role": "system", "content": system},
-                                    {"role": "user", "content": "What is 2 + 3?"}],
-                                   tokenize=False, add_generation_prompt=True, enable_thinking=False)
+    text = tok.apply_chat_template(
+        [{"role": "system", "content": system}, {"role": "user", "content": "What is 2 + 3?"}],
+        tokenize=False,
+        add_generation_prompt=True,
+        enable_thinking=False,
+    )
     ids = tok(text, return_tensors="pt")
-    out = load_model(tiny, dtype=torch.float32).generate(**ids, max_new_tokens=12, eos_token_id=[5, 2],
-                                                         pad_token_id=3, do_sample=False)
-    expected = tok.decode(out[0][ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    out = load_model(tiny, dtype=torch.float32).generate(
+        **ids, max_new_tokens=12, eos_token_id=[5, 2], pad_token_id=3, do_sample=False
+    )
+    expected = tok.decode(out[0][ids["input_ids"].shape[1] :], skip_special_tokens=True)
     assert first.rows[0]["output"] == expected
 
 
@@ -397,8 +507,14 @@ def test_decoding_knobs_come_from_serving_config_or_flags_and_are_recorded(tiny,
     items = write_jsonl(tmp_path / "one.jsonl", [{"id": "a", "prompt": "Say hello."}])
     with open_store(tmp_path / "s.duckdb") as store:
         r1 = sample(store, bundle, items, model_name="m1", max_new_tokens=4)
-        r2 = sample(store, bundle, items, model_name="m2", max_new_tokens=4,
-                    decoding={"repetition_penalty": None, "no_repeat_ngram_size": 3})
+        r2 = sample(
+            store,
+            bundle,
+            items,
+            model_name="m2",
+            max_new_tokens=4,
+            decoding={"repetition_penalty": None, "no_repeat_ngram_size": 3},
+        )
     d1, d2 = json.loads(r1.rows[0]["decoding"]), json.loads(r2.rows[0]["decoding"])
     assert d1["repetition_penalty"] == 1.05 and "no_repeat_ngram_size" not in d1
     assert d2["repetition_penalty"] == 1.05 and d2["no_repeat_ngram_size"] == 3
@@ -407,12 +523,30 @@ def test_decoding_knobs_come_from_serving_config_or_flags_and_are_recorded(tiny,
 
 def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path, write_jsonl):
     db = tmp_path / "s.duckdb"
-    test_file = write_jsonl(tmp_path / "gsm8k_test.jsonl", [
-        {"question": "Tom has 3 apples and buys 4 more. How many apples?", "answer": "3 + 4 = 7\n#### 7"},
-        {"question": "A box holds 6 eggs. How many eggs are in 2 boxes?", "answer": "2 * 6 = 12\n#### 12"},
-    ])
+    test_file = write_jsonl(
+        tmp_path / "gsm8k_test.jsonl",
+        [
+            {"question": "Tom has 3 apples and buys 4 more. How many apples?", "answer": "3 + 4 = 7\n#### 7"},
+            {
+                "question": "A box holds 6 eggs. How many eggs are in 2 boxes?",
+                "answer": "2 * 6 = 12\n#### 12",
+            },
+        ],
+    )
     runner = CliRunner()
-    args = ["--db", str(db), "eval", "--model", str(tiny), "--suite", "gsm8k", "--path", test_file, "--name", "tiny"]
+    args = [
+        "--db",
+        str(db),
+        "eval",
+        "--model",
+        str(tiny),
+        "--suite",
+        "gsm8k",
+        "--path",
+        test_file,
+        "--name",
+        "tiny",
+    ]
     res = runner.invoke(cli, args)
     assert res.exit_code == 0, res.output
     assert "tiny on gsm8k: 2 items" in res.output
@@ -421,7 +555,9 @@ def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path, write_json
         evals = store.rows("SELECT * FROM evals ORDER BY item_id")
         items = store.rows("SELECT kind, gold FROM eval_items WHERE suite = 'gsm8k' ORDER BY gold")
         refs = store.scalar("SELECT count(*) FROM benchmark_refs WHERE benchmark = 'eval:gsm8k'")
-        gens = store.scalar("SELECT count(*) FROM generations WHERE item_kind = 'eval_item' AND suite = 'gsm8k'")
+        gens = store.scalar(
+            "SELECT count(*) FROM generations WHERE item_kind = 'eval_item' AND suite = 'gsm8k'"
+        )
     assert len(evals) == 2 and refs == 2 and gens == 2
     assert items == [{"kind": "gsm8k", "gold": "12"}, {"kind": "gsm8k", "gold": "7"}]
     with open_store(db, read_only=True) as store:
@@ -433,7 +569,9 @@ def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path, write_json
         assert e["loop_flagged"] is not None and e["empty"] is not None and e["prompt_hash"]
 
     # A suite already in the store evaluates without --path; an unknown one is exit 2.
-    res = runner.invoke(cli, ["--db", str(db), "eval", "--model", str(tiny), "--suite", "gsm8k", "--name", "other"])
+    res = runner.invoke(
+        cli, ["--db", str(db), "eval", "--model", str(tiny), "--suite", "gsm8k", "--name", "other"]
+    )
     assert res.exit_code == 0, res.output
     res = runner.invoke(cli, ["--db", str(db), "eval", "--model", str(tiny), "--suite", "nope"])
     assert res.exit_code == 2 and "no eval suite named 'nope'" in res.output
@@ -442,16 +580,36 @@ def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path, write_json
 def test_sample_cli_on_store_problems(tiny, tmp_path):
     db = tmp_path / "s.duckdb"
     with open_store(db) as store:
-        store.con.execute("INSERT INTO problems (problem_id, dataset, split, question, solution, gold, match_key) "
-                          "VALUES ('gsm8k:1', 'gsm8k', 'train', 'What is 1 + 1?', '1 + 1 = 2\n#### 2', '2', 'k')")
-    res = CliRunner().invoke(cli, ["--db", str(db), "train", "sample", "--model", str(tiny), "--items", "gsm8k",
-                                   "--max-new-tokens", "4", "--name", "tiny"])
+        store.con.execute(
+            "INSERT INTO problems (problem_id, dataset, split, question, solution, gold, match_key) "
+            "VALUES ('gsm8k:1', 'gsm8k', 'train', 'What is 1 + 1?', '1 + 1 = 2\n#### 2', '2', 'k')"
+        )
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "train",
+            "sample",
+            "--model",
+            str(tiny),
+            "--items",
+            "gsm8k",
+            "--max-new-tokens",
+            "4",
+            "--name",
+            "tiny",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "tiny: 1 generations for 1 items (1 new)" in res.output and "verdicts:" in res.output
-    res = CliRunner().invoke(cli, ["--db", str(db), "train", "sample", "--model", str(tiny), "--items", "math"])
+    res = CliRunner().invoke(
+        cli, ["--db", str(db), "train", "sample", "--model", str(tiny), "--items", "math"]
+    )
     assert res.exit_code == 2 and "no math problems" in res.output
-    res = CliRunner().invoke(cli, ["--db", str(db), "train", "sample", "--model", str(tiny), "--items", "gsm8k",
-                                   "--samples", "3"])
+    res = CliRunner().invoke(
+        cli, ["--db", str(db), "train", "sample", "--model", str(tiny), "--items", "gsm8k", "--samples", "3"]
+    )
     assert res.exit_code == 2 and "greedy decoding gives one answer" in res.output
 
 
@@ -463,8 +621,23 @@ def test_emit_sbatch_for_four_gpus(tiny, tmp_path):
     with open_store(db) as store:
         add_round(store, tmp_path, train={"global_batch": 32, "per_device_batch": 1, "max_steps": 250})
     script = tmp_path / "r1.sbatch"
-    res = CliRunner().invoke(cli, ["--db", str(db), "train", "dpo", "--round", ROUND, "--base", str(tiny),
-                                   "--out", str(tmp_path / "lora"), "--emit-sbatch", str(script)])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "train",
+            "dpo",
+            "--round",
+            ROUND,
+            "--base",
+            str(tiny),
+            "--out",
+            str(tmp_path / "lora"),
+            "--emit-sbatch",
+            str(script),
+        ],
+    )
     assert res.exit_code == 0, res.output
     text = script.read_text()
     assert text.startswith("#!/bin/bash\n")
@@ -474,7 +647,9 @@ def test_emit_sbatch_for_four_gpus(tiny, tmp_path):
     launch = [ln for ln in text.splitlines() if "accelerate.commands.launch" in ln]
     assert len(launch) == 1
     assert "--config_file " + str(Path("train/configs/zero3.yaml").resolve()) in launch[0]
-    assert "--num_processes 4 -m train.dpo --job " + str(tmp_path / "lora" / "pairstore_job.json") in launch[0]
+    assert (
+        "--num_processes 4 -m train.dpo --job " + str(tmp_path / "lora" / "pairstore_job.json") in launch[0]
+    )
     assert f"--db {db}" in launch[0]
     job = json.loads((tmp_path / "lora" / "pairstore_job.json").read_text())
     hp = job["hyperparameters"]
@@ -487,9 +662,27 @@ def test_accelerate_launch_with_one_cpu_process(tiny, tmp_path):
     db = tmp_path / "s.duckdb"
     with open_store(db) as store:
         add_round(store, tmp_path)
-    res = CliRunner().invoke(cli, ["--db", str(db), "train", "dpo", "--round", ROUND, "--base", str(tiny),
-                                   "--out", str(tmp_path / "lora"), "--launcher", "accelerate",
-                                   "--accelerate-config", "cpu", "--max-steps", "2"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "--db",
+            str(db),
+            "train",
+            "dpo",
+            "--round",
+            ROUND,
+            "--base",
+            str(tiny),
+            "--out",
+            str(tmp_path / "lora"),
+            "--launcher",
+            "accelerate",
+            "--accelerate-config",
+            "cpu",
+            "--max-steps",
+            "2",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "trained r1-lora: 2 steps" in res.output
     evidence = json.loads((tmp_path / "lora" / "training_evidence.json").read_text())

@@ -32,9 +32,18 @@ def _model_and_tokenizer(bundle):
 
 
 def _one_step(out_dir) -> dict:
-    return {"output_dir": str(out_dir), "max_steps": 1, "per_device_train_batch_size": 2, "learning_rate": 1e-4,
-            "report_to": [], "save_strategy": "no", "logging_steps": 1, "use_cpu": True, "seed": 0,
-            "dataloader_num_workers": 0}
+    return {
+        "output_dir": str(out_dir),
+        "max_steps": 1,
+        "per_device_train_batch_size": 2,
+        "learning_rate": 1e-4,
+        "report_to": [],
+        "save_strategy": "no",
+        "logging_steps": 1,
+        "use_cpu": True,
+        "seed": 0,
+        "dataloader_num_workers": 0,
+    }
 
 
 def test_dpo_trainer_takes_the_export_parquet(exported, tiny, tmp_path):
@@ -44,8 +53,12 @@ def test_dpo_trainer_takes_the_export_parquet(exported, tiny, tmp_path):
     data = load_dataset("parquet", data_files=str(exported / "r1.parquet"), split="train")
     assert {"prompt", "chosen", "rejected"} <= set(data.column_names) and len(data) == 39
     model, tokenizer = _model_and_tokenizer(tiny)
-    trainer = DPOTrainer(model=model, args=DPOConfig(**_one_step(tmp_path / "dpo"), max_length=256),
-                         train_dataset=data, processing_class=tokenizer)
+    trainer = DPOTrainer(
+        model=model,
+        args=DPOConfig(**_one_step(tmp_path / "dpo"), max_length=256),
+        train_dataset=data,
+        processing_class=tokenizer,
+    )
     result = trainer.train()
     assert trainer.state.global_step == 1 and result.training_loss > 0
 
@@ -57,7 +70,11 @@ def test_sft_trainer_takes_the_sft_parquet(exported, tiny, tmp_path):
     data = load_dataset("parquet", data_files=str(exported / "r1.sft.parquet"), split="train")
     assert {"prompt", "completion"} <= set(data.column_names) and len(data) == 1
     model, tokenizer = _model_and_tokenizer(tiny)
-    trainer = SFTTrainer(model=model, args=SFTConfig(**_one_step(tmp_path / "sft"), max_length=256),
-                         train_dataset=data, processing_class=tokenizer)
+    trainer = SFTTrainer(
+        model=model,
+        args=SFTConfig(**_one_step(tmp_path / "sft"), max_length=256),
+        train_dataset=data,
+        processing_class=tokenizer,
+    )
     result = trainer.train()
     assert trainer.state.global_step == 1 and result.training_loss > 0

@@ -47,7 +47,11 @@ EXTRACTION = [
     ("The answer is 5.\nWait, I dropped a term. Redoing it: 5 + 1 = 6.\nThe answer is 6.", "gsm8k", "6"),
     ("Final answer: 8\nHmm, recheck: 9 is right.\nFinal answer: 9", "task", "9"),
     # a hallucinated follow-up question after the answer is not the answer
-    ("3 + 3 = 6.\nThe answer is 6.\n\nQuestion: Tom has 4 apples and buys 8. How many?\nAnswer: 12", "gsm8k", "6"),
+    (
+        "3 + 3 = 6.\nThe answer is 6.\n\nQuestion: Tom has 4 apples and buys 8. How many?\nAnswer: 12",
+        "gsm8k",
+        "6",
+    ),
     ("Final answer: 6\nQ: what is 2+2?\nA: The answer is 4.", "gsm8k", "6"),
     ("The answer is 6.<|im_start|>user\nAnother one?\nThe answer is 7", "gsm8k", "6"),
     # talk about an answer is not an answer
@@ -252,46 +256,130 @@ OUTSIDE_FORMS = [
     ("\\neq", "We find that $x \\neq 3$.", "x != 3", "math", True),
     ("double inequality as an interval", "$-2 \\le x \\le 7$", "x \\in [-2,7]", "math", True),
     ("an equation for the same line", "$y=-\\frac{1}{2}x+\\frac{3}{4}$", "2x+4y-3=0", "math", True),
-    ("\\left[\\begin{array}\\right] matrix",
-     "Special matrix: $ \\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right] $",
-     "\\begin{pmatrix}1 & 2 \\\\3 & 4\\end{pmatrix}", "math", True),
-    ("pmatrix against bmatrix", "Here is a zero matrix: $ \\begin{pmatrix}0 & 0 \\\\0 & 0\\end{pmatrix} $",
-     "\\begin{bmatrix}0 & 0 \\\\0 & 0\\end{bmatrix}", "math", True),
+    (
+        "\\left[\\begin{array}\\right] matrix",
+        "Special matrix: $ \\left[\\begin{array}{cc}1 & 2 \\\\3 & 4\\end{array}\\right] $",
+        "\\begin{pmatrix}1 & 2 \\\\3 & 4\\end{pmatrix}",
+        "math",
+        True,
+    ),
+    (
+        "pmatrix against bmatrix",
+        "Here is a zero matrix: $ \\begin{pmatrix}0 & 0 \\\\0 & 0\\end{pmatrix} $",
+        "\\begin{bmatrix}0 & 0 \\\\0 & 0\\end{bmatrix}",
+        "math",
+        True,
+    ),
     ("boxes side by side", "\\boxed{1} and \\boxed{2} and \\boxed{3}", "1,2,3", "math", True),
-    ("named boxes side by side", "$$\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 2}$$", "k = 45, n = 2",
-     "math", True),
+    (
+        "named boxes side by side",
+        "$$\\boxed{k = 45} \\quad \\text{and} \\quad \\boxed{n = 2}$$",
+        "k = 45, n = 2",
+        "math",
+        True,
+    ),
     ("tuples for named values", "$(5,2),(7,2)$", "p=5,q=2;p=7,q=2", "math", True),
     ("ratio for a labelled ratio", "$\\boxed{7:32}$", "S_{MBCN}:S=7:32", "math", True),
     ("final answer in prose", "Final Answer: The largest $n$ is 34.", "34", "math", True),
-    ("prose, then boilerplate", "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.", "120",
-     "math", True),
-    ("answer after a repetition loop", "The answer is 36. " + "But But " * 40 + "[/think] <answer> 15 </answer>",
-     "15", "math", True),
-    ("a loop commits to nothing", "So 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24", "24",
-     "gsm8k", False),
-    ("cut by <|im_start|>", "Therefore, there are 12 distinct arithmetic sequences that meet the three given "
-     "conditions. I hope it is correct. <|im_start|>user", "12", "math", True),
-    ("hallucinated next question", "3 + 3 = 6.\nSo the answer is $\\boxed{6}$.\n\nNow it's your turn to solve a "
-     "question! Here's the question:\nWhat is 2+2? \\boxed{4}", "4", "math", False),
-    ("invented User turn", " x + y = 30 \\\\ x - y = 4 </think> <answer> 17 </answer\nUser: The ratio of girls to "
-     "boys is $5:3$. How many girls?\nAssistant: <think> girls = 5/8 * 60 </think> <answer> 30 </answer>", "17",
-     "math", True),
+    (
+        "prose, then boilerplate",
+        "Final Answer: The volume of $ABCDEFGH$ is 120. I hope it is correct.",
+        "120",
+        "math",
+        True,
+    ),
+    (
+        "answer after a repetition loop",
+        "The answer is 36. " + "But But " * 40 + "[/think] <answer> 15 </answer>",
+        "15",
+        "math",
+        True,
+    ),
+    (
+        "a loop commits to nothing",
+        "So 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24 - 0 = 24",
+        "24",
+        "gsm8k",
+        False,
+    ),
+    (
+        "cut by <|im_start|>",
+        "Therefore, there are 12 distinct arithmetic sequences that meet the three given "
+        "conditions. I hope it is correct. <|im_start|>user",
+        "12",
+        "math",
+        True,
+    ),
+    (
+        "hallucinated next question",
+        "3 + 3 = 6.\nSo the answer is $\\boxed{6}$.\n\nNow it's your turn to solve a "
+        "question! Here's the question:\nWhat is 2+2? \\boxed{4}",
+        "4",
+        "math",
+        False,
+    ),
+    (
+        "invented User turn",
+        " x + y = 30 \\\\ x - y = 4 </think> <answer> 17 </answer\nUser: The ratio of girls to "
+        "boys is $5:3$. How many girls?\nAssistant: <think> girls = 5/8 * 60 </think> <answer> 30 </answer>",
+        "17",
+        "math",
+        True,
+    ),
     ("long decimal for a fraction", "$0.0833333333333333$", "\\frac{1}{12}", "math", True),
-    ("<answer> tags", "<think> I need x + x^2 = 156. </think> <answer> The positive number is 12. </answer>", "12",
-     "math", True),
-    ("prose in <answer> after the reasoning", "</think> <answer> In the equation $|x-1|=7$, both $x=8$ and $x=-6$ "
-     "satisfy the equation. Thus, the sum of the solutions is $8+(-6)=2$. </answer>", "2", "math", True),
-    ("chain ending in the answer", "The answer (arabic numerals) is \n\n60 + 15 + 30 = 105", "105", "gsm8k", True),
+    (
+        "<answer> tags",
+        "<think> I need x + x^2 = 156. </think> <answer> The positive number is 12. </answer>",
+        "12",
+        "math",
+        True,
+    ),
+    (
+        "prose in <answer> after the reasoning",
+        "</think> <answer> In the equation $|x-1|=7$, both $x=8$ and $x=-6$ "
+        "satisfy the equation. Thus, the sum of the solutions is $8+(-6)=2$. </answer>",
+        "2",
+        "math",
+        True,
+    ),
+    (
+        "chain ending in the answer",
+        "The answer (arabic numerals) is \n\n60 + 15 + 30 = 105",
+        "105",
+        "gsm8k",
+        True,
+    ),
     ("GSM8K calculator marks", "She makes 9 * 2 = $<<9*2=18>>18 every day\nA: 18", "18", "gsm8k", True),
-    ("number words", "Therefore, the answer (arabic numerals) is two hundred ninety-four dollars.", "294",
-     "gsm8k", True),
-    ("number words with cents", "Therefore, the answer (arabic numerals) is Thirty-Four Dollars and Seventy-Two "
-     "Cents.", "34.72", "gsm8k", True),
+    (
+        "number words",
+        "Therefore, the answer (arabic numerals) is two hundred ninety-four dollars.",
+        "294",
+        "gsm8k",
+        True,
+    ),
+    (
+        "number words with cents",
+        "Therefore, the answer (arabic numerals) is Thirty-Four Dollars and Seventy-Two Cents.",
+        "34.72",
+        "gsm8k",
+        True,
+    ),
     ("currency and thousands separators", "the number is not 10 which is 1,000.99€", "1000.99", "math", True),
-    ("base subscript", "<answer> \\( 10001_2 \\)\n\nUser: What is the units digit of $2^{2021}$?", "10001_2",
-     "math", True),
-    ("long garbage tail", "The area is \\(\\boxed{25}\\).pd自如取消 Brig that Bo noon Δ RELEASE\n IK())))\n "
-     "”_trajectory ######## embarottes渗透", "25", "math", True),
+    (
+        "base subscript",
+        "<answer> \\( 10001_2 \\)\n\nUser: What is the units digit of $2^{2021}$?",
+        "10001_2",
+        "math",
+        True,
+    ),
+    (
+        "long garbage tail",
+        "The area is \\(\\boxed{25}\\).pd自如取消 Brig that Bo noon Δ RELEASE\n IK())))\n "
+        "”_trajectory ######## embarottes渗透",
+        "25",
+        "math",
+        True,
+    ),
     ("a bare number is read in the gold's unit", "\\boxed{0.1}", "10\\%", "math", False),
 ]
 
@@ -305,37 +393,123 @@ def test_outside_forms(form, text, gold, kind, expected):
 # each was judged wrong before the form was handled
 AUDIT_FORMS = [
     # (form, output, gold, kind, equal?)
-    ("JSON answer field after a reasoning field", '```json\n{\n    "reasoning": "So $x = \\\\boxed{12}$ at '
-     'first, but the two extra eggs make it 12 + 2 = 14.",\n    "answer": "14"\n}\n```', "14", "gsm8k", True),
-    ("JSON answer field with escaped LaTeX", '{\n    "reasoning": "The ratio of the two areas is three to four, so '
-     'the fraction is three quarters.",\n    "answer": "\\\\frac{3}{4}"\n}', "\\frac34", "math", True),
-    ("JSON answer field with unescaped LaTeX", '{\n    "reasoning": "The ratio of the two areas is three to four, '
-     'so the fraction is three quarters.",\n    "answer": "\\frac{3}{4}"\n}', "0.75", "math", True),
-    ("JSON answer field holding a number", '{\n    "reasoning": "She had nine apples and gave two of them away, '
-     'so nine minus two is left.",\n    "answer": 7\n}', "7", "math", True),
-    ("JSON final_answer field", '{\n    "steps": ["She had nine apples.", "She gave two of them away."],\n'
-     '    "final_answer": "7"\n}', "7", "math", True),
-    ("fields after the JSON answer field are commentary", '{\n    "answer": "5",\n    "confidence": 0.9,\n'
-     '    "notes": "at first I thought the answer is 6"\n}', "5", "math", True),
-    ("JSON answer field with money", '{\n    "reasoning": "He earns $180.00 a day for seven days, which is '
-     '$1,260.00 a week.",\n    "answer": "$1,260.00"\n}', "1260", "gsm8k", True),
-    ("sentence after a program's output", "```python\nprint(total_vehicles - 26)\n```\n```output\n4.0\n```\n"
-     "Four containers were imported on the second day.", "4", "gsm8k", True),
-    ("a number in the code is no answer", "```python\ntotal_vehicles = 30\nprint(total_vehicles // 5 - 2)\n```\n"
-     "```output\n4\n```\nFour containers were imported in total on the second day.", "30", "gsm8k", False),
-    ("percent sentence after a program's output", "```python\nprint(12 / 20 * 100)\n```\n```output\n60.0\n```"
-     "\n60% of the students enrolled in hip-hop dance.", "60", "gsm8k", True),
-    ("passive sentence that opens with the answer", "```python\nprint(6000 / 2000)\n```\n```output\n3.0\n```\n"
-     "Three trucks will be needed to transport 80 flagstones in one trip.", "3", "gsm8k", True),
-    ("an output ending inside a code block", "The answer needs code.\n```python\ntotal = 30\n", "30", "gsm8k",
-     False),
+    (
+        "JSON answer field after a reasoning field",
+        '```json\n{\n    "reasoning": "So $x = \\\\boxed{12}$ at '
+        'first, but the two extra eggs make it 12 + 2 = 14.",\n    "answer": "14"\n}\n```',
+        "14",
+        "gsm8k",
+        True,
+    ),
+    (
+        "JSON answer field with escaped LaTeX",
+        '{\n    "reasoning": "The ratio of the two areas is three to four, so '
+        'the fraction is three quarters.",\n    "answer": "\\\\frac{3}{4}"\n}',
+        "\\frac34",
+        "math",
+        True,
+    ),
+    (
+        "JSON answer field with unescaped LaTeX",
+        '{\n    "reasoning": "The ratio of the two areas is three to four, '
+        'so the fraction is three quarters.",\n    "answer": "\\frac{3}{4}"\n}',
+        "0.75",
+        "math",
+        True,
+    ),
+    (
+        "JSON answer field holding a number",
+        '{\n    "reasoning": "She had nine apples and gave two of them away, '
+        'so nine minus two is left.",\n    "answer": 7\n}',
+        "7",
+        "math",
+        True,
+    ),
+    (
+        "JSON final_answer field",
+        '{\n    "steps": ["She had nine apples.", "She gave two of them away."],\n    "final_answer": "7"\n}',
+        "7",
+        "math",
+        True,
+    ),
+    (
+        "fields after the JSON answer field are commentary",
+        '{\n    "answer": "5",\n    "confidence": 0.9,\n    "notes": "at first I thought the answer is 6"\n}',
+        "5",
+        "math",
+        True,
+    ),
+    (
+        "JSON answer field with money",
+        '{\n    "reasoning": "He earns $180.00 a day for seven days, which is '
+        '$1,260.00 a week.",\n    "answer": "$1,260.00"\n}',
+        "1260",
+        "gsm8k",
+        True,
+    ),
+    (
+        "sentence after a program's output",
+        "```python\nprint(total_vehicles - 26)\n```\n```output\n4.0\n```\n"
+        "Four containers were imported on the second day.",
+        "4",
+        "gsm8k",
+        True,
+    ),
+    (
+        "a number in the code is no answer",
+        "```python\ntotal_vehicles = 30\nprint(total_vehicles // 5 - 2)\n```\n"
+        "```output\n4\n```\nFour containers were imported in total on the second day.",
+        "30",
+        "gsm8k",
+        False,
+    ),
+    (
+        "percent sentence after a program's output",
+        "```python\nprint(12 / 20 * 100)\n```\n```output\n60.0\n```"
+        "\n60% of the students enrolled in hip-hop dance.",
+        "60",
+        "gsm8k",
+        True,
+    ),
+    (
+        "passive sentence that opens with the answer",
+        "```python\nprint(6000 / 2000)\n```\n```output\n3.0\n```\n"
+        "Three trucks will be needed to transport 80 flagstones in one trip.",
+        "3",
+        "gsm8k",
+        True,
+    ),
+    (
+        "an output ending inside a code block",
+        "The answer needs code.\n```python\ntotal = 30\n",
+        "30",
+        "gsm8k",
+        False,
+    ),
     ("a rate unit with inches", "Dividing, the speed is $\\boxed{4 \\text{ in/s}}$.", "4", "math", True),
     ("a currency written as letters", "So the cost is \\boxed{R28}.", "28", "math", True),
     ("a bare numeral for a base-n gold", "is $\\boxed{2516}$ in base eight.", "2516_8", "math", True),
-    ("a bare numeral with digits the base lacks", "is $\\boxed{2596}$ in base eight.", "2516_8", "math", False),
-    ("a gold written as a sentence", "Some other content. \\boxed{43}.", "Answer is forty three.", "math", True),
-    ("a ratio pattern with an ellipsis", "The squares give $\\boxed{1:4:9:\\ldots}$", "1:2:3:\\ldots", "math",
-     False),
+    (
+        "a bare numeral with digits the base lacks",
+        "is $\\boxed{2596}$ in base eight.",
+        "2516_8",
+        "math",
+        False,
+    ),
+    (
+        "a gold written as a sentence",
+        "Some other content. \\boxed{43}.",
+        "Answer is forty three.",
+        "math",
+        True,
+    ),
+    (
+        "a ratio pattern with an ellipsis",
+        "The squares give $\\boxed{1:4:9:\\ldots}$",
+        "1:2:3:\\ldots",
+        "math",
+        False,
+    ),
 ]
 
 
@@ -558,6 +732,8 @@ def test_nested_and_overlong_answers_are_bounded():
 
 def test_long_text_answer_does_not_backtrack():
     # A letter-removal gold of many words once sent the trailing-units regex into exponential backtracking.
-    for gold in ("on strang wizard guardd thir drawr byond thir loud grasshoppr bfor a pot",
-                 " ".join(["word"] * 300) + " a b"):
+    for gold in (
+        "on strang wizard guardd thir drawr byond thir loud grasshoppr bfor a pot",
+        " ".join(["word"] * 300) + " a b",
+    ):
         assert finishes(is_equivalent, "Final answer: " + gold, gold, "task")

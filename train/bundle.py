@@ -69,10 +69,21 @@ PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle", ".ckpt")
 
 # safetensors dtype name -> bytes per element.
 DTYPE_SIZES = {
-    "F64": 8, "F32": 4, "F16": 2, "BF16": 2,
-    "I64": 8, "I32": 4, "I16": 2, "I8": 1,
-    "U64": 8, "U32": 4, "U16": 2, "U8": 1,
-    "BOOL": 1, "F8_E4M3": 1, "F8_E5M2": 1,
+    "F64": 8,
+    "F32": 4,
+    "F16": 2,
+    "BF16": 2,
+    "I64": 8,
+    "I32": 4,
+    "I16": 2,
+    "I8": 1,
+    "U64": 8,
+    "U32": 4,
+    "U16": 2,
+    "U8": 1,
+    "BOOL": 1,
+    "F8_E4M3": 1,
+    "F8_E5M2": 1,
 }
 # A header larger than this is not a real checkpoint header (the safetensors library uses 100 MB too).
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -122,7 +133,9 @@ def refuse_pickle(path) -> None:
     if p.name.lower().endswith(PICKLE_SUFFIXES) or p.name.lower().endswith(".bin.index.json"):
         raise BadInput(
             "pickle checkpoint refused: weights load from safetensors only (pickle files can run code "
-            "when loaded); convert it to safetensors with a trusted tool first", path=str(p))
+            "when loaded); convert it to safetensors with a trusted tool first",
+            path=str(p),
+        )
 
 
 def check_bundle(bundle_dir, *, trust_remote_code: bool = False) -> list[Path]:
@@ -135,12 +148,19 @@ def check_bundle(bundle_dir, *, trust_remote_code: bool = False) -> list[Path]:
         for name in ("config.json", "tokenizer_config.json"):
             p = bundle / name
             if p.is_file() and "auto_map" in read_json_file(p):
-                raise BadInput("bundle asks to run its own code (auto_map); refused unless trust_remote_code "
-                               "is asked for explicitly", path=str(p), field="auto_map")
+                raise BadInput(
+                    "bundle asks to run its own code (auto_map); refused unless trust_remote_code "
+                    "is asked for explicitly",
+                    path=str(p),
+                    field="auto_map",
+                )
         code = sorted(p.name for p in bundle.glob("*.py"))
         if code:
-            raise BadInput(f"bundle carries Python code ({code[0]}); refused unless trust_remote_code is asked "
-                           "for explicitly", path=str(bundle / code[0]))
+            raise BadInput(
+                f"bundle carries Python code ({code[0]}); refused unless trust_remote_code is asked "
+                "for explicitly",
+                path=str(bundle / code[0]),
+            )
     return shards
 
 
@@ -169,11 +189,16 @@ def list_shards(bundle_dir) -> list[Path]:
         shards = []
         for name in names:
             if Path(name).name != name:
-                raise BadInput(f"shard {name!r} is not a plain file name in the bundle", path=str(index),
-                               field="weight_map")
+                raise BadInput(
+                    f"shard {name!r} is not a plain file name in the bundle",
+                    path=str(index),
+                    field="weight_map",
+                )
             if not name.endswith(".safetensors"):
                 refuse_pickle(bundle / name)
-                raise BadInput(f"shard {name!r} is not a .safetensors file", path=str(index), field="weight_map")
+                raise BadInput(
+                    f"shard {name!r} is not a .safetensors file", path=str(index), field="weight_map"
+                )
             shard = bundle / name
             if not shard.is_file():
                 raise BadInput(f"shard {name} named by the index is missing", path=str(shard))
@@ -182,8 +207,11 @@ def list_shards(bundle_dir) -> list[Path]:
     single = bundle / SINGLE_NAME
     if single.is_file():
         return [single]
-    pickles = sorted(p.name for p in bundle.iterdir() if p.name.lower().endswith(PICKLE_SUFFIXES)
-                     or p.name.lower().endswith(".bin.index.json"))
+    pickles = sorted(
+        p.name
+        for p in bundle.iterdir()
+        if p.name.lower().endswith(PICKLE_SUFFIXES) or p.name.lower().endswith(".bin.index.json")
+    )
     if pickles:
         refuse_pickle(bundle / pickles[0])
     raise BadInput(f"no safetensors weights ({SINGLE_NAME} or {INDEX_NAME})", path=str(bundle))
@@ -218,8 +246,11 @@ def read_shard_header(path) -> ShardHeader:
                 raise BadInput("not a safetensors file (shorter than its 8-byte header length)", path=str(p))
             (header_len,) = struct.unpack("<Q", prefix)
             if header_len > MAX_HEADER_BYTES or 8 + header_len > file_size:
-                raise BadInput(f"not a safetensors file (header length {header_len} does not fit "
-                               f"the file of {file_size} bytes)", path=str(p))
+                raise BadInput(
+                    f"not a safetensors file (header length {header_len} does not fit "
+                    f"the file of {file_size} bytes)",
+                    path=str(p),
+                )
             header_bytes = f.read(header_len)
     except FileNotFoundError:
         raise BadInput("shard is missing", path=str(p)) from None
@@ -240,25 +271,34 @@ def read_shard_header(path) -> ShardHeader:
             shape = tuple(int(d) for d in entry["shape"])
             begin, end = (int(x) for x in entry["data_offsets"])
         except (KeyError, TypeError, ValueError):
-            raise BadInput("malformed tensor entry (needs dtype, shape, data_offsets)", path=str(p),
-                           field=name) from None
+            raise BadInput(
+                "malformed tensor entry (needs dtype, shape, data_offsets)", path=str(p), field=name
+            ) from None
         if dtype not in DTYPE_SIZES:
             raise BadInput(f"unknown dtype {dtype!r}", path=str(p), field=name)
         info = TensorInfo(name, dtype, shape, data_start + begin, data_start + end)
         if any(d < 0 for d in shape) or info.nbytes != info.numel * DTYPE_SIZES[dtype]:
-            raise BadInput(f"data_offsets [{begin}, {end}] do not hold a {dtype} tensor of shape {list(shape)}",
-                           path=str(p), field=name)
+            raise BadInput(
+                f"data_offsets [{begin}, {end}] do not hold a {dtype} tensor of shape {list(shape)}",
+                path=str(p),
+                field=name,
+            )
         tensors.append(info)
     tensors.sort(key=lambda t: (t.start, t.end))
     position = data_start
     for t in tensors:
         if t.start != position:
-            raise BadInput(f"tensor data is not contiguous (starts at {t.start - data_start}, expected "
-                           f"{position - data_start})", path=str(p), field=t.name)
+            raise BadInput(
+                f"tensor data is not contiguous (starts at {t.start - data_start}, expected "
+                f"{position - data_start})",
+                path=str(p),
+                field=t.name,
+            )
         position = t.end
     if position != file_size:
-        raise BadInput(f"file is {file_size} bytes but its tensors end at {position} (truncated or padded)",
-                       path=str(p))
+        raise BadInput(
+            f"file is {file_size} bytes but its tensors end at {position} (truncated or padded)", path=str(p)
+        )
     return ShardHeader(p, tensors, metadata, data_start, file_size, prefix + header_bytes)
 
 
@@ -273,18 +313,27 @@ def bundle_tensors(bundle_dir) -> list[tuple[Path, TensorInfo]]:
     for shard in shards:
         for t in read_shard_header(shard).tensors:
             if t.name in seen:
-                raise BadInput(f"tensor appears in both {seen[t.name].name} and {shard.name}", path=str(shard),
-                               field=t.name)
+                raise BadInput(
+                    f"tensor appears in both {seen[t.name].name} and {shard.name}",
+                    path=str(shard),
+                    field=t.name,
+                )
             if weight_map is not None and weight_map.get(t.name) != shard.name:
-                raise BadInput(f"index puts this tensor in {weight_map.get(t.name)!r}, found in {shard.name}",
-                               path=str(bundle / INDEX_NAME), field=t.name)
+                raise BadInput(
+                    f"index puts this tensor in {weight_map.get(t.name)!r}, found in {shard.name}",
+                    path=str(bundle / INDEX_NAME),
+                    field=t.name,
+                )
             seen[t.name] = shard
             out.append((shard, t))
     if weight_map is not None:
         missing = [k for k in weight_map if k not in seen]
         if missing:
-            raise BadInput(f"index names a tensor that is in no shard ({weight_map[missing[0]]})",
-                           path=str(bundle / INDEX_NAME), field=missing[0])
+            raise BadInput(
+                f"index names a tensor that is in no shard ({weight_map[missing[0]]})",
+                path=str(bundle / INDEX_NAME),
+                field=missing[0],
+            )
     return out
 
 
@@ -319,8 +368,10 @@ def make_portable(bundle_dir) -> list[str]:
     bundle = Path(bundle_dir)
     template_file = bundle / "chat_template.jinja"
     template = template_file.read_text(encoding="utf-8") if template_file.is_file() else None
-    fixes = {"tokenizer_config.json": lambda c: portable_tokenizer_config(c, template),
-             "config.json": portable_model_config}
+    fixes = {
+        "tokenizer_config.json": lambda c: portable_tokenizer_config(c, template),
+        "config.json": portable_model_config,
+    }
     rewritten = []
     for name, fix in fixes.items():
         path = bundle / name
@@ -364,8 +415,10 @@ def read_json_file(path) -> dict:
 
 def write_index(out_dir, weight_map: dict[str, str], total_size: int) -> Path:
     """Write `model.safetensors.index.json` (metadata.total_size = bytes of tensor data) atomically."""
-    index = {"metadata": {"total_size": int(total_size)},
-             "weight_map": {k: weight_map[k] for k in sorted(weight_map)}}
+    index = {
+        "metadata": {"total_size": int(total_size)},
+        "weight_map": {k: weight_map[k] for k in sorted(weight_map)},
+    }
     return atomic_write_json(Path(out_dir) / INDEX_NAME, index)
 
 
@@ -388,15 +441,20 @@ def build_header(entries: Iterable[tuple[str, str, tuple[int, ...]]], metadata: 
         for d in shape:
             numel *= int(d)
         size = numel * DTYPE_SIZES[dtype]
-        header[name] = {"dtype": dtype, "shape": [int(d) for d in shape], "data_offsets": [offset, offset + size]}
+        header[name] = {
+            "dtype": dtype,
+            "shape": [int(d) for d in shape],
+            "data_offsets": [offset, offset + size],
+        }
         offset += size
     body = json.dumps(header, separators=(",", ":")).encode("utf-8")
     body += b" " * (-len(body) % 8)
     return struct.pack("<Q", len(body)) + body
 
 
-def write_shard(path, tensors: Iterable[tuple[str, str, tuple[int, ...], object]],
-                metadata: dict | None = None) -> int:
+def write_shard(
+    path, tensors: Iterable[tuple[str, str, tuple[int, ...], object]], metadata: dict | None = None
+) -> int:
     """Write one safetensors file atomically from (name, dtype, shape, data) in that order; `data` is any
     buffer of the tensor's raw little-endian bytes (a numpy array, or `t.contiguous().view(torch.uint8)
     .numpy()` for a torch tensor). Returns the bytes of tensor data written."""
@@ -411,8 +469,9 @@ def write_shard(path, tensors: Iterable[tuple[str, str, tuple[int, ...], object]
             for d in shape:
                 numel *= int(d)
             if view.nbytes != numel * DTYPE_SIZES[dtype]:
-                raise PairstoreError(f"tensor {name}: {view.nbytes} bytes for a {dtype} tensor of shape "
-                                     f"{list(shape)}")
+                raise PairstoreError(
+                    f"tensor {name}: {view.nbytes} bytes for a {dtype} tensor of shape {list(shape)}"
+                )
             f.write(view)
             written += view.nbytes
         f.flush()

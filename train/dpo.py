@@ -60,11 +60,11 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
     their chosen side: the DPO term of such a pair is identically zero (the two log-ratios cancel), so it
     trains only through the NLL term, with the recipe's sft_weight, exactly as an NLL row should."""
 
-
     out = {"prompt": [], "chosen": [], "rejected": []}
     eot = serving.end_of_turn
     sources = ([(path, ("chosen", "rejected"))] if path is not None else []) + (
-        [(sft_path, ("completion",))] if sft_path is not None else [])
+        [(sft_path, ("completion",))] if sft_path is not None else []
+    )
     for file, sides in sources:
         table = pq.read_table(file, columns=["prompt", *sides])
         for i, row in enumerate(table.to_pylist()):
@@ -72,10 +72,15 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
             answers = []
             for side in sides:
                 msgs = row[side]
-                if not msgs or len(msgs) != 1 or msgs[0].get("role") != "assistant" or not isinstance(
-                        msgs[0].get("content"), str):
-                    raise BadInput("expected exactly one assistant message", path=str(file), line=i + 1,
-                                   field=side)
+                if (
+                    not msgs
+                    or len(msgs) != 1
+                    or msgs[0].get("role") != "assistant"
+                    or not isinstance(msgs[0].get("content"), str)
+                ):
+                    raise BadInput(
+                        "expected exactly one assistant message", path=str(file), line=i + 1, field=side
+                    )
                 answers.append(msgs[0]["content"] + eot)
             out["prompt"].append(serving.render(prompt))
             out["chosen"].append(answers[0])
@@ -113,15 +118,16 @@ def run_job(job: dict) -> dict:
     from transformers import TrainerCallback
     from trl import DPOConfig, DPOTrainer
 
-
     for mixture in (job["mixture"], job.get("sft_mixture")):
         if mixture is not None:
             verify_mixture(mixture)
     hp = job["hyperparameters"]
     actual_world = int(os.environ.get("WORLD_SIZE", "1"))
     if actual_world != hp["world_size"]:
-        raise PairstoreError(f"the job was planned for world size {hp['world_size']} but runs in {actual_world} "
-                             "processes; gradient accumulation would not give the recipe's global batch")
+        raise PairstoreError(
+            f"the job was planned for world size {hp['world_size']} but runs in {actual_world} "
+            "processes; gradient accumulation would not give the recipe's global batch"
+        )
     out_dir = Path(job["out_dir"])
     out_dir.mkdir(parents=True, exist_ok=True)
     trust = job.get("trust_remote_code", False)
@@ -132,33 +138,58 @@ def run_job(job: dict) -> dict:
     tokenizer.eos_token = serving.end_of_turn
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.convert_ids_to_tokens(
-            serving.pad_id if serving.pad_id is not None else serving.end_of_turn_id)
+            serving.pad_id if serving.pad_id is not None else serving.end_of_turn_id
+        )
     sft_mixture = job.get("sft_mixture")
-    data = mixture_rows(job["mixture"]["path"] if job["mixture"] else None, serving,
-                        sft_mixture["path"] if sft_mixture else None)
+    data = mixture_rows(
+        job["mixture"]["path"] if job["mixture"] else None,
+        serving,
+        sft_mixture["path"] if sft_mixture else None,
+    )
     dataset = Dataset.from_dict(data)
 
     cuda = torch.cuda.is_available()
-    lora = LoraConfig(r=int(hp["lora_rank"]), lora_alpha=float(hp["lora_alpha"]),
-                      lora_dropout=float(hp["lora_dropout"]), target_modules=hp["target_modules"],
-                      bias="none", task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=int(hp["lora_rank"]),
+        lora_alpha=float(hp["lora_alpha"]),
+        lora_dropout=float(hp["lora_dropout"]),
+        target_modules=hp["target_modules"],
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     steps = int(hp["max_steps"])
     args = DPOConfig(
-        output_dir=str(out_dir), seed=job["seed"], data_seed=job["seed"],
-        beta=float(hp["beta"]), loss_type=["sigmoid", "sft"], loss_weights=[1.0, float(hp["sft_weight"])],
-        learning_rate=float(hp["learning_rate"]), lr_scheduler_type=hp["lr_scheduler"],
-        warmup_steps=int(hp["warmup_steps"]), max_steps=steps,
+        output_dir=str(out_dir),
+        seed=job["seed"],
+        data_seed=job["seed"],
+        beta=float(hp["beta"]),
+        loss_type=["sigmoid", "sft"],
+        loss_weights=[1.0, float(hp["sft_weight"])],
+        learning_rate=float(hp["learning_rate"]),
+        lr_scheduler_type=hp["lr_scheduler"],
+        warmup_steps=int(hp["warmup_steps"]),
+        max_steps=steps,
         per_device_train_batch_size=int(hp["per_device_batch"]),
-        gradient_accumulation_steps=int(hp["gradient_accumulation_steps"]), max_length=int(hp["max_length"]),
+        gradient_accumulation_steps=int(hp["gradient_accumulation_steps"]),
+        max_length=int(hp["max_length"]),
         # The recipe's lora_dropout is meant to act; TRL's default would zero every dropout.
         disable_dropout=False,
-        logging_steps=1 if steps <= 50 else 10, save_strategy="steps", save_steps=job["save_steps"],
-        save_total_limit=None, report_to="none", bf16=cuda, use_cpu=not cuda, gradient_checkpointing=cuda,
-        dataloader_num_workers=0, disable_tqdm=not sys.stderr.isatty(),
+        logging_steps=1 if steps <= 50 else 10,
+        save_strategy="steps",
+        save_steps=job["save_steps"],
+        save_total_limit=None,
+        report_to="none",
+        bf16=cuda,
+        use_cpu=not cuda,
+        gradient_checkpointing=cuda,
+        dataloader_num_workers=0,
+        disable_tqdm=not sys.stderr.isatty(),
     )
     # After the config: under DeepSpeed ZeRO-3 the config installs the hook that partitions weights while
     # they load, instead of every process holding the whole model in CPU memory first.
-    model = load_model(job["base_bundle"], trust_remote_code=trust, dtype=torch.bfloat16 if cuda else torch.float32)
+    model = load_model(
+        job["base_bundle"], trust_remote_code=trust, dtype=torch.bfloat16 if cuda else torch.float32
+    )
 
     logs: list[dict] = []
 
@@ -168,34 +199,59 @@ def run_job(job: dict) -> dict:
                 history.append(dict(logs, step=state.global_step))
 
     history = logs
-    trainer = DPOTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=lora, callbacks=[KeepLogs()])
+    trainer = DPOTrainer(
+        model=model,
+        args=args,
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=lora,
+        callbacks=[KeepLogs()],
+    )
     resume_from = _last_checkpoint(out_dir) if job.get("resume") else None
     train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     trainer.save_model(str(out_dir))
     if trainer.is_world_process_zero():
-        make_portable(out_dir)   # the tokenizer files saved beside the adapter, for transformers 4.x too
+        make_portable(out_dir)  # the tokenizer files saved beside the adapter, for transformers 4.x too
 
     final = _final_metrics(logs)
     final.update({"global_step": trainer.state.global_step, "train_loss": train_output.training_loss})
     evidence = {
-        "kind": "adapter", "round": job["round"], "recipe": job["recipe"], "recipe_sha256": job["recipe_sha256"],
-        "mixture": job["mixture"], "mixture_sha256": job["mixture"]["sha256"] if job["mixture"] else None,
-        "sft_mixture": sft_mixture, "sft_mixture_sha256": sft_mixture["sha256"] if sft_mixture else None,
-        "sft_rows": sft_mixture["rows"] if sft_mixture else 0, "seed": job["seed"],
-        "objective": {"loss_type": ["sigmoid", "sft"], "loss_weights": [1.0, float(hp["sft_weight"])],
-                      "beta": float(hp["beta"])},
-        "hyperparameters": hp, "libraries": library_versions(),
-        "base": {"path": job["base_bundle"], "name": job["base_name"],
-                 "tokenizer_fingerprint": tokenizer_fingerprint(job["base_bundle"])},
-        "served_format": {"end_of_turn": serving.end_of_turn, "eos_token_id": serving.eos_ids,
-                          "enable_thinking": serving.enable_thinking},
-        "rows": len(data["prompt"]), "resumed_from": resume_from.name if resume_from else None,
-        "final_metrics": final, "log_history": logs,
+        "kind": "adapter",
+        "round": job["round"],
+        "recipe": job["recipe"],
+        "recipe_sha256": job["recipe_sha256"],
+        "mixture": job["mixture"],
+        "mixture_sha256": job["mixture"]["sha256"] if job["mixture"] else None,
+        "sft_mixture": sft_mixture,
+        "sft_mixture_sha256": sft_mixture["sha256"] if sft_mixture else None,
+        "sft_rows": sft_mixture["rows"] if sft_mixture else 0,
+        "seed": job["seed"],
+        "objective": {
+            "loss_type": ["sigmoid", "sft"],
+            "loss_weights": [1.0, float(hp["sft_weight"])],
+            "beta": float(hp["beta"]),
+        },
+        "hyperparameters": hp,
+        "libraries": library_versions(),
+        "base": {
+            "path": job["base_bundle"],
+            "name": job["base_name"],
+            "tokenizer_fingerprint": tokenizer_fingerprint(job["base_bundle"]),
+        },
+        "served_format": {
+            "end_of_turn": serving.end_of_turn,
+            "eos_token_id": serving.eos_ids,
+            "enable_thinking": serving.enable_thinking,
+        },
+        "rows": len(data["prompt"]),
+        "resumed_from": resume_from.name if resume_from else None,
+        "final_metrics": final,
+        "log_history": logs,
     }
     if trainer.is_world_process_zero():  # the process that wrote the adapter
-        evidence["adapter_sha256"] = {p.name: sha256_file(p) for p in sorted(out_dir.glob("adapter_*"))
-                                      if p.is_file()}
+        evidence["adapter_sha256"] = {
+            p.name: sha256_file(p) for p in sorted(out_dir.glob("adapter_*")) if p.is_file()
+        }
         atomic_write_json(out_dir / EVIDENCE_FILE, evidence)
     return evidence
 
@@ -213,10 +269,22 @@ def _final_metrics(logs: list[dict]) -> dict:
 # ---------------------------------------------------------------------------- the command
 
 
-def train_dpo(store, round_name: str, base_bundle, out_dir, *, resume: bool = False, world_size: int = 1,
-              max_steps: int | None = None, save_steps: int | None = None, launcher: str | None = None,
-              accelerate_config: str | None = None, trust_remote_code: bool = False,
-              adapter_name: str | None = None, overrides: dict | None = None) -> DpoResult:
+def train_dpo(
+    store,
+    round_name: str,
+    base_bundle,
+    out_dir,
+    *,
+    resume: bool = False,
+    world_size: int = 1,
+    max_steps: int | None = None,
+    save_steps: int | None = None,
+    launcher: str | None = None,
+    accelerate_config: str | None = None,
+    trust_remote_code: bool = False,
+    adapter_name: str | None = None,
+    overrides: dict | None = None,
+) -> DpoResult:
     """Train the round's LoRA adapter on its export and register it (checkpoint kind 'adapter').
 
     `overrides` replaces [train] values for this run (e.g. the demo's small batch); they are
@@ -225,9 +293,18 @@ def train_dpo(store, round_name: str, base_bundle, out_dir, *, resume: bool = Fa
         raise BadInput(f"unknown launcher {launcher!r} (expected accelerate)", field="launcher")
     if launcher is None and world_size != 1:
         raise BadInput("a world size above 1 needs --launcher accelerate", field="world_size")
-    job = prepare_job(store, round_name, base_bundle, out_dir, resume=resume, world_size=world_size,
-                      max_steps=max_steps, save_steps=save_steps, trust_remote_code=trust_remote_code,
-                      overrides=overrides)
+    job = prepare_job(
+        store,
+        round_name,
+        base_bundle,
+        out_dir,
+        resume=resume,
+        world_size=world_size,
+        max_steps=max_steps,
+        save_steps=save_steps,
+        trust_remote_code=trust_remote_code,
+        overrides=overrides,
+    )
     evidence = execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
     return register_adapter(store, job, evidence, adapter_name=adapter_name)
 
@@ -251,8 +328,15 @@ def execute_job(job: dict, *, launcher: str | None = None, accelerate_config: st
 def register_adapter(store, job: dict, evidence: dict, *, adapter_name: str | None = None) -> DpoResult:
 
     name = adapter_name or f"{job['round']}-lora"
-    register_checkpoint(store, name, "adapter", [job["base_name"]], round=job["round"], path=job["out_dir"],
-                        evidence={k: v for k, v in evidence.items() if k != "log_history"})
+    register_checkpoint(
+        store,
+        name,
+        "adapter",
+        [job["base_name"]],
+        round=job["round"],
+        path=job["out_dir"],
+        evidence={k: v for k, v in evidence.items() if k != "log_history"},
+    )
     return DpoResult(Path(job["out_dir"]), name, evidence)
 
 
@@ -290,20 +374,28 @@ def completion_logprob(model, serving, prompt_messages: list[dict], answer: str)
     with torch.no_grad():
         logits = model(input_ids=ids).logits.float()
     logps = torch.log_softmax(logits[0, :-1], dim=-1).gather(1, ids[0, 1:, None])[:, 0]
-    return float(logps[n - 1:].sum())
+    return float(logps[n - 1 :].sum())
 
 
 def pair_margins(model, serving, pairs: list[dict]) -> list[float]:
     """log p(chosen) - log p(rejected) for each {prompt (messages), chosen, rejected} (strings)."""
-    return [completion_logprob(model, serving, p["prompt"], p["chosen"])
-            - completion_logprob(model, serving, p["prompt"], p["rejected"]) for p in pairs]
+    return [
+        completion_logprob(model, serving, p["prompt"], p["chosen"])
+        - completion_logprob(model, serving, p["prompt"], p["rejected"])
+        for p in pairs
+    ]
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Run a prepared pairstore DPO job (what accelerate launches).")
+    parser = argparse.ArgumentParser(
+        description="Run a prepared pairstore DPO job (what accelerate launches)."
+    )
     parser.add_argument("--job", required=True, help="pairstore_job.json written by `pairstore train dpo`")
-    parser.add_argument("--db", help="register the adapter in this store when training ends (rank 0 only); "
-                                     "the Slurm script uses it, `pairstore train dpo` registers by itself")
+    parser.add_argument(
+        "--db",
+        help="register the adapter in this store when training ends (rank 0 only); "
+        "the Slurm script uses it, `pairstore train dpo` registers by itself",
+    )
     parser.add_argument("--name", help="checkpoint name of the adapter (default: ROUND-lora)")
     ns = parser.parse_args(argv)
     try:

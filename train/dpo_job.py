@@ -17,8 +17,21 @@ from train.bundle import list_shards
 from train.serving import bundle_name, load_serving, registered_name
 
 JOB_FILE = "pairstore_job.json"
-TRAIN_KEYS = ("beta", "sft_weight", "lora_rank", "lora_alpha", "lora_dropout", "target_modules", "learning_rate",
-              "lr_scheduler", "warmup_ratio", "max_steps", "global_batch", "per_device_batch", "max_length")
+TRAIN_KEYS = (
+    "beta",
+    "sft_weight",
+    "lora_rank",
+    "lora_alpha",
+    "lora_dropout",
+    "target_modules",
+    "learning_rate",
+    "lr_scheduler",
+    "warmup_ratio",
+    "max_steps",
+    "global_batch",
+    "per_device_batch",
+    "max_length",
+)
 _EXPORT_FIELDS = ("export_id", "path", "sha256", "rows", "content_hash")
 
 
@@ -41,14 +54,20 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
         "WHERE round = ? AND kind = 'export' AND superseded_at IS NULL "
         "AND created_at = (SELECT max(created_at) FROM exports WHERE round = ? AND kind = 'export' "
         "                  AND superseded_at IS NULL) "
-        "ORDER BY path", [round_name, round_name])
+        "ORDER BY path",
+        [round_name, round_name],
+    )
     if not rows:
-        raise NotFound(f"round {round_name} has no export (run `pairstore export --round {round_name}` first)")
+        raise NotFound(
+            f"round {round_name} has no export (run `pairstore export --round {round_name}` first)"
+        )
     sft = [r for r in rows if r["path"].endswith(".sft.parquet")]
     pairs = [r for r in rows if not r["path"].endswith(".sft.parquet")]
     if len(pairs) > 1 or len(sft) > 1:
-        raise PairstoreError(f"round {round_name}: the latest export registers several files of one kind: "
-                             + ", ".join(r["path"] for r in rows))
+        raise PairstoreError(
+            f"round {round_name}: the latest export registers several files of one kind: "
+            + ", ".join(r["path"] for r in rows)
+        )
     for r in rows:
         verify_mixture(r)
     return (pairs[0] if pairs else None), (sft[0] if sft else None)
@@ -60,12 +79,15 @@ def verify_mixture(mixture: dict) -> None:
         raise GateRefused(f"mixture {path} registered for this round is missing; re-export it")
     actual = sha256_file(path)
     if actual != mixture["sha256"]:
-        raise GateRefused(f"mixture {path} was changed after export: SHA-256 {actual} differs from the "
-                          f"registered {mixture['sha256']}; refusing to train on it")
+        raise GateRefused(
+            f"mixture {path} was changed after export: SHA-256 {actual} differs from the "
+            f"registered {mixture['sha256']}; refusing to train on it"
+        )
 
 
-def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max_steps: int | None,
-                          overrides: dict | None = None) -> dict:
+def train_hyperparameters(
+    recipe: dict, round_name: str, *, world_size: int, max_steps: int | None, overrides: dict | None = None
+) -> dict:
     """The recipe's [train] table, checked, with `max_steps` / `overrides` applied (recorded in the evidence)."""
     train = recipe.get("train")
     if not isinstance(train, dict):
@@ -87,15 +109,20 @@ def train_hyperparameters(recipe: dict, round_name: str, *, world_size: int, max
         raise BadInput(f"world size must be at least 1, got {world_size}", field="world_size")
     per_step = int(hp["per_device_batch"]) * world_size
     if per_step < 1 or int(hp["global_batch"]) % per_step:
-        raise BadInput(f"round {round_name}: global_batch {hp['global_batch']} is not a multiple of per_device_batch "
-                       f"{hp['per_device_batch']} x world size {world_size}", field="train.global_batch")
+        raise BadInput(
+            f"round {round_name}: global_batch {hp['global_batch']} is not a multiple of per_device_batch "
+            f"{hp['per_device_batch']} x world size {world_size}",
+            field="train.global_batch",
+        )
     hp["world_size"] = world_size
     hp["gradient_accumulation_steps"] = int(hp["global_batch"]) // per_step
     hp["warmup_steps"] = math.ceil(int(hp["max_steps"]) * float(hp["warmup_ratio"]))
     tm = hp["target_modules"]
     if not (tm == "all-linear" or (isinstance(tm, list) and tm and all(isinstance(x, str) for x in tm))):
-        raise BadInput(f"target_modules must be 'all-linear' or a list of module names, got {tm!r}",
-                       field="train.target_modules")
+        raise BadInput(
+            f"target_modules must be 'all-linear' or a list of module names, got {tm!r}",
+            field="train.target_modules",
+        )
     return hp
 
 
@@ -105,33 +132,53 @@ def base_checkpoint_name(store, base_bundle, recipe: dict) -> str:
     name = registered_name(store, base_bundle)
     if name is not None:
         if parent and name != parent:
-            raise BadInput(f"base bundle {base_bundle} is checkpoint {name}, but the recipe trains from {parent}",
-                           field="parent")
+            raise BadInput(
+                f"base bundle {base_bundle} is checkpoint {name}, but the recipe trains from {parent}",
+                field="parent",
+            )
         return name
     return parent or bundle_name(store, base_bundle)
 
 
-def prepare_job(store, round_name: str, base_bundle, out_dir, *, resume: bool = False, world_size: int = 1,
-                max_steps: int | None = None, save_steps: int | None = None,
-                trust_remote_code: bool = False, overrides: dict | None = None) -> dict:
+def prepare_job(
+    store,
+    round_name: str,
+    base_bundle,
+    out_dir,
+    *,
+    resume: bool = False,
+    world_size: int = 1,
+    max_steps: int | None = None,
+    save_steps: int | None = None,
+    trust_remote_code: bool = False,
+    overrides: dict | None = None,
+) -> dict:
     """Everything a training process needs, resolved from the store (which the trainer never opens)."""
 
     r = round_recipe(store, round_name)
     recipe = r["recipe"]
-    hp = train_hyperparameters(recipe, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides)
+    hp = train_hyperparameters(
+        recipe, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides
+    )
     pairs, sft = round_mixture(store, round_name)
-    load_serving(base_bundle, trust_remote_code=trust_remote_code)  # template/tokenizer/generation mismatch: fail now
+    load_serving(
+        base_bundle, trust_remote_code=trust_remote_code
+    )  # template/tokenizer/generation mismatch: fail now
 
     list_shards(base_bundle)
     steps = int(hp["max_steps"])
     return {
-        "round": round_name, "recipe": recipe, "recipe_sha256": r["recipe_sha256"],
-        "seed": int(recipe.get("seed") or 0), "hyperparameters": hp,
+        "round": round_name,
+        "recipe": recipe,
+        "recipe_sha256": r["recipe_sha256"],
+        "seed": int(recipe.get("seed") or 0),
+        "hyperparameters": hp,
         "mixture": None if pairs is None else {k: pairs[k] for k in _EXPORT_FIELDS},
         "sft_mixture": None if sft is None else {k: sft[k] for k in _EXPORT_FIELDS},
         "base_bundle": str(Path(base_bundle).resolve()),
         "base_name": base_checkpoint_name(store, base_bundle, recipe),
-        "out_dir": str(Path(out_dir).resolve()), "resume": bool(resume),
+        "out_dir": str(Path(out_dir).resolve()),
+        "resume": bool(resume),
         "save_steps": int(save_steps) if save_steps else max(1, min(50, steps)),
         "trust_remote_code": bool(trust_remote_code),
     }

@@ -58,8 +58,11 @@ def read_suite_file(path, suite: str):
     elif "problem" in first.record and "solution" in first.record:
         dataset = "math"
     else:
-        raise BadInput("expected GSM8K columns (question, answer), MATH columns (problem, solution) or a "
-                       "prompt field", path=str(first.path), line=first.line)
+        raise BadInput(
+            "expected GSM8K columns (question, answer), MATH columns (problem, solution) or a prompt field",
+            path=str(first.path),
+            line=first.line,
+        )
     items, seen = [], set()
     for r in records:
         p = problem_fields(dataset, Fields(r.record, r.path, r.line))
@@ -67,7 +70,9 @@ def read_suite_file(path, suite: str):
         if item_id in seen:
             continue  # the same question twice is one item
         seen.add(item_id)
-        items.append(Item("eval_item", item_id, [{"role": "user", "content": p.question}], p.gold, dataset, suite))
+        items.append(
+            Item("eval_item", item_id, [{"role": "user", "content": p.question}], p.gold, dataset, suite)
+        )
     return items
 
 
@@ -75,31 +80,60 @@ def suite_items(store, suite: str, path=None):
 
     if path is not None:
         return read_suite_file(path, suite)
-    rows = store.rows("SELECT item_id, kind, prompt, gold FROM eval_items WHERE suite = ? ORDER BY item_id", [suite])
+    rows = store.rows(
+        "SELECT item_id, kind, prompt, gold FROM eval_items WHERE suite = ? ORDER BY item_id", [suite]
+    )
     if not rows:
         raise NotFound(f"no eval suite named {suite!r} in the store; give its items with --path FILE")
-    return [Item("eval_item", r["item_id"], [dict(m) for m in r["prompt"]], r["gold"],
-                 r["kind"] if r["kind"] in VERIFIER_KINDS else "task", suite) for r in rows]
+    return [
+        Item(
+            "eval_item",
+            r["item_id"],
+            [dict(m) for m in r["prompt"]],
+            r["gold"],
+            r["kind"] if r["kind"] in VERIFIER_KINDS else "task",
+            suite,
+        )
+        for r in rows
+    ]
 
 
 def register_suite(store, suite: str, items) -> None:
     """Write the items to eval_items (new ones only) and register the whole suite for the export gate."""
     with store.transaction():
-        add_eval_items(store, suite, [{"item_id": it.item_id, "kind": it.kind, "prompt": it.prompt,
-                                       "gold": it.gold} for it in items])
+        add_eval_items(
+            store,
+            suite,
+            [{"item_id": it.item_id, "kind": it.kind, "prompt": it.prompt, "gold": it.gold} for it in items],
+        )
         # Generated tasks are checked by their task key; their prompts share template phrasing with
         # every other task of the family, so 13-grams would call different tasks leaks of each other.
-        rows = store.rows("SELECT item_id, prompt FROM eval_items WHERE suite = ? AND task_key IS NULL "
-                          "ORDER BY item_id", [suite])
+        rows = store.rows(
+            "SELECT item_id, prompt FROM eval_items WHERE suite = ? AND task_key IS NULL ORDER BY item_id",
+            [suite],
+        )
         if not rows:
             return
-        register_benchmark(store, f"eval:{suite}",
-                           [(r["item_id"], "\n".join(user_turns([dict(m) for m in r["prompt"]]))) for r in rows])
+        register_benchmark(
+            store,
+            f"eval:{suite}",
+            [(r["item_id"], "\n".join(user_turns([dict(m) for m in r["prompt"]]))) for r in rows],
+        )
 
 
-def run_eval(store, bundle, suite: str, model_name: str | None = None, *, path=None, n: int | None = None,
-             max_new_tokens: int | None = None, engine: str = "auto", trust_remote_code: bool = False,
-             model=None) -> EvalResult:
+def run_eval(
+    store,
+    bundle,
+    suite: str,
+    model_name: str | None = None,
+    *,
+    path=None,
+    n: int | None = None,
+    max_new_tokens: int | None = None,
+    engine: str = "auto",
+    trust_remote_code: bool = False,
+    model=None,
+) -> EvalResult:
     """Greedy answers of the bundle on the suite, scored per item into `evals` (replacing earlier scores of
     the same model on the same items)."""
 
@@ -113,17 +147,35 @@ def run_eval(store, bundle, suite: str, model_name: str | None = None, *, path=N
         items = items[:n]
     register_suite(store, suite, items)
     name = model_name or bundle_name(store, bundle)
-    outputs, settings = generate(serving, items, samples=1, temperature=0.0, seed=0,
-                                 max_new_tokens=max_new_tokens, engine=engine, model=model,
-                                 trust_remote_code=trust_remote_code)
+    outputs, settings = generate(
+        serving,
+        items,
+        samples=1,
+        temperature=0.0,
+        seed=0,
+        max_new_tokens=max_new_tokens,
+        engine=engine,
+        model=model,
+        trust_remote_code=trust_remote_code,
+    )
     rows = generation_rows(name, items, outputs, settings, serving)
     rendered = {it.item_id: serving.render(serving.with_system(it.prompt)) for it in items}
-    scores = [{"item_id": r["item_id"],
-               "score": None if r["verdict"] == "unscored" else float(r["verdict"] == "correct"),
-               "correct": None if r["verdict"] == "unscored" else r["verdict"] == "correct",
-               "extracted_answer": r["extracted_answer"], "gold": r["gold"], "output_len": r["n_tokens"],
-               "empty": r["empty"], "loop_flagged": r["loop_flagged"], "loop_catastrophic": r["loop_catastrophic"],
-               "gen_id": r["gen_id"], "prompt_hash": sha256_text(rendered[r["item_id"]])} for r in rows]
+    scores = [
+        {
+            "item_id": r["item_id"],
+            "score": None if r["verdict"] == "unscored" else float(r["verdict"] == "correct"),
+            "correct": None if r["verdict"] == "unscored" else r["verdict"] == "correct",
+            "extracted_answer": r["extracted_answer"],
+            "gold": r["gold"],
+            "output_len": r["n_tokens"],
+            "empty": r["empty"],
+            "loop_flagged": r["loop_flagged"],
+            "loop_catastrophic": r["loop_catastrophic"],
+            "gen_id": r["gen_id"],
+            "prompt_hash": sha256_text(rendered[r["item_id"]]),
+        }
+        for r in rows
+    ]
     with store.transaction():
         insert_generations(store, rows)
         replace_scores(store, name, suite, scores)
@@ -131,9 +183,14 @@ def run_eval(store, bundle, suite: str, model_name: str | None = None, *, path=N
     scored = [r for r in rows if r["verdict"] != "unscored"]
     skipped = sum(1 for o in outputs if o is None)
     return EvalResult(
-        model=name, suite=suite, items=len(rows), scored=len(scored),
+        model=name,
+        suite=suite,
+        items=len(rows),
+        scored=len(scored),
         correct=sum(r["verdict"] == "correct" for r in scored),
-        loop_flagged=sum(r["loop_flagged"] for r in rows), loop_catastrophic=sum(r["loop_catastrophic"] for r in rows),
+        loop_flagged=sum(r["loop_flagged"] for r in rows),
+        loop_catastrophic=sum(r["loop_catastrophic"] for r in rows),
         empty=sum(r["empty"] for r in rows),
         mean_output_len=sum(r["n_tokens"] for r in rows) / len(rows) if rows else 0.0,
-        skipped={"prompt longer than max_input_tokens": skipped} if skipped else {})
+        skipped={"prompt longer than max_input_tokens": skipped} if skipped else {},
+    )

@@ -38,18 +38,29 @@ def config_path(config: str | None, *, num_processes: int) -> Path:
     else:
         path = Path(config)
         if not path.is_file():
-            raise BadInput(f"no accelerate config {config!r} (shipped: {', '.join(CONFIGS)}; or a YAML path)",
-                           field="accelerate_config")
+            raise BadInput(
+                f"no accelerate config {config!r} (shipped: {', '.join(CONFIGS)}; or a YAML path)",
+                field="accelerate_config",
+            )
     if path.name == "cpu.yaml" and num_processes != 1:
-        raise BadInput("the cpu config runs one process; use zero3 or fsdp for more", field="accelerate_config")
+        raise BadInput(
+            "the cpu config runs one process; use zero3 or fsdp for more", field="accelerate_config"
+        )
     return path
 
 
 def accelerate_command(job_path, *, num_processes: int, config: str | None = None, db=None) -> list[str]:
     """The `accelerate launch` command line that runs a prepared job in `num_processes` processes."""
     cfg = config_path(config, num_processes=num_processes)
-    cmd = [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg),
-           "--num_processes", str(num_processes)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--config_file",
+        str(cfg),
+        "--num_processes",
+        str(num_processes),
+    ]
     if cfg.name == "cpu.yaml":
         cmd.append("--cpu")
     cmd += ["-m", "train.dpo", "--job", str(Path(job_path).resolve())]
@@ -76,9 +87,20 @@ def run_accelerate(job_path, *, num_processes: int, config: str | None = None) -
         raise PairstoreError(f"accelerate launch exited with status {rc}: {shlex.join(cmd)}")
 
 
-def sbatch_script(job_path, *, db, gpus: int, hyperparameters: dict, round_name: str, out_dir,
-                  config: str = "zero3", time_limit: str = "04:00:00", cpus_per_task: int = 32,
-                  partition: str | None = None, adapter_name: str | None = None) -> str:
+def sbatch_script(
+    job_path,
+    *,
+    db,
+    gpus: int,
+    hyperparameters: dict,
+    round_name: str,
+    out_dir,
+    config: str = "zero3",
+    time_limit: str = "04:00:00",
+    cpus_per_task: int = 32,
+    partition: str | None = None,
+    adapter_name: str | None = None,
+) -> str:
     """The text of a one-node Slurm script that trains the prepared job on `gpus` GPUs and registers it."""
     launch = accelerate_command(job_path, num_processes=gpus, config=config, db=db)
     if adapter_name:
@@ -114,22 +136,51 @@ def sbatch_script(job_path, *, db, gpus: int, hyperparameters: dict, round_name:
     return "\n".join(lines)
 
 
-def emit_sbatch(store, round_name: str, base_bundle, out_dir, path, *, db, gpus: int = 4,
-                config: str = "zero3", time_limit: str = "04:00:00", partition: str | None = None,
-                max_steps: int | None = None, trust_remote_code: bool = False,
-                adapter_name: str | None = None) -> Path:
+def emit_sbatch(
+    store,
+    round_name: str,
+    base_bundle,
+    out_dir,
+    path,
+    *,
+    db,
+    gpus: int = 4,
+    config: str = "zero3",
+    time_limit: str = "04:00:00",
+    partition: str | None = None,
+    max_steps: int | None = None,
+    trust_remote_code: bool = False,
+    adapter_name: str | None = None,
+) -> Path:
     """Prepare the round's job for `gpus` GPUs (resume on requeue) and write the Slurm script to `path`."""
 
     if config == "cpu":
         raise BadInput("a Slurm GPU job needs the zero3 or fsdp config", field="accelerate_config")
-    job = prepare_job(store, round_name, base_bundle, out_dir, resume=True, world_size=gpus, max_steps=max_steps,
-                      trust_remote_code=trust_remote_code)
+    job = prepare_job(
+        store,
+        round_name,
+        base_bundle,
+        out_dir,
+        resume=True,
+        world_size=gpus,
+        max_steps=max_steps,
+        trust_remote_code=trust_remote_code,
+    )
     out = Path(job["out_dir"])
     out.mkdir(parents=True, exist_ok=True)
     job_path = atomic_write_json(out / JOB_FILE, job)
-    text = sbatch_script(job_path, db=db, gpus=gpus, hyperparameters=job["hyperparameters"],
-                         round_name=round_name, out_dir=out, config=config, time_limit=time_limit,
-                         partition=partition, adapter_name=adapter_name)
+    text = sbatch_script(
+        job_path,
+        db=db,
+        gpus=gpus,
+        hyperparameters=job["hyperparameters"],
+        round_name=round_name,
+        out_dir=out,
+        config=config,
+        time_limit=time_limit,
+        partition=partition,
+        adapter_name=adapter_name,
+    )
     target = atomic_write_text(path, text)
     os.chmod(target, 0o755)
     return target

@@ -41,8 +41,18 @@ from train.serving import load_model, registered_name
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
 _PREFIX = "base_model.model."
-_TORCH_TO_ST = {"float32": "F32", "float16": "F16", "bfloat16": "BF16", "float64": "F64", "int64": "I64",
-                "int32": "I32", "int16": "I16", "int8": "I8", "uint8": "U8", "bool": "BOOL"}
+_TORCH_TO_ST = {
+    "float32": "F32",
+    "float16": "F16",
+    "bfloat16": "BF16",
+    "float64": "F64",
+    "int64": "I64",
+    "int32": "I32",
+    "int16": "I16",
+    "int8": "I8",
+    "uint8": "U8",
+    "bool": "BOOL",
+}
 
 
 @dataclass
@@ -72,8 +82,11 @@ def adapter_files(adapter_dir) -> tuple[Path, Path, dict]:
     config_path = adapter / ADAPTER_CONFIG
     config = read_json_file(config_path)
     if config.get("peft_type") != "LORA":
-        raise BadInput(f"only LoRA adapters merge, this is {config.get('peft_type')!r}", path=str(config_path),
-                       field="peft_type")
+        raise BadInput(
+            f"only LoRA adapters merge, this is {config.get('peft_type')!r}",
+            path=str(config_path),
+            field="peft_type",
+        )
     return weights, config_path, config
 
 
@@ -117,8 +130,10 @@ def _adapter_modules(weights_path: Path, config: dict) -> tuple[dict, dict]:
     lora: dict[str, dict] = {}
     replace: dict[str, object] = {}
     for key, t in tensors.items():
-        name = key[len(_PREFIX):] if key.startswith(_PREFIX) else key
-        m = re.fullmatch(r"(.+)\.(lora_A|lora_B|lora_embedding_A|lora_embedding_B)(?:\.[^.]+)?(?:\.weight)?", name)
+        name = key[len(_PREFIX) :] if key.startswith(_PREFIX) else key
+        m = re.fullmatch(
+            r"(.+)\.(lora_A|lora_B|lora_embedding_A|lora_embedding_B)(?:\.[^.]+)?(?:\.weight)?", name
+        )
         if m:
             module, part = m.group(1), m.group(2)
             lora.setdefault(module, {})[part] = t
@@ -132,7 +147,12 @@ def _adapter_modules(weights_path: Path, config: dict) -> tuple[dict, dict]:
         if "lora_A" in parts and "lora_B" in parts:
             modules[f"{module}.weight"] = (parts["lora_A"], parts["lora_B"], scale, "linear")
         elif "lora_embedding_A" in parts and "lora_embedding_B" in parts:
-            modules[f"{module}.weight"] = (parts["lora_embedding_A"], parts["lora_embedding_B"], scale, "embedding")
+            modules[f"{module}.weight"] = (
+                parts["lora_embedding_A"],
+                parts["lora_embedding_B"],
+                scale,
+                "embedding",
+            )
         else:
             raise BadInput(f"adapter module {module} lacks its A or B matrix", path=str(weights_path))
     return modules, replace
@@ -152,7 +172,6 @@ def _as_bytes(t):
 def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_bytes: int) -> int:
     from safetensors import safe_open
 
-
     modules, replace = _adapter_modules(weights_path, config)
     tensors = bundle_tensors(base)
     names = {info.name for _, info in tensors}
@@ -171,15 +190,23 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
                 a, b, scale, kind = modules[info.name]
                 delta = _lora_delta(a, b, scale, kind)
                 if tuple(delta.shape) != tuple(t.shape):
-                    raise BadInput(f"LoRA delta of shape {list(delta.shape)} does not fit the base weight of "
-                                   f"shape {list(t.shape)}", path=str(weights_path), field=info.name)
+                    raise BadInput(
+                        f"LoRA delta of shape {list(delta.shape)} does not fit the base weight of "
+                        f"shape {list(t.shape)}",
+                        path=str(weights_path),
+                        field=info.name,
+                    )
                 t = (t.float() + delta).to(t.dtype)  # one rounding to the stored dtype
                 merged += 1
             elif info.name in replace:
                 new = replace[info.name]
                 if tuple(new.shape) != tuple(t.shape):
-                    raise BadInput(f"saved module of shape {list(new.shape)} does not fit the base tensor of "
-                                   f"shape {list(t.shape)}", path=str(weights_path), field=info.name)
+                    raise BadInput(
+                        f"saved module of shape {list(new.shape)} does not fit the base tensor of "
+                        f"shape {list(t.shape)}",
+                        path=str(weights_path),
+                        field=info.name,
+                    )
                 t = new.to(t.dtype)
             dtype = _TORCH_TO_ST.get(str(t.dtype).removeprefix("torch."))
             if dtype is None:
@@ -190,7 +217,6 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
 
 def peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote_code: bool) -> int:
     from peft import PeftModel
-
 
     list_shards(base)
     config = json.loads((Path(base) / "config.json").read_text(encoding="utf-8"))
@@ -205,8 +231,16 @@ def peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote_
     return merged_modules
 
 
-def merge_adapter(base_bundle, adapter_dir, out_dir, store=None, name: str | None = None, *,
-                  max_shard_bytes: int = 2 << 30, trust_remote_code: bool = False) -> MergeResult:
+def merge_adapter(
+    base_bundle,
+    adapter_dir,
+    out_dir,
+    store=None,
+    name: str | None = None,
+    *,
+    max_shard_bytes: int = 2 << 30,
+    trust_remote_code: bool = False,
+) -> MergeResult:
     """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store."""
 
     base, out = Path(base_bundle), Path(out_dir)
@@ -219,7 +253,10 @@ def merge_adapter(base_bundle, adapter_dir, out_dir, store=None, name: str | Non
     try:
         merged, method = _stream_merge(base, weights_path, config, out, max_shard_bytes), "stream"
     except _Unmappable as why:
-        merged, method = peft_merge(base, adapter_dir, out, max_shard_bytes, trust_remote_code), f"peft ({why})"
+        merged, method = (
+            peft_merge(base, adapter_dir, out, max_shard_bytes, trust_remote_code),
+            f"peft ({why})",
+        )
     written = {p.name for p in list_shards(out)}
     for stale in before - written:  # shards of an earlier merge into this folder
         (out / stale).unlink(missing_ok=True)
@@ -238,18 +275,30 @@ def merge_adapter(base_bundle, adapter_dir, out_dir, store=None, name: str | Non
         else:
             name = out.resolve().name
     evidence = {
-        "kind": "merge", "name": name, "method": method, "merged_modules": merged,
+        "kind": "merge",
+        "name": name,
+        "method": method,
+        "merged_modules": merged,
         "base": {"path": str(base.resolve()), "name": base_name, "shard_sha256": shard_sha256s(base)},
-        "adapter": {"path": str(Path(adapter_dir).resolve()), "step": step,
-                    "sha256": sha256_file(weights_path), "r": config.get("r"),
-                    "lora_alpha": config.get("lora_alpha"), "use_rslora": bool(config.get("use_rslora"))},
+        "adapter": {
+            "path": str(Path(adapter_dir).resolve()),
+            "step": step,
+            "sha256": sha256_file(weights_path),
+            "r": config.get("r"),
+            "lora_alpha": config.get("lora_alpha"),
+            "use_rslora": bool(config.get("use_rslora")),
+        },
         "trained_on": trained_on or None,
-        "round": round_name, "mixture_sha256": (training or {}).get("mixture_sha256"),
-        "shard_sha256": shard_sha256s(out), "serving_files": copied, "libraries": library_versions(),
+        "round": round_name,
+        "mixture_sha256": (training or {}).get("mixture_sha256"),
+        "shard_sha256": shard_sha256s(out),
+        "serving_files": copied,
+        "libraries": library_versions(),
     }
     atomic_write_json(out / EVIDENCE_FILE, evidence)
     if store is not None:
         parents = [base_name] + ([round_name] if round_name else [])
-        register_checkpoint(store, name, "merge", parents, round=round_name, path=str(out.resolve()),
-                            evidence=evidence)
+        register_checkpoint(
+            store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
+        )
     return MergeResult(out, name, method, merged, evidence)

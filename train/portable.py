@@ -60,6 +60,6 @@ def portable_model_config(config: dict) -> dict:
         out.setdefault("torch_dtype", dtype)
     _rope_both_ways(out)
     text = out.get("text_config")
-    if isinstance(text, dict):   # multimodal configs keep the language model's settings here
+    if isinstance(text, dict):  # multimodal configs keep the language model's settings here
         out["text_config"] = portable_model_config(text)
     return out

@@ -35,11 +35,11 @@ VERIFIER_KINDS = ("gsm8k", "math", "task")
 
 @dataclass
 class Item:
-    item_kind: str          # problem | task | eval_item | prompt (generations.item_kind)
+    item_kind: str  # problem | task | eval_item | prompt (generations.item_kind)
     item_id: str
-    prompt: list[dict]      # messages, without the bundle's system prompt
+    prompt: list[dict]  # messages, without the bundle's system prompt
     gold: str | None
-    kind: str               # the verifier's kind: gsm8k | math | task
+    kind: str  # the verifier's kind: gsm8k | math | task
     suite: str | None = None
 
 
@@ -47,7 +47,7 @@ class Item:
 class Output:
     text: str
     n_tokens: int
-    stopped: bool           # ended on an EOS id (False: ran into max_new_tokens)
+    stopped: bool  # ended on an EOS id (False: ran into max_new_tokens)
 
 
 @dataclass
@@ -73,22 +73,34 @@ def load_items(store, items: str, n: int | None = None) -> list[Item]:
         raise BadInput(f"--n must be positive, got {n}", field="n")
     limit = "" if n is None else f" LIMIT {int(n)}"
     if items in ("gsm8k", "math"):
-        rows = store.rows(f"SELECT problem_id, question, gold FROM problems WHERE dataset = ? "
-                          f"ORDER BY problem_id{limit}", [items])
+        rows = store.rows(
+            f"SELECT problem_id, question, gold FROM problems WHERE dataset = ? ORDER BY problem_id{limit}",
+            [items],
+        )
         if not rows:
-            raise NotFound(f"no {items} problems in the store (run `pairstore ingest problems {items}` first)")
-        return [Item("problem", r["problem_id"], [{"role": "user", "content": r["question"]}], r["gold"], items)
-                for r in rows]
+            raise NotFound(
+                f"no {items} problems in the store (run `pairstore ingest problems {items}` first)"
+            )
+        return [
+            Item("problem", r["problem_id"], [{"role": "user", "content": r["question"]}], r["gold"], items)
+            for r in rows
+        ]
     if items == "tasks":
         # Tasks written for an eval suite are evaluation items, not material for training pairs.
-        rows = store.rows(f"SELECT task_id, prompt, gold FROM tasks WHERE suite IS NULL ORDER BY task_id{limit}")
+        rows = store.rows(
+            f"SELECT task_id, prompt, gold FROM tasks WHERE suite IS NULL ORDER BY task_id{limit}"
+        )
         if not rows:
             raise NotFound("no generated tasks in the store (run `pairstore generate tasks` first)")
-        return [Item("task", r["task_id"], [{"role": "user", "content": r["prompt"]}], r["gold"], "task")
-                for r in rows]
+        return [
+            Item("task", r["task_id"], [{"role": "user", "content": r["prompt"]}], r["gold"], "task")
+            for r in rows
+        ]
     path = Path(items)
     if not path.exists():
-        raise BadInput("expected gsm8k, math, tasks or a JSONL/parquet file of prompts; no such file", path=items)
+        raise BadInput(
+            "expected gsm8k, math, tasks or a JSONL/parquet file of prompts; no such file", path=items
+        )
     out = read_prompt_file(path, item_kind="prompt")
     return out[:n] if n is not None else out
 
@@ -105,8 +117,12 @@ def read_prompt_file(path, *, item_kind: str, suite: str | None = None) -> list[
             raise BadInput("expected a string or number", path=str(path), line=line, field="gold")
         kind = rec.get("kind") or "task"
         if kind not in VERIFIER_KINDS:
-            raise BadInput(f"unknown kind {kind!r} (expected one of {', '.join(VERIFIER_KINDS)})", path=str(path),
-                           line=line, field="kind")
+            raise BadInput(
+                f"unknown kind {kind!r} (expected one of {', '.join(VERIFIER_KINDS)})",
+                path=str(path),
+                line=line,
+                field="kind",
+            )
         item_id = rec.get("id")
         if item_id is None:
             item_id = messages_content_id(prompt)
@@ -133,7 +149,9 @@ def decoding_settings(serving, decoding: dict | None) -> dict:
     merged = dict(serving.decoding)
     for k, v in (decoding or {}).items():
         if k not in DECODING_KEYS:
-            raise BadInput(f"unknown decoding knob {k!r} (expected one of {', '.join(DECODING_KEYS)})", field=k)
+            raise BadInput(
+                f"unknown decoding knob {k!r} (expected one of {', '.join(DECODING_KEYS)})", field=k
+            )
         if v is not None:
             merged[k] = v
     return merged
@@ -145,6 +163,7 @@ def _use_vllm(engine: str, decoding: dict) -> bool:
     try:
         import torch
         import vllm  # noqa: F401
+
         available = torch.cuda.is_available()
     except ImportError:
         available = False
@@ -154,17 +173,29 @@ def _use_vllm(engine: str, decoding: dict) -> bool:
     return available and "no_repeat_ngram_size" not in decoding
 
 
-def generate(serving, items: list[Item], *, samples: int = 1, temperature: float = 0.0, seed: int = 0,
-             decoding: dict | None = None, max_new_tokens: int | None = None, engine: str = "auto",
-             model=None, trust_remote_code: bool = False) -> tuple[list[list[Output] | None], dict]:
+def generate(
+    serving,
+    items: list[Item],
+    *,
+    samples: int = 1,
+    temperature: float = 0.0,
+    seed: int = 0,
+    decoding: dict | None = None,
+    max_new_tokens: int | None = None,
+    engine: str = "auto",
+    model=None,
+    trust_remote_code: bool = False,
+) -> tuple[list[list[Output] | None], dict]:
     """K outputs per item (None for an item whose prompt exceeds max_input_tokens) and the settings used."""
     if samples < 1:
         raise BadInput(f"--samples must be at least 1, got {samples}", field="samples")
     if temperature < 0:
         raise BadInput(f"--temperature must not be negative, got {temperature}", field="temperature")
     if temperature == 0 and samples > 1:
-        raise BadInput("greedy decoding gives one answer per item; use --temperature above 0 with --samples",
-                       field="samples")
+        raise BadInput(
+            "greedy decoding gives one answer per item; use --temperature above 0 with --samples",
+            field="samples",
+        )
     knobs = decoding_settings(serving, decoding)
     max_new = int(max_new_tokens or serving.max_new_tokens)
     prompts = []
@@ -172,15 +203,34 @@ def generate(serving, items: list[Item], *, samples: int = 1, temperature: float
         ids = serving.encode(serving.render(serving.with_system(it.prompt)))
         prompts.append(None if serving.max_input_tokens and len(ids) > serving.max_input_tokens else ids)
     vllm = model is None and _use_vllm(engine, knobs)
-    settings = {"engine": "vllm" if vllm else "transformers", "do_sample": temperature > 0,
-                "temperature": temperature, "max_new_tokens": max_new, "eos_token_id": serving.eos_ids,
-                "enable_thinking": serving.enable_thinking, "seed": seed, **knobs}
+    settings = {
+        "engine": "vllm" if vllm else "transformers",
+        "do_sample": temperature > 0,
+        "temperature": temperature,
+        "max_new_tokens": max_new,
+        "eos_token_id": serving.eos_ids,
+        "enable_thinking": serving.enable_thinking,
+        "seed": seed,
+        **knobs,
+    }
     if vllm:
-        outputs = _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, max_new,
-                                 trust_remote_code)
+        outputs = _generate_vllm(
+            serving, items, prompts, samples, temperature, seed, knobs, max_new, trust_remote_code
+        )
     else:
-        outputs = _generate_transformers(serving, items, prompts, samples, temperature, seed, knobs, max_new,
-                                         model, trust_remote_code, settings)
+        outputs = _generate_transformers(
+            serving,
+            items,
+            prompts,
+            samples,
+            temperature,
+            seed,
+            knobs,
+            max_new,
+            model,
+            trust_remote_code,
+            settings,
+        )
     return outputs, settings
 
 
@@ -190,18 +240,26 @@ def _cut(serving, new_ids: list[int]) -> Output:
     return Output(serving.tokenizer.decode(kept, skip_special_tokens=True), len(kept), stop is not None)
 
 
-def _generate_transformers(serving, items, prompts, samples, temperature, seed, knobs, max_new, model,
-                           trust_remote_code, settings):
+def _generate_transformers(
+    serving, items, prompts, samples, temperature, seed, knobs, max_new, model, trust_remote_code, settings
+):
     import torch
 
-
     if model is None:
-        model = load_model(serving.path, trust_remote_code=trust_remote_code,
-                           device="cuda" if torch.cuda.is_available() else None)
+        model = load_model(
+            serving.path,
+            trust_remote_code=trust_remote_code,
+            device="cuda" if torch.cuda.is_available() else None,
+        )
     model.eval()
     pad = serving.pad_id if serving.pad_id is not None else serving.eos_ids[0]
-    kwargs = {"max_new_tokens": max_new, "eos_token_id": serving.eos_ids, "pad_token_id": pad,
-              "do_sample": temperature > 0, "num_return_sequences": samples}
+    kwargs = {
+        "max_new_tokens": max_new,
+        "eos_token_id": serving.eos_ids,
+        "pad_token_id": pad,
+        "do_sample": temperature > 0,
+        "num_return_sequences": samples,
+    }
     if temperature > 0:
         kwargs["temperature"] = temperature
         gen_cfg = model.generation_config
@@ -219,7 +277,7 @@ def _generate_transformers(serving, items, prompts, samples, temperature, seed, 
         input_ids = torch.tensor([ids], device=model.device)
         with torch.no_grad():
             seqs = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
-        outputs.append([_cut(serving, s[len(ids):].tolist()) for s in seqs])
+        outputs.append([_cut(serving, s[len(ids) :].tolist()) for s in seqs])
     return outputs
 
 
@@ -235,11 +293,14 @@ def greedy_batched(model, prompts: list, kwargs: dict, pad: int, batch: int = GR
     outputs: list = [None] * len(prompts)
     todo = sorted((i for i, ids in enumerate(prompts) if ids is not None), key=lambda i: (len(prompts[i]), i))
     for start in range(0, len(todo), batch):
-        rows = todo[start:start + batch]
+        rows = todo[start : start + batch]
         width = max(len(prompts[i]) for i in rows)
-        ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in rows], device=model.device)
-        mask = torch.tensor([[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in rows],
-                            device=model.device)
+        ids = torch.tensor(
+            [[pad] * (width - len(prompts[i])) + prompts[i] for i in rows], device=model.device
+        )
+        mask = torch.tensor(
+            [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in rows], device=model.device
+        )
         with torch.no_grad():
             seqs = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
         for i, seq in zip(rows, seqs):
@@ -248,20 +309,34 @@ def greedy_batched(model, prompts: list, kwargs: dict, pad: int, batch: int = GR
 
 
 def _greedy_batched(serving, model, prompts, kwargs, pad: int):
-    return [None if new is None else [_cut(serving, new)] for new in greedy_batched(model, prompts, kwargs, pad)]
+    return [
+        None if new is None else [_cut(serving, new)] for new in greedy_batched(model, prompts, kwargs, pad)
+    ]
 
 
 def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, max_new, trust_remote_code):
     from vllm import LLM, SamplingParams
 
-    llm = LLM(model=str(serving.path), tokenizer=str(serving.path), trust_remote_code=trust_remote_code,
-              seed=seed, dtype="bfloat16")
+    llm = LLM(
+        model=str(serving.path),
+        tokenizer=str(serving.path),
+        trust_remote_code=trust_remote_code,
+        seed=seed,
+        dtype="bfloat16",
+    )
     todo = [(i, ids) for i, ids in enumerate(prompts) if ids is not None]
-    params = [SamplingParams(n=samples, temperature=temperature, seed=item_seed(seed, items[i].item_id),
-                             max_tokens=max_new, stop_token_ids=serving.eos_ids, skip_special_tokens=True,
-                             **({"repetition_penalty": knobs["repetition_penalty"]}
-                                if "repetition_penalty" in knobs else {}))
-              for i, _ in todo]
+    params = [
+        SamplingParams(
+            n=samples,
+            temperature=temperature,
+            seed=item_seed(seed, items[i].item_id),
+            max_tokens=max_new,
+            stop_token_ids=serving.eos_ids,
+            skip_special_tokens=True,
+            **({"repetition_penalty": knobs["repetition_penalty"]} if "repetition_penalty" in knobs else {}),
+        )
+        for i, _ in todo
+    ]
     results = llm.generate([{"prompt_token_ids": ids} for _, ids in todo], params)
     outputs: list = [None] * len(prompts)
     for (i, _), res in zip(todo, results):
@@ -291,32 +366,70 @@ def generation_rows(model_name: str, items: list[Item], outputs, settings: dict,
         for index, out in enumerate(outs):
             extracted, verdict = judge(out.text, it.gold, it.kind)
             report = scan(out.text)
-            rows.append({
-                "gen_id": generation_id(model_name, it.item_kind, it.item_id, index, settings["temperature"],
-                                        out.text),
-                "model": model_name, "item_kind": it.item_kind, "item_id": it.item_id, "suite": it.suite,
-                "prompt": prompt, "output": out.text, "sample_index": index,
-                "temperature": settings["temperature"], "top_p": settings.get("top_p"),
-                "max_new_tokens": settings["max_new_tokens"], "seed": settings["seed"], "decoding": decoding,
-                "extracted_answer": extracted, "verdict": verdict, "loop_flagged": bool(report.flagged),
-                "loop_catastrophic": bool(report.catastrophic), "loop_tail": bool(report.tail_loop),
-                "max_repeat": int(report.max_repeat), "n_tokens": out.n_tokens, "empty": not out.text.strip(),
-                "gold": it.gold,
-            })
+            rows.append(
+                {
+                    "gen_id": generation_id(
+                        model_name, it.item_kind, it.item_id, index, settings["temperature"], out.text
+                    ),
+                    "model": model_name,
+                    "item_kind": it.item_kind,
+                    "item_id": it.item_id,
+                    "suite": it.suite,
+                    "prompt": prompt,
+                    "output": out.text,
+                    "sample_index": index,
+                    "temperature": settings["temperature"],
+                    "top_p": settings.get("top_p"),
+                    "max_new_tokens": settings["max_new_tokens"],
+                    "seed": settings["seed"],
+                    "decoding": decoding,
+                    "extracted_answer": extracted,
+                    "verdict": verdict,
+                    "loop_flagged": bool(report.flagged),
+                    "loop_catastrophic": bool(report.catastrophic),
+                    "loop_tail": bool(report.tail_loop),
+                    "max_repeat": int(report.max_repeat),
+                    "n_tokens": out.n_tokens,
+                    "empty": not out.text.strip(),
+                    "gold": it.gold,
+                }
+            )
     return rows
 
 
-def sample(store, bundle, items, n: int | None = None, samples: int = 1, temperature: float = 0.0, seed: int = 0,
-           decoding: dict | None = None, model_name: str | None = None, *, max_new_tokens: int | None = None,
-           engine: str = "auto", trust_remote_code: bool = False, model=None) -> SampleResult:
+def sample(
+    store,
+    bundle,
+    items,
+    n: int | None = None,
+    samples: int = 1,
+    temperature: float = 0.0,
+    seed: int = 0,
+    decoding: dict | None = None,
+    model_name: str | None = None,
+    *,
+    max_new_tokens: int | None = None,
+    engine: str = "auto",
+    trust_remote_code: bool = False,
+    model=None,
+) -> SampleResult:
     """Answer `items` with the bundle and store the generations (see the module docstring)."""
 
     serving = load_serving(bundle, trust_remote_code=trust_remote_code)
     todo = load_items(store, items, n) if isinstance(items, str) else list(items)
     name = model_name or bundle_name(store, bundle)
-    outputs, settings = generate(serving, todo, samples=samples, temperature=temperature, seed=seed,
-                                 decoding=decoding, max_new_tokens=max_new_tokens, engine=engine, model=model,
-                                 trust_remote_code=trust_remote_code)
+    outputs, settings = generate(
+        serving,
+        todo,
+        samples=samples,
+        temperature=temperature,
+        seed=seed,
+        decoding=decoding,
+        max_new_tokens=max_new_tokens,
+        engine=engine,
+        model=model,
+        trust_remote_code=trust_remote_code,
+    )
     rows = generation_rows(name, todo, outputs, settings, serving)
     with store.transaction():
         added = insert_generations(store, rows)
@@ -325,6 +438,14 @@ def sample(store, bundle, items, n: int | None = None, samples: int = 1, tempera
     for r in rows:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
     skipped = sum(1 for o in outputs if o is None)
-    return SampleResult(name, len(todo), len(rows), added, verdicts, sum(r["loop_flagged"] for r in rows),
-                        {"prompt longer than max_input_tokens": skipped} if skipped else {},
-                        [r["gen_id"] for r in rows], rows)
+    return SampleResult(
+        name,
+        len(todo),
+        len(rows),
+        added,
+        verdicts,
+        sum(r["loop_flagged"] for r in rows),
+        {"prompt longer than max_input_tokens": skipped} if skipped else {},
+        [r["gen_id"] for r in rows],
+        rows,
+    )

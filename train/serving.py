@@ -53,8 +53,9 @@ class Serving:
 
     def render(self, messages: list[dict]) -> str:
         """The prompt text exactly as served: template, generation prompt, thinking off."""
-        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                  enable_thinking=self.enable_thinking)
+        return self.tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, enable_thinking=self.enable_thinking
+        )
 
     def encode(self, text: str) -> list[int]:
         """Token ids as the model card tokenizes a rendered prompt (`tok(text)`)."""
@@ -69,7 +70,9 @@ def _read_json(path: Path) -> dict:
 def _ids(value, path: Path, name: str) -> list[int]:
     values = value if isinstance(value, list) else [value]
     if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-        raise BadInput(f"{name} must be an integer or a list of integers, got {value!r}", path=str(path), field=name)
+        raise BadInput(
+            f"{name} must be an integer or a list of integers, got {value!r}", path=str(path), field=name
+        )
     return values
 
 
@@ -94,41 +97,63 @@ def load_serving(bundle, *, trust_remote_code: bool = False, tokenizer=None) -> 
     if template_file.is_file():
         tok.chat_template = template_file.read_text(encoding="utf-8")
     elif not getattr(tok, "chat_template", None):
-        raise BadInput("the bundle has no chat template (chat_template.jinja, or one in the tokenizer)",
-                       path=str(template_file))
+        raise BadInput(
+            "the bundle has no chat template (chat_template.jinja, or one in the tokenizer)",
+            path=str(template_file),
+        )
 
     gen_path = bundle / "generation_config.json"
     gen = _read_json(gen_path)
     if "eos_token_id" not in gen:
         raise BadInput("missing eos_token_id", path=str(gen_path), field="eos_token_id")
     eos_ids = _ids(gen["eos_token_id"], gen_path, "eos_token_id")
-    for name, ids in (("eos_token_id", eos_ids), ("pad_token_id", gen.get("pad_token_id")),
-                      ("bos_token_id", gen.get("bos_token_id"))):
+    for name, ids in (
+        ("eos_token_id", eos_ids),
+        ("pad_token_id", gen.get("pad_token_id")),
+        ("bos_token_id", gen.get("bos_token_id")),
+    ):
         if ids is None:
             continue
         for i in _ids(ids, gen_path, name):
             if not 0 <= i < vocab:
-                raise BadInput(f"token id {i} is outside the tokenizer's vocabulary of {vocab}", path=str(gen_path),
-                               field=name)
+                raise BadInput(
+                    f"token id {i} is outside the tokenizer's vocabulary of {vocab}",
+                    path=str(gen_path),
+                    field=name,
+                )
     pad_id, bos_id = gen.get("pad_token_id"), gen.get("bos_token_id")
     if pad_id is not None and tok.pad_token_id is not None and pad_id != tok.pad_token_id:
-        raise BadInput(f"pad_token_id {pad_id} disagrees with the tokenizer's pad token "
-                       f"{tok.pad_token!r} (id {tok.pad_token_id})", path=str(gen_path), field="pad_token_id")
+        raise BadInput(
+            f"pad_token_id {pad_id} disagrees with the tokenizer's pad token "
+            f"{tok.pad_token!r} (id {tok.pad_token_id})",
+            path=str(gen_path),
+            field="pad_token_id",
+        )
     if bos_id is not None and tok.bos_token_id is not None and bos_id != tok.bos_token_id:
-        raise BadInput(f"bos_token_id {bos_id} disagrees with the tokenizer's bos token "
-                       f"{tok.bos_token!r} (id {tok.bos_token_id})", path=str(gen_path), field="bos_token_id")
+        raise BadInput(
+            f"bos_token_id {bos_id} disagrees with the tokenizer's bos token "
+            f"{tok.bos_token!r} (id {tok.bos_token_id})",
+            path=str(gen_path),
+            field="bos_token_id",
+        )
     config_path = bundle / "config.json"
     if config_path.is_file():
         model_vocab = _read_json(config_path).get("vocab_size")
         if isinstance(model_vocab, int) and model_vocab < vocab:
-            raise BadInput(f"the model's vocab_size {model_vocab} is smaller than the tokenizer's {vocab}",
-                           path=str(config_path), field="vocab_size")
+            raise BadInput(
+                f"the model's vocab_size {model_vocab} is smaller than the tokenizer's {vocab}",
+                path=str(config_path),
+                field="vocab_size",
+            )
 
     serving_path = bundle / "serving_config.json"
     serving = _read_json(serving_path) if serving_path.is_file() else {}
     if serving.get("add_generation_prompt", True) is not True:
-        raise BadInput("add_generation_prompt must be true: the bundle answers after a generation prompt",
-                       path=str(serving_path), field="add_generation_prompt")
+        raise BadInput(
+            "add_generation_prompt must be true: the bundle answers after a generation prompt",
+            path=str(serving_path),
+            field="add_generation_prompt",
+        )
     enable_thinking = serving.get("enable_thinking", False)
     if not isinstance(enable_thinking, bool):
         raise BadInput("expected true or false", path=str(serving_path), field="enable_thinking")
@@ -139,8 +164,11 @@ def load_serving(bundle, *, trust_remote_code: bool = False, tokenizer=None) -> 
             raise BadInput(f"expected a positive integer, got {v!r}", path=str(serving_path), field=name)
     decoding = serving.get("decoding") or {}
     if not isinstance(decoding, dict) or any(k not in DECODING_KEYS for k in decoding):
-        raise BadInput(f"decoding must be an object with keys among {', '.join(DECODING_KEYS)}",
-                       path=str(serving_path), field="decoding")
+        raise BadInput(
+            f"decoding must be an object with keys among {', '.join(DECODING_KEYS)}",
+            path=str(serving_path),
+            field="decoding",
+        )
 
     system_file = bundle / "system_prompt.txt"
     system_prompt = system_file.read_text(encoding="utf-8").strip() if system_file.is_file() else None
@@ -150,9 +178,15 @@ def load_serving(bundle, *, trust_remote_code: bool = False, tokenizer=None) -> 
     try:
         rendered = tok.apply_chat_template(
             [{"role": "user", "content": "ping"}, {"role": "assistant", "content": _PROBE}],
-            tokenize=False, enable_thinking=enable_thinking)
-        tok.apply_chat_template([{"role": "user", "content": "ping"}], tokenize=False,
-                                add_generation_prompt=True, enable_thinking=enable_thinking)
+            tokenize=False,
+            enable_thinking=enable_thinking,
+        )
+        tok.apply_chat_template(
+            [{"role": "user", "content": "ping"}],
+            tokenize=False,
+            add_generation_prompt=True,
+            enable_thinking=enable_thinking,
+        )
     except Exception as e:  # jinja raises many kinds
         raise BadInput(f"the chat template does not render: {e}", path=str(template_file)) from None
     if _PROBE not in rendered:
@@ -161,12 +195,25 @@ def load_serving(bundle, *, trust_remote_code: bool = False, tokenizer=None) -> 
     tail_ids = tok(tail, add_special_tokens=False)["input_ids"] if tail else []
     if not tail_ids or tail_ids[0] not in eos_ids:
         closing = tok.convert_ids_to_tokens(tail_ids[0]) if tail_ids else "(nothing)"
-        raise BadInput(f"the chat template ends an assistant turn with {closing!r}, which is not one of "
-                       f"generation_config eos_token_id {eos_ids}: the model would be trained to stop on a token "
-                       "it is not served to stop on", path=str(template_file))
-    return Serving(path=bundle, tokenizer=tok, system_prompt=system_prompt or None, eos_ids=eos_ids,
-                   end_of_turn_id=tail_ids[0], pad_id=pad_id, bos_id=bos_id, max_new_tokens=max_new,
-                   max_input_tokens=max_input, enable_thinking=enable_thinking, decoding=dict(decoding))
+        raise BadInput(
+            f"the chat template ends an assistant turn with {closing!r}, which is not one of "
+            f"generation_config eos_token_id {eos_ids}: the model would be trained to stop on a token "
+            "it is not served to stop on",
+            path=str(template_file),
+        )
+    return Serving(
+        path=bundle,
+        tokenizer=tok,
+        system_prompt=system_prompt or None,
+        eos_ids=eos_ids,
+        end_of_turn_id=tail_ids[0],
+        pad_id=pad_id,
+        bos_id=bos_id,
+        max_new_tokens=max_new,
+        max_input_tokens=max_input,
+        enable_thinking=enable_thinking,
+        decoding=dict(decoding),
+    )
 
 
 def load_model(bundle, *, trust_remote_code: bool = False, dtype=None, device=None):
@@ -174,12 +221,12 @@ def load_model(bundle, *, trust_remote_code: bool = False, dtype=None, device=No
     import torch
     from transformers import AutoModelForCausalLM
 
-
     list_shards(bundle)
     if dtype is None:
         dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(str(bundle), use_safetensors=True, dtype=dtype,
-                                                 trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(
+        str(bundle), use_safetensors=True, dtype=dtype, trust_remote_code=trust_remote_code
+    )
     if device is not None:
         model.to(device)
     return model

@@ -61,11 +61,16 @@ class WriteBack:
             return
         self._fn(self._fd, self._start, self._end - self._start, self._WRITE)
         if self._prev_end > self._prev_start:
-            self._fn(self._fd, self._prev_start, self._prev_end - self._prev_start,
-                     self._WAIT_BEFORE | self._WRITE | self._WAIT_AFTER)
+            self._fn(
+                self._fd,
+                self._prev_start,
+                self._prev_end - self._prev_start,
+                self._WAIT_BEFORE | self._WRITE | self._WAIT_AFTER,
+            )
             with contextlib.suppress(OSError):
-                os.posix_fadvise(self._fd, self._prev_start, self._prev_end - self._prev_start,
-                                 os.POSIX_FADV_DONTNEED)
+                os.posix_fadvise(
+                    self._fd, self._prev_start, self._prev_end - self._prev_start, os.POSIX_FADV_DONTNEED
+                )
         self._prev_start, self._prev_end = self._start, self._end
         self._start = self._end
 

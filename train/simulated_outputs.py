@@ -38,7 +38,7 @@ def _wrong(gold: str) -> str:
     m = re.search(r"\d(?!.*\d)", gold)
     if m:
         d = str((int(m.group()) + 1) % 10)
-        return gold[:m.start()] + d + gold[m.end():]
+        return gold[: m.start()] + d + gold[m.end() :]
     return gold + "0"
 
 
@@ -57,7 +57,8 @@ def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0) -> l
     """Generation records (for `ingest_generations`) on every problem, K samples each."""
     records = []
     for pid, dataset, question, solution, gold in store.con.execute(
-            "SELECT problem_id, dataset, question, solution, gold FROM problems ORDER BY problem_id").fetchall():
+        "SELECT problem_id, dataset, question, solution, gold FROM problems ORDER BY problem_id"
+    ).fetchall():
         for k in range(samples):
             outcome = _pick(PROBLEM_OUTCOMES, seed, pid, k)
             if outcome == "looped":
@@ -67,6 +68,15 @@ def simulate_outputs(store, *, model: str, samples: int = 4, seed: int = 0) -> l
                 text = _problem_answer(dataset, solution, ans)
                 if outcome == "hedged":
                     text += "\nI hope it is correct."
-            records.append({"item_kind": "problem", "item_id": pid, "output": text, "sample_index": k,
-                            "temperature": 0.8, "seed": seed, "decoding": {"simulated": True}})
+            records.append(
+                {
+                    "item_kind": "problem",
+                    "item_id": pid,
+                    "output": text,
+                    "sample_index": k,
+                    "temperature": 0.8,
+                    "seed": seed,
+                    "decoding": {"simulated": True},
+                }
+            )
     return records

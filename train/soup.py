@@ -102,8 +102,9 @@ class _Slice:
     last_of_shard: bool = False
 
 
-def _plan_slices(shard_index: int, tensors: list[TensorInfo], b_where: dict[str, tuple[Path, TensorInfo]],
-                 slice_bytes: int) -> list[_Slice]:
+def _plan_slices(
+    shard_index: int, tensors: list[TensorInfo], b_where: dict[str, tuple[Path, TensorInfo]], slice_bytes: int
+) -> list[_Slice]:
     """Cut one A shard's data (tensors in file order) into slices of at most slice_bytes; a slice may hold
     several small tensors or part of a large one (cut on element boundaries)."""
     slices: list[_Slice] = []
@@ -123,8 +124,12 @@ def _plan_slices(shard_index: int, tensors: list[TensorInfo], b_where: dict[str,
             current.pieces.append(piece)
             b_pos = b_info.start + done
             last = current.runs[-1] if current.runs else None
-            if last and last.b_path == b_path and last.b_pos + last.length == b_pos \
-                    and last.offset + last.length == piece.offset:
+            if (
+                last
+                and last.b_path == b_path
+                and last.b_pos + last.length == b_pos
+                and last.offset + last.length == piece.offset
+            ):
                 last.length += take
             else:
                 current.runs.append(_Run(piece.offset, take, b_path, b_pos))
@@ -253,8 +258,12 @@ def _read_slices(job: _Job, buffers: _Buffers, files: OpenFiles, failure: _Failu
             a_path = job.a_shards[sl.shard_index]
             preadv_exact(files.fd(a_path), memoryview(abuf)[: sl.length], sl.a_pos, a_path)
             for run in sl.runs:
-                preadv_exact(files.fd(run.b_path), memoryview(bbuf)[run.offset: run.offset + run.length],
-                              run.b_pos, run.b_path)
+                preadv_exact(
+                    files.fd(run.b_path),
+                    memoryview(bbuf)[run.offset : run.offset + run.length],
+                    run.b_pos,
+                    run.b_path,
+                )
             yield _InFlight(sl, abuf, bbuf)
 
 
@@ -268,7 +277,9 @@ def _hash_a(job: _Job, buffers: _Buffers, item: _InFlight) -> None:
 def _hash_b(job: _Job, buffers: _Buffers, item: _InFlight) -> None:
     """Stage hash B: likewise for B's shards (re-read at the end where B's layout differs from A's)."""
     for run in item.sl.runs:
-        job.b_hashes[run.b_path].update(run.b_pos, memoryview(item.bbuf)[run.offset: run.offset + run.length])
+        job.b_hashes[run.b_path].update(
+            run.b_pos, memoryview(item.bbuf)[run.offset : run.offset + run.length]
+        )
     buffers.done_with(item)
 
 
@@ -277,13 +288,17 @@ def _compute(job: _Job, kernel: SoupKernel, item: _InFlight, obuf: bytearray) ->
     sl = item.sl
     for piece in sl.pieces:
         end = piece.offset + piece.length
-        av = memoryview(item.abuf)[piece.offset: end]
-        bv = memoryview(item.bbuf)[piece.offset: end]
-        ov = memoryview(obuf)[piece.offset: end]
+        av = memoryview(item.abuf)[piece.offset : end]
+        bv = memoryview(item.bbuf)[piece.offset : end]
+        ov = memoryview(obuf)[piece.offset : end]
         if piece.name in job.copy_only:
             if av != bv:
-                raise BadInput(f"{piece.dtype} tensor differs between A and B (non-float tensors "
-                               f"are copied, so they must be equal)", path=str(job.b_dir), field=piece.name)
+                raise BadInput(
+                    f"{piece.dtype} tensor differs between A and B (non-float tensors "
+                    f"are copied, so they must be equal)",
+                    path=str(job.b_dir),
+                    field=piece.name,
+                )
             ov[:] = av
         elif job.mode == "compute":
             kernel.apply(piece.dtype, av, bv, ov)
@@ -304,7 +319,9 @@ class _ShardWriter(_Worker):
         sl, obuf = item
         if self.out_fd < 0:
             header = self.job.a_headers[sl.shard_index]
-            self.out_fd = os.open(self.job.tmp_paths[sl.shard_index], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self.out_fd = os.open(
+                self.job.tmp_paths[sl.shard_index], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644
+            )
             pwrite_all(self.out_fd, memoryview(header.raw), 0)
             self.writeback.begin(self.out_fd, header.data_start)
         pwrite_all(self.out_fd, memoryview(obuf)[: sl.length], sl.a_pos)
@@ -326,9 +343,11 @@ def _run_pipeline(job: _Job, kernel: SoupKernel, slice_bytes: int, n_buffers: in
     failure = _Failure()
     buffers = _Buffers(n_buffers, max(2, n_buffers - 1), slice_bytes)
     files = OpenFiles()
-    workers = [_Worker("soup-hash-a", lambda item: _hash_a(job, buffers, item), failure),
-               _Worker("soup-hash-b", lambda item: _hash_b(job, buffers, item), failure),
-               _ShardWriter(job, buffers, failure)]
+    workers = [
+        _Worker("soup-hash-a", lambda item: _hash_a(job, buffers, item), failure),
+        _Worker("soup-hash-b", lambda item: _hash_b(job, buffers, item), failure),
+        _ShardWriter(job, buffers, failure),
+    ]
     hash_a, hash_b, writer = workers
     slices = prefetch(_read_slices(job, buffers, files, failure), depth=n_buffers, name="soup-read")
     try:
@@ -349,7 +368,7 @@ def _run_pipeline(job: _Job, kernel: SoupKernel, slice_bytes: int, n_buffers: in
             w.thread.join()
     except BaseException as e:
         if not isinstance(e, _Stop):
-            failure.set(e)        # every stage gives up at its next wait
+            failure.set(e)  # every stage gives up at its next wait
         failure.event.set()
         slices.close()
         for w in workers:
@@ -373,27 +392,44 @@ def _check_same_tensors(a_dir: Path, b_dir: Path, a_tensors, b_tensors) -> None:
     for a_path, t in a_tensors:
         a_names.add(t.name)
         if t.name not in b_by_name:
-            raise BadInput(f"tensor is in A ({a_path.name}) but not in B {b_dir}", path=str(a_dir), field=t.name)
+            raise BadInput(
+                f"tensor is in A ({a_path.name}) but not in B {b_dir}", path=str(a_dir), field=t.name
+            )
         b_path, u = b_by_name[t.name]
         if t.shape != u.shape:
-            raise BadInput(f"shape mismatch: A has {list(t.shape)}, B has {list(u.shape)} ({b_path.name})",
-                           path=str(a_dir), field=t.name)
+            raise BadInput(
+                f"shape mismatch: A has {list(t.shape)}, B has {list(u.shape)} ({b_path.name})",
+                path=str(a_dir),
+                field=t.name,
+            )
         if t.dtype != u.dtype:
-            raise BadInput(f"dtype mismatch: A has {t.dtype}, B has {u.dtype} ({b_path.name})",
-                           path=str(a_dir), field=t.name)
+            raise BadInput(
+                f"dtype mismatch: A has {t.dtype}, B has {u.dtype} ({b_path.name})",
+                path=str(a_dir),
+                field=t.name,
+            )
     for b_path, u in b_tensors:
         if u.name not in a_names:
-            raise BadInput(f"tensor is in B ({b_path.name}) but not in A {a_dir}", path=str(b_dir), field=u.name)
+            raise BadInput(
+                f"tensor is in B ({b_path.name}) but not in A {a_dir}", path=str(b_dir), field=u.name
+            )
 
 
 def _check_tokenizers(a_dir: Path, b_dir: Path) -> str:
     fa, fb = tokenizer_fingerprint(a_dir), tokenizer_fingerprint(b_dir)
     if fa != fb:
-        differing = [n for n in FINGERPRINT_FILES
-                     if (a_dir / n).is_file() != (b_dir / n).is_file()
-                     or ((a_dir / n).is_file() and sha256_file(a_dir / n) != sha256_file(b_dir / n))]
-        raise BadInput(f"tokenizers or chat templates differ ({', '.join(differing)}); a soup of models that "
-                       f"tokenize differently is meaningless", path=str(b_dir), field=differing[0])
+        differing = [
+            n
+            for n in FINGERPRINT_FILES
+            if (a_dir / n).is_file() != (b_dir / n).is_file()
+            or ((a_dir / n).is_file() and sha256_file(a_dir / n) != sha256_file(b_dir / n))
+        ]
+        raise BadInput(
+            f"tokenizers or chat templates differ ({', '.join(differing)}); a soup of models that "
+            f"tokenize differently is meaningless",
+            path=str(b_dir),
+            field=differing[0],
+        )
     return fa
 
 
@@ -404,12 +440,18 @@ def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path, output_names: set
     if out_dir.exists():
         if not out_dir.is_dir():
             raise BadInput("output path exists and is not a folder", path=str(out_dir))
-        stale = sorted(p.name for p in out_dir.iterdir()
-                       if (p.name.endswith(".safetensors") or p.name == INDEX_NAME) and p.name not in output_names
-                       and not (p.name == INDEX_NAME and INDEX_NAME in output_names))
+        stale = sorted(
+            p.name
+            for p in out_dir.iterdir()
+            if (p.name.endswith(".safetensors") or p.name == INDEX_NAME)
+            and p.name not in output_names
+            and not (p.name == INDEX_NAME and INDEX_NAME in output_names)
+        )
         if stale:
-            raise BadInput(f"output folder already holds other weights ({stale[0]}); use an empty folder",
-                           path=str(out_dir))
+            raise BadInput(
+                f"output folder already holds other weights ({stale[0]}); use an empty folder",
+                path=str(out_dir),
+            )
 
 
 def _read_evidence(bundle: Path) -> dict | None:
@@ -425,8 +467,9 @@ def _read_evidence(bundle: Path) -> dict | None:
 # ---------------------------------------------------------------------------- soup
 
 
-def _plan_job(a_dir: Path, b_dir: Path, out_dir: Path, alpha: float, slice_bytes: int,
-              hash_output: bool) -> tuple[_Job, list[tuple[Path, TensorInfo]], str, bool]:
+def _plan_job(
+    a_dir: Path, b_dir: Path, out_dir: Path, alpha: float, slice_bytes: int, hash_output: bool
+) -> tuple[_Job, list[tuple[Path, TensorInfo]], str, bool]:
     """Check the inputs and the output folder (BadInput before anything is written) and cut the work into
     slices. Returns (job, A's tensors, tokenizer fingerprint, whether A has an index)."""
     a_tensors = bundle_tensors(a_dir)
@@ -439,21 +482,38 @@ def _plan_job(a_dir: Path, b_dir: Path, out_dir: Path, alpha: float, slice_bytes
     a_headers = [read_shard_header(p) for p in a_shards]
     b_headers = {p: read_shard_header(p) for p in b_shards}
     has_index = (a_dir / INDEX_NAME).exists()
-    _check_output_dir(out_dir, a_dir, b_dir, {p.name for p in a_shards} | ({INDEX_NAME} if has_index else set()))
+    _check_output_dir(
+        out_dir, a_dir, b_dir, {p.name for p in a_shards} | ({INDEX_NAME} if has_index else set())
+    )
     b_where = {t.name: (p, t) for p, t in b_tensors}
     job = _Job(
-        a_dir=a_dir, b_dir=b_dir, out_dir=out_dir, alpha=alpha, a_shards=a_shards, a_headers=a_headers,
-        b_shards=b_shards, plans=[_plan_slices(i, h.tensors, b_where, slice_bytes) for i, h in enumerate(a_headers)],
+        a_dir=a_dir,
+        b_dir=b_dir,
+        out_dir=out_dir,
+        alpha=alpha,
+        a_shards=a_shards,
+        a_headers=a_headers,
+        b_shards=b_shards,
+        plans=[_plan_slices(i, h.tensors, b_where, slice_bytes) for i, h in enumerate(a_headers)],
         copy_only={t.name for _, t in a_tensors if t.dtype not in FLOAT_DTYPES},
         tmp_paths=[out_dir / f".{p.name}.soup-{os.getpid()}.tmp" for p in a_shards],
         a_hashes=[StreamHash(h.path, h.raw, h.file_size) for h in a_headers],
         b_hashes={p: StreamHash(p, h.raw, h.file_size) for p, h in b_headers.items()},
-        out_hashes=[hashlib.sha256(h.raw) for h in a_headers] if hash_output else None)
+        out_hashes=[hashlib.sha256(h.raw) for h in a_headers] if hash_output else None,
+    )
     return job, a_tensors, fingerprint, has_index
 
 
-def soup(a_dir, b_dir, alpha: float, out_dir, *, slice_bytes: int = DEFAULT_SLICE_BYTES,
-         buffers: int = DEFAULT_BUFFERS, hash_output: bool = False) -> dict:
+def soup(
+    a_dir,
+    b_dir,
+    alpha: float,
+    out_dir,
+    *,
+    slice_bytes: int = DEFAULT_SLICE_BYTES,
+    buffers: int = DEFAULT_BUFFERS,
+    hash_output: bool = False,
+) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do
     not match: tensor names, shapes, dtypes, tokenizer files or chat template.
@@ -467,8 +527,9 @@ def soup(a_dir, b_dir, alpha: float, out_dir, *, slice_bytes: int = DEFAULT_SLIC
     if not math.isfinite(alpha):
         raise BadInput(f"alpha must be a finite number, got {alpha}", field="alpha")
     if slice_bytes < 4096 or slice_bytes % 8:
-        raise BadInput(f"slice_bytes must be a multiple of 8 and at least 4096, got {slice_bytes}",
-                       field="slice_bytes")
+        raise BadInput(
+            f"slice_bytes must be a multiple of 8 and at least 4096, got {slice_bytes}", field="slice_bytes"
+        )
     if buffers < 2:
         raise BadInput("buffers must be at least 2", field="buffers")
     job, a_tensors, fingerprint, has_index = _plan_job(a_dir, b_dir, out_dir, alpha, slice_bytes, hash_output)
@@ -500,19 +561,30 @@ def soup(a_dir, b_dir, alpha: float, out_dir, *, slice_bytes: int = DEFAULT_SLIC
     evidence = {
         "kind": "soup",
         "formula": "out = a + alpha*(b - a), computed in float32 as float32(1-alpha)*a + float32(alpha)*b "
-                   "and rounded once to the stored dtype (round to nearest even); alpha 0/1 copy a/b",
+        "and rounded once to the stored dtype (round to nearest even); alpha 0/1 copy a/b",
         "alpha": alpha,
-        "a": {"path": str(a_dir.resolve()), "shards_sha256": {h.path.name: h.hexdigest() for h in job.a_hashes},
-              "training_evidence": _read_evidence(a_dir)},
-        "b": {"path": str(b_dir.resolve()),
-              "shards_sha256": {p.name: job.b_hashes[p].hexdigest() for p in job.b_shards},
-              "training_evidence": _read_evidence(b_dir)},
-        "output": {"path": str(out_dir.resolve()),
-                   "shards": [p.name for p in job.a_shards],
-                   "shards_sha256": None if job.out_hashes is None
-                   else {p.name: h.hexdigest() for p, h in zip(job.a_shards, job.out_hashes)},
-                   "total_size": total_size, "tensors": len(a_tensors), "dtypes": dtypes,
-                   "layout": "A's shards and headers", "serving_files": serving},
+        "a": {
+            "path": str(a_dir.resolve()),
+            "shards_sha256": {h.path.name: h.hexdigest() for h in job.a_hashes},
+            "training_evidence": _read_evidence(a_dir),
+        },
+        "b": {
+            "path": str(b_dir.resolve()),
+            "shards_sha256": {p.name: job.b_hashes[p].hexdigest() for p in job.b_shards},
+            "training_evidence": _read_evidence(b_dir),
+        },
+        "output": {
+            "path": str(out_dir.resolve()),
+            "shards": [p.name for p in job.a_shards],
+            "shards_sha256": None
+            if job.out_hashes is None
+            else {p.name: h.hexdigest() for p, h in zip(job.a_shards, job.out_hashes)},
+            "total_size": total_size,
+            "tensors": len(a_tensors),
+            "dtypes": dtypes,
+            "layout": "A's shards and headers",
+            "serving_files": serving,
+        },
         "tokenizer_fingerprint": fingerprint,
         "slice_bytes": slice_bytes,
         "kernel": "C (train/_soup_kernel.c) for BF16, numpy otherwise" if kernel.native else "numpy",

@@ -58,11 +58,21 @@ def tiny_tokenizer():
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=384, special_tokens=SPECIAL_TOKENS, show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=384,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(_CORPUS, trainer=trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=IM_END, pad_token=PAD,
-                                   unk_token="<unk>", chat_template=CHAT_TEMPLATE)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=IM_END,
+        pad_token=PAD,
+        unk_token="<unk>",
+        chat_template=CHAT_TEMPLATE,
+    )
 
 
 def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Path:
@@ -78,24 +88,42 @@ def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Pat
     tokenizer = tiny_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     eos_ids = [ids[IM_END], ids[EOS]]
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                         tie_word_embeddings=False, bos_token_id=ids[BOS], eos_token_id=eos_ids,
-                         pad_token_id=ids[PAD])
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=False,
+        bos_token_id=ids[BOS],
+        eos_token_id=eos_ids,
+        pad_token_id=ids[PAD],
+    )
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
         model = LlamaForCausalLM(config).to(torch.float32)
     finally:
         torch.random.set_rng_state(generator_state)
-    model.generation_config.update(bos_token_id=ids[BOS], eos_token_id=eos_ids, pad_token_id=ids[PAD],
-                                   max_new_tokens=max_new_tokens, do_sample=False)
+    model.generation_config.update(
+        bos_token_id=ids[BOS],
+        eos_token_id=eos_ids,
+        pad_token_id=ids[PAD],
+        max_new_tokens=max_new_tokens,
+        do_sample=False,
+    )
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     (out / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     (out / "system_prompt.txt").write_text(SYSTEM_PROMPT + "\n", encoding="utf-8")
-    serving = {"max_input_tokens": 448, "add_generation_prompt": True, "enable_thinking": False,
-               "max_new_tokens": max_new_tokens}
+    serving = {
+        "max_input_tokens": 448,
+        "add_generation_prompt": True,
+        "enable_thinking": False,
+        "max_new_tokens": max_new_tokens,
+    }
     (out / "serving_config.json").write_text(json.dumps(serving, indent=2) + "\n", encoding="utf-8")
-    make_portable(out)   # transformers 4.x (vLLM's) reads it too
+    make_portable(out)  # transformers 4.x (vLLM's) reads it too
     return out

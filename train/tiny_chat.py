@@ -52,7 +52,7 @@ CONFIG_FILE = "tiny_chat_config.json"
 # The demo's tasks (generators.tasks.generate_loopfix at difficulty 2): the held-out suite is generated
 # first under DEMO_SEED, then the training tasks the incumbent samples on under DEMO_SEED + 1. The incumbent's
 # own training stream never draws a task key of either (TrainConfig.exclude_generated).
-DEMO_SEED = 12076           # m11a's job id, as the shipped recipes use it
+DEMO_SEED = 12076  # m11a's job id, as the shipped recipes use it
 DEMO_FAMILIES = ("short_arithmetic",)
 DEMO_DIFFICULTY = 2
 DEMO_SUITE_N = 240
@@ -60,6 +60,7 @@ DEMO_TRAIN_N = 120
 
 
 # -- tokenizer ------------------------------------------------------------------------------------------
+
 
 def make_tokenizer():
     """One token per character (CHARS) and per word of WORDS, the special tokens of train.tiny first (ids 0..5),
@@ -73,12 +74,19 @@ def make_tokenizer():
     tok.decoder = decoders.Fuse()  # ids back to text with nothing between the characters
     tok.add_special_tokens(SPECIAL_TOKENS)
     tok.add_tokens([AddedToken(w, normalized=False) for w in WORDS])  # matched before the split
-    return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=IM_END, pad_token=PAD,
-                                   unk_token=UNK, chat_template=CHAT_TEMPLATE,
-                                   clean_up_tokenization_spaces=False)  # " ." must stay " ."
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=BOS,
+        eos_token=IM_END,
+        pad_token=PAD,
+        unk_token=UNK,
+        chat_template=CHAT_TEMPLATE,
+        clean_up_tokenization_spaces=False,
+    )  # " ." must stay " ."
 
 
 # -- configuration -----------------------------------------------------------------------------------------
+
 
 @dataclass
 class TrainConfig:
@@ -94,7 +102,7 @@ class TrainConfig:
     intermediate: int = 384
     max_positions: int = 512
     # optimization
-    steps: int = 1800       # just past the jump in probe accuracy: right often enough, wrong often enough
+    steps: int = 1800  # just past the jump in probe accuracy: right often enough, wrong often enough
     batch: int = 64
     lr: float = 2e-3
     warmup: int = 100
@@ -121,12 +129,15 @@ class TrainConfig:
 
 # -- data --------------------------------------------------------------------------------------------------
 
+
 def demo_task_calls() -> list:
     """The demo's two task generations as [seed, n, families, difficulty]: the held-out suite, then the
     training tasks the incumbent samples on."""
     families = list(DEMO_FAMILIES)
-    return [[DEMO_SEED, DEMO_SUITE_N, families, DEMO_DIFFICULTY],
-            [DEMO_SEED + 1, DEMO_TRAIN_N, families, DEMO_DIFFICULTY]]
+    return [
+        [DEMO_SEED, DEMO_SUITE_N, families, DEMO_DIFFICULTY],
+        [DEMO_SEED + 1, DEMO_TRAIN_N, families, DEMO_DIFFICULTY],
+    ]
 
 
 def demo_tasks(calls: list | None = None) -> list[list]:
@@ -200,8 +211,9 @@ class TaskStream:
 def render_prompt(tokenizer, prompt: str, system_prompt: str = SYSTEM_PROMPT) -> str:
     """The prompt exactly as train.serving renders it: system prompt, user turn, generation prompt."""
     messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": prompt}]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                         enable_thinking=False)
+    return tokenizer.apply_chat_template(
+        messages, tokenize=False, add_generation_prompt=True, enable_thinking=False
+    )
 
 
 def encode(tokenizer, prompt: str, answer: str, system_prompt: str = SYSTEM_PROMPT) -> tuple[list[int], int]:
@@ -219,22 +231,31 @@ def collate(examples: list[tuple[list[int], int]], pad_id: int):
     ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
     labels = torch.full((len(examples), width), -100, dtype=torch.long)
     for row, (x, n_prompt) in enumerate(examples):
-        ids[row, :len(x)] = torch.tensor(x)
-        labels[row, n_prompt:len(x)] = torch.tensor(x[n_prompt:])
+        ids[row, : len(x)] = torch.tensor(x)
+        labels[row, n_prompt : len(x)] = torch.tensor(x[n_prompt:])
     return ids, labels
 
 
 # -- model -------------------------------------------------------------------------------------------------
 
+
 def model_config(cfg: TrainConfig, tokenizer):
     from transformers import LlamaConfig
 
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    return LlamaConfig(vocab_size=len(tokenizer), hidden_size=cfg.n_embd, intermediate_size=cfg.intermediate,
-                       num_hidden_layers=cfg.n_layer, num_attention_heads=cfg.n_head,
-                       num_key_value_heads=cfg.n_head, max_position_embeddings=cfg.max_positions,
-                       tie_word_embeddings=False, bos_token_id=ids[BOS], eos_token_id=[ids[IM_END], ids[EOS]],
-                       pad_token_id=ids[PAD])
+    return LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.n_embd,
+        intermediate_size=cfg.intermediate,
+        num_hidden_layers=cfg.n_layer,
+        num_attention_heads=cfg.n_head,
+        num_key_value_heads=cfg.n_head,
+        max_position_embeddings=cfg.max_positions,
+        tie_word_embeddings=False,
+        bos_token_id=ids[BOS],
+        eos_token_id=[ids[IM_END], ids[EOS]],
+        pad_token_id=ids[PAD],
+    )
 
 
 def new_model(cfg: TrainConfig, tokenizer):
@@ -249,14 +270,28 @@ def new_model(cfg: TrainConfig, tokenizer):
         torch.random.set_rng_state(state)
 
 
-def greedy_answers(model, tokenizer, prompts: list[str], *, max_new_tokens: int, system_prompt: str = SYSTEM_PROMPT,
-                   batch: int = 64) -> list[str]:
+def greedy_answers(
+    model,
+    tokenizer,
+    prompts: list[str],
+    *,
+    max_new_tokens: int,
+    system_prompt: str = SYSTEM_PROMPT,
+    batch: int = 64,
+) -> list[str]:
     """Greedy answers in left-padded batches (train.sample's), cut at the first end-of-turn as served."""
     pad = tokenizer.convert_tokens_to_ids(PAD)
     stops = [tokenizer.convert_tokens_to_ids(IM_END), tokenizer.convert_tokens_to_ids(EOS)]
-    encoded = [tokenizer(render_prompt(tokenizer, p, system_prompt), add_special_tokens=False)["input_ids"]
-               for p in prompts]
-    kwargs = {"max_new_tokens": max_new_tokens, "do_sample": False, "eos_token_id": stops, "pad_token_id": pad}
+    encoded = [
+        tokenizer(render_prompt(tokenizer, p, system_prompt), add_special_tokens=False)["input_ids"]
+        for p in prompts
+    ]
+    kwargs = {
+        "max_new_tokens": max_new_tokens,
+        "do_sample": False,
+        "eos_token_id": stops,
+        "pad_token_id": pad,
+    }
     was_training = model.training
     model.eval()
     new_ids = greedy_batched(model, encoded, kwargs, pad, batch=batch)
@@ -270,8 +305,13 @@ def greedy_answers(model, tokenizer, prompts: list[str], *, max_new_tokens: int,
 
 def probe_accuracy(model, tokenizer, tasks, cfg: TrainConfig) -> dict:
     """Greedy accuracy on the probe tasks, overall and per family (verified by miners.verify, kind 'task')."""
-    answers = greedy_answers(model, tokenizer, [t.prompt for t in tasks], max_new_tokens=cfg.max_new_tokens,
-                             system_prompt=cfg.system_prompt)
+    answers = greedy_answers(
+        model,
+        tokenizer,
+        [t.prompt for t in tasks],
+        max_new_tokens=cfg.max_new_tokens,
+        system_prompt=cfg.system_prompt,
+    )
     per: dict[str, list[int]] = {}
     for t, a in zip(tasks, answers):
         per.setdefault(t.family, []).append(int(is_equivalent(a, t.gold, "task")))
@@ -281,29 +321,42 @@ def probe_accuracy(model, tokenizer, tasks, cfg: TrainConfig) -> dict:
 
 # -- bundle ------------------------------------------------------------------------------------------------
 
+
 def save_bundle(model, tokenizer, out_dir, cfg: TrainConfig, *, evidence: dict | None = None) -> Path:
     """A served bundle: safetensors weights, tokenizer, chat template, system prompt, generation and serving
     configs, the training config, and training_evidence.json when given."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
-    model.generation_config.update(bos_token_id=ids[BOS], eos_token_id=[ids[IM_END], ids[EOS]],
-                                   pad_token_id=ids[PAD], max_new_tokens=cfg.max_new_tokens, do_sample=False)
+    model.generation_config.update(
+        bos_token_id=ids[BOS],
+        eos_token_id=[ids[IM_END], ids[EOS]],
+        pad_token_id=ids[PAD],
+        max_new_tokens=cfg.max_new_tokens,
+        do_sample=False,
+    )
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     atomic_write_text(out / "chat_template.jinja", CHAT_TEMPLATE)
     atomic_write_text(out / "system_prompt.txt", cfg.system_prompt + "\n")
-    atomic_write_json(out / "serving_config.json", {
-        "max_input_tokens": cfg.max_positions - cfg.max_new_tokens, "add_generation_prompt": True,
-        "enable_thinking": False, "max_new_tokens": cfg.max_new_tokens})
+    atomic_write_json(
+        out / "serving_config.json",
+        {
+            "max_input_tokens": cfg.max_positions - cfg.max_new_tokens,
+            "add_generation_prompt": True,
+            "enable_thinking": False,
+            "max_new_tokens": cfg.max_new_tokens,
+        },
+    )
     atomic_write_json(out / CONFIG_FILE, cfg.to_json())
     if evidence is not None:
         atomic_write_json(out / EVIDENCE_FILE, evidence)
-    make_portable(out)   # transformers 4.x (vLLM's) reads it too
+    make_portable(out)  # transformers 4.x (vLLM's) reads it too
     return out
 
 
 # -- training ----------------------------------------------------------------------------------------------
+
 
 def lr_at(step: int, cfg: TrainConfig) -> float:
     """Linear warmup, then constant: a checkpoint taken at any step is a fair one (no decay to wait for)."""
@@ -322,8 +375,11 @@ def train(cfg: TrainConfig, out_dir, *, log=print) -> dict:
     model.train()
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr, betas=(0.9, 0.98))
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=cfg.lr,
+        betas=(0.9, 0.98),
+    )
     demo_keys = generated_keys(cfg.exclude_generated)
     probe = probe_tasks(cfg, demo_keys)
     exclude = demo_keys | {t.task_key for t in probe}
@@ -344,20 +400,34 @@ def train(cfg: TrainConfig, out_dir, *, log=print) -> dict:
         done = step + 1
         if done % cfg.eval_every == 0 or done == cfg.steps:
             acc = probe_accuracy(model, tokenizer, probe, cfg)
-            row = {"step": done, "loss": sum(losses) / len(losses), "probe_accuracy": acc["accuracy"],
-                   "per_family": acc["per_family"], "seconds": round(time.perf_counter() - started, 1)}
+            row = {
+                "step": done,
+                "loss": sum(losses) / len(losses),
+                "probe_accuracy": acc["accuracy"],
+                "per_family": acc["per_family"],
+                "seconds": round(time.perf_counter() - started, 1),
+            }
             losses = []
             history.append(row)
             log(json.dumps(row))
             if cfg.save_every_eval:
-                save_bundle(model, tokenizer, Path(out_dir) / f"step-{done}", cfg, evidence={"history": history})
+                save_bundle(
+                    model, tokenizer, Path(out_dir) / f"step-{done}", cfg, evidence={"history": history}
+                )
             if cfg.stop_at_accuracy is not None and acc["accuracy"] >= cfg.stop_at_accuracy:
                 stopped_at = done
                 break
-    evidence = {"kind": "tiny_chat", "config": cfg.to_json(), "steps_trained": history[-1]["step"] if history else 0,
-                "stopped_at_accuracy": stopped_at, "probe": {"tasks": len(probe), "seed": cfg.probe_seed},
-                "held_out_keys": len(exclude), "history": history,
-                "seconds": round(time.perf_counter() - started, 1), "libraries": library_versions(),
-                "parameters": sum(p.numel() for p in model.parameters())}
+    evidence = {
+        "kind": "tiny_chat",
+        "config": cfg.to_json(),
+        "steps_trained": history[-1]["step"] if history else 0,
+        "stopped_at_accuracy": stopped_at,
+        "probe": {"tasks": len(probe), "seed": cfg.probe_seed},
+        "held_out_keys": len(exclude),
+        "history": history,
+        "seconds": round(time.perf_counter() - started, 1),
+        "libraries": library_versions(),
+        "parameters": sum(p.numel() for p in model.parameters()),
+    }
     save_bundle(model, tokenizer, out_dir, cfg, evidence=evidence)
     return evidence

@@ -24,11 +24,14 @@ def load(bundle: str) -> dict:
     try:
         tok = AutoTokenizer.from_pretrained(bundle)
         out["tokenizer"] = type(tok).__name__
-        text = tok.apply_chat_template(MESSAGES, tokenize=False, add_generation_prompt=True, enable_thinking=False)
+        text = tok.apply_chat_template(
+            MESSAGES, tokenize=False, add_generation_prompt=True, enable_thinking=False
+        )
         out["chat_template"] = text.endswith("<|im_start|>assistant\n")
         config = AutoConfig.from_pretrained(bundle)
-        out["rope_theta"] = getattr(config, "rope_theta", None) or (getattr(config, "rope_parameters", None)
-                                                                      or {}).get("rope_theta")
+        out["rope_theta"] = getattr(config, "rope_theta", None) or (
+            getattr(config, "rope_parameters", None) or {}
+        ).get("rope_theta")
         gen = GenerationConfig.from_pretrained(bundle)
         out["eos_token_id"] = gen.eos_token_id
         model = AutoModelForCausalLM.from_pretrained(bundle, use_safetensors=True, torch_dtype=torch.float32)
@@ -36,7 +39,7 @@ def load(bundle: str) -> dict:
         ids = tok(text, add_special_tokens=False, return_tensors="pt")
         with torch.no_grad():
             got = model.generate(**ids, generation_config=gen, max_new_tokens=NEW_TOKENS, do_sample=False)
-        out["generated"] = got[0, ids["input_ids"].shape[1]:].tolist()
+        out["generated"] = got[0, ids["input_ids"].shape[1] :].tolist()
     except Exception as e:  # the point is to report what a serving stack would hit
         out["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return out

@@ -55,7 +55,7 @@ def scratch_venv(venv: Path, spec: str) -> tuple[Path, float | None]:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
     pip = [str(python), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, TORCH], check=True)          # the CPU wheel first
+    subprocess.run([*pip, TORCH], check=True)  # the CPU wheel first
     subprocess.run([*pip, spec, "jinja2"], check=True)
     stamp.write_text(spec)
     return python, time.perf_counter() - t0
@@ -73,9 +73,12 @@ def make_bundles(work: Path) -> dict[str, Path]:
 
     base = make_tiny_bundle(work / "base", seed=0, max_new_tokens=6)
     torch.manual_seed(1)
-    lora = get_peft_model(load_model(base, dtype=torch.float32),
-                          LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
-                                     init_lora_weights=False))
+    lora = get_peft_model(
+        load_model(base, dtype=torch.float32),
+        LoraConfig(
+            r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False
+        ),
+    )
     lora.save_pretrained(str(work / "adapter"))
     merged = merge_adapter(base, work / "adapter", work / "merge").out_dir
     souped = work / "soup"
@@ -89,8 +92,13 @@ def make_bundles(work: Path) -> dict[str, Path]:
 def load_all(python: Path, bundles: dict[str, Path]) -> dict[str, dict]:
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONNOUSERSITE="1")
     env.pop("PYTHONPATH", None)
-    done = subprocess.run([str(python), str(HERE / "load_bundles.py"), *map(str, bundles.values())],
-                          capture_output=True, text=True, env=env, cwd=str(HERE))
+    done = subprocess.run(
+        [str(python), str(HERE / "load_bundles.py"), *map(str, bundles.values())],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(HERE),
+    )
     if done.returncode != 0:
         raise SystemExit(f"load_bundles.py failed under {python}:\n{done.stderr[-3000:]}")
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -105,7 +113,9 @@ def fields(bundle: Path) -> str:
     return f"tokenizer_class {tok.get('tokenizer_class')}{names}; config: {', '.join(keys)}"
 
 
-def table(spec: str, built: float | None, old: dict, new: dict, bundles: dict[str, Path]) -> tuple[list[str], bool]:
+def table(
+    spec: str, built: float | None, old: dict, new: dict, bundles: dict[str, Path]
+) -> tuple[list[str], bool]:
     v4 = next(iter(old.values()))["transformers"]
     v5 = next(iter(new.values()))["transformers"]
     venv = "reused from an earlier run" if built is None else f"built in {built:.0f} s"
@@ -123,13 +133,17 @@ def table(spec: str, built: float | None, old: dict, new: dict, bundles: dict[st
         if "error" in a:
             status = f"fails: {a['error']}"
         else:
-            status = f"loads: {a['tokenizer']}, chat template {'renders' if a['chat_template'] else 'WRONG'}, " \
-                     f"{a['model']}, rope_theta {a['rope_theta']}, eos {a['eos_token_id']}"
+            status = (
+                f"loads: {a['tokenizer']}, chat template {'renders' if a['chat_template'] else 'WRONG'}, "
+                f"{a['model']}, rope_theta {a['rope_theta']}, eos {a['eos_token_id']}"
+            )
         same = "error" not in a and a.get("generated") == b.get("generated")
         if not name.endswith("(control)") and not same:
             ok = False
-        lines.append(f"| {name} | {fields(bundle)} | {status} | {a.get('generated', '-')} | "
-                     f"{b.get('generated', b.get('error'))} | {'yes' if same else 'no'} |")
+        lines.append(
+            f"| {name} | {fields(bundle)} | {status} | {a.get('generated', '-')} | "
+            f"{b.get('generated', b.get('error'))} | {'yes' if same else 'no'} |"
+        )
     return lines, ok
 
 
@@ -151,17 +165,24 @@ def report(argv: list[str], tables: list[list[str]], ok: bool, seconds: float) -
     ]
     for t in tables:
         lines += t + [""]
-    lines += ["Result: every bundle pairstore wrote loads and generates the same tokens in both majors."
-              if ok else "Result: FAILED: a bundle pairstore wrote does not load in 4.x, or the majors disagree.",
-              "The control is what transformers 5 writes by itself: 4.x cannot load its tokenizer, the failure "
-              "the portable fields (train/portable.py) remove."]
+    lines += [
+        "Result: every bundle pairstore wrote loads and generates the same tokens in both majors."
+        if ok
+        else "Result: FAILED: a bundle pairstore wrote does not load in 4.x, or the majors disagree.",
+        "The control is what transformers 5 writes by itself: 4.x cannot load its tokenizer, the failure "
+        "the portable fields (train/portable.py) remove.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--transformers", action="append", metavar="SPEC",
-                    help=f"pip spec of a 4.x to check against, repeatable (default: {' and '.join(DEFAULT_SPECS)})")
+    ap.add_argument(
+        "--transformers",
+        action="append",
+        metavar="SPEC",
+        help=f"pip spec of a 4.x to check against, repeatable (default: {' and '.join(DEFAULT_SPECS)})",
+    )
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     work = WORK / "compat-bundles"

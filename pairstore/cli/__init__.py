@@ -20,8 +20,13 @@ from pairstore.cli.train import demo_cmd, eval_cmd, train_group
 
 
 @click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", envvar="PAIRSTORE_DB", default="pairstore.duckdb", show_default=True,
-              help="The store file (or set PAIRSTORE_DB).")
+@click.option(
+    "--db",
+    envvar="PAIRSTORE_DB",
+    default="pairstore.duckdb",
+    show_default=True,
+    help="The store file (or set PAIRSTORE_DB).",
+)
 @click.version_option(package_name="pairstore")
 @click.pass_context
 def cli(ctx, db):
@@ -34,8 +39,20 @@ def main(argv=None):
     cli.main(args=argv, prog_name="pairstore")
 
 
-for command in (sql_cmd, ingest_group, holdout_group, generate_group, mine_group, round_group, export_cmd,
-                lineage_cmd, audit_group, train_group, eval_cmd, demo_cmd):
+for command in (
+    sql_cmd,
+    ingest_group,
+    holdout_group,
+    generate_group,
+    mine_group,
+    round_group,
+    export_cmd,
+    lineage_cmd,
+    audit_group,
+    train_group,
+    eval_cmd,
+    demo_cmd,
+):
     cli.add_command(command)
 
 

@@ -1,7 +1,7 @@
 """`pairstore audit ...`: the read-only analyses and the report.
 
-    pairstore audit leaks --holdout judge34 --json
-    pairstore audit report --model sm11a --out report
+pairstore audit leaks --holdout judge34 --json
+pairstore audit report --model sm11a --out report
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ def audit_group():
 @audit_group.command("leaks")
 @click.option("--holdout", "holdout", required=True, help="The holdout set to look for.")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the contract in docs/design.md).")
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print one JSON object (the contract in docs/design.md)."
+)
 @click.pass_context
 def audit_leaks_cmd(ctx, holdout, files, as_json):
     """Which holdout members each pair FILE holds (none given: every registered mixture).
@@ -39,26 +41,49 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
         echo_json(report.as_dict())
         return
     click.echo(f"holdout {report.name}: {report.size} members, {report.clean} clean, {report.leaked} leaked")
-    echo_table(["file", "rows", "leaked", "near", "sha256"],
-               [(f.path, f.rows, len(f.leaked_ids), len(f.near_ids), (f.sha256 or "missing")[:16])
-                for f in report.files])
+    echo_table(
+        ["file", "rows", "leaked", "near", "sha256"],
+        [
+            (f.path, f.rows, len(f.leaked_ids), len(f.near_ids), (f.sha256 or "missing")[:16])
+            for f in report.files
+        ],
+    )
     for f in report.files:
         if f.leaked_ids or f.near_ids:
-            click.echo(f"{f.path}: leaked {', '.join(f.leaked_ids) or '-'}; near {', '.join(f.near_ids) or '-'}")
+            click.echo(
+                f"{f.path}: leaked {', '.join(f.leaked_ids) or '-'}; near {', '.join(f.near_ids) or '-'}"
+            )
         if f.note:
             click.echo(f"{f.path}: {f.note}")
 
 
 @audit_group.command("decontam")
 @click.option("--benchmark", required=True, help="Name of the benchmark (e.g. gsm8k-test).")
-@click.option("--path", "path", required=True, type=click.Path(dir_okay=False),
-              help="Local test-split file: JSONL or parquet (GSM8K, MATH, MMLU, IFEval fields), MMLU CSV, or an "
-                   "lm-evaluation-harness samples_*.jsonl.")
-@click.option("--n", "n", default=13, show_default=True, type=click.IntRange(1, 64),
-              help="Words per n-gram (13 as in lm-evaluation-harness; 8 is stricter).")
-@click.option("--format", "fmt", type=click.Choice(["gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval"]),
-              help="Benchmark record format (default: detected from the fields).")
-@click.option("--all-pairs", is_flag=True, help="Check every pair in the store, not only registered mixtures.")
+@click.option(
+    "--path",
+    "path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Local test-split file: JSONL or parquet (GSM8K, MATH, MMLU, IFEval fields), MMLU CSV, or an "
+    "lm-evaluation-harness samples_*.jsonl.",
+)
+@click.option(
+    "--n",
+    "n",
+    default=13,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Words per n-gram (13 as in lm-evaluation-harness; 8 is stricter).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval"]),
+    help="Benchmark record format (default: detected from the fields).",
+)
+@click.option(
+    "--all-pairs", is_flag=True, help="Check every pair in the store, not only registered mixtures."
+)
 @click.option("--register", is_flag=True, help="Also store the benchmark so the export gate checks it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
@@ -69,14 +94,28 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
     if as_json:
         echo_json(report.as_dict())
         return
-    click.echo(f"benchmark {report.benchmark}: {report.items} items ({report.items_without_ngrams} shorter than "
-               f"{report.n} words), {report.training_rows} training rows, {report.contaminated_rows} "
-               f"contaminated, {report.contaminated_items} items matched"
-               + ("; registered for the export gate" if report.registered else ""))
+    click.echo(
+        f"benchmark {report.benchmark}: {report.items} items ({report.items_without_ngrams} shorter than "
+        f"{report.n} words), {report.training_rows} training rows, {report.contaminated_rows} "
+        f"contaminated, {report.contaminated_items} items matched"
+        + ("; registered for the export gate" if report.registered else "")
+    )
     if report.rows:
-        echo_table(["source", "round", "row", "pair_id", "item", "shared", "item text"],
-                   [(r.source, r.round, r.row_index, (r.pair_id or "")[:12], r.item_id, r.shared_ngrams,
-                     r.item_text[:60].replace("\n", " ")) for r in report.rows])
+        echo_table(
+            ["source", "round", "row", "pair_id", "item", "shared", "item text"],
+            [
+                (
+                    r.source,
+                    r.round,
+                    r.row_index,
+                    (r.pair_id or "")[:12],
+                    r.item_id,
+                    r.shared_ngrams,
+                    r.item_text[:60].replace("\n", " "),
+                )
+                for r in report.rows
+            ],
+        )
     for note in report.notes:
         click.echo(f"note: {note}")
 
@@ -91,8 +130,10 @@ def audit_mixtures_cmd(ctx, as_json):
     if as_json:
         echo_json([c.as_dict() for c in checks])
     else:
-        echo_table(["status", "what", "owner", "path", "sha256"],
-                   [(c.status, c.what, c.owner, c.path, (c.actual or "-")[:16]) for c in checks])
+        echo_table(
+            ["status", "what", "owner", "path", "sha256"],
+            [(c.status, c.what, c.owner, c.path, (c.actual or "-")[:16]) for c in checks],
+        )
         bad = sum(c.status in FAILING for c in checks)
         click.echo(f"{len(checks)} file(s) checked, {bad} changed or missing")
     refuse_if_changed(checks)
@@ -113,34 +154,61 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
         echo_json(c.as_dict())
         return
     if c.accuracy_a is not None:
-        echo_table(["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
-                   [(m.model, c.suite, m.items, m.correct, f"{m.accuracy:.4f}",
-                     f"[{m.wilson_low:.3f}, {m.wilson_high:.3f}]") for m in (c.accuracy_a, c.accuracy_b)])
+        echo_table(
+            ["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
+            [
+                (
+                    m.model,
+                    c.suite,
+                    m.items,
+                    m.correct,
+                    f"{m.accuracy:.4f}",
+                    f"[{m.wilson_low:.3f}, {m.wilson_high:.3f}]",
+                )
+                for m in (c.accuracy_a, c.accuracy_b)
+            ],
+        )
         f = c.flips
-        click.echo(f"paired on {f.items} items: {a} right / {b} wrong {f.a_only}, {b} right / {a} wrong "
-                   f"{f.b_only}; exact McNemar p = {f.mcnemar_p:.4g}")
+        click.echo(
+            f"paired on {f.items} items: {a} right / {b} wrong {f.a_only}, {b} right / {a} wrong "
+            f"{f.b_only}; exact McNemar p = {f.mcnemar_p:.4g}"
+        )
     for label, t in (("all judged battles", c.judge_all), ("clean subset", c.judge_clean)):
-        click.echo(f"blind judge, {label} ({t.battles}): {a} {t.a_wins} - {b} {t.b_wins} - ties {t.ties}; "
-                   f"sign test p = {t.sign_p:.4g}; heavy flaws {a} {t.heavy_flaws_a}, {b} {t.heavy_flaws_b}")
+        click.echo(
+            f"blind judge, {label} ({t.battles}): {a} {t.a_wins} - {b} {t.b_wins} - ties {t.ties}; "
+            f"sign test p = {t.sign_p:.4g}; heavy flaws {a} {t.heavy_flaws_a}, {b} {t.heavy_flaws_b}"
+        )
 
 
 @audit_group.command("report")
 @click.option("--model", required=True, help="The round (model) to report on.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False),
-              help="Folder for report.html, report.md and the PNG charts.")
-@click.option("--tokenizer", type=click.Path(file_okay=False),
-              help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Folder for report.html, report.md and the PNG charts.",
+)
+@click.option(
+    "--tokenizer",
+    type=click.Path(file_okay=False),
+    help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).",
+)
 @click.pass_context
 def audit_report_cmd(ctx, model, out_dir, tokenizer):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
     with open_db(ctx, read_only=True) as store:
         result = write_report(store, model, out_dir, tokenizer=tokenizer)
-    click.echo(f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
-               f"{len(result['sections'])} sections)")
+    click.echo(
+        f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
+        f"{len(result['sections'])} sections)"
+    )
 
 
 @audit_group.command("lengths")
-@click.option("--tokenizer", type=click.Path(file_okay=False), help="A bundle directory whose tokenizer counts.")
+@click.option(
+    "--tokenizer", type=click.Path(file_okay=False), help="A bundle directory whose tokenizer counts."
+)
 @click.option("--model", help="A registered checkpoint whose bundle tokenizer counts.")
 @click.option("--round", "rounds", multiple=True, help="Only this round (repeatable; default: every round).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -151,19 +219,39 @@ def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
     Without --tokenizer or --model, tokens are estimated as ceil(characters / 4)."""
 
     with open_db(ctx, read_only=True) as store:
-        report = audit_lengths(store, counter=make_counter(store, tokenizer=tokenizer, model=model),
-                               rounds=list(rounds) or None)
+        report = audit_lengths(
+            store, counter=make_counter(store, tokenizer=tokenizer, model=model), rounds=list(rounds) or None
+        )
     if as_json:
         echo_json(report.as_dict())
         return
     click.echo(f"counted with {report.counter}")
-    echo_table(["round", "rows", "max_len", "prompt p50/p95/max", "chosen p50/p95/max", "rejected p50/p95/max",
-                "truncated", "chosen truncated"],
-               [(r.round, r.rows, r.max_length,
-                 *("/".join(f"{r.stats[k][s]:g}" for s in ("median", "p95", "max"))
-                   for k in ("prompt", "chosen", "rejected")),
-                 f"{r.truncated_rows} ({r.truncated_share:.1%})",
-                 f"{r.truncated_chosen} ({r.truncated_chosen_share:.1%})") for r in report.rounds])
+    echo_table(
+        [
+            "round",
+            "rows",
+            "max_len",
+            "prompt p50/p95/max",
+            "chosen p50/p95/max",
+            "rejected p50/p95/max",
+            "truncated",
+            "chosen truncated",
+        ],
+        [
+            (
+                r.round,
+                r.rows,
+                r.max_length,
+                *(
+                    "/".join(f"{r.stats[k][s]:g}" for s in ("median", "p95", "max"))
+                    for k in ("prompt", "chosen", "rejected")
+                ),
+                f"{r.truncated_rows} ({r.truncated_share:.1%})",
+                f"{r.truncated_chosen} ({r.truncated_chosen_share:.1%})",
+            )
+            for r in report.rounds
+        ],
+    )
     for note in report.notes:
         click.echo(f"note: {note}")
 
@@ -171,7 +259,9 @@ def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
 @audit_group.command("loops")
 @click.option("--model", help="Only this model's generations (default: every model).")
 @click.option("--suite", help="Only this suite's generations (default: every suite, and none).")
-@click.option("--rescan", is_flag=True, help="Scan every output now instead of reading the stored loop flags.")
+@click.option(
+    "--rescan", is_flag=True, help="Scan every output now instead of reading the stored loop flags."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON list.")
 @click.pass_context
 def audit_loops_cmd(ctx, model, suite, rescan, as_json):

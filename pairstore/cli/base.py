@@ -77,5 +77,7 @@ def stderr_is_tty() -> bool:
 def echo_ingest(result) -> None:
     skipped = ", ".join(f"{k}={v}" for k, v in sorted(result.skipped.items()))
     pairs = f", pairs added {result.pairs}" if result.pairs else ""
-    click.echo(f"{result.kind}: read {result.read}, added {result.added}{pairs}"
-               + (f", skipped {skipped}" if skipped else ""))
+    click.echo(
+        f"{result.kind}: read {result.read}, added {result.added}{pairs}"
+        + (f", skipped {skipped}" if skipped else "")
+    )

@@ -83,21 +83,29 @@ from train.soup import soup
 from train.tiny_chat import CONFIG_FILE, DEMO_DIFFICULTY, DEMO_FAMILIES, DEMO_SEED, DEMO_SUITE_N, DEMO_TRAIN_N
 
 HOLDOUT = "judge34"
-SUITE = "arith"             # the held-out suite the round is measured on (two-digit sums and differences)
-LOOP_SUITE = "lf2"          # the held-out loop-fix suite (the other families: the incumbent never learned them)
+SUITE = "arith"  # the held-out suite the round is measured on (two-digit sums and differences)
+LOOP_SUITE = "lf2"  # the held-out loop-fix suite (the other families: the incumbent never learned them)
 LOOP_SUITE_N = 35
 LOOP_FAMILIES = list(DEFAULT_FAMILIES)
 INCUMBENT = "so7a"
-LEAKED = 13                 # held-out battles the invented past file leaks (the card's 13 of 34)
+LEAKED = 13  # held-out battles the invented past file leaks (the card's 13 of 34)
 # The incumbent: a tiny character-level Llama trained from its seed by scripts/train_demo_model.py.
-INCUMBENT_BUNDLE = "so7a"   # folder under pairstore/sample_data
-SAMPLES, TEMPERATURE = 4, 0.8   # K answers per training task, as self-repair mining draws them
+INCUMBENT_BUNDLE = "so7a"  # folder under pairstore/sample_data
+SAMPLES, TEMPERATURE = 4, 0.8  # K answers per training task, as self-repair mining draws them
 # The round's real batch (32 x 2,048 tokens at lr 1e-6) is for GPUs and a 7B model; on the tiny model
 # these settings make a round of about a minute on 2 cores that moves it (bench/RESULTS.md, demo section).
-DPO_OVERRIDES = {"max_steps": 80, "global_batch": 16, "per_device_batch": 16, "learning_rate": 3e-3,
-                 "lora_rank": 16, "lora_alpha": 32, "lora_dropout": 0.0, "max_length": 256}
-SOUPS = (("sm11a", 0.5), ("sm11d", 0.625), ("sm11c", 0.75))   # the card's dose test
-THREADS = 2                 # CPU results repeat bit for bit only at a fixed thread count
+DPO_OVERRIDES = {
+    "max_steps": 80,
+    "global_batch": 16,
+    "per_device_batch": 16,
+    "learning_rate": 3e-3,
+    "lora_rank": 16,
+    "lora_alpha": 32,
+    "lora_dropout": 0.0,
+    "max_length": 256,
+}
+SOUPS = (("sm11a", 0.5), ("sm11d", 0.625), ("sm11c", 0.75))  # the card's dose test
+THREADS = 2  # CPU results repeat bit for bit only at a fixed thread count
 
 
 @dataclass
@@ -105,34 +113,38 @@ class DemoResult:
     out_dir: Path
     store_path: Path
     report_html: Path | None = None
-    steps: list[tuple[str, str]] = field(default_factory=list)   # (step, what it did)
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (step, what it did)
     seconds: float = 0.0
 
 
 # What the demo suggests trying on its store once it is done (each run by tests/test_demo.py).
 TRY_QUERIES = (
-    ("pairs per source and family in the store",
-     "SELECT * FROM pairs_by_source ORDER BY pairs DESC"),
-    ("which held-out battles the attached past file leaked",
-     "SELECT DISTINCT h.item_id AS battle_id FROM exports e JOIN export_rows r USING (export_id) "
-     "JOIN pairs p USING (pair_id) JOIN holdout h ON h.match_key = p.match_key "
-     "WHERE e.kind = 'attached' AND h.item_kind = 'battle' ORDER BY 1"),
-    ("battle win rate by category",
-     "SELECT * FROM battle_votes_by_category"),
+    ("pairs per source and family in the store", "SELECT * FROM pairs_by_source ORDER BY pairs DESC"),
+    (
+        "which held-out battles the attached past file leaked",
+        "SELECT DISTINCT h.item_id AS battle_id FROM exports e JOIN export_rows r USING (export_id) "
+        "JOIN pairs p USING (pair_id) JOIN holdout h ON h.match_key = p.match_key "
+        "WHERE e.kind = 'attached' AND h.item_kind = 'battle' ORDER BY 1",
+    ),
+    ("battle win rate by category", "SELECT * FROM battle_votes_by_category"),
 )
 
 
 def closing_lines(result: DemoResult) -> list[str]:
     """The files to open and three SQL queries to try, printed when the demo ends."""
     out = result.out_dir
-    lines = ["", f"done in {result.seconds:.0f} s. Open:",
-             f"  {result.report_html}   the provenance report (report.md beside it)",
-             f"  {out / 'mixtures' / 'm11a.parquet'}   the m11a export (TRL DPO format)",
-             f"  {out / 'mixtures' / 'm11a.training_evidence.json'}   its evidence: hashes, gate, rows by source",
-             f"  {out / 'data' / 's2_pairs_lf1.parquet'}   the invented leaky past-round file the audit caught",
-             "", "Try (after `make demo`, pairstore is .venv/bin/pairstore; `. .venv/bin/activate` puts it on PATH):"]
+    lines = [
+        "",
+        f"done in {result.seconds:.0f} s. Open:",
+        f"  {result.report_html}   the provenance report (report.md beside it)",
+        f"  {out / 'mixtures' / 'm11a.parquet'}   the m11a export (TRL DPO format)",
+        f"  {out / 'mixtures' / 'm11a.training_evidence.json'}   its evidence: hashes, gate, rows by source",
+        f"  {out / 'data' / 's2_pairs_lf1.parquet'}   the invented leaky past-round file the audit caught",
+        "",
+        "Try (after `make demo`, pairstore is .venv/bin/pairstore; `. .venv/bin/activate` puts it on PATH):",
+    ]
     for question, sql in TRY_QUERIES:
-        lines += [f"  # {question}", f"  pairstore --db {result.store_path} sql \"{sql}\""]
+        lines += [f"  # {question}", f'  pairstore --db {result.store_path} sql "{sql}"']
     return lines
 
 
@@ -151,9 +163,13 @@ def write_leaky_past_file(store, path: Path, *, holdout: str, leaked: int, seed:
     It holds `leaked` held-out battles in disguised forms (CRLF, trailing spaces, fullwidth
     Unicode, a system prompt in front, upper case) among ordinary battle pairs. Returns the
     held-out battle ids it leaks."""
-    held = [r[0] for r in store.con.execute(
-        "SELECT item_id FROM holdout WHERE set_name = ? AND removed_at IS NULL AND item_kind = 'battle'",
-        [holdout]).fetchall()]
+    held = [
+        r[0]
+        for r in store.con.execute(
+            "SELECT item_id FROM holdout WHERE set_name = ? AND removed_at IS NULL AND item_kind = 'battle'",
+            [holdout],
+        ).fetchall()
+    ]
     decisive = store.rows("""
         SELECT battle_id, prompt, own_answers, opponent_answers, vote,
                (SELECT count(*) FROM battles o WHERE o.match_key = b.match_key) AS same_prompt FROM battles b
@@ -199,7 +215,6 @@ def rule_judge(answer_a: str, answer_b: str) -> tuple[str, bool, bool]:
 
 def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) -> DemoResult:
 
-
     import datasets
     import torch
     from transformers.utils import logging as transformers_logging
@@ -224,7 +239,6 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
             bar.write(msg)
         else:
             echo(msg)
-
 
     with open_store(result.store_path) as store:
         _ingest(store, step)
@@ -258,6 +272,7 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
 
 # -- the steps --------------------------------------------------------------------------------------
 
+
 def _ingest(store, step) -> None:
 
     r = ingest_battles(store, sample_file("battles.jsonl"))
@@ -266,27 +281,41 @@ def _ingest(store, step) -> None:
     g = ingest_problems(store, "gsm8k", path=sample_file("gsm8k-train.jsonl"))
     m = ingest_problems(store, "math", path=sample_file("math-train.jsonl"))
     step("ingest problems", f"{g.added} GSM8K-format and {m.added} MATH-format train problems")
-    uf = run_miner(store, "ultrafeedback", path=str(sample_file("ultrafeedback-train_prefs.jsonl")), seed=DEMO_SEED)
+    uf = run_miner(
+        store, "ultrafeedback", path=str(sample_file("ultrafeedback-train_prefs.jsonl")), seed=DEMO_SEED
+    )
     comp = run_miner(store, "compliance", path=str(sample_file("compliance-pairs.jsonl")))
     sft = run_miner(store, "compliance", path=str(sample_file("compliance-sft.jsonl")))
-    step("import pairs", f"UltraFeedback-format {uf.kept}, compliance pairs {comp.kept}, compliance NLL rows {sft.kept}")
+    step(
+        "import pairs",
+        f"UltraFeedback-format {uf.kept}, compliance pairs {comp.kept}, compliance NLL rows {sft.kept}",
+    )
 
 
 def _holdout_and_tasks(store, step) -> None:
 
     ids = sample_holdout(store, HOLDOUT, n=34, seed=DEMO_SEED)
-    votes = dict(store.con.execute(
-        "SELECT b.vote, count(*) FROM holdout h JOIN battles b ON b.battle_id = h.item_id "
-        "WHERE h.set_name = ? GROUP BY 1", [HOLDOUT]).fetchall())
+    votes = dict(
+        store.con.execute(
+            "SELECT b.vote, count(*) FROM holdout h JOIN battles b ON b.battle_id = h.item_id "
+            "WHERE h.set_name = ? GROUP BY 1",
+            [HOLDOUT],
+        ).fetchall()
+    )
     step("holdout", f"{HOLDOUT}: {len(ids)} battles held out for blind judging ({_counts(votes)})")
     # The suite first, then training tasks that avoid its keys: the incumbent's own training (scripts/
     # train_demo_model.py) made these same calls and never drew a key of either.
-    suite = generate_loopfix(store, DEMO_SUITE_N, DEMO_SEED, DEMO_FAMILIES, suite=SUITE, difficulty=DEMO_DIFFICULTY)
+    suite = generate_loopfix(
+        store, DEMO_SUITE_N, DEMO_SEED, DEMO_FAMILIES, suite=SUITE, difficulty=DEMO_DIFFICULTY
+    )
     loops = generate_loopfix(store, LOOP_SUITE_N, DEMO_SEED, LOOP_FAMILIES, suite=LOOP_SUITE)
     train = generate_loopfix(store, DEMO_TRAIN_N, DEMO_SEED + 1, DEMO_FAMILIES, difficulty=DEMO_DIFFICULTY)
-    step("generate tasks", f"held-out suites {SUITE} ({suite.tasks_inserted} two-digit sums and differences) and "
-         f"{LOOP_SUITE} ({loops.tasks_inserted} loop-fix tasks over {len(loops.families)} families); "
-         f"{train.tasks_inserted} training tasks, none with a held-out key")
+    step(
+        "generate tasks",
+        f"held-out suites {SUITE} ({suite.tasks_inserted} two-digit sums and differences) and "
+        f"{LOOP_SUITE} ({loops.tasks_inserted} loop-fix tasks over {len(loops.families)} families); "
+        f"{train.tasks_inserted} training tasks, none with a held-out key",
+    )
 
 
 def _simulated_generations(store, out_dir: Path, step) -> None:
@@ -297,37 +326,53 @@ def _simulated_generations(store, out_dir: Path, step) -> None:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
     r = ingest_generations(store, path, model=INCUMBENT)
-    step("ingest generations", f"{r.added} simulated outputs on the GSM8K- and MATH-format problems "
-         f"(4 per problem: the tiny incumbent cannot read word problems)")
+    step(
+        "ingest generations",
+        f"{r.added} simulated outputs on the GSM8K- and MATH-format problems "
+        f"(4 per problem: the tiny incumbent cannot read word problems)",
+    )
 
 
 def _incumbent_samples(store, out_dir: Path, step) -> None:
     """The incumbent answers every training task K times at a temperature; verifier and scanner judge each."""
     base = _base_bundle(store, out_dir)
-    r = sample(store, base, "tasks", samples=SAMPLES, temperature=TEMPERATURE, seed=DEMO_SEED, model_name=INCUMBENT)
-    step("sample so7a", f"{r.generations} answers ({SAMPLES} per training task at temperature {TEMPERATURE}): "
-         f"{_counts(r.verdicts)}; {r.loop_flagged} flagged as loops")
+    r = sample(
+        store, base, "tasks", samples=SAMPLES, temperature=TEMPERATURE, seed=DEMO_SEED, model_name=INCUMBENT
+    )
+    step(
+        "sample so7a",
+        f"{r.generations} answers ({SAMPLES} per training task at temperature {TEMPERATURE}): "
+        f"{_counts(r.verdicts)}; {r.loop_flagged} flagged as loops",
+    )
 
 
 def _attach_history(store, out_dir: Path, step) -> None:
 
     loaded = load_shipped_recipes(store)
-    step("round recipes", f"{len(loaded.get('added', loaded)) if isinstance(loaded, dict) else loaded} shipped "
-         f"recipes loaded (base → ... → sm11a, and the rejected candidates)")
+    step(
+        "round recipes",
+        f"{len(loaded.get('added', loaded)) if isinstance(loaded, dict) else loaded} shipped "
+        f"recipes loaded (base → ... → sm11a, and the rejected candidates)",
+    )
     path = out_dir / "data" / "s2_pairs_lf1.parquet"
     leaked = write_leaky_past_file(store, path, holdout=HOLDOUT, leaked=LEAKED, seed=DEMO_SEED)
     a = attach_round(store, "m11a", path)
-    step("attach history", f"{path.name} (an invented past m11a pair file, {a.rows} rows) registered; "
-         f"it secretly holds {len(leaked)} held-out battles")
+    step(
+        "attach history",
+        f"{path.name} (an invented past m11a pair file, {a.rows} rows) registered; "
+        f"it secretly holds {len(leaked)} held-out battles",
+    )
 
 
 def _mine(store, step) -> None:
 
-    runs = [("battle", {}),
-            ("self_repair", {"model": INCUMBENT, "dataset": "gsm8k", "pairs_per_problem": 2, "seed": DEMO_SEED}),
-            ("self_repair", {"model": INCUMBENT, "dataset": "math", "pairs_per_problem": 2, "seed": DEMO_SEED}),
-            ("loopfix", {"model": INCUMBENT, "seed": DEMO_SEED}),
-            ("style", {"model": INCUMBENT})]
+    runs = [
+        ("battle", {}),
+        ("self_repair", {"model": INCUMBENT, "dataset": "gsm8k", "pairs_per_problem": 2, "seed": DEMO_SEED}),
+        ("self_repair", {"model": INCUMBENT, "dataset": "math", "pairs_per_problem": 2, "seed": DEMO_SEED}),
+        ("loopfix", {"model": INCUMBENT, "seed": DEMO_SEED}),
+        ("style", {"model": INCUMBENT}),
+    ]
     for name, opts in runs:
         r = run_miner(store, name, **opts)
         label = name + (f" ({opts['dataset']})" if "dataset" in opts else "")
@@ -338,26 +383,33 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
 
     replay = out_dir / "data" / "m11a-replay.toml"
     replay.write_text(
-        '# Demo: a round that replays the past m11a pair file as it was. The gate must refuse it.\n'
+        "# Demo: a round that replays the past m11a pair file as it was. The gate must refuse it.\n"
         'name = "m11a-replay"\nkind = "dpo"\nparent = "so7a"\nseed = 12076\nsystem_prompt = "bundle"\n'
         '[[mix]]\nsource = "attached"\n'
-        '[train]\nbeta = 0.1\nsft_weight = 0.7\nlora_rank = 8\nlora_alpha = 16\nlora_dropout = 0.0\n'
+        "[train]\nbeta = 0.1\nsft_weight = 0.7\nlora_rank = 8\nlora_alpha = 16\nlora_dropout = 0.0\n"
         'target_modules = "all-linear"\nlearning_rate = 1e-6\nlr_scheduler = "cosine"\nwarmup_ratio = 0.1\n'
-        'max_steps = 10\nglobal_batch = 4\nper_device_batch = 1\nmax_length = 512\n', encoding="utf-8")
+        "max_steps = 10\nglobal_batch = 4\nper_device_batch = 1\nmax_length = 512\n",
+        encoding="utf-8",
+    )
     add_round(store, replay)
     _base_bundle(store, out_dir)
     mix = out_dir / "mixtures"
     try:
         export_round(store, "m11a-replay", mix)
-        raise PairstoreError("the gate let a leaking mixture through")   # the demo must never get here
+        raise PairstoreError("the gate let a leaking mixture through")  # the demo must never get here
     except GateRefused as e:
         ids = sorted({h.item_id for h in e.hits})
-        step("export gate", f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, "
-             f"nothing written")
+        step(
+            "export gate",
+            f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, nothing written",
+        )
     exp = export_round(store, "m11a", mix)
     rows = sum(f["rows"] for f in exp.files.values())
-    step("export m11a", f"{rows} rows through the gate ({_counts(exp.rows_by_source)}) -> "
-         f"{Path(exp.files['dpo']['path']).name}, sha256 {exp.files['dpo']['sha256'][:12]}…")
+    step(
+        "export m11a",
+        f"{rows} rows through the gate ({_counts(exp.rows_by_source)}) -> "
+        f"{Path(exp.files['dpo']['path']).name}, sha256 {exp.files['dpo']['sha256'][:12]}…",
+    )
 
 
 def _base_bundle(store, out_dir: Path) -> Path:
@@ -366,11 +418,20 @@ def _base_bundle(store, out_dir: Path) -> Path:
     if not path.exists():
         shutil.copytree(sample_file(INCUMBENT_BUNDLE), path)
         last = json.loads((path / EVIDENCE_FILE).read_text(encoding="utf-8"))["history"][-1]
-        register_checkpoint(store, INCUMBENT, "base", [], path=str(path), evidence={
-            "note": "demo incumbent: a tiny character-level Llama trained from its seed on two-digit "
-                    "sums and differences (scripts/train_demo_model.py)",
-            "config": json.loads((path / CONFIG_FILE).read_text(encoding="utf-8")),
-            "steps_trained": last["step"], "probe_accuracy": last["probe_accuracy"]})
+        register_checkpoint(
+            store,
+            INCUMBENT,
+            "base",
+            [],
+            path=str(path),
+            evidence={
+                "note": "demo incumbent: a tiny character-level Llama trained from its seed on two-digit "
+                "sums and differences (scripts/train_demo_model.py)",
+                "config": json.loads((path / CONFIG_FILE).read_text(encoding="utf-8")),
+                "steps_trained": last["step"],
+                "probe_accuracy": last["probe_accuracy"],
+            },
+        )
     return path
 
 
@@ -378,12 +439,18 @@ def _audits(store, step) -> None:
 
     d = audit_leaks(store, HOLDOUT).as_dict()
     files = [f for f in d["files"] if f["leaked_ids"] or f["near_ids"]]
-    step("audit leaks", f"{d['holdout']['name']}: {d['holdout']['clean']} clean, {d['holdout']['leaked']} leaked, "
-         f"all in {', '.join(Path(f['path']).name for f in files) or 'no file'}")
+    step(
+        "audit leaks",
+        f"{d['holdout']['name']}: {d['holdout']['clean']} clean, {d['holdout']['leaked']} leaked, "
+        f"all in {', '.join(Path(f['path']).name for f in files) or 'no file'}",
+    )
     for bench, fname in (("gsm8k-test", "gsm8k-test.jsonl"), ("math-test", "math-test.jsonl")):
         r = decontam(store, bench, sample_file(fname), register=True)
-        step(f"audit decontam {bench}", f"{r.contaminated_rows} of {r.training_rows} training rows share a "
-             f"13-gram with its {r.items} items; registered with the gate")
+        step(
+            f"audit decontam {bench}",
+            f"{r.contaminated_rows} of {r.training_rows} training rows share a "
+            f"13-gram with its {r.items} items; registered with the gate",
+        )
     checks = check_mixtures(store)
     bad = [c for c in checks if c.status != "ok"]
     step("audit mixtures", f"{len(checks)} files re-hashed, {len(bad)} changed or missing")
@@ -400,10 +467,13 @@ def _train(store, out_dir: Path, step) -> dict[str, Path]:
     base = _base_bundle(store, out_dir)
     r = train_dpo(store, "m11a", base, out_dir / "runs" / "m11a", overrides=DPO_OVERRIDES)
     o = DPO_OVERRIDES
-    step("train dpo m11a", f"{o['max_steps']} steps of DPO+NLL LoRA (rank {o['lora_rank']}, batch "
-         f"{o['global_batch']}, lr {o['learning_rate']:g}) on the export: final loss "
-         f"{r.metrics.get('train_loss', float('nan')):.3f}, reward accuracy "
-         f"{r.metrics.get('rewards/accuracies', float('nan')):.2f}")
+    step(
+        "train dpo m11a",
+        f"{o['max_steps']} steps of DPO+NLL LoRA (rank {o['lora_rank']}, batch "
+        f"{o['global_batch']}, lr {o['learning_rate']:g}) on the export: final loss "
+        f"{r.metrics.get('train_loss', float('nan')):.3f}, reward accuracy "
+        f"{r.metrics.get('rewards/accuracies', float('nan')):.2f}",
+    )
     m11a = out_dir / "bundles" / "m11a"
     merge_adapter(base, r.out_dir, m11a, store=store, name="m11a")
     step("merge", f"m11a adapter merged into full weights -> {m11a}")
@@ -411,7 +481,9 @@ def _train(store, out_dir: Path, step) -> dict[str, Path]:
     for name, alpha in SOUPS:
         path = out_dir / "bundles" / name
         ev = soup(base, m11a, alpha, path)
-        register_checkpoint(store, name, "soup", [INCUMBENT, "m11a"], alpha=alpha, path=str(path), evidence=ev)
+        register_checkpoint(
+            store, name, "soup", [INCUMBENT, "m11a"], alpha=alpha, path=str(path), evidence=ev
+        )
         bundles[name] = path
     step("soup", ", ".join(f"{name} = so7a + {alpha:g}*(m11a - so7a)" for name, alpha in SOUPS))
     return bundles
@@ -422,19 +494,38 @@ def _evaluate(store, out_dir: Path, bundles: dict[str, Path], step) -> None:
     for name, path in bundles.items():
         run_eval(store, path, SUITE, model_name=name)
         run_eval(store, path, LOOP_SUITE, model_name=name)
-    acc = {m: (k, n) for m, k, n in store.con.execute(
-        "SELECT model, count(*) FILTER (correct), count(*) FROM evals WHERE suite = ? GROUP BY ALL", [SUITE]).fetchall()}
-    step("eval", f"{SUITE} (held out, greedy): " + ", ".join(
-        f"{m} {acc[m][0]}/{acc[m][1]}" for m in bundles) + f"; {LOOP_SUITE} loop-flagged: " + ", ".join(
-        f"{m} {k}" for m, k in store.con.execute(
-            "SELECT model, count(*) FILTER (loop_flagged) FROM evals WHERE suite = ? GROUP BY ALL ORDER BY model",
-            [LOOP_SUITE]).fetchall()))
+    acc = {
+        m: (k, n)
+        for m, k, n in store.con.execute(
+            "SELECT model, count(*) FILTER (correct), count(*) FROM evals WHERE suite = ? GROUP BY ALL",
+            [SUITE],
+        ).fetchall()
+    }
+    step(
+        "eval",
+        f"{SUITE} (held out, greedy): "
+        + ", ".join(f"{m} {acc[m][0]}/{acc[m][1]}" for m in bundles)
+        + f"; {LOOP_SUITE} loop-flagged: "
+        + ", ".join(
+            f"{m} {k}"
+            for m, k in store.con.execute(
+                "SELECT model, count(*) FILTER (loop_flagged) FROM evals WHERE suite = ? GROUP BY ALL ORDER BY model",
+                [LOOP_SUITE],
+            ).fetchall()
+        ),
+    )
     c = paired_flips(store, "sm11a", INCUMBENT, SUITE)
-    step("paired test", f"sm11a vs so7a on {c.items} {SUITE} items: right only by sm11a {c.a_only}, only by so7a "
-         f"{c.b_only}; exact McNemar p = {c.mcnemar_p:.2g}")
+    step(
+        "paired test",
+        f"sm11a vs so7a on {c.items} {SUITE} items: right only by sm11a {c.a_only}, only by so7a "
+        f"{c.b_only}; exact McNemar p = {c.mcnemar_p:.2g}",
+    )
     # Blind judging on the held-out battles: both models answer each held-out prompt.
-    held = store.rows("SELECT b.battle_id, b.prompt FROM holdout h JOIN battles b ON b.battle_id = h.item_id "
-                      "WHERE h.set_name = ? AND h.removed_at IS NULL ORDER BY b.battle_id", [HOLDOUT])
+    held = store.rows(
+        "SELECT b.battle_id, b.prompt FROM holdout h JOIN battles b ON b.battle_id = h.item_id "
+        "WHERE h.set_name = ? AND h.removed_at IS NULL ORDER BY b.battle_id",
+        [HOLDOUT],
+    )
     prompts = out_dir / "data" / "judge34-prompts.jsonl"
     with open(prompts, "w", encoding="utf-8") as f:
         for b in held:
@@ -443,18 +534,36 @@ def _evaluate(store, out_dir: Path, bundles: dict[str, Path], step) -> None:
     answers = {}
     for name in ("sm11a", INCUMBENT):
         sample(store, bundles[name], str(prompts), model_name=name)
-        answers[name] = dict(store.con.execute(
-            "SELECT item_id, output FROM generations WHERE model = ? AND item_kind = 'prompt' "
-            "AND item_id IS NOT NULL", [name]).fetchall())
+        answers[name] = dict(
+            store.con.execute(
+                "SELECT item_id, output FROM generations WHERE model = ? AND item_kind = 'prompt' "
+                "AND item_id IS NOT NULL",
+                [name],
+            ).fetchall()
+        )
     verdicts = out_dir / "data" / "judgments.jsonl"
     with open(verdicts, "w", encoding="utf-8") as f:
         for b in held:
             a, bb = answers["sm11a"].get(b["battle_id"], ""), answers[INCUMBENT].get(b["battle_id"], "")
             winner, fa, fb = rule_judge(a, bb)
-            f.write(json.dumps({"battle_id": b["battle_id"], "model_a": "sm11a", "model_b": INCUMBENT,
-                                "winner": winner, "heavy_flaw_a": fa, "heavy_flaw_b": fb,
-                                "judge": "demo rule judge (loops and empty answers are heavy flaws)"}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "battle_id": b["battle_id"],
+                        "model_a": "sm11a",
+                        "model_b": INCUMBENT,
+                        "winner": winner,
+                        "heavy_flaw_a": fa,
+                        "heavy_flaw_b": fb,
+                        "judge": "demo rule judge (loops and empty answers are heavy flaws)",
+                    }
+                )
+                + "\n"
+            )
     ingest_judgments(store, verdicts)
     t = dict(store.con.execute("SELECT winner, count(*) FROM judgments GROUP BY 1").fetchall())
-    step("blind judge", f"sm11a vs so7a on {len(held)} held-out battles: "
-         f"{t.get('a', 0)}-{t.get('b', 0)} ({t.get('tie', 0)} ties)")
+    step(
+        "blind judge",
+        f"sm11a vs so7a on {len(held)} held-out battles: "
+        f"{t.get('a', 0)}-{t.get('b', 0)} ({t.get('tie', 0)} ties)",
+    )

@@ -1,7 +1,7 @@
 """`pairstore generate` and `pairstore mine`: generated tasks and the miners.
 
-    pairstore generate loopfix --n 140 --seed 12077
-    pairstore mine battle
+pairstore generate loopfix --n 140 --seed 12077
+pairstore mine battle
 """
 
 from __future__ import annotations
@@ -21,15 +21,30 @@ def generate_group():
 
 @generate_group.command("loopfix")
 @click.option("--n", "n", type=click.IntRange(min=0), required=True, help="How many tasks to generate.")
-@click.option("--seed", callback=check_seed, type=int, required=True,
-              help="Seed: the same seed and options give the same tasks.")
-@click.option("--families", default=None,
-              help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; see `pairstore generate families`).")
-@click.option("--suite", default=None,
-              help="Write the tasks as this evaluation suite: eval_items plus a holdout set of that name. "
-                   "Without it the tasks are for training and avoid every held-out task key.")
-@click.option("--difficulty", type=click.IntRange(1, 3), default=None,
-              help="Fix the difficulty level (1 easy .. 3 hard); default: drawn per task.")
+@click.option(
+    "--seed",
+    callback=check_seed,
+    type=int,
+    required=True,
+    help="Seed: the same seed and options give the same tasks.",
+)
+@click.option(
+    "--families",
+    default=None,
+    help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; see `pairstore generate families`).",
+)
+@click.option(
+    "--suite",
+    default=None,
+    help="Write the tasks as this evaluation suite: eval_items plus a holdout set of that name. "
+    "Without it the tasks are for training and avoid every held-out task key.",
+)
+@click.option(
+    "--difficulty",
+    type=click.IntRange(1, 3),
+    default=None,
+    help="Fix the difficulty level (1 easy .. 3 hard); default: drawn per task.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
 def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
@@ -41,17 +56,25 @@ def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
         echo_json(summary.to_dict())
         return
     echo_table(["family", "tasks"], list(summary.families.items()))
-    echo_counts(f"{'suite ' + suite if suite else 'training'} (seed {seed})",
-                {"tasks_inserted": summary.tasks_inserted, "tasks_existing": summary.tasks_existing,
-                 "eval_items_inserted": summary.eval_items_inserted, "holdout_added": summary.holdout_added,
-                 "excluded_keys": summary.excluded_keys})
+    echo_counts(
+        f"{'suite ' + suite if suite else 'training'} (seed {seed})",
+        {
+            "tasks_inserted": summary.tasks_inserted,
+            "tasks_existing": summary.tasks_existing,
+            "eval_items_inserted": summary.eval_items_inserted,
+            "holdout_added": summary.holdout_added,
+            "excluded_keys": summary.excluded_keys,
+        },
+    )
 
 
 @generate_group.command("families")
 def generate_families_cmd():
     """List the task families: modes, phrasings per mode and difficulty levels."""
-    rows = [(f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
-            for f in FAMILIES.values()]
+    rows = [
+        (f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
+        for f in FAMILIES.values()
+    ]
     echo_table(["family", "modes (phrasings)", "difficulty"], rows)
 
 
@@ -67,8 +90,10 @@ def _run_miner(ctx, name: str, as_json: bool, **options) -> None:
     if as_json:
         echo_json(result.as_dict())
         return
-    click.echo(f"{result.miner} v{result.version}: kept {result.kept} new pairs "
-               f"({len(result.pair_ids)} produced, {result.new_origins} new origins)")
+    click.echo(
+        f"{result.miner} v{result.version}: kept {result.kept} new pairs "
+        f"({len(result.pair_ids)} produced, {result.new_origins} new origins)"
+    )
     if result.by_source:
         echo_counts("by source", dict(result.by_source))
     echo_counts("dropped", dict(result.dropped))
@@ -77,9 +102,13 @@ def _run_miner(ctx, name: str, as_json: bool, **options) -> None:
 
 
 _mine_json = click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-_mine_workers = click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1),
-                             help="Processes that verify and scan; more helps on idle cores only. "
-                                  "The result does not depend on it.")
+_mine_workers = click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Processes that verify and scan; more helps on idle cores only. The result does not depend on it.",
+)
 
 
 @mine_group.command("list")
@@ -99,26 +128,51 @@ def mine_battle_cmd(ctx, where, as_json):
 
 @mine_group.command("self-repair")
 @click.option("--model", required=True, help="The model whose sampled generations are mined.")
-@click.option("--dataset", required=True, type=click.Choice(["gsm8k", "math"]), help="Problems of this dataset.")
-@click.option("--pairs-per-problem", default=1, show_default=True, type=click.IntRange(min=1),
-              help="At most this many pairs per problem.")
-@click.option("--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the pair selection.")
-@click.option("--no-gold-repair", is_flag=True,
-              help="Do not use the reference solution where every sample is wrong.")
+@click.option(
+    "--dataset", required=True, type=click.Choice(["gsm8k", "math"]), help="Problems of this dataset."
+)
+@click.option(
+    "--pairs-per-problem",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="At most this many pairs per problem.",
+)
+@click.option(
+    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the pair selection."
+)
+@click.option(
+    "--no-gold-repair", is_flag=True, help="Do not use the reference solution where every sample is wrong."
+)
 @_mine_workers
 @_mine_json
 @click.pass_context
 def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_repair, workers, as_json):
     """Verified-correct vs wrong samples of a model on GSM8K/MATH (gold solution where all are wrong)."""
-    _run_miner(ctx, "self_repair", as_json, model=model, dataset=dataset, pairs_per_problem=pairs_per_problem,
-               seed=seed, gold_repair=not no_gold_repair, workers=workers)
+    _run_miner(
+        ctx,
+        "self_repair",
+        as_json,
+        model=model,
+        dataset=dataset,
+        pairs_per_problem=pairs_per_problem,
+        seed=seed,
+        gold_repair=not no_gold_repair,
+        workers=workers,
+    )
 
 
 @mine_group.command("loopfix")
 @click.option("--model", required=True, help="The model whose generations on generated tasks are mined.")
-@click.option("--per-task", default=None, type=click.IntRange(min=1),
-              help="At most this many pairs per task (seeded pick; default: all).")
-@click.option("--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the per-task pick.")
+@click.option(
+    "--per-task",
+    default=None,
+    type=click.IntRange(min=1),
+    help="At most this many pairs per task (seeded pick; default: all).",
+)
+@click.option(
+    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the per-task pick."
+)
 @_mine_workers
 @_mine_json
 @click.pass_context
@@ -129,7 +183,9 @@ def mine_loopfix_cmd(ctx, model, per_task, seed, workers, as_json):
 
 @mine_group.command("style")
 @click.option("--model", default=None, help="Only this model's generations (default: all models).")
-@click.option("--from-pairs", is_flag=True, help="Fix the chosen side of stored pairs instead of generations.")
+@click.option(
+    "--from-pairs", is_flag=True, help="Fix the chosen side of stored pairs instead of generations."
+)
 @click.option("--source", default=None, help="With --from-pairs: only pairs of this source.")
 @_mine_json
 @click.pass_context
@@ -139,10 +195,16 @@ def mine_style_cmd(ctx, model, from_pairs, source, as_json):
 
 
 @mine_group.command("ultrafeedback")
-@click.option("--path", default=None, type=click.Path(),
-              help="Local parquet/JSONL file or folder of the dataset (offline); default: the Hub.")
+@click.option(
+    "--path",
+    default=None,
+    type=click.Path(),
+    help="Local parquet/JSONL file or folder of the dataset (offline); default: the Hub.",
+)
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="Keep a seeded sample of N rows.")
-@click.option("--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the --limit sample.")
+@click.option(
+    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the --limit sample."
+)
 @click.option("--split", default="train_prefs", show_default=True, help="The dataset split.")
 @_mine_json
 @click.pass_context

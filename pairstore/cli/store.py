@@ -1,8 +1,8 @@
 """`pairstore` commands over the store itself: sql, ingest, holdout, round, export, lineage.
 
-    pairstore --db store.duckdb ingest battles battles.jsonl
-    pairstore holdout sample judge34 --n 34 --seed 12076
-    pairstore export --round m11a --out mixtures/
+pairstore --db store.duckdb ingest battles battles.jsonl
+pairstore holdout sample judge34 --n 34 --seed 12076
+pairstore export --round m11a --out mixtures/
 """
 
 from __future__ import annotations
@@ -50,12 +50,18 @@ from pairstore.store.sql import run_sql
 @click.argument("query")
 @click.option("--json", "as_json", is_flag=True, help="Print rows as a JSON list of objects.")
 @click.option("--csv", "as_csv", is_flag=True, help="Print rows as CSV.")
-@click.option("--write", is_flag=True,
-              help="Open the store for writing: every statement in one transaction, all or nothing; holdout, "
-                   "holdout_sets, holdout_exemptions, audit_log, exports and export_rows stay as they are "
-                   "(default: read-only).")
-@click.option("--allow-files", is_flag=True,
-              help="Allow COPY, ATTACH, INSTALL, LOAD and file-reading functions (default: the store only).")
+@click.option(
+    "--write",
+    is_flag=True,
+    help="Open the store for writing: every statement in one transaction, all or nothing; holdout, "
+    "holdout_sets, holdout_exemptions, audit_log, exports and export_rows stay as they are "
+    "(default: read-only).",
+)
+@click.option(
+    "--allow-files",
+    is_flag=True,
+    help="Allow COPY, ATTACH, INSTALL, LOAD and file-reading functions (default: the store only).",
+)
 @click.pass_context
 def sql_cmd(ctx, query, as_json, as_csv, write, allow_files):
     """Run a SQL QUERY against the store and print the result."""
@@ -78,14 +84,30 @@ def ingest_group():
 
 @ingest_group.command("battles")
 @click.argument("file", type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(["native", *ARENA_FORMATS]), default="native", show_default=True,
-              help="native: pairstore's battle records; arena: lmsys/chatbot_arena_conversations rows; "
-                   "arena55k: lmsys-arena-human-preference-55k rows (train.csv).")
-@click.option("--own-model", "own_models", multiple=True, metavar="NAME",
-              help="arena formats: the model whose side votes are read from (repeat for several names).")
-@click.option("--others", type=click.Choice(ARENA_OTHERS), default="skip", show_default=True,
-              help="arena formats, battles no own model plays: skip them (counted) or store them as pairs of "
-                   "source 'arena', the winner's answer chosen.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["native", *ARENA_FORMATS]),
+    default="native",
+    show_default=True,
+    help="native: pairstore's battle records; arena: lmsys/chatbot_arena_conversations rows; "
+    "arena55k: lmsys-arena-human-preference-55k rows (train.csv).",
+)
+@click.option(
+    "--own-model",
+    "own_models",
+    multiple=True,
+    metavar="NAME",
+    help="arena formats: the model whose side votes are read from (repeat for several names).",
+)
+@click.option(
+    "--others",
+    type=click.Choice(ARENA_OTHERS),
+    default="skip",
+    show_default=True,
+    help="arena formats, battles no own model plays: skip them (counted) or store them as pairs of "
+    "source 'arena', the winner's answer chosen.",
+)
 @click.pass_context
 def ingest_battles_cmd(ctx, file, fmt, own_models, others):
     """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder or a save_to_disk folder.
@@ -97,15 +119,21 @@ def ingest_battles_cmd(ctx, file, fmt, own_models, others):
     """
 
     with open_db(ctx) as store:
-        echo_ingest(ingest_battles(store, file, fmt=fmt, own_models=own_models, others=others,
-                                   progress=stderr_is_tty()))
+        echo_ingest(
+            ingest_battles(
+                store, file, fmt=fmt, own_models=own_models, others=others, progress=stderr_is_tty()
+            )
+        )
 
 
 @ingest_group.command("problems")
 @click.option("--dataset", type=click.Choice(["gsm8k", "math"]), required=True, help="Which dataset.")
-@click.option("--path", type=click.Path(),
-              help="Local copy in the dataset's own columns: a JSONL, parquet or CSV file, a Hub folder or a "
-                   "save_to_disk folder (its train split).")
+@click.option(
+    "--path",
+    type=click.Path(),
+    help="Local copy in the dataset's own columns: a JSONL, parquet or CSV file, a Hub folder or a "
+    "save_to_disk folder (its train split).",
+)
 @click.option("--split", default="train", show_default=True, help="Only train is accepted.")
 @click.pass_context
 def ingest_problems_cmd(ctx, dataset, path, split):
@@ -152,19 +180,29 @@ def ingest_judgments_cmd(ctx, file):
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--model", required=True, help="The model (checkpoint name) these results belong to.")
 @click.option("--suite", required=True, help="The suite name (v2, v6, lf2, gsm8k, ...).")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "lm-eval"]), default="jsonl", show_default=True,
-              help="jsonl: {item_id, correct|score, ...}; lm-eval: lm-evaluation-harness samples_*.jsonl.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "lm-eval"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: {item_id, correct|score, ...}; lm-eval: lm-evaluation-harness samples_*.jsonl.",
+)
 @click.option("--metric", help="lm-eval: the metric field to score (default: the first known one present).")
 @click.option("--filter", "filter_name", help="lm-eval: the filter to keep (default: the first in the file).")
 @click.pass_context
 def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
     """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
     with open_db(ctx) as store:
-        result = ingest_evals(store, file, model=model, suite=suite, fmt=fmt, metric=metric,
-                              filter_name=filter_name)
-    click.echo(f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
-               f"already present {result['skipped']}" + (f", filter {result['filter']}" if result["filter"] else "")
-               + (f"; {result['eval_items_added']} new eval item(s) held out" if result["eval_items_added"] else ""))
+        result = ingest_evals(
+            store, file, model=model, suite=suite, fmt=fmt, metric=metric, filter_name=filter_name
+        )
+    click.echo(
+        f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
+        f"already present {result['skipped']}"
+        + (f", filter {result['filter']}" if result["filter"] else "")
+        + (f"; {result['eval_items_added']} new eval item(s) held out" if result["eval_items_added"] else "")
+    )
 
 
 @click.group("holdout")
@@ -174,8 +212,12 @@ def holdout_group():
 
 @holdout_group.command("add")
 @click.argument("set_name", metavar="SET")
-@click.option("--ids-file", required=True, type=click.Path(dir_okay=False),
-              help="One battle, task or eval-item id per line.")
+@click.option(
+    "--ids-file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="One battle, task or eval-item id per line.",
+)
 @click.pass_context
 def holdout_add_cmd(ctx, set_name, ids_file):
     """Add the ids in a file to holdout SET (created if new)."""
@@ -203,8 +245,10 @@ def holdout_list_cmd(ctx):
     """List holdout sets with their active and removed member counts."""
     with open_db(ctx, read_only=True) as store:
         rows = list_sets(store)
-    echo_table(["set", "active", "removed", "method", "seed"],
-               [(r["set_name"], r["active"], r["removed"], r["method"], r["seed"]) for r in rows])
+    echo_table(
+        ["set", "active", "removed", "method", "seed"],
+        [(r["set_name"], r["active"], r["removed"], r["method"], r["seed"]) for r in rows],
+    )
 
 
 @holdout_group.command("show")
@@ -218,8 +262,10 @@ def holdout_show_cmd(ctx, set_name, as_json):
     if as_json:
         echo_json(rows)
     else:
-        echo_table(["item_id", "kind", "status", "match_key", "reason"],
-                   [(r["item_id"], r["item_kind"], r["status"], r["match_key"], r["removed_reason"]) for r in rows])
+        echo_table(
+            ["item_id", "kind", "status", "match_key", "reason"],
+            [(r["item_id"], r["item_kind"], r["status"], r["match_key"], r["removed_reason"]) for r in rows],
+        )
 
 
 @holdout_group.command("remove")
@@ -238,7 +284,9 @@ def holdout_remove_cmd(ctx, set_name, item_id, reason):
 @click.argument("set_name", metavar="SET")
 @click.argument("item_id")
 @click.argument("pair_id")
-@click.option("--reason", required=True, help="Why this pair may train although it matches the member (logged).")
+@click.option(
+    "--reason", required=True, help="Why this pair may train although it matches the member (logged)."
+)
 @click.pass_context
 def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason):
     """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
@@ -254,7 +302,9 @@ def round_group():
 
 @round_group.command("add")
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--shipped", is_flag=True, help="Add every recipe shipped under pairstore/recipes/ (parents first).")
+@click.option(
+    "--shipped", is_flag=True, help="Add every recipe shipped under pairstore/recipes/ (parents first)."
+)
 @click.pass_context
 def round_add_cmd(ctx, files, shipped):
     """Register recipe FILES (TOML) as rounds; the same file again changes nothing."""
@@ -265,8 +315,10 @@ def round_add_cmd(ctx, files, shipped):
             echo_counts("shipped recipes", {k: len(v) for k, v in load_shipped_recipes(store).items()})
         for path in files:
             recipe, added = add_round(store, path)
-            click.echo(f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
-                       f"sha256 {recipe.sha256[:12]})")
+            click.echo(
+                f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
+                f"sha256 {recipe.sha256[:12]})"
+            )
 
 
 @round_group.command("list")
@@ -275,9 +327,13 @@ def round_list_cmd(ctx):
     """List registered rounds with kind, parents, alpha, job and exports."""
     with open_db(ctx, read_only=True) as store:
         rows = list_rounds(store)
-    echo_table(["name", "kind", "parents", "alpha", "job", "exports", "sha256"],
-               [(r["name"], r["kind"], r["parents"], r["alpha"], r["job_id"], r["exports"], r["sha256"])
-                for r in rows])
+    echo_table(
+        ["name", "kind", "parents", "alpha", "job", "exports", "sha256"],
+        [
+            (r["name"], r["kind"], r["parents"], r["alpha"], r["job_id"], r["exports"], r["sha256"])
+            for r in rows
+        ],
+    )
 
 
 @round_group.command("show")
@@ -306,27 +362,45 @@ def round_attach_cmd(ctx, name, file):
         click.echo(f"already attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]})")
         return
     click.echo(f"attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]}, export {r.export_id})")
-    echo_counts("rows", {"matched": r.matched, "new pairs": r.added, **{f"dropped {k}": v
-                                                                        for k, v in r.dropped.items()}})
+    echo_counts(
+        "rows",
+        {"matched": r.matched, "new pairs": r.added, **{f"dropped {k}": v for k, v in r.dropped.items()}},
+    )
 
 
 @click.command("export")
 @click.option("--round", "round_name", required=True, help="The round whose mixture to export.")
-@click.option("--out", "out_dir", default=".", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for NAME.parquet, NAME.sft.parquet and NAME.training_evidence.json.")
-@click.option("--bundle", type=click.Path(file_okay=False),
-              help="Parent bundle folder whose system_prompt.txt a recipe with system_prompt = \"bundle\" uses.")
-@click.option("--system-prompt-file", type=click.Path(dir_okay=False),
-              help="A system_prompt.txt to use for system_prompt = \"bundle\" (instead of --bundle).")
-@click.option("--replace", is_flag=True,
-              help="Overwrite registered files in --out that would get other bytes (their registration is marked "
-                   "superseded); without it such an export is refused.")
+@click.option(
+    "--out",
+    "out_dir",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for NAME.parquet, NAME.sft.parquet and NAME.training_evidence.json.",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(file_okay=False),
+    help='Parent bundle folder whose system_prompt.txt a recipe with system_prompt = "bundle" uses.',
+)
+@click.option(
+    "--system-prompt-file",
+    type=click.Path(dir_okay=False),
+    help='A system_prompt.txt to use for system_prompt = "bundle" (instead of --bundle).',
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Overwrite registered files in --out that would get other bytes (their registration is marked "
+    "superseded); without it such an export is refused.",
+)
 @click.pass_context
 def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace):
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
     with open_db(ctx) as store:
-        r = export_round(store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file,
-                         replace=replace)
+        r = export_round(
+            store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file, replace=replace
+        )
     for note in r.notes:
         click.echo(f"note: {note}")
     if r.superseded:

@@ -1,8 +1,8 @@
 """`pairstore train ...`, `pairstore eval` and `pairstore demo`: models (the `train` extra).
 
-    pairstore train dpo --round m11a --base bundles/so7a --out runs/m11a
-    pairstore eval --model bundles/sm11a --suite lf2
-    pairstore demo demo-run
+pairstore train dpo --round m11a --base bundles/so7a --out runs/m11a
+pairstore eval --model bundles/sm11a --suite lf2
+pairstore demo demo-run
 """
 
 from __future__ import annotations
@@ -26,9 +26,16 @@ from train.soup import soup
 
 def generation_options(fn):
     """--max-new-tokens and --engine: how a bundle generates (sample and eval)."""
-    fn = click.option("--engine", type=click.Choice(["auto", "transformers", "vllm"]), default="auto",
-                      show_default=True, help="auto: vLLM when installed with a GPU, else transformers.")(fn)
-    return click.option("--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens.")(fn)
+    fn = click.option(
+        "--engine",
+        type=click.Choice(["auto", "transformers", "vllm"]),
+        default="auto",
+        show_default=True,
+        help="auto: vLLM when installed with a GPU, else transformers.",
+    )(fn)
+    return click.option(
+        "--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens."
+    )(fn)
 
 
 @click.group("train")
@@ -37,132 +44,319 @@ def train_group():
 
 
 @click.command("eval")
-@click.option("--model", "bundle", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="The bundle to evaluate.")
-@click.option("--suite", required=True,
-              help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
-                   "with --path FILE.")
-@click.option("--path", default=None, type=click.Path(path_type=str),
-              help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
-                   "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
-                   "answer?), or {id?, prompt, gold?, kind?}.")
+@click.option(
+    "--model",
+    "bundle",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="The bundle to evaluate.",
+)
+@click.option(
+    "--suite",
+    required=True,
+    help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
+    "with --path FILE.",
+)
+@click.option(
+    "--path",
+    default=None,
+    type=click.Path(path_type=str),
+    help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
+    "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
+    "answer?), or {id?, prompt, gold?, kind?}.",
+)
 @click.option("--n", type=int, default=None, help="Only the first N items.")
 @generation_options
-@click.option("--name", "model_name", default=None,
-              help="Model name for the scores (default: the bundle's checkpoint name).")
-@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.option(
+    "--name",
+    "model_name",
+    default=None,
+    help="Model name for the scores (default: the bundle's checkpoint name).",
+)
+@click.option(
+    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
+)
 @click.pass_context
 def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code):
     """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
     with open_db(ctx) as store:
-        r = run_eval(store, bundle, suite, model_name, path=path, n=n, max_new_tokens=max_new_tokens,
-                     engine=engine, trust_remote_code=trust_remote_code)
+        r = run_eval(
+            store,
+            bundle,
+            suite,
+            model_name,
+            path=path,
+            n=n,
+            max_new_tokens=max_new_tokens,
+            engine=engine,
+            trust_remote_code=trust_remote_code,
+        )
     acc = "n/a" if r.accuracy is None else f"{r.accuracy:.4f} ({r.correct}/{r.scored})"
-    click.echo(f"{r.model} on {r.suite}: {r.items} items, accuracy {acc}, loop-flagged {r.loop_flagged} "
-               f"({r.loop_catastrophic} catastrophic), empty {r.empty}, mean length {r.mean_output_len:.1f} tokens")
+    click.echo(
+        f"{r.model} on {r.suite}: {r.items} items, accuracy {acc}, loop-flagged {r.loop_flagged} "
+        f"({r.loop_catastrophic} catastrophic), empty {r.empty}, mean length {r.mean_output_len:.1f} tokens"
+    )
     if r.skipped:
         echo_counts("skipped", r.skipped)
 
 
 @train_group.command("dpo")
 @click.option("--round", "round_name", required=True, help="The dpo round whose export to train on.")
-@click.option("--base", "base", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="The base bundle (the round's parent, merged full weights).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="Folder for the adapter, its checkpoints and training_evidence.json.")
+@click.option(
+    "--base",
+    "base",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="The base bundle (the round's parent, merged full weights).",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Folder for the adapter, its checkpoints and training_evidence.json.",
+)
 @click.option("--resume", is_flag=True, help="Continue from the last checkpoint-N in --out.")
 @click.option("--max-steps", type=int, default=None, help="Override the recipe's max_steps (smoke runs).")
-@click.option("--save-steps", type=int, default=None,
-              help="Save a checkpoint every N steps (default: 50, or max_steps when fewer).")
-@click.option("--launcher", type=click.Choice(["accelerate"]), default=None,
-              help="Run through `accelerate launch` (multi-GPU with --num-processes).")
-@click.option("--num-processes", type=int, default=1, show_default=True,
-              help="World size under --launcher accelerate; gradient accumulation = global_batch / "
-                   "(per_device_batch x this).")
-@click.option("--accelerate-config", default=None,
-              help="zero3 | fsdp | cpu (shipped in train/configs) or a YAML path (default: zero3 with a GPU, "
-                   "else cpu).")
-@click.option("--emit-sbatch", "sbatch_path", default=None, type=click.Path(dir_okay=False, path_type=str),
-              help="Do not train: prepare the job and write a Slurm script for it to this path.")
+@click.option(
+    "--save-steps",
+    type=int,
+    default=None,
+    help="Save a checkpoint every N steps (default: 50, or max_steps when fewer).",
+)
+@click.option(
+    "--launcher",
+    type=click.Choice(["accelerate"]),
+    default=None,
+    help="Run through `accelerate launch` (multi-GPU with --num-processes).",
+)
+@click.option(
+    "--num-processes",
+    type=int,
+    default=1,
+    show_default=True,
+    help="World size under --launcher accelerate; gradient accumulation = global_batch / "
+    "(per_device_batch x this).",
+)
+@click.option(
+    "--accelerate-config",
+    default=None,
+    help="zero3 | fsdp | cpu (shipped in train/configs) or a YAML path (default: zero3 with a GPU, "
+    "else cpu).",
+)
+@click.option(
+    "--emit-sbatch",
+    "sbatch_path",
+    default=None,
+    type=click.Path(dir_okay=False, path_type=str),
+    help="Do not train: prepare the job and write a Slurm script for it to this path.",
+)
 @click.option("--gpus", type=int, default=4, show_default=True, help="GPUs of the Slurm job (--emit-sbatch).")
-@click.option("--time", "time_limit", default="04:00:00", show_default=True,
-              help="Slurm time limit (--emit-sbatch).")
+@click.option(
+    "--time", "time_limit", default="04:00:00", show_default=True, help="Slurm time limit (--emit-sbatch)."
+)
 @click.option("--partition", default=None, help="Slurm partition (--emit-sbatch).")
 @click.option("--name", default=None, help="Checkpoint name of the adapter (default: ROUND-lora).")
-@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.option(
+    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
+)
 @click.pass_context
-def train_dpo_cmd(ctx, round_name, base, out_dir, resume, max_steps, save_steps, launcher, num_processes,
-                  accelerate_config, sbatch_path, gpus, time_limit, partition, name, trust_remote_code):
+def train_dpo_cmd(
+    ctx,
+    round_name,
+    base,
+    out_dir,
+    resume,
+    max_steps,
+    save_steps,
+    launcher,
+    num_processes,
+    accelerate_config,
+    sbatch_path,
+    gpus,
+    time_limit,
+    partition,
+    name,
+    trust_remote_code,
+):
     """Train a round's LoRA adapter with DPO + NLL on its exported mixture (exit 3 if the mixture changed)."""
     db = ctx.find_root().obj["db"]
     if sbatch_path:
         with open_db(ctx, read_only=True) as store:
-            path = emit_sbatch(store, round_name, base, out_dir, sbatch_path, db=db, gpus=gpus,
-                               config=accelerate_config or "zero3", time_limit=time_limit, partition=partition,
-                               max_steps=max_steps, trust_remote_code=trust_remote_code, adapter_name=name)
+            path = emit_sbatch(
+                store,
+                round_name,
+                base,
+                out_dir,
+                sbatch_path,
+                db=db,
+                gpus=gpus,
+                config=accelerate_config or "zero3",
+                time_limit=time_limit,
+                partition=partition,
+                max_steps=max_steps,
+                trust_remote_code=trust_remote_code,
+                adapter_name=name,
+            )
         click.echo(f"wrote {path} ({gpus} GPUs); submit it with: sbatch {path}")
         return
 
-    result = train_dpo_at(db, round_name, base, out_dir, resume=resume, world_size=num_processes,
-                          max_steps=max_steps, save_steps=save_steps, launcher=launcher,
-                          accelerate_config=accelerate_config, trust_remote_code=trust_remote_code,
-                          adapter_name=name)
+    result = train_dpo_at(
+        db,
+        round_name,
+        base,
+        out_dir,
+        resume=resume,
+        world_size=num_processes,
+        max_steps=max_steps,
+        save_steps=save_steps,
+        launcher=launcher,
+        accelerate_config=accelerate_config,
+        trust_remote_code=trust_remote_code,
+        adapter_name=name,
+    )
     m = result.metrics
-    click.echo(f"trained {result.adapter_name}: {m.get('global_step')} steps, loss {m.get('loss', float('nan')):.4f}, "
-               f"reward margin {m.get('rewards/margins', float('nan')):.4f}, "
-               f"accuracy {m.get('rewards/accuracies', float('nan')):.3f} -> {result.out_dir}")
+    click.echo(
+        f"trained {result.adapter_name}: {m.get('global_step')} steps, loss {m.get('loss', float('nan')):.4f}, "
+        f"reward margin {m.get('rewards/margins', float('nan')):.4f}, "
+        f"accuracy {m.get('rewards/accuracies', float('nan')):.3f} -> {result.out_dir}"
+    )
 
 
 @train_group.command("merge")
-@click.option("--base", "base", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="The bundle the adapter was trained on.")
-@click.option("--adapter", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="The adapter folder, or one of its checkpoint-N folders.")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="Output bundle folder.")
-@click.option("--name", default=None,
-              help="Checkpoint name (default: the round, or ROUND-stepN for an intermediate checkpoint).")
-@click.option("--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB.")
-@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.option(
+    "--base",
+    "base",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="The bundle the adapter was trained on.",
+)
+@click.option(
+    "--adapter",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="The adapter folder, or one of its checkpoint-N folders.",
+)
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Output bundle folder.",
+)
+@click.option(
+    "--name",
+    default=None,
+    help="Checkpoint name (default: the round, or ROUND-stepN for an intermediate checkpoint).",
+)
+@click.option(
+    "--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB."
+)
+@click.option(
+    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
+)
 @click.pass_context
 def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
-        result = merge_adapter(base, adapter, out_dir, store=store, name=name, max_shard_bytes=max_shard_mb << 20,
-                               trust_remote_code=trust_remote_code)
-    click.echo(f"merged {result.merged_modules} LoRA modules ({result.method}) -> {result.out_dir}; "
-               f"registered checkpoint {result.name}")
+        result = merge_adapter(
+            base,
+            adapter,
+            out_dir,
+            store=store,
+            name=name,
+            max_shard_bytes=max_shard_mb << 20,
+            trust_remote_code=trust_remote_code,
+        )
+    click.echo(
+        f"merged {result.merged_modules} LoRA modules ({result.method}) -> {result.out_dir}; "
+        f"registered checkpoint {result.name}"
+    )
 
 
 @train_group.command("sample")
-@click.option("--model", "bundle", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="The bundle to answer with.")
-@click.option("--items", required=True, help="gsm8k | math (train problems) | tasks | a JSONL/parquet of "
-                                             "{id?, prompt, gold?, kind?}.")
+@click.option(
+    "--model",
+    "bundle",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="The bundle to answer with.",
+)
+@click.option(
+    "--items",
+    required=True,
+    help="gsm8k | math (train problems) | tasks | a JSONL/parquet of {id?, prompt, gold?, kind?}.",
+)
 @click.option("--n", type=int, default=None, help="Only the first N items.")
 @click.option("--samples", type=int, default=1, show_default=True, help="Answers per item.")
 @click.option("--temperature", type=float, default=0.0, show_default=True, help="0 = greedy.")
-@click.option("--seed", callback=check_seed, type=int, default=0, show_default=True,
-              help="Sampling seed (per item: hash of seed, id).")
-@click.option("--repetition-penalty", type=float, default=None,
-              help="Decoding knob (default: the bundle's serving_config decoding, else off).")
-@click.option("--no-repeat-ngram-size", type=int, default=None,
-              help="Decoding knob (default: the bundle's serving_config decoding, else off).")
+@click.option(
+    "--seed",
+    callback=check_seed,
+    type=int,
+    default=0,
+    show_default=True,
+    help="Sampling seed (per item: hash of seed, id).",
+)
+@click.option(
+    "--repetition-penalty",
+    type=float,
+    default=None,
+    help="Decoding knob (default: the bundle's serving_config decoding, else off).",
+)
+@click.option(
+    "--no-repeat-ngram-size",
+    type=int,
+    default=None,
+    help="Decoding knob (default: the bundle's serving_config decoding, else off).",
+)
 @generation_options
-@click.option("--name", "model_name", default=None,
-              help="Model name for the generations (default: the bundle's checkpoint name).")
-@click.option("--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default).")
+@click.option(
+    "--name",
+    "model_name",
+    default=None,
+    help="Model name for the generations (default: the bundle's checkpoint name).",
+)
+@click.option(
+    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
+)
 @click.pass_context
-def train_sample_cmd(ctx, bundle, items, n, samples, temperature, seed, repetition_penalty, no_repeat_ngram_size,
-                     max_new_tokens, engine, model_name, trust_remote_code):
+def train_sample_cmd(
+    ctx,
+    bundle,
+    items,
+    n,
+    samples,
+    temperature,
+    seed,
+    repetition_penalty,
+    no_repeat_ngram_size,
+    max_new_tokens,
+    engine,
+    model_name,
+    trust_remote_code,
+):
     """Answer items the way the bundle is served; store outputs with verdicts and loop flags."""
     decoding = {"repetition_penalty": repetition_penalty, "no_repeat_ngram_size": no_repeat_ngram_size}
     with open_db(ctx) as store:
-        r = sample(store, bundle, items, n=n, samples=samples, temperature=temperature, seed=seed,
-                   decoding=decoding, model_name=model_name, max_new_tokens=max_new_tokens, engine=engine,
-                   trust_remote_code=trust_remote_code)
-    click.echo(f"{r.model}: {r.generations} generations for {r.items} items ({r.added} new), "
-               f"loop-flagged {r.loop_flagged}")
+        r = sample(
+            store,
+            bundle,
+            items,
+            n=n,
+            samples=samples,
+            temperature=temperature,
+            seed=seed,
+            decoding=decoding,
+            model_name=model_name,
+            max_new_tokens=max_new_tokens,
+            engine=engine,
+            trust_remote_code=trust_remote_code,
+        )
+    click.echo(
+        f"{r.model}: {r.generations} generations for {r.items} items ({r.added} new), "
+        f"loop-flagged {r.loop_flagged}"
+    )
     echo_counts("verdicts", r.verdicts)
     if r.skipped:
         echo_counts("skipped", r.skipped)
@@ -172,28 +366,46 @@ def train_sample_cmd(ctx, bundle, items, n, samples, temperature, seed, repetiti
 @click.argument("a_dir", metavar="A", type=click.Path(file_okay=False, path_type=str))
 @click.argument("b_dir", metavar="B", type=click.Path(file_okay=False, path_type=str))
 @click.option("--alpha", type=float, required=True, help="Weight of B: out = A + alpha*(B - A).")
-@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False, path_type=str),
-              help="Output bundle folder (new or empty).")
+@click.option(
+    "--out",
+    "out_dir",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Output bundle folder (new or empty).",
+)
 @click.option("--name", default=None, help="Checkpoint name to register (default: the output folder's name).")
 @click.option("--a-name", default=None, help="Checkpoint name of A (default: A's folder name).")
 @click.option("--b-name", default=None, help="Checkpoint name of B (default: B's folder name).")
-@click.option("--slice-mb", type=int, default=16, show_default=True,
-              help="Streaming slice size in MiB (memory is about 11 slices plus the interpreter).")
-@click.option("--hash-output", is_flag=True,
-              help="Also record the output shards' SHA-256 in the evidence (the inputs' are always recorded).")
-@click.option("--no-register", is_flag=True,
-              help="Do not register the checkpoint (by default it is registered when --db/PAIRSTORE_DB is "
-                   "given or the default store file exists).")
+@click.option(
+    "--slice-mb",
+    type=int,
+    default=16,
+    show_default=True,
+    help="Streaming slice size in MiB (memory is about 11 slices plus the interpreter).",
+)
+@click.option(
+    "--hash-output",
+    is_flag=True,
+    help="Also record the output shards' SHA-256 in the evidence (the inputs' are always recorded).",
+)
+@click.option(
+    "--no-register",
+    is_flag=True,
+    help="Do not register the checkpoint (by default it is registered when --db/PAIRSTORE_DB is "
+    "given or the default store file exists).",
+)
 @click.pass_context
-def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, hash_output, no_register):
+def train_soup_cmd(
+    ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, hash_output, no_register
+):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
-
-
 
     evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20, hash_output=hash_output)
     out = evidence["output"]
-    click.echo(f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "
-               f"shard(s), alpha={alpha} -> {out_dir} ({evidence['seconds']} s)")
+    click.echo(
+        f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "
+        f"shard(s), alpha={alpha} -> {out_dir} ({evidence['seconds']} s)"
+    )
     root = ctx.find_root()
     given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
     if no_register or not given:
@@ -203,8 +415,9 @@ def train_soup_cmd(ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slic
     name = name or Path(out_dir).resolve().name
     parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
     with open_db(ctx) as store:
-        register_checkpoint(store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()),
-                            evidence=evidence)
+        register_checkpoint(
+            store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()), evidence=evidence
+        )
     click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")
 
 
@@ -221,4 +434,3 @@ def demo_cmd(out_dir):
     result = run_demo(out_dir, echo=click.echo)
     for line in closing_lines(result):
         click.echo(line)
-

@@ -32,12 +32,12 @@ class AttachResult:
     path: str
     sha256: str
     rows: int
-    matched: int = 0            # rows that are pairs already in the store
-    added: int = 0              # rows stored as new pairs
-    dropped: dict = field(default_factory=dict)   # rows not stored, by reason (empty side, ...)
+    matched: int = 0  # rows that are pairs already in the store
+    added: int = 0  # rows stored as new pairs
+    dropped: dict = field(default_factory=dict)  # rows not stored, by reason (empty side, ...)
     export_id: str = ""
     content_hash: str = ""
-    already: bool = False       # the same file was attached to this round before
+    already: bool = False  # the same file was attached to this round before
 
 
 def _content_hash(rows: list[PairRow]) -> str:
@@ -55,14 +55,22 @@ def _known_by_file_id(store, rows: list[PairRow]) -> dict[str, tuple[str, str]]:
     if not file_ids:
         return {}
     with store.registered("_att_ids", pa.table({"pair_id": pa.array(file_ids, pa.string())})):
-        return {pid: (mk, ch) for pid, mk, ch in store.con.execute(
-            "SELECT p.pair_id, p.match_key, p.chosen FROM pairs p JOIN _att_ids USING (pair_id)").fetchall()}
+        return {
+            pid: (mk, ch)
+            for pid, mk, ch in store.con.execute(
+                "SELECT p.pair_id, p.match_key, p.chosen FROM pairs p JOIN _att_ids USING (pair_id)"
+            ).fetchall()
+        }
 
 
 def _stored_ids(store, ids: list[str]) -> set[str]:
     with store.registered("_att_new", pa.table({"pair_id": pa.array(sorted(set(ids)), pa.string())})):
-        return {r[0] for r in store.con.execute(
-            "SELECT p.pair_id FROM pairs p JOIN _att_new USING (pair_id)").fetchall()}
+        return {
+            r[0]
+            for r in store.con.execute(
+                "SELECT p.pair_id FROM pairs p JOIN _att_new USING (pair_id)"
+            ).fetchall()
+        }
 
 
 def attach_round(store, name: str, path) -> AttachResult:
@@ -76,25 +84,50 @@ def attach_round(store, name: str, path) -> AttachResult:
     eid = attached_id(name, sha)
     row = store.one("SELECT rows, content_hash FROM exports WHERE export_id = ?", [eid])
     if row is not None:
-        return AttachResult(round=name, path=abs_path, sha256=sha, rows=row[0], export_id=eid,
-                            content_hash=row[1], already=True)
+        return AttachResult(
+            round=name,
+            path=abs_path,
+            sha256=sha,
+            rows=row[0],
+            export_id=eid,
+            content_hash=row[1],
+            already=True,
+        )
     records = read_pair_file(p, require_chosen=True)
-    result = AttachResult(round=name, path=abs_path, sha256=sha, rows=len(records), export_id=eid,
-                          content_hash=_content_hash(records))
+    result = AttachResult(
+        round=name,
+        path=abs_path,
+        sha256=sha,
+        rows=len(records),
+        export_id=eid,
+        content_hash=_content_hash(records),
+    )
     known_by_file_id = _known_by_file_id(store, records)
-    row_pairs: list[tuple[int, str | None]] = []   # (row index, pair id) in file order
+    row_pairs: list[tuple[int, str | None]] = []  # (row index, pair id) in file order
     new_pairs: list[tuple[int, Pair]] = []
     for r in records:
         known = known_by_file_id.get(r.pair_id) if r.pair_id else None
         if known is not None and known[0] == match_key(r.prompt) and known[1] == r.chosen:
-            row_pairs.append((r.row_index, r.pair_id))   # one of ours (an export carries the recipe's system prompt)
+            row_pairs.append(
+                (r.row_index, r.pair_id)
+            )  # one of ours (an export carries the recipe's system prompt)
             result.matched += 1
             continue
         row_pairs.append((r.row_index, pair_id_of(r.prompt, r.chosen, r.rejected)))
-        new_pairs.append((r.row_index, Pair(
-            prompt=r.prompt, chosen=r.chosen, rejected=r.rejected, source=r.source or "attached",
-            family=r.family, task_key=r.task_key,
-            origins=[Origin("attached", f"{sha}:{r.line}", f"round attach {name}")])))
+        new_pairs.append(
+            (
+                r.row_index,
+                Pair(
+                    prompt=r.prompt,
+                    chosen=r.chosen,
+                    rejected=r.rejected,
+                    source=r.source or "attached",
+                    family=r.family,
+                    task_key=r.task_key,
+                    origins=[Origin("attached", f"{sha}:{r.line}", f"round attach {name}")],
+                ),
+            )
+        )
     with store.transaction():
         if new_pairs:
             existing = _stored_ids(store, [row_pairs[i][1] for i, _ in new_pairs])
@@ -110,7 +143,14 @@ def attach_round(store, name: str, path) -> AttachResult:
             for i, _ in keep:
                 if row_pairs[i][1] not in stored:
                     row_pairs[i] = (i, None)
-        record_attached(store, name, path=abs_path, sha=sha, rows=result.rows, content_hash=result.content_hash,
-                        row_pairs=[(i, pid) for i, pid in row_pairs if pid is not None],
-                        detail={"matched": result.matched, "added": result.added, "dropped": result.dropped})
+        record_attached(
+            store,
+            name,
+            path=abs_path,
+            sha=sha,
+            rows=result.rows,
+            content_hash=result.content_hash,
+            row_pairs=[(i, pid) for i, pid in row_pairs if pid is not None],
+            detail={"matched": result.matched, "added": result.added, "dropped": result.dropped},
+        )
     return result

@@ -20,7 +20,9 @@ from pairstore.keys import sha256_text
 from pairstore.rounds.recipes import Recipe
 
 EVIDENCE_SUFFIX = ".training_evidence.json"
-ROW_ORDER = "blocks in recipe order; within a block pairs in store order (pairs.rowid); copies of a pair adjacent"
+ROW_ORDER = (
+    "blocks in recipe order; within a block pairs in store order (pairs.rowid); copies of a pair adjacent"
+)
 
 
 def evidence_name(round_name: str) -> str:
@@ -28,30 +30,60 @@ def evidence_name(round_name: str) -> str:
 
 
 def library_versions(store) -> dict:
-    return {"pairstore": __version__, "duckdb": duckdb.__version__, "pyarrow": pa.__version__,
-            "rapidfuzz": rapidfuzz.__version__, "schema_version": store.schema_version()}
+    return {
+        "pairstore": __version__,
+        "duckdb": duckdb.__version__,
+        "pyarrow": pa.__version__,
+        "rapidfuzz": rapidfuzz.__version__,
+        "schema_version": store.schema_version(),
+    }
 
 
-def export_evidence(store, recipe: Recipe, files: dict, *, file_names: dict, blocks: list[dict],
-                    rows_by_source: dict, rows_by_family: dict, gate: dict, system_prompt: str | None,
-                    system_prompt_from: str) -> dict:
+def export_evidence(
+    store,
+    recipe: Recipe,
+    files: dict,
+    *,
+    file_names: dict,
+    blocks: list[dict],
+    rows_by_source: dict,
+    rows_by_family: dict,
+    gate: dict,
+    system_prompt: str | None,
+    system_prompt_from: str,
+) -> dict:
     """The evidence dict of one export. `files`: kind ("dpo"/"sft") -> {"sha256", "rows", "content_hash"};
     `file_names`: kind -> the file's name."""
     dpo = files.get("dpo", {})
     sft = files.get("sft")
     return {
-        "round": recipe.name, "kind": recipe.kind, "parents": recipe.parents, "job_id": recipe.job_id,
-        "recipe_sha256": recipe.sha256, "recipe": recipe.to_json(),
-        "parquet": file_names["dpo"], "parquet_sha256": dpo.get("sha256"), "rows": dpo.get("rows", 0),
+        "round": recipe.name,
+        "kind": recipe.kind,
+        "parents": recipe.parents,
+        "job_id": recipe.job_id,
+        "recipe_sha256": recipe.sha256,
+        "recipe": recipe.to_json(),
+        "parquet": file_names["dpo"],
+        "parquet_sha256": dpo.get("sha256"),
+        "rows": dpo.get("rows", 0),
         "content_hash": dpo.get("content_hash"),
         "sft_parquet": file_names["sft"] if sft else None,
-        "sft_parquet_sha256": sft["sha256"] if sft else None, "sft_rows": sft["rows"] if sft else 0,
+        "sft_parquet_sha256": sft["sha256"] if sft else None,
+        "sft_rows": sft["rows"] if sft else 0,
         "sft_content_hash": sft["content_hash"] if sft else None,
-        "system_prompt": {"from": system_prompt_from,
-                          "sha256": sha256_text(system_prompt) if system_prompt is not None else None},
-        "blocks": blocks, "rows_by_source": rows_by_source, "rows_by_family": rows_by_family, "gate": gate,
+        "system_prompt": {
+            "from": system_prompt_from,
+            "sha256": sha256_text(system_prompt) if system_prompt is not None else None,
+        },
+        "blocks": blocks,
+        "rows_by_source": rows_by_source,
+        "rows_by_family": rows_by_family,
+        "gate": gate,
         "order": ROW_ORDER,
-        "writer": {"compression": COMPRESSION, "compression_level": COMPRESSION_LEVEL,
-                   "row_group_rows": ROW_GROUP_ROWS},
+        "writer": {
+            "compression": COMPRESSION,
+            "compression_level": COMPRESSION_LEVEL,
+            "row_group_rows": ROW_GROUP_ROWS,
+        },
         "versions": library_versions(store),
     }

@@ -42,10 +42,14 @@ def replacements(store, new_sha: dict[Path, str | None], *, replace: bool) -> li
         clashes.sort(key=lambda c: (c[0].endswith(".json"), c[0]))
         path, reg = clashes[0]
         others = sorted({p for p, _ in clashes} - {path})
-        raise BadInput(f"{path} is registered ({reg['kind']} {reg['export_id']} of round {reg['round']!r}) with "
-                       "other bytes" + (f" (and {', '.join(others)})" if others else "")
-                       + "; export into another folder, or pass --replace to supersede the registration",
-                       path=path, field="out")
+        raise BadInput(
+            f"{path} is registered ({reg['kind']} {reg['export_id']} of round {reg['round']!r}) with "
+            "other bytes"
+            + (f" (and {', '.join(others)})" if others else "")
+            + "; export into another folder, or pass --replace to supersede the registration",
+            path=path,
+            field="out",
+        )
     return sorted({reg["export_id"] for _, reg in clashes})
 
 
@@ -53,9 +57,13 @@ def leftovers(store, folder: Path, finals: list[Path]) -> list[tuple[Path, str]]
     """(file, what it is) for everything an interrupted export left in `folder` for these final files: temp
     files, and final files no registration names (a registered file with other bytes is the mixture
     audit's "changed", not a leftover)."""
-    found = [(p, "temp file of an interrupted export") for f in finals for p in leftover_temps(folder, f.name)]
+    found = [
+        (p, "temp file of an interrupted export") for f in finals for p in leftover_temps(folder, f.name)
+    ]
     for f in finals:
-        if f.is_file() and not store.one("SELECT 1 FROM exports WHERE path = ? OR evidence_path = ?", [str(f), str(f)]):
+        if f.is_file() and not store.one(
+            "SELECT 1 FROM exports WHERE path = ? OR evidence_path = ?", [str(f), str(f)]
+        ):
             found.append((f, "a file no registration names (an export interrupted before it registered it?)"))
     return found
 
@@ -64,7 +72,8 @@ def started_exports(store) -> list[dict]:
     """Every export that began: its round, folder and final files (audit_log `export.started`)."""
     out = []
     for subject, detail in store.con.execute(
-            "SELECT subject, detail FROM audit_log WHERE action = 'export.started' ORDER BY seq").fetchall():
+        "SELECT subject, detail FROM audit_log WHERE action = 'export.started' ORDER BY seq"
+    ).fetchall():
         d = json.loads(detail) if isinstance(detail, str) else detail
         out.append({"round": subject, "out": d.get("out"), "files": d.get("files", [])})
     return out

@@ -32,23 +32,34 @@ class BlockPlan:
     where: str | None
     limit: int | None
     upsample: float
-    matched: int = 0        # pairs the source and condition select
-    selected: int = 0       # after the seeded limit
-    rows: int = 0           # after upsampling
+    matched: int = 0  # pairs the source and condition select
+    selected: int = 0  # after the seeded limit
+    rows: int = 0  # after upsampling
     note: str | None = None
 
     def as_dict(self) -> dict:
-        return {"source": self.source, "where": self.where, "limit": self.limit, "upsample": self.upsample,
-                "matched": self.matched, "selected": self.selected, "rows": self.rows, "note": self.note}
+        return {
+            "source": self.source,
+            "where": self.where,
+            "limit": self.limit,
+            "upsample": self.upsample,
+            "matched": self.matched,
+            "selected": self.selected,
+            "rows": self.rows,
+            "note": self.note,
+        }
 
 
 # -- the plan ------------------------------------------------------------------------
 
+
 def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
     """Fill the temp table _mix (block, prow, pair_id, kind, copies) for the recipe."""
     con = store.con
-    con.execute("CREATE OR REPLACE TEMP TABLE _mix_sel (block INTEGER, prow BIGINT, pair_id VARCHAR, "
-                "kind VARCHAR, copies INTEGER)")
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _mix_sel (block INTEGER, prow BIGINT, pair_id VARCHAR, "
+        "kind VARCHAR, copies INTEGER)"
+    )
     plans = []
     for i, blk in enumerate(recipe.mix):
         plan = BlockPlan(i, blk.source, blk.where, blk.limit, blk.upsample)
@@ -59,18 +70,21 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
         frac = blk.upsample - whole
         try:
             if blk.limit is None and frac == 0:
-                con.execute(f"INSERT INTO _mix_sel SELECT {i}, prow, pair_id, kind, {whole} FROM {rows}",
-                            [blk.source])
+                con.execute(
+                    f"INSERT INTO _mix_sel SELECT {i}, prow, pair_id, kind, {whole} FROM {rows}", [blk.source]
+                )
                 plan.matched = plan.selected = con.execute(
-                    f"SELECT count(*) FROM _mix_sel WHERE block = {i}").fetchall()[0][0]
+                    f"SELECT count(*) FROM _mix_sel WHERE block = {i}"
+                ).fetchall()[0][0]
             else:
-                tbl = con.sql(f"SELECT prow, pair_id, kind FROM {rows} ORDER BY pair_id",
-                              params=[blk.source]).to_arrow_table()
+                tbl = con.sql(
+                    f"SELECT prow, pair_id, kind FROM {rows} ORDER BY pair_id", params=[blk.source]
+                ).to_arrow_table()
                 plan.matched = tbl.num_rows
                 ids = tbl.column("pair_id").to_pylist()
                 keep = np.arange(len(ids))
                 if blk.limit is not None and len(ids) > blk.limit:
-                    keep = np.sort(seeded_order(recipe.seed, ids, "limit")[:blk.limit])
+                    keep = np.sort(seeded_order(recipe.seed, ids, "limit")[: blk.limit])
                 elif blk.limit is not None and len(ids) < blk.limit:
                     plan.note = f"limit {blk.limit} > {len(ids)} pairs available: all taken"
                 tbl = tbl.take(pa.array(keep))
@@ -79,21 +93,32 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
                     extra = int(np.floor(frac * tbl.num_rows + 0.5))
                     part = seeded_order(recipe.seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
                     copies[part] += 1
-                sel = pa.table({"block": pa.array(np.full(tbl.num_rows, i, dtype=np.int32)),
-                                "prow": tbl.column("prow"), "pair_id": tbl.column("pair_id"),
-                                "kind": tbl.column("kind"), "copies": pa.array(copies)})
+                sel = pa.table(
+                    {
+                        "block": pa.array(np.full(tbl.num_rows, i, dtype=np.int32)),
+                        "prow": tbl.column("prow"),
+                        "pair_id": tbl.column("pair_id"),
+                        "kind": tbl.column("kind"),
+                        "copies": pa.array(copies),
+                    }
+                )
                 with store.registered("_mix_block", sel):
                     con.execute("INSERT INTO _mix_sel SELECT * FROM _mix_block")
                 plan.selected = tbl.num_rows
         except duckdb.Error as e:
-            raise BadInput(f"round {recipe.name!r}, [[mix]] block {i + 1}: {str(e).splitlines()[0]}",
-                           field=f"mix[{i}].where") from None
+            raise BadInput(
+                f"round {recipe.name!r}, [[mix]] block {i + 1}: {str(e).splitlines()[0]}",
+                field=f"mix[{i}].where",
+            ) from None
         if plan.matched == 0:
             plan.note = "no pairs match this block"
         plans.append(plan)
     con.execute("CREATE OR REPLACE TEMP TABLE _mix AS SELECT * FROM _mix_sel WHERE copies > 0")
     con.execute("DROP TABLE _mix_sel")
     for plan in plans:
-        plan.rows = int(con.execute("SELECT coalesce(sum(copies), 0) FROM _mix WHERE block = ?",
-                                    [plan.index]).fetchall()[0][0])
+        plan.rows = int(
+            con.execute("SELECT coalesce(sum(copies), 0) FROM _mix WHERE block = ?", [plan.index]).fetchall()[
+                0
+            ][0]
+        )
     return plans

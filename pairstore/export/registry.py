@@ -28,15 +28,27 @@ def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
 
 def active_at(store, paths: list[str]) -> list[dict]:
     """Registrations not superseded whose file or evidence file is one of `paths`."""
-    return store.rows("""
+    return store.rows(
+        """
         SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256 FROM exports
         WHERE superseded_at IS NULL AND (path IN (SELECT unnest(?::VARCHAR[]))
                                          OR evidence_path IN (SELECT unnest(?::VARCHAR[])))
-        ORDER BY created_at, export_id""", [paths, paths])
+        ORDER BY created_at, export_id""",
+        [paths, paths],
+    )
 
 
-def record_export(store, round_name: str, files: dict, evidence: dict, *, evidence_path: str,
-                  evidence_sha256: str, exempted: list[dict], supersede: list[str] = ()) -> list[str]:
+def record_export(
+    store,
+    round_name: str,
+    files: dict,
+    evidence: dict,
+    *,
+    evidence_path: str,
+    evidence_sha256: str,
+    exempted: list[dict],
+    supersede: list[str] = (),
+) -> list[str]:
     """Register an export's files (kind -> {"path", "sha256", "rows", "content_hash"}) and their rows, read
     from the planned mixture `_mix` in the file's order (block, store order, copies adjacent), marking the
     registrations in `supersede` superseded. Returns the export ids; a file registered before with the
@@ -52,27 +64,58 @@ def record_export(store, round_name: str, files: dict, evidence: dict, *, eviden
                 # The same bytes at the same path. With new evidence (an exemption added, say; only under
                 # --replace) or superseded before, it is registered again, as the newest.
                 if row[0] != evidence_sha256 or row[1] is not None:
-                    con.execute("UPDATE exports SET evidence = ?, evidence_path = ?, evidence_sha256 = ?, "
-                                "superseded_at = NULL, superseded_by = NULL, created_at = current_timestamp "
-                                "WHERE export_id = ?", [json.dumps(evidence, sort_keys=True, ensure_ascii=False),
-                                                        evidence_path, evidence_sha256, eid])
+                    con.execute(
+                        "UPDATE exports SET evidence = ?, evidence_path = ?, evidence_sha256 = ?, "
+                        "superseded_at = NULL, superseded_by = NULL, created_at = current_timestamp "
+                        "WHERE export_id = ?",
+                        [
+                            json.dumps(evidence, sort_keys=True, ensure_ascii=False),
+                            evidence_path,
+                            evidence_sha256,
+                            eid,
+                        ],
+                    )
                 continue
-            con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence, "
-                        "evidence_path, evidence_sha256) VALUES (?, ?, 'export', ?, ?, ?, ?, ?, ?, ?)",
-                        [eid, round_name, info["path"], info["sha256"], info["rows"], info["content_hash"],
-                         json.dumps(evidence, sort_keys=True, ensure_ascii=False), evidence_path,
-                         evidence_sha256])
-            con.execute("""
+            con.execute(
+                "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence, "
+                "evidence_path, evidence_sha256) VALUES (?, ?, 'export', ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    eid,
+                    round_name,
+                    info["path"],
+                    info["sha256"],
+                    info["rows"],
+                    info["content_hash"],
+                    json.dumps(evidence, sort_keys=True, ensure_ascii=False),
+                    evidence_path,
+                    evidence_sha256,
+                ],
+            )
+            con.execute(
+                """
                 INSERT INTO export_rows
                 SELECT ?, row_number() OVER (ORDER BY block, prow, k) - 1, pair_id
                 FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM _mix WHERE kind = ?)""",
-                        [eid, kind])
+                [eid, kind],
+            )
         old = [e for e in supersede if e not in ids]
         if old:
-            con.execute("UPDATE exports SET superseded_at = current_timestamp, superseded_by = ? "
-                        "WHERE export_id IN (SELECT unnest(?::VARCHAR[]))", [ids[0], old])
-        store.audit("export", round_name, {"files": files, "exempted": exempted, "evidence": evidence_path,
-                                           "evidence_sha256": evidence_sha256, "superseded": old})
+            con.execute(
+                "UPDATE exports SET superseded_at = current_timestamp, superseded_by = ? "
+                "WHERE export_id IN (SELECT unnest(?::VARCHAR[]))",
+                [ids[0], old],
+            )
+        store.audit(
+            "export",
+            round_name,
+            {
+                "files": files,
+                "exempted": exempted,
+                "evidence": evidence_path,
+                "evidence_sha256": evidence_sha256,
+                "superseded": old,
+            },
+        )
     return ids
 
 
@@ -81,19 +124,34 @@ def attached_id(round_name: str, sha: str) -> str:
     return export_id("attached", round_name, "", sha)
 
 
-def record_attached(store, round_name: str, *, path: str, sha: str, rows: int, content_hash: str,
-                    row_pairs: list[tuple[int, str]], detail: dict) -> str:
+def record_attached(
+    store,
+    round_name: str,
+    *,
+    path: str,
+    sha: str,
+    rows: int,
+    content_hash: str,
+    row_pairs: list[tuple[int, str]],
+    detail: dict,
+) -> str:
     """Register an attached file and the pair of each of its rows (row index, pair id); inside the
     caller's transaction when there is one. Returns the export id."""
     eid = attached_id(round_name, sha)
     con = store.con
     with store.transaction():
-        con.execute("INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence) "
-                    "VALUES (?, ?, 'attached', ?, ?, ?, ?, ?)",
-                    [eid, round_name, path, sha, rows, content_hash, json.dumps(detail, sort_keys=True)])
+        con.execute(
+            "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence) "
+            "VALUES (?, ?, 'attached', ?, ?, ?, ?, ?)",
+            [eid, round_name, path, sha, rows, content_hash, json.dumps(detail, sort_keys=True)],
+        )
         if row_pairs:
-            table = pa.table({"row_index": pa.array([i for i, _ in row_pairs], pa.int64()),
-                              "pair_id": pa.array([p for _, p in row_pairs], pa.string())})
+            table = pa.table(
+                {
+                    "row_index": pa.array([i for i, _ in row_pairs], pa.int64()),
+                    "pair_id": pa.array([p for _, p in row_pairs], pa.string()),
+                }
+            )
             with store.registered("_att_rows", table):
                 con.execute("INSERT INTO export_rows SELECT ?, row_index, pair_id FROM _att_rows", [eid])
         store.audit("round.attach", round_name, {"path": path, "sha256": sha, "rows": rows, **detail})
@@ -102,18 +160,35 @@ def record_attached(store, round_name: str, *, path: str, sha: str, rows: int, c
 
 def registered_mixtures(store) -> list[dict]:
     """Every registered mixture (exports, attached history, superseded ones included), oldest first."""
-    return store.rows("SELECT export_id, round, kind, path, sha256, rows, evidence_path, evidence_sha256, "
-                      "superseded_at, superseded_by FROM exports ORDER BY created_at, export_id")
+    return store.rows(
+        "SELECT export_id, round, kind, path, sha256, rows, evidence_path, evidence_sha256, "
+        "superseded_at, superseded_by FROM exports ORDER BY created_at, export_id"
+    )
 
 
 def rows_of_export(store, export_id: str) -> list[PairRow]:
     """The rows of a registered file as the store records them (for when the file itself is gone)."""
-    found = store.con.execute("""
+    found = store.con.execute(
+        """
         SELECT r.row_index, p.pair_id, p.prompt, p.chosen, p.rejected, p.source, p.family, p.task_key,
                (SELECT list(DISTINCT o.origin_id ORDER BY o.origin_id) FROM pair_origins o
                  WHERE o.pair_id = p.pair_id) AS origins
         FROM export_rows r JOIN pairs p USING (pair_id)
-        WHERE r.export_id = ? ORDER BY r.row_index""", [export_id]).fetchall()
-    return [PairRow(row_index=int(i), line=int(i) + 1, prompt=[dict(m) for m in prompt], chosen=c, rejected=rj,
-                    pair_id=pid, origin_ids=list(o or []), source=src, family=fam, task_key=tk)
-            for i, pid, prompt, c, rj, src, fam, tk, o in found]
+        WHERE r.export_id = ? ORDER BY r.row_index""",
+        [export_id],
+    ).fetchall()
+    return [
+        PairRow(
+            row_index=int(i),
+            line=int(i) + 1,
+            prompt=[dict(m) for m in prompt],
+            chosen=c,
+            rejected=rj,
+            pair_id=pid,
+            origin_ids=list(o or []),
+            source=src,
+            family=fam,
+            task_key=tk,
+        )
+        for i, pid, prompt, c, rj, src, fam, tk, o in found
+    ]

@@ -50,24 +50,28 @@ EXPORT_MEMORY_LIMIT = "512MB"
 class ExportResult:
     round: str
     out_dir: str
-    files: dict = field(default_factory=dict)      # "dpo"/"sft" -> {"path", "sha256", "rows", "content_hash"}
+    files: dict = field(default_factory=dict)  # "dpo"/"sft" -> {"path", "sha256", "rows", "content_hash"}
     evidence_path: str = ""
     blocks: list = field(default_factory=list)
     rows_by_source: dict = field(default_factory=dict)
     gate: dict = field(default_factory=dict)
     export_ids: list = field(default_factory=list)
-    superseded: list = field(default_factory=list)   # export ids this export replaced (--replace)
-    notes: list = field(default_factory=list)        # leftovers of an interrupted export, ...
+    superseded: list = field(default_factory=list)  # export ids this export replaced (--replace)
+    notes: list = field(default_factory=list)  # leftovers of an interrupted export, ...
 
 
-def resolve_system_prompt(store, recipe: Recipe, *, bundle=None, system_prompt_file=None) -> tuple[str | None, str]:
+def resolve_system_prompt(
+    store, recipe: Recipe, *, bundle=None, system_prompt_file=None
+) -> tuple[str | None, str]:
     """(system prompt or None, where it came from)."""
     sp = recipe.system_prompt
     if sp != "bundle":
         if system_prompt_file is not None or bundle is not None:
-            raise BadInput(f"round {recipe.name!r} has {'no' if sp is None else 'its own literal'} system prompt; "
-                           "--bundle and --system-prompt-file apply only to system_prompt = \"bundle\"",
-                           field="system_prompt")
+            raise BadInput(
+                f"round {recipe.name!r} has {'no' if sp is None else 'its own literal'} system prompt; "
+                '--bundle and --system-prompt-file apply only to system_prompt = "bundle"',
+                field="system_prompt",
+            )
         return sp, ("none" if sp is None else "recipe")
     if system_prompt_file is not None:
         path = Path(system_prompt_file)
@@ -77,15 +81,20 @@ def resolve_system_prompt(store, recipe: Recipe, *, bundle=None, system_prompt_f
         row = store.one("SELECT path FROM checkpoints WHERE name = ?", [recipe.parent])
         if row is None or not row[0]:
             raise BadInput(
-                f"round {recipe.name!r} takes the system prompt of its parent bundle (system_prompt = \"bundle\") "
+                f'round {recipe.name!r} takes the system prompt of its parent bundle (system_prompt = "bundle") '
                 f"but checkpoint {recipe.parent!r} has no registered path; pass --bundle DIR or "
-                "--system-prompt-file FILE", field="system_prompt")
+                "--system-prompt-file FILE",
+                field="system_prompt",
+            )
         path = Path(row[0]) / "system_prompt.txt"
     try:
         text = path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError) as e:
-        raise BadInput(f"cannot read the system prompt: {getattr(e, 'strerror', None) or e}", path=str(path),
-                       field="system_prompt") from None
+        raise BadInput(
+            f"cannot read the system prompt: {getattr(e, 'strerror', None) or e}",
+            path=str(path),
+            field="system_prompt",
+        ) from None
     if not text:
         raise BadInput("the system prompt file is empty", path=str(path), field="system_prompt")
     return text, str(path)
@@ -102,8 +111,9 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     return out_real, finals, evidence_path
 
 
-def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None,
-                 replace: bool = False) -> ExportResult:
+def export_round(
+    store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
+) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 
     `replace`: supersede a registered file at those paths that would get other bytes (else BadInput)."""
@@ -112,8 +122,9 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
         raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
     if recipe.kind != "dpo":
         raise BadInput(f"round {name!r} is a {recipe.kind}: it has no mixture to export", field="round")
-    system_prompt, sp_from = resolve_system_prompt(store, recipe, bundle=bundle,
-                                                   system_prompt_file=system_prompt_file)
+    system_prompt, sp_from = resolve_system_prompt(
+        store, recipe, bundle=bundle, system_prompt_file=system_prompt_file
+    )
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise BadInput("--out must name a folder", path=str(out), field="out")
@@ -123,10 +134,12 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
     try:
         plans = plan_mixture(store, recipe)
         if not con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]:
-            raise BadInput(f"round {name!r}: the mixture selects no pairs "
-                           f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
-                           field="mix")
-        gate, exempted = run_gate(store, name, system_prompt)      # raises before anything is written
+            raise BadInput(
+                f"round {name!r}: the mixture selects no pairs "
+                f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
+                field="mix",
+            )
+        gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
         out_real, finals, evidence_path = _out_paths(out, name)
         kinds_present = {k for (k,) in con.execute("SELECT DISTINCT kind FROM _mix").fetchall()}
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
@@ -146,22 +159,40 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n
-                result.files[kind] = {"path": str(finals[kind]), "sha256": sha256_file(tmp), "rows": rows,
-                                      "content_hash": chash}
+                result.files[kind] = {
+                    "path": str(finals[kind]),
+                    "sha256": sha256_file(tmp),
+                    "rows": rows,
+                    "content_hash": chash,
+                }
             result.rows_by_source = dict(sorted(by_source.items()))
             result.gate = {
-                "passed": True, "members_checked": gate.members, "pairs_checked": gate.candidates,
-                "fuzzy_pairs_scored": gate.fuzzy_pairs_scored, "fuzzy_threshold": FUZZY_THRESHOLD,
-                "fuzzy_min_chars": FUZZY_MIN_CHARS, "embed_min_words": EMBED_MIN_WORDS, "exempted": exempted,
-                "notes": gate.notes}
+                "passed": True,
+                "members_checked": gate.members,
+                "pairs_checked": gate.candidates,
+                "fuzzy_pairs_scored": gate.fuzzy_pairs_scored,
+                "fuzzy_threshold": FUZZY_THRESHOLD,
+                "fuzzy_min_chars": FUZZY_MIN_CHARS,
+                "embed_min_words": EMBED_MIN_WORDS,
+                "exempted": exempted,
+                "notes": gate.notes,
+            }
             evidence = export_evidence(
-                store, recipe, result.files, file_names={k: p.name for k, p in finals.items()},
-                blocks=result.blocks, rows_by_source=result.rows_by_source,
-                rows_by_family=dict(sorted(by_family.items())), gate=result.gate, system_prompt=system_prompt,
-                system_prompt_from=sp_from)
+                store,
+                recipe,
+                result.files,
+                file_names={k: p.name for k, p in finals.items()},
+                blocks=result.blocks,
+                rows_by_source=result.rows_by_source,
+                rows_by_family=dict(sorted(by_family.items())),
+                gate=result.gate,
+                system_prompt=system_prompt,
+                system_prompt_from=sp_from,
+            )
             temps["evidence"] = temp_path(evidence_path)
-            temps["evidence"].write_text(json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+            temps["evidence"].write_text(
+                json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             evidence_sha = sha256_file(temps["evidence"])
             new_sha = {finals[k]: (result.files[k]["sha256"] if k in result.files else None) for k in finals}
             result.superseded = replacements(store, {**new_sha, evidence_path: evidence_sha}, replace=replace)
@@ -170,15 +201,22 @@ def export_round(store, name: str, out_dir=".", *, bundle=None, system_prompt_fi
                 if kind in temps:
                     os.replace(temps.pop(kind), finals[kind])
                 elif finals[kind].exists() and kind == "sft":
-                    finals[kind].unlink()    # an older export's sft file would not match this evidence
+                    finals[kind].unlink()  # an older export's sft file would not match this evidence
             os.replace(temps.pop("evidence"), evidence_path)
         finally:
             for tmp in temps.values():
                 tmp.unlink(missing_ok=True)
         result.evidence_path = str(evidence_path)
-        result.export_ids = record_export(store, name, result.files, evidence, evidence_path=result.evidence_path,
-                                          evidence_sha256=evidence_sha, exempted=exempted,
-                                          supersede=result.superseded)
+        result.export_ids = record_export(
+            store,
+            name,
+            result.files,
+            evidence,
+            evidence_path=result.evidence_path,
+            evidence_sha256=evidence_sha,
+            exempted=exempted,
+            supersede=result.superseded,
+        )
         return result
     finally:
         con.execute("DROP TABLE IF EXISTS _mix")

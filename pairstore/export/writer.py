@@ -38,19 +38,48 @@ COMPRESSION = "zstd"
 COMPRESSION_LEVEL = 1
 
 _MSG = pa.struct([("role", pa.string()), ("content", pa.string())])
-DPO_SCHEMA = pa.schema([("prompt", pa.list_(_MSG)), ("chosen", pa.list_(_MSG)), ("rejected", pa.list_(_MSG)),
-                        ("pair_id", pa.string()), ("source", pa.string()), ("family", pa.string())])
-SFT_SCHEMA = pa.schema([("prompt", pa.list_(_MSG)), ("completion", pa.list_(_MSG)),
-                        ("pair_id", pa.string()), ("source", pa.string()), ("family", pa.string())])
+DPO_SCHEMA = pa.schema(
+    [
+        ("prompt", pa.list_(_MSG)),
+        ("chosen", pa.list_(_MSG)),
+        ("rejected", pa.list_(_MSG)),
+        ("pair_id", pa.string()),
+        ("source", pa.string()),
+        ("family", pa.string()),
+    ]
+)
+SFT_SCHEMA = pa.schema(
+    [
+        ("prompt", pa.list_(_MSG)),
+        ("completion", pa.list_(_MSG)),
+        ("pair_id", pa.string()),
+        ("source", pa.string()),
+        ("family", pa.string()),
+    ]
+)
 # Writer-dependent but fixed: these decide the bytes of the file.
-_DICT_COLUMNS = ["source", "family", "prompt.list.element.role", "chosen.list.element.role",
-                 "rejected.list.element.role", "completion.list.element.role"]
+_DICT_COLUMNS = [
+    "source",
+    "family",
+    "prompt.list.element.role",
+    "chosen.list.element.role",
+    "rejected.list.element.role",
+    "completion.list.element.role",
+]
 
 
 def row_json(prompt: list[dict], chosen: str, rejected: str | None) -> str:
     """The canonical JSON of one mixture row (what its digest is taken of)."""
-    return json.dumps({"prompt": [{"role": m["role"], "content": m["content"]} for m in prompt], "chosen": chosen,
-                       "rejected": rejected}, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return json.dumps(
+        {
+            "prompt": [{"role": m["role"], "content": m["content"]} for m in prompt],
+            "chosen": chosen,
+            "rejected": rejected,
+        },
+        ensure_ascii=False,
+        sort_keys=True,
+        separators=(",", ":"),
+    )
 
 
 def row_digest(prompt: list[dict], chosen: str, rejected: str | None) -> str:
@@ -69,10 +98,10 @@ def _json_digests(js: pa.Array) -> list[str]:
         js = js.cast(pa.large_string())
     n = len(js)
     width = np.int64 if js.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(js.buffers()[1], dtype=width)[js.offset:js.offset + n + 1]
+    offsets = np.frombuffer(js.buffers()[1], dtype=width)[js.offset : js.offset + n + 1]
     data = memoryview(js.buffers()[2]) if n else memoryview(b"")
     digest = xxhash.xxh3_128_hexdigest
-    return [digest(data[int(offsets[i]):int(offsets[i + 1])]) for i in range(n)]
+    return [digest(data[int(offsets[i]) : int(offsets[i + 1])]) for i in range(n)]
 
 
 class _RowGroupWriter:
@@ -81,9 +110,16 @@ class _RowGroupWriter:
     def __init__(self, path: Path, schema: pa.Schema):
         self.schema = schema
         self.writer = pq.ParquetWriter(
-            str(path), schema, compression=COMPRESSION, compression_level=COMPRESSION_LEVEL,
+            str(path),
+            schema,
+            compression=COMPRESSION,
+            compression_level=COMPRESSION_LEVEL,
             use_dictionary=[c for c in _DICT_COLUMNS if c.split(".")[0] in schema.names],
-            write_statistics=True, version="2.6", data_page_version="1.0", write_page_index=False)
+            write_statistics=True,
+            version="2.6",
+            data_page_version="1.0",
+            write_page_index=False,
+        )
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
 
@@ -94,21 +130,26 @@ class _RowGroupWriter:
             whole = pa.concat_tables(self.pending)
             # one contiguous chunk per row group: page boundaries then depend on the data only, not on
             # how DuckDB's threads happened to chunk the fetched rows
-            self.writer.write_table(whole.slice(0, ROW_GROUP_ROWS).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+            self.writer.write_table(
+                whole.slice(0, ROW_GROUP_ROWS).combine_chunks(), row_group_size=ROW_GROUP_ROWS
+            )
             rest = whole.slice(ROW_GROUP_ROWS)
             self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
 
     def close(self) -> None:
         if self.pending_rows:
-            self.writer.write_table(pa.concat_tables(self.pending).combine_chunks(), row_group_size=ROW_GROUP_ROWS)
+            self.writer.write_table(
+                pa.concat_tables(self.pending).combine_chunks(), row_group_size=ROW_GROUP_ROWS
+            )
         self.writer.close()
 
 
 def _chunks(store, kind: str, block: int) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
     """(first prow, last prow, prows, copies) of one block's pieces of about FETCH_ROWS output rows
     (pairs x copies), prows ascending."""
-    arr = store.con.execute("SELECT prow, copies FROM _mix WHERE kind = ? AND block = ? ORDER BY prow",
-                            [kind, block]).fetchnumpy()
+    arr = store.con.execute(
+        "SELECT prow, copies FROM _mix WHERE kind = ? AND block = ? ORDER BY prow", [kind, block]
+    ).fetchnumpy()
     prow = np.asarray(arr["prow"], dtype=np.int64)
     copies = np.asarray(arr["copies"], dtype=np.int64)
     ends = np.cumsum(copies)
@@ -116,7 +157,7 @@ def _chunks(store, kind: str, block: int) -> list[tuple[int, int, np.ndarray, np
     while start < len(prow):
         stop = int(np.searchsorted(ends, base + FETCH_ROWS, side="left"))
         stop = min(max(stop, start), len(prow) - 1)
-        out.append((int(prow[start]), int(prow[stop]), prow[start:stop + 1], copies[start:stop + 1]))
+        out.append((int(prow[start]), int(prow[stop]), prow[start : stop + 1], copies[start : stop + 1]))
         base = int(ends[stop])
         start = stop + 1
     return out
@@ -142,9 +183,12 @@ def write_mixture_file(store, path: Path, kind: str, n_blocks: int, system_promp
     schema = DPO_SCHEMA if kind == "dpo" else SFT_SCHEMA
     answer_col = "chosen" if kind == "dpo" else "completion"
     # the stored prompt already is STRUCT(role, content)[]; a recipe system prompt replaces the pair's own
-    prompt_sql = ("p.prompt" if system_prompt is None else
-                  "list_concat([{'role': 'system', 'content': $sys}], "
-                  "list_filter(p.prompt, lambda m: m.role <> 'system'))")
+    prompt_sql = (
+        "p.prompt"
+        if system_prompt is None
+        else "list_concat([{'role': 'system', 'content': $sys}], "
+        "list_filter(p.prompt, lambda m: m.role <> 'system'))"
+    )
     # A plain scan of a rowid range with a semi-join: no ORDER BY (a sort would hold every text of the
     # chunk in DuckDB's memory) and no nested columns built in SQL; the rows are put in order and the
     # message lists built on the Arrow side.
@@ -178,28 +222,47 @@ def write_mixture_file(store, path: Path, kind: str, n_blocks: int, system_promp
             got = tbl.column("prow").to_numpy()
             order = np.argsort(got, kind="stable")
             if not np.array_equal(got[order], prows):
-                raise PairstoreError(f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed "
-                                     "while exporting")
+                raise PairstoreError(
+                    f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed while exporting"
+                )
             tbl = tbl.take(pa.array(order))
             digests = _json_digests(tbl.column("_json").combine_chunks())
             odd = tbl.column("_odd").to_numpy(zero_copy_only=False)
             if odd.any():
                 sub = tbl.filter(pa.array(odd)).select(["_prompt", "chosen", "rejected"]).to_pylist()
                 for i, r in zip(np.flatnonzero(odd), sub):
-                    digests[i] = row_digest(r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None)
+                    digests[i] = row_digest(
+                        r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None
+                    )
             # the bytes content_hash_rows([d] for d in digests) hashes: a one-string JSON list per line
             h.update("".join(f'["{d}"]\n' * c for d, c in zip(digests, copies.tolist())).encode())
-            grouped = pa.table({"source": tbl.column("source"), "family": tbl.column("family"),
-                                "copies": pa.array(copies)}).group_by(["source", "family"]).aggregate(
-                [("copies", "sum")])
+            grouped = (
+                pa.table(
+                    {
+                        "source": tbl.column("source"),
+                        "family": tbl.column("family"),
+                        "copies": pa.array(copies),
+                    }
+                )
+                .group_by(["source", "family"])
+                .aggregate([("copies", "sum")])
+            )
             for s, f, n in zip(*(grouped.column(c).to_pylist() for c in ("source", "family", "copies_sum"))):
                 counts[(s, f)] += n
-            columns = {"prompt": tbl.column("_prompt"),
-                       answer_col: _as_messages(tbl.column("chosen").combine_chunks(), "assistant")}
+            columns = {
+                "prompt": tbl.column("_prompt"),
+                answer_col: _as_messages(tbl.column("chosen").combine_chunks(), "assistant"),
+            }
             if kind == "dpo":
                 columns["rejected"] = _as_messages(tbl.column("rejected").combine_chunks(), "assistant")
-            tbl = pa.table({**columns, "pair_id": tbl.column("pair_id"), "source": tbl.column("source"),
-                            "family": tbl.column("family")})
+            tbl = pa.table(
+                {
+                    **columns,
+                    "pair_id": tbl.column("pair_id"),
+                    "source": tbl.column("source"),
+                    "family": tbl.column("family"),
+                }
+            )
             if (copies != 1).any():
                 # copies adjacent: the compressor sees a repeat, not new data, so upsampling is nearly free
                 tbl = tbl.take(pa.array(np.repeat(np.arange(tbl.num_rows), copies)))
@@ -207,6 +270,6 @@ def write_mixture_file(store, path: Path, kind: str, n_blocks: int, system_promp
             writer.write(out)
             rows += out.num_rows
     finally:
-        chunks.close()      # stops and joins the fetch thread before anything else uses the connection
+        chunks.close()  # stops and joins the fetch thread before anything else uses the connection
         writer.close()
     return rows, h.hexdigest(), counts

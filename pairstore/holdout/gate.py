@@ -50,7 +50,9 @@ def _build_candidates(store, system_prompt: str | None) -> None:
 
 def _hit_line(h) -> str:
     where = "the round's system prompt" if h.row_index == SYSTEM_PROMPT_ROW else f"pair {h.pair_id}"
-    return f"  {h.set_name} {h.item_id} {where} ({h.how}" + (f" {h.score:g}" if h.how == "fuzzy" else "") + ")"
+    return (
+        f"  {h.set_name} {h.item_id} {where} ({h.how}" + (f" {h.score:g}" if h.how == "fuzzy" else "") + ")"
+    )
 
 
 def run_gate(store, round_name: str, system_prompt: str | None = None) -> tuple[GateResult, list[dict]]:
@@ -60,7 +62,11 @@ def run_gate(store, round_name: str, system_prompt: str | None = None) -> tuple[
     try:
         result = check_table(store, "_gate_cand")
     finally:
-        for drop in ("VIEW IF EXISTS _gate_cand", "TABLE IF EXISTS _gate_ids", "TABLE IF EXISTS _gate_system"):
+        for drop in (
+            "VIEW IF EXISTS _gate_cand",
+            "TABLE IF EXISTS _gate_ids",
+            "TABLE IF EXISTS _gate_system",
+        ):
             store.con.execute(f"DROP {drop}")
     standing, exempted = split_exempt(store, result.hits)
     if standing:
@@ -70,11 +76,16 @@ def run_gate(store, round_name: str, system_prompt: str | None = None) -> tuple[
         members = sorted({(h.set_name, h.item_id) for h in standing})
         lines.append("held-out items: " + ", ".join(f"{s}/{i}" for s, i in members))
         with store.transaction():
-            store.audit("export.refused", round_name, {
-                "hits": [h.as_dict() for h in standing], "members": [f"{s}/{i}" for s, i in members]})
+            store.audit(
+                "export.refused",
+                round_name,
+                {"hits": [h.as_dict() for h in standing], "members": [f"{s}/{i}" for s, i in members]},
+            )
         raise GateRefused(
             f"export of round {round_name!r} refused by the holdout gate: {len(standing)} hit(s) on "
             f"{len(members)} held-out item(s); nothing written. Remove the pairs from the mixture, remove the "
             "member from its set, or exempt the (member, pair) with `pairstore holdout exempt`:\n"
-            + "\n".join(lines), hits=standing)
+            + "\n".join(lines),
+            hits=standing,
+        )
     return result, exempted

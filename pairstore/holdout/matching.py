@@ -70,19 +70,23 @@ COMMON_SHINGLE_SHARE = 0.002
 
 HOW_ORDER = ("id", "match_key", "task_key", "embedded", "fuzzy", "benchmark")
 # A row spared from text matching: a task the store generated (its task key and match key are a task's).
-SPARED_SQL = ("(c.task_key IS NOT NULL AND EXISTS (SELECT 1 FROM tasks t WHERE t.task_key = c.task_key "
-              "AND t.match_key = c.match_key))")
+SPARED_SQL = (
+    "(c.task_key IS NOT NULL AND EXISTS (SELECT 1 FROM tasks t WHERE t.task_key = c.task_key "
+    "AND t.match_key = c.match_key))"
+)
 
 _MESSAGES = pa.list_(pa.string())
-CANDIDATE_SCHEMA = pa.schema([
-    ("row_index", pa.int64()),
-    ("pair_id", pa.string()),
-    ("origin_ids", pa.list_(pa.string())),
-    ("match_key", pa.string()),
-    ("task_key", pa.string()),
-    ("user_turns", _MESSAGES),
-    ("other_turns", _MESSAGES),        # system and assistant turns, in order
-])
+CANDIDATE_SCHEMA = pa.schema(
+    [
+        ("row_index", pa.int64()),
+        ("pair_id", pa.string()),
+        ("origin_ids", pa.list_(pa.string())),
+        ("match_key", pa.string()),
+        ("task_key", pa.string()),
+        ("user_turns", _MESSAGES),
+        ("other_turns", _MESSAGES),  # system and assistant turns, in order
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -91,18 +95,24 @@ class Hit:
     item_id: str
     row_index: int
     pair_id: str | None
-    how: str          # id | match_key | task_key | embedded | fuzzy | benchmark
-    score: float      # 100 for exact kinds; the rapidfuzz score for fuzzy
+    how: str  # id | match_key | task_key | embedded | fuzzy | benchmark
+    score: float  # 100 for exact kinds; the rapidfuzz score for fuzzy
 
     def as_dict(self) -> dict:
-        return {"set": self.set_name, "item_id": self.item_id, "row_index": self.row_index,
-                "pair_id": self.pair_id, "how": self.how, "score": self.score}
+        return {
+            "set": self.set_name,
+            "item_id": self.item_id,
+            "row_index": self.row_index,
+            "pair_id": self.pair_id,
+            "how": self.how,
+            "score": self.score,
+        }
 
 
 @dataclass
 class GateResult:
     hits: list[Hit] = field(default_factory=list)
-    members: dict = field(default_factory=dict)      # member kind -> count checked
+    members: dict = field(default_factory=dict)  # member kind -> count checked
     candidates: int = 0
     fuzzy_pairs_scored: int = 0
     notes: list[str] = field(default_factory=list)
@@ -112,9 +122,9 @@ class GateResult:
 class Needle:
     set_name: str
     item_id: str
-    kind: str            # holdout | eval | benchmark
-    text: str            # normalized words, turns joined by spaces
-    compact: str         # the match-key text
+    kind: str  # holdout | eval | benchmark
+    text: str  # normalized words, turns joined by spaces
+    compact: str  # the match-key text
     task_key: str | None
 
     @property
@@ -133,11 +143,14 @@ class Needle:
 
 # -- candidates ----------------------------------------------------------------
 
+
 def split_turns(prompt, *, line: int | None = None) -> tuple[list[str], list[str]]:
     """(user turns, system and assistant turns) of a prompt (string or messages)."""
     msgs = canonical_messages(prompt, line=line)
-    return ([m["content"] for m in msgs if m["role"] == "user"],
-            [m["content"] for m in msgs if m["role"] != "user"])
+    return (
+        [m["content"] for m in msgs if m["role"] == "user"],
+        [m["content"] for m in msgs if m["role"] != "user"],
+    )
 
 
 def candidate_table(rows: Iterable) -> pa.Table:
@@ -159,7 +172,10 @@ def candidate_table(rows: Iterable) -> pa.Table:
 
 # -- members -------------------------------------------------------------------
 
-def _needles_of(set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None) -> list[Needle]:
+
+def _needles_of(
+    set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None
+) -> list[Needle]:
     """The needles of one member from its normalized user turns (always one: an empty text still matches
     by origin id and task key)."""
     joined = " ".join(" ".join(turns).split())
@@ -178,22 +194,32 @@ def member_needles(store, set_name: str | None = None) -> tuple[list[Needle], di
     if want_holdout:
         rows = con.execute(
             "SELECT set_name, item_id, match_text, task_key FROM holdout WHERE removed_at IS NULL "
-            "AND (? IS NULL OR set_name = ?) ORDER BY set_name, item_id", [set_name, set_name]).fetchall()
+            "AND (? IS NULL OR set_name = ?) ORDER BY set_name, item_id",
+            [set_name, set_name],
+        ).fetchall()
         for s, i, text, tk in rows:
             counts["holdout"] += 1
             # Re-normalized here: a member added by hand, or by an older version, matches the same way.
             needles += _needles_of(s, i, "holdout", [word_text(t) for t in (text or "").split(TURN_SEP)], tk)
     if set_name is None or set_name.startswith("eval:"):
-        suite = None if set_name is None else set_name[len("eval:"):]
-        rows = con.execute("SELECT suite, item_id, prompt, task_key FROM eval_items WHERE (? IS NULL OR suite = ?) "
-                           "ORDER BY suite, item_id", [suite, suite]).fetchall()
+        suite = None if set_name is None else set_name[len("eval:") :]
+        rows = con.execute(
+            "SELECT suite, item_id, prompt, task_key FROM eval_items WHERE (? IS NULL OR suite = ?) "
+            "ORDER BY suite, item_id",
+            [suite, suite],
+        ).fetchall()
         for s, i, prompt, tk in rows:
             counts["eval"] += 1
-            needles += _needles_of(f"eval:{s}", i, "eval", match_text([dict(m) for m in prompt]).split(TURN_SEP), tk)
+            needles += _needles_of(
+                f"eval:{s}", i, "eval", match_text([dict(m) for m in prompt]).split(TURN_SEP), tk
+            )
     if set_name is None or set_name.startswith("benchmark:"):
-        bench = None if set_name is None else set_name[len("benchmark:"):]
-        rows = con.execute("SELECT benchmark, item_id, text FROM benchmark_refs WHERE (? IS NULL OR benchmark = ?) "
-                           "ORDER BY benchmark, item_id", [bench, bench]).fetchall()
+        bench = None if set_name is None else set_name[len("benchmark:") :]
+        rows = con.execute(
+            "SELECT benchmark, item_id, text FROM benchmark_refs WHERE (? IS NULL OR benchmark = ?) "
+            "ORDER BY benchmark, item_id",
+            [bench, bench],
+        ).fetchall()
         for b, i, text in rows:
             counts["benchmark"] += 1
             needles += _needles_of(f"benchmark:{b}", i, "benchmark", [word_text(text)], None)
@@ -231,9 +257,9 @@ def embedded_in(needle_text: str, row_text: str) -> bool:
 
 @dataclass
 class _RowText:
-    user: str        # the match text of the user turns (TURN_SEP between turns)
-    others: list     # word_text of each system and assistant turn
-    hay: str         # every turn's words, joined by spaces
+    user: str  # the match text of the user turns (TURN_SEP between turns)
+    others: list  # word_text of each system and assistant turn
+    hay: str  # every turn's words, joined by spaces
 
 
 def _row_texts(store, cand: str, row_indexes: set[int]) -> dict[int, _RowText]:
@@ -241,24 +267,32 @@ def _row_texts(store, cand: str, row_indexes: set[int]) -> dict[int, _RowText]:
         return {}
     ids = pa.table({"row_index": pa.array(sorted(row_indexes), pa.int64())})
     with store.registered("_pm_rows", ids):
-        rows = store.con.execute(f"SELECT c.row_index, c.user_turns, c.other_turns FROM {cand} c "
-                                 "SEMI JOIN _pm_rows USING (row_index)").fetchall()
+        rows = store.con.execute(
+            f"SELECT c.row_index, c.user_turns, c.other_turns FROM {cand} c "
+            "SEMI JOIN _pm_rows USING (row_index)"
+        ).fetchall()
     out = {}
     for row_index, users, others in rows:
         user = TURN_SEP.join(word_text(t) for t in users or [])
         other = [word_text(t) for t in others or []]
-        out[int(row_index)] = _RowText(user, other, " ".join(" ".join([user.replace(TURN_SEP, " "), *other]).split()))
+        out[int(row_index)] = _RowText(
+            user, other, " ".join(" ".join([user.replace(TURN_SEP, " "), *other]).split())
+        )
     return out
 
 
 # -- the stages ------------------------------------------------------------------
 
+
 def _id_and_task_hits(store, cand: str, needles: list[Needle]) -> list[tuple]:
-    members = pa.table({
-        "set_name": pa.array([n.set_name for n in needles], pa.string()),
-        "item_id": pa.array([n.item_id for n in needles], pa.string()),
-        "kind": pa.array([n.kind for n in needles], pa.string()),
-        "task_key": pa.array([n.task_key for n in needles], pa.string())})
+    members = pa.table(
+        {
+            "set_name": pa.array([n.set_name for n in needles], pa.string()),
+            "item_id": pa.array([n.item_id for n in needles], pa.string()),
+            "kind": pa.array([n.kind for n in needles], pa.string()),
+            "task_key": pa.array([n.task_key for n in needles], pa.string()),
+        }
+    )
     with store.registered("_pm_members", members):
         return store.con.execute(f"""
             SELECT DISTINCT m.set_name, m.item_id, c.row_index, c.pair_id, 'id'
@@ -278,8 +312,9 @@ def _needle_grams(needles: list[Needle]) -> tuple[Vocabulary, pa.Table] | None:
     docs, hashes = vocab.ngrams([needles[i].text for i in idx], GRAM_WORDS)
     if not len(docs):
         return None
-    return vocab, pa.table({"nid": pa.array([idx[d] for d in docs.tolist()], pa.int64()),
-                            "ngram": pa.array(hashes, pa.uint64())})
+    return vocab, pa.table(
+        {"nid": pa.array([idx[d] for d in docs.tolist()], pa.int64()), "ngram": pa.array(hashes, pa.uint64())}
+    )
 
 
 def _gram_pairs(store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
@@ -312,15 +347,16 @@ def _score(needle: Needle, row: _RowText) -> tuple[str, float] | None:
     if needle.fuzzy and len(row.hay) >= FUZZY_MIN_CHARS:
         user = row.user.replace(TURN_SEP, " ")
         score = fuzzy_score(needle.text, user) if user else 0.0
-        if row.hay != user:       # the needle may sit in a system or assistant turn
+        if row.hay != user:  # the needle may sit in a system or assistant turn
             score = max(score, fuzzy_score(needle.text, row.hay))
         if score >= FUZZY_THRESHOLD:
             return "fuzzy", round(score, 2)
     return None
 
 
-def check_table(store, cand: str, *, set_name: str | None = None, fuzzy: bool = True,
-                benchmarks: bool = True) -> GateResult:
+def check_table(
+    store, cand: str, *, set_name: str | None = None, fuzzy: bool = True, benchmarks: bool = True
+) -> GateResult:
     """Hits for candidates held in a table or view `cand` of the store's connection (CANDIDATE_SCHEMA).
 
     The export builds it in SQL (millions of rows never become Python objects); find_holdout_hits
@@ -349,16 +385,28 @@ def check_table(store, cand: str, *, set_name: str | None = None, fuzzy: bool = 
         if n.compact:
             keys.setdefault(xxh128(n.compact), []).append(i)
     for row_index, pair_id, key in con.execute(
-            f"SELECT c.row_index, c.pair_id, c.match_key FROM {cand} c WHERE {SPARED_SQL} "
-            "AND c.match_key IN (SELECT unnest(?::VARCHAR[]))", [sorted(keys)]).fetchall():
-        found += [(needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]]
+        f"SELECT c.row_index, c.pair_id, c.match_key FROM {cand} c WHERE {SPARED_SQL} "
+        "AND c.match_key IN (SELECT unnest(?::VARCHAR[]))",
+        [sorted(keys)],
+    ).fetchall():
+        found += [
+            (needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]
+        ]
     scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench)
     pairs = _gram_pairs(store, grams[1], scan.gram_table(), scan.rows) if grams else []
     result.fuzzy_pairs_scored = len(pairs)
     texts = _row_texts(store, cand, {r for r, _, _ in scan.exact} | {r for r, _ in pairs})
     wanted = sorted(set(texts) | {r for r, _, _ in scan.benchmark})
-    pair_of = dict(con.execute(f"SELECT row_index, pair_id FROM {cand} WHERE row_index IN "
-                               "(SELECT unnest(?::BIGINT[]))", [wanted]).fetchall()) if wanted else {}
+    pair_of = (
+        dict(
+            con.execute(
+                f"SELECT row_index, pair_id FROM {cand} WHERE row_index IN (SELECT unnest(?::BIGINT[]))",
+                [wanted],
+            ).fetchall()
+        )
+        if wanted
+        else {}
+    )
     for row_index, h, where in scan.exact:
         row = texts[row_index]
         for i in by_hash[h]:
@@ -375,8 +423,16 @@ def check_table(store, cand: str, *, set_name: str | None = None, fuzzy: bool = 
             hits.append(Hit(n.set_name, n.item_id, row_index, pair_of.get(row_index), *scored))
     for row_index, bench_name, item_id in scan.benchmark:
         if set_name is None or set_name == f"benchmark:{bench_name}":
-            hits.append(Hit(f"benchmark:{bench_name}", str(item_id), row_index, pair_of.get(row_index),
-                            "benchmark", 100.0))
+            hits.append(
+                Hit(
+                    f"benchmark:{bench_name}",
+                    str(item_id),
+                    row_index,
+                    pair_of.get(row_index),
+                    "benchmark",
+                    100.0,
+                )
+            )
     result.hits = _dedupe(hits)
     return result
 

@@ -62,8 +62,9 @@ _CHUNK_BYTES = 4 << 20  # normalize/split at most this much text at once (memory
 # punctuation deleted, as bytes.translate tables: bytes >= 0x80 never hold ASCII characters inside
 # UTF-8, so working on the raw UTF-8 buffer keeps multi-byte characters intact. One translate call
 # covers a whole chunk of rows (C speed).
-_LOWER_TABLE = bytes.maketrans(string.ascii_uppercase.encode() + bytes(range(0x1C, 0x20)),
-                               string.ascii_lowercase.encode() + b" " * 4)
+_LOWER_TABLE = bytes.maketrans(
+    string.ascii_uppercase.encode() + bytes(range(0x1C, 0x20)), string.ascii_lowercase.encode() + b" " * 4
+)
 _PUNCT_BYTES = string.punctuation.encode()
 # The same bytes -> 1 (punctuation) or 0, also through translate: a C-speed indicator buffer.
 _PUNCT_FLAGS = bytes(1 if b in _PUNCT_BYTES else 0 for b in range(256))
@@ -81,18 +82,18 @@ def _blank_unicode_spaces(data: bytes) -> bytes:
     looked at in Python; the buffer itself is scanned by numpy.
     """
     buf = np.frombuffer(data, dtype=np.uint8)
-    if len(buf) == 0 or buf.max() < 0x80:   # pure ASCII: one vectorized reduction, nothing to do
+    if len(buf) == 0 or buf.max() < 0x80:  # pure ASCII: one vectorized reduction, nothing to do
         return data
     leads = np.flatnonzero(_SPACE_LEAD[buf])
     if len(leads) == 0:
         return data
-    hits = [i for i in leads.tolist() if data[i:i + (2 if data[i] == 0xC2 else 3)] in _UNICODE_SPACES]
+    hits = [i for i in leads.tolist() if data[i : i + (2 if data[i] == 0xC2 else 3)] in _UNICODE_SPACES]
     if not hits:
         return data
     out = bytearray(data)
     for i in hits:
         width = 2 if data[i] == 0xC2 else 3
-        out[i:i + width] = b" " * width
+        out[i : i + width] = b" " * width
     return bytes(out)
 
 
@@ -107,7 +108,7 @@ def normalize_texts(texts) -> pa.LargeStringArray:
     arr = pc.fill_null(arr.cast(pa.large_string()), "")
     n = len(arr)
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     start, end = int(offsets[0]), int(offsets[-1])
     raw = (bufs[2][start:end] if bufs[2] is not None else pa.py_buffer(b"")).to_pybytes()
     new_data = _blank_unicode_spaces(raw.translate(_LOWER_TABLE, _PUNCT_BYTES))
@@ -117,7 +118,7 @@ def normalize_texts(texts) -> pa.LargeStringArray:
     nonempty = lengths > 0
     if nonempty.any():
         flags = np.frombuffer(raw.translate(_PUNCT_FLAGS), dtype=np.uint8)
-        acc = np.int32 if len(flags) < (1 << 31) else np.int64   # int32 sums run ~3x faster
+        acc = np.int32 if len(flags) < (1 << 31) else np.int64  # int32 sums run ~3x faster
         deleted[nonempty] = np.add.reduceat(flags, (offsets[:-1] - start)[nonempty], dtype=acc)
     new_offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths - deleted, out=new_offsets[1:])
@@ -141,8 +142,11 @@ def words(texts) -> tuple[pa.Array, np.ndarray]:
 
 def word_hashes(unique_words: pa.Array) -> np.ndarray:
     """xxh3_64 of each distinct word (a loop over the vocabulary, never over rows)."""
-    return np.fromiter((xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in unique_words.to_pylist()),
-                       dtype=np.uint64, count=len(unique_words))
+    return np.fromiter(
+        (xxhash.xxh3_64_intdigest(w.encode("utf-8")) for w in unique_words.to_pylist()),
+        dtype=np.uint64,
+        count=len(unique_words),
+    )
 
 
 _POW_CACHE: dict[str, np.ndarray] = {}
@@ -166,7 +170,9 @@ def _powers(base: int, m: int, key: str) -> np.ndarray:
     return cached[:m]
 
 
-def window_hashes(token_hash: np.ndarray, valid: np.ndarray, doc: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+def window_hashes(
+    token_hash: np.ndarray, valid: np.ndarray, doc: np.ndarray, n: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(doc index, n-gram hash) of every window of n valid words inside one document."""
     m = len(token_hash)
     if m < n:
@@ -179,7 +185,7 @@ def window_hashes(token_hash: np.ndarray, valid: np.ndarray, doc: np.ndarray, n:
         bad = np.zeros(m + 1, dtype=np.int32)
         np.cumsum(~valid, out=bad[1:], dtype=np.int32)
         ok = bad[n:] == bad[:starts]
-        ok &= doc[:starts] == doc[n - 1:]
+        ok &= doc[:starts] == doc[n - 1 :]
         return doc[:starts][ok], sums[ok]
 
 
@@ -244,8 +250,12 @@ def text_ngram_table(vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: i
         with ThreadPoolExecutor(max_workers=workers) as pool:
             parts = list(pool.map(lambda fp: vocab.ngrams(fp[1], n, doc_base=fp[0]), pieces))
     # Chunked columns: no copy to concatenate; DuckDB and Arrow read chunked tables as they are.
-    return pa.table({"doc": pa.chunked_array([d for d, _ in parts], type=pa.int64()),
-                     "ngram": pa.chunked_array([h for _, h in parts], type=pa.uint64())})
+    return pa.table(
+        {
+            "doc": pa.chunked_array([d for d, _ in parts], type=pa.int64()),
+            "ngram": pa.chunked_array([h for _, h in parts], type=pa.uint64()),
+        }
+    )
 
 
 def arrow_query(con, sql: str, params=None) -> pa.Table:
@@ -269,9 +279,16 @@ def benchmark_tables(ids: list[str], texts: list[str], n: int) -> tuple[pa.Table
     from each item's word_text. Registration and the migration that recomputes keys use this."""
     vocab = Vocabulary.of_texts([word_text(t) for t in texts])
     table = text_ngram_table(vocab, [word_text(t) for t in texts], n)
-    ngrams = pa.table({"item_id": pa.array(ids, type=pa.string()).take(table["doc"]), "ngram": table["ngram"]})
-    refs = pa.table({"item_id": pa.array(ids, type=pa.string()), "text": pa.array(texts, type=pa.string()),
-                     "match_key": pa.array([match_key(t) for t in texts], type=pa.string())})
+    ngrams = pa.table(
+        {"item_id": pa.array(ids, type=pa.string()).take(table["doc"]), "ngram": table["ngram"]}
+    )
+    refs = pa.table(
+        {
+            "item_id": pa.array(ids, type=pa.string()),
+            "text": pa.array(texts, type=pa.string()),
+            "match_key": pa.array([match_key(t) for t in texts], type=pa.string()),
+        }
+    )
     return refs, ngrams
 
 
@@ -294,15 +311,25 @@ def register_benchmark(store, name: str, items: list[tuple[str, str]], n: int = 
         con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [name])
         con.execute("DELETE FROM benchmark_refs WHERE benchmark = ?", [name])
         with store.registered("_bench_refs", refs), store.registered("_bench_ngrams", ngrams):
-            con.execute("INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) "
-                        "SELECT ?, item_id, text, match_key, ? FROM _bench_refs", [name, n])
-            con.execute("INSERT INTO benchmark_ngrams (benchmark, item_id, ngram) "
-                        "SELECT DISTINCT ?, item_id, ngram FROM _bench_ngrams", [name])
+            con.execute(
+                "INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) "
+                "SELECT ?, item_id, text, match_key, ? FROM _bench_refs",
+                [name, n],
+            )
+            con.execute(
+                "INSERT INTO benchmark_ngrams (benchmark, item_id, ngram) "
+                "SELECT DISTINCT ?, item_id, ngram FROM _bench_ngrams",
+                [name],
+            )
         n_ngrams = store.scalar("SELECT count(*) FROM benchmark_ngrams WHERE benchmark = ?", [name])
         short = len(ids) - store.scalar(
-            "SELECT count(DISTINCT item_id) FROM benchmark_ngrams WHERE benchmark = ?", [name])
-        store.audit("benchmark_register", name, {"items": len(ids), "n": n, "ngrams": n_ngrams,
-                                                 "items_without_ngrams": short})
+            "SELECT count(DISTINCT item_id) FROM benchmark_ngrams WHERE benchmark = ?", [name]
+        )
+        store.audit(
+            "benchmark_register",
+            name,
+            {"items": len(ids), "n": n, "ngrams": n_ngrams, "items_without_ngrams": short},
+        )
     return len(ids)
 
 
@@ -314,16 +341,21 @@ def registered_vocabulary(store, n: int = DEFAULT_N) -> Vocabulary | None:
     return Vocabulary.of_texts([word_text(t) for t in tbl["text"].to_pylist()])
 
 
-def lookup_ngrams(store, row_index: np.ndarray, ngrams: np.ndarray, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
+def lookup_ngrams(
+    store, row_index: np.ndarray, ngrams: np.ndarray, n: int = DEFAULT_N
+) -> list[tuple[int, str, str]]:
     """Distinct (row_index, benchmark, item_id) whose registered n-grams include one of (row_index, ngram)."""
     cand = pa.table({"row_index": pa.array(row_index, pa.int64()), "ngram": pa.array(ngrams, pa.uint64())})
     with store.registered("_cand_ngrams", cand):
-        rows = store.con.execute("""
+        rows = store.con.execute(
+            """
             SELECT DISTINCT c.row_index, g.benchmark, g.item_id
             FROM _cand_ngrams c
             JOIN benchmark_ngrams g ON g.ngram = c.ngram
             JOIN benchmark_refs r ON r.benchmark = g.benchmark AND r.item_id = g.item_id AND r.n = ?
-            ORDER BY 1, 2, 3""", [n]).fetchall()
+            ORDER BY 1, 2, 3""",
+            [n],
+        ).fetchall()
     return [(int(r), b, i) for r, b, i in rows]
 
 

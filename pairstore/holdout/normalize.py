@@ -39,7 +39,7 @@ import string
 import unicodedata
 from importlib import resources
 
-TURN_SEP = "\x1e"          # separates turns inside a match text; whitespace to every normalizer
+TURN_SEP = "\x1e"  # separates turns inside a match text; whitespace to every normalizer
 OPERATORS = "+-*/=<>^%"
 _ASCII_WS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 _ASCII_CONTROLS = "".join(chr(c) for c in [*range(0, 9), *range(0x0E, 0x1C), 0x7F])
@@ -49,8 +49,17 @@ _ASCII_PUNCT = "".join(c for c in string.punctuation if c not in OPERATORS + "."
 # Default-ignorable code points that are not in category Cf (DerivedCoreProperties.txt): the combining
 # grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian variation selectors, variation
 # selectors, the halfwidth Hangul filler, the tag and variation-selector supplement planes.
-_IGNORABLE_RANGES = ((0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x3164, 0x3164),
-                     (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0FFF))
+_IGNORABLE_RANGES = (
+    (0x034F, 0x034F),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0xE0000, 0xE0FFF),
+)
 # Blank-looking symbols that are not whitespace to Unicode: read as a space.
 _BLANKS = (0x2800,)
 
@@ -95,13 +104,15 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
         return "i" if proto == "l" and cat == "Lu" else proto
     decomposition = unicodedata.decomposition(ch)
     if decomposition and not decomposition.startswith("<"):
-        base = "".join(c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) not in ("Mn", "Me"))
+        base = "".join(
+            c for c in unicodedata.normalize("NFD", ch) if unicodedata.category(c) not in ("Mn", "Me")
+        )
         if base != unicodedata.normalize("NFD", ch):
             return base
     return 0
 
 
-_SCANNED = ((0, 0x323AF), (0xE0000, 0xE0FFF))    # every assigned character outside private use
+_SCANNED = ((0, 0x323AF), (0xE0000, 0xE0FFF))  # every assigned character outside private use
 
 
 @functools.cache
@@ -126,8 +137,10 @@ def fold_table() -> dict[int, str | None]:
         if action is None:
             value = None
         else:
-            parts = (resolve(ord(c), visiting | {cp}) if ord(c) != cp else c
-                     for c in unicodedata.normalize("NFKC", action).casefold())
+            parts = (
+                resolve(ord(c), visiting | {cp}) if ord(c) != cp else c
+                for c in unicodedata.normalize("NFKC", action).casefold()
+            )
             value = "".join(p for p in parts if p is not None)
         resolved[cp] = value
         return value

@@ -45,7 +45,9 @@ _LOWER = bytes.maketrans(string.ascii_uppercase.encode(), string.ascii_lowercase
 _LOOSE_DELETE = (string.punctuation + " \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f").encode()
 _DELETE_FLAGS = bytes(1 if b in _LOOSE_DELETE else 0 for b in range(256))
 # Bytes that send a text through word_text: non-ASCII and the controls word_text removes.
-_FOLD_FLAGS = bytes(1 if b >= 0x80 or b in (*range(0, 9), *range(0x0E, 0x1C), 0x7F) else 0 for b in range(256))
+_FOLD_FLAGS = bytes(
+    1 if b >= 0x80 or b in (*range(0, 9), *range(0x0E, 0x1C), 0x7F) else 0 for b in range(256)
+)
 
 
 def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
@@ -54,7 +56,7 @@ def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
     bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset:arr.offset + len(arr) + 1]
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
     start, end = int(offsets[0]), int(offsets[-1])
     data = bufs[2][start:end].to_pybytes() if bufs[2] is not None and end > start else b""
     return data, offsets - start
@@ -63,12 +65,14 @@ def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
 def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
     """Per row: how many of its bytes are flagged (flags: one 0/1 byte per text byte)."""
     counts = np.zeros(len(offsets) - 1, dtype=np.int64)
-    if flags.find(1) < 0:              # nothing flagged: the usual case, one memchr
+    if flags.find(1) < 0:  # nothing flagged: the usual case, one memchr
         return counts
     starts = offsets[:-1]
     nonempty = offsets[1:] > starts
     if nonempty.any():
-        counts[nonempty] = np.add.reduceat(np.frombuffer(flags, dtype=np.uint8), starts[nonempty], dtype=np.int32)
+        counts[nonempty] = np.add.reduceat(
+            np.frombuffer(flags, dtype=np.uint8), starts[nonempty], dtype=np.int32
+        )
     return counts
 
 
@@ -87,8 +91,11 @@ def loose_hashes(arr: pa.Array) -> np.ndarray:
     np.cumsum(kept, out=new[1:])
     new = new.tolist()
     view = memoryview(squeezed)
-    return np.fromiter((xxhash.xxh3_64_intdigest(view[new[i]:new[i + 1]]) for i in range(len(new) - 1)),
-                       dtype=np.uint64, count=len(new) - 1)
+    return np.fromiter(
+        (xxhash.xxh3_64_intdigest(view[new[i] : new[i + 1]]) for i in range(len(new) - 1)),
+        dtype=np.uint64,
+        count=len(new) - 1,
+    )
 
 
 def loose_hash(text: str) -> int:
@@ -110,11 +117,11 @@ def folded(arr: pa.Array) -> pa.Array:
 
 @dataclass
 class Scan:
-    exact: list = field(default_factory=list)          # (row_index, needle loose hash, "user" | "other")
-    grams: list = field(default_factory=list)          # arrow tables (row_index, ngram)
-    bench_grams: list = field(default_factory=list)    # arrow tables (row_index, ngram) in benchmark words
-    benchmark: list = field(default_factory=list)      # (row_index, benchmark, item_id)
-    rows: int = 0                                      # rows read
+    exact: list = field(default_factory=list)  # (row_index, needle loose hash, "user" | "other")
+    grams: list = field(default_factory=list)  # arrow tables (row_index, ngram)
+    bench_grams: list = field(default_factory=list)  # arrow tables (row_index, ngram) in benchmark words
+    benchmark: list = field(default_factory=list)  # (row_index, benchmark, item_id)
+    rows: int = 0  # rows read
 
     def gram_table(self) -> pa.Table:
         if not self.grams:
@@ -131,8 +138,9 @@ def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray
         out.exact.append((int(row_index[i]), int(hashes[i]), where))
 
 
-def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int,
-           wanted: np.ndarray | None = None) -> pa.Table | None:
+def _grams(
+    row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int, wanted: np.ndarray | None = None
+) -> pa.Table | None:
     """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words and, given `wanted`
     (sorted), among those (on a few threads: Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
     table = text_ngram_table(vocab, hay, n)
@@ -146,7 +154,9 @@ def _grams(row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int,
         docs, grams = docs[keep], grams[keep]
         if not len(docs):
             return None
-    return pa.table({"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(grams, pa.uint64())})
+    return pa.table(
+        {"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(grams, pa.uint64())}
+    )
 
 
 def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
@@ -160,7 +170,13 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
         hay = user
         if pc.any(has_other).as_py():
             flat = folded(pc.list_flatten(others))
-            _exact(out, rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)], flat, wanted, "other")
+            _exact(
+                out,
+                rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)],
+                flat,
+                wanted,
+                "other",
+            )
             newline = pa.scalar("\n", pa.large_string())
             offsets = pc.subtract(others.offsets, others.offsets[0])
             joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
@@ -171,7 +187,9 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
             out.grams.append(_grams(rows, hay, vocab3[0], GRAM_WORDS, vocab3[1]))
 
 
-def scan_candidates(store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None) -> Scan:
+def scan_candidates(
+    store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None
+) -> Scan:
     """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
     condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
     sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
@@ -184,7 +202,7 @@ def scan_candidates(store, cand: str, row_filter: str, needle_hashes: set[int], 
     try:
         _stream(out, reader, wanted, vocab3, bench)
     finally:
-        reader.close()      # an open result would block every later statement on the connection
+        reader.close()  # an open result would block every later statement on the connection
         # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.
         pa.default_memory_pool().release_unused()
     out.grams = [t for t in out.grams if t is not None]

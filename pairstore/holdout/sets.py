@@ -28,12 +28,20 @@ SET_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
 
 def _check_name(set_name: str) -> None:
     if not SET_NAME.fullmatch(set_name or ""):
-        raise BadInput(f"bad holdout set name {set_name!r}: letters, digits, '.', '_', ':', '-' only",
-                       field="set")
+        raise BadInput(
+            f"bad holdout set name {set_name!r}: letters, digits, '.', '_', ':', '-' only", field="set"
+        )
 
 
-def add_members(store, set_name: str, members: list[dict], *, description: str | None = None,
-                method: str | None = None, seed: int | None = None) -> int:
+def add_members(
+    store,
+    set_name: str,
+    members: list[dict],
+    *,
+    description: str | None = None,
+    method: str | None = None,
+    seed: int | None = None,
+) -> int:
     """Add members (item_id, item_kind, match_key, match_text, task_key) to a set; returns how many were new.
 
     A member that was removed earlier becomes active again (logged)."""
@@ -42,55 +50,96 @@ def add_members(store, set_name: str, members: list[dict], *, description: str |
     with store.transaction():
         store.con.execute(
             "INSERT INTO holdout_sets (set_name, description, method, seed) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING", [set_name, description, method, seed])
+            "ON CONFLICT DO NOTHING",
+            [set_name, description, method, seed],
+        )
         for m in members:
-            row = store.one("SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?",
-                                    [set_name, m["item_id"]])
+            row = store.one(
+                "SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, m["item_id"]]
+            )
             if row is None:
                 store.con.execute(
                     "INSERT INTO holdout (set_name, item_id, item_kind, match_key, task_key, match_text) "
                     "VALUES (?, ?, ?, ?, ?, ?)",
-                    [set_name, m["item_id"], m["item_kind"], m["match_key"], m.get("task_key"), m["match_text"]])
+                    [
+                        set_name,
+                        m["item_id"],
+                        m["item_kind"],
+                        m["match_key"],
+                        m.get("task_key"),
+                        m["match_text"],
+                    ],
+                )
                 added += 1
             elif row[0] is not None:
-                store.con.execute("UPDATE holdout SET removed_at = NULL, removed_reason = NULL "
-                                  "WHERE set_name = ? AND item_id = ?", [set_name, m["item_id"]])
+                store.con.execute(
+                    "UPDATE holdout SET removed_at = NULL, removed_reason = NULL "
+                    "WHERE set_name = ? AND item_id = ?",
+                    [set_name, m["item_id"]],
+                )
                 added += 1
         if added:
-            store.audit("holdout.add", set_name, {"added": added, "method": method, "seed": seed,
-                                                  "items": sorted(m["item_id"] for m in members)})
+            store.audit(
+                "holdout.add",
+                set_name,
+                {
+                    "added": added,
+                    "method": method,
+                    "seed": seed,
+                    "items": sorted(m["item_id"] for m in members),
+                },
+            )
     return added
 
 
 def _battle_member(row) -> dict:
     battle_id, prompt, mk = row
-    return {"item_id": battle_id, "item_kind": "battle", "match_key": mk, "task_key": None,
-            "match_text": match_text([dict(m) for m in prompt])}
+    return {
+        "item_id": battle_id,
+        "item_kind": "battle",
+        "match_key": mk,
+        "task_key": None,
+        "match_text": match_text([dict(m) for m in prompt]),
+    }
 
 
 def resolve_ids(store, ids: list[tuple[int, str]], path: str) -> list[dict]:
     """Members for ids (battle, task or eval item ids), each looked up in the store."""
     members = []
     for line, item_id in ids:
-        row = store.one("SELECT battle_id, prompt, match_key FROM battles WHERE battle_id = ?",
-                                [item_id])
+        row = store.one("SELECT battle_id, prompt, match_key FROM battles WHERE battle_id = ?", [item_id])
         if row:
             members.append(_battle_member(row))
             continue
-        row = store.one("SELECT task_id, prompt, match_key, task_key FROM tasks WHERE task_id = ?",
-                                [item_id])
+        row = store.one("SELECT task_id, prompt, match_key, task_key FROM tasks WHERE task_id = ?", [item_id])
         if row:
-            members.append({"item_id": row[0], "item_kind": "task", "match_key": row[2], "task_key": row[3],
-                            "match_text": match_text(row[1])})
+            members.append(
+                {
+                    "item_id": row[0],
+                    "item_kind": "task",
+                    "match_key": row[2],
+                    "task_key": row[3],
+                    "match_text": match_text(row[1]),
+                }
+            )
             continue
-        row = store.one("SELECT item_id, prompt, match_key, task_key FROM eval_items WHERE item_id = ? "
-                                "LIMIT 1", [item_id])
+        row = store.one(
+            "SELECT item_id, prompt, match_key, task_key FROM eval_items WHERE item_id = ? LIMIT 1", [item_id]
+        )
         if row:
-            members.append({"item_id": row[0], "item_kind": "eval_item", "match_key": row[2],
-                            "task_key": row[3], "match_text": match_text([dict(m) for m in row[1]])})
+            members.append(
+                {
+                    "item_id": row[0],
+                    "item_kind": "eval_item",
+                    "match_key": row[2],
+                    "task_key": row[3],
+                    "match_text": match_text([dict(m) for m in row[1]]),
+                }
+            )
             continue
-        raise BadInput(f"unknown id {item_id!r} (not a battle, task or eval item in the store)", path=path,
-                       line=line)
+        raise BadInput(
+            f"unknown id {item_id!r} (not a battle, task or eval item in the store)", path=path, line=line
+        )
     return members
 
 
@@ -102,8 +151,11 @@ def add_from_ids_file(store, set_name: str, path) -> int:
         raise BadInput("bytes that are not UTF-8", path=str(path)) from None
     except FileNotFoundError:
         raise BadInput("no such file", path=str(path)) from None
-    ids = [(i, ln.strip()) for i, ln in enumerate(text.splitlines(), start=1)
-           if ln.strip() and not ln.strip().startswith("#")]
+    ids = [
+        (i, ln.strip())
+        for i, ln in enumerate(text.splitlines(), start=1)
+        if ln.strip() and not ln.strip().startswith("#")
+    ]
     if not ids:
         raise BadInput("no ids in file", path=str(path))
     members = resolve_ids(store, ids, str(path))
@@ -143,7 +195,8 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
     try:
         rows = store.con.execute(
             f"SELECT battle_id, prompt, match_key, vote, coalesce(category, '') "
-            f"FROM (SELECT * FROM battles) AS battles {filt} ORDER BY battle_id").fetchall()
+            f"FROM (SELECT * FROM battles) AS battles {filt} ORDER BY battle_id"
+        ).fetchall()
     except duckdb.Error as e:
         raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
     groups: dict[str, list] = defaultdict(list)
@@ -161,8 +214,12 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
         by_vote[vote] += size
     quota: dict[tuple, int] = {}
     for vote, vq in _allocate(dict(by_vote), n).items():
-        quota.update({(vote, cat): q for cat, q in
-                      _allocate({c: sz for (v, c), sz in sizes.items() if v == vote}, vq).items()})
+        quota.update(
+            {
+                (vote, cat): q
+                for cat, q in _allocate({c: sz for (v, c), sz in sizes.items() if v == vote}, vq).items()
+            }
+        )
     chosen: list[str] = []
     taken = 0
     leftovers = []
@@ -183,20 +240,25 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
         if taken == n:
             break
     members = [_battle_member(r[:3]) for mk in chosen for r in groups[mk]]
-    add_members(store, set_name, members, method=f"sample n={n} stratified by vote,category",
-                seed=seed)
+    add_members(store, set_name, members, method=f"sample n={n} stratified by vote,category", seed=seed)
     return sorted(m["item_id"] for m in members)
 
 
 def active_members(store, set_name: str | None = None) -> list[dict]:
     return store.rows(
         "SELECT * FROM holdout WHERE removed_at IS NULL AND (? IS NULL OR set_name = ?) "
-        "ORDER BY set_name, item_id", [set_name, set_name])
+        "ORDER BY set_name, item_id",
+        [set_name, set_name],
+    )
 
 
 def held_task_keys(store) -> set[str]:
-    return {r[0] for r in store.con.execute(
-        "SELECT DISTINCT task_key FROM holdout WHERE removed_at IS NULL AND task_key IS NOT NULL").fetchall()}
+    return {
+        r[0]
+        for r in store.con.execute(
+            "SELECT DISTINCT task_key FROM holdout WHERE removed_at IS NULL AND task_key IS NOT NULL"
+        ).fetchall()
+    }
 
 
 @dataclass
@@ -208,7 +270,7 @@ class HoldoutFilter:
     keeps miners from producing pairs the export gate would refuse; the gate, with every way of
     matching (pairstore.holdout.matching), is the check that counts."""
 
-    item_ids: dict[str, set[str]] = field(default_factory=dict)   # item kind -> ids
+    item_ids: dict[str, set[str]] = field(default_factory=dict)  # item kind -> ids
     match_keys: set[str] = field(default_factory=set)
     task_keys: set[str] = field(default_factory=set)
 
@@ -226,8 +288,15 @@ class HoldoutFilter:
                 f.task_keys.add(row["task_key"])
         return f
 
-    def holds(self, kind: str, item_id: str | None, *, prompt=None, stored_match_key: str | None = None,
-              task_key: str | None = None) -> bool:
+    def holds(
+        self,
+        kind: str,
+        item_id: str | None,
+        *,
+        prompt=None,
+        stored_match_key: str | None = None,
+        task_key: str | None = None,
+    ) -> bool:
         """True when the item is a member by id, its prompt's or stored match key, or its task key."""
         if item_id is not None and item_id in self.item_ids.get(kind, ()):
             return True
@@ -258,26 +327,34 @@ def list_sets(store) -> list[dict]:
 def show_set(store, set_name: str) -> list[dict]:
     if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [set_name]):
         raise NotFound(f"no holdout set {set_name!r}")
-    return store.rows("SELECT item_id, item_kind, status, match_key, removed_reason FROM holdout_status "
-                      "WHERE set_name = ? ORDER BY item_id", [set_name])
+    return store.rows(
+        "SELECT item_id, item_kind, status, match_key, removed_reason FROM holdout_status "
+        "WHERE set_name = ? ORDER BY item_id",
+        [set_name],
+    )
 
 
 def remove_member(store, set_name: str, item_id: str, *, reason: str) -> None:
     if not reason or not reason.strip():
         raise BadInput("a reason is required to remove a holdout member", field="reason")
     with store.transaction():
-        row = store.one("SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?",
-                                [set_name, item_id])
+        row = store.one(
+            "SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, item_id]
+        )
         if row is None:
             raise NotFound(f"{item_id!r} is not a member of holdout set {set_name!r}")
         if row[0] is not None:
             raise BadInput(f"{item_id!r} was already removed from {set_name!r}", field="id")
-        store.con.execute("UPDATE holdout SET removed_at = current_timestamp, removed_reason = ? "
-                          "WHERE set_name = ? AND item_id = ?", [reason, set_name, item_id])
+        store.con.execute(
+            "UPDATE holdout SET removed_at = current_timestamp, removed_reason = ? "
+            "WHERE set_name = ? AND item_id = ?",
+            [reason, set_name, item_id],
+        )
         store.audit("holdout.remove", set_name, {"item_id": item_id, "reason": reason})
 
 
 # -- exemptions: the one way past a gate hit short of removing the member -------------
+
 
 def add_exemption(store, set_name: str, item_id: str, pair_id: str, *, reason: str) -> bool:
     """Let one pair through the gate for one member, with a reason (logged). Returns False if it existed."""
@@ -286,8 +363,9 @@ def add_exemption(store, set_name: str, item_id: str, pair_id: str, *, reason: s
     if set_name.startswith("eval:"):
         known = store.one("SELECT 1 FROM eval_items WHERE suite = ? AND item_id = ?", [set_name[5:], item_id])
     elif set_name.startswith("benchmark:"):
-        known = store.one("SELECT 1 FROM benchmark_refs WHERE benchmark = ? AND item_id = ?",
-                          [set_name[10:], item_id])
+        known = store.one(
+            "SELECT 1 FROM benchmark_refs WHERE benchmark = ? AND item_id = ?", [set_name[10:], item_id]
+        )
     else:
         known = store.one("SELECT 1 FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, item_id])
     if not known:
@@ -295,13 +373,19 @@ def add_exemption(store, set_name: str, item_id: str, pair_id: str, *, reason: s
     if not store.one("SELECT 1 FROM pairs WHERE pair_id = ?", [pair_id]):
         raise NotFound(f"no pair {pair_id!r}")
     with store.transaction():
-        row = store.one("SELECT reason FROM holdout_exemptions WHERE set_name = ? AND item_id = ? AND pair_id = ?",
-                        [set_name, item_id, pair_id])
+        row = store.one(
+            "SELECT reason FROM holdout_exemptions WHERE set_name = ? AND item_id = ? AND pair_id = ?",
+            [set_name, item_id, pair_id],
+        )
         if row is not None:
             return False
-        store.con.execute("INSERT INTO holdout_exemptions (set_name, item_id, pair_id, reason) VALUES (?, ?, ?, ?)",
-                          [set_name, item_id, pair_id, reason.strip()])
-        store.audit("holdout.exempt", set_name, {"item_id": item_id, "pair_id": pair_id, "reason": reason.strip()})
+        store.con.execute(
+            "INSERT INTO holdout_exemptions (set_name, item_id, pair_id, reason) VALUES (?, ?, ?, ?)",
+            [set_name, item_id, pair_id, reason.strip()],
+        )
+        store.audit(
+            "holdout.exempt", set_name, {"item_id": item_id, "pair_id": pair_id, "reason": reason.strip()}
+        )
     return True
 
 
@@ -310,7 +394,8 @@ def split_exempt(store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:
     if not hits:
         return [], []
     rows = store.con.execute(
-        "SELECT set_name, item_id, pair_id, reason, created_at FROM holdout_exemptions").fetchall()
+        "SELECT set_name, item_id, pair_id, reason, created_at FROM holdout_exemptions"
+    ).fetchall()
     reasons = {(s, i, p): (r, c) for s, i, p, r, c in rows}
     standing, cleared, seen = [], [], set()
     for h in hits:
@@ -321,6 +406,15 @@ def split_exempt(store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:
         key = (h.set_name, h.item_id, h.pair_id, h.how)
         if key not in seen:
             seen.add(key)
-            cleared.append({"set": h.set_name, "item_id": h.item_id, "pair_id": h.pair_id, "how": h.how,
-                            "score": h.score, "reason": ex[0], "exempted_at": str(ex[1])})
+            cleared.append(
+                {
+                    "set": h.set_name,
+                    "item_id": h.item_id,
+                    "pair_id": h.pair_id,
+                    "how": h.how,
+                    "score": h.score,
+                    "reason": ex[0],
+                    "exempted_at": str(ex[1]),
+                }
+            )
     return standing, cleared

@@ -45,10 +45,10 @@ _VOTES = {"tie": "tie", "both_bad": "both_bad"}
 @dataclass
 class ArenaBattle:
     battle_id: str
-    users: list[str]                 # the user turns, in order
-    answers: dict[str, list[str]]    # side (a, b) -> that model's answer to each user turn
-    models: dict[str, str]           # side -> model name
-    winner: str                      # a, b, tie or both_bad
+    users: list[str]  # the user turns, in order
+    answers: dict[str, list[str]]  # side (a, b) -> that model's answer to each user turn
+    models: dict[str, str]  # side -> model name
+    winner: str  # a, b, tie or both_bad
     voted_at: datetime | None = None
     language: str | None = None
     flagged: bool | None = None
@@ -128,8 +128,11 @@ def _conversation(f: Fields, name: str) -> tuple[list[str], list[str]] | str:
     messages = canonical_messages(value, where=name, path=f.path, line=f.line)
     roles = [m["role"] for m in messages]
     if len(roles) % 2 or roles != ["user", "assistant"] * (len(roles) // 2):
-        raise f.error(name, "expected user and assistant turns alternating, starting with user and ending "
-                            f"with assistant; got {', '.join(roles)}")
+        raise f.error(
+            name,
+            "expected user and assistant turns alternating, starting with user and ending "
+            f"with assistant; got {', '.join(roles)}",
+        )
     return [m["content"] for m in messages[::2]], [m["content"] for m in messages[1::2]]
 
 
@@ -148,12 +151,20 @@ def parse_arena(f: Fields) -> ArenaBattle | str:
         sides[side] = got
     if sides["a"][0] != sides["b"][0]:
         raise f.error("conversation_b", "its user turns differ from conversation_a's (a battle shares them)")
-    _scalar(f, "turn", int)   # checked, not kept: the conversations give the turns
+    _scalar(f, "turn", int)  # checked, not kept: the conversations give the turns
     f.str("judge", required=False, allow_int=True)
     language = f.str("language", required=False, allow_empty=True)
-    return ArenaBattle(battle_id, sides["a"][0], {s: sides[s][1] for s in SIDES}, models, _WINNERS[winner],
-                       voted_at=_voted_at(f, "tstamp"), language=language or None, flagged=_flagged(f),
-                       anonymous=_scalar(f, "anony", bool))
+    return ArenaBattle(
+        battle_id,
+        sides["a"][0],
+        {s: sides[s][1] for s in SIDES},
+        models,
+        _WINNERS[winner],
+        voted_at=_voted_at(f, "tstamp"),
+        language=language or None,
+        flagged=_flagged(f),
+        anonymous=_scalar(f, "anony", bool),
+    )
 
 
 def _turn_list(f: Fields, name: str) -> list | str:
@@ -192,11 +203,14 @@ def parse_arena55k(f: Fields) -> ArenaBattle | str:
             return reason
     for side in SIDES:
         if len(turns[f"response_{side}"]) != len(turns["prompt"]):
-            raise f.error(f"response_{side}", f"{len(turns[f'response_{side}'])} responses for "
-                                              f"{len(turns['prompt'])} prompt turns")
+            raise f.error(
+                f"response_{side}",
+                f"{len(turns[f'response_{side}'])} responses for {len(turns['prompt'])} prompt turns",
+            )
     winner = next(name for name, v in flags.items() if v == 1)
-    return ArenaBattle(battle_id, turns["prompt"], {s: turns[f"response_{s}"] for s in SIDES}, models,
-                       _WINNERS[winner])
+    return ArenaBattle(
+        battle_id, turns["prompt"], {s: turns[f"response_{s}"] for s in SIDES}, models, _WINNERS[winner]
+    )
 
 
 PARSERS = {"arena": parse_arena, "arena55k": parse_arena55k}
@@ -219,10 +233,21 @@ def battle_fields(b: ArenaBattle, side: str) -> dict:
     """The `battles` columns of a battle the own model played on `side`, the vote from that side."""
     other = "b" if side == "a" else "a"
     vote = _VOTES.get(b.winner) or ("win" if b.winner == side else "loss")
-    return {"battle_id": b.battle_id, "prompt": [{"role": "user", "content": u} for u in b.users],
-            "own_answers": b.answers[side], "opponent_answers": b.answers[other], "n_turns": len(b.users),
-            "vote": vote, "category": None, "own_model": b.models[side], "opponent_model": b.models[other],
-            "voted_at": b.voted_at, "language": b.language, "flagged": b.flagged, "anonymous": b.anonymous}
+    return {
+        "battle_id": b.battle_id,
+        "prompt": [{"role": "user", "content": u} for u in b.users],
+        "own_answers": b.answers[side],
+        "opponent_answers": b.answers[other],
+        "n_turns": len(b.users),
+        "vote": vote,
+        "category": None,
+        "own_model": b.models[side],
+        "opponent_model": b.models[other],
+        "voted_at": b.voted_at,
+        "language": b.language,
+        "flagged": b.flagged,
+        "anonymous": b.anonymous,
+    }
 
 
 def other_pair(b: ArenaBattle) -> Pair | str:
@@ -233,8 +258,13 @@ def other_pair(b: ArenaBattle) -> Pair | str:
     loser = "b" if b.winner == "a" else "a"
     chosen, rejected = b.answers[b.winner], b.answers[loser]
     rule = f"winner=model_{b.winner} → model_{b.winner}'s answer chosen (no own model in the battle)"
-    return Pair(prompt=battle_pair_prompt(b.users, chosen), chosen=chosen[-1], rejected=rejected[-1],
-                source="arena", origins=[Origin("arena", b.battle_id, rule)])
+    return Pair(
+        prompt=battle_pair_prompt(b.users, chosen),
+        chosen=chosen[-1],
+        rejected=rejected[-1],
+        source="arena",
+        origins=[Origin("arena", b.battle_id, rule)],
+    )
 
 
 def check_options(fmt: str, own_models, others: str) -> set[str]:
@@ -245,6 +275,9 @@ def check_options(fmt: str, own_models, others: str) -> set[str]:
         raise BadInput(f"unknown value {others!r} (expected one of {', '.join(OTHERS)})", field="others")
     own = {m.strip() for m in own_models or () if m and m.strip()}
     if not own:
-        raise BadInput(f"--format {fmt} needs --own-model NAME (the model whose side the vote is read from; "
-                       "give it once per name)", field="own-model")
+        raise BadInput(
+            f"--format {fmt} needs --own-model NAME (the model whose side the vote is read from; "
+            "give it once per name)",
+            field="own-model",
+        )
     return own

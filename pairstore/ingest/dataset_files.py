@@ -34,10 +34,10 @@ from pairstore.keys import sha256_file
 
 @dataclass(frozen=True)
 class DatasetRecord:
-    path: Path      # the data file the record is in
-    line: int       # 1-based line (JSONL, CSV) or row (parquet, Arrow)
+    path: Path  # the data file the record is in
+    line: int  # 1-based line (JSONL, CSV) or row (parquet, Arrow)
     record: dict
-    source: str     # the file's name relative to the dataset folder (its name for a single file)
+    source: str  # the file's name relative to the dataset folder (its name for a single file)
 
 
 def _split_of(path: Path, root: Path) -> str:
@@ -51,8 +51,13 @@ def _split_of(path: Path, root: Path) -> str:
 
 
 def _data_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS
-                  and not any(part.startswith(".") for part in p.relative_to(root).parts))
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and p.suffix.lower() in FORMATS
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
 
 
 def _hub_files(root: Path, split: str, configs) -> list[Path]:
@@ -63,8 +68,10 @@ def _hub_files(root: Path, split: str, configs) -> list[Path]:
     chosen = [p for p in files if _split_of(p, root) == split]
     if not chosen:
         found = sorted({_split_of(p, root) for p in files})
-        raise BadInput(f"no {split!r} split in this folder (found: {', '.join(found) or 'no data files'})",
-                       path=str(root))
+        raise BadInput(
+            f"no {split!r} split in this folder (found: {', '.join(found) or 'no data files'})",
+            path=str(root),
+        )
     return chosen
 
 
@@ -84,14 +91,17 @@ def _saved_files(root: Path, split: str) -> list[Path]:
     if in_dict:
         splits = _json(root / "dataset_dict.json").get("splits") or []
         if split not in splits:
-            raise BadInput(f"no {split!r} split in this save_to_disk folder (found: {', '.join(splits)})",
-                           path=str(root))
+            raise BadInput(
+                f"no {split!r} split in this save_to_disk folder (found: {', '.join(splits)})", path=str(root)
+            )
         root = root / split
     state = _json(root / "state.json")
     # A DatasetDict names its splits itself; a lone Dataset remembers the split it was loaded as, if any.
     saved_split = state.get("_split")
     if not in_dict and isinstance(saved_split, str) and saved_split and saved_split != split:
-        raise BadInput(f"this save_to_disk folder holds the {saved_split!r} split, not {split!r}", path=str(root))
+        raise BadInput(
+            f"this save_to_disk folder holds the {saved_split!r} split, not {split!r}", path=str(root)
+        )
     names = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
     if not names:
         raise BadInput("state.json lists no data files", path=str(root / "state.json"))

@@ -27,10 +27,21 @@ from pairstore.ingest.records import Fields
 
 DATASETS = ("gsm8k", "math")
 # The Hub datasets `ingest problems` reads without --path, and the configs (folders) of their local copies.
-HUB_DATASETS = {"gsm8k": ("openai/gsm8k", ["main"]),
-                "math": ("EleutherAI/hendrycks_math",
-                         ["algebra", "counting_and_probability", "geometry", "intermediate_algebra",
-                          "number_theory", "prealgebra", "precalculus"])}
+HUB_DATASETS = {
+    "gsm8k": ("openai/gsm8k", ["main"]),
+    "math": (
+        "EleutherAI/hendrycks_math",
+        [
+            "algebra",
+            "counting_and_probability",
+            "geometry",
+            "intermediate_algebra",
+            "number_theory",
+            "prealgebra",
+            "precalculus",
+        ],
+    ),
+}
 # A file named like a held-out split.
 TEST_NAME = re.compile(r"(^|[/_.\-])(test|validation|val|dev)([/_.\-]|$)", re.I)
 
@@ -55,7 +66,7 @@ def last_boxed(text: str) -> str | None:
             depth += (c == "{") - (c == "}")
             i += 1
         if depth == 0:
-            best = text[m.end():i - 1].strip()
+            best = text[m.end() : i - 1].strip()
     return best
 
 
@@ -80,9 +91,16 @@ def problem_fields(dataset: str, f: Fields) -> ProblemFields:
             raise f.error("answer", "no '#### <answer>' line")
         return ProblemFields(question, solution, gold)
     question, solution = f.str("problem"), f.str("solution")
-    gold = (f.str("answer", required=False, allow_int=True, allow_empty=True) or "").strip() or last_boxed(solution)
+    gold = (f.str("answer", required=False, allow_int=True, allow_empty=True) or "").strip() or last_boxed(
+        solution
+    )
     if gold is None:
         raise f.error("solution", "no \\boxed{...} answer (and no answer field)")
-    return ProblemFields(question, solution, gold,
-                         subject=f.str("type", required=False) or f.str("subject", required=False),
-                         level=_level(f), unique_id=f.str("unique_id", required=False))
+    return ProblemFields(
+        question,
+        solution,
+        gold,
+        subject=f.str("type", required=False) or f.str("subject", required=False),
+        level=_level(f),
+        unique_id=f.str("unique_id", required=False),
+    )

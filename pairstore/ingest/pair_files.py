@@ -38,11 +38,11 @@ _ROLE_ALIASES = {"human": "user", "gpt": "assistant", "bot": "assistant", "model
 class PairRow:
     """One row of a pair file."""
 
-    row_index: int                  # 0-based position in the file
-    line: int                       # 1-based line (JSONL) or row (parquet), for messages
-    prompt: list[dict]              # canonical messages (a system prompt kept; matching drops it)
+    row_index: int  # 0-based position in the file
+    line: int  # 1-based line (JSONL) or row (parquet), for messages
+    prompt: list[dict]  # canonical messages (a system prompt kept; matching drops it)
     chosen: str | None
-    rejected: str | None            # None: an NLL-only row, or a file with no rejected side
+    rejected: str | None  # None: an NLL-only row, or a file with no rejected side
     pair_id: str | None = None
     origin_ids: list[str] = field(default_factory=list)
     source: str | None = None
@@ -52,8 +52,11 @@ class PairRow:
 
 def _sharegpt(value):
     """ShareGPT-style turns as role/content messages; anything else unchanged."""
-    if isinstance(value, list) and value and all(isinstance(m, dict) and "from" in m and "value" in m
-                                                 for m in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(m, dict) and "from" in m and "value" in m for m in value)
+    ):
         return [{"role": _ROLE_ALIASES.get(m["from"], m["from"]), "content": m["value"]} for m in value]
     return value
 
@@ -94,13 +97,17 @@ def pair_row_from_record(rec: dict, path, line: int, row_index: int) -> PairRow:
                 conversation_answer = msgs[last]["content"] if last < len(msgs) else None
                 break
     if not prompt or not any(m["role"] == "user" for m in prompt):
-        raise f.error("prompt", "no prompt (expected one of " + ", ".join(PROMPT_FIELDS + CONVERSATION_FIELDS)
-                      + ")")
+        raise f.error(
+            "prompt", "no prompt (expected one of " + ", ".join(PROMPT_FIELDS + CONVERSATION_FIELDS) + ")"
+        )
     system = rec.get("system") or rec.get("system_prompt")
     if isinstance(system, str) and system and prompt[0]["role"] != "system":
         prompt = [{"role": "system", "content": system}] + prompt
-    origin_ids = [str(rec[n]) for n in ID_FIELDS
-                  if isinstance(rec.get(n), (str, int)) and not isinstance(rec.get(n), bool)]
+    origin_ids = [
+        str(rec[n])
+        for n in ID_FIELDS
+        if isinstance(rec.get(n), (str, int)) and not isinstance(rec.get(n), bool)
+    ]
     extra = rec.get("origin_ids")
     if isinstance(extra, (list, tuple)):
         origin_ids += [str(v) for v in extra if v is not None]
@@ -109,10 +116,18 @@ def pair_row_from_record(rec: dict, path, line: int, row_index: int) -> PairRow:
         chosen = _answer(rec.get("completion"), f, "completion")
     if chosen is None:
         chosen = conversation_answer
-    return PairRow(row_index=row_index, line=line, prompt=prompt, chosen=chosen,
-                   rejected=_answer(rec.get("rejected"), f, "rejected"), pair_id=_optional_str(rec, "pair_id"),
-                   origin_ids=origin_ids, source=f.str("source", required=False),
-                   family=f.str("family", required=False), task_key=_optional_str(rec, "task_key"))
+    return PairRow(
+        row_index=row_index,
+        line=line,
+        prompt=prompt,
+        chosen=chosen,
+        rejected=_answer(rec.get("rejected"), f, "rejected"),
+        pair_id=_optional_str(rec, "pair_id"),
+        origin_ids=origin_ids,
+        source=f.str("source", required=False),
+        family=f.str("family", required=False),
+        task_key=_optional_str(rec, "task_key"),
+    )
 
 
 def read_pair_file(path, *, require_chosen: bool = False) -> list[PairRow]:
@@ -122,8 +137,12 @@ def read_pair_file(path, *, require_chosen: bool = False) -> list[PairRow]:
     for i, (line, rec) in enumerate(read_records(path)):
         row = pair_row_from_record(rec, path, line, i)
         if require_chosen and row.chosen is None:
-            raise BadInput("missing field (chosen, or completion for an NLL row)", path=str(path), line=line,
-                           field="chosen")
+            raise BadInput(
+                "missing field (chosen, or completion for an NLL row)",
+                path=str(path),
+                line=line,
+                field="chosen",
+            )
         rows.append(row)
     return rows
 

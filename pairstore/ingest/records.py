@@ -31,7 +31,7 @@ JSONL_SUFFIXES = (".jsonl", ".json", ".ndjson")
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".arrow": "arrow", **{s: "jsonl" for s in JSONL_SUFFIXES}}
 # Records nest a few levels (messages, moderation objects); anything deeper is not a record.
 MAX_DEPTH = 64
-INT_BITS = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}   # INTEGER and BIGINT columns
+INT_BITS = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}  # INTEGER and BIGINT columns
 # A JSON escape of a UTF-16 surrogate: the only way a str from json.loads can hold one.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -39,8 +39,9 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 def file_format(path) -> str:
     fmt = FORMATS.get(Path(str(path).lower()).suffix)
     if fmt is None:
-        raise BadInput("unknown file type (expected .jsonl, .json, .ndjson, .parquet, .csv or .arrow)",
-                       path=str(path))
+        raise BadInput(
+            "unknown file type (expected .jsonl, .json, .ndjson, .parquet, .csv or .arrow)", path=str(path)
+        )
     return fmt
 
 
@@ -54,7 +55,9 @@ def read_records(path) -> Iterator[tuple[int, dict]]:
     fmt = file_format(path)
     if path.stat().st_size == 0:
         raise BadInput("empty file", path=str(path))
-    yield from {"jsonl": _read_jsonl, "parquet": _read_parquet, "csv": _read_csv, "arrow": _read_arrow}[fmt](path)
+    yield from {"jsonl": _read_jsonl, "parquet": _read_parquet, "csv": _read_csv, "arrow": _read_arrow}[fmt](
+        path
+    )
 
 
 def lone_surrogate(value, where: str = "") -> tuple[str, str] | None:
@@ -90,7 +93,9 @@ def _parse_json_line(raw: bytes, line: str, path: Path, lineno: int):
         rec = json.loads(line)
     except json.JSONDecodeError as e:
         hint = " (truncated last line?)" if not raw.endswith(b"\n") else ""
-        raise BadInput(f"invalid JSON: {e.msg} at column {e.colno}{hint}", path=str(path), line=lineno) from None
+        raise BadInput(
+            f"invalid JSON: {e.msg} at column {e.colno}{hint}", path=str(path), line=lineno
+        ) from None
     except RecursionError:
         raise BadInput(f"JSON nested deeper than {MAX_DEPTH} levels", path=str(path), line=lineno) from None
     # Cheap byte tests first: only a line with that many brackets can nest that deep, only one with a
@@ -100,8 +105,12 @@ def _parse_json_line(raw: bytes, line: str, path: Path, lineno: int):
     if _SURROGATE_ESCAPE.search(raw):
         found = lone_surrogate(rec)
         if found:
-            raise BadInput(f"lone surrogate escape {found[1]} (not a Unicode character; UTF-8 cannot hold it)",
-                           path=str(path), line=lineno, field=found[0] or None)
+            raise BadInput(
+                f"lone surrogate escape {found[1]} (not a Unicode character; UTF-8 cannot hold it)",
+                path=str(path),
+                line=lineno,
+                field=found[0] or None,
+            )
     return rec
 
 
@@ -112,13 +121,16 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise BadInput(f"bytes that are not UTF-8 at byte {e.start} of the line", path=str(path),
-                               line=lineno) from None
+                raise BadInput(
+                    f"bytes that are not UTF-8 at byte {e.start} of the line", path=str(path), line=lineno
+                ) from None
             if not line.strip():
                 continue
             rec = _parse_json_line(raw, line, path, lineno)
             if not isinstance(rec, dict):
-                raise BadInput(f"expected a JSON object, got {type(rec).__name__}", path=str(path), line=lineno)
+                raise BadInput(
+                    f"expected a JSON object, got {type(rec).__name__}", path=str(path), line=lineno
+                )
             seen += 1
             yield lineno, rec
     if seen == 0:
@@ -131,8 +143,12 @@ def _batches_to_rows(path: Path, batches) -> Iterator[tuple[int, dict]]:
         try:
             rows = batch.to_pylist()
         except UnicodeDecodeError as e:
-            raise BadInput(f"a string column holds bytes that are not UTF-8 ({e.reason})", path=str(path),
-                           unit="row", line=row + 1) from None
+            raise BadInput(
+                f"a string column holds bytes that are not UTF-8 ({e.reason})",
+                path=str(path),
+                unit="row",
+                line=row + 1,
+            ) from None
         for rec in rows:
             row += 1
             yield row, rec
@@ -167,8 +183,9 @@ def _utf8_lines(f, path: Path) -> Iterator[str]:
         try:
             yield raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
         except UnicodeDecodeError as e:
-            raise BadInput(f"bytes that are not UTF-8 at byte {e.start} of the line", path=str(path),
-                           line=lineno) from None
+            raise BadInput(
+                f"bytes that are not UTF-8 at byte {e.start} of the line", path=str(path), line=lineno
+            ) from None
 
 
 def _read_csv(path: Path) -> Iterator[tuple[int, dict]]:
@@ -187,8 +204,11 @@ def _read_csv(path: Path) -> Iterator[tuple[int, dict]]:
             for row in reader:
                 if row:
                     if len(row) != len(header):
-                        raise BadInput(f"{len(row)} values for the {len(header)} columns of the header",
-                                       path=str(path), line=start)
+                        raise BadInput(
+                            f"{len(row)} values for the {len(header)} columns of the header",
+                            path=str(path),
+                            line=start,
+                        )
                     seen += 1
                     yield start, dict(zip(header, row))
                 start = reader.line_num + 1
@@ -210,8 +230,9 @@ class Fields:
     def has(self, name: str) -> bool:
         return self.rec.get(name) is not None
 
-    def str(self, name: str, *, required: bool = True, allow_empty: bool = False,
-            allow_int: bool = False) -> str | None:
+    def str(
+        self, name: str, *, required: bool = True, allow_empty: bool = False, allow_int: bool = False
+    ) -> str | None:
         v = self.rec.get(name)
         if v is None:
             if required:

@@ -46,11 +46,17 @@ class IngestResult:
     read: int = 0
     added: int = 0
     skipped: Counter = field(default_factory=Counter)  # reason -> count (same content already there, ...)
-    pairs: int = 0      # pairs written beside the rows (Arena battles between other models, --others pairs)
+    pairs: int = 0  # pairs written beside the rows (Arena battles between other models, --others pairs)
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "path": self.path, "read": self.read, "added": self.added,
-                "pairs": self.pairs, "skipped": dict(self.skipped)}
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "read": self.read,
+            "added": self.added,
+            "pairs": self.pairs,
+            "skipped": dict(self.skipped),
+        }
 
 
 def _progress(iterable, enabled: bool, desc: str):
@@ -65,11 +71,13 @@ def log_ingest(store, path, kind: str, rows_read: int, rows_added: int, *, sha25
     This module writes that table; call inside the ingest's transaction."""
     store.con.execute(
         "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
-        [sha256 or sha256_file(path), kind, str(path), rows_read, rows_added])
+        [sha256 or sha256_file(path), kind, str(path), rows_read, rows_added],
+    )
 
 
-def _insert_new(store, table: str, key_cols: list[str], rows: list[dict], schema: pa.Schema,
-                differs: str, what: str, path) -> tuple[int, int]:
+def _insert_new(
+    store, table: str, key_cols: list[str], rows: list[dict], schema: pa.Schema, differs: str, what: str, path
+) -> tuple[int, int]:
     """Insert rows whose key is new. A known key whose content differs (`differs`: SQL over i = incoming,
     t = table) is an error naming the line; a known key with the same content is skipped."""
     if not rows:
@@ -83,15 +91,21 @@ def _insert_new(store, table: str, key_cols: list[str], rows: list[dict], schema
         order = "i._file, i._line" if "_file" in schema.names else "i._line"
         clash = con.execute(
             f"SELECT i.{key_cols[-1]}, i._line, {file_col} FROM _incoming i JOIN {table} t ON {on} "
-            f"WHERE {differs} ORDER BY {order} LIMIT 1").fetchall()
+            f"WHERE {differs} ORDER BY {order} LIMIT 1"
+        ).fetchall()
         if clash:
             clash = clash[0]
-            raise BadInput(f"{what} {clash[0]!r} is already in the store with different content",
-                           path=str(clash[2] or path), line=clash[1], field=key_cols[-1])
+            raise BadInput(
+                f"{what} {clash[0]!r} is already in the store with different content",
+                path=str(clash[2] or path),
+                line=clash[1],
+                field=key_cols[-1],
+            )
         cols = [c for c in schema.names if not c.startswith("_")]
         n = con.execute(
             f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
-            f"FROM _incoming i ANTI JOIN {table} t ON {on}").fetchone()[0]
+            f"FROM _incoming i ANTI JOIN {table} t ON {on}"
+        ).fetchone()[0]
     finally:
         con.unregister("_incoming")
     return n, len(rows) - n
@@ -106,10 +120,14 @@ def _dedup_in_file(rows: list[dict], key, hash_col: str, what: str, path) -> tup
         if k in seen:
             if seen[k][hash_col] != r[hash_col]:
                 first = seen[k]
-                where = f"line {first['_line']}" + (f" of {first['_file']}" if first.get("_file", path) != r.get(
-                    "_file", path) else "")
-                raise BadInput(f"{what} {k!r} appears twice with different content (first at {where})",
-                               path=str(r.get("_file") or path), line=r["_line"])
+                where = f"line {first['_line']}" + (
+                    f" of {first['_file']}" if first.get("_file", path) != r.get("_file", path) else ""
+                )
+                raise BadInput(
+                    f"{what} {k!r} appears twice with different content (first at {where})",
+                    path=str(r.get("_file") or path),
+                    line=r["_line"],
+                )
             dup += 1
             continue
         seen[k] = r
@@ -121,14 +139,28 @@ def _dedup_in_file(rows: list[dict], key, hash_col: str, what: str, path) -> tup
 # battles
 # ---------------------------------------------------------------------------
 
-_BATTLE_SCHEMA = pa.schema([
-    ("battle_id", pa.string()), ("prompt", MSG_TYPE), ("own_answers", pa.list_(pa.string())),
-    ("opponent_answers", pa.list_(pa.string())), ("n_turns", pa.int32()), ("vote", pa.string()),
-    ("category", pa.string()), ("own_model", pa.string()), ("opponent_model", pa.string()),
-    ("voted_at", pa.timestamp("us")), ("language", pa.string()), ("flagged", pa.bool_()),
-    ("anonymous", pa.bool_()), ("match_key", pa.string()), ("record_hash", pa.string()),
-    ("source_file", pa.string()), ("_line", pa.int64()), ("_file", pa.string()),
-])
+_BATTLE_SCHEMA = pa.schema(
+    [
+        ("battle_id", pa.string()),
+        ("prompt", MSG_TYPE),
+        ("own_answers", pa.list_(pa.string())),
+        ("opponent_answers", pa.list_(pa.string())),
+        ("n_turns", pa.int32()),
+        ("vote", pa.string()),
+        ("category", pa.string()),
+        ("own_model", pa.string()),
+        ("opponent_model", pa.string()),
+        ("voted_at", pa.timestamp("us")),
+        ("language", pa.string()),
+        ("flagged", pa.bool_()),
+        ("anonymous", pa.bool_()),
+        ("match_key", pa.string()),
+        ("record_hash", pa.string()),
+        ("source_file", pa.string()),
+        ("_line", pa.int64()),
+        ("_file", pa.string()),
+    ]
+)
 
 
 def parse_battle(rec: dict, path, line: int) -> dict:
@@ -150,16 +182,21 @@ def parse_battle(rec: dict, path, line: int) -> dict:
             for name, dest in (("user", users), ("own", own), ("opponent", opp)):
                 v = t.get(name)
                 if not isinstance(v, str):
-                    raise f.error(f"turns[{i}].{name}", "missing field" if v is None else
-                                  f"expected a string, got {type(v).__name__}")
+                    raise f.error(
+                        f"turns[{i}].{name}",
+                        "missing field" if v is None else f"expected a string, got {type(v).__name__}",
+                    )
                 dest.append(v)
-        prompt = ([{"role": "system", "content": system}] if system else []) + \
-                 [{"role": "user", "content": u} for u in users]
+        prompt = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": u} for u in users
+        ]
     else:
         prompt = f.messages("prompt")
         roles = [m["role"] for m in prompt]
         if "assistant" in roles:
-            raise f.error("prompt", "assistant messages in a battle prompt: give a multi-turn battle as turns")
+            raise f.error(
+                "prompt", "assistant messages in a battle prompt: give a multi-turn battle as turns"
+            )
         if roles.count("user") != 1:
             raise f.error("prompt", "a single-turn battle prompt needs exactly one user message")
         if system and "system" not in roles:
@@ -167,9 +204,15 @@ def parse_battle(rec: dict, path, line: int) -> dict:
         own = [f.str("own_answer", allow_empty=True)]
         opp = [f.str("opponent_answer", allow_empty=True)]
     row = {
-        "battle_id": battle_id, "prompt": prompt, "own_answers": own, "opponent_answers": opp,
-        "n_turns": len(own), "vote": vote, "category": f.str("category", required=False),
-        "own_model": f.str("own_model", required=False), "opponent_model": f.str("opponent_model", required=False),
+        "battle_id": battle_id,
+        "prompt": prompt,
+        "own_answers": own,
+        "opponent_answers": opp,
+        "n_turns": len(own),
+        "vote": vote,
+        "category": f.str("category", required=False),
+        "own_model": f.str("own_model", required=False),
+        "opponent_model": f.str("opponent_model", required=False),
         "voted_at": f.timestamp("voted_at"),
     }
     return _keyed_battle(row, path, line)
@@ -191,7 +234,7 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
     for r in records:
         result.read += 1
         battle = parse_row(fmt, r.record, r.path, r.line)
-        if isinstance(battle, str):    # a turn the platform could not give: the reason
+        if isinstance(battle, str):  # a turn the platform could not give: the reason
             result.skipped[battle] += 1
             continue
         side = own_side(battle, own)
@@ -213,8 +256,9 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
     return rows, pairs
 
 
-def ingest_battles(store, path, *, fmt: str = "native", own_models=(), others: str = "skip",
-                   progress: bool = False) -> IngestResult:
+def ingest_battles(
+    store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
+) -> IngestResult:
     """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files): native records
     (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.ingest.arena) read from the side of
     `own_models`. Arena battles no own model plays are counted ('no own model'), or with others="pairs"
@@ -238,8 +282,16 @@ def ingest_battles(store, path, *, fmt: str = "native", own_models=(), others: s
         rows, pairs = _arena_rows(store, records, result, fmt, own, others)
     rows, dup = _dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
     with store.transaction():
-        added, same = _insert_new(store, "battles", ["battle_id"], rows, _BATTLE_SCHEMA,
-                                  "i.record_hash <> t.record_hash", "battle_id", path)
+        added, same = _insert_new(
+            store,
+            "battles",
+            ["battle_id"],
+            rows,
+            _BATTLE_SCHEMA,
+            "i.record_hash <> t.record_hash",
+            "battle_id",
+            path,
+        )
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
@@ -255,12 +307,24 @@ def ingest_battles(store, path, *, fmt: str = "native", own_models=(), others: s
 # problems (GSM8K / MATH train splits)
 # ---------------------------------------------------------------------------
 
-_PROBLEM_SCHEMA = pa.schema([
-    ("problem_id", pa.string()), ("dataset", pa.string()), ("subject", pa.string()), ("level", pa.string()),
-    ("split", pa.string()), ("question", pa.string()), ("solution", pa.string()), ("gold", pa.string()),
-    ("unique_id", pa.string()), ("match_key", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()),
-    ("_hash", pa.string()), ("_file", pa.string()),
-])
+_PROBLEM_SCHEMA = pa.schema(
+    [
+        ("problem_id", pa.string()),
+        ("dataset", pa.string()),
+        ("subject", pa.string()),
+        ("level", pa.string()),
+        ("split", pa.string()),
+        ("question", pa.string()),
+        ("solution", pa.string()),
+        ("gold", pa.string()),
+        ("unique_id", pa.string()),
+        ("match_key", pa.string()),
+        ("source_file", pa.string()),
+        ("_line", pa.int64()),
+        ("_hash", pa.string()),
+        ("_file", pa.string()),
+    ]
+)
 
 
 def _problem_rows(dataset: str, records) -> list[dict]:
@@ -269,13 +333,29 @@ def _problem_rows(dataset: str, records) -> list[dict]:
         f = Fields(r.record, r.path, r.line)
         p = problem_fields(dataset, f)
         if p.unique_id and p.unique_id.lower().startswith("test/"):
-            raise f.error("unique_id", f"{p.unique_id!r} is a test-split problem: only train splits become "
-                                       "training problems (test items enter through eval suites and benchmarks)")
-        rows.append({"problem_id": f"{dataset}:{content_id(p.question)}", "dataset": dataset, "subject": p.subject,
-                     "level": p.level, "split": "train", "question": p.question, "solution": p.solution,
-                     "gold": p.gold, "unique_id": p.unique_id, "match_key": match_key(p.question),
-                     "source_file": r.source, "_line": r.line, "_hash": content_id(p.question, p.solution),
-                     "_file": str(r.path)})
+            raise f.error(
+                "unique_id",
+                f"{p.unique_id!r} is a test-split problem: only train splits become "
+                "training problems (test items enter through eval suites and benchmarks)",
+            )
+        rows.append(
+            {
+                "problem_id": f"{dataset}:{content_id(p.question)}",
+                "dataset": dataset,
+                "subject": p.subject,
+                "level": p.level,
+                "split": "train",
+                "question": p.question,
+                "solution": p.solution,
+                "gold": p.gold,
+                "unique_id": p.unique_id,
+                "match_key": match_key(p.question),
+                "source_file": r.source,
+                "_line": r.line,
+                "_hash": content_id(p.question, p.solution),
+                "_file": str(r.path),
+            }
+        )
     return rows
 
 
@@ -290,20 +370,28 @@ def _load_hub_records(dataset: str):
             yield DatasetRecord(Path(repo), row, rec, repo)
 
 
-def ingest_problems(store, dataset: str, *, path=None, split: str = "train", progress: bool = False) -> IngestResult:
+def ingest_problems(
+    store, dataset: str, *, path=None, split: str = "train", progress: bool = False
+) -> IngestResult:
     """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject; or MATH-500-shaped rows)
     train problems, from the Hub or from `path`: a file, a Hub folder or a save_to_disk folder
     (pairstore.ingest.dataset_files)."""
     if dataset not in HUB_DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
     if split != "train":
-        raise BadInput(f"split {split!r} refused: only train splits become training problems "
-                       "(test items enter through eval suites)", field="split")
+        raise BadInput(
+            f"split {split!r} refused: only train splits become training problems "
+            "(test items enter through eval suites)",
+            field="split",
+        )
     if path is not None:
         path = Path(path)
         if path.is_file() and TEST_NAME.search(path.name):
-            raise BadInput("this looks like a test/validation split (by its file name); only train splits "
-                           "become training problems (test items enter through eval suites)", path=str(path))
+            raise BadInput(
+                "this looks like a test/validation split (by its file name); only train splits "
+                "become training problems (test items enter through eval suites)",
+                path=str(path),
+            )
         files = dataset_files(path, split="train", configs=HUB_DATASETS[dataset][1])
         records = read_files(path, files)
     else:
@@ -315,14 +403,28 @@ def ingest_problems(store, dataset: str, *, path=None, split: str = "train", pro
     rows, dup = _dedup_in_file(rows, lambda r: r["problem_id"], "_hash", "problem", where)
     with store.transaction():
         # Problems are keyed by their question: the same question with another solution is a clash.
-        added, same = _insert_new(store, "problems", ["problem_id"], rows, _PROBLEM_SCHEMA,
-                                  "i.solution <> t.solution", "problem", where)
+        added, same = _insert_new(
+            store,
+            "problems",
+            ["problem_id"],
+            rows,
+            _PROBLEM_SCHEMA,
+            "i.solution <> t.solution",
+            "problem",
+            where,
+        )
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
         if path is not None:
-            log_ingest(store, path, f"problems:{dataset}", result.read, result.added,
-                       sha256=files_sha256(path, files))
+            log_ingest(
+                store,
+                path,
+                f"problems:{dataset}",
+                result.read,
+                result.added,
+                sha256=files_sha256(path, files),
+            )
     return result
 
 
@@ -340,7 +442,8 @@ def _item_prompt(store, kind: str, item_id: str, suite: str | None):
     if kind == "eval_item":
         row = store.one(
             "SELECT prompt FROM eval_items WHERE item_id = ? AND (? IS NULL OR suite = ?) LIMIT 1",
-            [item_id, suite, suite])
+            [item_id, suite, suite],
+        )
         return None if row is None else [dict(m) for m in row[0]]
     row = store.one(_ITEM_PROMPT_SQL[kind], [item_id])
     return None if row is None else [{"role": "user", "content": row[0]}]
@@ -361,7 +464,9 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
     else:
         prompt = _item_prompt(store, kind, item_id, suite)
         if prompt is None:
-            raise f.error("item_id", f"no {kind} with id {item_id!r} in the store (ingest it first or give prompt)")
+            raise f.error(
+                "item_id", f"no {kind} with id {item_id!r} in the store (ingest it first or give prompt)"
+            )
     sample_index = f.int("sample_index", default=0, bits=32)
     temperature = f.float("temperature")
     decoding = rec.get("decoding")
@@ -369,10 +474,18 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
         raise f.error("decoding", "expected an object of decoding settings")
     ref = item_id if item_id is not None else json.dumps(prompt, ensure_ascii=False)
     return {
-        "gen_id": generation_id(model, kind, ref, sample_index, temperature, output), "model": model,
-        "item_kind": kind, "item_id": item_id, "suite": suite, "prompt": prompt, "output": output,
-        "sample_index": sample_index, "temperature": temperature, "top_p": f.float("top_p"),
-        "max_new_tokens": f.int("max_new_tokens", bits=32), "seed": f.int("seed"),
+        "gen_id": generation_id(model, kind, ref, sample_index, temperature, output),
+        "model": model,
+        "item_kind": kind,
+        "item_id": item_id,
+        "suite": suite,
+        "prompt": prompt,
+        "output": output,
+        "sample_index": sample_index,
+        "temperature": temperature,
+        "top_p": f.float("top_p"),
+        "max_new_tokens": f.int("max_new_tokens", bits=32),
+        "seed": f.int("seed"),
         "decoding": None if decoding is None else json.dumps(decoding, sort_keys=True),
         "_line": line,
     }
@@ -407,6 +520,7 @@ def ingest_generations(store, path, *, model: str, progress: bool = False) -> In
 # pairs from any file
 # ---------------------------------------------------------------------------
 
+
 def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
     """A user's pair file is refused, not thinned: an empty side, identical sides or an empty prompt name
     their line and field (miners drop such pairs by reason instead)."""
@@ -423,8 +537,9 @@ def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
     raise BadInput(message, path=str(path), line=line, field=field)
 
 
-def ingest_pairs(store, path, *, source: str, miner: str = "ingest-pairs", miner_version: str = "1",
-                 progress: bool = False) -> IngestResult:
+def ingest_pairs(
+    store, path, *, source: str, miner: str = "ingest-pairs", miner_version: str = "1", progress: bool = False
+) -> IngestResult:
     """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origin is (file SHA-256
     prefix, line). A missing or null `rejected` makes an NLL-only `sft` row. A row with an empty side,
     identical sides or an empty prompt is refused (BadInput naming its line and field)."""
@@ -436,9 +551,15 @@ def ingest_pairs(store, path, *, source: str, miner: str = "ingest-pairs", miner
     result.read = len(rows)
     pairs = []
     for r in rows:
-        pair = Pair(prompt=r.prompt, chosen=r.chosen, rejected=r.rejected, source=source, family=r.family,
-                    task_key=r.task_key,
-                    origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")])
+        pair = Pair(
+            prompt=r.prompt,
+            chosen=r.chosen,
+            rejected=r.rejected,
+            source=source,
+            family=r.family,
+            task_key=r.task_key,
+            origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")],
+        )
         _refuse_unusable_pair(pair, path, r.line)
         pairs.append(pair)
     with store.transaction():
@@ -453,11 +574,21 @@ def ingest_pairs(store, path, *, source: str, miner: str = "ingest-pairs", miner
 # judgments
 # ---------------------------------------------------------------------------
 
-_JUDGMENT_SCHEMA = pa.schema([
-    ("judgment_id", pa.string()), ("battle_id", pa.string()), ("model_a", pa.string()), ("model_b", pa.string()),
-    ("winner", pa.string()), ("heavy_flaw_a", pa.bool_()), ("heavy_flaw_b", pa.bool_()), ("judge", pa.string()),
-    ("notes", pa.string()), ("source_file", pa.string()), ("_line", pa.int64()),
-])
+_JUDGMENT_SCHEMA = pa.schema(
+    [
+        ("judgment_id", pa.string()),
+        ("battle_id", pa.string()),
+        ("model_a", pa.string()),
+        ("model_b", pa.string()),
+        ("winner", pa.string()),
+        ("heavy_flaw_a", pa.bool_()),
+        ("heavy_flaw_b", pa.bool_()),
+        ("judge", pa.string()),
+        ("notes", pa.string()),
+        ("source_file", pa.string()),
+        ("_line", pa.int64()),
+    ]
+)
 
 
 def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
@@ -467,10 +598,16 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     for line, rec in _progress(read_records(path), progress, "judgments"):
         result.read += 1
         f = Fields(rec, path, line)
-        row = {"battle_id": f.str("battle_id", allow_int=True), "model_a": f.str("model_a"), "model_b": f.str("model_b"),
-               "winner": f.choice("winner", WINNERS), "heavy_flaw_a": f.bool("heavy_flaw_a"),
-               "heavy_flaw_b": f.bool("heavy_flaw_b"), "judge": f.str("judge", required=False),
-               "notes": f.str("notes", required=False, allow_empty=True)}
+        row = {
+            "battle_id": f.str("battle_id", allow_int=True),
+            "model_a": f.str("model_a"),
+            "model_b": f.str("model_b"),
+            "winner": f.choice("winner", WINNERS),
+            "heavy_flaw_a": f.bool("heavy_flaw_a"),
+            "heavy_flaw_b": f.bool("heavy_flaw_b"),
+            "judge": f.str("judge", required=False),
+            "notes": f.str("notes", required=False, allow_empty=True),
+        }
         if row["model_a"] == row["model_b"]:
             raise f.error("model_b", "model_a and model_b are the same model")
         row["judgment_id"] = content_id(json.dumps(row, sort_keys=True))
@@ -480,12 +617,17 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     known = {r[0] for r in store.con.execute("SELECT battle_id FROM battles").fetchall()}
     for r in rows:
         if r["battle_id"] not in known:
-            raise BadInput(f"unknown battle {r['battle_id']!r} (ingest the battles first)", path=str(path),
-                           line=r["_line"], field="battle_id")
+            raise BadInput(
+                f"unknown battle {r['battle_id']!r} (ingest the battles first)",
+                path=str(path),
+                line=r["_line"],
+                field="battle_id",
+            )
     rows, dup = _dedup_in_file(rows, lambda r: r["judgment_id"], "judgment_id", "judgment", path)
     with store.transaction():
-        added, same = _insert_new(store, "judgments", ["judgment_id"], rows, _JUDGMENT_SCHEMA, "false",
-                                  "judgment", path)
+        added, same = _insert_new(
+            store, "judgments", ["judgment_id"], rows, _JUDGMENT_SCHEMA, "false", "judgment", path
+        )
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup

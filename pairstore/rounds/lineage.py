@@ -20,25 +20,44 @@ def _stage(row: dict, exports: list[dict]) -> dict:
     recipe = json.loads(row["recipe"])
     train = recipe.get("train") or {}
     return {
-        "name": row["name"], "kind": row["kind"], "parents": list(row["parents"]), "alpha": row["alpha"],
-        "job_id": row["job_id"], "max_steps": train.get("max_steps"), "learning_rate": train.get("learning_rate"),
-        "adapter_step": recipe.get("adapter_step"), "model": recipe.get("model"), "revision": recipe.get("revision"),
-        "recipe_sha256": row["recipe_sha256"], "note": recipe.get("note"),
-        "mixtures": [{"kind": e["kind"], "path": e["path"], "rows": e["rows"], "sha256": e["sha256"],
-                      "export_id": e["export_id"]} for e in exports],
+        "name": row["name"],
+        "kind": row["kind"],
+        "parents": list(row["parents"]),
+        "alpha": row["alpha"],
+        "job_id": row["job_id"],
+        "max_steps": train.get("max_steps"),
+        "learning_rate": train.get("learning_rate"),
+        "adapter_step": recipe.get("adapter_step"),
+        "model": recipe.get("model"),
+        "revision": recipe.get("revision"),
+        "recipe_sha256": row["recipe_sha256"],
+        "note": recipe.get("note"),
+        "mixtures": [
+            {
+                "kind": e["kind"],
+                "path": e["path"],
+                "rows": e["rows"],
+                "sha256": e["sha256"],
+                "export_id": e["export_id"],
+            }
+            for e in exports
+        ],
     }
 
 
 def lineage(store, name: str) -> list[dict]:
     """Stages from the base model to `name`, parents first. Raises NotFound for an unknown round
     or an ancestor whose recipe is not registered."""
-    rounds = {r["name"]: r for r in store.rows(
-        "SELECT name, kind, parents, alpha, job_id, recipe, recipe_sha256 FROM rounds")}
+    rounds = {
+        r["name"]: r
+        for r in store.rows("SELECT name, kind, parents, alpha, job_id, recipe, recipe_sha256 FROM rounds")
+    }
     if name not in rounds:
         raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
     exports: dict[str, list[dict]] = {}
-    for e in store.rows("SELECT export_id, round, kind, path, rows, sha256 FROM exports "
-                        "ORDER BY created_at, export_id"):
+    for e in store.rows(
+        "SELECT export_id, round, kind, path, rows, sha256 FROM exports ORDER BY created_at, export_id"
+    ):
         exports.setdefault(e["round"], []).append(e)
     order: list[str] = []
     seen: set[str] = set()
@@ -69,7 +88,9 @@ def describe(stage: dict) -> str:
     text = f"DPO from {parents[0]}"
     if stage.get("adapter_step"):
         return f"{parents[0]} + LoRA delta of {parents[1]} at step {stage['adapter_step']}"
-    details = [f"{stage['max_steps']} steps" if stage.get("max_steps") else None,
-               f"lr {stage['learning_rate']:g}" if stage.get("learning_rate") else None]
+    details = [
+        f"{stage['max_steps']} steps" if stage.get("max_steps") else None,
+        f"lr {stage['learning_rate']:g}" if stage.get("learning_rate") else None,
+    ]
     details = [d for d in details if d]
     return text + (f" ({', '.join(details)})" if details else "")

@@ -57,31 +57,77 @@ KINDS = ("dpo", "soup", "base")
 # round attach), see docs: battle (battle votes), self_repair / gold_repair (GSM8K/MATH self-repair and
 # gold-solution repair), loopfix (generated tasks), style (hedging tails / answer lines), ultrafeedback,
 # compliance (handcrafted pairs), compliance_sft (NLL-only rows), attached (rows of attached files).
-KNOWN_SOURCES = ("battle", "self_repair", "gold_repair", "loopfix", "style", "ultrafeedback",
-                 "compliance", "compliance_sft", "attached")
+KNOWN_SOURCES = (
+    "battle",
+    "self_repair",
+    "gold_repair",
+    "loopfix",
+    "style",
+    "ultrafeedback",
+    "compliance",
+    "compliance_sft",
+    "attached",
+)
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 # transformers' SchedulerType values.
-LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant",
-                 "constant_with_warmup", "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr",
-                 "warmup_stable_decay")
+LR_SCHEDULERS = (
+    "linear",
+    "cosine",
+    "cosine_with_restarts",
+    "polynomial",
+    "constant",
+    "constant_with_warmup",
+    "inverse_sqrt",
+    "reduce_lr_on_plateau",
+    "cosine_with_min_lr",
+    "warmup_stable_decay",
+)
 
-TOP_KEYS = ("name", "kind", "parent", "seed", "system_prompt", "job_id", "note", "mix", "train",
-            "a", "b", "alpha", "adapter_step", "adapter_of", "model", "revision")
+TOP_KEYS = (
+    "name",
+    "kind",
+    "parent",
+    "seed",
+    "system_prompt",
+    "job_id",
+    "note",
+    "mix",
+    "train",
+    "a",
+    "b",
+    "alpha",
+    "adapter_step",
+    "adapter_of",
+    "model",
+    "revision",
+)
 MIX_KEYS = ("source", "where", "limit", "upsample")
 # The most copies a block may ask for. The shipped recipes use at most 24 (battle pairs); a typo such as
 # 1200 for 12 would write a mixture a hundred times too large (and copies are counted in 32 bits).
 UPSAMPLE_MAX = 100
-TRAIN_KEYS = ("beta", "sft_weight", "lora_rank", "lora_alpha", "lora_dropout", "target_modules",
-              "learning_rate", "lr_scheduler", "warmup_ratio", "max_steps", "global_batch",
-              "per_device_batch", "max_length")
+TRAIN_KEYS = (
+    "beta",
+    "sft_weight",
+    "lora_rank",
+    "lora_alpha",
+    "lora_dropout",
+    "target_modules",
+    "learning_rate",
+    "lr_scheduler",
+    "warmup_ratio",
+    "max_steps",
+    "global_batch",
+    "per_device_batch",
+    "max_length",
+)
 
 
 @dataclass(frozen=True)
 class MixBlock:
     source: str
     where: str | None = None
-    limit: int | None = None          # seeded sample of at most this many pairs
-    upsample: float = 1               # copies: 12 = twelve; 1.5 = one copy plus a seeded half
+    limit: int | None = None  # seeded sample of at most this many pairs
+    upsample: float = 1  # copies: 12 = twelve; 1.5 = one copy plus a seeded half
 
 
 @dataclass(frozen=True)
@@ -96,7 +142,7 @@ class TrainConfig:
     lr_scheduler: str
     warmup_ratio: float
     max_steps: int
-    global_batch: int                 # per-device batch x grad accumulation x world size
+    global_batch: int  # per-device batch x grad accumulation x world size
     per_device_batch: int
     max_length: int
 
@@ -131,10 +177,18 @@ class Recipe:
 
     def to_json(self) -> dict:
         """The recipe JSON stored in rounds.recipe (the cross-team layout)."""
-        out = {"name": self.name, "kind": self.kind, "parent": self.parent, "parents": self.parents,
-               "seed": self.seed, "system_prompt": self.system_prompt, "job_id": self.job_id,
-               "note": self.note, "mix": [asdict(m) for m in self.mix],
-               "train": asdict(self.train) if self.train else None}
+        out = {
+            "name": self.name,
+            "kind": self.kind,
+            "parent": self.parent,
+            "parents": self.parents,
+            "seed": self.seed,
+            "system_prompt": self.system_prompt,
+            "job_id": self.job_id,
+            "note": self.note,
+            "mix": [asdict(m) for m in self.mix],
+            "train": asdict(self.train) if self.train else None,
+        }
         if self.kind == "soup":
             out.update(a=self.a, b=self.b, alpha=self.alpha)
         if self.adapter_step is not None:
@@ -147,19 +201,37 @@ class Recipe:
     def from_json(cls, data: dict, sha256: str = "") -> Recipe:
         train = TrainConfig(**data["train"]) if data.get("train") else None
         mix = tuple(MixBlock(**m) for m in data.get("mix") or [])
-        keep = {k: data.get(k) for k in ("name", "kind", "parent", "seed", "system_prompt", "job_id", "note",
-                                         "a", "b", "alpha", "adapter_step", "adapter_of", "model", "revision")}
+        keep = {
+            k: data.get(k)
+            for k in (
+                "name",
+                "kind",
+                "parent",
+                "seed",
+                "system_prompt",
+                "job_id",
+                "note",
+                "a",
+                "b",
+                "alpha",
+                "adapter_step",
+                "adapter_of",
+                "model",
+                "revision",
+            )
+        }
         return cls(mix=mix, train=train, sha256=sha256, **keep)
 
 
 # -- parsing -------------------------------------------------------------------
+
 
 class _Lines:
     """Finds the line of a key in a TOML text, for error messages (tomllib reports none)."""
 
     def __init__(self, text: str):
         self.lines = text.splitlines()
-        self.sections: list[tuple[str, int]] = [("", 1)]   # (section, first line)
+        self.sections: list[tuple[str, int]] = [("", 1)]  # (section, first line)
         mix_n = 0
         for i, line in enumerate(self.lines, start=1):
             s = line.strip()
@@ -197,7 +269,9 @@ class _Checker:
         name = label or key
         ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok_type or (isinstance(value, float) and not math.isfinite(value)):
-            self.fail(f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}", section, key, name)
+            self.fail(
+                f"{name} must be {'an integer' if integer else 'a number'}, got {value!r}", section, key, name
+            )
         if lo is not None and (value <= lo if lo_open else value < lo):
             self.fail(f"{name} must be {'>' if lo_open else '>='} {lo}, got {value!r}", section, key, name)
         if hi is not None and value > hi:
@@ -212,8 +286,12 @@ class _Checker:
     def name(self, value, section, key):
         self.string(value, section, key)
         if not NAME_RE.fullmatch(value):
-            self.fail(f"bad round name {value!r}: letters, digits, '.', '_', '-' only (not starting with '.', "
-                      "at most 100 characters); round names become file names", section, key)
+            self.fail(
+                f"bad round name {value!r}: letters, digits, '.', '_', '-' only (not starting with '.', "
+                "at most 100 characters); round names become file names",
+                section,
+                key,
+            )
         return value
 
 
@@ -252,18 +330,34 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
     common = {"name": name, "kind": kind, "job_id": job_id, "note": note}
 
     if kind == "base":
-        forbid(("parent", "mix", "train", "a", "b", "alpha", "adapter_step", "adapter_of", "seed",
-                "system_prompt"), "a base model has no parents and no training")
+        forbid(
+            (
+                "parent",
+                "mix",
+                "train",
+                "a",
+                "b",
+                "alpha",
+                "adapter_step",
+                "adapter_of",
+                "seed",
+                "system_prompt",
+            ),
+            "a base model has no parents and no training",
+        )
         for k in ("model", "revision"):
             if k in data:
                 c.string(data[k], "", k)
-        return Recipe(**common, model=data.get("model"), revision=data.get("revision"),
-                      sha256=sha256_text(text))
+        return Recipe(
+            **common, model=data.get("model"), revision=data.get("revision"), sha256=sha256_text(text)
+        )
 
     forbid(("model", "revision"), "only a base names a model")
     if kind == "soup":
-        forbid(("parent", "mix", "train", "seed", "system_prompt", "adapter_step", "adapter_of"),
-               "a soup names a, b and alpha and runs no training")
+        forbid(
+            ("parent", "mix", "train", "seed", "system_prompt", "adapter_step", "adapter_of"),
+            "a soup names a, b and alpha and runs no training",
+        )
         for k in ("a", "b", "alpha"):
             if k not in data:
                 c.fail(f"a soup needs {k!r}", "", None, k)
@@ -283,12 +377,18 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
     seed = c.number(data["seed"], "", "seed", integer=True, lo=0)
     system_prompt = data.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
-        c.fail(f"system_prompt must be a string (\"bundle\" or the prompt itself), got {system_prompt!r}",
-               "", "system_prompt")
+        c.fail(
+            f'system_prompt must be a string ("bundle" or the prompt itself), got {system_prompt!r}',
+            "",
+            "system_prompt",
+        )
     adapter_step = adapter_of = None
     if ("adapter_step" in data) != ("adapter_of" in data):
-        c.fail("adapter_step and adapter_of go together", "", "adapter_step" if "adapter_step" in data
-               else "adapter_of")
+        c.fail(
+            "adapter_step and adapter_of go together",
+            "",
+            "adapter_step" if "adapter_step" in data else "adapter_of",
+        )
     if "adapter_step" in data:
         adapter_step = c.number(data["adapter_step"], "", "adapter_step", integer=True, lo=1)
         adapter_of = c.name(data["adapter_of"], "", "adapter_of")
@@ -301,14 +401,22 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
         sec = f"mix{i}"
         for key in blk:
             if key not in MIX_KEYS:
-                c.fail(f"unknown key {key!r} in [[mix]] block {i + 1} (known: {', '.join(MIX_KEYS)})",
-                       sec, key, f"mix[{i}].{key}")
+                c.fail(
+                    f"unknown key {key!r} in [[mix]] block {i + 1} (known: {', '.join(MIX_KEYS)})",
+                    sec,
+                    key,
+                    f"mix[{i}].{key}",
+                )
         if "source" not in blk:
             c.fail(f"[[mix]] block {i + 1} needs a source", sec, None, f"mix[{i}].source")
         source = blk["source"]
         if source not in allowed:
-            c.fail(f"unknown source {source!r} in [[mix]] block {i + 1} (known: {', '.join(sorted(allowed))})",
-                   sec, "source", f"mix[{i}].source")
+            c.fail(
+                f"unknown source {source!r} in [[mix]] block {i + 1} (known: {', '.join(sorted(allowed))})",
+                sec,
+                "source",
+                f"mix[{i}].source",
+            )
         where = blk.get("where")
         if where is not None:
             c.string(where, sec, "where", f"mix[{i}].where")
@@ -316,18 +424,35 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
         limit = blk.get("limit")
         if limit is not None:
             limit = c.number(limit, sec, "limit", integer=True, lo=1, label=f"mix[{i}].limit")
-        upsample = c.number(blk.get("upsample", 1), sec, "upsample", lo=0, lo_open=True, hi=UPSAMPLE_MAX,
-                            label=f"mix[{i}].upsample")
-        mix.append(MixBlock(source=source, where=where, limit=limit,
-                            upsample=int(upsample) if float(upsample).is_integer() else float(upsample)))
+        upsample = c.number(
+            blk.get("upsample", 1),
+            sec,
+            "upsample",
+            lo=0,
+            lo_open=True,
+            hi=UPSAMPLE_MAX,
+            label=f"mix[{i}].upsample",
+        )
+        mix.append(
+            MixBlock(
+                source=source,
+                where=where,
+                limit=limit,
+                upsample=int(upsample) if float(upsample).is_integer() else float(upsample),
+            )
+        )
 
     t = data["train"]
     if not isinstance(t, dict):
         c.fail("train must be a [train] table", "", "train")
     for key in t:
         if key not in TRAIN_KEYS:
-            c.fail(f"unknown key {key!r} in [train] (known: {', '.join(TRAIN_KEYS)})", "train", key,
-                   f"train.{key}")
+            c.fail(
+                f"unknown key {key!r} in [train] (known: {', '.join(TRAIN_KEYS)})",
+                "train",
+                key,
+                f"train.{key}",
+            )
     for key in TRAIN_KEYS:
         if key not in t:
             c.fail(f"[train] needs {key!r}", "train", None, f"train.{key}")
@@ -337,12 +462,21 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
 
     tm = t["target_modules"]
     if not (isinstance(tm, str) and tm.strip()) and not (
-            isinstance(tm, list) and tm and all(isinstance(x, str) and x for x in tm)):
-        c.fail("train.target_modules must be a string (\"all-linear\") or a list of module names",
-               "train", "target_modules", "train.target_modules")
+        isinstance(tm, list) and tm and all(isinstance(x, str) and x for x in tm)
+    ):
+        c.fail(
+            'train.target_modules must be a string ("all-linear") or a list of module names',
+            "train",
+            "target_modules",
+            "train.target_modules",
+        )
     if t["lr_scheduler"] not in LR_SCHEDULERS:
-        c.fail(f"train.lr_scheduler must be one of {', '.join(LR_SCHEDULERS)}, got {t['lr_scheduler']!r}",
-               "train", "lr_scheduler", "train.lr_scheduler")
+        c.fail(
+            f"train.lr_scheduler must be one of {', '.join(LR_SCHEDULERS)}, got {t['lr_scheduler']!r}",
+            "train",
+            "lr_scheduler",
+            "train.lr_scheduler",
+        )
     train = TrainConfig(
         beta=float(num("beta", lo=0, lo_open=True)),
         sft_weight=float(num("sft_weight", lo=0)),
@@ -359,10 +493,24 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
         max_length=num("max_length", integer=True, lo=1),
     )
     if train.global_batch % train.per_device_batch:
-        c.fail(f"train.global_batch ({train.global_batch}) must be a multiple of train.per_device_batch "
-               f"({train.per_device_batch})", "train", "global_batch", "train.global_batch")
-    return Recipe(**common, parent=parent, seed=seed, system_prompt=system_prompt, mix=tuple(mix),
-                  train=train, adapter_step=adapter_step, adapter_of=adapter_of, sha256=sha256_text(text))
+        c.fail(
+            f"train.global_batch ({train.global_batch}) must be a multiple of train.per_device_batch "
+            f"({train.per_device_batch})",
+            "train",
+            "global_batch",
+            "train.global_batch",
+        )
+    return Recipe(
+        **common,
+        parent=parent,
+        seed=seed,
+        system_prompt=system_prompt,
+        mix=tuple(mix),
+        train=train,
+        adapter_step=adapter_step,
+        adapter_of=adapter_of,
+        sha256=sha256_text(text),
+    )
 
 
 def read_recipe_file(path, *, sources=None) -> Recipe:
@@ -381,6 +529,7 @@ def read_recipe_file(path, *, sources=None) -> Recipe:
 
 # -- the store -------------------------------------------------------------------
 
+
 def store_sources(store) -> tuple[str, ...]:
     """KNOWN_SOURCES plus every source present in the store's pairs."""
     present = [r[0] for r in store.con.execute("SELECT DISTINCT source FROM pairs").fetchall()]
@@ -396,22 +545,45 @@ def add_round(store, path) -> tuple[Recipe, bool]:
         if existing is not None:
             if existing[0] == recipe.sha256:
                 return recipe, False
-            raise BadInput(f"round {recipe.name!r} is already registered with another recipe "
-                           f"(sha256 {existing[0][:12]}, this file {recipe.sha256[:12]}); recipes are never "
-                           "replaced: give the new one another name", path=str(path), field="name")
-        named = ([("a", recipe.a), ("b", recipe.b)] if recipe.kind == "soup"
-                 else [("parent", recipe.parent), ("adapter_of", recipe.adapter_of)])
+            raise BadInput(
+                f"round {recipe.name!r} is already registered with another recipe "
+                f"(sha256 {existing[0][:12]}, this file {recipe.sha256[:12]}); recipes are never "
+                "replaced: give the new one another name",
+                path=str(path),
+                field="name",
+            )
+        named = (
+            [("a", recipe.a), ("b", recipe.b)]
+            if recipe.kind == "soup"
+            else [("parent", recipe.parent), ("adapter_of", recipe.adapter_of)]
+        )
         for key, p in named:
             if p is not None and not store.one("SELECT 1 FROM rounds WHERE name = ?", [p]):
-                raise BadInput(f"parent {p!r} is not a registered round (add its recipe first)",
-                               path=str(path), line=_Lines(text).of("", key), field=key)
+                raise BadInput(
+                    f"parent {p!r} is not a registered round (add its recipe first)",
+                    path=str(path),
+                    line=_Lines(text).of("", key),
+                    field=key,
+                )
         store.con.execute(
             "INSERT INTO rounds (name, kind, parents, alpha, job_id, recipe, recipe_toml, recipe_sha256) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [recipe.name, recipe.kind, recipe.parents, recipe.alpha, recipe.job_id,
-             json.dumps(recipe.to_json(), sort_keys=True), text, recipe.sha256])
-        store.audit("round.add", recipe.name, {"kind": recipe.kind, "parents": recipe.parents,
-                                               "sha256": recipe.sha256, "path": str(path)})
+            [
+                recipe.name,
+                recipe.kind,
+                recipe.parents,
+                recipe.alpha,
+                recipe.job_id,
+                json.dumps(recipe.to_json(), sort_keys=True),
+                text,
+                recipe.sha256,
+            ],
+        )
+        store.audit(
+            "round.add",
+            recipe.name,
+            {"kind": recipe.kind, "parents": recipe.parents, "sha256": recipe.sha256, "path": str(path)},
+        )
     return recipe, True
 
 
@@ -435,13 +607,22 @@ def show_round(store, name: str) -> dict:
     row = store.one("SELECT recipe, recipe_sha256, recipe_toml, added_at FROM rounds WHERE name = ?", [name])
     if row is None:
         raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
-    exports = store.rows("SELECT export_id, kind, path, rows, sha256, created_at FROM exports "
-                         "WHERE round = ? ORDER BY created_at, export_id", [name])
-    return {"recipe": json.loads(row[0]), "sha256": row[1], "toml": row[2], "added_at": str(row[3]),
-            "exports": exports}
+    exports = store.rows(
+        "SELECT export_id, kind, path, rows, sha256, created_at FROM exports "
+        "WHERE round = ? ORDER BY created_at, export_id",
+        [name],
+    )
+    return {
+        "recipe": json.loads(row[0]),
+        "sha256": row[1],
+        "toml": row[2],
+        "added_at": str(row[3]),
+        "exports": exports,
+    }
 
 
 # -- shipped recipes ------------------------------------------------------------------
+
 
 def shipped_recipe_paths() -> list[Path]:
     """The recipes under pairstore/recipes/, one per documented stage of the model card."""

@@ -310,9 +310,13 @@ def _evidence_sha(evidence) -> str | None:
 def m003_disguise_proof_keys_and_evidence(con):
     """Match keys that survive disguise (pairstore.holdout.normalize), recomputed for every stored row; the
     registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
-    for table, id_cols, text_col in (("battles", ("battle_id",), "prompt"), ("problems", ("problem_id",), "question"),
-                                     ("tasks", ("task_id",), "prompt"), ("pairs", ("pair_id",), "prompt"),
-                                     ("eval_items", ("suite", "item_id"), "prompt")):
+    for table, id_cols, text_col in (
+        ("battles", ("battle_id",), "prompt"),
+        ("problems", ("problem_id",), "question"),
+        ("tasks", ("task_id",), "prompt"),
+        ("pairs", ("pair_id",), "prompt"),
+        ("eval_items", ("suite", "item_id"), "prompt"),
+    ):
         _rekey(con, table, id_cols, text_col)
     # Holdout members: from the battle or task itself where there is one, else from the stored match text
     # (normalized the old way, which the new normalization folds further).
@@ -327,20 +331,28 @@ def m003_disguise_proof_keys_and_evidence(con):
             text = match_text(task_prompt)
         else:
             text = TURN_SEP.join(word_text(t) for t in old_text.split(TURN_SEP))
-        con.execute("UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
-                    [text, key_of_text(text), set_name, item_id])
+        con.execute(
+            "UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
+            [text, key_of_text(text), set_name, item_id],
+        )
     # Benchmark references: keys and n-grams read through the same normalization.
     for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
-        items = con.execute("SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id",
-                            [bench]).fetchall()
+        items = con.execute(
+            "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
+        ).fetchall()
         refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
         con.register("_m003_refs", refs)
         con.register("_m003_ngrams", ngrams)
         try:
-            con.execute("UPDATE benchmark_refs SET match_key = r.match_key FROM _m003_refs r "
-                        "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id", [bench])
+            con.execute(
+                "UPDATE benchmark_refs SET match_key = r.match_key FROM _m003_refs r "
+                "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
+                [bench],
+            )
             con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
-            con.execute("INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m003_ngrams", [bench])
+            con.execute(
+                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m003_ngrams", [bench]
+            )
         finally:
             con.unregister("_m003_refs")
             con.unregister("_m003_ngrams")
@@ -351,10 +363,13 @@ def m003_disguise_proof_keys_and_evidence(con):
         ALTER TABLE exports ADD COLUMN superseded_by VARCHAR;
     """)
     for export_id, path, round_name, evidence in con.execute(
-            "SELECT export_id, path, round, evidence FROM exports WHERE kind = 'export'").fetchall():
+        "SELECT export_id, path, round, evidence FROM exports WHERE kind = 'export'"
+    ).fetchall():
         folder = path.rsplit("/", 1)[0] if "/" in path else "."
-        con.execute("UPDATE exports SET evidence_path = ?, evidence_sha256 = ? WHERE export_id = ?",
-                    [f"{folder}/{round_name}.training_evidence.json", _evidence_sha(evidence), export_id])
+        con.execute(
+            "UPDATE exports SET evidence_path = ?, evidence_sha256 = ? WHERE export_id = ?",
+            [f"{folder}/{round_name}.training_evidence.json", _evidence_sha(evidence), export_id],
+        )
 
 
 def m004_public_sources(con):

@@ -25,13 +25,30 @@ from pairstore.errors import BadInput
 
 MAX_CHARS = 10_000
 # Side effects, clocks, randomness, the environment, files and other databases.
-FORBIDDEN_FUNCTIONS = frozenset("""
+FORBIDDEN_FUNCTIONS = frozenset(
+    """
     nextval currval setseed random uuid gen_random_uuid uuidv4 uuidv7 now today transaction_timestamp
     localtime localtimestamp getenv checkpoint force_checkpoint glob query query_table sql_auto_complete
     which_secret icu_calendar_names enable_logging disable_logging truncate_duckdb_logs
-""".split())
-FORBIDDEN_PREFIXES = ("read_", "duckdb_", "pragma_", "parquet_", "sniff_", "current_", "get_current", "pg_",
-                      "iceberg_", "delta_", "postgres_", "sqlite_", "mysql_", "http", "s3_")
+""".split()
+)
+FORBIDDEN_PREFIXES = (
+    "read_",
+    "duckdb_",
+    "pragma_",
+    "parquet_",
+    "sniff_",
+    "current_",
+    "get_current",
+    "pg_",
+    "iceberg_",
+    "delta_",
+    "postgres_",
+    "sqlite_",
+    "mysql_",
+    "http",
+    "s3_",
+)
 
 
 @functools.cache
@@ -61,13 +78,15 @@ def _walk(node, fail) -> None:
         fail("table functions (read_csv, glob, query, ...) are not allowed")
     if node.get("type") == "BASE_TABLE":
         if node.get("catalog_name") or node.get("schema_name") not in ("", "main"):
-            fail(f"only the store's own tables may be read, not "
-                 f"{'.'.join(p for p in (node.get('catalog_name'), node.get('schema_name'), node.get('table_name')) if p)}")
+            fail(
+                f"only the store's own tables may be read, not "
+                f"{'.'.join(p for p in (node.get('catalog_name'), node.get('schema_name'), node.get('table_name')) if p)}"
+            )
     name = None
     if node.get("class") == "FUNCTION":
         name = str(node.get("function_name", "")).lower()
     elif node.get("class") == "COLUMN_REF" and len(node.get("column_names") or []) == 1:
-        name = str(node["column_names"][0]).lower()       # current_timestamp, current_date: functions in disguise
+        name = str(node["column_names"][0]).lower()  # current_timestamp, current_date: functions in disguise
     if name and (name in FORBIDDEN_FUNCTIONS or name.startswith(FORBIDDEN_PREFIXES)):
         fail(f"{name}() is not allowed: a condition must be deterministic, read-only and inside the store")
     for v in node.values():
@@ -76,6 +95,7 @@ def _walk(node, fail) -> None:
 
 def check_condition(fragment, *, field: str, path: str | None = None, line: int | None = None) -> str:
     """The fragment, stripped, when it is exactly one safe boolean expression; else BadInput naming `field`."""
+
     def fail(reason: str):
         raise BadInput(f"{field} must be one SQL condition: {reason}", path=path, line=line, field=field)
 

@@ -118,7 +118,9 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
         if "lock" in msg.lower():
             m = _PID.search(msg)
             holder = f" (held by process {m.group(1)})" if m else ""
-            raise StoreBusy(f"store {path} is in use by another process{holder}; try again when it finishes") from None
+            raise StoreBusy(
+                f"store {path} is in use by another process{holder}; try again when it finishes"
+            ) from None
         raise PairstoreError(f"cannot open store {path}: {msg.splitlines()[0]}") from None
 
 
@@ -129,7 +131,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
         applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""")
     current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
     if current > SCHEMA_VERSION:
-        raise PairstoreError(f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore")
+        raise PairstoreError(
+            f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore"
+        )
     for version, fn in enumerate(MIGRATIONS, start=1):
         if version <= current:
             continue
@@ -144,7 +148,9 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     return SCHEMA_VERSION
 
 
-def open_store(path: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = True) -> Store:
+def open_store(
+    path: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = True
+) -> Store:
     """Open (and for writing, create and migrate) the store at `path`."""
     path = str(path or default_path())
     exists = Path(path).exists()
@@ -161,8 +167,10 @@ def open_store(path: str | os.PathLike | None = None, *, read_only: bool = False
             raise PairstoreError(f"{path} is not a pairstore store (no schema_version table)") from None
         if version != SCHEMA_VERSION:
             con.close()
-            raise PairstoreError(f"store {path} is at schema version {version}, this pairstore expects "
-                                 f"{SCHEMA_VERSION}; run any write command once to migrate it")
+            raise PairstoreError(
+                f"store {path} is at schema version {version}, this pairstore expects "
+                f"{SCHEMA_VERSION}; run any write command once to migrate it"
+            )
     else:
         migrate(con)
     return Store(con, path, read_only)

@@ -19,18 +19,55 @@ from pairstore.keys import match_key
 
 # Where lm-evaluation-harness docs keep the question, by task family (GSM8K, MATH, MMLU, IFEval, ARC,
 # HellaSwag, WinoGrande, PIQA, ...), first match wins; a doc with none of them gives its longest string.
-LM_EVAL_QUESTION_FIELDS = ("question", "problem", "prompt", "query", "input", "instruction", "text", "ctx",
-                           "context", "sentence", "goal", "premise", "passage")
+LM_EVAL_QUESTION_FIELDS = (
+    "question",
+    "problem",
+    "prompt",
+    "query",
+    "input",
+    "instruction",
+    "text",
+    "ctx",
+    "context",
+    "sentence",
+    "goal",
+    "premise",
+    "passage",
+)
 
-SCORE_COLUMNS = ("score", "correct", "extracted_answer", "gold", "output_len", "empty", "loop_flagged",
-                 "loop_catastrophic", "gen_id", "doc_hash", "prompt_hash")
-SCORE_SCHEMA = pa.schema([
-    ("model", pa.string()), ("suite", pa.string()), ("item_id", pa.string()), ("score", pa.float64()),
-    ("correct", pa.bool_()), ("extracted_answer", pa.string()), ("gold", pa.string()),
-    ("output_len", pa.int32()), ("empty", pa.bool_()), ("loop_flagged", pa.bool_()),
-    ("loop_catastrophic", pa.bool_()), ("gen_id", pa.string()), ("doc_hash", pa.string()),
-    ("prompt_hash", pa.string()), ("origin", pa.string()), ("_line", pa.int64()),
-])
+SCORE_COLUMNS = (
+    "score",
+    "correct",
+    "extracted_answer",
+    "gold",
+    "output_len",
+    "empty",
+    "loop_flagged",
+    "loop_catastrophic",
+    "gen_id",
+    "doc_hash",
+    "prompt_hash",
+)
+SCORE_SCHEMA = pa.schema(
+    [
+        ("model", pa.string()),
+        ("suite", pa.string()),
+        ("item_id", pa.string()),
+        ("score", pa.float64()),
+        ("correct", pa.bool_()),
+        ("extracted_answer", pa.string()),
+        ("gold", pa.string()),
+        ("output_len", pa.int32()),
+        ("empty", pa.bool_()),
+        ("loop_flagged", pa.bool_()),
+        ("loop_catastrophic", pa.bool_()),
+        ("gen_id", pa.string()),
+        ("doc_hash", pa.string()),
+        ("prompt_hash", pa.string()),
+        ("origin", pa.string()),
+        ("_line", pa.int64()),
+    ]
+)
 
 
 def lm_eval_doc_text(doc) -> str | None:
@@ -54,25 +91,42 @@ def add_eval_items(store, suite: str, items: list[dict]) -> int:
         return 0
     ids = [it["item_id"] for it in items]
     with store.transaction():
-        have = dict(store.con.execute(
-            "SELECT item_id, gold FROM eval_items WHERE suite = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
-            [suite, ids]).fetchall())
+        have = dict(
+            store.con.execute(
+                "SELECT item_id, gold FROM eval_items WHERE suite = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
+                [suite, ids],
+            ).fetchall()
+        )
         new, seen = [], set()
         for it in items:
             if it["item_id"] in have:
                 if have[it["item_id"]] != it["gold"]:
-                    raise BadInput(f"eval item {it['item_id']} of suite {suite!r} already has gold "
-                                   f"{have[it['item_id']]!r}, not {it['gold']!r}", field="gold")
+                    raise BadInput(
+                        f"eval item {it['item_id']} of suite {suite!r} already has gold "
+                        f"{have[it['item_id']]!r}, not {it['gold']!r}",
+                        field="gold",
+                    )
                 continue
             if it["item_id"] in seen:
                 continue
             seen.add(it["item_id"])
-            new.append([suite, it["item_id"], it["kind"], it["prompt"], it["gold"], it.get("task_key"),
-                        match_key(it["prompt"])])
+            new.append(
+                [
+                    suite,
+                    it["item_id"],
+                    it["kind"],
+                    it["prompt"],
+                    it["gold"],
+                    it.get("task_key"),
+                    match_key(it["prompt"]),
+                ]
+            )
         if new:
             store.con.executemany(
                 "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)", new)
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                new,
+            )
     return len(new)
 
 
@@ -84,8 +138,10 @@ def replace_scores(store, model: str, suite: str, rows: list[dict], *, origin: s
     table = _score_table(model, suite, rows, origin)
     cols = [c for c in SCORE_SCHEMA.names if not c.startswith("_")]
     with store.transaction(), store.registered("_scores", table):
-        store.con.execute("DELETE FROM evals e USING _scores s "
-                          "WHERE e.model = s.model AND e.suite = s.suite AND e.item_id = s.item_id")
+        store.con.execute(
+            "DELETE FROM evals e USING _scores s "
+            "WHERE e.model = s.model AND e.suite = s.suite AND e.item_id = s.item_id"
+        )
         store.con.execute(f"INSERT INTO evals ({', '.join(cols)}) SELECT {', '.join(cols)} FROM _scores")
     return table.num_rows
 
@@ -104,17 +160,25 @@ def add_scores(store, model: str, suite: str, rows: list[dict], *, origin: str, 
             JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
             WHERE {differs} ORDER BY i._line LIMIT 1""").fetchall()
         if clash:
-            raise BadInput(f"model {model!r} suite {suite!r} item {clash[0][0]!r} is already stored with a "
-                           "different result (use another --model or --suite name for a re-run)",
-                           path=str(path), line=clash[0][1], field="item_id")
+            raise BadInput(
+                f"model {model!r} suite {suite!r} item {clash[0][0]!r} is already stored with a "
+                "different result (use another --model or --suite name for a re-run)",
+                path=str(path),
+                line=clash[0][1],
+                field="item_id",
+            )
         return con.execute(f"""
-            INSERT INTO evals ({', '.join(cols)})
-            SELECT {', '.join('i.' + c for c in cols)} FROM _scores i
+            INSERT INTO evals ({", ".join(cols)})
+            SELECT {", ".join("i." + c for c in cols)} FROM _scores i
             ANTI JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
             """).fetchall()[0][0]
 
 
 def _score_table(model: str, suite: str, rows: list[dict], origin: str) -> pa.Table:
     return pa.Table.from_pylist(
-        [{**{c: r.get(c) for c in SCORE_SCHEMA.names}, "model": model, "suite": suite, "origin": origin}
-         for r in rows], schema=SCORE_SCHEMA)
+        [
+            {**{c: r.get(c) for c in SCORE_SCHEMA.names}, "model": model, "suite": suite, "origin": origin}
+            for r in rows
+        ],
+        schema=SCORE_SCHEMA,
+    )

@@ -17,22 +17,48 @@ import pyarrow as pa
 from pairstore.keys import content_id
 
 MSG_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
-GEN_SCHEMA = pa.schema([
-    ("gen_id", pa.string()), ("model", pa.string()), ("item_kind", pa.string()), ("item_id", pa.string()),
-    ("suite", pa.string()), ("prompt", MSG_TYPE), ("output", pa.string()), ("sample_index", pa.int32()),
-    ("temperature", pa.float64()), ("top_p", pa.float64()), ("max_new_tokens", pa.int32()),
-    ("seed", pa.int64()), ("decoding", pa.string()), ("extracted_answer", pa.string()), ("verdict", pa.string()),
-    ("loop_flagged", pa.bool_()), ("loop_catastrophic", pa.bool_()), ("loop_tail", pa.bool_()),
-    ("max_repeat", pa.int32()), ("n_tokens", pa.int32()), ("source_file", pa.string()),
-])
-VERDICT_SCHEMA = pa.schema([
-    ("gen_id", pa.string()), ("extracted_answer", pa.string()), ("verdict", pa.string()),
-    ("loop_flagged", pa.bool_()), ("loop_catastrophic", pa.bool_()), ("loop_tail", pa.bool_()),
-    ("max_repeat", pa.int32()), ("n_tokens", pa.int32()),
-])
+GEN_SCHEMA = pa.schema(
+    [
+        ("gen_id", pa.string()),
+        ("model", pa.string()),
+        ("item_kind", pa.string()),
+        ("item_id", pa.string()),
+        ("suite", pa.string()),
+        ("prompt", MSG_TYPE),
+        ("output", pa.string()),
+        ("sample_index", pa.int32()),
+        ("temperature", pa.float64()),
+        ("top_p", pa.float64()),
+        ("max_new_tokens", pa.int32()),
+        ("seed", pa.int64()),
+        ("decoding", pa.string()),
+        ("extracted_answer", pa.string()),
+        ("verdict", pa.string()),
+        ("loop_flagged", pa.bool_()),
+        ("loop_catastrophic", pa.bool_()),
+        ("loop_tail", pa.bool_()),
+        ("max_repeat", pa.int32()),
+        ("n_tokens", pa.int32()),
+        ("source_file", pa.string()),
+    ]
+)
+VERDICT_SCHEMA = pa.schema(
+    [
+        ("gen_id", pa.string()),
+        ("extracted_answer", pa.string()),
+        ("verdict", pa.string()),
+        ("loop_flagged", pa.bool_()),
+        ("loop_catastrophic", pa.bool_()),
+        ("loop_tail", pa.bool_()),
+        ("max_repeat", pa.int32()),
+        ("n_tokens", pa.int32()),
+    ]
+)
 
 
-def generation_id(model: str, item_kind: str, item_ref: str, sample_index: int, temperature, output: str) -> str:
+def generation_id(
+    model: str, item_kind: str, item_ref: str, sample_index: int, temperature, output: str
+) -> str:
     """Content id of one output: the model, the item (id or prompt text), sample number, temperature, text."""
     return content_id(model, item_kind, item_ref, str(sample_index), repr(temperature), output)
 
@@ -45,13 +71,15 @@ def insert_generations(store, rows: list[dict]) -> int:
     unique = {}
     for r in rows:
         unique.setdefault(r["gen_id"], r)
-    table = pa.Table.from_pylist([{c: r.get(c) for c in GEN_SCHEMA.names} for r in unique.values()],
-                                 schema=GEN_SCHEMA)
+    table = pa.Table.from_pylist(
+        [{c: r.get(c) for c in GEN_SCHEMA.names} for r in unique.values()], schema=GEN_SCHEMA
+    )
     cols = ", ".join(GEN_SCHEMA.names)
     with store.transaction(), store.registered("_new_generations", table):
         return store.con.execute(
             f"INSERT INTO generations ({cols}) SELECT {cols} FROM _new_generations n "
-            "ANTI JOIN generations g USING (gen_id)").fetchall()[0][0]
+            "ANTI JOIN generations g USING (gen_id)"
+        ).fetchall()[0][0]
 
 
 def record_verdicts(store, verdicts: list[dict]) -> int:

@@ -25,9 +25,9 @@ from pairstore.keys import canonical_messages, match_key, messages_content_id
 
 @dataclass(frozen=True)
 class Origin:
-    kind: str   # battle, generation, task, problem, import, attached, ...
-    id: str     # the origin's id in its own table or file
-    rule: str   # the rule applied, e.g. "vote=loss → opponent chosen"
+    kind: str  # battle, generation, task, problem, import, attached, ...
+    id: str  # the origin's id in its own table or file
+    rule: str  # the rule applied, e.g. "vote=loss → opponent chosen"
 
 
 @dataclass
@@ -82,26 +82,39 @@ def check_pair(pair: Pair) -> tuple[bool, str | None]:
 
 @dataclass
 class AddResult:
-    added: int = 0                 # new pairs written
-    new_origins: int = 0           # origins written (for new and existing pairs)
-    dropped: Counter = field(default_factory=Counter)   # reason -> count
-    pair_ids: list[str] = field(default_factory=list)   # id of every kept input pair, in input order
+    added: int = 0  # new pairs written
+    new_origins: int = 0  # origins written (for new and existing pairs)
+    dropped: Counter = field(default_factory=Counter)  # reason -> count
+    pair_ids: list[str] = field(default_factory=list)  # id of every kept input pair, in input order
 
     def as_dict(self) -> dict:
         return {"added": self.added, "new_origins": self.new_origins, "dropped": dict(self.dropped)}
 
 
-_PAIR_SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("kind", pa.string()),
-    ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
-    ("chosen", pa.string()), ("rejected", pa.string()), ("source", pa.string()),
-    ("family", pa.string()), ("miner", pa.string()), ("miner_version", pa.string()),
-    ("match_key", pa.string()), ("task_key", pa.string()),
-])
-_ORIGIN_SCHEMA = pa.schema([
-    ("pair_id", pa.string()), ("origin_kind", pa.string()), ("origin_id", pa.string()),
-    ("rule", pa.string()), ("miner", pa.string()),
-])
+_PAIR_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("kind", pa.string()),
+        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("chosen", pa.string()),
+        ("rejected", pa.string()),
+        ("source", pa.string()),
+        ("family", pa.string()),
+        ("miner", pa.string()),
+        ("miner_version", pa.string()),
+        ("match_key", pa.string()),
+        ("task_key", pa.string()),
+    ]
+)
+_ORIGIN_SCHEMA = pa.schema(
+    [
+        ("pair_id", pa.string()),
+        ("origin_kind", pa.string()),
+        ("origin_id", pa.string()),
+        ("rule", pa.string()),
+        ("miner", pa.string()),
+    ]
+)
 
 
 def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
@@ -121,13 +134,23 @@ def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
             result.dropped["duplicate"] += 1
         else:
             new_rows[pid] = {
-                "pair_id": pid, "kind": p.kind, "prompt": msgs, "chosen": p.chosen, "rejected": p.rejected,
-                "source": p.source, "family": p.family, "miner": miner, "miner_version": miner_version,
-                "match_key": match_key(msgs), "task_key": p.task_key,
+                "pair_id": pid,
+                "kind": p.kind,
+                "prompt": msgs,
+                "chosen": p.chosen,
+                "rejected": p.rejected,
+                "source": p.source,
+                "family": p.family,
+                "miner": miner,
+                "miner_version": miner_version,
+                "match_key": match_key(msgs),
+                "task_key": p.task_key,
             }
         for o in p.origins:
-            origin_rows.setdefault((pid, o.kind, o.id), {
-                "pair_id": pid, "origin_kind": o.kind, "origin_id": o.id, "rule": o.rule, "miner": miner})
+            origin_rows.setdefault(
+                (pid, o.kind, o.id),
+                {"pair_id": pid, "origin_kind": o.kind, "origin_id": o.id, "rule": o.rule, "miner": miner},
+            )
     if not new_rows and not origin_rows:
         return result
     pair_tbl = pa.Table.from_pylist(list(new_rows.values()), schema=_PAIR_SCHEMA)
@@ -138,7 +161,8 @@ def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
         con.register("_new_origins", origin_tbl)
         try:
             existing = con.execute(
-                "SELECT count(*) FROM _new_pairs n JOIN pairs p USING (pair_id)").fetchone()[0]
+                "SELECT count(*) FROM _new_pairs n JOIN pairs p USING (pair_id)"
+            ).fetchone()[0]
             result.dropped["duplicate"] += existing
             result.added = len(new_rows) - existing
             con.execute("""
