@@ -25,8 +25,6 @@ from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import (
     atomic_write_json,
     check_free_space,
-    publish_folder,
-    publish_point,
     staged_folder,
     write_failure,
 )
@@ -46,7 +44,7 @@ from train.bundle import (
 )
 from train.bundle_check import check_adapter_config
 from train.dpo import library_versions
-from train.publish import prepare_output
+from train.publish import prepare_output, publish_bundle
 from train.serving import load_model, registered_name
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -343,14 +341,14 @@ def _publish_merge(
         "libraries": library_versions(),
     }
     atomic_write_json(stage / EVIDENCE_FILE, evidence)
-    if store is None:
-        publish_folder(stage, out, replace=replace)
-    else:
-        parents = [base_name] + ([round_name] if round_name else [])
-        with store.transaction():
-            register_checkpoint(
-                store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
-            )
-            publish_folder(stage, out, replace=replace)
-            publish_point(f"commit checkpoint {name}")
+    parents = [base_name] + ([round_name] if round_name else [])
+    publish_bundle(
+        store,
+        stage,
+        out,
+        replace,
+        lambda: register_checkpoint(
+            store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
+        ),
+    )
     return MergeResult(out, name, method, merged, evidence)

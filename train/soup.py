@@ -47,8 +47,6 @@ from pairstore.errors import BadInput
 from pairstore.files import (
     atomic_write_json,
     check_free_space,
-    publish_folder,
-    publish_point,
     staged_folder,
     write_failure,
 )
@@ -69,7 +67,7 @@ from train.bundle import (
     tokenizer_fingerprint,
     write_index,
 )
-from train.publish import prepare_output
+from train.publish import prepare_output, publish_bundle
 from train.shard_io import OpenFiles, StreamHash, WriteBack, preadv_exact, pwrite_all
 from train.soup_kernel import FLOAT_DTYPES, ITEMSIZE, SoupKernel
 
@@ -611,21 +609,23 @@ def _write_and_publish(
             started,
         )
         atomic_write_json(stage / EVIDENCE_FILE, evidence)
-        if store is None or name is None:
-            publish_folder(stage, out_dir, replace=replace)
-        else:
-            with store.transaction():
-                register_checkpoint(
-                    store,
-                    name,
-                    "soup",
-                    list(parents),
-                    alpha=alpha,
-                    path=str(out_dir.resolve()),
-                    evidence=evidence,
-                )
-                publish_folder(stage, out_dir, replace=replace)
-                publish_point(f"commit checkpoint {name}")
+        publish_bundle(
+            store,
+            stage,
+            out_dir,
+            replace,
+            None
+            if name is None
+            else lambda: register_checkpoint(
+                store,
+                name,
+                "soup",
+                list(parents),
+                alpha=alpha,
+                path=str(out_dir.resolve()),
+                evidence=evidence,
+            ),
+        )
     return evidence
 
 

@@ -260,6 +260,7 @@ def export_round(
                 for final, old in aside.items():
                     os.replace(old, final)
                 raise
+            publish_point(f"remove what export {name} replaced")  # committed: the new state from here
             for old in aside.values():
                 old.unlink(missing_ok=True)
         except OSError as e:
