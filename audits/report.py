@@ -28,7 +28,14 @@ from audits.loop_table import loop_table
 from audits.mixtures import check_mixtures
 from audits.report_render import Report, Section, Table, figure_png, render_html, render_markdown
 from pairstore.errors import NotFound
-from pairstore.files import atomic_write_bytes
+from pairstore.files import (
+    atomic_write_bytes,
+    folder_is_free,
+    publish_folder,
+    recover_folder,
+    staged_folder,
+    write_failure,
+)
 from pairstore.holdout.ngrams import arrow_query, benchmark_hits
 from pairstore.rounds.lineage import describe, lineage
 
@@ -741,18 +748,36 @@ def _evaluation_md(eval_s: Section, loops_s: Section, leak_reports) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _only_a_report(out: Path) -> bool:
+    """`out` is free, or holds nothing but an earlier report's files."""
+    if folder_is_free(out):
+        return True
+    return out.is_dir() and all(
+        p.is_file() and (p.name in ("report.md", "report.html") or p.suffix == ".png") for p in out.iterdir()
+    )
+
+
 def write_report(store, model: str, out_dir, *, tokenizer: str | None = None) -> dict:
     """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md", "images", "sections"}."""
     rep = build_report(store, model, tokenizer=tokenizer)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    images = []
-    for s in rep.sections:
-        for name, png in s.images:
-            atomic_write_bytes(out / name, png)
-            images.append(str(out / name))
-    atomic_write_bytes(out / "report.md", render_markdown(rep).encode("utf-8"))
-    atomic_write_bytes(out / "report.html", render_html(rep).encode("utf-8"))
+    recover_folder(out)
+    files = {name: png for s in rep.sections for name, png in s.images}
+    files["report.md"] = render_markdown(rep).encode("utf-8")
+    files["report.html"] = render_html(rep).encode("utf-8")
+    images = [str(out / name) for s in rep.sections for name, _ in s.images]
+    try:
+        if _only_a_report(out):
+            # The whole folder at once: a reader sees the old report or the new one, never half.
+            with staged_folder(out) as stage:
+                for name, data in files.items():
+                    (stage / name).write_bytes(data)
+                publish_folder(stage, out, replace=True)
+        else:  # a folder with other files in it: each file replaced atomically, the rest left alone
+            for name, data in files.items():
+                atomic_write_bytes(out / name, data)
+    except OSError as e:
+        raise write_failure(out, e) from None
     return {
         "html": str(out / "report.html"),
         "md": str(out / "report.md"),

@@ -246,3 +246,26 @@ def test_kill_at_every_publish_point_of_a_merge_leaves_old_or_new(tiny, tmp_path
     args = ["train", "merge", "--base", base, "--adapter", work / "adapter", "--out", out, "--name", "m1"]
     outcomes = _kill_every_point(db, args, out, work, tmp_path)
     assert len(outcomes) >= 3
+
+
+def test_audit_mixtures_rehashes_registered_bundles(tiny, tmp_path, store, run_cli):
+    from train.soup import soup
+    from train.tiny import make_tiny_bundle
+
+    b = make_tiny_bundle(tmp_path / "b", seed=1, max_new_tokens=12)
+    out = tmp_path / "s"
+    soup(tiny, b, 0.4, out, store=store, name="s", parents=["base", "b"])
+    store.close()
+    assert run_cli("audit", "mixtures").exit_code == 0
+    evidence = out / "training_evidence.json"
+    original = evidence.read_text()
+    evidence.write_text(original.replace('"alpha": 0.4', '"alpha": 0.9'))
+    r = run_cli("audit", "mixtures")
+    assert r.exit_code == 3 and "training_evidence.json" in r.output, r.output
+    evidence.write_text(original)
+    weights = out / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    r = run_cli("audit", "mixtures")
+    assert r.exit_code == 3 and "model.safetensors" in r.output, r.output

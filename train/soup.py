@@ -524,6 +524,8 @@ def soup(
     `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one."""
     started = time.perf_counter()
     a_dir, b_dir, out_dir = Path(a_dir), Path(b_dir), Path(out_dir)
+    # A registered soup records its output's hashes: `audit mixtures` re-hashes every registered bundle.
+    hash_output = hash_output or (store is not None and name is not None)
     alpha = float(alpha)
     if not math.isfinite(alpha):
         raise BadInput(f"alpha must be a finite number, got {alpha}", field="alpha")
