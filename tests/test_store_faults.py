@@ -234,3 +234,16 @@ def test_every_blinding_write_is_refused_and_the_gate_still_refuses(round_r1, tm
     r = run_cli("sql", "SELECT count(*) AS n FROM scratch.mine", "--json")
     assert json.loads(r.output)[0]["n"] > 0
     assert before  # the store changed only through scratch
+
+
+def test_a_round_rewritten_outside_pairstore_is_refused(round_r1, tmp_path, run_cli):
+    db = round_r1.path
+    round_r1.close()
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE rounds SET recipe = replace(recipe, '\"upsample\": 2.5', '\"upsample\": 9.0') WHERE name = 'r1'"
+    )
+    con.close()
+    r = run_cli("export", "--round", "r1", "--out", tmp_path / "out")
+    assert r.exit_code == 1 and "changed in the store outside pairstore" in r.output, r.output
+    assert not (tmp_path / "out").exists()

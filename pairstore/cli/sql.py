@@ -22,8 +22,9 @@ from pairstore.store.sql import run_sql
 @click.option(
     "--write",
     is_flag=True,
-    help="Open the store for writing: every statement in one transaction, all or nothing; holdout, "
-    "holdout_sets, holdout_exemptions, audit_log, exports and export_rows stay as they are "
+    help="Open the store for writing: every statement in one transaction, all or nothing. New tables "
+    "and views go in schema scratch (CREATE TABLE scratch.x ...); no macros or functions, no ALTER, DROP "
+    "or COMMENT of pairstore's objects, and the tables the gate and the audits read stay as they are "
     "(default: read-only).",
 )
 @click.option(

@@ -48,7 +48,7 @@ try:  # Python 3.11+; 3.10 has the same parser as the tomli package
 except ImportError:  # pragma: no cover
     import tomli as tomllib
 
-from pairstore.errors import BadInput, NotFound
+from pairstore.errors import BadInput, NotFound, PairstoreError
 from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
 
@@ -588,10 +588,25 @@ def add_round(store, path) -> tuple[Recipe, bool]:
 
 
 def get_round(store, name: str) -> Recipe:
-    row = store.one("SELECT recipe, recipe_sha256 FROM rounds WHERE name = ?", [name])
+    """The registered round, after checking its row was not changed outside pairstore: the stored recipe
+    must be what its registered TOML parses to, and the TOML must have the registered SHA-256 (so what an
+    export selects is what its evidence cites)."""
+    row = store.one("SELECT recipe, recipe_sha256, recipe_toml FROM rounds WHERE name = ?", [name])
     if row is None:
         raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
-    return Recipe.from_json(json.loads(row[0]), sha256=row[1])
+    recipe = Recipe.from_json(json.loads(row[0]), sha256=row[1])
+    if row[2] is not None:
+        try:
+            parsed = parse_recipe(row[2], sources=store_sources(store))
+        except BadInput:
+            parsed = None
+        if sha256_text(row[2]) != row[1] or parsed is None or parsed.to_json() != recipe.to_json():
+            raise PairstoreError(
+                f"round {name!r} was changed in the store outside pairstore (its stored recipe no longer "
+                f"matches its registered TOML and SHA-256 {row[1][:12]}); registered rounds never change: "
+                "restore the store from a backup"
+            )
+    return recipe
 
 
 def list_rounds(store) -> list[dict]:
