@@ -95,7 +95,8 @@ def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
         records = _read_mmlu_csv(path)
     else:  # a file, a Hub folder layout or a save_to_disk folder: the test split
         records = [(r.line, r.record) for r in read_dataset(path, split="test")]
-    items, seen = [], {}
+    items: list = []
+    seen: dict = {}
     for index, (line, rec) in enumerate(records):
         kind = fmt or detect_format(rec)
         if kind is None:

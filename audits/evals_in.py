@@ -102,6 +102,7 @@ def parse_simple(rec: dict, path, line: int) -> dict:
     if correct is None and score is None:
         raise BadInput("needs correct (true/false) or score", path=str(path), line=line, field="correct")
     if correct is None:
+        assert score is not None
         correct = score >= 0.5
     if score is None:
         score = 1.0 if correct else 0.0
@@ -176,7 +177,8 @@ def ingest_evals(
     if not Path(path).is_file():
         raise BadInput("no such file", path=str(path))
     origin = f"{fmt}:{Path(path).name}:{sha256_file(path)[:16]}"
-    rows, read, chosen_filter = {}, 0, filter_name
+    rows: dict = {}
+    read, chosen_filter = 0, filter_name
     docs: dict[str, dict] = {}
     for line, rec in read_records(path):
         read += 1

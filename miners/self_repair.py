@@ -62,7 +62,8 @@ def spread_picks(n_chosen: int, n_rejected: int, k: int) -> list[tuple[int, int]
     least-used rejected answer, then the least-used chosen one, then the lowest indices (the
     candidates come in seeded order)."""
     picks: list[tuple[int, int]] = []
-    used_c, used_r = Counter(), Counter()
+    used_c: Counter[int] = Counter()
+    used_r: Counter[int] = Counter()
     taken = set()
     for _ in range(min(k, n_chosen * n_rejected)):
         best = min(

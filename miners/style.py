@@ -88,6 +88,7 @@ def _from_pairs(store, result: MineResult, source: str | None) -> list[Pair]:
         if reason:
             result.dropped[reason] += 1
             continue
+        assert fixed is not None  # style_fix gives a fixed text or a reason
         rule = "; ".join(fixes) + " → fixed chosen preferred to the original"
         out.append(
             Pair(
@@ -130,6 +131,7 @@ def _from_generations(store, result: MineResult, model: str | None, holdout: Hol
         if reason:
             result.dropped[reason] += 1
             continue
+        assert fixed is not None  # style_fix gives a fixed text or a reason
         if g["gold"] is not None and not judge.verdict(g["output"], g["gold"], kind)[1]:
             result.dropped["wrong answer"] += 1
             continue

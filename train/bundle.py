@@ -31,6 +31,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_path, atomic_write_json
@@ -453,7 +454,7 @@ def build_header(entries: Iterable[tuple[str, str, tuple[int, ...]]], metadata: 
 
 
 def write_shard(
-    path, tensors: Iterable[tuple[str, str, tuple[int, ...], object]], metadata: dict | None = None
+    path, tensors: Iterable[tuple[str, str, tuple[int, ...], Any]], metadata: dict | None = None
 ) -> int:
     """Write one safetensors file atomically from (name, dtype, shape, data) in that order; `data` is any
     buffer of the tensor's raw little-endian bytes (a numpy array, or `t.contiguous().view(torch.uint8)

@@ -104,7 +104,7 @@ def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Pat
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = LlamaForCausalLM(config).to(torch.float32)
+        model = LlamaForCausalLM(config).to(torch.float32)  # type: ignore[arg-type]  # transformers' stub of .to
     finally:
         torch.random.set_rng_state(generator_state)
     model.generation_config.update(

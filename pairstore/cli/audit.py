@@ -154,6 +154,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
         echo_json(c.as_dict())
         return
     if c.accuracy_a is not None:
+        assert c.accuracy_b is not None and c.flips is not None  # compare sets all three or none
         echo_table(
             ["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
             [

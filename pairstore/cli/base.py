@@ -18,7 +18,7 @@ from pairstore.store.store import open_store
 class _CliError(click.ClickException):
     def __init__(self, message: str, code: int):
         super().__init__(message)
-        self.exit_code = code
+        self.exit_code = code  # type: ignore[misc]  # click reads it per instance; the class value is 1
 
     def show(self, file=None):
         click.echo(f"error: {self.format_message()}", err=True)

@@ -47,6 +47,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 import pyarrow as pa
@@ -329,10 +330,10 @@ def _simulated_generations(store, out_dir: Path, step) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    r = ingest_generations(store, path, model=INCUMBENT)
+    ingested = ingest_generations(store, path, model=INCUMBENT)
     step(
         "ingest generations",
-        f"{r.added} simulated outputs on the GSM8K- and MATH-format problems "
+        f"{ingested.added} simulated outputs on the GSM8K- and MATH-format problems "
         f"(4 per problem: the tiny incumbent cannot read word problems)",
     )
 
@@ -370,7 +371,7 @@ def _attach_history(store, out_dir: Path, step) -> None:
 
 def _mine(store, step) -> None:
 
-    runs = [
+    runs: list[tuple[str, dict[str, Any]]] = [
         ("battle", {}),
         ("self_repair", {"model": INCUMBENT, "dataset": "gsm8k", "pairs_per_problem": 2, "seed": DEMO_SEED}),
         ("self_repair", {"model": INCUMBENT, "dataset": "math", "pairs_per_problem": 2, "seed": DEMO_SEED}),

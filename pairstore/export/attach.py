@@ -41,7 +41,7 @@ class AttachResult:
 
 
 def _content_hash(rows: list[PairRow]) -> str:
-    return rows_content_hash(row_digest(r.prompt, r.chosen, r.rejected) for r in rows)
+    return rows_content_hash(row_digest(r.prompt, r.required_chosen, r.rejected) for r in rows)
 
 
 def content_hash_of_file(path) -> str:
@@ -113,13 +113,13 @@ def attach_round(store, name: str, path) -> AttachResult:
             )  # one of ours (an export carries the recipe's system prompt)
             result.matched += 1
             continue
-        row_pairs.append((r.row_index, pair_id_of(r.prompt, r.chosen, r.rejected)))
+        row_pairs.append((r.row_index, pair_id_of(r.prompt, r.required_chosen, r.rejected)))
         new_pairs.append(
             (
                 r.row_index,
                 Pair(
                     prompt=r.prompt,
-                    chosen=r.chosen,
+                    chosen=r.required_chosen,
                     rejected=r.rejected,
                     source=r.source or "attached",
                     family=r.family,
@@ -130,7 +130,7 @@ def attach_round(store, name: str, path) -> AttachResult:
         )
     with store.transaction():
         if new_pairs:
-            existing = _stored_ids(store, [row_pairs[i][1] for i, _ in new_pairs])
+            existing = _stored_ids(store, [str(row_pairs[i][1]) for i, _ in new_pairs])  # new: never None
             # Rows whose pair is already stored count as matched; the rest become pairs with their own origin.
             keep = [(i, pr) for i, pr in new_pairs if row_pairs[i][1] not in existing]
             result.matched += len(new_pairs) - len(keep)

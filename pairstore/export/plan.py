@@ -56,6 +56,8 @@ class BlockPlan:
 def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
     """Fill the temp table _mix (block, prow, pair_id, kind, copies) for the recipe."""
     con = store.con
+    seed = recipe.seed
+    assert seed is not None  # read_recipe requires a seed of a dpo round
     con.execute(
         "CREATE OR REPLACE TEMP TABLE _mix_sel (block INTEGER, prow BIGINT, pair_id VARCHAR, "
         "kind VARCHAR, copies INTEGER)"
@@ -84,14 +86,14 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
                 ids = tbl.column("pair_id").to_pylist()
                 keep = np.arange(len(ids))
                 if blk.limit is not None and len(ids) > blk.limit:
-                    keep = np.sort(seeded_order(recipe.seed, ids, "limit")[: blk.limit])
+                    keep = np.sort(seeded_order(seed, ids, "limit")[: blk.limit])
                 elif blk.limit is not None and len(ids) < blk.limit:
                     plan.note = f"limit {blk.limit} > {len(ids)} pairs available: all taken"
                 tbl = tbl.take(pa.array(keep))
                 copies = np.full(tbl.num_rows, whole, dtype=np.int32)
                 if frac:
                     extra = int(np.floor(frac * tbl.num_rows + 0.5))
-                    part = seeded_order(recipe.seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
+                    part = seeded_order(seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
                     copies[part] += 1
                 sel = pa.table(
                     {

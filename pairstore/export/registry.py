@@ -14,6 +14,7 @@ audits skip its file, which now holds the new bytes, and read its rows from `exp
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 import pyarrow as pa
 
@@ -47,7 +48,7 @@ def record_export(
     evidence_path: str,
     evidence_sha256: str,
     exempted: list[dict],
-    supersede: list[str] = (),
+    supersede: Sequence[str] = (),
 ) -> list[str]:
     """Register an export's files (kind -> {"path", "sha256", "rows", "content_hash"}) and their rows, read
     from the planned mixture `_mix` in the file's order (block, store order, copies adjacent), marking the

@@ -49,7 +49,7 @@ def ingest_pairs(
     for r in rows:
         pair = Pair(
             prompt=r.prompt,
-            chosen=r.chosen,
+            chosen=r.required_chosen,
             rejected=r.rejected,
             source=source,
             family=r.family,

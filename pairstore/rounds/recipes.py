@@ -39,14 +39,11 @@ from __future__ import annotations
 import json
 import math
 import re
+import tomllib
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-
-try:  # Python 3.11+; 3.10 has the same parser as the tomli package
-    import tomllib
-except ImportError:  # pragma: no cover
-    import tomli as tomllib
+from typing import Any
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.keys import sha256_text
@@ -170,14 +167,16 @@ class Recipe:
     @property
     def parents(self) -> list[str]:
         if self.kind == "soup":
+            assert self.a is not None and self.b is not None  # read_recipe requires both
             return [self.a, self.b]
         if self.kind == "dpo":
+            assert self.parent is not None  # read_recipe requires it
             return [self.parent] + ([self.adapter_of] if self.adapter_of else [])
         return []
 
     def to_json(self) -> dict:
         """The recipe JSON stored in rounds.recipe (the cross-team layout)."""
-        out = {
+        out: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
             "parent": self.parent,
@@ -201,7 +200,7 @@ class Recipe:
     def from_json(cls, data: dict, sha256: str = "") -> Recipe:
         train = TrainConfig(**data["train"]) if data.get("train") else None
         mix = tuple(MixBlock(**m) for m in data.get("mix") or [])
-        keep = {
+        keep: dict[str, Any] = {
             k: data.get(k)
             for k in (
                 "name",
@@ -656,13 +655,14 @@ def parents_first(recipes: list[Recipe]) -> list[Recipe]:
 def load_shipped_recipes(store, paths=None) -> dict:
     """Add every shipped recipe (parents first). Returns {"added": [...], "unchanged": [...]}."""
     sources = store_sources(store)
-    files = {}
+    files: dict[str, tuple[Recipe, Path]] = {}
     for p in paths or shipped_recipe_paths():
         r = read_recipe_file(p, sources=sources)
         if r.name in files:
             raise BadInput(f"two recipes name round {r.name!r} ({files[r.name][1]} and {p})", path=str(p))
         files[r.name] = (r, p)
-    added, unchanged = [], []
+    added: list[str] = []
+    unchanged: list[str] = []
     with store.transaction():
         for r in parents_first([r for r, _ in files.values()]):
             _, new = add_round(store, files[r.name][1])

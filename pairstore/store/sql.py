@@ -55,7 +55,8 @@ def _fingerprint(con) -> dict:
 
 
 def _run(con, statements) -> tuple[list[str], list[tuple]]:
-    cols, rows = [], []
+    cols: list[str] = []
+    rows: list[tuple] = []
     for st in statements:
         cur = con.execute(st)
         cols = [d[0] for d in cur.description] if cur.description else []
