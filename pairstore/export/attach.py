@@ -23,7 +23,10 @@ from pairstore.export.writer import row_digest, rows_content_hash
 from pairstore.ingest.pair_files import PairRow, read_pair_file
 from pairstore.keys import match_key, sha256_file
 from pairstore.rounds.recipes import get_round
-from pairstore.tables.pairs import Origin, Pair, add_pairs, pair_id_of
+from pairstore.tables.pairs import Origin, Pair, add_pairs, declare_sources, pair_id_of
+
+# Rows of an attached file that are not stored pairs and name no source of their own.
+SOURCES = declare_sources(("attached",), by=__name__)
 
 
 @dataclass
@@ -121,7 +124,7 @@ def attach_round(store, name: str, path) -> AttachResult:
                     prompt=r.prompt,
                     chosen=r.required_chosen,
                     rejected=r.rejected,
-                    source=r.source or "attached",
+                    source=r.source or SOURCES[0],
                     family=r.family,
                     task_key=r.task_key,
                     origins=[Origin("attached", f"{sha}:{r.line}", f"round attach {name}")],

@@ -33,9 +33,11 @@ from datetime import UTC, datetime
 from pairstore.errors import BadInput
 from pairstore.ingest.records import Fields, lone_surrogate
 from pairstore.keys import canonical_messages
-from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
+from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt, declare_sources
 
 FORMATS = ("arena", "arena55k")
+# --others pairs: battles between two other models, the winner's answer chosen.
+SOURCES = declare_sources(("arena",), by=__name__)
 OTHERS = ("skip", "pairs")
 SIDES = ("a", "b")
 _WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "both_bad"}
@@ -264,7 +266,7 @@ def other_pair(b: ArenaBattle) -> Pair | str:
         prompt=battle_pair_prompt(b.users, chosen),
         chosen=chosen[-1],
         rejected=rejected[-1],
-        source="arena",
+        source=SOURCES[0],
         origins=[Origin("arena", b.battle_id, rule)],
     )
 

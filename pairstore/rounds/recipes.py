@@ -15,9 +15,12 @@ Rules chosen here (the issue leaves them open):
 
 - Names: letters, digits, '.', '_' and '-' only, not starting with '.', at most
   100 characters. Round names become file names (NAME.parquet).
-- Sources: KNOWN_SOURCES (the `source` values this project's miners and
-  importers write, plus 'attached' for rows of attached files) and any source
-  already present in the store's `pairs` (pairs ingested with `--source X`).
+- Sources: known_sources() (every source declared by what writes it: each
+  miner on its registration, the ingests of datasets and Arena battles, and
+  'attached' for rows of attached files) and any source already present in the
+  store's `pairs` (pairs ingested with `--source X`). The miners' sources are
+  known once the miner registry is loaded (`pairstore` loads it; a library
+  caller calls miners.registry.miners()).
 - upsample: a number in (0, UPSAMPLE_MAX], i.e. at most 100 copies of a block.
 - alpha: a number in [0, 1]. Soups here interpolate, out = a + alpha*(b - a); the
   card's "dose test" soups (0.75, 0.625) are interpolations too. Extrapolation
@@ -36,6 +39,7 @@ file again changes nothing; another recipe under an existing name is an error.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -48,22 +52,16 @@ from typing import Any
 from pairstore.errors import BadInput, NotFound
 from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
+from pairstore.tables.pairs import declared_sources
 
 KINDS = ("dpo", "soup", "base")
-# The `source` values the miners and importers of this project write (miners/*, pairstore/ingest/*.py
-# round attach), see docs: battle (battle votes), self_repair / gold_repair (GSM8K/MATH self-repair and
-# gold-solution repair), loopfix (generated tasks), style (hedging tails / answer lines), ultrafeedback,
-# compliance (handcrafted pairs), compliance_sft (NLL-only rows), attached (rows of attached files).
-KNOWN_SOURCES = (
-    "battle",
-    "self_repair",
-    "gold_repair",
-    "loopfix",
-    "style",
-    "ultrafeedback",
-    "compliance",
-    "compliance_sft",
-    "attached",
+# The core modules that write pairs and declare their sources (pairstore.tables.pairs.declare_sources);
+# a miner declares its own on its registration (miners.registry), loaded by whoever runs miners.
+_CORE_PRODUCERS = (
+    "pairstore.ingest.arena",
+    "pairstore.ingest.ultrafeedback",
+    "pairstore.ingest.compliance",
+    "pairstore.export.attach",
 )
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 # transformers' SchedulerType values.
@@ -295,8 +293,8 @@ class _Checker:
 
 
 def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
-    """Parse and validate one recipe. `sources`: allowed mix sources (default KNOWN_SOURCES)."""
-    allowed = tuple(sources) if sources is not None else KNOWN_SOURCES
+    """Parse and validate one recipe. `sources`: allowed mix sources (default known_sources())."""
+    allowed = tuple(sources) if sources is not None else known_sources()
     c = _Checker(path, text)
     try:
         data = tomllib.loads(text)
@@ -529,10 +527,17 @@ def read_recipe_file(path, *, sources=None) -> Recipe:
 # -- the store -------------------------------------------------------------------
 
 
+def known_sources() -> tuple[str, ...]:
+    """Every declared pair source: the core's producers (imported here) and every miner registered so far."""
+    for module in _CORE_PRODUCERS:
+        importlib.import_module(module)
+    return tuple(declared_sources())
+
+
 def store_sources(store) -> tuple[str, ...]:
-    """KNOWN_SOURCES plus every source present in the store's pairs."""
+    """known_sources() plus every source present in the store's pairs."""
     present = [r[0] for r in store.con.execute("SELECT DISTINCT source FROM pairs").fetchall()]
-    return tuple(sorted(set(KNOWN_SOURCES) | set(present)))
+    return tuple(sorted(set(known_sources()) | set(present)))
 
 
 def add_round(store, path) -> tuple[Recipe, bool]:

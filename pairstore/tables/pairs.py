@@ -52,6 +52,26 @@ class Pair:
         return pair_id_of(self.messages(), self.chosen, self.rejected)
 
 
+# -- sources -------------------------------------------------------------------------
+# Every `pairs.source` value is declared once, by what produces it: a miner on its registration
+# (miners.registry.register(..., sources=...)), an ingest or an attach beside its code. A recipe's mix may
+# name a declared source or one already in the store (pairstore.rounds.recipes.known_sources).
+_DECLARED_SOURCES: dict[str, str] = {}
+
+
+def declare_sources(names: tuple[str, ...], *, by: str) -> tuple[str, ...]:
+    """Declare the pair sources `by` (a module or miner name) writes; returns `names`."""
+    for name in names:
+        if _DECLARED_SOURCES.setdefault(name, by) != by:
+            raise ValueError(f"source {name!r} is declared by {_DECLARED_SOURCES[name]} and {by}")
+    return names
+
+
+def declared_sources() -> dict[str, str]:
+    """source -> what declared it, for every source declared so far."""
+    return dict(sorted(_DECLARED_SOURCES.items()))
+
+
 def battle_pair_prompt(user_turns: list[str], chosen_answers: list[str]) -> list[dict]:
     """User turns interleaved with the chosen side's earlier answers, ending on the last user turn."""
     messages = []
