@@ -49,7 +49,7 @@ from typing import Any, TypeVar, Union
 from pairstore.errors import BadInput, NotFound, PairstoreError
 from pairstore.ingest.pairs import PairsResult, write_pairs
 from pairstore.store.store import Store
-from pairstore.tables.pairs import declare_sources
+from pairstore.tables.pairs import add_source_loader, declare_sources
 
 __all__ = [
     "WORKERS_HELP",
@@ -233,6 +233,10 @@ def _load_miner_modules() -> None:
         if not info.name.startswith("_"):
             importlib.import_module(f"{package.__name__}.{info.name}")
     _loaded = True
+
+
+# A recipe may name any miner's source: whoever reads the declared sources gets every miner loaded.
+add_source_loader(_load_miner_modules)
 
 
 def miners() -> dict[str, MinerSpec]:

@@ -19,8 +19,8 @@ Rules chosen here (the issue leaves them open):
   miner on its registration, the ingests of datasets and Arena battles, and
   'attached' for rows of attached files) and any source already present in the
   store's `pairs` (pairs ingested with `--source X`). The miners' sources are
-  known once the miner registry is loaded (`pairstore` loads it; a library
-  caller calls miners.registry.miners()).
+  known once miners.registry is imported (the `pairstore` command imports it;
+  it adds a loader that imports every miner when the sources are read).
 - upsample: a number in (0, UPSAMPLE_MAX], i.e. at most 100 copies of a block.
 - alpha: a number in [0, 1]. Soups here interpolate, out = a + alpha*(b - a); the
   card's "dose test" soups (0.75, 0.625) are interpolations too. Extrapolation
