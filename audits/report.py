@@ -203,7 +203,7 @@ def _holdout_section(store) -> tuple[Section, list]:
 
     s = Section("holdout", "Holdout status")
     sets = [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY set_name").fetchall()]
-    reports = []
+    reports: list = []
     if not sets:
         s.paragraphs.append("No holdout set is defined in this store.")
         return s, reports
@@ -352,7 +352,7 @@ def _hash_section(store) -> tuple[Section, list]:
             "SHA-256 of every registered mixture and recorded bundle file, recomputed now",
             Table(
                 ["status", "what", "owner", "file", "SHA-256 (recorded)"],
-                [[c.status, c.what, c.owner, Path(c.path).name, c.expected[:16]] for c in checks],
+                [[c.status, c.what, c.owner, Path(c.path).name, (c.expected or "")[:16]] for c in checks],
             ),
         )
     )
@@ -411,7 +411,7 @@ def _normalize_loop_table(result) -> Table:
     """loop_table's result (list of dicts / dataclasses, or (columns, rows)) as a Table."""
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
         return Table(list(result[0]), [list(r) for r in result[1]])
-    rows = [asdict(r) if is_dataclass(r) else dict(r) for r in result]
+    rows = [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in result]
     cols = list(rows[0]) if rows else ["model", "suite"]
     return Table(cols, [[r.get(c) for c in cols] for r in rows])
 

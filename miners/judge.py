@@ -64,9 +64,10 @@ class OutputJudge:
             correct = False
         else:
             key = (answer, gold, kind)
-            correct = self._verdicts.get(key)
-            if correct is None:
-                correct = self._verdicts[key] = bool(self._equal(answer, gold, kind))
+            known = self._verdicts.get(key)
+            if known is None:
+                known = self._verdicts[key] = bool(self._equal(answer, gold, kind))
+            correct = known
         self.verify_s += time.perf_counter() - t0
         return answer, correct
 

@@ -20,6 +20,7 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import (
@@ -116,7 +117,7 @@ def adapter_provenance(adapter_dir) -> tuple[dict | None, int | None]:
     return evidence, step
 
 
-def _pattern_value(patterns: dict, module: str, default):
+def _pattern_value(patterns: dict | None, module: str, default):
     for key, value in (patterns or {}).items():
         if re.fullmatch(rf"(.*\.)?{key}", module):
             return value
@@ -190,7 +191,7 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
     if unknown:
         raise _Unmappable(f"base shards hold no tensor {unknown[0]}")
     merged = 0
-    handles: dict[Path, object] = {}
+    handles: dict[Path, Any] = {}
     with ShardedWriter(out, max_shard_bytes=max_shard_bytes) as writer:
         for shard, info in tensors:
             if shard not in handles:

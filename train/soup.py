@@ -508,7 +508,7 @@ def soup(
     hash_output: bool = False,
     store=None,
     name: str | None = None,
-    parents: tuple[str, str] | list[str] = (),
+    parents: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do

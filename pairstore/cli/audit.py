@@ -9,13 +9,14 @@ from __future__ import annotations
 import click
 
 from audits.compare import compare
-from audits.decontam import decontam
+from audits.decontam import decontam, load_benchmark
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.holdout.ngrams import register_benchmark
 
 
 @click.group("audit")
@@ -90,7 +91,10 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
 def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_json):
     """Word n-gram overlap between training text and a benchmark's test items."""
     with open_db(ctx, read_only=not register) as store:
-        report = decontam(store, benchmark, path, n=n, fmt=fmt, all_pairs=all_pairs, register=register)
+        items = load_benchmark(path, fmt)
+        report = decontam(store, benchmark, items, n=n, all_pairs=all_pairs, registered=register)
+        if register:  # the audit itself is read-only: the gate's owner stores the benchmark
+            register_benchmark(store, benchmark, [(it.item_id, it.text) for it in items], n=n)
     if as_json:
         echo_json(report.as_dict())
         return
@@ -154,6 +158,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
         echo_json(c.as_dict())
         return
     if c.accuracy_a is not None:
+        assert c.accuracy_b is not None and c.flips is not None  # compare sets all three or none
         echo_table(
             ["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
             [
