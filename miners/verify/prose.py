@@ -1,6 +1,6 @@
-"""Reading a value out of prose, for miners.answer_extract: number words, sentences, concluding lines.
+"""Reading a value out of prose, for miners.verify.extract: number words, sentences, concluding lines.
 
-    from miners.answer_prose import prose_value, concluding
+    from miners.verify.prose import prose_value, concluding
     prose_value("Final Answer: The largest $n$ is 34. I hope it is correct.", "math")   # -> "34"
     prose_value("two hundred ninety-four dollars.", "gsm8k")                          # -> "294"
     concluding("... So she makes $18 every day at the market.", "gsm8k")              # -> "18"

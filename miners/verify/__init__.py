@@ -35,11 +35,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from miners import answer_extract, answer_symbolic
-from miners.answer_compare import choice_letter, value_verdict
-from miners.answer_exact import numeric_equal
-from miners.answer_normalize import normalize, structure, unwrap_text_commands
-from miners.answer_parse import REPEATING_RE, TooHard, Unsupported, parse_scalar
+from miners.verify import extract as answer_extract
+from miners.verify import symbolic as answer_symbolic
+from miners.verify.compare import choice_letter, value_verdict
+from miners.verify.exact import numeric_equal
+from miners.verify.normalize import normalize, structure, unwrap_text_commands
+from miners.verify.parse import REPEATING_RE, TooHard, Unsupported, parse_scalar
 from pairstore.errors import BadInput
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Answer extraction for miners.verify: the final answer a model's whole output commits to.
 
-    from miners.answer_extract import extract_answer
+    from miners.verify.extract import extract_answer
     extract_answer("... so 3 + 3 = 6.\\nThe answer is 6.\\n\\nQuestion: Tom has ...", "gsm8k")   # -> "6"
     extract_answer("\\\\boxed{1} and \\\\boxed{2} and \\\\boxed{3}", "math")                      # -> "1, 2, 3"
     extract_answer("<think>...</think> <answer> The positive number is 12. </answer>", "math")  # -> "12"
@@ -17,7 +17,7 @@ bench/data/README.md):
      JSON field "answer": "X" (the format some evaluation prompts ask for);
   3. the span that starts last wins (a self-correction, or the answer after a repetition loop);
   4. a span in prose ("The largest $n$ is 34.", "Jake has 7 peaches.", "two hundred four dollars")
-     is reduced to its value (miners.answer_prose: bold, else what follows the last "is"/"="/":",
+     is reduced to its value (miners.verify.prose: bold, else what follows the last "is"/"="/":",
      else the first value);
   5. with no span at all: a short one-line output is its own answer (unless it loops), and a
      concluding last sentence ("Therefore, ..."/"So ..."/"因此...") or a display block after a colon
@@ -29,47 +29,10 @@ from __future__ import annotations
 
 import re
 
-from miners.answer_prose import concluding, is_prose, looping, prose_value
+from miners.verify.brackets import brace_pairs, walk
+from miners.verify.prose import concluding, is_prose, looping, prose_value
 
 # ------------------------------------------------------------------------------------- braces
-
-
-def balanced(text: str, open_at: int) -> int:
-    """Index just past the brace group that opens at text[open_at] == '{', or -1 if unclosed."""
-    depth = 0
-    i, n = open_at, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return -1
-
-
-def _brace_pairs(text: str, start: int = 0) -> dict[int, int]:
-    """{index of '{': index just past its '}'} for text[start:] in one pass (a loop of unclosed
-    \\boxed{ must not cost a scan to the end per box)."""
-    pairs: dict[int, int] = {}
-    stack: list[int] = []
-    i, n = start, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            stack.append(i)
-        elif c == "}" and stack:
-            pairs[stack.pop()] = i + 1
-        i += 1
-    return pairs
 
 
 # ------------------------------------------------------------------------------------- the turn
@@ -159,15 +122,10 @@ def _cut_sentence(span: str) -> str:
         m = _SENTENCE_END_RE.search(span)
         return span[: m.start()] if m else span
     # keep "$3.5$" and "\frac{1}{2}" intact: only cut outside $...$ and braces
-    depth = 0
     in_math = False
-    for i, c in enumerate(span):
+    for i, c, depth in walk(span, "{", "}"):
         if c == "$":
             in_math = not in_math
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
         elif not in_math and depth <= 0 and c in ".;!?" and (i + 1 == len(span) or span[i + 1].isspace()):
             if c == "." and i > 0 and span[i - 1].isdigit() and i + 1 < len(span) and span[i + 1].isdigit():
                 continue
@@ -223,7 +181,7 @@ def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]
         for m in _BOXED_RE.finditer(text):
             if m.group(1) is not None:
                 if closing is None:
-                    closing = _brace_pairs(text, m.start())  # braces before the first box do not matter
+                    closing = brace_pairs(text, m.start())  # braces before the first box do not matter
                 end = closing.get(m.start(1), -1)
                 if end < 0:
                     continue

@@ -1,6 +1,6 @@
 """The symbolic back end of miners.verify: Hugging Face math-verify on two extracted answer spans.
 
-    from miners.answer_symbolic import symbolic_equal, symbolic_stats
+    from miners.verify.symbolic import symbolic_equal, symbolic_stats
     symbolic_equal("\\\\pm 3", "3, -3")   # -> True (math-verify, about 10 ms once sympy is loaded)
 
 Only the spans the fast path could not decide come here, never a whole model output. The work is
@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 import signal
 import threading
+
+from miners.verify.brackets import max_depth
 
 SYMBOLIC_TIMEOUT_S = 0.8
 
@@ -55,14 +57,7 @@ def too_complex(s: str) -> bool:
         return True
     if any(int(m.group(1)) > 200 for m in _FACTORIAL_RE.finditer(s)):
         return True
-    depth = max_depth = 0
-    for c in s:
-        if c in "({[":
-            depth += 1
-            max_depth = max(max_depth, depth)
-        elif c in ")}]":
-            depth -= 1
-    return max_depth > 12
+    return max_depth(s) > 12
 
 
 def _raise_timeout(signum, frame):
