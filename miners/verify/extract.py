@@ -29,11 +29,19 @@ from __future__ import annotations
 
 import re
 
-from miners.verify.brackets import brace_pairs, walk
 from miners.verify.prose import concluding, is_prose, looping, prose_value
+from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
+from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, Extraction
 
-# ------------------------------------------------------------------------------------- braces
+__all__ = ["cut_turn", "extract_answer", "read_answer", "strip_answer"]
 
+# What may stand between boxes that together form one answer: spacing, math delimiters, \text{and},
+# punctuation, a label ("y_2 ="), and a few words if a conjunction is among them.
+_JOIN_DROP_RE = re.compile(
+    r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:! ]|\\[()\[\]]|[${}~]|"
+    r"[a-zA-Z](?:_\{?\w+\}?)?\s*="
+)
+_JOIN_WORDS_RE = re.compile(r"[A-Za-z]+")
 
 # ------------------------------------------------------------------------------------- the turn
 
@@ -55,217 +63,6 @@ _FOLLOWUP_RE = re.compile(
 # words one of which any follow-up marker contains (a cheap test before the regex)
 _FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "follow", "turn", "solve")
 
-# ------------------------------------------------------------------------------------- spans
-
-_BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
-# The patterns below start at a literal word (found at regex speed); where a match must begin a line
-# or follow a sentence, the code checks the text before it.
-_FINAL_LINE_RE = re.compile(
-    r"(?i)(?<![a-z])final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)"
-)
-_ANSWER_IS_RE = re.compile(
-    r"(?i)(?<![a-z])answer\s*(?:\([^()\n]{0,40}\)\s*)?"
-    r"(?:is|would\s+be|should\s+be|=)\s*[:：]?[ \t]*"
-    r"(?=(?P<ans>[^\n]{0,400}))"  # a lookahead: "the answer is 5 ... no, the answer is 6" on one line
-)
-_ANSWER_LINE_RE = re.compile(r"(?i)(?<![a-z])answer[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
-_LINE_LEAD_RE = re.compile(r"(?:^|\n)[ \t>*_#-]*$|[.!?] $")  # what may stand before "Answer:"
-_A_LINE_RE = re.compile(r"(?m)^A[ \t]*:[ \t]*(?P<ans>[^\n]+)")  # GSM8K's few-shot "A: 18"
-_HASHES_RE = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
-_ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
-_ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
-# unboxed math right after the word "answer": Answer $ 9 $, the answer is: \[ 9 \]
-_ANSWER_MATH_RE = re.compile(
-    r"(?i)\banswer\b(?![>_])(?:\s*\([^()\n]{0,40}\))?(?:\s+is\b)?\s*[:：]?\s*(?P<open>\\\[|\$\$|\\\(|\$)"
-)
-# a JSON (or Python dict) field "answer": "..." or "final_answer": 42 -- the format evaluation prompts
-# ask for; the string may hold escapes (\\frac, \") or LaTeX the model did not escape (\frac)
-_JSON_ANSWER_RE = re.compile(
-    r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
-    re.I | re.S,
-)
-# the fields after "answer" in the same object ("confidence": 0.9, "notes": "..."): text inside them
-# is commentary on the answer field, not a later answer
-_JSON_NEXT_FIELD_RE = re.compile(
-    r"""\s*,\s*(["'])[^"'\n]{1,40}\1\s*:\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.]+)""", re.S
-)
-_PRIORITY = {"boxed": 3, "tag": 2, "answer_math": 0}  # at an equal start; the rest are 1
-_MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
-# "I checked that the answer is correct": talk about an answer, not one.
-_NOT_AN_ANSWER_RE = re.compile(
-    r"(?i)\s*(?:correct|incorrect|right|wrong|not|as\s+follows|below|above|that|this|clear|obvious|"
-    r"indeed\s+correct|likely|probably|given|found|shown|simply|in|to|still|also|then|therefore|thus|so|"
-    r"because|calculated|computed|consistent|reasonable|the\s+same|same|written\s+in)\b|\s*[,.:]?\s*$"
-)
-_SENTENCE_END_RE = re.compile(r"[.;!?](?=\s|$)")
-_PLACEHOLDER_RE = re.compile(r"^[\s_.:：*-]*$")
-# What may stand between boxes that together form one answer: spacing, math delimiters, \text{and},
-# punctuation, a label ("y_2 ="), and a few words if a conjunction is among them.
-_JOIN_DROP_RE = re.compile(
-    r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:! ]|\\[()\[\]]|[${}~]|"
-    r"[a-zA-Z](?:_\{?\w+\}?)?\s*="
-)
-_JOIN_WORDS_RE = re.compile(r"[A-Za-z]+")
-
-
-def _json_string(s: str) -> str:
-    """The text of a JSON string as models write it: \\\\ and \\" are escapes, but a backslash before
-    a letter is LaTeX left unescaped (\\frac, \\times, \\neq), not a form feed, a tab or a newline."""
-    s = s.replace("\\\\", "\x00")
-    s = re.sub(r"\\([\"'/])", r"\1", s)
-    s = re.sub(r"\\[nrt](?![a-zA-Z])", " ", s)
-    return s.replace("\x00", "\\")
-
-
-def _cut_sentence(span: str) -> str:
-    if "$" not in span and "{" not in span:  # the common case, at regex speed
-        m = _SENTENCE_END_RE.search(span)
-        return span[: m.start()] if m else span
-    # keep "$3.5$" and "\frac{1}{2}" intact: only cut outside $...$ and braces
-    in_math = False
-    for i, c, depth in walk(span, "{", "}"):
-        if c == "$":
-            in_math = not in_math
-        elif not in_math and depth <= 0 and c in ".;!?" and (i + 1 == len(span) or span[i + 1].isspace()):
-            if c == "." and i > 0 and span[i - 1].isdigit() and i + 1 < len(span) and span[i + 1].isdigit():
-                continue
-            return span[:i]
-    return span
-
-
-def _next_line(text: str, pos: int) -> str:
-    """The first non-empty line after pos ("The answer (arabic numerals) is\\n\\n8")."""
-    for line in text[pos:].split("\n", 4)[1:4]:
-        if not _PLACEHOLDER_RE.match(line):
-            return line.strip()[:400]
-    return ""
-
-
-def _math_block(text: str, open_at: int, opener: str) -> tuple[int, str] | None:
-    """(end, content) of the math block that opens at text[open_at] with `opener`, or None."""
-    start = open_at + len(opener)
-    closer = _MATH_CLOSE[opener]
-    i = start
-    limit = min(len(text), start + 400)
-    while i < limit:
-        j = text.find(closer, i, limit)
-        if j < 0:
-            return None
-        if closer == "$" and j > 0 and text[j - 1] == "\\":  # \$ is a dollar sign, not a delimiter
-            i = j + 1
-            continue
-        return j + len(closer), text[start:j]
-    return None
-
-
-def _matches(regex: re.Pattern, text: str, low: str, word: str):
-    """regex's matches, tried only where `word` occurs (the patterns start with it): a find per
-    occurrence instead of a case-insensitive scan of the whole text."""
-    if len(low) != len(text):  # lower() changed the length (some non-ASCII letters): scan
-        yield from regex.finditer(text)
-        return
-    pos = low.find(word)
-    while pos >= 0:
-        m = regex.match(text, pos)
-        if m:
-            yield m
-        pos = low.find(word, pos + 1)
-
-
-def _candidates(text: str, kind: str = "math") -> list[tuple[int, int, str, str]]:
-    """Every answer span as (start, end, answer, how)."""
-    found: list[tuple[int, int, str, str]] = []
-    low = text.lower()
-    if "boxed" in text or "fbox" in text:
-        closing = None
-        for m in _BOXED_RE.finditer(text):
-            if m.group(1) is not None:
-                if closing is None:
-                    closing = brace_pairs(text, m.start())  # braces before the first box do not matter
-                end = closing.get(m.start(1), -1)
-                if end < 0:
-                    continue
-                found.append((m.start(), end, text[m.start(1) + 1 : end - 1], "boxed"))
-            else:
-                found.append((m.start(), m.end(), m.group(2), "boxed"))
-    if "answer" in low:
-        for regex, how in (
-            (_FINAL_LINE_RE, "final"),
-            (_ANSWER_IS_RE, "answer_is"),
-            (_ANSWER_LINE_RE, "answer"),
-        ):
-            for m in _matches(regex, text, low, "final" if how == "final" else "answer"):
-                if how == "answer" and not _LINE_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
-                    continue
-                ans = m.group("ans")
-                if how == "answer_is":
-                    ans = _cut_sentence(ans)
-                    if _NOT_AN_ANSWER_RE.match(ans) and not _PLACEHOLDER_RE.match(ans):
-                        continue
-                end = m.start("ans") + len(ans)
-                if _PLACEHOLDER_RE.match(ans):  # "the answer is\n\n8", "Answer: _____."
-                    ans = _next_line(text, m.start("ans"))
-                    if how == "answer_is":
-                        ans = _cut_sentence(ans)
-                found.append((m.start(), end, ans, how))
-        for m in _matches(_ANSWER_MATH_RE, text, low, "answer") if ("$" in text or "\\" in text) else ():
-            if m.group("open") == "$" and (kind == "gsm8k" or text[m.end() : m.end() + 1].isdigit()):
-                continue  # "$880" is money
-            block = _math_block(text, m.start("open"), m.group("open"))
-            if block is not None and not block[1].rstrip().endswith(("+", "-", "=")):
-                found.append((m.start(), block[0], block[1], "answer_math"))
-        if 'answer"' in low or "answer'" in low:
-            for m in _JSON_ANSWER_RE.finditer(text):
-                value = _json_string(m.group("s")) if m.group("n") is None else m.group("n")
-                found.append((m.start(), m.end(), value, "json"))
-        tags = (
-            list(_ANSWER_TAG_RE.finditer(text))
-            if ("answer>" in low or "answer}" in low or "(answer)" in low)
-            else []
-        )
-        for k in range(len(tags) - 1, -1, -1):  # the last tag that holds something
-            m = tags[k]
-            close = _ANSWER_CLOSE_RE.search(text, m.end())
-            end = min(
-                close.start() if close else len(text), tags[k + 1].start() if k + 1 < len(tags) else len(text)
-            )
-            if strip_answer(text[m.end() : end]) or k == 0:
-                found.append((m.start(), end, text[m.end() : end], "tag"))
-                break
-    if "A:" in text:
-        for m in _A_LINE_RE.finditer(text):
-            found.append((m.start(), m.end(), m.group("ans"), "answer"))
-    if "####" in text:
-        for m in _HASHES_RE.finditer(text):
-            found.append((m.start(), m.end(), m.group("ans"), "hashes"))
-    objects = [(c[1], _json_fields_end(text, c[1])) for c in found if c[3] == "json"]
-    if objects:
-        found = [c for c in found if c[3] == "json" or not any(a <= c[0] < b for a, b in objects)]
-    return found
-
-
-def _json_fields_end(text: str, pos: int) -> int:
-    """Where the fields that follow a JSON value at pos end (pos itself when none follow)."""
-    while True:
-        m = _JSON_NEXT_FIELD_RE.match(text, pos)
-        if not m:
-            return pos
-        pos = m.end()
-
-
-def strip_answer(ans: str) -> str:
-    """Markdown, quotes, outer math delimiters and trailing punctuation around an answer."""
-    s = ans.strip().replace('\\"', '"').strip('*_` \t"“”')
-    if s.startswith(":"):
-        s = s[1:].strip()
-    s = s.rstrip(" .;,")
-    for lo, hi in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)")):
-        if s.startswith(lo) and s.endswith(hi) and len(s) >= len(lo) + len(hi):
-            s = s[len(lo) : len(s) - len(hi)].strip()
-    if len(s) >= 2 and s[0] == "$" and s[-1] == "$" and s.count("$") == 2:
-        s = s[1:-1].strip()
-    return s.rstrip(" .;,").strip('*_` \t"“”')
-
 
 def _joins(gap: str) -> bool:
     """Whether the text between two boxes keeps them one answer ("\\quad\\text{and}\\quad", ", ")."""
@@ -278,19 +75,19 @@ def _joins(gap: str) -> bool:
     return len(words) <= 5 and bool({"and", "or"} & set(words)) or ("," in rest and len(words) <= 2)
 
 
-def _grouped_boxes(text: str, cands: list, last: int) -> str | None:
+def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
     """The boxes side by side that end with cands[last], joined as one answer ("1, 2, 3")."""
     group = [cands[last]]
     j = last - 1
-    while j >= 0 and cands[j][3] == "boxed":
+    while j >= 0 and cands[j].rule == "boxed":
         prev, cur = cands[j], group[0]
-        if prev[1] > cur[0] or not _joins(text[prev[1] : cur[0]]):
+        if prev.end > cur.start or not _joins(text[prev.end : cur.start]):
             break
         group.insert(0, prev)
         j -= 1
     if len(group) == 1:
         return None
-    parts = [strip_answer(c[2]) for c in group]
+    parts = [strip_answer(c.text) for c in group]
     if any(not p for p in parts):
         return None
     if len(set(parts)) == 1:  # the same box repeated ("\boxed{6}. \] \[ \boxed{6}")
@@ -298,12 +95,13 @@ def _grouped_boxes(text: str, cands: list, last: int) -> str | None:
     return ", ".join(parts)
 
 
-def _finish(ans: str, how: str, kind: str) -> str:
+def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
+    """(the answer without its wrapping, whether it was read out of prose: a weak form)."""
     stripped = strip_answer(ans)
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
-        return stripped
+        return stripped, False
     value = prose_value(stripped, kind)
-    return strip_answer(value) if value is not None else stripped
+    return (strip_answer(value), True) if value is not None else (stripped, True)
 
 
 def cut_turn(text: str) -> str:
@@ -320,43 +118,70 @@ def cut_turn(text: str) -> str:
     return text
 
 
-def extract_answer(text: str, kind: str = "math") -> str | None:
-    """The final answer a model's whole output commits to, or None when it commits to none."""
+def read_answer(text: str, kind: str = "math") -> Extraction:
+    """What the output finally commits to (module doc): the answer, the rule, whether the form is
+    strong, or why there is none."""
     if not text or not text.strip():
-        return None
+        return Extraction(None, missing=EMPTY_OUTPUT)
     text = cut_turn(text)
-    cands = _candidates(text, kind)
+    cands = find_spans(text, kind)
     if cands:
-        first_end = min(c[1] for c in cands)
+        first_end = min(c.end for c in cands)
         low = text.lower()
         hints = low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS)
         for m in _FOLLOWUP_RE.finditer(text, first_end) if hints else ():
-            kept = [c for c in cands if c[1] <= m.start()]
+            kept = [c for c in cands if c.end <= m.start()]
             if kept:
                 cands = kept
                 text = text[: m.start()]
                 break
-        # latest start wins; at an equal start prefer the most specific form
-        cands.sort(key=lambda c: (c[0], _PRIORITY.get(c[3], 1)))
-        last = len(cands) - 1
-        start, _end, ans, how = cands[last]
-        if how in ("tag", "json"):
-            inner = extract_answer(ans, kind) if ("boxed" in ans or "fbox" in ans) else None
-            return inner if inner is not None else (_finish(ans, how, kind) or None)
-        if how == "boxed":
-            grouped = _grouped_boxes(
-                text,
-                [c for c in cands if c[3] == "boxed"],
-                [c for c in cands if c[3] == "boxed"].index(cands[last]),
-            )
-            if grouped is not None:
-                return grouped
-        return _finish(ans, how, kind) or None
+        # latest start wins; at an equal start the rule of higher priority
+        cands.sort(key=lambda c: (c.start, RULES_BY_NAME[c.rule].priority))
+        last = cands[-1]
+        rule = RULES_BY_NAME[last.rule]
+        rivals = [
+            c for c in cands[:-1] if c.start == last.start and RULES_BY_NAME[c.rule].priority == rule.priority
+        ]
+        answer, weak = _span_answer(text, cands, last, kind)
+        for rival in rivals:
+            other, _ = _span_answer(text, cands, rival, kind)
+            if other != answer:
+                return Extraction(None, last.rule, missing=AMBIGUOUS)
+        if not answer:
+            return Extraction(None, last.rule, missing=EMPTY_ANSWER)
+        return Extraction(answer, last.rule, rule.strong and not weak)
     stripped = text.strip()
     # a short one-line output is its own answer, unless it is a box the model never closed
     if "\n" not in stripped and len(stripped) <= 80 and "\\boxed" not in stripped and not looping(stripped):
-        return _finish(stripped, "short", kind) or None
+        answer, weak = _finish(stripped, "short", kind)
+        if answer:
+            # a bare value ("18", "\\frac12") is its own answer; a sentence read for its value is weak
+            return Extraction(answer, "short_output", not weak)
+        return Extraction(None, missing=NO_ANSWER)
     if kind == "task":
-        return None
+        return Extraction(None, missing=NO_ANSWER)
     value = concluding(stripped, kind)
-    return strip_answer(value) if value else None
+    if value and strip_answer(value):
+        return Extraction(strip_answer(value), "concluding_sentence", False)
+    return Extraction(None, missing=NO_ANSWER)
+
+
+def _span_answer(text: str, cands: list[Span], span: Span, kind: str) -> tuple[str, bool]:
+    """(the answer a span states, whether it was read out of prose)."""
+    if span.rule in ("answer_tag", "json_field"):
+        if "boxed" in span.text or "fbox" in span.text:
+            inner = read_answer(span.text, kind)
+            if inner.answer is not None:
+                return inner.answer, not inner.strong
+        return _finish(span.text, span.rule, kind)
+    if span.rule == "boxed":
+        boxes = [c for c in cands if c.rule == "boxed"]
+        grouped = _grouped_boxes(text, boxes, boxes.index(span))
+        if grouped is not None:
+            return grouped, False
+    return _finish(span.text, span.rule, kind)
+
+
+def extract_answer(text: str, kind: str = "math") -> str | None:
+    """The final answer a model's whole output commits to, or None when it commits to none."""
+    return read_answer(text, kind).answer
