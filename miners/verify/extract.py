@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 
-from miners.verify.prose import concluding, is_prose, looping, prose_value
+from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value
 from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
 from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, Extraction
 
@@ -95,13 +95,31 @@ def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
     return ", ".join(parts)
 
 
+# a number as written in prose (thousands separators and decimals kept together)
+_NUMERAL_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
 def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
-    """(the answer without its wrapping, whether it was read out of prose: a weak form)."""
+    """(the answer without its wrapping, whether reading it was a choice: a weak form).
+
+    A value read out of prose is weak when the sentence offered a choice: two or more different
+    numbers, in numerals or in words ("The answer is 18 dollars." and "... is two hundred four
+    dollars." are not weak; "The answer is 18 - 3 = 15 dollars." is). Words with no number at all
+    are compared as words: nothing was chosen."""
     stripped = strip_answer(ans)
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
         return stripped, False
     value = prose_value(stripped, kind)
-    return (strip_answer(value), True) if value is not None else (stripped, True)
+    numerals = set(_NUMERAL_RE.findall(stripped))
+    words = number_word_runs(stripped)
+    if not numerals and words <= 1:
+        return (strip_answer(value) if value is not None else stripped), False
+    if value is None or words:
+        return (stripped if value is None else strip_answer(value)), True
+    value = strip_answer(value)
+    return value, not (
+        len(numerals) == 1 and value.lstrip("$-").replace(",", "") in {n.replace(",", "") for n in numerals}
+    )
 
 
 def cut_turn(text: str) -> str:

@@ -74,6 +74,12 @@ _CUE_RE = re.compile(
 )
 
 
+def number_word_runs(text: str) -> int:
+    """How many numbers text writes in words ("two hundred ninety-four dollars" is one; "a" and "one"
+    alone are words, not numbers)."""
+    return sum(m.group(0).lower() not in ("a", "one") for m in _WORD_RUN_RE.finditer(text))
+
+
 def _words_value(run: str, after: str) -> str | None:
     """ "two hundred ninety-four" -> "294"; "one hundred eighty point seventy five" -> "180.75";
     "Thirty-Four" + " Dollars and Seventy-Two Cents" -> "34.72"; "negative seven" -> "-7"."""
