@@ -30,7 +30,8 @@ DISAGREE = (
     " the sum of the solutions is $8+(-6)=2$. </answer>"
 )
 UNDECIDED = "So the value is \\boxed{\\sum_{k=1}^{n} k^{3}}."  # too large for math-verify's guard
-WEAK_WRONG = "So he has seven apples."  # a number word read out of prose; math-verify reads nothing
+# a value read out of a sentence that offers several (it reads 7: a misreading); math-verify reads nothing
+WEAK = "He had seven apples and ate two, so five are left."
 LOOP = "I count the apples again and again. " * 40
 
 REASON_CASES = [
@@ -46,8 +47,10 @@ REASON_CASES = [
     ("no final line here at all, just words\nand more words", "7", "task", "unknown", "no answer found"),
     (DISAGREE, "2", "math", "unknown", "verifiers disagree"),
     (UNDECIDED, "\\frac{n^2(n+1)^2}{4}", "math", "unknown", "comparison undecided"),
-    (WEAK_WRONG, "8", "gsm8k", "unknown", "weak form unconfirmed"),
-    (WEAK_WRONG, "7", "gsm8k", "correct", "compared equal"),
+    (WEAK, "5", "gsm8k", "unknown", "weak form unconfirmed"),
+    (WEAK, "7", "gsm8k", "unknown", "weak form unconfirmed"),
+    ("So he has seven apples.", "7", "gsm8k", "correct", "compared equal"),  # one number: no choice
+    ("So he has seven apples.", "8", "gsm8k", "wrong", "compared unequal"),
     ("Final answer: " + "9" * 2500, "9", "gsm8k", "unknown", "answer too long"),
 ]
 
@@ -142,7 +145,7 @@ def _generations(store, tmp_path, write_jsonl, outputs, model="m1"):
 
 UNKNOWN_OUTPUTS = {
     "unknown: no answer found": NO_ANSWER,
-    "unknown: weak form unconfirmed": "So he has nine apples.",
+    "unknown: weak form unconfirmed": WEAK,
     "unknown: answer too long": "Final answer: " + "9" * 2500,
 }
 

@@ -19,8 +19,8 @@ How a verdict is reached:
   3. a second opinion where the form is weak (a value read out of prose, a concluding sentence with
      no marker): math-verify reads the whole output itself; where the two readings differ the
      verdict is `unknown` ("verifiers disagree") with both readings kept.
-     Where math-verify cannot read the output, a weak `correct` stands and a weak `wrong` becomes
-     `unknown` ("weak form unconfirmed"): a right answer on the rejected side is the costly error.
+     Where math-verify cannot read the output, the weak reading is unconfirmed and the verdict is
+     `unknown` ("weak form unconfirmed").
   Where the verifier finds no committed answer, math-verify is not asked: its reading would be the
   output's last expression, and on the labelled corpora every such "correct" was wrong.
 Strong forms the fast path decides never reach math-verify, which keeps throughput high. Each
@@ -179,11 +179,9 @@ class Verifier:
             self.stats["second opinion agreed"] += 1
             return self._count(Verdict(label, reason, answer, extraction.rule, readings))
         if mv_label == UNKNOWN:
-            # nothing to confirm a weak reading: its "correct" stands (the gold was found where the
-            # output concludes), its "wrong" may be a misread answer and does not
+            # nothing confirms a reading that was a choice: "He had seven apples and ate two, so five
+            # are left." reads 7 -- either way round a misread would be a training label
             self.stats["second opinion unread"] += 1
-            if label == CORRECT:
-                return self._count(Verdict(label, reason, answer, extraction.rule, readings))
             return self._count(Verdict(UNKNOWN, WEAK_UNCONFIRMED, answer, extraction.rule, readings))
         self.stats["second opinion disagreed"] += 1
         return self._count(Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings))
