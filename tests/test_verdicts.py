@@ -17,7 +17,7 @@ from miners.verify import UNKNOWN_REASONS, Verifier, verify
 from miners.verify import extract as extract_module
 from miners.verify import rules as rules_module
 from miners.verify.rules import SPAN_RULES, Span, SpanRule
-from pairstore.ingest.tables import ingest_generations
+from pairstore.ingest.generations import ingest_generations
 from pairstore.keys import match_key
 from pairstore.store.migrations import MIGRATIONS
 
@@ -244,7 +244,7 @@ def test_three_verdicts_migration_keeps_rows_and_admits_unknown(tmp_path):
         "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
         "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
     )
-    three = next(i for i, fn in enumerate(MIGRATIONS) if fn.__name__ == "m005_three_verdicts")
+    three = next(i for i, fn in enumerate(MIGRATIONS) if fn.__name__ == "m006_three_verdicts")
     for fn in MIGRATIONS[:three]:
         fn(con)
     con.execute(
