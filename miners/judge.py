@@ -81,9 +81,9 @@ class OutputJudge:
         self.verify_s += time.perf_counter() - t0
         return answer
 
-    def verdict(self, output: str, gold: str, kind: str) -> Verdict:
+    def verdict(self, output: str, gold: str, kind: str, looped: bool | None = None) -> Verdict:
         t0 = time.perf_counter()
-        verdict = self.verifier.verify(output, gold, kind)
+        verdict = self.verifier.verify(output, gold, kind, looped=looped)
         self.verify_s += time.perf_counter() - t0
         return verdict
 
@@ -98,7 +98,9 @@ class OutputJudge:
         judged = self._judged.get(key)
         if judged is None:
             # Samples often repeat word for word (low temperature, short answers): judge each text once.
-            judged = self._judged[key] = Judged(self.verdict(output, gold, kind), self.scan(output))
+            report = self.scan(output)
+            looped = bool(report.tail_loop or report.catastrophic)  # the verifier need not scan again
+            judged = self._judged[key] = Judged(self.verdict(output, gold, kind, looped=looped), report)
         return judged
 
     def judge_all(self, items: list[tuple[str, str, str]], workers: int | None = 1) -> list[Judged]:

@@ -139,7 +139,11 @@ class Verifier:
 
     # -- the verdict ----------------------------------------------------------------------------------
 
-    def verify(self, output: str | None, gold: str | None, kind: str = "math") -> Verdict:
+    def verify(
+        self, output: str | None, gold: str | None, kind: str = "math", *, looped: bool | None = None
+    ) -> Verdict:
+        """The verdict on one output. `looped`: the caller's repetition-scanner finding, when it has
+        scanned the output already (the miners do); otherwise the scanner runs here when needed."""
         check_kind(kind)
         if gold is None or not str(gold).strip():
             return self._count(Verdict(UNKNOWN, UNDECIDED))
@@ -156,7 +160,7 @@ class Verifier:
             self.stats["extraction exceptions"] += 1
             extraction = Extraction(None, missing=NO_ANSWER)
         if extraction.answer is None:
-            return self._count(self._without_answer(output, gold_text, kind, extraction))
+            return self._count(self._without_answer(output, extraction, looped))
         answer = extraction.answer
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule))
@@ -204,7 +208,7 @@ class Verifier:
         reason = UNDECIDED if label == UNKNOWN else EQUAL if label == CORRECT else UNEQUAL
         return self._count(Verdict(label, reason, answer, None, readings))
 
-    def _without_answer(self, output: str, gold_text: str, kind: str, extraction: Extraction) -> Verdict:
+    def _without_answer(self, output: str, extraction: Extraction, loop_seen: bool | None) -> Verdict:
         if extraction.missing == EMPTY_OUTPUT:
             return Verdict(WRONG, EMPTY_OUTPUT)
         if extraction.missing == EMPTY_ANSWER:
@@ -213,7 +217,7 @@ class Verifier:
         if reason == NO_ANSWER:
             if truncated(output):
                 return Verdict(WRONG, TRUNCATED)
-            if looped(output):
+            if looped(output) if loop_seen is None else loop_seen:
                 return Verdict(WRONG, LOOPED)
         # math-verify is not asked here: with no committed answer its reading is the output's last
         # expression, and on the labelled corpora every "correct" it gave such an output was wrong
