@@ -9,5 +9,6 @@
     pairstore mine compliance FILE            # miners.importers
 
 Text patterns (identity claims, hedging tails, final-answer lines) live in
-miners.patterns; the answer verifier in miners.verify.
+miners.patterns; the answer verifier in miners.verify (correct, wrong or unknown:
+miners turn only the definite verdicts into pairs, and count the unknowns by reason).
 """
