@@ -20,6 +20,7 @@ disagreements and of each unknown reason. math-verify is run as it is normally u
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from dataclasses import dataclass, field
@@ -203,3 +204,64 @@ def audit_verifier_store(store, model: str, examples: int = 3) -> VerifierAudit:
 
 def audit_verifier_file(path, examples: int = 3) -> VerifierAudit:
     return audit_verifier_rows(str(path), read_labelled(path), examples)
+
+
+# -- the report's section: the verdicts already stored for the lineage's models ----------------------
+
+
+def stored_verdicts(store, models: list[str]) -> tuple[list[str], list[list]]:
+    """(columns, rows): per model and dataset, the verdicts the miners and `train sample` stored on
+    `generations` -- correct, wrong, unknown (by reason) and rows whose two readings disagree -- so
+    the report shows what the miners did with each model's outputs without running a verifier."""
+    if not models:
+        return [], []
+    marks = ", ".join("?" for _ in models)
+    rows = store.rows(
+        f"""
+        SELECT g.model,
+               CASE g.item_kind WHEN 'problem' THEN coalesce(p.dataset, 'problem')
+                                WHEN 'task' THEN 'task:' || coalesce(t.family, '?')
+                                ELSE g.item_kind || coalesce(':' || g.suite, '') END AS dataset,
+               g.verdict, g.verdict_reason, g.verdict_readings
+        FROM generations g
+        LEFT JOIN problems p ON g.item_kind = 'problem' AND g.item_id = p.problem_id
+        LEFT JOIN tasks t ON g.item_kind = 'task' AND g.item_id = t.task_id
+        WHERE g.model IN ({marks}) AND g.verdict IS NOT NULL AND g.verdict <> 'unscored'
+        ORDER BY 1, 2""",
+        list(models),
+    )
+    groups: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        g = groups.setdefault(
+            (r["model"], r["dataset"]), {"n": 0, "labels": Counter(), "reasons": Counter(), "split": 0}
+        )
+        g["n"] += 1
+        g["labels"][r["verdict"]] += 1
+        if r["verdict"] == "unknown":
+            g["reasons"][r["verdict_reason"] or "not recorded"] += 1
+        readings = json.loads(r["verdict_readings"]) if r["verdict_readings"] else []
+        g["split"] += len({x["label"] for x in readings if x["label"] != "unknown"}) > 1
+    columns = [
+        "model",
+        "dataset",
+        "generations",
+        "correct",
+        "wrong",
+        "unknown",
+        "unknown by reason",
+        "readings disagree",
+    ]
+    table = [
+        [
+            model,
+            dataset,
+            g["n"],
+            g["labels"]["correct"],
+            g["labels"]["wrong"],
+            g["labels"]["unknown"],
+            ", ".join(f"{k} {v}" for k, v in g["reasons"].most_common()) or "-",
+            g["split"],
+        ]
+        for (model, dataset), g in groups.items()
+    ]
+    return columns, table

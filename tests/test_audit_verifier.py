@@ -71,3 +71,34 @@ def test_audit_verifier_bad_input(store, tmp_path, run_cli, write_jsonl):
     assert run_cli("audit", "verifier").exit_code == 2  # neither --model nor --path
     r = run_cli("audit", "verifier", "--model", "nobody")
     assert r.exit_code == 2 and "nobody" in r.output
+
+
+def test_report_shows_the_stored_verdicts_of_the_lineages_models(store, tmp_path):
+    from audits.report import build_report
+    from tests.test_audit_report import build_store
+
+    build_store(store, tmp_path)
+    for i, (verdict, reason, readings) in enumerate(
+        [
+            ("correct", "compared equal", None),
+            (
+                "unknown",
+                "verifiers disagree",
+                '[{"verifier": "fast", "label": "correct", "answer": "2"}, '
+                '{"verifier": "math-verify", "label": "wrong", "answer": "7"}]',
+            ),
+            ("unknown", "no answer found", None),
+        ]
+    ):
+        store.con.execute(
+            "INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, verdict, verdict_reason, "
+            "verdict_readings) VALUES (?, 's1', 'eval_item', 'v6', [{'role': 'user', 'content': 'x'}], ?, ?, ?, ?)",
+            [f"v{i}", f"out {i}", verdict, reason, readings],
+        )
+    report = build_report(store, "s1")
+    (section,) = [s for s in report.sections if s.key == "verdicts"]
+    ((caption, table),) = section.tables
+    row = dict(zip(table.columns, table.rows[0]))
+    assert (row["model"], row["dataset"], row["generations"]) == ("s1", "eval_item:v6", 3)
+    assert (row["correct"], row["wrong"], row["unknown"], row["readings disagree"]) == (1, 0, 2, 1)
+    assert row["unknown by reason"] == "verifiers disagree 1, no answer found 1"
