@@ -10,12 +10,14 @@ bench/data/README.md):
   1. the turn is cut first: at a chat-template token (<|im_start|>, <|eot_id|>, </s>, ...) or an
      invented "User:"/"Human:" line, and, once an answer has been given, at a hallucinated new
      question ("Question:", "Q:", "Now it's your turn", "New question:", ...);
-  2. answer spans: \\\\boxed{} / \\\\fbox{} / \\\\boxed 5 (boxes side by side, joined only by "and",
-     commas or spacing, form one answer), <answer>...</answer>, "Final answer: X", "The answer is X"
-     (also "the answer (arabic numerals) is" with the value on a later line), "Answer: X", "A: X",
-     "#### X", unboxed math right after "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\)), and a
-     JSON field "answer": "X" (the format some evaluation prompts ask for);
-  3. the span that starts last wins (a self-correction, or the answer after a repetition loop);
+  2. answer spans, each found by a named rule (miners.verify.rules): \\\\boxed{} / \\\\fbox{} /
+     \\\\boxed 5 (boxes side by side, joined only by "and", commas or spacing, form one answer),
+     <answer>...</answer>, "Final answer: X", "The answer is X" (also "the answer (arabic numerals)
+     is" with the value on a later line), "Answer: X", "A: X", "#### X", unboxed math right after
+     "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\)), and a JSON field "answer": "X";
+  3. the span that starts last wins (a self-correction, or the answer after a repetition loop); at
+     an equal start the rule of higher priority, and two of equal priority that read differently
+     there make the extraction ambiguous;
   4. a span in prose ("The largest $n$ is 34.", "Jake has 7 peaches.", "two hundred four dollars")
      is reduced to its value (miners.verify.prose: bold, else what follows the last "is"/"="/":",
      else the first value);
@@ -23,6 +25,8 @@ bench/data/README.md):
      concluding last sentence ("Therefore, ..."/"So ..."/"因此...") or a display block after a colon
      is read as in 4.
 An empty box, an unclosed one, or an answer tag holding nothing commits to nothing (None).
+read_answer says which rule read the answer, whether that form is strong (a value chosen out of a
+sentence that offered several is weak: the verifier asks math-verify), or why there is no answer.
 """
 
 from __future__ import annotations

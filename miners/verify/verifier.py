@@ -31,6 +31,7 @@ comparison per (answer, gold, kind), so many samples of one problem pay once per
 from __future__ import annotations
 
 from collections import Counter
+from typing import NamedTuple
 
 from audits.loops import scan
 from miners.verify import symbolic
@@ -98,18 +99,26 @@ def looped(text: str) -> bool:
     return bool(report.tail_loop or report.catastrophic)
 
 
+class Comparison(NamedTuple):
+    """An extracted answer compared with the gold: the label, and math-verify's reading of the two
+    spans where the fast path could not decide (None where it did)."""
+
+    label: str
+    span_reading: Reading | None
+
+
 class Verifier:
     """verify(output, gold, kind) -> Verdict; `stats` counts how each verdict was reached."""
 
     def __init__(self, second_opinion: bool = True):
         self.second_opinion = second_opinion
         self.stats: Counter = Counter()
-        self._compared: dict[tuple[str, str, str], tuple[str, Reading | None]] = {}
+        self._compared: dict[tuple[str, str, str], Comparison] = {}
 
     # -- the comparison of an extracted answer, cached ------------------------------------------------
 
-    def compare(self, answer: str, gold: str, kind: str) -> tuple[str, Reading | None]:
-        """(label, math-verify's span reading or None) for an extracted answer against a gold answer."""
+    def compare(self, answer: str, gold: str, kind: str) -> Comparison:
+        """An extracted answer against a gold answer (cached per (answer, gold, kind))."""
         key = (answer, gold, kind)
         got = self._compared.get(key)
         if got is None:
@@ -121,7 +130,7 @@ class Verifier:
             self.stats["cache hits"] += 1
         return got
 
-    def _compare(self, answer: str, gold: str, kind: str) -> tuple[str, Reading | None]:
+    def _compare(self, answer: str, gold: str, kind: str) -> Comparison:
         try:
             fast = fast_compare(answer, gold, kind)
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
@@ -129,13 +138,15 @@ class Verifier:
             fast = None
         if fast is not None:
             self.stats["fast path decided"] += 1
-            return (CORRECT if fast else WRONG), None
+            return Comparison(CORRECT if fast else WRONG, None)
         self.stats["fast path undecided"] += 1
         if kind == "task":
-            return UNKNOWN, None  # task golds are plain strings and numbers: nothing for sympy to add
+            return Comparison(
+                UNKNOWN, None
+            )  # task golds are plain strings and numbers: nothing for sympy to add
         span = symbolic.span_verdict(answer, gold, self.stats)
         label = UNKNOWN if span is None else CORRECT if span else WRONG
-        return label, Reading(MATH_VERIFY, label, answer)
+        return Comparison(label, Reading(MATH_VERIFY, label, answer))
 
     # -- the verdict ----------------------------------------------------------------------------------
 
