@@ -5,7 +5,8 @@
 Sections: lineage (a picture), mixture composition per round (a chart),
 holdout status (leak audit of every registered mixture), decontamination
 (13-gram overlap of the lineage's mixtures with every registered benchmark),
-mixture hash check, token lengths and truncation, loop table, evaluation table
+mixture hash check, token lengths and truncation, loop table, the verifier's stored verdicts
+(correct, wrong, unknown by reason, per model and dataset), evaluation table
 with blind-judge tallies, and the dose curve (alpha against each metric) where
 soups of the same two parents exist. Pictures are PNGs made with matplotlib
 (Agg backend): embedded as base64 in the HTML, written beside report.md. The
@@ -27,6 +28,7 @@ from audits.lengths import audit_lengths, latest_exports, make_counter
 from audits.loop_table import loop_table
 from audits.mixtures import check_mixtures
 from audits.report_render import Report, Section, Table, figure_png, render_html, render_markdown
+from audits.verifier_audit import stored_verdicts
 from pairstore.errors import NotFound
 from pairstore.files import (
     atomic_write_bytes,
@@ -669,6 +671,21 @@ def _dose_section(store) -> Section:
 # -- assembly --------------------------------------------------------------------
 
 
+def _verdicts_section(store, models: list[str]) -> Section:
+    s = Section("verdicts", "Verifier verdicts")
+    columns, rows = stored_verdicts(store, models)
+    if not rows:
+        s.paragraphs.append("No verified generations of the lineage's models in the store.")
+        return s
+    s.paragraphs.append(
+        "The answer verifier's stored verdicts on the lineage's models' generations: only correct and "
+        "wrong become training pairs; unknowns are dropped by reason (`pairstore audit verifier` runs "
+        "it afresh against math-verify)."
+    )
+    s.tables.append(("Verdicts per model and dataset", Table(columns, rows)))
+    return s
+
+
 def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
     """Every section's data, tables and pictures for `model` (a registered round)."""
     if not store.scalar("SELECT count(*) FROM rounds WHERE name = ?", [model]):
@@ -691,6 +708,7 @@ def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
         hash_s,
         _lengths_section(store, rounds, tokenizer),
         loops_s,
+        _verdicts_section(store, rounds),
         eval_s,
         _dose_section(store),
     ]

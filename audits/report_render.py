@@ -19,6 +19,7 @@ SECTIONS = (
     ("mixture-hashes", "Mixture hash check"),
     ("lengths", "Lengths"),
     ("loops", "Loop table"),
+    ("verdicts", "Verifier verdicts"),
     ("evaluation", "Evaluation"),
     ("dose-curve", "Dose curve"),
 )

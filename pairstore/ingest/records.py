@@ -406,11 +406,12 @@ class Fields:
             raise self.error(name, f"not an ISO 8601 time: {v!r}") from None
         return self._in_range(name, t, v)
 
-    def _in_range(self, name: builtins.str, t: datetime | None, shown: object) -> datetime:
+    def _in_range(self, name: builtins.str, given: datetime, shown: object) -> datetime:
         # Stored as naive UTC; a time near year 1 or 9999 with an offset has no UTC datetime at all.
+        t: datetime | None = given
         try:
-            if t.tzinfo is not None:
-                t = t.astimezone(UTC).replace(tzinfo=None)
+            if given.tzinfo is not None:
+                t = given.astimezone(UTC).replace(tzinfo=None)
         except OverflowError:
             t = None
         if t is None or not EARLIEST <= t < LATEST:
