@@ -29,9 +29,10 @@ import pyarrow.parquet as pq
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import canonical_messages, sha256_file
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
 from pairstore.store.store import open_store
-from train.bundle import EVIDENCE_FILE, make_portable, tokenizer_fingerprint
+from train.bundle import EVIDENCE_FILE, make_portable
+from train.bundle_identity import tokenizer_identity
 from train.dpo_job import JOB_FILE, prepare_job, verify_mixture
 from train.launch import run_accelerate
 from train.serving import load_model, load_serving
@@ -236,7 +237,7 @@ def run_job(job: dict) -> dict:
         "base": {
             "path": job["base_bundle"],
             "name": job["base_name"],
-            "tokenizer_fingerprint": tokenizer_fingerprint(job["base_bundle"]),
+            "tokenizer_fingerprint": tokenizer_identity(job["base_bundle"]).sha256,
         },
         "served_format": {
             "end_of_turn": serving.end_of_turn,
@@ -328,6 +329,7 @@ def execute_job(job: dict, *, launcher: str | None = None, accelerate_config: st
 def register_adapter(store, job: dict, evidence: dict, *, adapter_name: str | None = None) -> DpoResult:
 
     name = adapter_name or f"{job['round']}-lora"
+    checkpoint_name_for(store, job["base_bundle"], job["base_name"])  # the base under the name trained from
     register_checkpoint(
         store,
         name,

@@ -24,7 +24,7 @@ from pathlib import Path
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import sha256_file
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_at, checkpoint_name_for, register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
     ShardedWriter,
@@ -35,8 +35,9 @@ from train.bundle import (
     refuse_pickle,
     shard_sha256s,
 )
+from train.bundle_identity import require_same_tokenizer
 from train.dpo import library_versions
-from train.serving import load_model, registered_name
+from train.serving import load_model
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -238,6 +239,7 @@ def merge_adapter(
     store=None,
     name: str | None = None,
     *,
+    base_name: str | None = None,
     max_shard_bytes: int = 2 << 30,
     trust_remote_code: bool = False,
 ) -> MergeResult:
@@ -246,6 +248,11 @@ def merge_adapter(
     base, out = Path(base_bundle), Path(out_dir)
     list_shards(base)  # pickle refused, missing shard named
     weights_path, _, config = adapter_files(adapter_dir)
+    require_same_tokenizer(
+        base,
+        Path(adapter_dir),
+        what="the adapter was trained with another tokenizer or chat template than this base bundle's",
+    )
     if out.resolve() == base.resolve():
         raise BadInput("the output folder is the base bundle; merge into a new folder", path=str(out))
     out.mkdir(parents=True, exist_ok=True)
@@ -265,7 +272,11 @@ def merge_adapter(
     training, step = adapter_provenance(adapter_dir)
     round_name = training.get("round") if training else None
     trained_on = (training or {}).get("base", {})
-    base_name = registered_name(store, base) or trained_on.get("name") or base.resolve().name
+    if store is not None:
+        recorded = None if checkpoint_at(store, base) else trained_on.get("name")
+        base_name = checkpoint_name_for(store, base, base_name or recorded)
+    else:
+        base_name = base_name or trained_on.get("name") or base.resolve().name
     final_step = (training or {}).get("final_metrics", {}).get("global_step")
     if name is None:
         if round_name and (step is None or step == final_step):

@@ -15,7 +15,7 @@ from click.core import ParameterSource
 
 from pairstore.cli.base import check_seed, echo_counts, open_db
 from pairstore.cli.demo import closing_lines, run_demo
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
 from train.dpo import train_dpo_at
 from train.eval import run_eval
 from train.launch import emit_sbatch
@@ -250,13 +250,19 @@ def train_dpo_cmd(
     help="Checkpoint name (default: the round, or ROUND-stepN for an intermediate checkpoint).",
 )
 @click.option(
+    "--base-name",
+    default=None,
+    help="Checkpoint name of the base (default: the name it is registered under, else the name the "
+    "adapter's training recorded, else its folder's).",
+)
+@click.option(
     "--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB."
 )
 @click.option(
     "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
 )
 @click.pass_context
-def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code):
+def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
         result = merge_adapter(
@@ -265,6 +271,7 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remot
             out_dir,
             store=store,
             name=name,
+            base_name=base_name,
             max_shard_bytes=max_shard_mb << 20,
             trust_remote_code=trust_remote_code,
         )
@@ -374,8 +381,16 @@ def train_sample_cmd(
     help="Output bundle folder (new or empty).",
 )
 @click.option("--name", default=None, help="Checkpoint name to register (default: the output folder's name).")
-@click.option("--a-name", default=None, help="Checkpoint name of A (default: A's folder name).")
-@click.option("--b-name", default=None, help="Checkpoint name of B (default: B's folder name).")
+@click.option(
+    "--a-name",
+    default=None,
+    help="Checkpoint name of A (default: the name A is registered under, else its folder's).",
+)
+@click.option(
+    "--b-name",
+    default=None,
+    help="Checkpoint name of B (default: the name B is registered under, else its folder's).",
+)
 @click.option(
     "--slice-mb",
     type=int,
@@ -413,8 +428,8 @@ def train_soup_cmd(
         return
 
     name = name or Path(out_dir).resolve().name
-    parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
     with open_db(ctx) as store:
+        parents = [checkpoint_name_for(store, a_dir, a_name), checkpoint_name_for(store, b_dir, b_name)]
         register_checkpoint(
             store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()), evidence=evidence
         )

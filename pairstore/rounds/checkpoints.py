@@ -40,3 +40,37 @@ def register_checkpoint(
         store.audit(
             "checkpoint", name, {"kind": kind, "parents": list(parents), "alpha": alpha, "path": path}
         )
+
+
+def checkpoint_at(store, path) -> str | None:
+    """The checkpoint name registered for the bundle or adapter folder at `path` (the latest), if any."""
+    from pathlib import Path
+
+    rows = store.rows(
+        "SELECT name FROM checkpoints WHERE path = ? ORDER BY created_at DESC LIMIT 1",
+        [str(Path(path).resolve())],
+    )
+    return rows[0]["name"] if rows else None
+
+
+def checkpoint_name_for(store, path, given: str | None = None) -> str:
+    """One name per checkpoint: `given` (a --a-name, --base-name ...), else the name the folder is registered
+    under, else the folder's name. A folder not yet registered is registered under that name (its kind from
+    its training_evidence.json, else base; no parents), so the chain it starts connects in lineage; a name already registered for another folder
+    is left as it is (the row says where that checkpoint lives)."""
+    from pathlib import Path
+
+    registered = checkpoint_at(store, path) if store is not None else None
+    name = given or registered or Path(path).resolve().name
+    if store is not None and registered is None:
+        if not store.scalar("SELECT count(*) FROM checkpoints WHERE name = ?", [name]):
+            register_checkpoint(store, name, _folder_kind(Path(path)), [], path=str(Path(path).resolve()))
+    return name
+
+
+def _folder_kind(folder) -> str:
+    try:
+        kind = json.loads((folder / "training_evidence.json").read_text(encoding="utf-8")).get("kind")
+    except (OSError, ValueError, AttributeError):
+        kind = None
+    return kind if kind in KINDS else "base"
