@@ -58,7 +58,7 @@ def run_summary(run: dict) -> str:
     hp = run.get("hyperparameters") or {}
     steps = (run.get("final_metrics") or {}).get("global_step")
     parts = [
-        f"{steps} steps" if steps is not None else "steps not recorded",
+        (f"{steps} step" + ("" if steps == 1 else "s")) if steps is not None else "steps not recorded",
         f"lr {hp['learning_rate']:g}" if hp.get("learning_rate") is not None else None,
         f"LoRA rank {hp['lora_rank']}" if hp.get("lora_rank") is not None else None,
         f"global batch {hp['global_batch']}" if hp.get("global_batch") is not None else None,
@@ -176,7 +176,7 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
             label += f"  (alpha {st['alpha']:g})"
         elif st["kind"] == "dpo" and st.get("run"):
             steps = (st["run"].get("final_metrics") or {}).get("global_step")
-            label += f"  ({steps} steps)"
+            label += f"  ({steps} step{'' if steps == 1 else 's'})"
         elif st["kind"] == "dpo" and st.get("max_steps"):
             label += f"  ({st['max_steps']} steps planned)"
         ax.text(
