@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test lint setup clean readme-demo
 
 $(STAMP): pyproject.toml train/_soup_kernel.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -18,6 +18,10 @@ setup: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/pairstore demo demo-run
+
+# Run the demo into demo-run/ and write its numbers into README.md's demo section (scripts/readme_demo.py).
+readme-demo: $(STAMP)
+	HF_HUB_OFFLINE=1 $(BIN)/python scripts/readme_demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

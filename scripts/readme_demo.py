@@ -35,7 +35,9 @@ DOSE_IMAGE = ROOT / "docs" / "images" / "demo-dose-curve.png"
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--run", type=Path, default=None, help="a finished demo run folder (default: run the demo)")
+    ap.add_argument(
+        "--run", type=Path, default=None, help="a finished demo run folder (default: run the demo)"
+    )
     ap.add_argument("--check", action="store_true", help="only compare; exit 1 when README.md differs")
     args = ap.parse_args(argv)
     run = args.run
@@ -47,7 +49,9 @@ def main(argv=None) -> int:
     readme = README.read_text(encoding="utf-8")
     if args.check:
         same = readme_block_from_text(readme) == block
-        print("README.md demo results match the run" if same else "README.md demo results differ from the run")
+        print(
+            "README.md demo results match the run" if same else "README.md demo results differ from the run"
+        )
         return 0 if same else 1
     atomic_write_text(README, readme_with_demo_block(readme, block))
     atomic_write_bytes(DOSE_IMAGE, (run / "report" / "dose_so7a_m11a.png").read_bytes())

@@ -116,7 +116,7 @@ def run_job(job: dict) -> dict:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback, set_seed
     from trl import DPOConfig, DPOTrainer
 
     for mixture in (job["mixture"], job.get("sft_mixture")):
@@ -200,6 +200,9 @@ def run_job(job: dict) -> dict:
                 history.append(dict(logs, step=state.global_step))
 
     history = logs
+    # TRL wraps the model in the LoRA adapter before the Trainer seeds: without this the adapter's random
+    # init would take whatever state the process's generator was left in by what ran before.
+    set_seed(int(job["seed"]))
     trainer = DPOTrainer(
         model=model,
         args=args,

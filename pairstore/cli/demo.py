@@ -35,8 +35,9 @@ pairstore/sample_data/README.md):
 11. write the provenance report to report/report.html and report/report.md:
     accuracies with Wilson intervals, the paired test, the dose curve, loop rates.
 
-Every random step is seeded and torch runs on THREADS threads, so a rerun on the
-same machine gives the same numbers.
+Every random step is seeded, torch runs deterministic kernels on THREADS threads,
+so a rerun on the same machine gives the same numbers. `make readme-demo`
+(scripts/readme_demo.py) writes a run's numbers into the README (readme_block).
 """
 
 from __future__ import annotations
@@ -215,11 +216,24 @@ def rule_judge(answer_a: str, answer_b: str) -> tuple[str, bool, bool]:
 
 def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) -> DemoResult:
 
-    import datasets
     import torch
-    from transformers.utils import logging as transformers_logging
 
     torch.set_num_threads(THREADS)
+    # Every step seeds itself; this makes the rest independent of what ran before in the process (a test
+    # session, an interactive one), and refuses a kernel that is not deterministic on this device.
+    torch.manual_seed(DEMO_SEED)
+    was_deterministic = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(True)
+    try:
+        return _run_demo_steps(out_dir, echo, progress)
+    finally:
+        torch.use_deterministic_algorithms(was_deterministic)
+
+
+def _run_demo_steps(out_dir, echo, progress) -> DemoResult:
+    import datasets
+    from transformers.utils import logging as transformers_logging
+
     # One line per step, not a bar per model load and dataset map.
     transformers_logging.disable_progress_bar()
     datasets.disable_progress_bars()
@@ -571,7 +585,9 @@ def _evaluate(store, out_dir: Path, bundles: dict[str, Path], step) -> None:
 
 # -- the README's demo section, generated from a demo store (scripts/readme_demo.py, make readme-demo) ----
 
-README_START = "<!-- demo-results:start (written by `make readme-demo` from the demo's store; do not edit) -->"
+README_START = (
+    "<!-- demo-results:start (written by `make readme-demo` from the demo's store; do not edit) -->"
+)
 README_END = "<!-- demo-results:end -->"
 SOUP_LABELS = {
     INCUMBENT: f"{INCUMBENT} (incumbent)",
@@ -682,13 +698,10 @@ def _dose_sentence(accuracy: dict[str, tuple[int, int]]) -> str:
     share = {m: k / total for m, (k, total) in accuracy.items()}
     best = max((m for m in share if m != INCUMBENT), key=lambda m: (share[m], m))
     full = "worse than" if share["m11a"] < share[INCUMBENT] else "at least as good as"
-    return (
-        f"The best dose is {best}; the full dose (m11a alone) is {full} the incumbent"
-        + (
-            ", which is the documented model's story too (there raw m11a looped; here it overshoots)."
-            if full == "worse than"
-            else "."
-        )
+    return f"The best dose is {best}; the full dose (m11a alone) is {full} the incumbent" + (
+        ", which is the documented model's story too (there raw m11a looped; here it overshoots)."
+        if full == "worse than"
+        else "."
     )
 
 
