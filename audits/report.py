@@ -172,12 +172,13 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
                     arrowprops={"arrowstyle": "->", "color": "#555555"},
                 )
         label = st["name"]
-        if st["kind"] == "soup" and st.get("alpha") is not None:
+        kind = _drawn_kind(st)
+        if kind == "soup" and st.get("alpha") is not None:
             label += f"  (alpha {st['alpha']:g})"
-        elif st["kind"] == "dpo" and st.get("run"):
+        elif kind == "dpo" and st.get("run"):
             steps = (st["run"].get("final_metrics") or {}).get("global_step")
             label += f"  ({steps} step{'' if steps == 1 else 's'})"
-        elif st["kind"] == "dpo" and st.get("max_steps"):
+        elif kind == "dpo" and st.get("max_steps"):
             label += f"  ({st['max_steps']} steps planned)"
         ax.text(
             x1,
@@ -186,13 +187,21 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
             ha="center",
             va="center",
             fontsize=8,
-            bbox={"boxstyle": "round", "fc": colors.get(st["kind"], "#dddddd"), "ec": "black"},
+            bbox={"boxstyle": "round", "fc": colors.get(_drawn_kind(st), "#dddddd"), "ec": "black"},
         )
     ax.set_xlim(-0.9, width - 0.1)
     ax.set_ylim(-len(levels) + 0.4, 0.6)
     ax.axis("off")
     ax.set_title("lineage, base at the top (grey base, blue DPO round, orange soup)", fontsize=9)
     return figure_png(fig)
+
+
+def _drawn_kind(stage: dict) -> str:
+    """What a stage is here: a registered base bundle is a base, whatever the recipe's history calls it."""
+    ck = stage.get("checkpoint")
+    if ck and ck["kind"] == "base":
+        return "base"
+    return stage["kind"]
 
 
 def _rows_by_source(store, export_ids: list[str]) -> dict[str, int]:
@@ -851,10 +860,20 @@ def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> 
                 continue
             diff = (f.a_only - f.b_only) / f.items
             cand, inc = f.both + f.a_only, f.both + f.b_only
-            better = "better" if diff > 0 else "worse" if diff < 0 else "no different"
-            sure = "significant at 0.05" if f.mcnemar_p < 0.05 else "not significant at 0.05"
+            significant = f.mcnemar_p < 0.05
+            better = (
+                ("better" if diff > 0 else "worse") if significant and diff else "no significant difference"
+            )
+            sure = "exact McNemar p < 0.05" if significant else "exact McNemar p >= 0.05"
             verdict.append(
-                {"suite": suite, "difference": diff, "p": f.mcnemar_p, "better": better, "items": f.items}
+                {
+                    "suite": suite,
+                    "difference": diff,
+                    "p": f.mcnemar_p,
+                    "better": better,
+                    "items": f.items,
+                    "counts": (cand, inc),
+                }
             )
             rows.append(
                 [
@@ -870,10 +889,11 @@ def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> 
             )
         if rows:
             s.paragraphs.append(
-                f"{model} against the incumbent {incumbent}: "
+                f"Is {model} better than the incumbent {incumbent}? "
                 + "; ".join(
-                    f"{v['suite']} {v['better']} by {v['difference']:+.1%} over {v['items']} paired items "
-                    f"(exact McNemar p = {v['p']:.3g})"
+                    f"{v['suite']}: {v['better']}, {v['difference'] * 100:+.1f} points "
+                    f"({v['counts'][0]} vs {v['counts'][1]} of {v['items']} paired items right, "
+                    f"exact McNemar p = {v['p']:.3g})"
                     for v in verdict
                 )
                 + "."
@@ -948,10 +968,10 @@ def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> 
             )
     leaked = leaked_items(leak_reports)
     if not leak_reports:
-        s.paragraphs.append("Provenance: no holdout set is defined, so no leak check was possible.")
+        s.paragraphs.append("Did anything leak? Unknown: no holdout set is defined, so nothing was checked.")
     elif not leaked:
         s.paragraphs.append(
-            "Provenance: no member of "
+            "Did anything leak? No: no member of "
             + ", ".join(f"{r.name} ({r.size})" for r in leak_reports)
             + " is in any registered mixture."
         )
@@ -962,13 +982,16 @@ def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> 
                 continue
             files = sorted({(x["file"], x["round"] or "-") for x in mine})
             parts: list = [
-                f"Provenance: {rep.leaked} of the {rep.size} members of {rep.name} are in training mixtures ("
-                + "; ".join(f"{f} of round {r}" for f, r in files)
-                + "): "
+                f"Did anything leak? Yes: {rep.leaked} of the {rep.size} members of held-out set {rep.name} "
+                "are in training mixtures."
             ]
-            for i, x in enumerate(mine):
-                parts += ([", "] if i else []) + [Link(f"{x['item_id']} ({x['file']})", f"#{x['anchor']}")]
-            parts.append(". Each links to its row in Holdout status.")
+            for file, rnd in files:
+                parts.append(f" In {file} (round {rnd}): ")
+                held = [x for x in mine if (x["file"], x["round"] or "-") == (file, rnd)]
+                for i, x in enumerate(held):
+                    parts += ([", "] if i else []) + [Link(x["item_id"], f"#{x['anchor']}")]
+                parts.append(".")
+            parts.append(" Each id links to its row (file, rows, pair ids) in Holdout status.")
             s.paragraphs.append(parts)
     return s, verdict
 

@@ -297,17 +297,18 @@ def test_the_report_opens_with_the_verdict_and_every_leaked_id(store, tmp_path):
     assert list(p.sections)[0] == "summary"
     text = p.sections["summary"]["text"]
     # s1 7/10 against base 4/10: 3 items only s1 got right, none only base; exact McNemar p = 0.25.
+    # Not significant on 10 items: the verdict says so rather than "better".
     assert (
-        "s1 against the incumbent base: v6 better by +30.0% over 10 paired items (exact McNemar p = 0.25)"
-        in text
+        "Is s1 better than the incumbent base? v6: no significant difference, +30.0 points (7 vs 4 of 10 "
+        "paired items right, exact McNemar p = 0.25)." in text
     )
     assert "7/10 = 0.7000 (0.40-0.89)" in text and "4/10 = 0.4000 (0.17-0.69)" in text
     assert "6 / 3 / 0 / 1" not in text and "4 / 3 / 0 / 3" in text
     assert "3-0-3" in text  # the blind judge
     assert (
-        "1 of the 6 members of judge6 are in training mixtures (m1.parquet of round m1): b0 (m1.parquet)"
-        in text
+        "Did anything leak? Yes: 1 of the 6 members of held-out set judge6 are in training mixtures." in text
     )
+    assert "In m1.parquet (round m1): b0." in text
     # The id links to its row in Holdout status, and that row says where it is.
     assert 'href="#leak-judge6-b0-m1_parquet"' in html_text and 'id="leak-judge6-b0-m1_parquet"' in html_text
     # The model card is rendered, not shown as markdown source.

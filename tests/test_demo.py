@@ -289,5 +289,15 @@ def test_the_report_rows_are_what_the_demo_ran(demo_run):
     lengths = md.split("## Lengths", 1)[1].split("\n## ", 1)[0]
     assert f"| m11a | {evidence['rows']} | {hp['max_length']} |" in lengths
     verdict = md.split("## Verdict", 1)[1].split("\n## ", 1)[0]
-    assert "sm11a against the incumbent so7a: arith better" in verdict
-    assert verdict.count("(s2_pairs_lf1.parquet)") == 13
+    assert "Is sm11a better than the incumbent so7a? arith: better, +" in verdict
+    with open_store(demo_run.store_path, read_only=True) as s:
+        leaked = [
+            r[0]
+            for r in s.con.execute(
+                "SELECT DISTINCT h.item_id FROM exports e JOIN export_rows r USING (export_id) "
+                "JOIN pairs p USING (pair_id) JOIN holdout h ON h.match_key = p.match_key "
+                "WHERE e.kind = 'attached' ORDER BY 1"
+            ).fetchall()
+        ]
+    assert len(leaked) == 13
+    assert "In s2_pairs_lf1.parquet (round m11a): " + ", ".join(leaked) + "." in verdict
