@@ -115,7 +115,7 @@ def _lineage_section(store, model: str, stages: list[dict]) -> Section:
                 [
                     [
                         st["name"],
-                        st["kind"],
+                        _drawn_kind(st),
                         what_ran(st),
                         describe(st),
                         "; ".join(
@@ -1063,7 +1063,7 @@ def _training_data_md(store, stages, leak_reports, decon_rows, checks) -> str:
         lines.append("- No registered training mixture in this lineage.")
     lines.append("")
     for rep in leak_reports:
-        lines.append(_holdout_sentence(rep))
+        lines += [_holdout_sentence(rep), ""]
     if decon_rows:
         total = sum(r[4] for r in decon_rows)
         names = ", ".join(f"{r[0]} ({r[1]} items, {r[2]}-grams)" for r in decon_rows)

@@ -38,7 +38,9 @@ SHOTS = (
     ("report-verdict.png", "", 1000, "the first screen: the verdict against the incumbent and the leaks"),
     ("report-lineage.png", "lineage", 1100, "the lineage: what ran, planned (recipe) stages, the chart"),
     ("report-holdout.png", "holdout", 1100, "holdout status: every leaked held-out id with file and rows"),
-    ("report-evaluation.png", "evaluation", 1300, "evaluation of the chain and the dose curve"),
+    ("report-composition.png", "composition", 700, "mixture composition per round (legend beside the bars)"),
+    ("report-evaluation.png", "evaluation", 1000, "evaluation of the chain: accuracy, paired tests, judge"),
+    ("report-dose-curve.png", "dose-curve", 1000, "the dose curve with its 95% Wilson intervals"),
     ("report-model-card.png", "model-card", 1300, "the model card sections rendered as HTML"),
 )
 
@@ -51,8 +53,18 @@ def browser() -> str:
     raise SystemExit("no Chromium on PATH (Debian: apt-get install chromium)")
 
 
+def one_section(html: Path, anchor: str, work: Path) -> Path:
+    """The report with only the section `anchor` shown (headless Chromium does not scroll to a #fragment
+    before its screenshot): the same page, styles and charts, the other sections hidden."""
+    css = f"<style>nav,section{{display:none}}section#{anchor}{{display:block}}</style></head>"
+    page = work / f"{html.stem}-{anchor}.html"
+    page.write_text(html.read_text(encoding="utf-8").replace("</head>", css, 1), encoding="utf-8")
+    return page
+
+
 def shoot(chromium: str, html: Path, anchor: str, height: int, out: Path) -> None:
-    url = html.resolve().as_uri() + (f"#{anchor}" if anchor else "")
+    page = one_section(html, anchor, out.parent.parent / ".screenshot-pages") if anchor else html
+    url = page.resolve().as_uri()
     tmp = out.with_name(f".{out.name}.tmp.png")
     subprocess.run(
         [
@@ -71,6 +83,8 @@ def shoot(chromium: str, html: Path, anchor: str, height: int, out: Path) -> Non
         timeout=120,
     )
     os.replace(tmp, out)
+    if anchor:
+        page.unlink()
 
 
 def main(argv=None) -> int:
@@ -85,13 +99,17 @@ def main(argv=None) -> int:
         run = HERE / "_work" / "screenshot-demo"
         run_demo(run)
     html = run / "report" / "report.html"
+    if not html.is_file():
+        raise SystemExit(f"no report at {html} (run the demo first, or leave out --run)")
     chromium = browser()
     version = subprocess.run([chromium, "--version"], capture_output=True, text=True).stdout.strip()
     IMAGES.mkdir(parents=True, exist_ok=True)
+    (IMAGES.parent / ".screenshot-pages").mkdir(exist_ok=True)
     rows = []
     for name, anchor, height, what in SHOTS:
         shoot(chromium, html, anchor, height, IMAGES / name)
         rows.append(f"| `docs/images/{name}` | {what} | {WIDTH}x{height} |")
+    shutil.rmtree(IMAGES.parent / ".screenshot-pages", ignore_errors=True)
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     shown = ["--run", str(args.run)] if args.run else []
     text = "\n".join(
