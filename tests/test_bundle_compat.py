@@ -241,6 +241,19 @@ def test_a_chain_from_a_transformers_saved_base_trains_merges_soups_and_loads(
     stages = json.loads(r.output)
     assert [s["name"] for s in stages] == ["tinybase", "m1", "sm1"]
     assert stages[1]["run"]["final_metrics"]["global_step"] == 1
+    # The report of the user's own chain names the real base and says what ran, from the evidence.
+    r = run_cli("audit", "report", "--model", "sm1", "--out", tmp_path / "report")
+    assert r.exit_code == 0, r.output
+    md = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    lineage = md.split("## Lineage", 1)[1].split("\n## ", 1)[0]
+    evidence = json.loads((tmp_path / "m1-lora" / "training_evidence.json").read_text())
+    assert f"| tinybase | base | base bundle tiny-base ({base.resolve()}) |" in lineage
+    assert (
+        "| m1 | dpo | ran: DPO+NLL LoRA from tinybase: 1 step, lr 0.01, LoRA rank 8, global batch 8, "
+        in lineage
+    )
+    assert evidence["mixture_sha256"][:12] in lineage and f"{evidence['rows']} rows" in lineage
+    assert "| sm1 | soup | souped here: tinybase + 0.5*(m1 - tinybase) |" in lineage
 
     a, b = load_file(str(base / "model.safetensors")), load_file(str(tmp_path / "m1" / "model.safetensors"))
     souped = load_file(str(tmp_path / "sm1" / "model.safetensors"))
