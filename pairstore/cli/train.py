@@ -1,9 +1,4 @@
-"""`pairstore train ...`, `pairstore eval` and `pairstore demo`: models (the `train` extra).
-
-pairstore train dpo --round m11a --base bundles/so7a --out runs/m11a
-pairstore eval --model bundles/sm11a --suite lf2
-pairstore demo demo-run
-"""
+"""`pairstore train ...`: DPO, merge, sampling and soup (the `train` extra)."""
 
 from __future__ import annotations
 
@@ -13,91 +8,18 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from pairstore.cli.base import check_seed, echo_counts, open_db
-from pairstore.cli.demo import closing_lines, run_demo
-from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
+from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
+from pairstore.rounds.checkpoints import checkpoint_name, register_folder
 from train.dpo import train_dpo_at
-from train.eval import run_eval
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
 from train.sample import sample
 from train.soup import soup
 
 
-def generation_options(fn):
-    """--max-new-tokens and --engine: how a bundle generates (sample and eval)."""
-    fn = click.option(
-        "--engine",
-        type=click.Choice(["auto", "transformers", "vllm"]),
-        default="auto",
-        show_default=True,
-        help="auto: vLLM when installed with a GPU, else transformers.",
-    )(fn)
-    return click.option(
-        "--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens."
-    )(fn)
-
-
 @click.group("train")
 def train_group():
     """DPO+NLL LoRA training, merge, soup and sampling (needs the `train` extra)."""
-
-
-@click.command("eval")
-@click.option(
-    "--model",
-    "bundle",
-    required=True,
-    type=click.Path(file_okay=False, path_type=str),
-    help="The bundle to evaluate.",
-)
-@click.option(
-    "--suite",
-    required=True,
-    help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
-    "with --path FILE.",
-)
-@click.option(
-    "--path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
-    "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
-    "answer?), or {id?, prompt, gold?, kind?}.",
-)
-@click.option("--n", type=int, default=None, help="Only the first N items.")
-@generation_options
-@click.option(
-    "--name",
-    "model_name",
-    default=None,
-    help="Model name for the scores (default: the bundle's checkpoint name).",
-)
-@click.option(
-    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-)
-@click.pass_context
-def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code):
-    """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
-    with open_db(ctx) as store:
-        r = run_eval(
-            store,
-            bundle,
-            suite,
-            model_name,
-            path=path,
-            n=n,
-            max_new_tokens=max_new_tokens,
-            engine=engine,
-            trust_remote_code=trust_remote_code,
-        )
-    acc = "n/a" if r.accuracy is None else f"{r.accuracy:.4f} ({r.correct}/{r.scored})"
-    click.echo(
-        f"{r.model} on {r.suite}: {r.items} items, accuracy {acc}, loop-flagged {r.loop_flagged} "
-        f"({r.loop_catastrophic} catastrophic), empty {r.empty}, mean length {r.mean_output_len:.1f} tokens"
-    )
-    if r.skipped:
-        echo_counts("skipped", r.skipped)
 
 
 @train_group.command("dpo")
@@ -415,37 +337,28 @@ def train_soup_cmd(
 ):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
 
-    evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20, hash_output=hash_output)
+    root = ctx.find_root()
+    given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
+    register = given and not no_register
+    name = name or Path(out_dir).resolve().name
+    parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
+    options = {"slice_bytes": slice_mb << 20, "hash_output": hash_output}
+    if register:
+        # The store is opened (and checked) before the first byte of the soup is written.
+        with open_db(ctx) as store:
+            # One name per checkpoint: the parents by the names their folders are registered under.
+            parents = [checkpoint_name(store, a_dir, a_name), checkpoint_name(store, b_dir, b_name)]
+            evidence = soup(a_dir, b_dir, alpha, out_dir, store=store, name=name, parents=parents, **options)
+            for folder, parent in zip((a_dir, b_dir), parents):  # after the soup: a refusal changes nothing
+                register_folder(store, folder, parent)
+    else:
+        evidence = soup(a_dir, b_dir, alpha, out_dir, **options)
     out = evidence["output"]
     click.echo(
         f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "
         f"shard(s), alpha={alpha} -> {out_dir} ({evidence['seconds']} s)"
     )
-    root = ctx.find_root()
-    given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
-    if no_register or not given:
+    if register:
+        click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")
+    else:
         click.echo("not registered (no store given)" if not no_register else "not registered (--no-register)")
-        return
-
-    name = name or Path(out_dir).resolve().name
-    with open_db(ctx) as store:
-        parents = [checkpoint_name_for(store, a_dir, a_name), checkpoint_name_for(store, b_dir, b_name)]
-        register_checkpoint(
-            store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()), evidence=evidence
-        )
-    click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")
-
-
-@click.command("demo")
-@click.argument("out_dir", default="demo-run", type=click.Path(file_okay=False))
-def demo_cmd(out_dir):
-    """Run the end-to-end demo on bundled invented sample data into OUT_DIR.
-
-    The incumbent so7a is a tiny character-level model shipped with pairstore
-    (scripts/train_demo_model.py trains it from its seed); the demo samples it,
-    mines pairs, exports m11a through the gate, trains DPO+NLL LoRA, merges,
-    soups at alpha 0.5/0.625/0.75, evaluates on the held-out suite arith and
-    writes the report. About two minutes on 2 cores."""
-    result = run_demo(out_dir, echo=click.echo)
-    for line in closing_lines(result):
-        click.echo(line)
