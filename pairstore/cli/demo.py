@@ -35,8 +35,8 @@ pairstore/sample_data/README.md):
 11. write the provenance report to report/report.html and report/report.md:
     accuracies with Wilson intervals, the paired test, the dose curve, loop rates.
 
-Every random step is seeded, torch runs deterministic kernels on THREADS threads,
-so a rerun on the same machine gives the same numbers. `make readme-demo`
+Every random step is seeded and torch runs on THREADS threads, so a rerun on the
+same machine gives the same numbers. `make readme-demo`
 (scripts/readme_demo.py) writes a run's numbers into the README (readme_block).
 """
 
@@ -223,15 +223,11 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
     import torch
 
     torch.set_num_threads(THREADS)
-    # Every step seeds itself; this makes the rest independent of what ran before in the process (a test
-    # session, an interactive one), and refuses a kernel that is not deterministic on this device.
+    # Every step seeds itself; this makes what is left independent of what ran before in the process (a
+    # test session, an interactive one). torch.use_deterministic_algorithms is not set: on CPU it changed
+    # no output here and made generation three times slower (1.2 s vs 4.4 s for 16 x 40 tokens).
     torch.manual_seed(DEMO_SEED)
-    was_deterministic = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(True)
-    try:
-        return _run_demo_steps(out_dir, echo, progress)
-    finally:
-        torch.use_deterministic_algorithms(was_deterministic)
+    return _run_demo_steps(out_dir, echo, progress)
 
 
 def _run_demo_steps(out_dir, echo, progress) -> DemoResult:
