@@ -299,7 +299,7 @@ def _copy_bundle(src: Path, dst: Path) -> Path:
     return dst
 
 
-def test_another_vocabulary_or_template_is_refused_naming_what_differs(tiny, tmp_path, run_cli):
+def test_another_vocabulary_or_template_is_refused_naming_what_differs(tiny, tmp_path, run_cli, db_path):
     other_template = _copy_bundle(tiny, tmp_path / "other-template")
     (other_template / "chat_template.jinja").write_text("{{ messages[0]['content'] }}", encoding="utf-8")
     r = run_cli(
@@ -327,3 +327,12 @@ def test_another_vocabulary_or_template_is_refused_naming_what_differs(tiny, tmp
     (other_eos / "tokenizer_config.json").write_text(json.dumps(tc), encoding="utf-8")
     r = run_cli("train", "soup", tiny, other_eos, "--alpha", "0.5", "--out", tmp_path / "s3", "--no-register")
     assert r.exit_code == 2 and "special token eos_token" in r.output, r.output
+
+    # With a store: refused before anything is written, and no input folder registered either.
+    from pairstore.store.store import open_store
+
+    open_store(db_path).close()
+    r = run_cli("train", "soup", tiny, other_eos, "--alpha", "0.5", "--out", tmp_path / "s4")
+    assert r.exit_code == 2, r.output
+    with open_store(db_path, read_only=True) as store:
+        assert store.scalar("SELECT count(*) FROM checkpoints") == 0
