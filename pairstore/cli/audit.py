@@ -188,7 +188,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
 
 
 @audit_group.command("report")
-@click.option("--model", required=True, help="The round (model) to report on.")
+@click.option("--model", required=True, help="The round or checkpoint (model) to report on.")
 @click.option(
     "--out",
     "out_dir",
@@ -201,11 +201,24 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     type=click.Path(file_okay=False),
     help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).",
 )
+@click.option(
+    "--incumbent",
+    default=None,
+    help="The model the verdict compares MODEL with (default: its nearest evaluated ancestor).",
+)
+@click.option(
+    "--all-models",
+    is_flag=True,
+    help="Evaluation, loop table and dose curve over every model in the store, not only MODEL's chain.",
+)
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer):
-    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
+def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models):
+    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
+    verdict against the incumbent first, then what ran, the data and the evaluations."""
     with open_db(ctx, read_only=True) as store:
-        result = write_report(store, model, out_dir, tokenizer=tokenizer)
+        result = write_report(
+            store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
+        )
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"
