@@ -160,10 +160,9 @@ def write_failure(where, error: BaseException) -> PairstoreError:
         ).free < (1 << 20)
     if no_space:
         return PairstoreError(f"{where}: no space left on the device; free space there and run again")
-    if getattr(error, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return PairstoreError(
-            f"{where}: cannot write there ({os.strerror(error.errno)}); choose a writable folder"
-        )
+    code = getattr(error, "errno", None)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return PairstoreError(f"{where}: cannot write there ({os.strerror(code)}); choose a writable folder")
     return PairstoreError(f"{where}: writing failed ({first}); check free space and permissions there")
 
 
@@ -254,7 +253,7 @@ def recover_folder(final, committed=None) -> list[str]:
     - a folder renamed aside (`.old`) is put back when nothing took its place, else removed;
     - a staged folder (`.tmp`, never sealed) is removed."""
     final = Path(final)
-    notes = []
+    notes: list[str] = []
     parent = final.parent
     if not parent.is_dir():
         return notes

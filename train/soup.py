@@ -55,7 +55,6 @@ from pairstore.prefetch import prefetch
 from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
-    FINGERPRINT_FILES,
     INDEX_NAME,
     TensorInfo,
     bundle_tensors,
@@ -64,9 +63,9 @@ from train.bundle import (
     list_shards,
     read_index,
     read_shard_header,
-    tokenizer_fingerprint,
     write_index,
 )
+from train.bundle_identity import require_same_model_family
 from train.publish import prepare_output, publish_bundle
 from train.shard_io import OpenFiles, StreamHash, WriteBack, preadv_exact, pwrite_all
 from train.soup_kernel import FLOAT_DTYPES, ITEMSIZE, SoupKernel
@@ -424,21 +423,8 @@ def _check_same_tensors(a_dir: Path, b_dir: Path, a_tensors, b_tensors) -> None:
 
 
 def _check_tokenizers(a_dir: Path, b_dir: Path) -> str:
-    fa, fb = tokenizer_fingerprint(a_dir), tokenizer_fingerprint(b_dir)
-    if fa != fb:
-        differing = [
-            n
-            for n in FINGERPRINT_FILES
-            if (a_dir / n).is_file() != (b_dir / n).is_file()
-            or ((a_dir / n).is_file() and sha256_file(a_dir / n) != sha256_file(b_dir / n))
-        ]
-        raise BadInput(
-            f"tokenizers or chat templates differ ({', '.join(differing)}); a soup of models that "
-            f"tokenize differently is meaningless",
-            path=str(b_dir),
-            field=differing[0],
-        )
-    return fa
+    """The SHA-256 of A's tokenizer identity; BadInput naming what differs (train.bundle_identity)."""
+    return require_same_model_family(a_dir, b_dir, what="a soup").sha256
 
 
 def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path) -> None:
@@ -508,7 +494,7 @@ def soup(
     hash_output: bool = False,
     store=None,
     name: str | None = None,
-    parents: tuple[str, str] | list[str] = (),
+    parents: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do

@@ -14,13 +14,15 @@ reads each of its files here.
 
 from __future__ import annotations
 
+import builtins
 import csv
 import json
 import math
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -283,15 +285,40 @@ class Fields:
     def __init__(self, rec: dict, path, line: int):
         self.rec, self.path, self.line = rec, str(path), line
 
-    def error(self, field: str, message: str) -> BadInput:
+    def error(self, field: builtins.str, message: builtins.str) -> BadInput:
         return BadInput(message, path=self.path, line=self.line, field=field)
 
-    def has(self, name: str) -> bool:
+    def has(self, name: builtins.str) -> builtins.bool:
         return self.rec.get(name) is not None
 
+    # The methods below are named after the types they return, so inside the class `str`, `int`, `float`
+    # and `bool` name methods: annotations use `builtins.` (and the overloads let a required field be str).
+    @overload
     def str(
-        self, name: str, *, required: bool = True, allow_empty: bool = False, allow_int: bool = False
-    ) -> str | None:
+        self,
+        name: builtins.str,
+        *,
+        required: Literal[True] = ...,
+        allow_empty: builtins.bool = ...,
+        allow_int: builtins.bool = ...,
+    ) -> builtins.str: ...
+    @overload
+    def str(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool,
+        allow_empty: builtins.bool = ...,
+        allow_int: builtins.bool = ...,
+    ) -> builtins.str | None: ...
+    def str(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = True,
+        allow_empty: builtins.bool = False,
+        allow_int: builtins.bool = False,
+    ) -> builtins.str | None:
         v = self.rec.get(name)
         if v is None:
             if required:
@@ -304,13 +331,24 @@ class Fields:
             raise self.error(name, "empty value")
         return v
 
-    def choice(self, name: str, choices, *, required: bool = True) -> str | None:
+    @overload
+    def choice(self, name: builtins.str, choices, *, required: Literal[True] = ...) -> builtins.str: ...
+    @overload
+    def choice(self, name: builtins.str, choices, *, required: builtins.bool) -> builtins.str | None: ...
+    def choice(self, name: builtins.str, choices, *, required: builtins.bool = True) -> builtins.str | None:
         v = self.str(name, required=required)
         if v is not None and v not in choices:
             raise self.error(name, f"unknown value {v!r} (expected one of {', '.join(choices)})")
         return v
 
-    def int(self, name: str, *, required: bool = False, default=None, bits: int = 64):
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = False,
+        default: Any = None,
+        bits: builtins.int = 64,
+    ) -> Any:
         """An integer that fits a signed `bits`-bit column (32: INTEGER, 64: BIGINT)."""
         v = self.rec.get(name)
         if v is None:
@@ -326,7 +364,7 @@ class Fields:
             raise self.error(name, f"integer {v} is out of range ({low} to {high})")
         return v
 
-    def float(self, name: str, *, required: bool = False):
+    def float(self, name: builtins.str, *, required: builtins.bool = False) -> builtins.float | None:
         v = self.rec.get(name)
         if v is None:
             if required:
@@ -342,7 +380,11 @@ class Fields:
             raise self.error(name, f"expected a finite number, got {v!r}")
         return f
 
-    def bool(self, name: str, *, default: bool = False) -> bool:
+    @overload
+    def bool(self, name: builtins.str, *, default: builtins.bool = ...) -> builtins.bool: ...
+    @overload
+    def bool(self, name: builtins.str, *, default: None) -> builtins.bool | None: ...
+    def bool(self, name: builtins.str, *, default: builtins.bool | None = False) -> builtins.bool | None:
         v = self.rec.get(name)
         if v is None:
             return default
@@ -350,7 +392,7 @@ class Fields:
             raise self.error(name, f"expected true or false, got {type(v).__name__}")
         return v
 
-    def timestamp(self, name: str) -> datetime | None:
+    def timestamp(self, name: builtins.str) -> datetime | None:
         v = self.rec.get(name)
         if v is None:
             return None
@@ -364,11 +406,12 @@ class Fields:
             raise self.error(name, f"not an ISO 8601 time: {v!r}") from None
         return self._in_range(name, t, v)
 
-    def _in_range(self, name: str, t: datetime, shown) -> datetime:
+    def _in_range(self, name: builtins.str, given: datetime, shown: object) -> datetime:
         # Stored as naive UTC; a time near year 1 or 9999 with an offset has no UTC datetime at all.
+        t: datetime | None = given
         try:
-            if t.tzinfo is not None:
-                t = t.astimezone(timezone.utc).replace(tzinfo=None)
+            if given.tzinfo is not None:
+                t = given.astimezone(UTC).replace(tzinfo=None)
         except OverflowError:
             t = None
         if t is None or not EARLIEST <= t < LATEST:
@@ -377,7 +420,11 @@ class Fields:
             )
         return t
 
-    def messages(self, name: str, *, required: bool = True) -> list[dict] | None:
+    @overload
+    def messages(self, name: builtins.str, *, required: Literal[True] = ...) -> list[dict]: ...
+    @overload
+    def messages(self, name: builtins.str, *, required: builtins.bool) -> list[dict] | None: ...
+    def messages(self, name: builtins.str, *, required: builtins.bool = True) -> list[dict] | None:
         v = self.rec.get(name)
         if v is None:
             if required:
@@ -385,7 +432,11 @@ class Fields:
             return None
         return canonical_messages(v, where=name, path=self.path, line=self.line)
 
-    def answer_text(self, name: str, *, required: bool = True) -> str | None:
+    @overload
+    def answer_text(self, name: builtins.str, *, required: Literal[True] = ...) -> builtins.str: ...
+    @overload
+    def answer_text(self, name: builtins.str, *, required: builtins.bool) -> builtins.str | None: ...
+    def answer_text(self, name: builtins.str, *, required: builtins.bool = True) -> builtins.str | None:
         """An answer given as a string or as a message list (the last assistant message is the answer)."""
         v = self.rec.get(name)
         if v is None:
