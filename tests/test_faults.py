@@ -106,6 +106,7 @@ def _more_pairs(store, n=5):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("replace", [False, True], ids=["export", "export --replace"])
 def test_kill_at_every_publish_point_of_an_export_leaves_old_or_new(round_r1, tmp_path, replace):
     store = round_r1
@@ -205,6 +206,7 @@ def _kill_every_point(db: Path, args: list, out: Path, work: Path, tmp_path: Pat
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_kill_at_every_publish_point_of_a_soup_leaves_old_or_new(tiny, tmp_path):
     from train.tiny import make_tiny_bundle
 
@@ -222,6 +224,7 @@ def test_kill_at_every_publish_point_of_a_soup_leaves_old_or_new(tiny, tmp_path)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_kill_at_every_publish_point_of_a_merge_leaves_old_or_new(tiny, tmp_path):
     import torch
     from peft import LoraConfig, get_peft_model

@@ -56,6 +56,7 @@ def hidden(folder: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_export_on_a_full_disk(round_r1, tmp_path, small_disk):
     db = round_r1.path
     round_r1.close()
@@ -74,6 +75,7 @@ def test_export_on_a_full_disk(round_r1, tmp_path, small_disk):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_soup_and_tiny_base_on_a_full_disk(tiny, tmp_path, small_disk):
     from train.tiny import make_tiny_bundle
 
@@ -99,6 +101,7 @@ def test_soup_and_tiny_base_on_a_full_disk(tiny, tmp_path, small_disk):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_ingest_with_the_store_on_a_full_disk(tmp_path, small_disk):
     disk = small_disk(8 << 20)
     db = disk / "store.duckdb"

@@ -95,6 +95,7 @@ EXPECTED = {
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("kind", list(EXPECTED))
 def test_every_command_on_a_bad_store_is_one_line_and_leaves_it_unchanged(stores, kind, tmp_path):
     db = tmp_path / "store.duckdb"
@@ -205,6 +206,7 @@ BLINDING = [
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_every_blinding_write_is_refused_and_the_gate_still_refuses(round_r1, tmp_path, run_cli):
     from pairstore.holdout.sets import add_members
 
