@@ -193,3 +193,15 @@ def test_remote_code_is_refused_by_eval(tiny, tmp_path, run_cli):
     suite.write_text(json.dumps({"item_id": "1", "prompt": "2+2?", "gold": "4"}) + "\n")
     r = run_cli("eval", "--model", bundle, "--suite", "s", "--path", suite)
     assert r.exit_code == 2 and "auto_map" in r.output, r.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["export", "--bogus"], ["--bogus"], ["holdout", "sample"], ["train", "soup", "a"], ["no-such-command"]],
+)
+def test_usage_errors_are_one_line(run_cli, args):
+    r = run_cli(*args)
+    lines = r.output.strip().splitlines()
+    assert r.exit_code == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "--help" in lines[0], (
+        r.output
+    )
