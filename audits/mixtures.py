@@ -149,7 +149,8 @@ def check_mixtures(store) -> list[FileCheck]:
         evidence = json.loads(ck["evidence"]) if isinstance(ck["evidence"], str) else ck["evidence"]
         if not isinstance(evidence, dict):
             continue
-        checks.append(_bundle_evidence_check(ck["name"], Path(ck["path"]), evidence))
+        if evidence.get("kind") in ("merge", "soup"):  # a bundle pairstore wrote carries its evidence
+            checks.append(_bundle_evidence_check(ck["name"], Path(ck["path"]), evidence))
         for what, name, sha in _recorded_files(evidence):
             checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
     return checks + _leftovers(store)
