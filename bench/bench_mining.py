@@ -44,9 +44,9 @@ from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan  # noqa: E402
 from generators.tasks import generate_tasks, write_tasks  # noqa: E402
-from miners.verify import Verifier  # noqa: E402
 from miners.loopfix import mine_loopfix  # noqa: E402
 from miners.self_repair import mine_self_repair  # noqa: E402
+from miners.verify import Verifier  # noqa: E402
 from pairstore.files import atomic_write_text  # noqa: E402
 from pairstore.keys import content_id, match_key  # noqa: E402
 from pairstore.store.store import open_store  # noqa: E402

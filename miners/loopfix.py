@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 
 from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
-from miners.registry import MineResult, new_result, register, without_system
+from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import seeded_rank
@@ -54,11 +55,20 @@ def loopfix_rule(judged, gold: str) -> str:
     return "; ".join(parts) + " → task's canonical answer chosen"
 
 
-@register("loopfix", version="1")
-def mine_loopfix(
-    store, *, model: str | None = None, per_task: int | None = None, seed: int = 0, workers: int | None = 1
-) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class LoopfixOptions:
+    model: str | None = option(None, help="The model whose generations on generated tasks are mined.")
+    per_task: int | None = option(
+        None, help="At most this many pairs per task (seeded pick; default: all).", min=1
+    )
+    seed: int = option(0, help="Seed of the per-task pick.", seed=True)
+    workers: int | None = option(1, help=WORKERS_HELP, min=1)
+
+
+@register("loopfix", version="1", options=LoopfixOptions, sources=("loopfix",))
+def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
     """Wrong or looped outputs on generated tasks rejected against the task's canonical answer."""
+    model, per_task, seed, workers = options.model, options.per_task, options.seed, options.workers
     if per_task is not None and per_task < 1:
         raise BadInput("per task must be at least 1", field="per_task")
     result = new_result(mine_loopfix)

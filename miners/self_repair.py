@@ -52,10 +52,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 
 from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
 from miners.patterns import solution_in_answer_style
-from miners.registry import MineResult, new_result, register, without_system
+from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
@@ -69,7 +70,8 @@ def spread_picks(n_chosen: int, n_rejected: int, k: int) -> list[tuple[int, int]
     least-used rejected answer, then the least-used chosen one, then the lowest indices (the
     candidates come in seeded order)."""
     picks: list[tuple[int, int]] = []
-    used_c, used_r = Counter(), Counter()
+    used_c: Counter[int] = Counter()
+    used_r: Counter[int] = Counter()
     taken = set()
     for _ in range(min(k, n_chosen * n_rejected)):
         best = min(
@@ -94,18 +96,23 @@ def _distinct(samples: list[dict], seed: int, problem_id: str) -> list[list[dict
     )
 
 
-@register("self_repair", version="1")
-def mine_self_repair(
-    store,
-    *,
-    model: str,
-    dataset: str,
-    pairs_per_problem: int = 1,
-    seed: int = 0,
-    gold_repair: bool = True,
-    workers: int | None = 1,
-) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class SelfRepairOptions:
+    model: str = option(help="The model whose sampled generations are mined.")
+    dataset: str = option(help="Problems of this dataset.", choices=DATASETS)
+    pairs_per_problem: int = option(1, help="At most this many pairs per problem.", min=1)
+    seed: int = option(0, help="Seed of the pair selection.", seed=True)
+    gold_repair: bool = option(
+        True, help="Do not use the reference solution where every sample is wrong.", flag="--no-gold-repair"
+    )
+    workers: int | None = option(1, help=WORKERS_HELP, min=1)
+
+
+@register("self_repair", version="1", options=SelfRepairOptions, sources=("self_repair", "gold_repair"))
+def mine_self_repair(store, options: SelfRepairOptions) -> MineResult:
     """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution where all are wrong."""
+    model, dataset, pairs_per_problem = options.model, options.dataset, options.pairs_per_problem
+    seed, gold_repair, workers = options.seed, options.gold_repair, options.workers
     if dataset not in DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
     if not model:

@@ -23,6 +23,7 @@ two answer spans to the symbolic back end (math-verify). The fast path decides:
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from miners.verify.brackets import walk
 from miners.verify.exact import (
@@ -78,7 +79,7 @@ def _name_like(s: str) -> bool:
     return True
 
 
-def reduce_assignment(s: str) -> tuple[str, object]:
+def reduce_assignment(s: str) -> tuple[str, Any]:
     """('value', v) for a labelled value or a chain, ('equation', (lhs, rhs)), or ('scalar', s)."""
     segs = [p.strip() for p in split_top(s, ("\\approx",))]
     exact = segs[0]
@@ -108,7 +109,9 @@ _MATRIX_LIT_RE = re.compile(r"\\begin\{([pbB]?matrix)\}((?:(?!\\begin\{|\\end\{)
 
 def _matrix_value(s: str):
     """The numbers of a matrix literal, sum or product ("A + B", "A B", "A \\cdot B"), or None."""
-    terms, sign, pos, current = [], 1, 0, []
+    terms: list = []
+    current: list = []
+    sign, pos = 1, 0
     for m in _MATRIX_LIT_RE.finditer(s):
         op = s[pos : m.start()].replace("\\cdot", "").replace("\\times", "").strip()
         if op in ("+", "-"):
@@ -397,6 +400,7 @@ def scalar_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: s
         # a bare numeral against a base-b one is read in base b, as a bare number is read in the
         # gold's unit: "2516" for 2516_8 (digits that base b does not have make it another number)
         based, bare = (mp, gold) if mp else (mg, pred)
+        assert based is not None
         base = int(based.group(2))
         return (
             re.fullmatch(r"\d+", bare) is not None

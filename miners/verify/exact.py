@@ -21,6 +21,7 @@ import cmath
 import math
 import re
 from fractions import Fraction
+from typing import Any
 
 from miners.verify.parse import TRIG, TooHard, Unsupported, parse_scalar
 
@@ -148,7 +149,7 @@ def _evaluate(node, env: dict[str, complex]):
         return _function(
             node[1], _evaluate(node[2], env), None if node[3] is None else _evaluate(node[3], env)
         )
-    a = _evaluate(node[1], env) if op != "sqrt" else None
+    a: Any = _evaluate(node[1], env) if op != "sqrt" else None
     if op == "+":
         b = _evaluate(node[2], env)
         return a + b if type(a) is type(b) else _to_complex(a) + _to_complex(b)

@@ -91,7 +91,7 @@ def _task_equal(
     m = _QR_GOLD_RE.fullmatch(g)
     if m:
         pm = _QR_PRED_RE.fullmatch(_task_text(pred_answer))
-        return bool(pm) and int(pm.group(1)) == int(m.group(1)) and int(pm.group(2)) == int(m.group(2))
+        return pm is not None and int(pm.group(1)) == int(m.group(1)) and int(pm.group(2)) == int(m.group(2))
     if re.fullmatch(r"-?\d*\.\d+", g):
         return pred == gold
     if REPEATING_RE.match(gold):

@@ -274,8 +274,8 @@ def structure(s: str):
     sizes = {len(split_top(g)) for g in groups}
     if len(groups) > 1 and len(sizes) == 1 and sizes != {1}:
         return ("list", tuple(groups))  # "p=5,q=2 and p=7,q=2": the words separate groups
-    items = [p.strip() for p in split_top(s, (",",), words=True)]
-    items = [p for p in items if p]
-    if len(items) > 1:
-        return ("list", tuple(items))
-    return ("scalar", items[0] if items else s)
+    listed = [p.strip() for p in split_top(s, (",",), words=True)]
+    listed = [p for p in listed if p]
+    if len(listed) > 1:
+        return ("list", tuple(listed))
+    return ("scalar", listed[0] if listed else s)

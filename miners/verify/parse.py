@@ -66,6 +66,7 @@ def _tokenize(s: str) -> list[tuple[str, str]]:
         if not m or m.end() == pos:
             raise Unsupported(s[pos:])
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN_RE is a named group
         val = m.group(kind)
         if kind == "cmd" and val not in _KNOWN_COMMANDS:
             raise Unsupported(val)

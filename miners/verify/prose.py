@@ -110,7 +110,7 @@ def _words_value(run: str, after: str) -> str | None:
     if m:
         cents = _WORD_RUN_RE.match(after, m.end())
         c = _words_int(re.findall(r"[a-z]+", cents.group(0).lower())) if cents else None
-        if c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end() :], re.I):
+        if cents and c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end() :], re.I):
             return f"{sign}{value}.{c:02d}"
     return f"{sign}{value}"
 

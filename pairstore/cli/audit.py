@@ -10,7 +10,7 @@ from __future__ import annotations
 import click
 
 from audits.compare import compare
-from audits.decontam import decontam
+from audits.decontam import decontam, load_benchmark
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
@@ -18,6 +18,7 @@ from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from audits.verifier_audit import audit_verifier_file, audit_verifier_store
 from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.holdout.ngrams import register_benchmark
 
 
 @click.group("audit")
@@ -92,7 +93,10 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
 def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_json):
     """Word n-gram overlap between training text and a benchmark's test items."""
     with open_db(ctx, read_only=not register) as store:
-        report = decontam(store, benchmark, path, n=n, fmt=fmt, all_pairs=all_pairs, register=register)
+        items = load_benchmark(path, fmt)
+        report = decontam(store, benchmark, items, n=n, all_pairs=all_pairs, registered=register)
+        if register:  # the audit itself is read-only: the gate's owner stores the benchmark
+            register_benchmark(store, benchmark, [(it.item_id, it.text) for it in items], n=n)
     if as_json:
         echo_json(report.as_dict())
         return
@@ -156,6 +160,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
         echo_json(c.as_dict())
         return
     if c.accuracy_a is not None:
+        assert c.accuracy_b is not None and c.flips is not None  # compare sets all three or none
         echo_table(
             ["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
             [
@@ -183,7 +188,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
 
 
 @audit_group.command("report")
-@click.option("--model", required=True, help="The round (model) to report on.")
+@click.option("--model", required=True, help="The round or checkpoint (model) to report on.")
 @click.option(
     "--out",
     "out_dir",
@@ -196,11 +201,24 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     type=click.Path(file_okay=False),
     help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).",
 )
+@click.option(
+    "--incumbent",
+    default=None,
+    help="The model the verdict compares MODEL with (default: its nearest evaluated ancestor).",
+)
+@click.option(
+    "--all-models",
+    is_flag=True,
+    help="Evaluation, loop table and dose curve over every model in the store, not only MODEL's chain.",
+)
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer):
-    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
+def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models):
+    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
+    verdict against the incumbent first, then what ran, the data and the evaluations."""
     with open_db(ctx, read_only=True) as store:
-        result = write_report(store, model, out_dir, tokenizer=tokenizer)
+        result = write_report(
+            store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
+        )
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"

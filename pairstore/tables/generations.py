@@ -72,7 +72,7 @@ def insert_generations(store, rows: list[dict]) -> int:
     GEN_SCHEMA's columns (the rest are NULL). Joins the caller's transaction when there is one."""
     if not rows:
         return 0
-    unique = {}
+    unique: dict = {}
     for r in rows:
         unique.setdefault(r["gen_id"], r)
     table = pa.Table.from_pylist(
