@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -23,6 +24,7 @@ HERE = Path(__file__).parent
 GSM_PLUS = "qtli/GSM-Plus"
 MATH_V = "mathllm/MATH-V"
 MATHVISTA = "lupantech/MathVista"
+GRPO_LOGS = "damek/assignment5-alignment"
 
 # (path, model as the source names it, rows)
 GSM_PLUS_FILES = [
@@ -48,6 +50,21 @@ MATHVISTA_FILES = [
     ("results/bard/output_bard.json", "Bard", 25),
     ("results/chatgpt/output_chatgpt.json", "ChatGPT (gpt-3.5-turbo)", 10),
 ]
+
+# GRPO training logs that print sampled GSM8K rollouts (Generation / Metrics / GT Answer blocks)
+GRPO_LOG_FILES = [
+    (
+        "cs336_alignment/outputs/grpo_train_loop_log.txt",
+        "Qwen2.5-Math-1.5B (GRPO policy, r1-zero <think>/<answer> prompt)",
+        25,
+    ),
+    (
+        "cs336_alignment/outputs/grpo_prompt_ablation.txt",
+        "Qwen2.5-Math-1.5B (GRPO policy, question-only prompt)",
+        20,
+    ),
+]
+GRPO_BLOCK = re.compile(r"Generation: (.*?)\nMetrics: +(\{.*?\})\nGT Answer: +(.*?)\n", re.S)
 
 
 class Mirror:
@@ -140,8 +157,28 @@ def mathvista_rows(mirror: Mirror) -> list[dict]:
     return out
 
 
+def grpo_log_rows(mirror: Mirror) -> list[dict]:
+    out = []
+    for path, model, n in GRPO_LOG_FILES:
+        blocks = GRPO_BLOCK.findall(mirror.read(GRPO_LOGS, path))
+        for i in sorted(rng_for(GRPO_LOGS, path).sample(range(len(blocks)), n)):
+            generation, metrics, gold = blocks[i]
+            out.append(
+                {
+                    # the log prints one space after "Generation:" before the completion
+                    "pred": generation[1:] if generation.startswith(" ") else generation,
+                    "gold": gold.strip(),
+                    "kind": "gsm8k",
+                    "source": f"{GRPO_LOGS} {path} rollout block {i} model={model} (GSM8K)",
+                    "source_label": "'answer_reward': 1.0" in metrics,
+                }
+            )
+    return out
+
+
 def draw(mirror: Mirror) -> list[dict]:
-    rows = gsm_plus_rows(mirror) + math_v_rows(mirror) + mathvista_rows(mirror)
+    # new sources go at the end, so that the ids of the rows drawn before stay as they are
+    rows = gsm_plus_rows(mirror) + math_v_rows(mirror) + mathvista_rows(mirror) + grpo_log_rows(mirror)
     return [{"id": f"h{n:04d}", **row} for n, row in enumerate(rows, 1)]
 
 
