@@ -461,7 +461,9 @@ def test_sample_with_a_seed_is_reproducible(tiny, tmp_path, write_jsonl):
     assert runs[0] == runs[1] and runs[0] != runs[2]
     assert len(stored) == 4 and {r["item_id"] for r in stored} == {"q1", "q2"}
     assert all(r["item_kind"] == "prompt" and r["temperature"] == 1.0 and r["seed"] == 6 for r in stored)
-    assert all(r["verdict"] in ("correct", "wrong") and r["loop_flagged"] is not None for r in stored)
+    assert all(
+        r["verdict"] in ("correct", "wrong", "unknown") and r["loop_flagged"] is not None for r in stored
+    )
     decoding = json.loads(stored[0]["decoding"])
     assert (
         decoding["do_sample"] is True
@@ -563,7 +565,9 @@ def test_eval_scores_per_item_and_registers_the_suite(tiny, tmp_path, write_json
     with open_store(db, read_only=True) as store:
         verdicts = {r["gen_id"]: r["verdict"] for r in store.rows("SELECT gen_id, verdict FROM generations")}
     for e in evals:
-        assert verdicts[e["gen_id"]] == ("correct" if e["correct"] else "wrong")
+        # an eval item is scored correct exactly where the stored verdict is correct (unknown is not)
+        assert (verdicts[e["gen_id"]] == "correct") == bool(e["correct"])
+        assert verdicts[e["gen_id"]] in ("correct", "wrong", "unknown")
         assert e["origin"] == "pairstore" and e["model"] == "tiny" and e["gen_id"]
         assert e["score"] == float(e["correct"]) and e["output_len"] >= 0
         assert e["loop_flagged"] is not None and e["empty"] is not None and e["prompt_hash"]
