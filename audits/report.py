@@ -14,7 +14,8 @@ batch, max length, rows, mixture SHA-256); a recipe stage never run here says
 Sections: lineage (a picture), mixture composition per round (a chart),
 holdout status (leak audit of every registered mixture), decontamination
 (13-gram overlap of the lineage's mixtures with every registered benchmark),
-mixture hash check, token lengths and truncation, loop table, evaluation table
+mixture hash check, token lengths and truncation, loop table, the verifier's stored verdicts
+(correct, wrong, unknown by reason, per model and dataset), evaluation table
 with blind-judge tallies, and the dose curve (alpha against each metric) where
 soups of the same two parents exist. Pictures are PNGs made with matplotlib
 (Agg backend): embedded as base64 in the HTML, written beside report.md. The
@@ -27,6 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -36,8 +38,16 @@ from audits.lengths import audit_lengths, latest_exports, make_counter
 from audits.loop_table import loop_table
 from audits.mixtures import check_mixtures
 from audits.report_render import Link, Report, Section, Table, figure_png, render_html, render_markdown
+from audits.verifier_audit import stored_verdicts
 from pairstore.errors import NotFound
-from pairstore.files import atomic_write_bytes
+from pairstore.files import (
+    atomic_write_bytes,
+    folder_is_free,
+    publish_folder,
+    recover_folder,
+    staged_folder,
+    write_failure,
+)
 from pairstore.holdout.ngrams import arrow_query, benchmark_hits
 from pairstore.rounds.lineage import describe, lineage
 
@@ -271,7 +281,7 @@ def _holdout_section(store) -> tuple[Section, list]:
 
     s = Section("holdout", "Holdout status")
     sets = [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY set_name").fetchall()]
-    reports = []
+    reports: list = []
     if not sets:
         s.paragraphs.append("No holdout set is defined in this store.")
         return s, reports
@@ -476,7 +486,7 @@ def _hash_section(store) -> tuple[Section, list]:
             "SHA-256 of every registered mixture and recorded bundle file, recomputed now",
             Table(
                 ["status", "what", "owner", "file", "SHA-256 (recorded)"],
-                [[c.status, c.what, c.owner, Path(c.path).name, c.expected[:16]] for c in checks],
+                [[c.status, c.what, c.owner, Path(c.path).name, (c.expected or "")[:16]] for c in checks],
             ),
         )
     )
@@ -540,7 +550,7 @@ def _normalize_loop_table(result) -> Table:
     """loop_table's result (list of dicts / dataclasses, or (columns, rows)) as a Table."""
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
         return Table(list(result[0]), [list(r) for r in result[1]])
-    rows = [asdict(r) if is_dataclass(r) else dict(r) for r in result]
+    rows = [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in result]
     cols = list(rows[0]) if rows else ["model", "suite"]
     return Table(cols, [[r.get(c) for c in cols] for r in rows])
 
@@ -817,6 +827,21 @@ def _dose_section(store, models: list[str] | None) -> Section:
 # -- assembly --------------------------------------------------------------------
 
 
+def _verdicts_section(store, models: list[str]) -> Section:
+    s = Section("verdicts", "Verifier verdicts")
+    columns, rows = stored_verdicts(store, models)
+    if not rows:
+        s.paragraphs.append("No verified generations of the lineage's models in the store.")
+        return s
+    s.paragraphs.append(
+        "The answer verifier's stored verdicts on the lineage's models' generations: only correct and "
+        "wrong become training pairs; unknowns are dropped by reason (`pairstore audit verifier` runs "
+        "it afresh against math-verify)."
+    )
+    s.tables.append(("Verdicts per model and dataset", Table(columns, rows)))
+    return s
+
+
 def chain_models(stages: list[dict]) -> list[str]:
     """The models of a chain: every stage's name, in lineage order."""
     return [st["name"] for st in stages]
@@ -846,7 +871,7 @@ def _share_text(k: int, n: int) -> str:
 def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> tuple[Section, list[dict]]:
     """The verdict: is the candidate better than the incumbent, how sure, and did anything leak."""
     s = Section("summary", "Verdict")
-    verdict = []
+    verdict: list[dict[str, Any]] = []
     if incumbent is None:
         s.paragraphs.append(f"No evaluated ancestor of {model} to compare it with.")
     else:
@@ -1039,6 +1064,7 @@ def build_report(
         hash_s,
         _lengths_section(store, rounds, tokenizer, max_lengths),
         loops_s,
+        _verdicts_section(store, rounds),
         eval_s,
         _dose_section(store, models),
     ]
@@ -1096,6 +1122,15 @@ def _evaluation_md(eval_s: Section, loops_s: Section, leak_reports) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _only_a_report(out: Path) -> bool:
+    """`out` is free, or holds nothing but an earlier report's files."""
+    if folder_is_free(out):
+        return True
+    return out.is_dir() and all(
+        p.is_file() and (p.name in ("report.md", "report.html") or p.suffix == ".png") for p in out.iterdir()
+    )
+
+
 def write_report(
     store,
     model: str,
@@ -1108,14 +1143,23 @@ def write_report(
     """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md", "images", "sections"}."""
     rep = build_report(store, model, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    images = []
-    for s in rep.sections:
-        for name, png in s.images:
-            atomic_write_bytes(out / name, png)
-            images.append(str(out / name))
-    atomic_write_bytes(out / "report.md", render_markdown(rep).encode("utf-8"))
-    atomic_write_bytes(out / "report.html", render_html(rep).encode("utf-8"))
+    recover_folder(out)
+    files = {name: png for s in rep.sections for name, png in s.images}
+    files["report.md"] = render_markdown(rep).encode("utf-8")
+    files["report.html"] = render_html(rep).encode("utf-8")
+    images = [str(out / name) for s in rep.sections for name, _ in s.images]
+    try:
+        if _only_a_report(out):
+            # The whole folder at once: a reader sees the old report or the new one, never half.
+            with staged_folder(out) as stage:
+                for name, data in files.items():
+                    (stage / name).write_bytes(data)
+                publish_folder(stage, out, replace=True)
+        else:  # a folder with other files in it: each file replaced atomically, the rest left alone
+            for name, data in files.items():
+                atomic_write_bytes(out / name, data)
+    except OSError as e:
+        raise write_failure(out, e) from None
     return {
         "html": str(out / "report.html"),
         "md": str(out / "report.md"),

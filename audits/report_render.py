@@ -20,6 +20,7 @@ SECTIONS = (
     ("mixture-hashes", "Mixture hash check"),
     ("lengths", "Lengths"),
     ("loops", "Loop table"),
+    ("verdicts", "Verifier verdicts"),
     ("evaluation", "Evaluation"),
     ("dose-curve", "Dose curve"),
 )
@@ -61,7 +62,7 @@ class Table:
             return v.html() if isinstance(v, Link) else html.escape("" if v is None else str(v))
 
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
-        ids = self.row_ids or [None] * len(self.rows)
+        ids: list[str | None] = list(self.row_ids) if self.row_ids else [None] * len(self.rows)
         body = "".join(
             (f'<tr id="{html.escape(i)}">' if i else "<tr>")
             + "".join(f"<td>{cell(v)}</td>" for v in r)

@@ -61,7 +61,7 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
     their chosen side: the DPO term of such a pair is identically zero (the two log-ratios cancel), so it
     trains only through the NLL term, with the recipe's sft_weight, exactly as an NLL row should."""
 
-    out = {"prompt": [], "chosen": [], "rejected": []}
+    out: dict[str, list[str]] = {"prompt": [], "chosen": [], "rejected": []}
     eot = serving.end_of_turn
     sources = ([(path, ("chosen", "rejected"))] if path is not None else []) + (
         [(sft_path, ("completion",))] if sft_path is not None else []
@@ -91,9 +91,9 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
     return out
 
 
-def library_versions() -> dict:
+def library_versions() -> dict[str, str | None]:
 
-    found = {}
+    found: dict[str, str | None] = {}
     for name in LIBRARIES:
         try:
             found[name] = version(name)
@@ -152,7 +152,7 @@ def run_job(job: dict) -> dict:
     cuda = torch.cuda.is_available()
     lora = LoraConfig(
         r=int(hp["lora_rank"]),
-        lora_alpha=float(hp["lora_alpha"]),
+        lora_alpha=float(hp["lora_alpha"]),  # type: ignore[arg-type]  # peft says int; it scales by alpha / r
         lora_dropout=float(hp["lora_dropout"]),
         target_modules=hp["target_modules"],
         bias="none",

@@ -20,13 +20,12 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import (
     atomic_write_json,
     check_free_space,
-    publish_folder,
-    publish_point,
     staged_folder,
     write_failure,
 )
@@ -47,7 +46,7 @@ from train.bundle import (
 from train.bundle_check import check_adapter_config
 from train.bundle_identity import require_same_tokenizer
 from train.dpo import library_versions
-from train.publish import prepare_output
+from train.publish import prepare_output, publish_bundle
 from train.serving import load_model
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -119,7 +118,7 @@ def adapter_provenance(adapter_dir) -> tuple[dict | None, int | None]:
     return evidence, step
 
 
-def _pattern_value(patterns: dict, module: str, default):
+def _pattern_value(patterns: dict | None, module: str, default):
     for key, value in (patterns or {}).items():
         if re.fullmatch(rf"(.*\.)?{key}", module):
             return value
@@ -193,7 +192,7 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
     if unknown:
         raise _Unmappable(f"base shards hold no tensor {unknown[0]}")
     merged = 0
-    handles: dict[Path, object] = {}
+    handles: dict[Path, Any] = {}
     with ShardedWriter(out, max_shard_bytes=max_shard_bytes) as writer:
         for shard, info in tensors:
             if shard not in handles:
@@ -388,15 +387,13 @@ def _publish_merge(
         "libraries": library_versions(),
     }
     atomic_write_json(stage / EVIDENCE_FILE, evidence)
-    if store is None:
-        publish_folder(stage, out, replace=replace)
-    else:
-        parents = [base_name] + ([round_name] if round_name else [])
-        with store.transaction():
-            register_folder(store, base, base_name)
-            register_checkpoint(
-                store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
-            )
-            publish_folder(stage, out, replace=replace)
-            publish_point(f"commit checkpoint {name}")
+    parents = [base_name] + ([round_name] if round_name else [])
+
+    def register() -> None:
+        register_folder(store, base, base_name)
+        register_checkpoint(
+            store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
+        )
+
+    publish_bundle(store, stage, out, replace, register)
     return MergeResult(out, name, method, merged, evidence)

@@ -47,8 +47,6 @@ from pairstore.errors import BadInput
 from pairstore.files import (
     atomic_write_json,
     check_free_space,
-    publish_folder,
-    publish_point,
     staged_folder,
     write_failure,
 )
@@ -68,7 +66,7 @@ from train.bundle import (
     write_index,
 )
 from train.bundle_identity import require_same_model_family
-from train.publish import prepare_output
+from train.publish import prepare_output, publish_bundle
 from train.shard_io import OpenFiles, StreamHash, WriteBack, preadv_exact, pwrite_all
 from train.soup_kernel import FLOAT_DTYPES, ITEMSIZE, SoupKernel
 
@@ -496,7 +494,7 @@ def soup(
     hash_output: bool = False,
     store=None,
     name: str | None = None,
-    parents: tuple[str, str] | list[str] = (),
+    parents: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do
@@ -512,6 +510,8 @@ def soup(
     `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one."""
     started = time.perf_counter()
     a_dir, b_dir, out_dir = Path(a_dir), Path(b_dir), Path(out_dir)
+    # A registered soup records its output's hashes: `audit mixtures` re-hashes every registered bundle.
+    hash_output = hash_output or (store is not None and name is not None)
     alpha = float(alpha)
     if not math.isfinite(alpha):
         raise BadInput(f"alpha must be a finite number, got {alpha}", field="alpha")
@@ -597,21 +597,23 @@ def _write_and_publish(
             started,
         )
         atomic_write_json(stage / EVIDENCE_FILE, evidence)
-        if store is None or name is None:
-            publish_folder(stage, out_dir, replace=replace)
-        else:
-            with store.transaction():
-                register_checkpoint(
-                    store,
-                    name,
-                    "soup",
-                    list(parents),
-                    alpha=alpha,
-                    path=str(out_dir.resolve()),
-                    evidence=evidence,
-                )
-                publish_folder(stage, out_dir, replace=replace)
-                publish_point(f"commit checkpoint {name}")
+        publish_bundle(
+            store,
+            stage,
+            out_dir,
+            replace,
+            None
+            if name is None
+            else lambda: register_checkpoint(
+                store,
+                name,
+                "soup",
+                list(parents),
+                alpha=alpha,
+                path=str(out_dir.resolve()),
+                evidence=evidence,
+            ),
+        )
     return evidence
 
 

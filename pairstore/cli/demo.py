@@ -48,6 +48,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import click
 import pyarrow as pa
@@ -55,8 +56,8 @@ import pyarrow.parquet as pq
 from tqdm import tqdm
 
 import pairstore
-from audits.compare import paired_flips
-from audits.decontam import decontam
+from audits.compare import PairedFlips, paired_flips
+from audits.decontam import decontam, load_benchmark
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths
 from audits.loop_table import loop_table
@@ -69,11 +70,14 @@ from miners.registry import run_miner
 from pairstore.errors import GateRefused, PairstoreError
 from pairstore.export.attach import attach_round
 from pairstore.export.run import export_round
+from pairstore.holdout.ngrams import register_benchmark
 from pairstore.holdout.sets import sample_holdout
 from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.compliance import import_compliance
 from pairstore.ingest.generations import ingest_generations
 from pairstore.ingest.judgments import ingest_judgments
 from pairstore.ingest.problems import ingest_problems
+from pairstore.ingest.ultrafeedback import import_ultrafeedback
 from pairstore.keys import seeded_rank
 from pairstore.rounds.checkpoints import register_checkpoint
 from pairstore.rounds.recipes import add_round, load_shipped_recipes
@@ -295,11 +299,9 @@ def _ingest(store, step) -> None:
     g = ingest_problems(store, "gsm8k", path=sample_file("gsm8k-train.jsonl"))
     m = ingest_problems(store, "math", path=sample_file("math-train.jsonl"))
     step("ingest problems", f"{g.added} GSM8K-format and {m.added} MATH-format train problems")
-    uf = run_miner(
-        store, "ultrafeedback", path=str(sample_file("ultrafeedback-train_prefs.jsonl")), seed=DEMO_SEED
-    )
-    comp = run_miner(store, "compliance", path=str(sample_file("compliance-pairs.jsonl")))
-    sft = run_miner(store, "compliance", path=str(sample_file("compliance-sft.jsonl")))
+    uf = import_ultrafeedback(store, path=str(sample_file("ultrafeedback-train_prefs.jsonl")), seed=DEMO_SEED)
+    comp = import_compliance(store, path=str(sample_file("compliance-pairs.jsonl")))
+    sft = import_compliance(store, path=str(sample_file("compliance-sft.jsonl")))
     step(
         "import pairs",
         f"UltraFeedback-format {uf.kept}, compliance pairs {comp.kept}, compliance NLL rows {sft.kept}",
@@ -339,10 +341,10 @@ def _simulated_generations(store, out_dir: Path, step) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for r in records:
             f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    r = ingest_generations(store, path, model=INCUMBENT)
+    ingested = ingest_generations(store, path, model=INCUMBENT)
     step(
         "ingest generations",
-        f"{r.added} simulated outputs on the GSM8K- and MATH-format problems "
+        f"{ingested.added} simulated outputs on the GSM8K- and MATH-format problems "
         f"(4 per problem: the tiny incumbent cannot read word problems)",
     )
 
@@ -380,7 +382,7 @@ def _attach_history(store, out_dir: Path, step) -> None:
 
 def _mine(store, step) -> None:
 
-    runs = [
+    runs: list[tuple[str, dict[str, Any]]] = [
         ("battle", {}),
         ("self_repair", {"model": INCUMBENT, "dataset": "gsm8k", "pairs_per_problem": 2, "seed": DEMO_SEED}),
         ("self_repair", {"model": INCUMBENT, "dataset": "math", "pairs_per_problem": 2, "seed": DEMO_SEED}),
@@ -459,7 +461,9 @@ def _audits(store, step) -> None:
         f"all in {', '.join(Path(f['path']).name for f in files) or 'no file'}",
     )
     for bench, fname in (("gsm8k-test", "gsm8k-test.jsonl"), ("math-test", "math-test.jsonl")):
-        r = decontam(store, bench, sample_file(fname), register=True)
+        items = load_benchmark(sample_file(fname))
+        register_benchmark(store, bench, [(it.item_id, it.text) for it in items])
+        r = decontam(store, bench, items, registered=True)
         step(
             f"audit decontam {bench}",
             f"{r.contaminated_rows} of {r.training_rows} training rows share a "
@@ -600,7 +604,7 @@ class DemoNumbers:
     """What the README says about a demo run, read from its store."""
 
     accuracy: dict[str, tuple[int, int]]  # model -> (right, items) on SUITE, in SOUP_LABELS order
-    flips: object  # audits.compare.paired_flips of sm11a against the incumbent on SUITE
+    flips: PairedFlips  # sm11a against the incumbent on SUITE
     rows_by_source: dict[str, int]  # the m11a export
     steps: int  # what the adapter's training evidence says ran
     empty: dict[str, int]  # model -> empty answers on LOOP_SUITE

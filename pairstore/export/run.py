@@ -26,18 +26,20 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.export.evidence import evidence_name, export_evidence
 from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
-from pairstore.export.plan import plan_mixture
+from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import record_export
 from pairstore.export.writer import write_mixture_file
-from pairstore.files import fsync_dir, fsync_file, publish_point, temp_path, write_failure
+from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
@@ -113,6 +115,16 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     return out_real, finals, evidence_path
 
 
+def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
+    """An upper bound of the export's bytes: its texts as stored, every copy (parquet's compression only
+    makes the files smaller), plus room for the evidence."""
+    raw = con.execute(
+        "SELECT coalesce(sum((strlen(p.prompt::VARCHAR) + strlen(p.chosen) "
+        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
+    ).fetchall()[0][0]
+    return int(raw) + (1 << 20)
+
+
 def _check_writable(out: Path) -> None:
     """The folder `out`, or the nearest folder above it that exists, can take new files."""
     probe = out.absolute()
@@ -147,20 +159,23 @@ def export_round(
     con = store.con
     memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+    plan_scope = ExitStack()  # the planned mixture lives until the export is done, whatever happens
     try:
-        plans = plan_mixture(store, recipe)
-        if not con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]:
+        mix = plan_scope.enter_context(planned_mixture(store, recipe))
+        plans = mix.blocks
+        if not mix.entries():
             raise BadInput(
                 f"round {name!r}: the mixture selects no pairs "
                 f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
                 field="mix",
             )
-        gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
+        gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
         try:
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
             raise write_failure(out, e) from None
-        kinds_present = {k for (k,) in con.execute("SELECT DISTINCT kind FROM _mix").fetchall()}
+        check_free_space(out_real, _size_estimate(con, mix.table), what=f"the export of {name}")
+        kinds_present = mix.kinds()
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
         every_file = [finals["dpo"], finals["sft"], evidence_path]
         result.notes = recover_interrupted(store, out_real, every_file)
@@ -175,7 +190,7 @@ def export_round(
                 if kind not in kinds_present:
                     continue
                 tmp = temps[kind] = temp_path(finals[kind])
-                rows, chash, counts = write_mixture_file(store, tmp, kind, len(plans), system_prompt)
+                rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n
@@ -236,6 +251,7 @@ def export_round(
                         evidence_path=result.evidence_path,
                         evidence_sha256=evidence_sha,
                         exempted=exempted,
+                        mixture=mix,
                         supersede=result.superseded,
                     )
                     for final in every_file:
@@ -260,6 +276,7 @@ def export_round(
                 for final, old in aside.items():
                     os.replace(old, final)
                 raise
+            publish_point(f"remove what export {name} replaced")  # committed: the new state from here
             for old in aside.values():
                 old.unlink(missing_ok=True)
         except OSError as e:
@@ -271,5 +288,5 @@ def export_round(
                 tmp.unlink(missing_ok=True)
         return result
     finally:
-        con.execute("DROP TABLE IF EXISTS _mix")
+        plan_scope.close()
         con.execute(f"SET memory_limit = '{memory_limit}'")

@@ -154,5 +154,5 @@ def describe(stage: dict) -> str:
         f"{stage['max_steps']} steps" if stage.get("max_steps") else None,
         f"lr {stage['learning_rate']:g}" if stage.get("learning_rate") else None,
     ]
-    details = [d for d in details if d]
-    return text + (f" ({', '.join(details)})" if details else "")
+    shown = [d for d in details if d]
+    return text + (f" ({', '.join(shown)})" if shown else "")

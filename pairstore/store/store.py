@@ -18,6 +18,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -111,6 +112,13 @@ class Store:
         self.close()
 
 
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """The one value a query returns (a query with no row is a bug here: these always return one)."""
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
         return duckdb.connect(path, read_only=read_only)
@@ -132,7 +140,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("""CREATE TABLE IF NOT EXISTS schema_version (
         version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,
         applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""")
-    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    current = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_version")
     if current > SCHEMA_VERSION:
         raise PairstoreError(
             f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore"
