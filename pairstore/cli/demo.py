@@ -610,7 +610,7 @@ class DemoNumbers:
     empty: dict[str, int]  # model -> empty answers on LOOP_SUITE
     loop_flagged: int  # outputs flagged as loops over every model and suite
     judge: dict[str, int]  # winner -> battles
-    run_sha256: str  # SHA-256 over every per-item eval result: equal only for the same outcome
+    run_sha256: str | None  # SHA-256 over every per-item eval result: equal only for the same outcome
 
 
 def demo_numbers(store) -> DemoNumbers:
@@ -665,9 +665,13 @@ def readme_block(numbers: DemoNumbers) -> str:
     items = next(iter(n.accuracy.values()))[1]
     lines = [
         README_START,
-        f"<!-- run {n.run_sha256[:16]}: the SHA-256 of every per-item result this text was written from -->",
+        (
+            f"<!-- run {n.run_sha256[:16]}: the SHA-256 of every per-item result this text was written from -->"
+            if n.run_sha256
+            else "<!-- run not recorded: figures of an earlier run; `make readme-demo` rewrites them -->"
+        ),
         "",
-        f"In this run {n.rows_by_source.get('loopfix', 0)} loop-fix pairs (the computed gold answer chosen, "
+        f"In the demo run these figures come from, {n.rows_by_source.get('loopfix', 0)} loop-fix pairs (the computed gold answer chosen, "
         f"the model's own wrong answer rejected) and {n.rows_by_source.get('battle', 0)} battle pairs went "
         f"through the holdout gate into round `m11a`; {n.steps} steps of DPO+NLL LoRA trained on them.",
         "",
