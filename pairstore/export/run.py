@@ -42,7 +42,7 @@ from pairstore.files import fsync_dir, fsync_file, publish_point, temp_path, wri
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
-from pairstore.rounds.recipes import NAME_RE, Recipe, get_round
+from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
 
 # DuckDB's buffer memory while exporting (it spills to disk beyond this): with the arrow chunks on the
 # Python side the export stays well under 1.5 GB whatever the size of the store.
@@ -64,7 +64,7 @@ class ExportResult:
 
 
 def resolve_system_prompt(
-    store, recipe: Recipe, *, bundle=None, system_prompt_file=None
+    store, recipe: DpoRecipe, *, bundle=None, system_prompt_file=None
 ) -> tuple[str | None, str]:
     """(system prompt or None, where it came from)."""
     sp = recipe.system_prompt
@@ -134,7 +134,7 @@ def export_round(
     recipe = get_round(store, name)
     if not NAME_RE.fullmatch(recipe.name):
         raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
-    if recipe.kind != "dpo":
+    if not isinstance(recipe, DpoRecipe):
         raise BadInput(f"round {name!r} is a {recipe.kind}: it has no mixture to export", field="round")
     system_prompt, sp_from = resolve_system_prompt(
         store, recipe, bundle=bundle, system_prompt_file=system_prompt_file
