@@ -213,8 +213,8 @@ t0 = time.perf_counter()
 r = export.export_round(store, "bench", sys.argv[2])
 total = time.perf_counter() - t0
 store.close()
-print(json.dumps({"rows": r.files["dpo"]["rows"], "sha256": r.files["dpo"]["sha256"],
-                  "pairs_checked": r.gate["pairs_checked"], "fuzzy_scored": r.gate["fuzzy_pairs_scored"],
+print(json.dumps({"rows": r.files["dpo"].rows, "sha256": r.files["dpo"].sha256,
+                  "pairs_checked": r.gate.pairs_checked, "fuzzy_scored": r.gate.fuzzy_pairs_scored,
                   "gate_s": gate_s[0], "export_s": total, "rss_after_gate_mb": gate_rss[0], "rss_mb": peak_rss_mb()}))
 """
 )

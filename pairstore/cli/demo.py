@@ -410,11 +410,11 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
             f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, nothing written",
         )
     exp = export_round(store, "m11a", mix)
-    rows = sum(f["rows"] for f in exp.files.values())
+    rows = sum(f.rows for f in exp.files.values())
     step(
         "export m11a",
         f"{rows} rows through the gate ({_counts(exp.rows_by_source)}) -> "
-        f"{Path(exp.files['dpo']['path']).name}, sha256 {exp.files['dpo']['sha256'][:12]}…",
+        f"{Path(exp.files['dpo'].path).name}, sha256 {exp.files['dpo'].sha256[:12]}…",
     )
 
 

@@ -10,11 +10,14 @@ exemption it honoured, the row order, the writer settings and the library versio
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import duckdb
 import pyarrow as pa
 import rapidfuzz
 
 from pairstore import __version__
+from pairstore.export.registry import ExportedFile
 from pairstore.export.writer import COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_ROWS
 from pairstore.keys import sha256_text
 from pairstore.rounds.recipes import Recipe
@@ -42,7 +45,7 @@ def library_versions(store) -> dict:
 def export_evidence(
     store,
     recipe: Recipe,
-    files: dict,
+    files: dict[str, ExportedFile],
     *,
     file_names: dict,
     blocks: list[dict],
@@ -52,10 +55,10 @@ def export_evidence(
     system_prompt: str | None,
     system_prompt_from: str,
 ) -> dict:
-    """The evidence dict of one export. `files`: kind ("dpo"/"sft") -> {"sha256", "rows", "content_hash"};
+    """The evidence dict of one export. `files`: kind ("dpo"/"sft") -> the file written;
     `file_names`: kind -> the file's name."""
-    dpo = files.get("dpo", {})
-    sft = files.get("sft")
+    dpo = asdict(files["dpo"]) if "dpo" in files else {}
+    sft = asdict(files["sft"]) if "sft" in files else None
     return {
         "round": recipe.name,
         "kind": recipe.kind,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -43,10 +44,20 @@ def active_at(store, paths: list[str]) -> list[dict]:
     )
 
 
+@dataclass(frozen=True)
+class ExportedFile:
+    """One parquet file an export wrote: its final path, bytes, rows and the writer-independent content hash."""
+
+    path: str
+    sha256: str
+    rows: int
+    content_hash: str
+
+
 def record_export(
     store,
     round_name: str,
-    files: dict,
+    files: dict[str, ExportedFile],
     evidence: dict,
     *,
     evidence_path: str,
@@ -63,7 +74,7 @@ def record_export(
     ids = []
     with store.transaction():
         for kind, info in files.items():
-            eid = export_id("export", round_name, info["path"], info["sha256"])
+            eid = export_id("export", round_name, info.path, info.sha256)
             ids.append(eid)
             row = store.one("SELECT evidence_sha256, superseded_at FROM exports WHERE export_id = ?", [eid])
             if row is not None:
@@ -88,10 +99,10 @@ def record_export(
                 [
                     eid,
                     round_name,
-                    info["path"],
-                    info["sha256"],
-                    info["rows"],
-                    info["content_hash"],
+                    info.path,
+                    info.sha256,
+                    info.rows,
+                    info.content_hash,
                     json.dumps(evidence, sort_keys=True, ensure_ascii=False),
                     evidence_path,
                     evidence_sha256,
