@@ -11,6 +11,7 @@ exemption it honoured, the row order, the writer settings and the library versio
 from __future__ import annotations
 
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
 import duckdb
 import pyarrow as pa
@@ -22,6 +23,9 @@ from pairstore.export.writer import COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_RO
 from pairstore.keys import sha256_text
 from pairstore.rounds.recipes import Recipe
 
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
+
 EVIDENCE_SUFFIX = ".training_evidence.json"
 ROW_ORDER = (
     "blocks in recipe order; within a block pairs in store order (pairs.rowid); copies of a pair adjacent"
@@ -32,7 +36,7 @@ def evidence_name(round_name: str) -> str:
     return f"{round_name}{EVIDENCE_SUFFIX}"
 
 
-def library_versions(store) -> dict:
+def library_versions(store: Store) -> dict:
     return {
         "pairstore": __version__,
         "duckdb": duckdb.__version__,
@@ -43,7 +47,7 @@ def library_versions(store) -> dict:
 
 
 def export_evidence(
-    store,
+    store: Store,
     recipe: Recipe,
     files: dict[str, ExportedFile],
     *,

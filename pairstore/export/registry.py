@@ -25,6 +25,7 @@ from pairstore.keys import xxh128
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
+    from pairstore.store.store import Store
 
 
 def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
@@ -32,7 +33,7 @@ def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
     return xxh128(f"{kind}\0{round_name}\0{path}\0{sha}")[:20]
 
 
-def active_at(store, paths: list[str]) -> list[dict]:
+def active_at(store: Store, paths: list[str]) -> list[dict]:
     """Registrations not superseded whose file or evidence file is one of `paths`."""
     return store.rows(
         """
@@ -55,7 +56,7 @@ class ExportedFile:
 
 
 def record_export(
-    store,
+    store: Store,
     round_name: str,
     files: dict[str, ExportedFile],
     evidence: dict,
@@ -142,7 +143,7 @@ def attached_id(round_name: str, sha: str) -> str:
 
 
 def record_attached(
-    store,
+    store: Store,
     round_name: str,
     *,
     path: str,
@@ -175,7 +176,7 @@ def record_attached(
     return eid
 
 
-def registered_mixtures(store) -> list[dict]:
+def registered_mixtures(store: Store) -> list[dict]:
     """Every registered mixture (exports, attached history, superseded ones included), oldest first."""
     return store.rows(
         "SELECT export_id, round, kind, path, sha256, rows, evidence_path, evidence_sha256, "
@@ -183,7 +184,7 @@ def registered_mixtures(store) -> list[dict]:
     )
 
 
-def rows_of_export(store, export_id: str) -> list[PairRow]:
+def rows_of_export(store: Store, export_id: str) -> list[PairRow]:
     """The rows of a registered file as the store records them (for when the file itself is gone)."""
     found = store.con.execute(
         """

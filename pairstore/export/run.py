@@ -29,7 +29,7 @@ from collections import Counter
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -44,6 +44,9 @@ from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 # DuckDB's buffer memory while exporting (it spills to disk beyond this): with the arrow chunks on the
 # Python side the export stays well under 1.5 GB whatever the size of the store.
@@ -83,7 +86,7 @@ class ExportResult:
 
 
 def resolve_system_prompt(
-    store, recipe: DpoRecipe, *, bundle=None, system_prompt_file=None
+    store: Store, recipe: DpoRecipe, *, bundle=None, system_prompt_file=None
 ) -> tuple[str | None, str]:
     """(system prompt or None, where it came from)."""
     sp = recipe.system_prompt
@@ -145,7 +148,7 @@ def _check_writable(out: Path) -> None:
 
 
 def export_round(
-    store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
+    store: Store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
 ) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 

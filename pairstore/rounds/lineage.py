@@ -12,8 +12,12 @@ from elsewhere) with their rows and SHA-256.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pairstore.errors import NotFound
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 
 def _stage(row: dict, exports: list[dict]) -> dict:
@@ -45,7 +49,7 @@ def _stage(row: dict, exports: list[dict]) -> dict:
     }
 
 
-def lineage(store, name: str) -> list[dict]:
+def lineage(store: Store, name: str) -> list[dict]:
     """Stages from the base model to `name`, parents first. Raises NotFound for an unknown round
     or an ancestor whose recipe is not registered."""
     rounds = {

@@ -590,7 +590,7 @@ def known_sources() -> tuple[str, ...]:
     return tuple(declared_sources())
 
 
-def store_sources(store) -> tuple[str, ...]:
+def store_sources(store: Store) -> tuple[str, ...]:
     """known_sources() plus every source present in the store's pairs."""
     present = [r[0] for r in store.con.execute("SELECT DISTINCT source FROM pairs").fetchall()]
     return tuple(sorted(set(known_sources()) | set(present)))
@@ -700,14 +700,14 @@ def _insert_round(store: Store, recipe: Recipe, path: Path, text: str) -> None:
     )
 
 
-def get_round(store, name: str) -> Recipe:
+def get_round(store: Store, name: str) -> Recipe:
     row = store.one("SELECT recipe, recipe_sha256 FROM rounds WHERE name = ?", [name])
     if row is None:
         raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
     return recipe_from_json(json.loads(row[0]), sha256=row[1])
 
 
-def list_rounds(store) -> list[dict]:
+def list_rounds(store: Store) -> list[dict]:
     return store.rows("""
         SELECT r.name, r.kind, array_to_string(r.parents, ',') AS parents, r.alpha, r.job_id,
                (SELECT count(*) FROM exports e WHERE e.round = r.name) AS exports,
@@ -715,7 +715,7 @@ def list_rounds(store) -> list[dict]:
         FROM rounds r ORDER BY r.added_at, r.name""")
 
 
-def show_round(store, name: str) -> dict:
+def show_round(store: Store, name: str) -> dict:
     """The stored recipe JSON plus its SHA-256, TOML text and registered mixtures."""
     row = store.one("SELECT recipe, recipe_sha256, recipe_toml, added_at FROM rounds WHERE name = ?", [name])
     if row is None:
