@@ -298,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         sec, goals = section(name, rows, m, args.show, per_tag=name != "verify_corpus.jsonl")
         lines += sec + [""]
         summary.append((name, goals))
-    lines += ["### Goals (issue 14)", ""]
+    lines += ["### Goals", ""]
     for name, g in summary:
         if name == "verify_corpus.jsonl":
             lines.append(f"- `{name}`: 100% agreement {'met' if g['perfect'] else 'NOT met'}.")

@@ -300,7 +300,7 @@ def test_matching_api_on_candidate_rows(gated):
     assert find_holdout_hits(gated, candidate_table(rows), set_name="other") == []
 
 
-# -- the incident (issue 4, part b) -----------------------------------------------------------------
+# -- the incident (13 of 34 held-out battles) --------------------------------------------------------
 
 VOCAB = (
     "river mountain budget recipe violin python kernel garden tax poem orbit glacier novel engine protein "

@@ -1,4 +1,4 @@
-"""Ingest: every bad input of issue 2 gets one line naming file/line/field, and nothing is written."""
+"""Ingest: every bad input gets one line naming file/line/field, and nothing is written."""
 
 from __future__ import annotations
 
