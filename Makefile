@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast lint typecheck setup clean
+.PHONY: demo test test-fast lint typecheck setup clean readme-demo
 
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
@@ -21,6 +21,10 @@ setup: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/pairstore demo demo-run
+
+# Run the demo into demo-run/ and write its numbers into README.md's demo section (scripts/readme_demo.py).
+readme-demo: $(STAMP)
+	$(OFFLINE) $(BIN)/python scripts/readme_demo.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

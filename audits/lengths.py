@@ -208,8 +208,17 @@ def latest_exports(store) -> list[dict]:
         ORDER BY r.added_at, r.name, e.path""")
 
 
-def audit_lengths(store, *, counter: Counter | None = None, rounds: list[str] | None = None) -> LengthReport:
-    """Lengths and truncation per round with a registered mixture (one round, some, or all)."""
+def audit_lengths(
+    store,
+    *,
+    counter: Counter | None = None,
+    rounds: list[str] | None = None,
+    max_lengths: dict[str, int] | None = None,
+) -> LengthReport:
+    """Lengths and truncation per round with a registered mixture (one round, some, or all).
+
+    `max_lengths` (round -> tokens) replaces the recipe's train.max_length, e.g. with what a training run
+    of the round actually used (its training_evidence.json)."""
     counter = counter or make_counter()
     found = latest_exports(store)
     if rounds:
@@ -220,7 +229,7 @@ def audit_lengths(store, *, counter: Counter | None = None, rounds: list[str] | 
     report = LengthReport(counter.name, [])
     for f in found:
         src, (prompts, chosen, rejected) = _round_texts(store, f["export_id"], f["path"])
-        max_length = _recipe_max_length(f["recipe"])
+        max_length = (max_lengths or {}).get(f["name"]) or _recipe_max_length(f["recipe"])
         if max_length is None:
             report.notes.append(
                 f"{f['name']} ({Path(f['path']).name}): recipe has no train.max_length; "

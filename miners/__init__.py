@@ -11,5 +11,6 @@ the registry finds the module, `pairstore mine` builds its command. Datasets imp
 (UltraFeedback, compliance pairs) are ingests: pairstore.ingest.ultrafeedback and .compliance.
 
 Text patterns (identity claims, hedging tails, final-answer lines) live in
-miners.patterns; the answer verifier in miners.verify.
+miners.patterns; the answer verifier in miners.verify (correct, wrong or unknown:
+miners turn only the definite verdicts into pairs, and count the unknowns by reason).
 """

@@ -15,11 +15,16 @@ Per problem (samples with the same text count once; all their generation
 ids become origins):
 - chosen candidates: verified correct and not flagged by the scanner (a
   correct answer that loops is never chosen);
-- rejected candidates: verified wrong;
+- rejected candidates: verified wrong (a definite verdict: a committed answer
+  compared unequal, or an empty, looped or truncated output);
+- `unknown` samples (the verifier cannot tell: no answer found, verifiers
+  disagree, comparison undecided, ...) are never either side: each is dropped
+  and counted as 'unknown: <reason>';
 - with both: up to `pairs_per_problem` pairs (source 'self_repair'), picked in
   a seeded order (xxh3 of seed, problem, text) that spreads the picks over
   distinct wrong answers first, then distinct correct ones;
-- with wrong answers but no usable correct one: the reference solution,
+- with wrong answers but no usable correct one, and at least one definite
+  verdict among the samples: the reference solution,
   rewritten into the model's answer style (miners.patterns:
   GSM8K calculator marks removed and `#### 72` -> `Final answer: 72`; MATH
   solution + `Final answer: <gold>`), is chosen against up to
@@ -34,9 +39,11 @@ calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
 
 Dropped, by reason (per problem unless said): 'holdout' (the problem is an
 active holdout member or its match key is held out), 'no wrong answer',
-'no correct answer' (only with gold_repair=False), plus add_pairs' 'empty
-side', 'identical sides', 'duplicate' (per pair). `stats` counts problems,
-generations, correct, wrong and 'correct but flagged'.
+'no correct answer' (only with gold_repair=False), 'every sample unknown' (no
+pair at all, not even a gold repair), 'unknown: <reason>' (per generation),
+plus add_pairs' 'empty side', 'identical sides', 'duplicate' (per pair).
+`stats` counts problems, generations, correct, wrong, unknown and 'correct but
+flagged'.
 Origins: ('problem', problem_id, rule) and ('generation', gen_id, rule) for
 each sample on either side.
 """
@@ -47,7 +54,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
-from miners.judge import OutputJudge, write_judged_pairs
+from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
 from miners.patterns import solution_in_answer_style
 from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
@@ -161,9 +168,15 @@ def mine_self_repair(store, options: SelfRepairOptions) -> MineResult:
                     result.stats["correct but flagged"] += 1
                 else:
                     good.append(s)
-            else:
+            elif j.wrong:
                 result.stats["wrong"] += 1
                 bad.append(s)
+            else:  # unknown: never a label, on either side
+                result.stats["unknown"] += 1
+                result.dropped[unknown_reason(j)] += 1
+        if not good and not bad and all(judged[s["gen_id"]].unknown for s in samples):
+            result.dropped["every sample unknown"] += 1
+            continue
         if not bad:
             result.dropped["no wrong answer"] += 1
             continue

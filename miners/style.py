@@ -140,9 +140,14 @@ def _from_generations(store, result: MineResult, model: str | None, holdout: Hol
             result.dropped[reason] += 1
             continue
         assert fixed is not None  # style_fix gives a fixed text or a reason
-        if g["gold"] is not None and not judge.verdict(g["output"], g["gold"], kind)[1]:
-            result.dropped["wrong answer"] += 1
-            continue
+        if g["gold"] is not None:
+            verdict = judge.verdict(g["output"], g["gold"], kind)
+            if verdict.label == "wrong":
+                result.dropped["wrong answer"] += 1
+                continue
+            if verdict.label == "unknown":  # a style fix is chosen only over an answer known correct
+                result.dropped[f"unknown: {verdict.reason}"] += 1
+                continue
         if judge.scan(g["output"]).flagged:
             result.dropped["looped"] += 1
             continue

@@ -29,9 +29,10 @@ import pyarrow.parquet as pq
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import canonical_messages, sha256_file
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
 from pairstore.store.store import open_store
-from train.bundle import EVIDENCE_FILE, make_portable, tokenizer_fingerprint
+from train.bundle import EVIDENCE_FILE, make_portable
+from train.bundle_identity import tokenizer_identity
 from train.dpo_job import JOB_FILE, TrainingJob, prepare_job, verify_mixture
 from train.launch import run_accelerate
 from train.serving import load_model, load_serving
@@ -115,7 +116,7 @@ def run_job(job: TrainingJob) -> dict:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback, set_seed
     from trl import DPOConfig, DPOTrainer
 
     for mixture in (job.mixture, job.sft_mixture):
@@ -200,6 +201,9 @@ def run_job(job: TrainingJob) -> dict:
                 history.append(dict(logs, step=state.global_step))
 
     history = logs
+    # TRL wraps the model in the LoRA adapter before the Trainer seeds: without this the adapter's random
+    # init would take whatever state the process's generator was left in by what ran before.
+    set_seed(job.seed)
     trainer = DPOTrainer(
         model=model,
         args=args,
@@ -237,7 +241,7 @@ def run_job(job: TrainingJob) -> dict:
         "base": {
             "path": job.base_bundle,
             "name": job.base_name,
-            "tokenizer_fingerprint": tokenizer_fingerprint(job.base_bundle),
+            "tokenizer_fingerprint": tokenizer_identity(job.base_bundle).sha256,
         },
         "served_format": {
             "end_of_turn": serving.end_of_turn,
@@ -333,6 +337,7 @@ def register_adapter(
 ) -> DpoResult:
 
     name = adapter_name or f"{job.round}-lora"
+    checkpoint_name_for(store, job.base_bundle, job.base_name)  # the base under the name trained from
     register_checkpoint(
         store,
         name,

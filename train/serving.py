@@ -91,6 +91,7 @@ def load_serving(bundle, *, trust_remote_code: bool = False, tokenizer=None) -> 
     bundle = Path(bundle)
     if not bundle.is_dir():
         raise BadInput("bundle folder does not exist", path=str(bundle))
+    check_bundle(bundle, trust_remote_code=trust_remote_code)  # before any file of it is parsed by a library
     tok = tokenizer if tokenizer is not None else load_tokenizer(bundle, trust_remote_code=trust_remote_code)
     vocab = len(tok)
 

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import duckdb
 import pyarrow as pa
 
 from pairstore.errors import BadInput
@@ -39,7 +40,7 @@ from pairstore.export.overwrites import leftovers, recover_interrupted, replacem
 from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import ExportedFile, record_export
 from pairstore.export.writer import write_mixture_file
-from pairstore.files import fsync_dir, fsync_file, publish_point, temp_path, write_failure
+from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
@@ -136,6 +137,16 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     return out_real, finals, evidence_path
 
 
+def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
+    """An upper bound of the export's bytes: its texts as stored, every copy (parquet's compression only
+    makes the files smaller), plus room for the evidence."""
+    raw = con.execute(
+        "SELECT coalesce(sum((strlen(p.prompt::VARCHAR) + strlen(p.chosen) "
+        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
+    ).fetchall()[0][0]
+    return int(raw) + (1 << 20)
+
+
 def _check_writable(out: Path) -> None:
     """The folder `out`, or the nearest folder above it that exists, can take new files."""
     probe = out.absolute()
@@ -185,6 +196,7 @@ def export_round(
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
             raise write_failure(out, e) from None
+        check_free_space(out_real, _size_estimate(con, mix.table), what=f"the export of {name}")
         kinds_present = mix.kinds()
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
         every_file = [finals["dpo"], finals["sft"], evidence_path]
@@ -279,6 +291,7 @@ def export_round(
                 for final, old in aside.items():
                     os.replace(old, final)
                 raise
+            publish_point(f"remove what export {name} replaced")  # committed: the new state from here
             for old in aside.values():
                 old.unlink(missing_ok=True)
         except OSError as e:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import builtins
 import csv
 import json
+import math
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -34,6 +35,9 @@ FORMATS = {".parquet": "parquet", ".csv": "csv", ".arrow": "arrow", **{s: "jsonl
 # Records nest a few levels (messages, moderation objects); anything deeper is not a record.
 MAX_DEPTH = 64
 INT_BITS = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}  # INTEGER and BIGINT columns
+# The times a record may carry (voted_at, created_at, ...): anything outside is a broken clock or a typo.
+EARLIEST = datetime(1970, 1, 1)
+LATEST = datetime(2200, 1, 1)
 # A JSON escape of a UTF-16 surrogate: the only way a str from json.loads can hold one.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -90,9 +94,53 @@ def _too_deep(value) -> bool:
     return False
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _object(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):  # cheap: only an object with a repeated key pays for finding it
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return d
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if v in (math.inf, -math.inf):
+        raise _NotFinite(text)
+    return v
+
+
+def _not_a_number(token: str):
+    raise _NotFinite(token)
+
+
+def loads_record(text: str):
+    """json.loads, refusing a key twice in one object (readers disagree on which wins) and numbers that are
+    not finite (NaN, Infinity, 1e400). Raises json.JSONDecodeError, _DuplicateKey or _NotFinite."""
+    return json.loads(
+        text, object_pairs_hook=_object, parse_float=_finite_float, parse_constant=_not_a_number
+    )
+
+
 def _parse_json_line(raw: bytes, line: str, path: Path, lineno: int):
     try:
-        rec = json.loads(line)
+        rec = loads_record(line)
+    except _DuplicateKey as e:
+        raise BadInput(
+            "a key appears twice in one JSON object", path=str(path), line=lineno, field=str(e)
+        ) from None
+    except _NotFinite as e:
+        raise BadInput(f"{e} is not a finite number", path=str(path), line=lineno) from None
     except json.JSONDecodeError as e:
         hint = " (truncated last line?)" if not raw.endswith(b"\n") else ""
         raise BadInput(
@@ -121,7 +169,8 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             try:
-                line = raw.decode("utf-8")
+                # One BOM rule for every format: a BOM at the very start of the file is dropped.
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 raise BadInput(
                     f"bytes that are not UTF-8 at byte {e.start} of the line", path=str(path), line=lineno
@@ -141,7 +190,17 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
 
 def _batches_to_rows(path: Path, batches) -> Iterator[tuple[int, dict]]:
     row = 0
-    for batch in batches:
+    batches = iter(batches)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except Exception as e:  # a damaged data page: pyarrow raises OSError, ArrowInvalid, ...
+            raise BadInput(
+                f"damaged data after row {row} ({(str(e).splitlines() or [type(e).__name__])[0]})",
+                path=str(path),
+            ) from None
         try:
             rows = batch.to_pylist()
         except UnicodeDecodeError as e:
@@ -313,7 +372,13 @@ class Fields:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(name, f"expected a number, got {type(v).__name__}")
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:
+            f = math.inf
+        if not math.isfinite(f):
+            raise self.error(name, f"expected a finite number, got {v!r}")
+        return f
 
     @overload
     def bool(self, name: builtins.str, *, default: builtins.bool = ...) -> builtins.bool: ...
@@ -332,16 +397,27 @@ class Fields:
         if v is None:
             return None
         if isinstance(v, datetime):
-            return v.replace(tzinfo=None) if v.tzinfo is None else v.astimezone().replace(tzinfo=None)
+            return self._in_range(name, v, str(v))
         if not isinstance(v, str):
             raise self.error(name, f"expected an ISO 8601 time, got {type(v).__name__}")
         try:
             t = datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
             raise self.error(name, f"not an ISO 8601 time: {v!r}") from None
-        # Stored as naive UTC.
-        if t.tzinfo is not None:
-            t = t.astimezone(UTC).replace(tzinfo=None)
+        return self._in_range(name, t, v)
+
+    def _in_range(self, name: builtins.str, given: datetime, shown: object) -> datetime:
+        # Stored as naive UTC; a time near year 1 or 9999 with an offset has no UTC datetime at all.
+        t: datetime | None = given
+        try:
+            if given.tzinfo is not None:
+                t = given.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            t = None
+        if t is None or not EARLIEST <= t < LATEST:
+            raise self.error(
+                name, f"time {shown!r} is out of range ({EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d}, UTC)"
+            )
         return t
 
     @overload

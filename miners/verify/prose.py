@@ -1,6 +1,6 @@
-"""Reading a value out of prose, for miners.answer_extract: number words, sentences, concluding lines.
+"""Reading a value out of prose, for miners.verify.extract: number words, sentences, concluding lines.
 
-    from miners.answer_prose import prose_value, concluding
+    from miners.verify.prose import prose_value, concluding
     prose_value("Final Answer: The largest $n$ is 34. I hope it is correct.", "math")   # -> "34"
     prose_value("two hundred ninety-four dollars.", "gsm8k")                          # -> "294"
     concluding("... So she makes $18 every day at the market.", "gsm8k")              # -> "18"
@@ -72,6 +72,12 @@ _CUE_RE = re.compile(
     r"(?i)\b(?:therefore|thus|so|hence|in\s+total|altogether|in\s+conclusion|finally|total|answer|"
     r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*"
 )
+
+
+def number_word_runs(text: str) -> int:
+    """How many numbers text writes in words ("two hundred ninety-four dollars" is one; "a" and "one"
+    alone are words, not numbers)."""
+    return sum(m.group(0).lower() not in ("a", "one") for m in _WORD_RUN_RE.finditer(text))
 
 
 def _words_value(run: str, after: str) -> str | None:

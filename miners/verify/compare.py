@@ -1,6 +1,6 @@
 """Comparison for miners.verify: two canonical answers -> equal, not equal, or undecided.
 
-    from miners.answer_compare import value_verdict
+    from miners.verify.compare import value_verdict
     value_verdict("(5,2),(7,2)", "p=5,q=2;p=7,q=2", False, False, "math")   # -> True
     value_verdict("x>=5", "5<=x", False, False, "math")                     # -> True
     value_verdict("-x>-1", "x<1", False, False, "math")                     # -> True
@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from miners.answer_exact import (
+from miners.verify.brackets import walk
+from miners.verify.exact import (
     TooHard,
     Unsupported,
     constant_value,
@@ -33,7 +34,7 @@ from miners.answer_exact import (
     numeric_equal,
     parse_scalar,
 )
-from miners.answer_normalize import relation_parts, split_top, structure
+from miners.verify.normalize import relation_parts, split_top, structure
 
 _CHOICE_RE = re.compile(r"^(?:option|choice|answer)?\s*[({\[]?\s*([A-Ea-e])\s*[)}\]]?(?:[.:)\s]|$)")
 _BASE_RE = re.compile(r"^(\d+)_(\d+)$")
@@ -69,14 +70,10 @@ def _name_like(s: str) -> bool:
     s = s.strip()
     if not s or not _has_letters(s) or s[0].isdigit() or s[0] in "+-" or _FUNCTION_RE.search(s):
         return False  # \\cos(x) = 42/59 is an equation, not a label
-    depth, in_abs = 0, False
-    for c in s:
+    in_abs = False
+    for _i, c, depth in walk(s):
         if c == "|":
             in_abs = not in_abs
-        elif c in "([{\x01":
-            depth += 1
-        elif c in ")]}\x02":
-            depth -= 1
         elif depth == 0 and not in_abs and c in "+-":
             return False
     return True

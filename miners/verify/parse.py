@@ -1,6 +1,6 @@
-"""The parser of miners.answer_exact: a canonical answer string -> a small expression tree.
+"""The parser of miners.verify.exact: a canonical answer string -> a small expression tree.
 
-    from miners.answer_parse import parse_scalar
+    from miners.verify.parse import parse_scalar
     parse_scalar("2\\sqrt{x}+1")   # -> (('+', ('*', ('n', Fraction(2, 1)), ('sqrt', ('v', 'x'), None)), ('n', Fraction(1, 1))), ('x',))
 
 The grammar of final answers: numbers (exact Fractions), mixed numbers, repeating decimals, \\frac,

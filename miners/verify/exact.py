@@ -1,10 +1,10 @@
 """The exact evaluator of miners.verify: the usual final-answer grammar, evaluated without sympy.
 
-    from miners.answer_exact import numeric_equal
+    from miners.verify.exact import numeric_equal
     numeric_equal("\\frac{1}{\\sqrt{2}}", "\\frac{\\sqrt{2}}{2}", False, False)   # -> True
     numeric_equal("0.333", "\\frac{1}{3}", False, False)                          # -> False
 
-Reads canonical strings (miners.answer_normalize): integers, decimals, scientific notation,
+Reads canonical strings (miners.verify.normalize): integers, decimals, scientific notation,
 fractions and mixed numbers, repeating decimals, radicals, pi, e, i, powers, implicit products, n!,
 \\binom, \\log_b, \\ln, \\exp, \\sin/\\cos/\\tan with a clear argument, variables. Rational values
 compare exactly (Fraction); others within 1e-9 relative; expressions with variables at three fixed
@@ -23,7 +23,7 @@ import re
 from fractions import Fraction
 from typing import Any
 
-from miners.answer_parse import TRIG, TooHard, Unsupported, parse_scalar
+from miners.verify.parse import TRIG, TooHard, Unsupported, parse_scalar
 
 _MAX_FACTORIAL = 500
 _MAX_BINOM = 5000
