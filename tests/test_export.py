@@ -316,6 +316,7 @@ def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkey
     assert pq.ParquetFile(small.files["dpo"].path).metadata.num_row_groups == 8  # 39 rows / 5
 
 
+@pytest.mark.slow
 def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monkeypatch, dpo_recipe):
     """The fetch size (and so how DuckDB chunks what it hands over) must not change a byte: with answers
     long enough to fill several data pages per row group, chunk boundaries would move page boundaries."""
