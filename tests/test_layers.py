@@ -203,8 +203,8 @@ def test_the_writer_scan_reads_sql_strings(sql, table):
 
 # What a name that writes the store looks like in this project (the owners' functions).
 WRITER_NAME = re.compile(r"^(add|insert|register|record|write|log|ingest|import|attach|delete|remove)_")
-# Named like writers, but they do not write the store: the first adds the store's origin ids to rows held
-# in memory, the second turns a failed file write (of a report) into one line.
+# Named like writers, but they write nothing to the store: one adds the store's origin ids to rows held
+# in memory, the other builds the one-line error of a failed file write.
 READS_ONLY = {"pairstore.ingest.pair_files.add_store_origins", "pairstore.files.write_failure"}
 
 
