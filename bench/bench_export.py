@@ -57,7 +57,7 @@ TEMPLATES = [
     "Solve step by step, then state the result on its own line:",
     "Here is a short exercise. Work it out and answer with a single number:",
 ]
-# The datasets time the issue quotes for this mixture "on these machines" (issue 5), set beside ours.
+# The datasets time quoted for this mixture "on these machines" when the goal was set, set beside ours.
 ISSUE_DATASETS_S = 126
 HOLDOUT_WHERE = (
     "pair_id NOT IN (SELECT o.pair_id FROM pair_origins o JOIN holdout h ON h.item_id = o.origin_id "
@@ -213,8 +213,8 @@ t0 = time.perf_counter()
 r = export.export_round(store, "bench", sys.argv[2])
 total = time.perf_counter() - t0
 store.close()
-print(json.dumps({"rows": r.files["dpo"]["rows"], "sha256": r.files["dpo"]["sha256"],
-                  "pairs_checked": r.gate["pairs_checked"], "fuzzy_scored": r.gate["fuzzy_pairs_scored"],
+print(json.dumps({"rows": r.files["dpo"].rows, "sha256": r.files["dpo"].sha256,
+                  "pairs_checked": r.gate.pairs_checked, "fuzzy_scored": r.gate.fuzzy_pairs_scored,
                   "gate_s": gate_s[0], "export_s": total, "rss_after_gate_mb": gate_rss[0], "rss_mb": peak_rss_mb()}))
 """
 )
@@ -461,7 +461,7 @@ def main() -> None:
         f"| 3,000 eval prompts | {fuzzy['3000']['seconds']:.1f} | {fuzzy['3000']['scored']:,} | "
         f"{fuzzy['3000']['hits']} |",
         "",
-        f"Goals (issues 5 and 13): >= 5x faster than datasets ({'met' if hf and hf[0] / ours[0] >= 5 else 'NOT met'}), "
+        f"Goals: >= 5x faster than datasets ({'met' if hf and hf[0] / ours[0] >= 5 else 'NOT met'}), "
         f"peak memory < 1.5 GB ({'met' if ours[1] < 1536 else 'NOT met'}), fuzzy vs 34 < 60 s "
         f"({'met' if fuzzy['34']['seconds'] < 60 else 'NOT met'}), vs 3,000 < 300 s "
         f"({'met' if fuzzy['3000']['seconds'] < 300 else 'NOT met'}).",

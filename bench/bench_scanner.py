@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_scanner.py                    # ~6 MB, median of 5 runs -> bench/results/scanner.md
     .venv/bin/python bench/bench_scanner.py --mb 1 --runs 3    # a quicker look
 
-Goal (issue 3): audits.loops.scan at >= 30 MB/s on one core and no slower than
+Goal: audits.loops.scan at >= 30 MB/s on one core and no slower than
 the baseline, a plain `collections.Counter` over each text's word 6-grams
 (`text.split()`, flag at 12 occurrences, the model card's threshold).
 
@@ -406,7 +406,7 @@ def main(argv=None) -> int:
         return tp, fp, fn
 
     lines = [
-        "## Repetition scanner (issue 3)",
+        "## Repetition scanner",
         "",
         "Goal: `audits.loops` >= 30 MB/s on one core and no slower than a plain word-6-gram "
         "`collections.Counter` scan, on the same corpus in the same run.",

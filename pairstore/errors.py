@@ -41,6 +41,16 @@ class BadInput(PairstoreError):
         super().__init__(f"{': '.join([', '.join(where), message]) if where else message}")
 
 
+class BadInputs(BadInput):
+    """Several mistakes found at once (every mistake of a recipe file, say): one line each, in `problems`."""
+
+    def __init__(self, problems: list[BadInput]):
+        first = problems[0]
+        super().__init__(first.reason, path=first.path, line=first.line, field=first.field)
+        self.problems = list(problems)
+        self.args = (f"{len(problems)} mistakes:\n" + "\n".join(f"  {p}" for p in problems),)
+
+
 class NotFound(PairstoreError):
     """A named thing (round, holdout set, checkpoint, ...) does not exist."""
 

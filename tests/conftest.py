@@ -11,10 +11,11 @@ from pairstore.cli import cli
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
-# Session fixtures that take minutes to build (the demo runs the whole chain, training included): every
-# test that uses one, directly or through another fixture, is slow, and its limit covers building it
-# (the first test to ask for the fixture pays for it).
-SLOW_FIXTURES = {"demo_run": 900}
+# Fixtures of the slow tier: the demo (the whole chain, training included, minutes) and the tiny random
+# Llama (a model: what needs one loads, samples or trains it). Every test that uses one, directly or
+# through another fixture, is slow, and its limit covers building the fixture (the first test to ask for a
+# session fixture pays for it).
+SLOW_FIXTURES = {"demo_run": 900, "tiny": 300}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,4 +1,4 @@
-"""lm-evaluation-harness samples are held out (issue 13, item 2); every evidence file is hashed and a
+"""lm-evaluation-harness samples are held out; every evidence file is hashed and a
 re-export into the same folder is refused or supersedes (item 5)."""
 
 from __future__ import annotations

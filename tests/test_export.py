@@ -113,13 +113,13 @@ def test_same_store_and_recipe_give_byte_identical_files(setup, tmp_path):
     a = export_round(setup, "r1", tmp_path / "a")
     b = export_round(setup, "r1", tmp_path / "b")
     assert (tmp_path / "a" / "r1.parquet").read_bytes() == (tmp_path / "b" / "r1.parquet").read_bytes()
-    assert a.files["dpo"]["sha256"] == b.files["dpo"]["sha256"]
+    assert a.files["dpo"].sha256 == b.files["dpo"].sha256
     ev_a = json.loads((tmp_path / "a" / "r1.training_evidence.json").read_text())
     ev_b = json.loads((tmp_path / "b" / "r1.training_evidence.json").read_text())
     assert ev_a == ev_b
     # re-export into the same folder: same bytes, no second registration
     export_round(setup, "r1", tmp_path / "a")
-    assert sha256_file(tmp_path / "a" / "r1.parquet") == a.files["dpo"]["sha256"]
+    assert sha256_file(tmp_path / "a" / "r1.parquet") == a.files["dpo"].sha256
     assert setup.scalar("SELECT count(*) FROM exports") == 4
 
 
@@ -171,11 +171,11 @@ def test_system_prompt_from_the_parent_bundle(setup, tmp_path, run_cli, dpo_reci
     bundle.mkdir()
     (bundle / "system_prompt.txt").write_text("You are Brook, from the bundle.\n")
     res = export_round(store, "rb", tmp_path / "x", bundle=bundle)
-    first = pq.read_table(res.files["dpo"]["path"]).to_pylist()[0]["prompt"][0]
+    first = pq.read_table(res.files["dpo"].path).to_pylist()[0]["prompt"][0]
     assert first == {"role": "system", "content": "You are Brook, from the bundle."}
     register_checkpoint(store, "base", "base", [], path=str(bundle))
     res2 = export_round(store, "rb", tmp_path / "y")
-    assert res2.files["dpo"]["sha256"] == res.files["dpo"]["sha256"]
+    assert res2.files["dpo"].sha256 == res.files["dpo"].sha256
     with pytest.raises(BadInput, match="apply only to"):
         export_round(store, "r1", tmp_path / "z", bundle=bundle)
     store.close()
@@ -186,7 +186,7 @@ def test_system_prompt_from_the_parent_bundle(setup, tmp_path, run_cli, dpo_reci
     res = run_cli("export", "--round", "rb", "--out", tmp_path / "cli", "--bundle", bundle)
     assert res.exit_code == 0, res.output
     assert "rows by source: battle=30" in res.output
-    assert res.output.splitlines()[0].endswith(f"sha256 {res2.files['dpo']['sha256']}")
+    assert res.output.splitlines()[0].endswith(f"sha256 {res2.files['dpo'].sha256}")
 
 
 def test_export_refuses_soups_unknown_rounds_and_empty_mixtures(setup, tmp_path, run_cli, dpo_recipe):
@@ -267,11 +267,11 @@ def test_round_attach_registers_an_outside_file(setup, tmp_path, run_cli, write_
 def test_attaching_an_export_matches_its_pairs_and_content_hash(setup, tmp_path):
     store = setup
     res = export_round(store, "r1", tmp_path / "o")
-    att = attach_round(store, "base", res.files["dpo"]["path"])
+    att = attach_round(store, "base", res.files["dpo"].path)
     assert att.rows == 39 and att.matched == 39 and att.added == 0
-    assert att.content_hash == res.files["dpo"]["content_hash"]
+    assert att.content_hash == res.files["dpo"].content_hash
     er = store.rows("SELECT pair_id FROM export_rows WHERE export_id = ? ORDER BY row_index", [att.export_id])
-    assert [r["pair_id"] for r in er] == pq.read_table(res.files["dpo"]["path"]).column("pair_id").to_pylist()
+    assert [r["pair_id"] for r in er] == pq.read_table(res.files["dpo"].path).column("pair_id").to_pylist()
 
 
 def test_attach_reports_bad_rows_with_file_and_line(setup, tmp_path, write_jsonl):
@@ -298,7 +298,7 @@ def test_round_names_never_write_outside_out(setup, tmp_path):
         export_round(store, "../evil", tmp_path / "o")
     assert not (tmp_path / "o").exists() and not (tmp_path / "evil.parquet").exists()
     res = export_round(store, "r1", tmp_path / "deep" / "er")
-    assert all(Path(f["path"]).parent == (tmp_path / "deep" / "er").resolve() for f in res.files.values())
+    assert all(Path(f.path).parent == (tmp_path / "deep" / "er").resolve() for f in res.files.values())
     assert not [
         p for p in (tmp_path / "deep" / "er").iterdir() if p.name.startswith(".")
     ]  # no temp files left
@@ -311,11 +311,12 @@ def test_small_fetches_and_row_groups_give_the_same_rows(setup, tmp_path, monkey
     monkeypatch.setattr(export, "FETCH_ROWS", 4)
     monkeypatch.setattr(export, "ROW_GROUP_ROWS", 5)
     small = export_round(setup, "r1", tmp_path / "small")
-    assert small.files["dpo"]["content_hash"] == big.files["dpo"]["content_hash"]
-    assert pq.read_table(small.files["dpo"]["path"]).equals(pq.read_table(big.files["dpo"]["path"]))
-    assert pq.ParquetFile(small.files["dpo"]["path"]).metadata.num_row_groups == 8  # 39 rows / 5
+    assert small.files["dpo"].content_hash == big.files["dpo"].content_hash
+    assert pq.read_table(small.files["dpo"].path).equals(pq.read_table(big.files["dpo"].path))
+    assert pq.ParquetFile(small.files["dpo"].path).metadata.num_row_groups == 8  # 39 rows / 5
 
 
+@pytest.mark.slow
 def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monkeypatch, dpo_recipe):
     """The fetch size (and so how DuckDB chunks what it hands over) must not change a byte: with answers
     long enough to fill several data pages per row group, chunk boundaries would move page boundaries."""
@@ -340,5 +341,5 @@ def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monke
     big = export_round(setup, "rl", tmp_path / "big")
     monkeypatch.setattr(export, "FETCH_ROWS", 7)
     small = export_round(setup, "rl", tmp_path / "small")
-    assert small.files["dpo"]["rows"] == 600
-    assert small.files["dpo"]["sha256"] == big.files["dpo"]["sha256"]
+    assert small.files["dpo"].rows == 600
+    assert small.files["dpo"].sha256 == big.files["dpo"].sha256

@@ -109,8 +109,8 @@ def refused(store, tmp_path, round_name="rb"):
 
 def test_clean_mixture_passes(gated, tmp_path):
     res = export_round(gated, "rb", tmp_path / "o")
-    assert res.files["dpo"]["rows"] == 6
-    assert res.gate["passed"] and res.gate["members_checked"]["holdout"] == 3
+    assert res.files["dpo"].rows == 6
+    assert res.gate is not None and res.gate.passed and res.gate.members_checked["holdout"] == 3
 
 
 def test_leak_by_origin_id(gated, tmp_path, run_cli):
@@ -192,7 +192,7 @@ def test_different_tasks_of_one_template_are_not_leaks(gated, tmp_path):
     held, other = TEMPLATE.format(l="r", w="strawberry"), TEMPLATE.format(l="e", w="raspberry")
     assert fuzzy_score(match_text(held), match_text(other)) >= FUZZY_THRESHOLD
     res = export_round(gated, "rl", tmp_path / "o")
-    assert res.files["dpo"]["rows"] == 1 and res.gate["exempted"] == []
+    assert res.files["dpo"].rows == 1 and res.gate is not None and res.gate.exempted == []
     # and a different long prompt on a similar subject is not a paraphrase of the held one
     assert fuzzy_score(match_text(LONG), match_text(OTHER_LONG)) < FUZZY_THRESHOLD
 
@@ -274,7 +274,7 @@ def test_removing_the_member_lets_the_export_pass(gated, tmp_path):
     )
     refused(gated, tmp_path)
     remove_member(gated, "judge", "b01", reason="published in a blog post")
-    assert export_round(gated, "rb", tmp_path / "o").files["dpo"]["rows"] == 7
+    assert export_round(gated, "rb", tmp_path / "o").files["dpo"].rows == 7
 
 
 def test_matching_api_on_candidate_rows(gated):
@@ -300,7 +300,7 @@ def test_matching_api_on_candidate_rows(gated):
     assert find_holdout_hits(gated, candidate_table(rows), set_name="other") == []
 
 
-# -- the incident (issue 4, part b) -----------------------------------------------------------------
+# -- the incident (13 of 34 held-out battles) --------------------------------------------------------
 
 VOCAB = (
     "river mountain budget recipe violin python kernel garden tax poem orbit glacier novel engine protein "

@@ -1,4 +1,4 @@
-"""The gate against someone trying to get past it (issue 13): every disguise of held-out prompts of every
+"""The gate against someone trying to get past it (the threat model of docs/design.md): every disguise of held-out prompts of every
 size, through `pairstore export` (exit 3 listing every member) and `pairstore audit leaks --json` (the
 same members); and a control corpus of more than 5,000 prompts that are not members, near neighbours
 included, with no hit at all."""

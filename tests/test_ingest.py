@@ -1,4 +1,4 @@
-"""Ingest: every bad input of issue 2 gets one line naming file/line/field, and nothing is written."""
+"""Ingest: every bad input gets one line naming file/line/field, and nothing is written."""
 
 from __future__ import annotations
 
@@ -214,6 +214,7 @@ def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
         holder.wait()
 
 
+@pytest.mark.slow
 def test_several_readers_at_once(db_path, tmp_path, write_jsonl):
     with open_store(db_path) as s:
         ingest_battles(s, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))

@@ -244,3 +244,39 @@ def test_the_audit_check_catches_a_write(tmp_path):
         "audits/x.py:1 imports pairstore.tables.evals.add_scores",
         "audits/x.py:3 writes pairs",
     ]
+
+
+# -- no tracker references ------------------------------------------------------------------------
+
+TRACKER_REF = re.compile(r"\b(?:issues?|ticket|tracker item)s? ?#?\d+", re.I)
+
+
+def tracker_references(root: Path = ROOT) -> list[str]:
+    """Comments and strings (docstrings included) that cite an issue number: the tracker is not in the
+    repository, so the reference tells a reader nothing."""
+    import io
+    import tokenize
+
+    found = []
+    for top in (*PACKAGES, "tests", "bench", "scripts"):
+        for path in sorted((root / top).rglob("*.py")) if (root / top).is_dir() else []:
+            with open(path, encoding="utf-8") as f:
+                tokens = tokenize.generate_tokens(io.StringIO(f.read()).readline)
+                for tok in tokens:
+                    if tok.type in (tokenize.COMMENT, tokenize.STRING) and TRACKER_REF.search(tok.string):
+                        found.append(
+                            f"{path.relative_to(root)}:{tok.start[0]}: {TRACKER_REF.search(tok.string)[0]}"
+                        )
+    return found
+
+
+def test_no_comment_or_docstring_cites_an_issue_number():
+    found = tracker_references()
+    assert not found, "issue numbers in the source:\n" + "\n".join(found)
+
+
+def test_the_tracker_check_catches_one(tmp_path):
+    word = "iss" + "ue"  # spelled apart, so this file does not cite one itself
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text(f'"""Covers {word} 13."""\nx = 1  # see {word} #4\n')
+    assert tracker_references(tmp_path) == [f"tests/test_x.py:1: {word} 13", f"tests/test_x.py:2: {word} #4"]

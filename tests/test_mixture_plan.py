@@ -67,4 +67,4 @@ def test_an_export_leaves_no_plan_behind(round_r1, tmp_path):
     result = export_round(store, "r1", tmp_path / "out")
     assert result.files and temp_tables(store) == set()
     rows = store.scalar("SELECT count(*) FROM export_rows")
-    assert rows == sum(f["rows"] for f in result.files.values())
+    assert rows == sum(f.rows for f in result.files.values())

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from pairstore.errors import BadInput
+from pairstore.errors import BadInput, BadInputs
+from pairstore.keys import sha256_text
 from pairstore.rounds.lineage import lineage
 from pairstore.rounds.recipes import (
     add_round,
@@ -15,6 +16,7 @@ from pairstore.rounds.recipes import (
     known_sources,
     load_shipped_recipes,
     parse_recipe,
+    recipe_from_json,
     shipped_recipe_paths,
 )
 from pairstore.store.store import open_store
@@ -338,3 +340,63 @@ def test_cli_lineage_prints_the_chain_in_order(store, run_cli):
     res = run_cli("lineage", "sm11a", "--json")
     assert [s["name"] for s in json.loads(res.output)] == [c[0] for c in CARD_CHAIN]
     assert run_cli("lineage", "nope").exit_code == 2
+
+
+def test_a_recipe_reports_every_mistake_with_its_line_and_field():
+    text = (
+        DPO.replace("seed = 7", "seed = -1\nshuffle = true")
+        .replace('source = "loopfix"', 'source = "loopfixx"')
+        .replace("upsample = 1.5", "upsample = 0")
+        .replace("lora_rank = 64\n", "")
+        .replace('lr_scheduler = "cosine"', 'lr_scheduler = "cosinus"')
+    )
+    with pytest.raises(BadInputs) as e:
+        parse_recipe(text, path="r.toml")
+    lines = text.splitlines()
+    got = {(p.field, p.line) for p in e.value.problems}
+    assert got == {
+        ("seed", lines.index("seed = -1") + 1),
+        ("shuffle", lines.index("shuffle = true") + 1),
+        ("mix[0].source", lines.index('source = "loopfixx"') + 1),
+        ("mix[1].upsample", lines.index("upsample = 0") + 1),
+        ("train.lora_rank", lines.index("[train]") + 1),
+        ("train.lr_scheduler", lines.index('lr_scheduler = "cosinus"') + 1),
+    }
+    shown = str(e.value).splitlines()
+    assert shown[0] == "6 mistakes:" and all(s.startswith("  r.toml, line ") for s in shown[1:])
+    assert e.value.exit_code == 2
+
+
+def test_round_add_of_several_files_is_all_or_nothing(db_path, tmp_path, run_cli, store):
+    base = write(tmp_path, "base.toml", BASE)
+    r1 = write(tmp_path, "r1.toml", DPO)  # its parent is base, in the same command
+    bad = write(
+        tmp_path, "r2.toml", DPO.replace('name = "r1"', 'name = "r2"').replace("seed = 7", "seed = -7")
+    )
+    soup = write(tmp_path, "s.toml", 'name = "s"\nkind = "soup"\na = "r1"\nb = "nowhere"\nalpha = 0.5\n')
+    store.close()
+    res = run_cli("round", "add", str(r1), str(bad), str(soup), str(base))
+    assert res.exit_code == 2
+    assert f"{bad}, line " in res.output and "field 'seed'" in res.output
+    assert f"{soup}, line 4, field 'b'" in res.output and "'nowhere' is not a registered round" in res.output
+    with open_store(db_path, read_only=True) as s:
+        assert s.scalar("SELECT count(*) FROM rounds") == 0  # nothing of the good files either
+    res = run_cli("round", "add", str(r1), str(base))  # children before parents: fine in one command
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[:2] == [
+        f"added: r1 (dpo, sha256 {sha256_text(DPO)[:12]})",
+        f"added: base (base, sha256 {sha256_text(BASE)[:12]})",
+    ]
+
+
+def test_recipe_keys_come_from_the_dataclasses():
+    """One declaration: every key a recipe kind accepts is a field of its dataclass, and back."""
+    from dataclasses import fields
+
+    from pairstore.rounds.recipes import RECIPE_CLASSES, TRAIN_KEYS, TrainConfig, keys_of
+
+    assert TRAIN_KEYS == tuple(f.name for f in fields(TrainConfig))
+    assert set(keys_of(RECIPE_CLASSES["soup"])) == {"name", "kind", "job_id", "note", "a", "b", "alpha"}
+    for text in (DPO, BASE, 'name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = 0.5\n'):
+        r = parse_recipe(text)
+        assert recipe_from_json(r.to_json(), r.sha256) == r

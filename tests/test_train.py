@@ -268,18 +268,20 @@ def test_tampered_mixture_is_refused_with_exit_3(tiny, tmp_path):
 
 
 def test_global_batch_must_divide_by_batch_and_world_size(tiny, tmp_path):
-    from train.dpo_job import train_hyperparameters
+    from pairstore.rounds.recipes import TrainConfig
+    from train.dpo_job import Hyperparameters, train_hyperparameters
 
-    recipe = {"train": dict(TRAIN, global_batch=32, per_device_batch=1)}
-    assert (
-        train_hyperparameters(recipe, ROUND, world_size=4, max_steps=None)["gradient_accumulation_steps"] == 8
-    )
+    train = TrainConfig(**dict(TRAIN, global_batch=32, per_device_batch=1))
+    hp = train_hyperparameters(train, ROUND, world_size=4, max_steps=None)
+    assert (hp.gradient_accumulation_steps, hp.world_size, hp.per_device_batch) == (8, 4, 1)
+    assert "overrides" not in hp.to_json() and Hyperparameters.from_json(hp.to_json()) == hp
     with pytest.raises(BadInput, match="not a multiple"):
-        train_hyperparameters(recipe, ROUND, world_size=3, max_steps=None)
-    with pytest.raises(BadInput, match="lacks beta"):
-        train_hyperparameters(
-            {"train": {k: v for k, v in TRAIN.items() if k != "beta"}}, ROUND, world_size=1, max_steps=None
-        )
+        train_hyperparameters(train, ROUND, world_size=3, max_steps=None)
+    with pytest.raises(BadInput, match="unknown training override 'epochs'"):
+        train_hyperparameters(train, ROUND, world_size=1, max_steps=None, overrides={"epochs": 2})
+    short = train_hyperparameters(train, ROUND, world_size=1, max_steps=3, overrides={"per_device_batch": 2})
+    assert (short.max_steps, short.per_device_batch, short.gradient_accumulation_steps) == (3, 2, 16)
+    assert short.to_json()["overrides"] == {"max_steps": 3, "per_device_batch": 2}
 
 
 # ---------------------------------------------------------------------------- consistency and safety

@@ -33,7 +33,7 @@ from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoin
 from pairstore.store.store import open_store
 from train.bundle import EVIDENCE_FILE, make_portable
 from train.bundle_identity import tokenizer_identity
-from train.dpo_job import JOB_FILE, prepare_job, verify_mixture
+from train.dpo_job import JOB_FILE, TrainingJob, prepare_job, verify_mixture
 from train.launch import run_accelerate
 from train.serving import load_model, load_serving
 
@@ -111,7 +111,7 @@ def _last_checkpoint(out_dir: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
-def run_job(job: dict) -> dict:
+def run_job(job: TrainingJob) -> dict:
     """Train one round (in this process; under `accelerate launch`, in each process). Returns the evidence."""
     import torch
     from datasets import Dataset
@@ -119,20 +119,20 @@ def run_job(job: dict) -> dict:
     from transformers import TrainerCallback, set_seed
     from trl import DPOConfig, DPOTrainer
 
-    for mixture in (job["mixture"], job.get("sft_mixture")):
+    for mixture in (job.mixture, job.sft_mixture):
         if mixture is not None:
             verify_mixture(mixture)
-    hp = job["hyperparameters"]
+    hp = job.hyperparameters
     actual_world = int(os.environ.get("WORLD_SIZE", "1"))
-    if actual_world != hp["world_size"]:
+    if actual_world != hp.world_size:
         raise PairstoreError(
-            f"the job was planned for world size {hp['world_size']} but runs in {actual_world} "
+            f"the job was planned for world size {hp.world_size} but runs in {actual_world} "
             "processes; gradient accumulation would not give the recipe's global batch"
         )
-    out_dir = Path(job["out_dir"])
+    out_dir = Path(job.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trust = job.get("trust_remote_code", False)
-    serving = load_serving(job["base_bundle"], trust_remote_code=trust)
+    trust = job.trust_remote_code
+    serving = load_serving(job.base_bundle, trust_remote_code=trust)
     tokenizer = serving.tokenizer
     # TRL appends tokenizer.eos_token to answers that lack it: make that the served end-of-turn token,
     # which mixture_rows already appended, so nothing is appended twice.
@@ -141,9 +141,9 @@ def run_job(job: dict) -> dict:
         tokenizer.pad_token = tokenizer.convert_ids_to_tokens(
             serving.pad_id if serving.pad_id is not None else serving.end_of_turn_id
         )
-    sft_mixture = job.get("sft_mixture")
+    sft_mixture = job.sft_mixture
     data = mixture_rows(
-        job["mixture"]["path"] if job["mixture"] else None,
+        job.mixture["path"] if job.mixture else None,
         serving,
         sft_mixture["path"] if sft_mixture else None,
     )
@@ -151,33 +151,34 @@ def run_job(job: dict) -> dict:
 
     cuda = torch.cuda.is_available()
     lora = LoraConfig(
-        r=int(hp["lora_rank"]),
-        lora_alpha=float(hp["lora_alpha"]),  # type: ignore[arg-type]  # peft says int; it scales by alpha / r
-        lora_dropout=float(hp["lora_dropout"]),
-        target_modules=hp["target_modules"],
+        r=hp.lora_rank,
+        # float: peft says int but scales by alpha / r, and the adapter config has always recorded a float
+        lora_alpha=float(hp.lora_alpha),  # type: ignore[arg-type]
+        lora_dropout=hp.lora_dropout,
+        target_modules=hp.target_modules,
         bias="none",
         task_type="CAUSAL_LM",
     )
-    steps = int(hp["max_steps"])
+    steps = hp.max_steps
     args = DPOConfig(
         output_dir=str(out_dir),
-        seed=job["seed"],
-        data_seed=job["seed"],
-        beta=float(hp["beta"]),
+        seed=job.seed,
+        data_seed=job.seed,
+        beta=hp.beta,
         loss_type=["sigmoid", "sft"],
-        loss_weights=[1.0, float(hp["sft_weight"])],
-        learning_rate=float(hp["learning_rate"]),
-        lr_scheduler_type=hp["lr_scheduler"],
-        warmup_steps=int(hp["warmup_steps"]),
+        loss_weights=[1.0, hp.sft_weight],
+        learning_rate=hp.learning_rate,
+        lr_scheduler_type=hp.lr_scheduler,
+        warmup_steps=hp.warmup_steps,
         max_steps=steps,
-        per_device_train_batch_size=int(hp["per_device_batch"]),
-        gradient_accumulation_steps=int(hp["gradient_accumulation_steps"]),
-        max_length=int(hp["max_length"]),
+        per_device_train_batch_size=hp.per_device_batch,
+        gradient_accumulation_steps=hp.gradient_accumulation_steps,
+        max_length=hp.max_length,
         # The recipe's lora_dropout is meant to act; TRL's default would zero every dropout.
         disable_dropout=False,
         logging_steps=1 if steps <= 50 else 10,
         save_strategy="steps",
-        save_steps=job["save_steps"],
+        save_steps=job.save_steps,
         save_total_limit=None,
         report_to="none",
         bf16=cuda,
@@ -189,7 +190,7 @@ def run_job(job: dict) -> dict:
     # After the config: under DeepSpeed ZeRO-3 the config installs the hook that partitions weights while
     # they load, instead of every process holding the whole model in CPU memory first.
     model = load_model(
-        job["base_bundle"], trust_remote_code=trust, dtype=torch.bfloat16 if cuda else torch.float32
+        job.base_bundle, trust_remote_code=trust, dtype=torch.bfloat16 if cuda else torch.float32
     )
 
     logs: list[dict] = []
@@ -202,7 +203,7 @@ def run_job(job: dict) -> dict:
     history = logs
     # TRL wraps the model in the LoRA adapter before the Trainer seeds: without this the adapter's random
     # init would take whatever state the process's generator was left in by what ran before.
-    set_seed(int(job["seed"]))
+    set_seed(job.seed)
     trainer = DPOTrainer(
         model=model,
         args=args,
@@ -211,7 +212,7 @@ def run_job(job: dict) -> dict:
         peft_config=lora,
         callbacks=[KeepLogs()],
     )
-    resume_from = _last_checkpoint(out_dir) if job.get("resume") else None
+    resume_from = _last_checkpoint(out_dir) if job.resume else None
     train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     trainer.save_model(str(out_dir))
     if trainer.is_world_process_zero():
@@ -221,26 +222,26 @@ def run_job(job: dict) -> dict:
     final.update({"global_step": trainer.state.global_step, "train_loss": train_output.training_loss})
     evidence = {
         "kind": "adapter",
-        "round": job["round"],
-        "recipe": job["recipe"],
-        "recipe_sha256": job["recipe_sha256"],
-        "mixture": job["mixture"],
-        "mixture_sha256": job["mixture"]["sha256"] if job["mixture"] else None,
+        "round": job.round,
+        "recipe": job.recipe,
+        "recipe_sha256": job.recipe_sha256,
+        "mixture": job.mixture,
+        "mixture_sha256": job.mixture["sha256"] if job.mixture else None,
         "sft_mixture": sft_mixture,
         "sft_mixture_sha256": sft_mixture["sha256"] if sft_mixture else None,
         "sft_rows": sft_mixture["rows"] if sft_mixture else 0,
-        "seed": job["seed"],
+        "seed": job.seed,
         "objective": {
             "loss_type": ["sigmoid", "sft"],
-            "loss_weights": [1.0, float(hp["sft_weight"])],
-            "beta": float(hp["beta"]),
+            "loss_weights": [1.0, hp.sft_weight],
+            "beta": hp.beta,
         },
-        "hyperparameters": hp,
+        "hyperparameters": hp.to_json(),
         "libraries": library_versions(),
         "base": {
-            "path": job["base_bundle"],
-            "name": job["base_name"],
-            "tokenizer_fingerprint": tokenizer_identity(job["base_bundle"]).sha256,
+            "path": job.base_bundle,
+            "name": job.base_name,
+            "tokenizer_fingerprint": tokenizer_identity(job.base_bundle).sha256,
         },
         "served_format": {
             "end_of_turn": serving.end_of_turn,
@@ -313,36 +314,40 @@ def train_dpo(
     return register_adapter(store, job, evidence, adapter_name=adapter_name)
 
 
-def execute_job(job: dict, *, launcher: str | None = None, accelerate_config: str | None = None) -> dict:
+def execute_job(
+    job: TrainingJob, *, launcher: str | None = None, accelerate_config: str | None = None
+) -> dict:
     """Run a prepared job in this process or through `accelerate launch`; returns its evidence."""
     if launcher is None:
         return run_job(job)
 
-    out_dir = Path(job["out_dir"])
-    job_path = atomic_write_json(out_dir / JOB_FILE, job)
+    out_dir = Path(job.out_dir)
+    job_path = atomic_write_json(out_dir / JOB_FILE, job.to_json())
     evidence_path = out_dir / EVIDENCE_FILE
     if evidence_path.exists():
         evidence_path.unlink()  # a stale file must not pass for this run's
-    run_accelerate(job_path, num_processes=job["hyperparameters"]["world_size"], config=accelerate_config)
+    run_accelerate(job_path, num_processes=job.hyperparameters.world_size, config=accelerate_config)
     if not evidence_path.is_file():
         raise PairstoreError(f"the accelerate run finished without writing {evidence_path}")
     return json.loads(evidence_path.read_text(encoding="utf-8"))
 
 
-def register_adapter(store, job: dict, evidence: dict, *, adapter_name: str | None = None) -> DpoResult:
+def register_adapter(
+    store, job: TrainingJob, evidence: dict, *, adapter_name: str | None = None
+) -> DpoResult:
 
-    name = adapter_name or f"{job['round']}-lora"
-    checkpoint_name_for(store, job["base_bundle"], job["base_name"])  # the base under the name trained from
+    name = adapter_name or f"{job.round}-lora"
+    checkpoint_name_for(store, job.base_bundle, job.base_name)  # the base under the name trained from
     register_checkpoint(
         store,
         name,
         "adapter",
-        [job["base_name"]],
-        round=job["round"],
-        path=job["out_dir"],
+        [job.base_name],
+        round=job.round,
+        path=job.out_dir,
         evidence={k: v for k, v in evidence.items() if k != "log_history"},
     )
-    return DpoResult(Path(job["out_dir"]), name, evidence)
+    return DpoResult(Path(job.out_dir), name, evidence)
 
 
 def train_dpo_at(db_path, round_name: str, base_bundle, out_dir, **kwargs) -> DpoResult:
@@ -404,7 +409,7 @@ def main(argv=None) -> int:
     parser.add_argument("--name", help="checkpoint name of the adapter (default: ROUND-lora)")
     ns = parser.parse_args(argv)
     try:
-        job = json.loads(Path(ns.job).read_text(encoding="utf-8"))
+        job = TrainingJob.from_json(json.loads(Path(ns.job).read_text(encoding="utf-8")))
         evidence = run_job(job)
         if ns.db and int(os.environ.get("RANK", "0")) == 0:
             with open_store(ns.db) as store:

@@ -7,42 +7,87 @@ reads only the job file this makes; it never opens the store.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
 from pairstore.keys import sha256_file
+from pairstore.rounds.recipes import TRAIN_KEYS, DpoRecipe, TrainConfig, recipe_from_json
+from pairstore.store.store import Store
 from train.bundle import list_shards
 from train.serving import bundle_name, load_serving, registered_name
 
 JOB_FILE = "pairstore_job.json"
-TRAIN_KEYS = (
-    "beta",
-    "sft_weight",
-    "lora_rank",
-    "lora_alpha",
-    "lora_dropout",
-    "target_modules",
-    "learning_rate",
-    "lr_scheduler",
-    "warmup_ratio",
-    "max_steps",
-    "global_batch",
-    "per_device_batch",
-    "max_length",
-)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hyperparameters(TrainConfig):
+    """The recipe's [train] table with this run's overrides applied, and what follows from the world size.
+    In the job file and the evidence as one flat object (to_json)."""
+
+    world_size: int
+    gradient_accumulation_steps: int
+    warmup_steps: int
+    overrides: dict[str, Any] = field(default_factory=dict)  # the [train] values this run replaced
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        if not self.overrides:
+            del out["overrides"]
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Hyperparameters:
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class TrainingJob:
+    """Everything a training process needs, resolved from the store (which the trainer never opens); the
+    job file is to_json() of it."""
+
+    round: str
+    recipe: dict[str, Any]  # the stored recipe JSON, as the evidence cites it
+    recipe_sha256: str
+    seed: int
+    hyperparameters: Hyperparameters
+    mixture: dict[str, Any] | None  # the export's pair file: export_id, path, sha256, rows, content_hash
+    sft_mixture: dict[str, Any] | None  # its NLL-only file, the same fields
+    base_bundle: str
+    base_name: str
+    out_dir: str
+    resume: bool
+    save_steps: int
+    trust_remote_code: bool
+
+    def to_json(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["hyperparameters"] = self.hyperparameters.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainingJob:
+        return cls(**{**data, "hyperparameters": Hyperparameters.from_json(data["hyperparameters"])})
+
+
 _EXPORT_FIELDS = ("export_id", "path", "sha256", "rows", "content_hash")
 
 
-def round_recipe(store, round_name: str) -> dict:
+def round_recipe(store: Store, round_name: str) -> tuple[DpoRecipe, dict[str, Any]]:
+    """The dpo round's recipe and its stored JSON (what the evidence cites)."""
     row = store.rows("SELECT kind, recipe, recipe_sha256 FROM rounds WHERE name = ?", [round_name])
     if not row:
         raise NotFound(f"no round named {round_name!r} (add its recipe with `pairstore round add`)")
     if row[0]["kind"] != "dpo":
         raise BadInput(f"round {round_name} is a {row[0]['kind']} round; only dpo rounds train", field="kind")
-    recipe = json.loads(row[0]["recipe"]) if isinstance(row[0]["recipe"], str) else row[0]["recipe"]
-    return {"recipe": recipe, "recipe_sha256": row[0]["recipe_sha256"]}
+    data = json.loads(row[0]["recipe"]) if isinstance(row[0]["recipe"], str) else row[0]["recipe"]
+    recipe = recipe_from_json(data, sha256=row[0]["recipe_sha256"])
+    assert isinstance(recipe, DpoRecipe)
+    return recipe, data
 
 
 def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
@@ -86,49 +131,49 @@ def verify_mixture(mixture: dict) -> None:
 
 
 def train_hyperparameters(
-    recipe: dict, round_name: str, *, world_size: int, max_steps: int | None, overrides: dict | None = None
-) -> dict:
-    """The recipe's [train] table, checked, with `max_steps` / `overrides` applied (recorded in the evidence)."""
-    train = recipe.get("train")
-    if not isinstance(train, dict):
-        raise BadInput(f"round {round_name}: recipe has no [train] table", field="train")
-    missing = [k for k in TRAIN_KEYS if k not in train]
-    if missing:
-        raise BadInput(f"round {round_name}: recipe [train] lacks {missing[0]}", field=f"train.{missing[0]}")
-    hp = {k: train[k] for k in TRAIN_KEYS}
+    train: TrainConfig,
+    round_name: str,
+    *,
+    world_size: int,
+    max_steps: int | None,
+    overrides: dict | None = None,
+) -> Hyperparameters:
+    """The recipe's [train] table with `max_steps` / `overrides` applied (recorded in the evidence), checked
+    against the world size."""
     overrides = dict(overrides or {})
     if max_steps is not None:
         overrides["max_steps"] = int(max_steps)
     unknown = sorted(set(overrides) - set(TRAIN_KEYS))
     if unknown:
         raise BadInput(f"unknown training override {unknown[0]!r}", field=f"train.{unknown[0]}")
-    hp.update(overrides)
-    if overrides:
-        hp["overrides"] = dict(sorted(overrides.items()))
+    train = dataclasses.replace(train, **overrides)
     if world_size < 1:
         raise BadInput(f"world size must be at least 1, got {world_size}", field="world_size")
-    per_step = int(hp["per_device_batch"]) * world_size
-    if per_step < 1 or int(hp["global_batch"]) % per_step:
+    per_step = train.per_device_batch * world_size
+    if per_step < 1 or train.global_batch % per_step:
         raise BadInput(
-            f"round {round_name}: global_batch {hp['global_batch']} is not a multiple of per_device_batch "
-            f"{hp['per_device_batch']} x world size {world_size}",
+            f"round {round_name}: global_batch {train.global_batch} is not a multiple of per_device_batch "
+            f"{train.per_device_batch} x world size {world_size}",
             field="train.global_batch",
         )
-    hp["world_size"] = world_size
-    hp["gradient_accumulation_steps"] = int(hp["global_batch"]) // per_step
-    hp["warmup_steps"] = math.ceil(int(hp["max_steps"]) * float(hp["warmup_ratio"]))
-    tm = hp["target_modules"]
+    tm = train.target_modules
     if not (tm == "all-linear" or (isinstance(tm, list) and tm and all(isinstance(x, str) for x in tm))):
         raise BadInput(
             f"target_modules must be 'all-linear' or a list of module names, got {tm!r}",
             field="train.target_modules",
         )
-    return hp
+    return Hyperparameters(
+        **dataclasses.asdict(train),
+        world_size=world_size,
+        gradient_accumulation_steps=train.global_batch // per_step,
+        warmup_steps=math.ceil(train.max_steps * train.warmup_ratio),
+        overrides=dict(sorted(overrides.items())),
+    )
 
 
-def base_checkpoint_name(store, base_bundle, recipe: dict) -> str:
-    """The base bundle's registered name; it must be the recipe's parent when the recipe names one."""
-    parent = recipe.get("parent")
+def base_checkpoint_name(store: Store, base_bundle, recipe: DpoRecipe) -> str:
+    """The base bundle's registered name; it must be the recipe's parent."""
+    parent = recipe.parent
     name = registered_name(store, base_bundle)
     if name is not None:
         if parent and name != parent:
@@ -152,13 +197,12 @@ def prepare_job(
     save_steps: int | None = None,
     trust_remote_code: bool = False,
     overrides: dict | None = None,
-) -> dict:
+) -> TrainingJob:
     """Everything a training process needs, resolved from the store (which the trainer never opens)."""
 
-    r = round_recipe(store, round_name)
-    recipe = r["recipe"]
+    recipe, recipe_json = round_recipe(store, round_name)
     hp = train_hyperparameters(
-        recipe, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides
+        recipe.train, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides
     )
     pairs, sft = round_mixture(store, round_name)
     load_serving(
@@ -166,19 +210,18 @@ def prepare_job(
     )  # template/tokenizer/generation mismatch: fail now
 
     list_shards(base_bundle)
-    steps = int(hp["max_steps"])
-    return {
-        "round": round_name,
-        "recipe": recipe,
-        "recipe_sha256": r["recipe_sha256"],
-        "seed": int(recipe.get("seed") or 0),
-        "hyperparameters": hp,
-        "mixture": None if pairs is None else {k: pairs[k] for k in _EXPORT_FIELDS},
-        "sft_mixture": None if sft is None else {k: sft[k] for k in _EXPORT_FIELDS},
-        "base_bundle": str(Path(base_bundle).resolve()),
-        "base_name": base_checkpoint_name(store, base_bundle, recipe),
-        "out_dir": str(Path(out_dir).resolve()),
-        "resume": bool(resume),
-        "save_steps": int(save_steps) if save_steps else max(1, min(50, steps)),
-        "trust_remote_code": bool(trust_remote_code),
-    }
+    return TrainingJob(
+        round=round_name,
+        recipe=recipe_json,
+        recipe_sha256=recipe.sha256,
+        seed=recipe.seed,
+        hyperparameters=hp,
+        mixture=None if pairs is None else {k: pairs[k] for k in _EXPORT_FIELDS},
+        sft_mixture=None if sft is None else {k: sft[k] for k in _EXPORT_FIELDS},
+        base_bundle=str(Path(base_bundle).resolve()),
+        base_name=base_checkpoint_name(store, base_bundle, recipe),
+        out_dir=str(Path(out_dir).resolve()),
+        resume=bool(resume),
+        save_steps=int(save_steps) if save_steps else max(1, min(50, hp.max_steps)),
+        trust_remote_code=bool(trust_remote_code),
+    )

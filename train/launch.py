@@ -166,14 +166,14 @@ def emit_sbatch(
         max_steps=max_steps,
         trust_remote_code=trust_remote_code,
     )
-    out = Path(job["out_dir"])
+    out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    job_path = atomic_write_json(out / JOB_FILE, job)
+    job_path = atomic_write_json(out / JOB_FILE, job.to_json())
     text = sbatch_script(
         job_path,
         db=db,
         gpus=gpus,
-        hyperparameters=job["hyperparameters"],
+        hyperparameters=job.hyperparameters.to_json(),
         round_name=round_name,
         out_dir=out,
         config=config,

@@ -48,7 +48,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import pyarrow as pa
@@ -90,6 +90,9 @@ from train.sample import sample
 from train.simulated_outputs import simulate_outputs
 from train.soup import soup
 from train.tiny_chat import CONFIG_FILE, DEMO_DIFFICULTY, DEMO_FAMILIES, DEMO_SEED, DEMO_SUITE_N, DEMO_TRAIN_N
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 HOLDOUT = "judge34"
 SUITE = "arith"  # the held-out suite the round is measured on (two-digit sums and differences)
@@ -166,7 +169,7 @@ def _counts(d: dict) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(d.items()) if v) or "none"
 
 
-def write_leaky_past_file(store, path: Path, *, holdout: str, leaked: int, seed: int) -> list[str]:
+def write_leaky_past_file(store: Store, path: Path, *, holdout: str, leaked: int, seed: int) -> list[str]:
     """An invented past round's pair file: battle pairs mined without a holdout filter.
 
     It holds `leaked` held-out battles in disguised forms (CRLF, trailing spaces, fullwidth
@@ -291,7 +294,7 @@ def _run_demo_steps(out_dir, echo, progress) -> DemoResult:
 # -- the steps --------------------------------------------------------------------------------------
 
 
-def _ingest(store, step) -> None:
+def _ingest(store: Store, step) -> None:
 
     r = ingest_battles(store, sample_file("battles.jsonl"))
     votes = dict(store.con.execute("SELECT vote, count(*) FROM battles GROUP BY vote").fetchall())
@@ -308,7 +311,7 @@ def _ingest(store, step) -> None:
     )
 
 
-def _holdout_and_tasks(store, step) -> None:
+def _holdout_and_tasks(store: Store, step) -> None:
 
     ids = sample_holdout(store, HOLDOUT, n=34, seed=DEMO_SEED)
     votes = dict(
@@ -334,7 +337,7 @@ def _holdout_and_tasks(store, step) -> None:
     )
 
 
-def _simulated_generations(store, out_dir: Path, step) -> None:
+def _simulated_generations(store: Store, out_dir: Path, step) -> None:
 
     path = out_dir / "data" / f"{INCUMBENT}-simulated-generations.jsonl"
     records = simulate_outputs(store, model=INCUMBENT, samples=4, seed=DEMO_SEED)
@@ -349,7 +352,7 @@ def _simulated_generations(store, out_dir: Path, step) -> None:
     )
 
 
-def _incumbent_samples(store, out_dir: Path, step) -> None:
+def _incumbent_samples(store: Store, out_dir: Path, step) -> None:
     """The incumbent answers every training task K times at a temperature; verifier and scanner judge each."""
     base = _base_bundle(store, out_dir)
     r = sample(
@@ -362,7 +365,7 @@ def _incumbent_samples(store, out_dir: Path, step) -> None:
     )
 
 
-def _attach_history(store, out_dir: Path, step) -> None:
+def _attach_history(store: Store, out_dir: Path, step) -> None:
 
     loaded = load_shipped_recipes(store)
     step(
@@ -380,7 +383,7 @@ def _attach_history(store, out_dir: Path, step) -> None:
     )
 
 
-def _mine(store, step) -> None:
+def _mine(store: Store, step) -> None:
 
     runs: list[tuple[str, dict[str, Any]]] = [
         ("battle", {}),
@@ -395,7 +398,7 @@ def _mine(store, step) -> None:
         step(f"mine {label}", f"kept {r.kept}; dropped: {_counts(dict(r.dropped))}")
 
 
-def _rounds_and_export(store, out_dir: Path, step) -> None:
+def _rounds_and_export(store: Store, out_dir: Path, step) -> None:
 
     replay = out_dir / "data" / "m11a-replay.toml"
     replay.write_text(
@@ -420,15 +423,15 @@ def _rounds_and_export(store, out_dir: Path, step) -> None:
             f"m11a-replay REFUSED (exit 3): {len(ids)} held-out battles in the past file, nothing written",
         )
     exp = export_round(store, "m11a", mix)
-    rows = sum(f["rows"] for f in exp.files.values())
+    rows = sum(f.rows for f in exp.files.values())
     step(
         "export m11a",
         f"{rows} rows through the gate ({_counts(exp.rows_by_source)}) -> "
-        f"{Path(exp.files['dpo']['path']).name}, sha256 {exp.files['dpo']['sha256'][:12]}…",
+        f"{Path(exp.files['dpo'].path).name}, sha256 {exp.files['dpo'].sha256[:12]}…",
     )
 
 
-def _base_bundle(store, out_dir: Path) -> Path:
+def _base_bundle(store: Store, out_dir: Path) -> Path:
     """The shipped incumbent (a tiny chat model trained from its seed), copied and registered as so7a."""
     path = out_dir / "bundles" / INCUMBENT
     if not path.exists():
@@ -451,7 +454,7 @@ def _base_bundle(store, out_dir: Path) -> Path:
     return path
 
 
-def _audits(store, step) -> None:
+def _audits(store: Store, step) -> None:
 
     d = audit_leaks(store, HOLDOUT).as_dict()
     files = [f for f in d["files"] if f["leaked_ids"] or f["near_ids"]]
@@ -480,7 +483,7 @@ def _audits(store, step) -> None:
     step("audit loops", f"{flagged} of {outputs} outputs flagged as loops")
 
 
-def _train(store, out_dir: Path, step) -> dict[str, Path]:
+def _train(store: Store, out_dir: Path, step) -> dict[str, Path]:
 
     base = _base_bundle(store, out_dir)
     r = train_dpo(store, "m11a", base, out_dir / "runs" / "m11a", overrides=DPO_OVERRIDES)
@@ -504,7 +507,7 @@ def _train(store, out_dir: Path, step) -> dict[str, Path]:
     return bundles
 
 
-def _evaluate(store, out_dir: Path, bundles: dict[str, Path], step) -> None:
+def _evaluate(store: Store, out_dir: Path, bundles: dict[str, Path], step) -> None:
 
     for name, path in bundles.items():
         run_eval(store, path, SUITE, model_name=name)

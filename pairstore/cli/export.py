@@ -49,13 +49,13 @@ def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace):
     if r.superseded:
         click.echo(f"superseded: {', '.join(r.superseded)}")
     for info in r.files.values():
-        click.echo(f"{info['path']}: {info['rows']} rows, sha256 {info['sha256']}")
+        click.echo(f"{info.path}: {info.rows} rows, sha256 {info.sha256}")
     click.echo(f"{r.evidence_path}")
     echo_counts("rows by source", r.rows_by_source)
     for b in r.blocks:
         if b["note"]:
             click.echo(f"note: block {b['source']}: {b['note']}")
-    if r.gate.get("exempted"):
-        click.echo(f"gate: passed with {len(r.gate['exempted'])} exempted hit(s)")
-    for note in r.gate.get("notes", []):
+    if r.gate is not None and r.gate.exempted:
+        click.echo(f"gate: passed with {len(r.gate.exempted)} exempted hit(s)")
+    for note in r.gate.notes if r.gate is not None else []:
         click.echo(f"note: {note}")

@@ -11,7 +11,7 @@ from pairstore.cli.base import (
     open_db,
 )
 from pairstore.export.attach import attach_round
-from pairstore.rounds.recipes import add_round, list_rounds, load_shipped_recipes, show_round
+from pairstore.rounds.recipes import add_rounds, list_rounds, load_shipped_recipes, show_round
 
 
 @click.group("round")
@@ -26,14 +26,14 @@ def round_group():
 )
 @click.pass_context
 def round_add_cmd(ctx, files, shipped):
-    """Register recipe FILES (TOML) as rounds; the same file again changes nothing."""
+    """Register recipe FILES (TOML) as rounds, all or nothing: every mistake of every file is reported and
+    then nothing is added. A parent may be among the FILES. The same file again changes nothing."""
     if not files and not shipped:
         raise click.UsageError("give recipe FILES or --shipped")
     with open_db(ctx) as store:
         if shipped:
             echo_counts("shipped recipes", {k: len(v) for k, v in load_shipped_recipes(store).items()})
-        for path in files:
-            recipe, added = add_round(store, path)
+        for recipe, added in add_rounds(store, list(files)) if files else []:
             click.echo(
                 f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
                 f"sha256 {recipe.sha256[:12]})"

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -24,6 +25,9 @@ from pairstore.ingest.pair_files import PairRow, read_pair_file
 from pairstore.keys import match_key, sha256_file
 from pairstore.rounds.recipes import get_round
 from pairstore.tables.pairs import Origin, Pair, add_pairs, declare_sources, pair_id_of
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 # Rows of an attached file that are not stored pairs and name no source of their own.
 SOURCES = declare_sources(("attached",), by=__name__)
@@ -52,7 +56,7 @@ def content_hash_of_file(path) -> str:
     return _content_hash(read_pair_file(path, require_chosen=True))
 
 
-def _known_by_file_id(store, rows: list[PairRow]) -> dict[str, tuple[str, str]]:
+def _known_by_file_id(store: Store, rows: list[PairRow]) -> dict[str, tuple[str, str]]:
     """pair_id -> (match key, chosen) of the stored pairs the file names by id."""
     file_ids = sorted({r.pair_id for r in rows if r.pair_id})
     if not file_ids:
@@ -66,7 +70,7 @@ def _known_by_file_id(store, rows: list[PairRow]) -> dict[str, tuple[str, str]]:
         }
 
 
-def _stored_ids(store, ids: list[str]) -> set[str]:
+def _stored_ids(store: Store, ids: list[str]) -> set[str]:
     with store.registered("_att_new", pa.table({"pair_id": pa.array(sorted(set(ids)), pa.string())})):
         return {
             r[0]
@@ -76,7 +80,7 @@ def _stored_ids(store, ids: list[str]) -> set[str]:
         }
 
 
-def attach_round(store, name: str, path) -> AttachResult:
+def attach_round(store: Store, name: str, path) -> AttachResult:
     """Register a mixture file made outside pairstore as round `name`'s training data (not gated)."""
     get_round(store, name)
     p = Path(path)

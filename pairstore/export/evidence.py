@@ -10,14 +10,21 @@ exemption it honoured, the row order, the writer settings and the library versio
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
 import duckdb
 import pyarrow as pa
 import rapidfuzz
 
 from pairstore import __version__
+from pairstore.export.registry import ExportedFile
 from pairstore.export.writer import COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_ROWS
 from pairstore.keys import sha256_text
 from pairstore.rounds.recipes import Recipe
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 EVIDENCE_SUFFIX = ".training_evidence.json"
 ROW_ORDER = (
@@ -29,7 +36,7 @@ def evidence_name(round_name: str) -> str:
     return f"{round_name}{EVIDENCE_SUFFIX}"
 
 
-def library_versions(store) -> dict:
+def library_versions(store: Store) -> dict:
     return {
         "pairstore": __version__,
         "duckdb": duckdb.__version__,
@@ -40,9 +47,9 @@ def library_versions(store) -> dict:
 
 
 def export_evidence(
-    store,
+    store: Store,
     recipe: Recipe,
-    files: dict,
+    files: dict[str, ExportedFile],
     *,
     file_names: dict,
     blocks: list[dict],
@@ -52,10 +59,10 @@ def export_evidence(
     system_prompt: str | None,
     system_prompt_from: str,
 ) -> dict:
-    """The evidence dict of one export. `files`: kind ("dpo"/"sft") -> {"sha256", "rows", "content_hash"};
+    """The evidence dict of one export. `files`: kind ("dpo"/"sft") -> the file written;
     `file_names`: kind -> the file's name."""
-    dpo = files.get("dpo", {})
-    sft = files.get("sft")
+    dpo = asdict(files["dpo"]) if "dpo" in files else {}
+    sft = asdict(files["sft"]) if "sft" in files else None
     return {
         "round": recipe.name,
         "kind": recipe.kind,

@@ -22,11 +22,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
 from pairstore.export.registry import active_at
 from pairstore.files import leftover_temps, publish_point
 from pairstore.keys import sha256_file
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 ASIDE_SUFFIX = ".old"
 
@@ -44,7 +48,7 @@ def _set_aside_files(folder: Path, final: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(ASIDE_SUFFIX))
 
 
-def recover_interrupted(store, folder: Path, finals: list[Path]) -> list[str]:
+def recover_interrupted(store: Store, folder: Path, finals: list[Path]) -> list[str]:
     """Undo what an export killed before its commit left in `folder`, and finish one killed after it:
     a file renamed aside whose bytes the registry still names for its path goes back (the old state); any
     other file renamed aside, and every temp file, is removed; a final file that no registration names
@@ -84,7 +88,7 @@ def recover_interrupted(store, folder: Path, finals: list[Path]) -> list[str]:
     return notes
 
 
-def replacements(store, new_sha: dict[Path, str | None], *, replace: bool) -> list[str]:
+def replacements(store: Store, new_sha: dict[Path, str | None], *, replace: bool) -> list[str]:
     """Export ids whose registered file (or evidence file) at one of the paths would get other bytes.
 
     `new_sha`: final path -> the SHA-256 it is about to hold (None: the export removes the file). Without
@@ -112,7 +116,7 @@ def replacements(store, new_sha: dict[Path, str | None], *, replace: bool) -> li
     return sorted({reg["export_id"] for _, reg in clashes})
 
 
-def leftovers(store, folder: Path, finals: list[Path]) -> list[tuple[Path, str]]:
+def leftovers(store: Store, folder: Path, finals: list[Path]) -> list[tuple[Path, str]]:
     """(file, what it is) for everything an interrupted export left in `folder` for these final files: temp
     files, and final files no registration names (a registered file with other bytes is the mixture
     audit's "changed", not a leftover)."""
@@ -127,7 +131,7 @@ def leftovers(store, folder: Path, finals: list[Path]) -> list[tuple[Path, str]]
     return found
 
 
-def started_exports(store) -> list[dict]:
+def started_exports(store: Store) -> list[dict]:
     """Every export that began: its round, folder and final files (audit_log `export.started`)."""
     out = []
     for subject, detail in store.con.execute(

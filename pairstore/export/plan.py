@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.keys import seeded_order
-from pairstore.rounds.recipes import Recipe
+from pairstore.rounds.recipes import DpoRecipe
 from pairstore.store.sql_guard import check_condition
 from pairstore.store.store import Store
 
@@ -82,7 +82,7 @@ _plan_numbers = itertools.count()
 
 
 @contextmanager
-def planned_mixture(store: Store, recipe: Recipe) -> Iterator[MixturePlan]:
+def planned_mixture(store: Store, recipe: DpoRecipe) -> Iterator[MixturePlan]:
     """Plan the recipe's mixture into a temp table of its own; the table is dropped on leaving, whatever
     happens inside."""
     table = f"_mix_plan_{next(_plan_numbers)}"
@@ -97,11 +97,10 @@ def planned_mixture(store: Store, recipe: Recipe) -> Iterator[MixturePlan]:
 # -- the plan ------------------------------------------------------------------------
 
 
-def _plan_into(store: Store, recipe: Recipe, table: str) -> list[BlockPlan]:
+def _plan_into(store: Store, recipe: DpoRecipe, table: str) -> list[BlockPlan]:
     """Fill the temp table `table` (block, prow, pair_id, kind, copies) for the recipe."""
     con = store.con
     seed = recipe.seed
-    assert seed is not None  # read_recipe requires a seed of a dpo round
     selected = f"{table}_sel"
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {selected} (block INTEGER, prow BIGINT, pair_id VARCHAR, "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -24,6 +25,7 @@ from pairstore.keys import xxh128
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
+    from pairstore.store.store import Store
 
 
 def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
@@ -31,7 +33,7 @@ def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
     return xxh128(f"{kind}\0{round_name}\0{path}\0{sha}")[:20]
 
 
-def active_at(store, paths: list[str]) -> list[dict]:
+def active_at(store: Store, paths: list[str]) -> list[dict]:
     """Registrations not superseded whose file or evidence file is one of `paths`."""
     return store.rows(
         """
@@ -43,10 +45,20 @@ def active_at(store, paths: list[str]) -> list[dict]:
     )
 
 
+@dataclass(frozen=True)
+class ExportedFile:
+    """One parquet file an export wrote: its final path, bytes, rows and the writer-independent content hash."""
+
+    path: str
+    sha256: str
+    rows: int
+    content_hash: str
+
+
 def record_export(
-    store,
+    store: Store,
     round_name: str,
-    files: dict,
+    files: dict[str, ExportedFile],
     evidence: dict,
     *,
     evidence_path: str,
@@ -63,7 +75,7 @@ def record_export(
     ids = []
     with store.transaction():
         for kind, info in files.items():
-            eid = export_id("export", round_name, info["path"], info["sha256"])
+            eid = export_id("export", round_name, info.path, info.sha256)
             ids.append(eid)
             row = store.one("SELECT evidence_sha256, superseded_at FROM exports WHERE export_id = ?", [eid])
             if row is not None:
@@ -88,10 +100,10 @@ def record_export(
                 [
                     eid,
                     round_name,
-                    info["path"],
-                    info["sha256"],
-                    info["rows"],
-                    info["content_hash"],
+                    info.path,
+                    info.sha256,
+                    info.rows,
+                    info.content_hash,
                     json.dumps(evidence, sort_keys=True, ensure_ascii=False),
                     evidence_path,
                     evidence_sha256,
@@ -131,7 +143,7 @@ def attached_id(round_name: str, sha: str) -> str:
 
 
 def record_attached(
-    store,
+    store: Store,
     round_name: str,
     *,
     path: str,
@@ -164,7 +176,7 @@ def record_attached(
     return eid
 
 
-def registered_mixtures(store) -> list[dict]:
+def registered_mixtures(store: Store) -> list[dict]:
     """Every registered mixture (exports, attached history, superseded ones included), oldest first."""
     return store.rows(
         "SELECT export_id, round, kind, path, sha256, rows, evidence_path, evidence_sha256, "
@@ -172,7 +184,7 @@ def registered_mixtures(store) -> list[dict]:
     )
 
 
-def rows_of_export(store, export_id: str) -> list[PairRow]:
+def rows_of_export(store: Store, export_id: str) -> list[PairRow]:
     """The rows of a registered file as the store records them (for when the file itself is gone)."""
     found = store.con.execute(
         """

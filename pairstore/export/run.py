@@ -27,8 +27,9 @@ import json
 import os
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
@@ -37,13 +38,16 @@ from pairstore.errors import BadInput
 from pairstore.export.evidence import evidence_name, export_evidence
 from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
 from pairstore.export.plan import planned_mixture
-from pairstore.export.registry import record_export
+from pairstore.export.registry import ExportedFile, record_export
 from pairstore.export.writer import write_mixture_file
 from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
-from pairstore.rounds.recipes import NAME_RE, Recipe, get_round
+from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 # DuckDB's buffer memory while exporting (it spills to disk beyond this): with the arrow chunks on the
 # Python side the export stays well under 1.5 GB whatever the size of the store.
@@ -51,21 +55,39 @@ EXPORT_MEMORY_LIMIT = "512MB"
 
 
 @dataclass
+class GateEvidence:
+    """What the holdout gate checked for an export that passed (the evidence's `gate`)."""
+
+    members_checked: dict[str, int]  # member kind -> count checked
+    pairs_checked: int
+    fuzzy_pairs_scored: int
+    exempted: list[dict]  # the exempted hits, each with its reason
+    notes: list[str]
+    passed: bool = True
+    fuzzy_threshold: float = FUZZY_THRESHOLD
+    fuzzy_min_chars: int = FUZZY_MIN_CHARS
+    embed_min_words: int = EMBED_MIN_WORDS
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
 class ExportResult:
     round: str
     out_dir: str
-    files: dict = field(default_factory=dict)  # "dpo"/"sft" -> {"path", "sha256", "rows", "content_hash"}
+    files: dict[str, ExportedFile] = field(default_factory=dict)  # "dpo" / "sft" -> the file written
     evidence_path: str = ""
     blocks: list = field(default_factory=list)
     rows_by_source: dict = field(default_factory=dict)
-    gate: dict = field(default_factory=dict)
+    gate: GateEvidence | None = None
     export_ids: list = field(default_factory=list)
     superseded: list = field(default_factory=list)  # export ids this export replaced (--replace)
     notes: list = field(default_factory=list)  # leftovers of an interrupted export, ...
 
 
 def resolve_system_prompt(
-    store, recipe: Recipe, *, bundle=None, system_prompt_file=None
+    store: Store, recipe: DpoRecipe, *, bundle=None, system_prompt_file=None
 ) -> tuple[str | None, str]:
     """(system prompt or None, where it came from)."""
     sp = recipe.system_prompt
@@ -137,7 +159,7 @@ def _check_writable(out: Path) -> None:
 
 
 def export_round(
-    store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
+    store: Store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
 ) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 
@@ -145,7 +167,7 @@ def export_round(
     recipe = get_round(store, name)
     if not NAME_RE.fullmatch(recipe.name):
         raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
-    if recipe.kind != "dpo":
+    if not isinstance(recipe, DpoRecipe):
         raise BadInput(f"round {name!r} is a {recipe.kind}: it has no mixture to export", field="round")
     system_prompt, sp_from = resolve_system_prompt(
         store, recipe, bundle=bundle, system_prompt_file=system_prompt_file
@@ -194,24 +216,17 @@ def export_round(
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n
-                result.files[kind] = {
-                    "path": str(finals[kind]),
-                    "sha256": sha256_file(tmp),
-                    "rows": rows,
-                    "content_hash": chash,
-                }
+                result.files[kind] = ExportedFile(
+                    path=str(finals[kind]), sha256=sha256_file(tmp), rows=rows, content_hash=chash
+                )
             result.rows_by_source = dict(sorted(by_source.items()))
-            result.gate = {
-                "passed": True,
-                "members_checked": gate.members,
-                "pairs_checked": gate.candidates,
-                "fuzzy_pairs_scored": gate.fuzzy_pairs_scored,
-                "fuzzy_threshold": FUZZY_THRESHOLD,
-                "fuzzy_min_chars": FUZZY_MIN_CHARS,
-                "embed_min_words": EMBED_MIN_WORDS,
-                "exempted": exempted,
-                "notes": gate.notes,
-            }
+            result.gate = GateEvidence(
+                members_checked=gate.members,
+                pairs_checked=gate.candidates,
+                fuzzy_pairs_scored=gate.fuzzy_pairs_scored,
+                exempted=exempted,
+                notes=gate.notes,
+            )
             evidence = export_evidence(
                 store,
                 recipe,
@@ -220,7 +235,7 @@ def export_round(
                 blocks=result.blocks,
                 rows_by_source=result.rows_by_source,
                 rows_by_family=dict(sorted(by_family.items())),
-                gate=result.gate,
+                gate=result.gate.as_dict(),
                 system_prompt=system_prompt,
                 system_prompt_from=sp_from,
             )
@@ -229,7 +244,7 @@ def export_round(
                 json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
             )
             evidence_sha = sha256_file(temps["evidence"])
-            new_sha = {finals[k]: (result.files[k]["sha256"] if k in result.files else None) for k in finals}
+            new_sha = {finals[k]: (result.files[k].sha256 if k in result.files else None) for k in finals}
             result.superseded = replacements(store, {**new_sha, evidence_path: evidence_sha}, replace=replace)
             result.evidence_path = str(evidence_path)
             for tmp in temps.values():

@@ -34,6 +34,7 @@ from pairstore.prefetch import prefetch
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
+    from pairstore.store.store import Store
 
 ROW_GROUP_ROWS = 32_768
 # Rows (pairs x copies) fetched per query: bounds memory whatever the size of the store.
@@ -149,7 +150,7 @@ class _RowGroupWriter:
 
 
 def _chunks(
-    store, mixture: MixturePlan, kind: str, block: int
+    store: Store, mixture: MixturePlan, kind: str, block: int
 ) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
     """(first prow, last prow, prows, copies) of one block's pieces of about FETCH_ROWS output rows
     (pairs x copies), prows ascending."""
@@ -177,7 +178,7 @@ def _as_messages(texts: pa.Array, role: str) -> pa.ListArray:
 
 
 def write_mixture_file(
-    store, path: Path, mixture: MixturePlan, kind: str, system_prompt: str | None
+    store: Store, path: Path, mixture: MixturePlan, kind: str, system_prompt: str | None
 ) -> tuple[int, str, Counter]:
     """Stream the `kind` (dpo or sft) rows of the planned mixture into parquet at `path`.
 

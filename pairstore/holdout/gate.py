@@ -21,13 +21,14 @@ from pairstore.holdout.sets import split_exempt
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
+    from pairstore.store.store import Store
 
 HITS_SHOWN = 50
 # The row that stands for the round's own system prompt (a literal or the bundle's), checked like a pair.
 SYSTEM_PROMPT_ROW = -1
 
 
-def _build_candidates(store, mixture: MixturePlan, system_prompt: str | None) -> None:
+def _build_candidates(store: Store, mixture: MixturePlan, system_prompt: str | None) -> None:
     """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns, plus a
     row holding the round's system prompt (which the export writes into every row). Only the ids are
     materialized (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
@@ -62,7 +63,7 @@ def _hit_line(h) -> str:
 
 
 def run_gate(
-    store, round_name: str, mixture: MixturePlan, system_prompt: str | None = None
+    store: Store, round_name: str, mixture: MixturePlan, system_prompt: str | None = None
 ) -> tuple[GateResult, list[dict]]:
     """Check the planned mixture and the system prompt the export adds. Raises GateRefused on a hit
     that is not exempted."""

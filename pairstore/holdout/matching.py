@@ -42,6 +42,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +53,9 @@ from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, lookup_ngrams, regis
 from pairstore.holdout.normalize import TURN_SEP, compact_text, word_text
 from pairstore.holdout.scan import GRAM_WORDS, loose_hash, scan_candidates
 from pairstore.keys import canonical_messages, match_key, match_text, xxh128
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 # Normalized text shorter than this is never fuzzy-matched (exact and embedded matches still apply).
 FUZZY_MIN_CHARS = 64
@@ -185,7 +189,7 @@ def _needles_of(
     return out
 
 
-def member_needles(store, set_name: str | None = None) -> tuple[list[Needle], dict]:
+def member_needles(store: Store, set_name: str | None = None) -> tuple[list[Needle], dict]:
     """Every needle to look for, and the number of members of each kind."""
     con = store.con
     needles: list[Needle] = []
@@ -262,7 +266,7 @@ class _RowText:
     hay: str  # every turn's words, joined by spaces
 
 
-def _row_texts(store, cand: str, row_indexes: set[int]) -> dict[int, _RowText]:
+def _row_texts(store: Store, cand: str, row_indexes: set[int]) -> dict[int, _RowText]:
     if not row_indexes:
         return {}
     ids = pa.table({"row_index": pa.array(sorted(row_indexes), pa.int64())})
@@ -284,7 +288,7 @@ def _row_texts(store, cand: str, row_indexes: set[int]) -> dict[int, _RowText]:
 # -- the stages ------------------------------------------------------------------
 
 
-def _id_and_task_hits(store, cand: str, needles: list[Needle]) -> list[tuple]:
+def _id_and_task_hits(store: Store, cand: str, needles: list[Needle]) -> list[tuple]:
     members = pa.table(
         {
             "set_name": pa.array([n.set_name for n in needles], pa.string()),
@@ -317,7 +321,7 @@ def _needle_grams(needles: list[Needle]) -> tuple[Vocabulary, pa.Table] | None:
     )
 
 
-def _gram_pairs(store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
+def _gram_pairs(store: Store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
     """(row_index, needle index) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE)."""
     if grams.num_rows == 0:
         return []
@@ -355,7 +359,7 @@ def _score(needle: Needle, row: _RowText) -> tuple[str, float] | None:
 
 
 def check_table(
-    store, cand: str, *, set_name: str | None = None, fuzzy: bool = True, benchmarks: bool = True
+    store: Store, cand: str, *, set_name: str | None = None, fuzzy: bool = True, benchmarks: bool = True
 ) -> GateResult:
     """Hits for candidates held in a table or view `cand` of the store's connection (CANDIDATE_SCHEMA).
 
@@ -448,12 +452,12 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
     return sorted(best.values(), key=lambda h: (h.row_index, h.set_name, h.item_id))
 
 
-def find_holdout_hits(store, candidates: pa.Table, *, set_name: str | None = None) -> list[Hit]:
+def find_holdout_hits(store: Store, candidates: pa.Table, *, set_name: str | None = None) -> list[Hit]:
     """Every (member, row) hit of `candidates` (see candidate_table), strongest kind of match first."""
     return check_candidates(store, candidates, set_name=set_name).hits
 
 
-def check_candidates(store, candidates: pa.Table, *, set_name: str | None = None) -> GateResult:
+def check_candidates(store: Store, candidates: pa.Table, *, set_name: str | None = None) -> GateResult:
     """find_holdout_hits with the counts and notes the export evidence reports."""
     missing = [n for n in CANDIDATE_SCHEMA.names if n not in candidates.column_names]
     if missing:

@@ -42,6 +42,7 @@ import string
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -51,6 +52,9 @@ import xxhash
 from pairstore.errors import BadInput
 from pairstore.holdout.normalize import word_text
 from pairstore.keys import match_key
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 DEFAULT_N = 13
 DEFAULT_THREADS = 4
@@ -292,7 +296,7 @@ def benchmark_tables(ids: list[str], texts: list[str], n: int) -> tuple[pa.Table
     return refs, ngrams
 
 
-def register_benchmark(store, name: str, items: list[tuple[str, str]], n: int = DEFAULT_N) -> int:
+def register_benchmark(store: Store, name: str, items: list[tuple[str, str]], n: int = DEFAULT_N) -> int:
     """Store a benchmark's test items and their n-grams so the export gate checks them.
 
     Replaces an earlier registration of the same name. Returns the number of items stored.
@@ -333,7 +337,7 @@ def register_benchmark(store, name: str, items: list[tuple[str, str]], n: int = 
     return len(ids)
 
 
-def registered_vocabulary(store, n: int = DEFAULT_N) -> Vocabulary | None:
+def registered_vocabulary(store: Store, n: int = DEFAULT_N) -> Vocabulary | None:
     """The vocabulary of every benchmark registered with this n (None when there is none)."""
     tbl = arrow_query(store.con, "SELECT text FROM benchmark_refs WHERE n = ?", [n])
     if tbl.num_rows == 0:
@@ -342,7 +346,7 @@ def registered_vocabulary(store, n: int = DEFAULT_N) -> Vocabulary | None:
 
 
 def lookup_ngrams(
-    store, row_index: np.ndarray, ngrams: np.ndarray, n: int = DEFAULT_N
+    store: Store, row_index: np.ndarray, ngrams: np.ndarray, n: int = DEFAULT_N
 ) -> list[tuple[int, str, str]]:
     """Distinct (row_index, benchmark, item_id) whose registered n-grams include one of (row_index, ngram)."""
     cand = pa.table({"row_index": pa.array(row_index, pa.int64()), "ngram": pa.array(ngrams, pa.uint64())})
@@ -359,7 +363,7 @@ def lookup_ngrams(
     return [(int(r), b, i) for r, b, i in rows]
 
 
-def benchmark_hits(store, texts: pa.Table, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
+def benchmark_hits(store: Store, texts: pa.Table, n: int = DEFAULT_N) -> list[tuple[int, str, str]]:
     """Rows of `texts` (row_index int64, text string) sharing an n-gram with a registered benchmark item.
 
     Returns sorted, distinct (row_index, benchmark, item_id).

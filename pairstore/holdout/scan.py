@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +37,9 @@ import xxhash
 
 from pairstore.holdout.ngrams import Vocabulary, text_ngram_table
 from pairstore.holdout.normalize import word_text
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 CHUNK_ROWS = 20_000
 GRAM_WORDS = 3
@@ -188,7 +192,7 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
 
 
 def scan_candidates(
-    store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None
+    store: Store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None
 ) -> Scan:
     """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
     condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is

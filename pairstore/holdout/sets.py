@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -22,6 +23,9 @@ from pairstore.holdout.matching import Hit
 from pairstore.keys import match_key, match_text, seeded_rank
 from pairstore.store.sql_guard import check_condition
 from pairstore.tables.pairs import Pair
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 SET_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")
 
@@ -34,7 +38,7 @@ def _check_name(set_name: str) -> None:
 
 
 def add_members(
-    store,
+    store: Store,
     set_name: str,
     members: list[dict],
     *,
@@ -103,7 +107,7 @@ def _battle_member(row) -> dict:
     }
 
 
-def resolve_ids(store, ids: list[tuple[int, str]], path: str) -> list[dict]:
+def resolve_ids(store: Store, ids: list[tuple[int, str]], path: str) -> list[dict]:
     """Members for ids (battle, task or eval item ids), each looked up in the store."""
     members = []
     for line, item_id in ids:
@@ -143,7 +147,7 @@ def resolve_ids(store, ids: list[tuple[int, str]], path: str) -> list[dict]:
     return members
 
 
-def add_from_ids_file(store, set_name: str, path) -> int:
+def add_from_ids_file(store: Store, set_name: str, path) -> int:
     """`holdout add SET --ids-file F`: one id per line (blank lines and # comments ignored)."""
     try:
         text = open(path, encoding="utf-8").read()
@@ -181,7 +185,7 @@ def _allocate(sizes: dict, n: int) -> dict:
     return quota
 
 
-def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None = None) -> list[str]:
+def sample_holdout(store: Store, set_name: str, *, n: int, seed: int, where: str | None = None) -> list[str]:
     """Sample n battles, stratified by (vote, category), battles sharing a match key kept together.
 
     Deterministic: groups are ranked by xxh3(seed, match key). Returns the sampled battle ids."""
@@ -244,7 +248,7 @@ def sample_holdout(store, set_name: str, *, n: int, seed: int, where: str | None
     return sorted(m["item_id"] for m in members)
 
 
-def active_members(store, set_name: str | None = None) -> list[dict]:
+def active_members(store: Store, set_name: str | None = None) -> list[dict]:
     return store.rows(
         "SELECT * FROM holdout WHERE removed_at IS NULL AND (? IS NULL OR set_name = ?) "
         "ORDER BY set_name, item_id",
@@ -252,7 +256,7 @@ def active_members(store, set_name: str | None = None) -> list[dict]:
     )
 
 
-def held_task_keys(store) -> set[str]:
+def held_task_keys(store: Store) -> set[str]:
     return {
         r[0]
         for r in store.con.execute(
@@ -315,7 +319,7 @@ class HoldoutFilter:
         return sum(len(v) for v in self.item_ids.values())
 
 
-def list_sets(store) -> list[dict]:
+def list_sets(store: Store) -> list[dict]:
     return store.rows("""
         SELECT s.set_name, count(h.item_id) FILTER (h.removed_at IS NULL) AS active,
                count(h.item_id) FILTER (h.removed_at IS NOT NULL) AS removed,
@@ -324,7 +328,7 @@ def list_sets(store) -> list[dict]:
         GROUP BY ALL ORDER BY s.set_name""")
 
 
-def show_set(store, set_name: str) -> list[dict]:
+def show_set(store: Store, set_name: str) -> list[dict]:
     if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [set_name]):
         raise NotFound(f"no holdout set {set_name!r}")
     return store.rows(
@@ -334,7 +338,7 @@ def show_set(store, set_name: str) -> list[dict]:
     )
 
 
-def remove_member(store, set_name: str, item_id: str, *, reason: str) -> None:
+def remove_member(store: Store, set_name: str, item_id: str, *, reason: str) -> None:
     if not reason or not reason.strip():
         raise BadInput("a reason is required to remove a holdout member", field="reason")
     with store.transaction():
@@ -356,7 +360,7 @@ def remove_member(store, set_name: str, item_id: str, *, reason: str) -> None:
 # -- exemptions: the one way past a gate hit short of removing the member -------------
 
 
-def add_exemption(store, set_name: str, item_id: str, pair_id: str, *, reason: str) -> bool:
+def add_exemption(store: Store, set_name: str, item_id: str, pair_id: str, *, reason: str) -> bool:
     """Let one pair through the gate for one member, with a reason (logged). Returns False if it existed."""
     if not reason or not reason.strip():
         raise BadInput("an exemption needs a reason (--reason TEXT)", field="reason")
@@ -389,7 +393,7 @@ def add_exemption(store, set_name: str, item_id: str, pair_id: str, *, reason: s
     return True
 
 
-def split_exempt(store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:
+def split_exempt(store: Store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:
     """(hits that stand, exemptions that cleared a hit) using holdout_exemptions (set, member, pair)."""
     if not hits:
         return [], []

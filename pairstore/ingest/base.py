@@ -10,12 +10,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from tqdm import tqdm
 
 from pairstore.errors import BadInput
 from pairstore.keys import sha256_file
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 VOTES = ("win", "loss", "tie", "both_bad")
 ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
@@ -49,7 +53,9 @@ def progress_bar(iterable, enabled: bool, desc: str):
     return tqdm(iterable, desc=desc, unit=" rec", leave=False)
 
 
-def log_ingest(store, path, kind: str, rows_read: int, rows_added: int, *, sha256: str | None = None) -> None:
+def log_ingest(
+    store: Store, path, kind: str, rows_read: int, rows_added: int, *, sha256: str | None = None
+) -> None:
     """One row in `ingests` per file (or dataset folder: give its `sha256`, pairstore.ingest.dataset_files) read.
     This module writes that table; call inside the ingest's transaction."""
     store.con.execute(
@@ -59,7 +65,14 @@ def log_ingest(store, path, kind: str, rows_read: int, rows_added: int, *, sha25
 
 
 def insert_new(
-    store, table: str, key_cols: list[str], rows: list[dict], schema: pa.Schema, differs: str, what: str, path
+    store: Store,
+    table: str,
+    key_cols: list[str],
+    rows: list[dict],
+    schema: pa.Schema,
+    differs: str,
+    what: str,
+    path,
 ) -> tuple[int, int]:
     """Insert rows whose key is new. A known key whose content differs (`differs`: SQL over i = incoming,
     t = table) is an error naming the line; a known key with the same content is skipped."""
@@ -72,12 +85,12 @@ def insert_new(
         on = " AND ".join(f"i.{k} = t.{k}" for k in key_cols)
         file_col = "i._file" if "_file" in schema.names else "NULL::VARCHAR"
         order = "i._file, i._line" if "_file" in schema.names else "i._line"
-        clash = con.execute(
+        clashes = con.execute(
             f"SELECT i.{key_cols[-1]}, i._line, {file_col} FROM _incoming i JOIN {table} t ON {on} "
             f"WHERE {differs} ORDER BY {order} LIMIT 1"
         ).fetchall()
-        if clash:
-            clash = clash[0]
+        if clashes:
+            clash = clashes[0]
             raise BadInput(
                 f"{what} {clash[0]!r} is already in the store with different content",
                 path=str(clash[2] or path),
@@ -88,7 +101,7 @@ def insert_new(
         n = con.execute(
             f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
             f"FROM _incoming i ANTI JOIN {table} t ON {on}"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     finally:
         con.unregister("_incoming")
     return n, len(rows) - n

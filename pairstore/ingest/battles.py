@@ -6,6 +6,7 @@ pairstore ingest battles battles.jsonl
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -25,6 +26,9 @@ from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, match_key
 from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 _BATTLE_SCHEMA = pa.schema(
     [
@@ -116,7 +120,7 @@ def _keyed_battle(row: dict, path, line: int) -> dict:
     return row
 
 
-def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], others: str):
+def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[str], others: str):
     """Battle rows and `arena` pairs from Arena records (pairstore.ingest.arena); every row not kept is counted."""
     holdout = HoldoutFilter.load(store) if others == "pairs" else None
     rows, pairs = [], []
@@ -152,7 +156,7 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
 
 
 def ingest_battles(
-    store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
+    store: Store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
 ) -> IngestResult:
     """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files): native records
     (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.ingest.arena) read from the side of

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import (
@@ -19,13 +20,16 @@ from pairstore.ingest.base import (
 from pairstore.ingest.records import Fields, read_records
 from pairstore.tables.generations import generation_id, insert_generations
 
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
+
 _ITEM_PROMPT_SQL = {
     "problem": "SELECT question FROM problems WHERE problem_id = ?",
     "task": "SELECT prompt FROM tasks WHERE task_id = ?",
 }
 
 
-def _item_prompt(store, kind: str, item_id: str, suite: str | None):
+def _item_prompt(store: Store, kind: str, item_id: str, suite: str | None):
     if kind == "eval_item":
         row = store.one(
             "SELECT prompt FROM eval_items WHERE item_id = ? AND (? IS NULL OR suite = ?) LIMIT 1",
@@ -36,7 +40,7 @@ def _item_prompt(store, kind: str, item_id: str, suite: str | None):
     return None if row is None else [{"role": "user", "content": row[0]}]
 
 
-def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
+def parse_generation(store: Store, rec: dict, path, line: int, model: str) -> dict:
     f = Fields(rec, path, line)
     kind = f.choice("item_kind", ITEM_KINDS, required=False) or ("prompt" if not f.has("item_id") else None)
     if kind is None:
@@ -79,7 +83,7 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
     }
 
 
-def ingest_generations(store, path, *, model: str, progress: bool = False) -> IngestResult:
+def ingest_generations(store: Store, path, *, model: str, progress: bool = False) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
 
     Verdicts and loop flags are left NULL here: the miners and `train sample` compute them with the

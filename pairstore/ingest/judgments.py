@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -22,6 +22,9 @@ from pairstore.ingest.base import (
 )
 from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import content_id
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 _JUDGMENT_SCHEMA = pa.schema(
     [
@@ -40,7 +43,7 @@ _JUDGMENT_SCHEMA = pa.schema(
 )
 
 
-def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
+def ingest_judgments(store: Store, path, *, progress: bool = False) -> IngestResult:
     """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
     result = IngestResult("judgments", str(path))
     rows = []

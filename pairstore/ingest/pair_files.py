@@ -21,12 +21,16 @@ Every problem raises BadInput naming the file, the line (or row) and the field.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import canonical_messages
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 PROMPT_FIELDS = ("prompt", "question", "instruction", "input", "query")
 CONVERSATION_FIELDS = ("chosen", "messages", "conversations")
@@ -153,7 +157,7 @@ def read_pair_file(path, *, require_chosen: bool = False) -> list[PairRow]:
     return rows
 
 
-def add_store_origins(store, rows: list[PairRow]) -> None:
+def add_store_origins(store: Store, rows: list[PairRow]) -> None:
     """Rows whose `pair_id` is a stored pair gain the origin ids the store records for it."""
     ids = sorted({r.pair_id for r in rows if r.pair_id})
     if not ids:

@@ -99,7 +99,13 @@ def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
 
 
 def ingest_pairs(
-    store, path, *, source: str, miner: str = "ingest-pairs", miner_version: str = "1", progress: bool = False
+    store: Store,
+    path,
+    *,
+    source: str,
+    miner: str = "ingest-pairs",
+    miner_version: str = "1",
+    progress: bool = False,
 ) -> IngestResult:
     """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origin is (file SHA-256
     prefix, line). A missing or null `rejected` makes an NLL-only `sft` row. A row with an empty side,

@@ -7,6 +7,7 @@ save_to_disk folder.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -22,6 +23,9 @@ from pairstore.ingest.dataset_files import DatasetRecord, dataset_files, files_s
 from pairstore.ingest.math_problems import HUB_DATASETS, TEST_NAME, problem_fields
 from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, match_key
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 _PROBLEM_SCHEMA = pa.schema(
     [
@@ -87,7 +91,7 @@ def _load_hub_records(dataset: str):
 
 
 def ingest_problems(
-    store, dataset: str, *, path=None, split: str = "train", progress: bool = False
+    store: Store, dataset: str, *, path=None, split: str = "train", progress: bool = False
 ) -> IngestResult:
     """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject; or MATH-500-shaped rows)
     train problems, from the Hub or from `path`: a file, a Hub folder or a save_to_disk folder

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 KINDS = ("base", "adapter", "merge", "soup")
 
 
 def register_checkpoint(
-    store,
+    store: Store,
     name: str,
     kind: str,
     parents: list[str],

@@ -19,8 +19,12 @@ evidence of the round's adapter: what ran), or None.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pairstore.errors import NotFound
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 
 def _checkpoint_row(row: dict) -> dict:
@@ -72,7 +76,7 @@ def _stage(row: dict, exports: list[dict]) -> dict:
     }
 
 
-def lineage(store, name: str) -> list[dict]:
+def lineage(store: Store, name: str) -> list[dict]:
     """Stages from the base model to `name`, parents first. Raises NotFound for an unknown round
     or an ancestor whose recipe is not registered."""
     rounds = {
@@ -86,9 +90,9 @@ def lineage(store, name: str) -> list[dict]:
             "ORDER BY created_at, name"
         )
     }
-    for n, c in checkpoints.items():
-        if n not in rounds and c["kind"] != "adapter":  # an adapter is its round's run, not a stage
-            rounds[n] = _checkpoint_row(c)
+    for n, row in checkpoints.items():
+        if n not in rounds and row["kind"] != "adapter":  # an adapter is its round's run, not a stage
+            rounds[n] = _checkpoint_row(row)
     runs = _runs(checkpoints)
     if name not in rounds:
         raise NotFound(f"no round or checkpoint {name!r} (add its recipe with `pairstore round add FILE`)")

@@ -39,22 +39,24 @@ file again changes nothing; another recipe under an existing name is an error.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import re
 import tomllib
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from pairstore.errors import BadInput, NotFound, PairstoreError
+from pairstore.errors import BadInput, BadInputs, NotFound, PairstoreError
 from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
+from pairstore.store.store import Store
 from pairstore.tables.pairs import declared_sources
 
-KINDS = ("dpo", "soup", "base")
 # The core modules that write pairs and declare their sources (pairstore.tables.pairs.declare_sources);
 # a miner declares its own on its registration (miners.registry), loaded by whoever runs miners.
 _CORE_PRODUCERS = (
@@ -78,43 +80,9 @@ LR_SCHEDULERS = (
     "warmup_stable_decay",
 )
 
-TOP_KEYS = (
-    "name",
-    "kind",
-    "parent",
-    "seed",
-    "system_prompt",
-    "job_id",
-    "note",
-    "mix",
-    "train",
-    "a",
-    "b",
-    "alpha",
-    "adapter_step",
-    "adapter_of",
-    "model",
-    "revision",
-)
-MIX_KEYS = ("source", "where", "limit", "upsample")
 # The most copies a block may ask for. The shipped recipes use at most 24 (battle pairs); a typo such as
 # 1200 for 12 would write a mixture a hundred times too large (and copies are counted in 32 bits).
 UPSAMPLE_MAX = 100
-TRAIN_KEYS = (
-    "beta",
-    "sft_weight",
-    "lora_rank",
-    "lora_alpha",
-    "lora_dropout",
-    "target_modules",
-    "learning_rate",
-    "lr_scheduler",
-    "warmup_ratio",
-    "max_steps",
-    "global_batch",
-    "per_device_batch",
-    "max_length",
-)
 
 
 @dataclass(frozen=True)
@@ -127,12 +95,14 @@ class MixBlock:
 
 @dataclass(frozen=True)
 class TrainConfig:
+    """A dpo round's `[train]` table: every key required; train/ takes this object as it is."""
+
     beta: float
     sft_weight: float
     lora_rank: int
     lora_alpha: float
     lora_dropout: float
-    target_modules: str | list
+    target_modules: str | list[str]
     learning_rate: float
     lr_scheduler: str
     warmup_ratio: float
@@ -142,89 +112,126 @@ class TrainConfig:
     max_length: int
 
 
-@dataclass(frozen=True)
-class Recipe:
+def keys_of(cls: type) -> tuple[str, ...]:
+    """The TOML keys of a recipe table: its dataclass's init fields, in order (`sha256` is not a key)."""
+    return tuple(f.name for f in fields(cls) if f.init and f.name != "sha256")
+
+
+MIX_KEYS = keys_of(MixBlock)
+TRAIN_KEYS = keys_of(TrainConfig)
+
+
+@dataclass(frozen=True, kw_only=True)
+class _RecipeBase:
+    """What every recipe has. Each kind below adds its own keys; `keys_of(kind class)` are its TOML keys."""
+
     name: str
     kind: str
-    parent: str | None = None
-    seed: int | None = None
-    system_prompt: str | None = None  # "bundle": the parent bundle's system_prompt.txt; else a literal
     job_id: str | None = None
     note: str | None = None
-    mix: tuple = ()
-    train: TrainConfig | None = None
-    a: str | None = None
-    b: str | None = None
-    alpha: float | None = None
-    adapter_step: int | None = None
-    adapter_of: str | None = None
-    model: str | None = None
-    revision: str | None = None
     sha256: str = field(default="", compare=False)
 
     @property
     def parents(self) -> list[str]:
-        if self.kind == "soup":
-            assert self.a is not None and self.b is not None  # read_recipe requires both
-            return [self.a, self.b]
-        if self.kind == "dpo":
-            assert self.parent is not None  # read_recipe requires it
-            return [self.parent] + ([self.adapter_of] if self.adapter_of else [])
         return []
 
-    def to_json(self) -> dict:
-        """The recipe JSON stored in rounds.recipe (the cross-team layout)."""
-        out: dict[str, Any] = {
+    def to_json(self) -> dict[str, Any]:
+        """The recipe JSON stored in rounds.recipe (the cross-team layout: the same keys for every kind,
+        None where a kind has no such key, plus the kind's own extras)."""
+        get = functools.partial(getattr, self)
+        mix = get("mix", ())
+        train = get("train", None)
+        return {
             "name": self.name,
             "kind": self.kind,
-            "parent": self.parent,
+            "parent": get("parent", None),
             "parents": self.parents,
-            "seed": self.seed,
-            "system_prompt": self.system_prompt,
+            "seed": get("seed", None),
+            "system_prompt": get("system_prompt", None),
             "job_id": self.job_id,
             "note": self.note,
-            "mix": [asdict(m) for m in self.mix],
-            "train": asdict(self.train) if self.train else None,
+            "mix": [asdict(m) for m in mix],
+            "train": asdict(train) if train else None,
         }
-        if self.kind == "soup":
-            out.update(a=self.a, b=self.b, alpha=self.alpha)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaseRecipe(_RecipeBase):
+    """A base model: no parents, no training; may name the model and its revision."""
+
+    kind: str = "base"
+    model: str | None = None
+    revision: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "model": self.model, "revision": self.revision}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SoupRecipe(_RecipeBase):
+    """out = a + alpha * (b - a) of two merged checkpoints."""
+
+    kind: str = "soup"
+    a: str
+    b: str
+    alpha: float
+
+    @property
+    def parents(self) -> list[str]:
+        return [self.a, self.b]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "a": self.a, "b": self.b, "alpha": self.alpha}
+
+
+@dataclass(frozen=True, kw_only=True)
+class DpoRecipe(_RecipeBase):
+    """DPO+NLL with LoRA on `parent`: a mixture (`[[mix]]` blocks) and the training settings (`[train]`);
+    or, with `adapter_step` + `adapter_of`, `parent` plus the LoRA delta saved at that step of that round."""
+
+    kind: str = "dpo"
+    parent: str
+    seed: int
+    mix: tuple[MixBlock, ...]
+    train: TrainConfig
+    system_prompt: str | None = None  # "bundle": the parent bundle's system_prompt.txt; else a literal
+    adapter_step: int | None = None
+    adapter_of: str | None = None
+
+    @property
+    def parents(self) -> list[str]:
+        return [self.parent] + ([self.adapter_of] if self.adapter_of else [])
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
         if self.adapter_step is not None:
             out.update(adapter_step=self.adapter_step, adapter_of=self.adapter_of)
-        if self.kind == "base":
-            out.update(model=self.model, revision=self.revision)
         return out
 
-    @classmethod
-    def from_json(cls, data: dict, sha256: str = "") -> Recipe:
-        train = TrainConfig(**data["train"]) if data.get("train") else None
-        mix = tuple(MixBlock(**m) for m in data.get("mix") or [])
-        keep: dict[str, Any] = {
-            k: data.get(k)
-            for k in (
-                "name",
-                "kind",
-                "parent",
-                "seed",
-                "system_prompt",
-                "job_id",
-                "note",
-                "a",
-                "b",
-                "alpha",
-                "adapter_step",
-                "adapter_of",
-                "model",
-                "revision",
-            )
-        }
-        return cls(mix=mix, train=train, sha256=sha256, **keep)
+
+Recipe = BaseRecipe | SoupRecipe | DpoRecipe
+RECIPE_CLASSES: dict[str, type[BaseRecipe] | type[SoupRecipe] | type[DpoRecipe]] = {
+    "dpo": DpoRecipe,
+    "soup": SoupRecipe,
+    "base": BaseRecipe,
+}
+KINDS = tuple(RECIPE_CLASSES)
+# Every key some kind of recipe has (an unknown key is none of these).
+ALL_KEYS = tuple(dict.fromkeys(k for cls in RECIPE_CLASSES.values() for k in keys_of(cls)))
 
 
-# -- parsing -------------------------------------------------------------------
+def recipe_from_json(data: dict, sha256: str = "") -> Recipe:
+    """The recipe stored as JSON (to_json) back as its dataclass."""
+    cls = RECIPE_CLASSES[data["kind"]]
+    values: dict[str, Any] = {k: data.get(k) for k in keys_of(cls) if k in data}
+    if cls is DpoRecipe:
+        values["mix"] = tuple(MixBlock(**m) for m in data.get("mix") or [])
+        values["train"] = TrainConfig(**data["train"])
+    return cls(**values, sha256=sha256)
 
 
 class _Lines:
-    """Finds the line of a key in a TOML text, for error messages (tomllib reports none)."""
+    """Line numbers of sections and keys in a recipe's TOML text (tomllib gives none)."""
 
     def __init__(self, text: str):
         self.lines = text.splitlines()
@@ -254,13 +261,40 @@ class _Lines:
         return None
 
 
+class _Invalid(Exception):
+    """One value failed its check (recorded in _Checker.problems); the value is left out."""
+
+
 class _Checker:
+    """Checks a recipe's values, recording every mistake (file, line, field) instead of stopping at the first."""
+
     def __init__(self, path, text: str):
         self.path = str(path) if path is not None else None
         self.where = _Lines(text)
+        self.problems: list[BadInput] = []
 
-    def fail(self, msg: str, section: str, key: str | None, field_name: str | None = None):
-        raise BadInput(msg, path=self.path, line=self.where.of(section, key), field=field_name or key)
+    def fail(self, msg: str, section: str, key: str | None, field_name: str | None = None) -> NoReturn:
+        """Record a mistake and abandon the value being checked."""
+        self.note(msg, section, key, field_name)
+        raise _Invalid
+
+    def note(self, msg: str, section: str, key: str | None, field_name: str | None = None) -> None:
+        self.problems.append(
+            BadInput(msg, path=self.path, line=self.where.of(section, key), field=field_name or key)
+        )
+
+    def value(self, check: Callable[[], Any]) -> Any:
+        """check() or, where it recorded a mistake, None (the rest of the recipe is still checked)."""
+        try:
+            return check()
+        except _Invalid:
+            return None
+
+    def raise_problems(self) -> None:
+        if len(self.problems) == 1:
+            raise self.problems[0]
+        if self.problems:
+            raise BadInputs(self.problems)
 
     def number(self, value, section, key, *, lo=None, hi=None, integer=False, lo_open=False, label=None):
         name = label or key
@@ -292,8 +326,18 @@ class _Checker:
         return value
 
 
+# Why a key of another kind does not belong in a recipe of this kind.
+_NOT_HERE = {
+    "base": "a base model has no parents and no training",
+    "soup": "a soup names a, b and alpha and runs no training",
+    "dpo": "a dpo round names one parent",
+}
+
+
 def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
-    """Parse and validate one recipe. `sources`: allowed mix sources (default known_sources())."""
+    """Parse and validate one recipe. `sources`: allowed mix sources (default known_sources()).
+
+    Every mistake is found, not only the first: one BadInput, or BadInputs holding one per mistake."""
     allowed = tuple(sources) if sources is not None else known_sources()
     c = _Checker(path, text)
     try:
@@ -301,127 +345,132 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"line (\d+)", str(e))
         raise BadInput(f"not valid TOML: {e}", path=c.path, line=int(m.group(1)) if m else None) from None
-    for key in data:
-        if key not in TOP_KEYS:
-            c.fail(f"unknown key {key!r} (known: {', '.join(TOP_KEYS)})", "", key)
-    if "name" not in data:
-        c.fail("missing 'name'", "", None, "name")
-    name = c.name(data["name"], "", "name")
     kind = data.get("kind")
     if kind not in KINDS:
-        c.fail(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", "", "kind")
-
-    def forbid(keys, why):
-        for k in keys:
-            if k in data:
-                c.fail(f"{k!r} does not belong in a {kind} recipe ({why})", "", k)
-
-    job_id = data.get("job_id")
-    if job_id is not None:
+        c.note(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", "", "kind")
+    cls = RECIPE_CLASSES.get(kind) if isinstance(kind, str) else None
+    own = keys_of(cls) if cls is not None else ALL_KEYS
+    for key in data:
+        if key not in ALL_KEYS:
+            c.note(f"unknown key {key!r} (known: {', '.join(ALL_KEYS)})", "", key)
+        elif key not in own:
+            why = "only a base names a model" if key in ("model", "revision") else _NOT_HERE[str(kind)]
+            c.note(f"{key!r} does not belong in a {kind} recipe ({why})", "", key)
+    required = [f.name for f in fields(cls) if f.init and f.default is MISSING] if cls else ["name"]
+    for key in required:
+        if key not in data:
+            need = {"soup": "a soup needs", "dpo": "a dpo round needs"}.get(str(kind), "missing")
+            c.note(f"{'missing' if key == 'name' else need} {key!r}", "", None, key)
+    values: dict[str, Any] = {}
+    if "name" in data:
+        values["name"] = c.value(lambda: c.name(data["name"], "", "name"))
+    if "job_id" in data:
+        job_id = data["job_id"]
         if isinstance(job_id, bool) or not isinstance(job_id, (int, str)):
-            c.fail(f"job_id must be a string or an integer, got {job_id!r}", "", "job_id")
-        job_id = str(job_id)
-    note = data.get("note")
-    if note is not None:
-        c.string(note, "", "note")
-    common = {"name": name, "kind": kind, "job_id": job_id, "note": note}
-
-    if kind == "base":
-        forbid(
-            (
-                "parent",
-                "mix",
-                "train",
-                "a",
-                "b",
-                "alpha",
-                "adapter_step",
-                "adapter_of",
-                "seed",
-                "system_prompt",
-            ),
-            "a base model has no parents and no training",
-        )
+            c.note(f"job_id must be a string or an integer, got {job_id!r}", "", "job_id")
+        else:
+            values["job_id"] = str(job_id)
+    if "note" in data:
+        values["note"] = c.value(lambda: c.string(data["note"], "", "note"))
+    if cls is BaseRecipe:
         for k in ("model", "revision"):
             if k in data:
-                c.string(data[k], "", k)
-        return Recipe(
-            **common, model=data.get("model"), revision=data.get("revision"), sha256=sha256_text(text)
-        )
+                values[k] = c.value(functools.partial(c.string, data[k], "", k))
+    elif cls is SoupRecipe:
+        _soup_values(c, data, values)
+    elif cls is DpoRecipe:
+        _dpo_values(c, data, values, allowed)
+    c.raise_problems()
+    assert cls is not None
+    return cls(**values, sha256=sha256_text(text))
 
-    forbid(("model", "revision"), "only a base names a model")
-    if kind == "soup":
-        forbid(
-            ("parent", "mix", "train", "seed", "system_prompt", "adapter_step", "adapter_of"),
-            "a soup names a, b and alpha and runs no training",
-        )
-        for k in ("a", "b", "alpha"):
-            if k not in data:
-                c.fail(f"a soup needs {k!r}", "", None, k)
-        a = c.name(data["a"], "", "a")
-        b = c.name(data["b"], "", "b")
-        if a == b:
-            c.fail("a soup of a checkpoint with itself", "", "b")
-        alpha = c.number(data["alpha"], "", "alpha", lo=0, hi=1)
-        return Recipe(**common, a=a, b=b, alpha=float(alpha), sha256=sha256_text(text))
 
-    # dpo
-    forbid(("a", "b", "alpha"), "a dpo round names one parent")
-    for k in ("parent", "seed", "mix", "train"):
-        if k not in data:
-            c.fail(f"a dpo round needs {k!r}", "", None, k)
-    parent = c.name(data["parent"], "", "parent")
-    seed = c.number(data["seed"], "", "seed", integer=True, lo=0)
+def _soup_values(c: _Checker, data: dict, values: dict[str, Any]) -> None:
+    for k in ("a", "b"):
+        if k in data:
+            values[k] = c.value(functools.partial(c.name, data[k], "", k))
+    if values.get("a") is not None and values.get("a") == values.get("b"):
+        c.note("a soup of a checkpoint with itself", "", "b")
+    if "alpha" in data:
+        alpha = c.value(lambda: c.number(data["alpha"], "", "alpha", lo=0, hi=1))
+        values["alpha"] = None if alpha is None else float(alpha)
+
+
+def _dpo_values(c: _Checker, data: dict, values: dict[str, Any], allowed: tuple[str, ...]) -> None:
+    if "parent" in data:
+        values["parent"] = c.value(lambda: c.name(data["parent"], "", "parent"))
+    if "seed" in data:
+        values["seed"] = c.value(lambda: c.number(data["seed"], "", "seed", integer=True, lo=0))
     system_prompt = data.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
-        c.fail(
+        c.note(
             f'system_prompt must be a string ("bundle" or the prompt itself), got {system_prompt!r}',
             "",
             "system_prompt",
         )
-    adapter_step = adapter_of = None
+    else:
+        values["system_prompt"] = system_prompt
     if ("adapter_step" in data) != ("adapter_of" in data):
-        c.fail(
+        c.note(
             "adapter_step and adapter_of go together",
             "",
             "adapter_step" if "adapter_step" in data else "adapter_of",
         )
-    if "adapter_step" in data:
-        adapter_step = c.number(data["adapter_step"], "", "adapter_step", integer=True, lo=1)
-        adapter_of = c.name(data["adapter_of"], "", "adapter_of")
+    elif "adapter_step" in data:
+        values["adapter_step"] = c.value(
+            lambda: c.number(data["adapter_step"], "", "adapter_step", integer=True, lo=1)
+        )
+        values["adapter_of"] = c.value(lambda: c.name(data["adapter_of"], "", "adapter_of"))
+    if "mix" in data:
+        values["mix"] = _mix_blocks(c, data["mix"], allowed)
+    if "train" in data:
+        values["train"] = c.value(lambda: _train_table(c, data["train"]))
 
-    blocks = data["mix"]
+
+def _mix_blocks(c: _Checker, blocks: Any, allowed: tuple[str, ...]) -> tuple[MixBlock, ...] | None:
     if not isinstance(blocks, list) or not blocks or not all(isinstance(b, dict) for b in blocks):
-        c.fail("mix must be one or more [[mix]] tables", "", "mix")
-    mix = []
-    for i, blk in enumerate(blocks):
-        sec = f"mix{i}"
-        for key in blk:
-            if key not in MIX_KEYS:
-                c.fail(
-                    f"unknown key {key!r} in [[mix]] block {i + 1} (known: {', '.join(MIX_KEYS)})",
-                    sec,
-                    key,
-                    f"mix[{i}].{key}",
-                )
-        if "source" not in blk:
-            c.fail(f"[[mix]] block {i + 1} needs a source", sec, None, f"mix[{i}].source")
-        source = blk["source"]
-        if source not in allowed:
-            c.fail(
-                f"unknown source {source!r} in [[mix]] block {i + 1} (known: {', '.join(sorted(allowed))})",
+        c.note("mix must be one or more [[mix]] tables", "", "mix")
+        return None
+    mix = [c.value(functools.partial(_mix_block, c, i, blk, allowed)) for i, blk in enumerate(blocks)]
+    return tuple(mix)
+
+
+def _mix_block(c: _Checker, i: int, blk: dict, allowed: tuple[str, ...]) -> MixBlock:
+    sec = f"mix{i}"
+    for key in blk:
+        if key not in MIX_KEYS:
+            c.note(
+                f"unknown key {key!r} in [[mix]] block {i + 1} (known: {', '.join(MIX_KEYS)})",
                 sec,
-                "source",
-                f"mix[{i}].source",
+                key,
+                f"mix[{i}].{key}",
             )
-        where = blk.get("where")
-        if where is not None:
-            c.string(where, sec, "where", f"mix[{i}].where")
-            check_condition(where, field=f"mix[{i}].where", path=c.path, line=c.where.of(sec, "where"))
-        limit = blk.get("limit")
-        if limit is not None:
-            limit = c.number(limit, sec, "limit", integer=True, lo=1, label=f"mix[{i}].limit")
-        upsample = c.number(
+    source = blk.get("source")
+    if source is None:
+        c.note(f"[[mix]] block {i + 1} needs a source", sec, None, f"mix[{i}].source")
+    elif source not in allowed:
+        c.note(
+            f"unknown source {source!r} in [[mix]] block {i + 1} (known: {', '.join(sorted(allowed))})",
+            sec,
+            "source",
+            f"mix[{i}].source",
+        )
+
+    def where() -> str:
+        w = c.string(blk["where"], sec, "where", f"mix[{i}].where")
+        try:
+            check_condition(w, field=f"mix[{i}].where", path=c.path, line=c.where.of(sec, "where"))
+        except BadInput as e:
+            c.problems.append(e)
+            raise _Invalid from None
+        return w
+
+    where_value = c.value(where) if blk.get("where") is not None else None
+    limit = blk.get("limit")
+    if limit is not None:
+        limit = c.value(lambda: c.number(limit, sec, "limit", integer=True, lo=1, label=f"mix[{i}].limit"))
+    upsample = c.value(
+        lambda: c.number(
             blk.get("upsample", 1),
             sec,
             "upsample",
@@ -430,21 +479,23 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
             hi=UPSAMPLE_MAX,
             label=f"mix[{i}].upsample",
         )
-        mix.append(
-            MixBlock(
-                source=source,
-                where=where,
-                limit=limit,
-                upsample=int(upsample) if float(upsample).is_integer() else float(upsample),
-            )
-        )
+    )
+    if upsample is None or source is None:
+        raise _Invalid
+    return MixBlock(
+        source=source,
+        where=where_value,
+        limit=limit,
+        upsample=int(upsample) if float(upsample).is_integer() else float(upsample),
+    )
 
-    t = data["train"]
+
+def _train_table(c: _Checker, t: Any) -> TrainConfig:
     if not isinstance(t, dict):
         c.fail("train must be a [train] table", "", "train")
     for key in t:
         if key not in TRAIN_KEYS:
-            c.fail(
+            c.note(
                 f"unknown key {key!r} in [train] (known: {', '.join(TRAIN_KEYS)})",
                 "train",
                 key,
@@ -452,62 +503,67 @@ def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
             )
     for key in TRAIN_KEYS:
         if key not in t:
-            c.fail(f"[train] needs {key!r}", "train", None, f"train.{key}")
+            c.note(f"[train] needs {key!r}", "train", None, f"train.{key}")
 
     def num(key, **kw):
-        return c.number(t[key], "train", key, label=f"train.{key}", **kw)
+        if key not in t:
+            return None
+        return c.value(lambda: c.number(t[key], "train", key, label=f"train.{key}", **kw))
 
-    tm = t["target_modules"]
-    if not (isinstance(tm, str) and tm.strip()) and not (
-        isinstance(tm, list) and tm and all(isinstance(x, str) and x for x in tm)
+    tm = t.get("target_modules")
+    if (
+        tm is not None
+        and not (isinstance(tm, str) and tm.strip())
+        and not (isinstance(tm, list) and tm and all(isinstance(x, str) and x for x in tm))
     ):
-        c.fail(
+        c.note(
             'train.target_modules must be a string ("all-linear") or a list of module names',
             "train",
             "target_modules",
             "train.target_modules",
         )
-    if t["lr_scheduler"] not in LR_SCHEDULERS:
-        c.fail(
-            f"train.lr_scheduler must be one of {', '.join(LR_SCHEDULERS)}, got {t['lr_scheduler']!r}",
+        tm = None
+    scheduler = t.get("lr_scheduler")
+    if scheduler is not None and scheduler not in LR_SCHEDULERS:
+        c.note(
+            f"train.lr_scheduler must be one of {', '.join(LR_SCHEDULERS)}, got {scheduler!r}",
             "train",
             "lr_scheduler",
             "train.lr_scheduler",
         )
-    train = TrainConfig(
-        beta=float(num("beta", lo=0, lo_open=True)),
-        sft_weight=float(num("sft_weight", lo=0)),
-        lora_rank=num("lora_rank", integer=True, lo=1),
-        lora_alpha=num("lora_alpha", lo=0, lo_open=True),
-        lora_dropout=float(num("lora_dropout", lo=0, hi=1)),
-        target_modules=tm,
-        learning_rate=float(num("learning_rate", lo=0, lo_open=True)),
-        lr_scheduler=t["lr_scheduler"],
-        warmup_ratio=float(num("warmup_ratio", lo=0, hi=1)),
-        max_steps=num("max_steps", integer=True, lo=1),
-        global_batch=num("global_batch", integer=True, lo=1),
-        per_device_batch=num("per_device_batch", integer=True, lo=1),
-        max_length=num("max_length", integer=True, lo=1),
-    )
-    if train.global_batch % train.per_device_batch:
-        c.fail(
-            f"train.global_batch ({train.global_batch}) must be a multiple of train.per_device_batch "
-            f"({train.per_device_batch})",
+        scheduler = None
+    values = {
+        "beta": num("beta", lo=0, lo_open=True),
+        "sft_weight": num("sft_weight", lo=0),
+        "lora_rank": num("lora_rank", integer=True, lo=1),
+        "lora_alpha": num("lora_alpha", lo=0, lo_open=True),
+        "lora_dropout": num("lora_dropout", lo=0, hi=1),
+        "target_modules": tm,
+        "learning_rate": num("learning_rate", lo=0, lo_open=True),
+        "lr_scheduler": scheduler,
+        "warmup_ratio": num("warmup_ratio", lo=0, hi=1),
+        "max_steps": num("max_steps", integer=True, lo=1),
+        "global_batch": num("global_batch", integer=True, lo=1),
+        "per_device_batch": num("per_device_batch", integer=True, lo=1),
+        "max_length": num("max_length", integer=True, lo=1),
+    }
+    if (
+        values["global_batch"]
+        and values["per_device_batch"]
+        and values["global_batch"] % values["per_device_batch"]
+    ):
+        c.note(
+            f"train.global_batch ({values['global_batch']}) must be a multiple of train.per_device_batch "
+            f"({values['per_device_batch']})",
             "train",
             "global_batch",
             "train.global_batch",
         )
-    return Recipe(
-        **common,
-        parent=parent,
-        seed=seed,
-        system_prompt=system_prompt,
-        mix=tuple(mix),
-        train=train,
-        adapter_step=adapter_step,
-        adapter_of=adapter_of,
-        sha256=sha256_text(text),
-    )
+    if any(v is None for v in values.values()):
+        raise _Invalid
+    for key in ("beta", "sft_weight", "lora_dropout", "learning_rate", "warmup_ratio"):
+        values[key] = float(values[key])
+    return TrainConfig(**values)
 
 
 def read_recipe_file(path, *, sources=None) -> Recipe:
@@ -534,71 +590,124 @@ def known_sources() -> tuple[str, ...]:
     return tuple(declared_sources())
 
 
-def store_sources(store) -> tuple[str, ...]:
+def store_sources(store: Store) -> tuple[str, ...]:
     """known_sources() plus every source present in the store's pairs."""
     present = [r[0] for r in store.con.execute("SELECT DISTINCT source FROM pairs").fetchall()]
     return tuple(sorted(set(known_sources()) | set(present)))
 
 
-def add_round(store, path) -> tuple[Recipe, bool]:
+def add_round(store: Store, path: str | Path) -> tuple[Recipe, bool]:
     """Register the recipe file at `path`. Returns (recipe, added); the same file again adds nothing."""
-    recipe = read_recipe_file(path, sources=store_sources(store))
-    text = Path(path).read_bytes().decode("utf-8")
-    with store.transaction():
+    return add_rounds(store, [path])[0]
+
+
+def add_rounds(store: Store, paths: list[str | Path] | list[Path]) -> list[tuple[Recipe, bool]]:
+    """Register recipe files as rounds, all or nothing: every mistake of every file is reported (one
+    BadInput, or BadInputs with one per mistake) and then nothing is added. A parent may be a registered
+    round or a recipe among `paths`. Returns (recipe, added) per file, in the order given; the same file
+    again adds nothing."""
+    sources = store_sources(store)
+    problems: list[BadInput] = []
+    parsed: list[tuple[Recipe, Path, str]] = []
+    for path in paths:
+        try:
+            recipe = read_recipe_file(path, sources=sources)
+        except BadInputs as e:
+            problems += e.problems
+            continue
+        except BadInput as e:
+            problems.append(e)
+            continue
+        parsed.append((recipe, Path(path), Path(path).read_bytes().decode("utf-8")))
+    batch: dict[str, tuple[Recipe, Path, str]] = {}
+    for recipe, path, text in parsed:
+        first = batch.setdefault(recipe.name, (recipe, path, text))
+        if first[0].sha256 != recipe.sha256:
+            problems.append(
+                BadInput(f"two recipes name round {recipe.name!r} ({first[1]} and {path})", path=str(path))
+            )
+    new: list[tuple[Recipe, Path, str]] = []
+    for recipe, path, text in batch.values():
         existing = store.one("SELECT recipe_sha256 FROM rounds WHERE name = ?", [recipe.name])
         if existing is not None:
-            if existing[0] == recipe.sha256:
-                return recipe, False
-            raise BadInput(
-                f"round {recipe.name!r} is already registered with another recipe "
-                f"(sha256 {existing[0][:12]}, this file {recipe.sha256[:12]}); recipes are never "
-                "replaced: give the new one another name",
-                path=str(path),
-                field="name",
-            )
-        named = (
-            [("a", recipe.a), ("b", recipe.b)]
-            if recipe.kind == "soup"
-            else [("parent", recipe.parent), ("adapter_of", recipe.adapter_of)]
-        )
-        for key, p in named:
-            if p is not None and not store.one("SELECT 1 FROM rounds WHERE name = ?", [p]):
-                raise BadInput(
-                    f"parent {p!r} is not a registered round (add its recipe first)",
-                    path=str(path),
-                    line=_Lines(text).of("", key),
-                    field=key,
+            if existing[0] != recipe.sha256:
+                problems.append(
+                    BadInput(
+                        f"round {recipe.name!r} is already registered with another recipe "
+                        f"(sha256 {existing[0][:12]}, this file {recipe.sha256[:12]}); recipes are never "
+                        "replaced: give the new one another name",
+                        path=str(path),
+                        field="name",
+                    )
                 )
-        store.con.execute(
-            "INSERT INTO rounds (name, kind, parents, alpha, job_id, recipe, recipe_toml, recipe_sha256) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                recipe.name,
-                recipe.kind,
-                recipe.parents,
-                recipe.alpha,
-                recipe.job_id,
-                json.dumps(recipe.to_json(), sort_keys=True),
-                text,
-                recipe.sha256,
-            ],
+            continue
+        new.append((recipe, path, text))
+        for key, parent in _named_parents(recipe):
+            if parent in batch:
+                continue
+            if not store.one("SELECT 1 FROM rounds WHERE name = ?", [parent]):
+                problems.append(
+                    BadInput(
+                        f"parent {parent!r} is not a registered round (add its recipe first)",
+                        path=str(path),
+                        line=_Lines(text).of("", key),
+                        field=key,
+                    )
+                )
+    if problems:
+        raise problems[0] if len(problems) == 1 else BadInputs(problems)
+    by_name = {r.name: (r, path, text) for r, path, text in new}
+    with store.transaction():
+        for recipe in parents_first([r for r, _, _ in new]):
+            _insert_round(store, recipe, *by_name[recipe.name][1:])
+    added = set(by_name)
+    return [
+        (recipe, recipe.name in added and batch[recipe.name][1] == Path(path)) for recipe, path, _ in parsed
+    ]
+
+
+def _named_parents(recipe: Recipe) -> list[tuple[str, str]]:
+    """(recipe key, parent round) for every parent the recipe names."""
+    if isinstance(recipe, SoupRecipe):
+        return [("a", recipe.a), ("b", recipe.b)]
+    if isinstance(recipe, DpoRecipe):
+        return [("parent", recipe.parent)] + (
+            [("adapter_of", recipe.adapter_of)] if recipe.adapter_of else []
         )
-        store.audit(
-            "round.add",
+    return []
+
+
+def _insert_round(store: Store, recipe: Recipe, path: Path, text: str) -> None:
+    """The one write of `rounds` (inside the caller's transaction), logged."""
+    store.con.execute(
+        "INSERT INTO rounds (name, kind, parents, alpha, job_id, recipe, recipe_toml, recipe_sha256) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        [
             recipe.name,
-            {"kind": recipe.kind, "parents": recipe.parents, "sha256": recipe.sha256, "path": str(path)},
-        )
-    return recipe, True
+            recipe.kind,
+            recipe.parents,
+            recipe.alpha if isinstance(recipe, SoupRecipe) else None,
+            recipe.job_id,
+            json.dumps(recipe.to_json(), sort_keys=True),
+            text,
+            recipe.sha256,
+        ],
+    )
+    store.audit(
+        "round.add",
+        recipe.name,
+        {"kind": recipe.kind, "parents": recipe.parents, "sha256": recipe.sha256, "path": str(path)},
+    )
 
 
-def get_round(store, name: str) -> Recipe:
+def get_round(store: Store, name: str) -> Recipe:
     """The registered round, after checking its row was not changed outside pairstore: the stored recipe
     must be what its registered TOML parses to, and the TOML must have the registered SHA-256 (so what an
     export selects is what its evidence cites)."""
     row = store.one("SELECT recipe, recipe_sha256, recipe_toml FROM rounds WHERE name = ?", [name])
     if row is None:
         raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
-    recipe = Recipe.from_json(json.loads(row[0]), sha256=row[1])
+    recipe = recipe_from_json(json.loads(row[0]), sha256=row[1])
     if row[2] is not None:
         try:
             parsed = parse_recipe(row[2], sources=store_sources(store))
@@ -613,7 +722,7 @@ def get_round(store, name: str) -> Recipe:
     return recipe
 
 
-def list_rounds(store) -> list[dict]:
+def list_rounds(store: Store) -> list[dict]:
     return store.rows("""
         SELECT r.name, r.kind, array_to_string(r.parents, ',') AS parents, r.alpha, r.job_id,
                (SELECT count(*) FROM exports e WHERE e.round = r.name) AS exports,
@@ -621,7 +730,7 @@ def list_rounds(store) -> list[dict]:
         FROM rounds r ORDER BY r.added_at, r.name""")
 
 
-def show_round(store, name: str) -> dict:
+def show_round(store: Store, name: str) -> dict:
     """The stored recipe JSON plus its SHA-256, TOML text and registered mixtures."""
     row = store.one("SELECT recipe, recipe_sha256, recipe_toml, added_at FROM rounds WHERE name = ?", [name])
     if row is None:
@@ -672,19 +781,12 @@ def parents_first(recipes: list[Recipe]) -> list[Recipe]:
     return out
 
 
-def load_shipped_recipes(store, paths=None) -> dict:
-    """Add every shipped recipe (parents first). Returns {"added": [...], "unchanged": [...]}."""
-    sources = store_sources(store)
-    files: dict[str, tuple[Recipe, Path]] = {}
-    for p in paths or shipped_recipe_paths():
-        r = read_recipe_file(p, sources=sources)
-        if r.name in files:
-            raise BadInput(f"two recipes name round {r.name!r} ({files[r.name][1]} and {p})", path=str(p))
-        files[r.name] = (r, p)
-    added: list[str] = []
-    unchanged: list[str] = []
-    with store.transaction():
-        for r in parents_first([r for r, _ in files.values()]):
-            _, new = add_round(store, files[r.name][1])
-            (added if new else unchanged).append(r.name)
-    return {"added": added, "unchanged": unchanged}
+def load_shipped_recipes(store: Store, paths: list[Path] | None = None) -> dict[str, list[str]]:
+    """Add every shipped recipe (parents first), all or nothing. Returns {"added": [...], "unchanged": [...]}."""
+    results = add_rounds(store, list(paths or shipped_recipe_paths()))
+    new = {r.name for r, added in results if added}
+    ordered = parents_first(list({r.name: r for r, _ in results}.values()))
+    return {
+        "added": [r.name for r in ordered if r.name in new],
+        "unchanged": [r.name for r in ordered if r.name not in new],
+    }

@@ -21,12 +21,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from pairstore.errors import BadInput
 from pairstore.store.sql_guard import USER_SCHEMA, check_write_statements
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 # Changed only by their own commands (which log every change), or read by a gate or an audit: --write
 # refuses any change to their rows or their definitions.
@@ -127,7 +130,7 @@ def _run(con, statements) -> tuple[list[str], list[tuple]]:
 
 
 def run_sql(
-    store, query: str, *, write: bool = False, allow_files: bool = False
+    store: Store, query: str, *, write: bool = False, allow_files: bool = False
 ) -> tuple[list[str], list[tuple]]:
     """Run `query` (one or more statements); return (columns, rows) of the last. A write needs a store opened
     for writing and leaves PROTECTED as it was. Without `allow_files` the store's connection keeps no

@@ -12,10 +12,15 @@ never slip into a training mixture.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.keys import match_key
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 # Where lm-evaluation-harness docs keep the question, by task family (GSM8K, MATH, MMLU, IFEval, ARC,
 # HellaSwag, WinoGrande, PIQA, ...), first match wins; a doc with none of them gives its longest string.
@@ -83,7 +88,7 @@ def lm_eval_doc_text(doc) -> str | None:
     return max(strings, key=len) if strings else None
 
 
-def add_eval_items(store, suite: str, items: list[dict]) -> int:
+def add_eval_items(store: Store, suite: str, items: list[dict]) -> int:
     """Insert a suite's new items ({item_id, kind, prompt (messages), gold, task_key?}); returns how many
     were new. An item already in the suite with another gold is an error (a suite's answers never
     change under it)."""
@@ -130,7 +135,9 @@ def add_eval_items(store, suite: str, items: list[dict]) -> int:
     return len(new)
 
 
-def replace_scores(store, model: str, suite: str, rows: list[dict], *, origin: str = "pairstore") -> int:
+def replace_scores(
+    store: Store, model: str, suite: str, rows: list[dict], *, origin: str = "pairstore"
+) -> int:
     """Scores of `model` on `suite` (rows with item_id and SCORE_COLUMNS), replacing its earlier scores of
     the same items. Returns the rows written."""
     if not rows:
@@ -146,7 +153,7 @@ def replace_scores(store, model: str, suite: str, rows: list[dict], *, origin: s
     return table.num_rows
 
 
-def add_scores(store, model: str, suite: str, rows: list[dict], *, origin: str, path) -> int:
+def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin: str, path) -> int:
     """Scores made elsewhere (rows with item_id, SCORE_COLUMNS and `_line`): new ones are inserted; one
     already stored with another result is an error naming its line, never a silent overwrite."""
     table = _score_table(model, suite, rows, origin)

@@ -12,9 +12,14 @@ at once; the miners fill or refresh them with record_verdicts.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from pairstore.keys import content_id
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 MSG_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 GEN_SCHEMA = pa.schema(
@@ -67,7 +72,7 @@ def generation_id(
     return content_id(model, item_kind, item_ref, str(sample_index), repr(temperature), output)
 
 
-def insert_generations(store, rows: list[dict]) -> int:
+def insert_generations(store: Store, rows: list[dict]) -> int:
     """Insert the rows whose gen_id is new; returns how many were added. A row names any subset of
     GEN_SCHEMA's columns (the rest are NULL). Joins the caller's transaction when there is one."""
     if not rows:
@@ -86,7 +91,7 @@ def insert_generations(store, rows: list[dict]) -> int:
         ).fetchall()[0][0]
 
 
-def record_verdicts(store, verdicts: list[dict]) -> int:
+def record_verdicts(store: Store, verdicts: list[dict]) -> int:
     """Write the verifier's verdicts and the scanner's loop flags onto stored generations (rows in
     VERDICT_SCHEMA's columns). Returns the rows that changed."""
     if not verdicts:

@@ -18,10 +18,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from pairstore.keys import canonical_messages, match_key, messages_content_id
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ _ORIGIN_SCHEMA = pa.schema(
 )
 
 
-def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
+def add_pairs(store: Store, pairs, *, miner: str, miner_version: str) -> AddResult:
     """Insert pairs and origins in one transaction (joins an open one). Idempotent."""
     result = AddResult()
     new_rows: dict[str, dict] = {}
@@ -194,7 +198,7 @@ def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
         try:
             existing = con.execute(
                 "SELECT count(*) FROM _new_pairs n JOIN pairs p USING (pair_id)"
-            ).fetchone()[0]
+            ).fetchall()[0][0]
             result.dropped["duplicate"] += existing
             result.added = len(new_rows) - existing
             con.execute("""
@@ -207,7 +211,7 @@ def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
                 INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
                 SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
                 FROM _new_origins o ANTI JOIN pair_origins x USING (pair_id, origin_kind, origin_id)
-                """).fetchone()[0]
+                """).fetchall()[0][0]
         finally:
             con.unregister("_new_pairs")
             con.unregister("_new_origins")
