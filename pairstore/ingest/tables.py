@@ -27,6 +27,7 @@ from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.arena import battle_fields, check_options, other_pair, own_side, parse_row
 from pairstore.ingest.dataset_files import DatasetRecord, dataset_files, files_sha256, read_files
+from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.math_problems import HUB_DATASETS, TEST_NAME, problem_fields
 from pairstore.ingest.pair_files import read_pair_file
 from pairstore.ingest.records import Fields, read_records
@@ -154,6 +155,11 @@ _BATTLE_SCHEMA = pa.schema(
         ("language", pa.string()),
         ("flagged", pa.bool_()),
         ("anonymous", pa.bool_()),
+        ("annotator", pa.string()),
+        ("own_position", pa.string()),
+        ("decoding", pa.string()),
+        ("origin", pa.string()),
+        ("shown_at", pa.timestamp("us")),
         ("match_key", pa.string()),
         ("record_hash", pa.string()),
         ("source_file", pa.string()),
@@ -215,7 +221,27 @@ def parse_battle(rec: dict, path, line: int) -> dict:
         "opponent_model": f.str("opponent_model", required=False),
         "voted_at": f.timestamp("voted_at"),
     }
+    row.update(_battle_extras(f))
     return _keyed_battle(row, path, line)
+
+
+def _battle_extras(f: Fields) -> dict:
+    """Who voted and how the battle was shown (annotator, own_position, decoding, origin, shown_at): only
+    the fields given, so the record hash of a file without them stays what it was."""
+    extras = {}
+    for name in ("annotator", "origin"):
+        if f.has(name):
+            extras[name] = f.str(name)
+    if f.has("own_position"):
+        extras["own_position"] = f.choice("own_position", ("a", "b"))
+    if f.has("decoding"):
+        decoding = f.rec["decoding"]
+        if not isinstance(decoding, dict):
+            raise f.error("decoding", "expected an object of decoding settings per model")
+        extras["decoding"] = json.dumps(decoding, sort_keys=True, ensure_ascii=False)
+    if f.has("shown_at"):
+        extras["shown_at"] = f.timestamp("shown_at")
+    return extras
 
 
 def _keyed_battle(row: dict, path, line: int) -> dict:
@@ -241,7 +267,10 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
         if side == "both":
             result.skipped["own model on both sides"] += 1
         elif side is not None:
-            row = _keyed_battle(battle_fields(battle, side), r.path, r.line)
+            fields = battle_fields(battle, side)
+            if fmt == "fastchat-log":  # the log says which side was shown left (A)
+                fields.update(own_position=side, origin="fastchat-log")
+            row = _keyed_battle(fields, r.path, r.line)
             row["source_file"] = r.source
             rows.append(row)
         elif others == "skip":
@@ -265,10 +294,12 @@ def ingest_battles(
     stored as `arena` pairs, in the same transaction."""
     if fmt == "native":
         if own_models or others != "skip":
-            raise BadInput("--own-model and --others go with --format arena or arena55k", field="own-model")
+            raise BadInput(
+                "--own-model and --others go with --format arena, arena55k or fastchat-log", field="own-model"
+            )
     else:
         own = check_options(fmt, own_models, others)
-    files = dataset_files(path, split="train")
+    files = fastchat_log_files(path) if fmt == "fastchat-log" else dataset_files(path, split="train")
     records = _progress(read_files(path, files), progress, "battles")
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
     rows, pairs = [], []
@@ -300,6 +331,36 @@ def ingest_battles(
             result.pairs = got.added
             result.skipped.update({f"others: {k}": v for k, v in got.dropped.items()})
         log_ingest(store, path, result.kind, result.read, result.added, sha256=files_sha256(path, files))
+    return result
+
+
+def add_battle_records(store, records: list[dict], *, source: str) -> IngestResult:
+    """Native battle records made in this process (the Arena page's votes), through the same checks as a
+    file's lines (parse_battle) and written in one transaction; `source` names where they came from (the
+    line of a record is its index). A known battle_id with the same content is skipped ('already
+    present'), with other content refused (BadInput)."""
+    result = IngestResult("battles", source)
+    rows = []
+    for line, rec in enumerate(records, start=1):
+        result.read += 1
+        row = parse_battle(rec, source, line)
+        row["source_file"] = source
+        rows.append(row)
+    rows, dup = _dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", source)
+    with store.transaction():
+        added, same = _insert_new(
+            store,
+            "battles",
+            ["battle_id"],
+            rows,
+            _BATTLE_SCHEMA,
+            "i.record_hash <> t.record_hash",
+            "battle_id",
+            source,
+        )
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
     return result
 
 
@@ -574,6 +635,9 @@ def ingest_pairs(
 # judgments
 # ---------------------------------------------------------------------------
 
+HEAVY_FLAWS = ("fabrication", "hallucinated_output", "degenerate_repetition", "broken_placeholder")
+JUDGED_KINDS = ("battle", "eval_item")
+
 _JUDGMENT_SCHEMA = pa.schema(
     [
         ("judgment_id", pa.string()),
@@ -585,44 +649,98 @@ _JUDGMENT_SCHEMA = pa.schema(
         ("heavy_flaw_b", pa.bool_()),
         ("judge", pa.string()),
         ("notes", pa.string()),
+        ("annotator", pa.string()),
+        ("prompt_hash", pa.string()),
+        ("item_kind", pa.string()),
+        ("flaws_a", pa.list_(pa.string())),
+        ("flaws_b", pa.list_(pa.string())),
+        ("origin", pa.string()),
         ("source_file", pa.string()),
         ("_line", pa.int64()),
     ]
 )
 
 
-def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
-    """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
-    result = IngestResult("judgments", str(path))
-    rows = []
-    for line, rec in _progress(read_records(path), progress, "judgments"):
-        result.read += 1
-        f = Fields(rec, path, line)
-        row = {
-            "battle_id": f.str("battle_id", allow_int=True),
-            "model_a": f.str("model_a"),
-            "model_b": f.str("model_b"),
-            "winner": f.choice("winner", WINNERS),
-            "heavy_flaw_a": f.bool("heavy_flaw_a"),
-            "heavy_flaw_b": f.bool("heavy_flaw_b"),
-            "judge": f.str("judge", required=False),
-            "notes": f.str("notes", required=False, allow_empty=True),
-        }
-        if row["model_a"] == row["model_b"]:
-            raise f.error("model_b", "model_a and model_b are the same model")
-        row["judgment_id"] = content_id(json.dumps(row, sort_keys=True))
-        row["source_file"] = Path(path).name
-        row["_line"] = line
-        rows.append(row)
-    known = {r[0] for r in store.con.execute("SELECT battle_id FROM battles").fetchall()}
+def _flaw_list(f: Fields, name: str) -> list[str] | None:
+    v = f.rec.get(name)
+    if v is None:
+        return None
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise f.error(name, "expected a list of heavy flaw names")
+    for x in v:
+        if x not in HEAVY_FLAWS:
+            raise f.error(name, f"unknown heavy flaw {x!r} (expected one of {', '.join(HEAVY_FLAWS)})")
+    return sorted(set(v))
+
+
+def parse_judgment(rec: dict, path, line: int) -> dict:
+    """Validate one verdict; return its `judgments` row. The optional fields (annotator, prompt_hash,
+    item_kind, flaws_a/b, origin, submission_id) enter the judgment id only when given, so a file's verdicts
+    keep their ids; a submission_id (the Queue page's form) makes a second submit of one form the same id."""
+    f = Fields(rec, path, line)
+    row = {
+        "battle_id": f.str("battle_id", allow_int=True),
+        "model_a": f.str("model_a"),
+        "model_b": f.str("model_b"),
+        "winner": f.choice("winner", WINNERS),
+        "heavy_flaw_a": f.bool("heavy_flaw_a"),
+        "heavy_flaw_b": f.bool("heavy_flaw_b"),
+        "judge": f.str("judge", required=False),
+        "notes": f.str("notes", required=False, allow_empty=True),
+    }
+    if row["model_a"] == row["model_b"]:
+        raise f.error("model_b", "model_a and model_b are the same model")
+    extras = {}
+    for name in ("annotator", "prompt_hash", "origin", "submission_id"):
+        if f.has(name):
+            extras[name] = f.str(name)
+    if f.has("item_kind"):
+        extras["item_kind"] = f.choice("item_kind", JUDGED_KINDS)
+    for side in ("a", "b"):
+        flaws = _flaw_list(f, f"flaws_{side}")
+        if flaws is not None:
+            extras[f"flaws_{side}"] = flaws
+            if flaws and not row[f"heavy_flaw_{side}"]:
+                raise f.error(f"heavy_flaw_{side}", f"false, but flaws_{side} names {', '.join(flaws)}")
+    identity = {**row, **extras}
+    if "submission_id" in extras:
+        identity = {"submission_id": extras["submission_id"]}
+    row["judgment_id"] = content_id(json.dumps(identity, sort_keys=True))
+    extras.pop("submission_id", None)
+    row.update(extras)
+    row["_line"] = line
+    return row
+
+
+def _check_judged_items(store, rows: list[dict], path) -> None:
+    """Every verdict names a stored battle, or for eval items `<suite>/<item id>` of a stored item."""
+    battles = {r[0] for r in store.con.execute("SELECT battle_id FROM battles").fetchall()}
+    items = None
     for r in rows:
-        if r["battle_id"] not in known:
+        if r.get("item_kind") == "eval_item":
+            if items is None:
+                items = {
+                    f"{s}/{i}"
+                    for s, i in store.con.execute("SELECT suite, item_id FROM eval_items").fetchall()
+                }
+            if r["battle_id"] not in items:
+                raise BadInput(
+                    f"unknown eval item {r['battle_id']!r} (expected <suite>/<item id> of a stored item)",
+                    path=str(path),
+                    line=r["_line"],
+                    field="battle_id",
+                )
+        elif r["battle_id"] not in battles:
             raise BadInput(
                 f"unknown battle {r['battle_id']!r} (ingest the battles first)",
                 path=str(path),
                 line=r["_line"],
                 field="battle_id",
             )
+
+
+def _write_judgments(store, rows: list[dict], path, result: IngestResult, *, log: bool) -> IngestResult:
+    _check_judged_items(store, rows, path)
     rows, dup = _dedup_in_file(rows, lambda r: r["judgment_id"], "judgment_id", "judgment", path)
     with store.transaction():
         added, same = _insert_new(
@@ -631,5 +749,32 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
         result.added = added
         if same + dup:
             result.skipped["already present"] = same + dup
-        log_ingest(store, path, "judgments", result.read, result.added)
+        if log:
+            log_ingest(store, path, "judgments", result.read, result.added)
     return result
+
+
+def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
+    """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b (and
+    optionally annotator, prompt_hash, item_kind, flaws_a/b, origin)."""
+    result = IngestResult("judgments", str(path))
+    rows = []
+    for line, rec in _progress(read_records(path), progress, "judgments"):
+        result.read += 1
+        row = parse_judgment(rec, path, line)
+        row["source_file"] = Path(path).name
+        rows.append(row)
+    return _write_judgments(store, rows, path, result, log=True)
+
+
+def add_judgment_records(store, records: list[dict], *, source: str) -> IngestResult:
+    """Verdicts made in this process (the Queue page, `pairstore judge`), through the same checks as a
+    file's lines, in one transaction."""
+    result = IngestResult("judgments", source)
+    rows = []
+    for line, rec in enumerate(records, start=1):
+        result.read += 1
+        row = parse_judgment(rec, source, line)
+        row["source_file"] = source
+        rows.append(row)
+    return _write_judgments(store, rows, source, result, log=False)
