@@ -21,6 +21,7 @@ SECTIONS = (
     ("loops", "Loop table"),
     ("evaluation", "Evaluation"),
     ("dose-curve", "Dose curve"),
+    ("ratings", "Ratings from votes"),
 )
 
 

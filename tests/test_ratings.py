@@ -160,3 +160,17 @@ def test_audit_reads_battles_from_the_side_shown_and_judgments_with_agreement(st
     assert json.loads(got.output)["games"] == 12
     table = run_cli("audit", "ratings", "--bootstrap", "50")
     assert table.exit_code == 0 and "rating" in table.output and "position" in table.output
+
+
+def test_the_report_section_shows_the_table_and_the_plot(store):
+    from audits.report import _ratings_section
+
+    assert _ratings_section(store).tables == []
+    add_battle_records(
+        store, [_battle(i, ("win", "loss", "tie")[i % 3], "ab"[i % 2]) for i in range(9)], source="t"
+    )
+    s = _ratings_section(store)
+    caption, table = s.tables[0]
+    assert table.columns[:2] == ["model", "rating"] and {r[0] for r in table.rows} == {"mine", "other"}
+    (name, png) = s.images[0]
+    assert name == "ratings.png" and png.startswith(b"\x89PNG")
