@@ -17,7 +17,7 @@ from pairstore.cli.base import PairstoreGroup
 from pairstore.cli.mine import generate_group, mine_group
 from pairstore.cli.store import export_cmd, holdout_group, ingest_group, lineage_cmd, round_group, sql_cmd
 from pairstore.cli.train import demo_cmd, eval_cmd, train_group
-from pairstore.cli.votes import ratings_cmd
+from pairstore.cli.votes import judge_cmd, ratings_cmd, serve_cmd
 
 
 @click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,6 +56,8 @@ for command in (
 ):
     cli.add_command(command)
 audit_group.add_command(ratings_cmd)
+cli.add_command(serve_cmd)
+cli.add_command(judge_cmd)
 
 
 if __name__ == "__main__":

@@ -61,3 +61,108 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
             [(x["source"], x["pairs"], f"{x['chosen_chars']:.0f}", f"{x['rejected_chars']:.0f}",
               f"{x['chosen_longer']:.1%}") for x in report.lengths],
         )  # fmt: skip
+
+
+@click.command("serve")
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to bind; any but a loopback address needs annotator tokens.",
+)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port.")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="NAME=ENDPOINT",
+    help="A model for the Arena: an OpenAI-compatible base URL (vllm serve, llama.cpp, TGI) or a "
+    "local bundle folder (greedy, the bundle's generation settings). Repeat for each model.",
+)
+@click.option("--own-model", help="The model whose side Arena votes are read from (one of --model).")
+@click.option(
+    "--token",
+    "tokens",
+    multiple=True,
+    metavar="NAME=TOKEN",
+    help="An annotator and their token (16 characters or more); repeatable.",
+)
+@click.option("--tokens-file", type=click.Path(dir_okay=False), help="NAME=TOKEN lines.")
+@click.option("--prompts", type=click.Path(dir_okay=False), help="JSONL of prompts the Arena can draw from.")
+@click.option(
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False),
+    help="A folder written by `pairstore audit report`, shown under Browse.",
+)
+@click.option(
+    "--max-new-tokens",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1, 32768),
+    help="Answer length limit for the Arena's models.",
+)
+@click.option(
+    "--seed", default=0, show_default=True, type=int, callback=check_seed, help="Seed of the opponent draw."
+)
+@click.pass_context
+def serve_cmd(
+    ctx, host, port, models, own_model, tokens, tokens_file, prompts, report_dir, max_new_tokens, seed
+):
+    """Collect battles (Arena) and blind judgments (Queue) in the browser; Browse the store read-only.
+
+    The server opens the store only for the length of a request (read-only for pages, one short
+    transaction per vote), so other pairstore commands run while it serves; a vote that finds the file
+    busy waits for it (up to 10 s)."""  # fmt: skip
+    from pairstore.cli.serve import build_app
+
+    app = build_app(ctx.find_root().obj["db"], host=host, models=models, own_model=own_model, tokens=tokens,
+                    tokens_file=tokens_file, prompts=prompts, report_dir=report_dir, seed=seed,
+                    max_new_tokens=max_new_tokens)  # fmt: skip
+    import uvicorn
+
+    click.echo(f"serving {ctx.find_root().obj['db']} on http://{host}:{port}/ (Ctrl-C stops)", err=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
+
+
+@click.command("judge")
+@click.option(
+    "--set", "set_name", required=True, help="The holdout set whose battles are judged (e.g. judge34)."
+)
+@click.option("--a", "model_a", required=True, help="One model (its stored answers, `generations`).")
+@click.option("--b", "model_b", required=True, help="The other model.")
+@click.option(
+    "--judge",
+    "judge_spec",
+    metavar="NAME=ENDPOINT",
+    help="An OpenAI-compatible judge (base URL) or a local bundle; default: the rule judge.",
+)
+@click.option(
+    "--max-new-tokens",
+    default=256,
+    show_default=True,
+    type=click.IntRange(1, 32768),
+    help="The judge's answer length limit.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def judge_cmd(ctx, set_name, model_a, model_b, judge_spec, max_new_tokens, as_json):
+    """Blind pairwise judging of two models' stored answers on a holdout set, both orders; verdicts go to
+    `judgments` with the judge's name and prompt hash. Heavy flaws count double in the tally."""  # fmt: skip
+    from miners.pairwise_judge import judge_set
+    from pairstore.cli.serve import chat_models
+
+    ask, name = None, None
+    if judge_spec:
+        ((name, chat),) = chat_models([judge_spec], max_new_tokens=max_new_tokens).items()
+        ask = chat.complete
+    with open_db(ctx) as store:
+        result = judge_set(store, set_name, model_a, model_b, ask=ask, judge=name)
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    click.echo(
+        f"{result.judge} on {set_name}: {result.items} items, {result.stored} verdicts stored, "
+        f"{result.unknown} unknown (not stored)"
+    )
+    click.echo(", ".join(f"{k} {v}" for k, v in result.tally.items()))

@@ -88,15 +88,11 @@ def pair(store, pair_id: str) -> dict | None:
         return None
     p = rows[0]
     p["origins"] = store.rows(
-        "SELECT origin_kind, origin_id, rule, miner FROM pair_origins WHERE pair_id = ? ORDER BY 1, 2", [pair_id]
+        "SELECT origin_kind, origin_id, rule, miner FROM pair_origins WHERE pair_id = ? ORDER BY 1, 2",
+        [pair_id],
     )
     hidden = sorted(
-        {
-            s
-            for o in p["origins"]
-            if o["origin_kind"] == "battle"
-            for s in held_out(store, o["origin_id"])
-        }
+        {s for o in p["origins"] if o["origin_kind"] == "battle" for s in held_out(store, o["origin_id"])}
     )
     if hidden:
         return {"pair_id": pair_id, "held_out": hidden}
@@ -133,7 +129,9 @@ def round_exports(store, name: str) -> list[dict]:
         [name],
     )
     for r in rows:
-        r["evidence"] = json.dumps(json.loads(r["evidence"]), indent=2, sort_keys=True) if r["evidence"] else ""
+        r["evidence"] = (
+            json.dumps(json.loads(r["evidence"]), indent=2, sort_keys=True) if r["evidence"] else ""
+        )
     return rows
 
 
@@ -155,7 +153,9 @@ def queue_models(store) -> list[str]:
 def queue_sources(store) -> dict[str, list[str]]:
     return {
         "sets": [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY 1").fetchall()],
-        "suites": [r[0] for r in store.con.execute("SELECT DISTINCT suite FROM eval_items ORDER BY 1").fetchall()],
+        "suites": [
+            r[0] for r in store.con.execute("SELECT DISTINCT suite FROM eval_items ORDER BY 1").fetchall()
+        ],
     }
 
 
