@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from audits.loops import scan
 from pairstore.errors import BadInput, NotFound
-from pairstore.ingest.tables import HEAVY_FLAWS, add_judgment_records
+from pairstore.ingest.judgments import HEAVY_FLAWS, add_judgment_records
 
 RULE_JUDGE = "rule judge (loops and empty answers are heavy flaws)"
 

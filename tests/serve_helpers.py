@@ -16,7 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from pairstore.holdout.sets import add_from_ids_file
-from pairstore.ingest.tables import ingest_battles, ingest_generations
+from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.generations import ingest_generations
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY_BUNDLE = ROOT / "pairstore" / "sample_data" / "so7a"
@@ -151,6 +152,9 @@ def judged_store(store, tmp_path, *, models=("sm11a", "so7a"), members=6) -> lis
                 users = [{"role": "user", "content": m["content"]} for m in prompt if m["role"] == "user"]
                 # answers that do not name their model: the page must not either
                 answer = f"Answer {i}, take {k}." if (i + k) % 3 else "loop loop loop " * 60
-                f.write(json.dumps({"item_kind": "prompt", "item_id": bid, "prompt": users, "output": answer}) + "\n")
+                f.write(
+                    json.dumps({"item_kind": "prompt", "item_id": bid, "prompt": users, "output": answer})
+                    + "\n"
+                )
         ingest_generations(store, out, model=model)
     return ids

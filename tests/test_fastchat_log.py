@@ -8,7 +8,7 @@ import pytest
 
 from pairstore.cli import main
 from pairstore.errors import BadInput
-from pairstore.ingest.tables import ingest_battles
+from pairstore.ingest.battles import ingest_battles
 
 
 def _state(conv_id, model, turns, offset=0, roles=("USER", "ASSISTANT"), prefix=()):

@@ -19,7 +19,8 @@ from audits.ratings import (
     ratings,
     win_matrix,
 )
-from pairstore.ingest.tables import add_battle_records, add_judgment_records
+from pairstore.ingest.battles import add_battle_records
+from pairstore.ingest.judgments import add_judgment_records
 
 
 def _games(table):

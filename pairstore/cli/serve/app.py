@@ -27,7 +27,8 @@ from pairstore.cli.serve.state import (
     utc_now,
 )
 from pairstore.errors import PairstoreError, StoreBusy
-from pairstore.ingest.tables import HEAVY_FLAWS, add_battle_records, add_judgment_records
+from pairstore.ingest.battles import add_battle_records
+from pairstore.ingest.judgments import HEAVY_FLAWS, add_judgment_records
 from pairstore.keys import seeded_rank
 
 TEMPLATES = Path(__file__).parent / "templates"
