@@ -103,17 +103,22 @@ def parse_judgment(rec: dict, path, line: int) -> dict:
 
 
 def _check_judged_items(store, rows: list[dict], path) -> None:
-    """Every verdict names a stored battle, or for eval items `<suite>/<item id>` of a stored item."""
-    battles = {r[0] for r in store.con.execute("SELECT battle_id FROM battles").fetchall()}
-    items = None
+    """Every verdict names a stored battle, or for eval items `<suite>/<item id>` of a stored item (only the
+    ids named are looked up: a vote from the Queue page does not read the whole table)."""
+    named = {r["battle_id"] for r in rows if r.get("item_kind") != "eval_item"}
+    items = {r["battle_id"] for r in rows if r.get("item_kind") == "eval_item"}
+    battles = {
+        b for (b,) in store.con.execute("SELECT battle_id FROM battles WHERE list_contains(?, battle_id)",
+                                        [sorted(named)]).fetchall()
+    } if named else set()  # fmt: skip
+    known_items = {
+        x for (x,) in store.con.execute(
+            "SELECT suite || '/' || item_id FROM eval_items WHERE list_contains(?, suite || '/' || item_id)",
+            [sorted(items)]).fetchall()
+    } if items else set()  # fmt: skip
     for r in rows:
         if r.get("item_kind") == "eval_item":
-            if items is None:
-                items = {
-                    f"{s}/{i}"
-                    for s, i in store.con.execute("SELECT suite, item_id FROM eval_items").fetchall()
-                }
-            if r["battle_id"] not in items:
+            if r["battle_id"] not in known_items:
                 raise BadInput(
                     f"unknown eval item {r['battle_id']!r} (expected <suite>/<item id> of a stored item)",
                     path=str(path),

@@ -284,18 +284,19 @@ def create_app(config: ServeConfig):
 
     async def queue(request, session):
         set_name, suite, models = queue_args(request)
-        with access.read() as store:
+        chosen = bool((set_name or suite) and all(models) and models[0] != models[1])
+
+        def look(store):
             sources, known = views.queue_sources(store), views.queue_models(store)
-            chosen = (set_name or suite) and all(models) and models[0] != models[1]
             if not chosen:
-                return page(request, "queue.html", title="Queue", sources=sources, models=known, item=None,
-                            chosen=False, query={})  # fmt: skip
-            item = views.next_item(
-                store, set_name=set_name, suite=suite, models=models, annotator=session.annotator
-            )
-            done, total = views.queue_progress(
-                store, set_name=set_name, suite=suite, models=models, annotator=session.annotator
-            )
+                return sources, known, None, 0, 0
+            args = {"set_name": set_name, "suite": suite, "models": models, "annotator": session.annotator}
+            return (sources, known, *views.next_item(store, **args))
+
+        sources, known, item, done, total = await reading(look)
+        if not chosen:
+            return page(request, "queue.html", title="Queue", sources=sources, models=known, item=None,
+                        chosen=False, query={})  # fmt: skip
         query = {"set": set_name or "", "suite": suite or "", "a": models[0], "b": models[1]}
         if item is None:
             return page(request, "queue.html", title="Queue", sources=sources, models=known, item=None,

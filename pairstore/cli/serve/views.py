@@ -159,38 +159,39 @@ def queue_sources(store) -> dict[str, list[str]]:
     }
 
 
-def _answer(store, model: str, item_kind: str, item_id: str, suite: str | None) -> str | None:
-    row = store.one(
-        "SELECT output FROM generations WHERE model = ? AND item_id = ? "
-        "AND (? IS NULL OR (item_kind = 'eval_item' AND suite = ?)) "
-        "ORDER BY sample_index, created_at LIMIT 1",
-        [model, item_id, suite, suite],
-    )
-    return None if row is None else row[0]
-
-
-def queue_items(store, *, set_name: str | None, suite: str | None, models: tuple[str, str]) -> list[tuple]:
-    """(item id, item kind, raw id, suite) of every item both models answered, in a seeded order."""
+def queue_answers(store, *, set_name: str | None, suite: str | None, models: tuple[str, str]) -> list[tuple]:
+    """(item id, item kind, raw id, suite, {model: answer}) of every item both models answered, in a seeded
+    order; one query for every item's answers (the first sample of each model)."""
     if set_name is not None:
-        members = store.con.execute(
-            "SELECT item_id, item_kind FROM holdout WHERE set_name = ? AND removed_at IS NULL "
-            "AND item_kind IN ('battle', 'eval_item')",
-            [set_name],
+        rows = store.con.execute(
+            "WITH members AS (SELECT item_id, item_kind FROM holdout WHERE set_name = ? AND removed_at IS NULL "
+            "AND item_kind IN ('battle', 'eval_item')), "
+            "answers AS (SELECT g.item_id, g.model, g.output, row_number() OVER (PARTITION BY g.model, g.item_id "
+            "ORDER BY g.sample_index, g.created_at, g.gen_id) AS n FROM generations g "
+            "WHERE list_contains(?, g.model) AND g.item_id IN (SELECT item_id FROM members)) "
+            "SELECT m.item_id, m.item_kind, a.model, a.output FROM members m JOIN answers a USING (item_id) "
+            "WHERE a.n = 1",
+            [set_name, list(models)],
         ).fetchall()
-        raw = [(i, k, i, None) for i, k in members]
+        found: dict = {}
+        for item_id, kind, model, output in rows:
+            found.setdefault((item_id, kind, item_id, None), {})[model] = output
     else:
-        ids = store.con.execute("SELECT item_id FROM eval_items WHERE suite = ?", [suite]).fetchall()
-        raw = [(f"{suite}/{i}", "eval_item", i, suite) for (i,) in ids]
-    answered = []
-    for item in raw:
-        if all(_answer(store, m, item[1], item[2], item[3]) is not None for m in models):
-            answered.append(item)
-    return sorted(answered, key=lambda it: (seeded_rank(0, it[0]), it[0]))
+        rows = store.con.execute(
+            "SELECT item_id, model, output FROM (SELECT item_id, model, output, row_number() OVER (PARTITION BY "
+            "model, item_id ORDER BY sample_index, created_at, gen_id) AS n FROM generations "
+            "WHERE item_kind = 'eval_item' AND suite = ? AND list_contains(?, model)) WHERE n = 1",
+            [suite, list(models)],
+        ).fetchall()
+        found = {}
+        for item_id, model, output in rows:
+            found.setdefault((f"{suite}/{item_id}", "eval_item", item_id, suite), {})[model] = output
+    items = [(*key, answers) for key, answers in found.items() if len(answers) == len(models)]
+    return sorted(items, key=lambda it: (seeded_rank(0, it[0]), it[0]))
 
 
-def next_item(store, *, set_name, suite, models: tuple[str, str], annotator: str) -> QueueItem | None:
-    """The next item this annotator has not judged for these two models (either order)."""
-    done = {
+def _judged_by(store, annotator: str, models: tuple[str, str]) -> set[str]:
+    return {
         r[0]
         for r in store.con.execute(
             "SELECT battle_id FROM judgments WHERE annotator = ? AND "
@@ -198,7 +199,14 @@ def next_item(store, *, set_name, suite, models: tuple[str, str], annotator: str
             [annotator, models[0], models[1], models[1], models[0]],
         ).fetchall()
     }
-    for item_id, kind, raw, item_suite in queue_items(store, set_name=set_name, suite=suite, models=models):
+
+
+def next_item(store, *, set_name, suite, models: tuple[str, str], annotator: str):
+    """(the next item this annotator has not judged for these two models, either order; judged, total)."""
+    items = queue_answers(store, set_name=set_name, suite=suite, models=models)
+    done = _judged_by(store, annotator, models)
+    judged = sum(1 for it in items if it[0] in done)
+    for item_id, kind, raw, item_suite, answers in items:
         if item_id in done:
             continue
         if kind == "battle":
@@ -210,16 +218,5 @@ def next_item(store, *, set_name, suite, models: tuple[str, str], annotator: str
             )
         if prompt is None:
             continue
-        answers = {m: _answer(store, m, kind, raw, item_suite) for m in models}
-        return QueueItem(item_id, kind, [dict(m) for m in prompt[0]], answers)
-    return None
-
-
-def queue_progress(store, *, set_name, suite, models, annotator) -> tuple[int, int]:
-    items = queue_items(store, set_name=set_name, suite=suite, models=models)
-    done = store.scalar(
-        "SELECT count(DISTINCT battle_id) FROM judgments WHERE annotator = ? AND "
-        "((model_a = ? AND model_b = ?) OR (model_a = ? AND model_b = ?))",
-        [annotator, models[0], models[1], models[1], models[0]],
-    )
-    return done, len(items)
+        return QueueItem(item_id, kind, [dict(m) for m in prompt[0]], answers), judged, len(items)
+    return None, judged, len(items)
