@@ -45,12 +45,14 @@ class EchoChat:
 
 def _app(db, **kw):
     kw.setdefault("host", "127.0.0.1")
+    kw.setdefault("hold_s", 0.0)  # these tests read the store in this process while it serves
     return build_app(db, **kw)
 
 
 def _arena_app(db, **kw):
     from pairstore.cli.serve.app import ServeConfig, create_app
 
+    kw.setdefault("hold_s", 0.0)
     models = {"mine": EchoChat("Own answer"), "rival": EchoChat("Rival answer")}
     return create_app(ServeConfig(str(db), models, "mine", **kw))
 
@@ -207,7 +209,7 @@ def test_a_bind_beyond_loopback_needs_tokens_and_tokens_name_the_annotator(db_pa
     from pairstore.cli.serve.app import ServeConfig, create_app
 
     app = create_app(ServeConfig(str(db_path), {"mine": EchoChat("Own"), "rival": EchoChat("Rival")}, "mine",
-                                 read_tokens(tokens_file=tokens)))  # fmt: skip
+                                 read_tokens(tokens_file=tokens), hold_s=0.0))  # fmt: skip
     with running(app) as base:
         c = Client(base)
         status, url, _ = c.get("/arena")
@@ -225,7 +227,7 @@ def test_a_bind_beyond_loopback_needs_tokens_and_tokens_name_the_annotator(db_pa
 @pytest.mark.slow
 def test_other_commands_run_while_it_serves_and_a_vote_waits_for_a_busy_store(db_path, tmp_path):
     cli = [PAIRSTORE, "--db", str(db_path)]
-    with running(_arena_app(db_path)) as base:
+    with running(_arena_app(db_path, hold_s=1.0)) as base:  # the shipped default
         c = Client(base)
         path, html = _start_battle(c)
         got = subprocess.run([*cli, "ingest", "battles", str(SAMPLE_BATTLES)], capture_output=True, text=True)

@@ -79,7 +79,7 @@ def _app(db, tokens=None):
     from pairstore.cli.serve.app import ServeConfig, create_app
 
     return create_app(ServeConfig(str(db), {"brook": Echo("Brook says"), "rival": Echo("Rival says")}, "brook",
-                                  tokens or {}))  # fmt: skip
+                                  tokens or {}, hold_s=0.0))  # fmt: skip
 
 
 def test_arena_vote_in_the_browser(browser, db_path, tmp_path):

@@ -105,20 +105,22 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
 @click.option(
     "--seed", default=0, show_default=True, type=int, callback=check_seed, help="Seed of the opponent draw."
 )
+@click.option("--hold-s", default=1.0, show_default=True, type=click.FloatRange(0, 60),
+              help="Keep the store open this many seconds after a request (0: open it per request).")  # fmt: skip
 @click.pass_context
 def serve_cmd(
-    ctx, host, port, models, own_model, tokens, tokens_file, prompts, report_dir, max_new_tokens, seed
+    ctx, host, port, models, own_model, tokens, tokens_file, prompts, report_dir, max_new_tokens, seed, hold_s
 ):
     """Collect battles (Arena) and blind judgments (Queue) in the browser; Browse the store read-only.
 
-    The server opens the store only for the length of a request (read-only for pages, one short
-    transaction per vote), so other pairstore commands run while it serves; a vote that finds the file
-    busy waits for it (up to 10 s)."""  # fmt: skip
+    The server keeps the store open only while requests come (--hold-s after the last, 5 s at most), so
+    other pairstore commands run while it serves (they wait for the file, up to PAIRSTORE_BUSY_WAIT
+    seconds, default 10); a vote that finds the file busy waits for it (up to 10 s)."""  # fmt: skip
     from pairstore.cli.serve import build_app
 
     app = build_app(ctx.find_root().obj["db"], host=host, models=models, own_model=own_model, tokens=tokens,
                     tokens_file=tokens_file, prompts=prompts, report_dir=report_dir, seed=seed,
-                    max_new_tokens=max_new_tokens)  # fmt: skip
+                    max_new_tokens=max_new_tokens, hold_s=hold_s)  # fmt: skip
     import uvicorn
 
     click.echo(f"serving {ctx.find_root().obj['db']} on http://{host}:{port}/ (Ctrl-C stops)", err=True)

@@ -86,7 +86,7 @@ def read_prompts(path) -> list[str]:
 
 
 def build_app(db, *, host: str, models=(), own_model=None, tokens=(), tokens_file=None, prompts=None,
-              report_dir=None, seed: int = 0, max_new_tokens: int = 256):  # fmt: skip
+              report_dir=None, seed: int = 0, max_new_tokens: int = 256, hold_s: float = 1.0):  # fmt: skip
     """The checked configuration as an ASGI app. A bind beyond this machine without tokens is refused."""
     token_map = read_tokens(tokens, tokens_file)
     if not is_loopback(host) and not token_map:
@@ -108,6 +108,6 @@ def build_app(db, *, host: str, models=(), own_model=None, tokens=(), tokens_fil
 
     config = ServeConfig(
         str(db), chats, own_model, token_map, seed, read_prompts(prompts) if prompts else [],
-        str(report_dir) if report_dir else None,
+        str(report_dir) if report_dir else None, hold_s=hold_s,
     )  # fmt: skip
     return create_app(config)

@@ -51,6 +51,7 @@ class ServeConfig:
     prompts: list = field(default_factory=list)  # prompts to draw from
     report_dir: str | None = None
     wait_s: float = 10.0
+    hold_s: float = 1.0  # keep the store open this long after a request (0: open per request)
 
 
 def _own_vote(vote: str, own_position: str) -> str:
@@ -68,7 +69,7 @@ def create_app(config: ServeConfig):
     from starlette.routing import Route
 
     env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
-    access = StoreAccess(config.db, wait_s=config.wait_s)
+    access = StoreAccess(config.db, wait_s=config.wait_s, hold_s=config.hold_s)
     state = ServerState(config.tokens)
     needs_token = bool(config.tokens)
 
@@ -442,7 +443,14 @@ def create_app(config: ServeConfig):
         status = 503 if isinstance(exc, StoreBusy) else 400 if exc.exit_code == 2 else 500
         return refuse(request, str(exc), status)
 
-    app = Starlette(routes=routes, exception_handlers={PairstoreError: store_error})
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        access.close()
+
+    app = Starlette(routes=routes, exception_handlers={PairstoreError: store_error}, lifespan=lifespan)
     app.state.serve = state
     app.state.access = access
     return app

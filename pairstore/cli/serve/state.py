@@ -1,12 +1,13 @@
 """What the web app keeps between requests: the store it opens per request, annotator sessions, and the
 battles and queue items shown but not yet voted on.
 
-Sharing the file: DuckDB lets one process write, or several read, at a time. The server holds no
-connection between requests: each request opens the store (read-only for pages, for writing for a vote),
-does one short transaction and closes it, inside one lock (one connection at a time in this process). A
-`pairstore` command started beside it therefore finds the file free except during those milliseconds,
-and when the command holds the file the server waits for it (StoreBusy retried every 50 ms, up to
-`wait_s`) instead of failing the vote.
+Sharing the file: DuckDB lets one process write, or several read, at a time. The server keeps a
+connection only while requests come: opened on a request, closed once none has come for `hold_s`
+seconds (default 1) and at the latest after 5 s held, all inside one lock (one connection at a time in
+this process); with hold_s 0 every request opens and closes the store itself. A `pairstore` command
+started beside it finds the file free whenever the server is idle, and waits for it otherwise
+(pairstore.cli.base.open_db retries a busy store); when a command holds the file the server waits for it
+(StoreBusy retried every 50 ms, up to `wait_s`) instead of failing the vote.
 """
 
 from __future__ import annotations
@@ -26,28 +27,67 @@ SESSION_COOKIE = "pairstore_session"
 
 
 class StoreAccess:
-    def __init__(self, path, *, wait_s: float = 10.0):
-        self.path, self.wait_s = str(path), wait_s
+    """The store as the server uses it. hold_s > 0: one read-write connection, opened on the first request and
+    closed once no request has come for hold_s seconds (or after it has been held HOLD_MAX_S without a
+    pause, so a waiting command gets its turn). hold_s = 0: opened per request (read-only for pages) and
+    closed after it."""
+
+    HOLD_MAX_S = 5.0
+
+    def __init__(self, path, *, wait_s: float = 10.0, hold_s: float = 0.0):
+        self.path, self.wait_s, self.hold_s = str(path), wait_s, hold_s
         self._lock = threading.Lock()
+        self._store = None
+        self._opened = self._last = 0.0
         with self._open(read_only=False):  # create and migrate once, so pages can open read-only
             pass
+        if hold_s > 0:
+            threading.Thread(target=self._release_when_idle, daemon=True).start()
+
+    def _connect(self, read_only: bool):
+        deadline = time.monotonic() + self.wait_s
+        while True:
+            try:
+                return open_store(self.path, read_only=read_only)
+            except StoreBusy:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
+
+    def _release_when_idle(self):
+        while True:
+            time.sleep(min(0.1, self.hold_s))
+            with self._lock:
+                now = time.monotonic()
+                if self._store is not None and (
+                    now - self._last >= self.hold_s or now - self._opened >= self.HOLD_MAX_S
+                ):
+                    self._store.close()
+                    self._store = None
 
     @contextmanager
     def _open(self, *, read_only: bool):
-        deadline = time.monotonic() + self.wait_s
         with self._lock:
-            while True:
+            if self.hold_s > 0:
+                if self._store is None:
+                    self._store, self._opened = self._connect(False), time.monotonic()
                 try:
-                    store = open_store(self.path, read_only=read_only)
-                    break
-                except StoreBusy:
-                    if time.monotonic() >= deadline:
-                        raise
-                    time.sleep(0.05)
+                    yield self._store
+                finally:
+                    self._last = time.monotonic()
+                return
+            store = self._connect(read_only)
             try:
                 yield store
             finally:
                 store.close()
+
+    def close(self) -> None:
+        """Let the file go now (the server's shutdown)."""
+        with self._lock:
+            if self._store is not None:
+                self._store.close()
+                self._store = None
 
     def read(self):
         return self._open(read_only=True)
