@@ -30,7 +30,7 @@ the IP address is not stored (the annotator is unknown).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pairstore.errors import BadInput
@@ -174,6 +174,6 @@ def parse_fastchat_log(f: Fields) -> ArenaBattle | str:
         {"a": sides[0][1], "b": sides[1][1]},
         {"a": names[0], "b": names[1]},
         VOTE_TYPES[kind],
-        voted_at=datetime.fromtimestamp(tstamp, tz=timezone.utc).replace(tzinfo=None),
+        voted_at=datetime.fromtimestamp(tstamp, tz=UTC).replace(tzinfo=None),
         anonymous=anonymous,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -68,7 +69,7 @@ def parse_judgment(rec: dict, path, line: int) -> dict:
     item_kind, flaws_a/b, origin, submission_id) enter the judgment id only when given, so a file's verdicts
     keep their ids; a submission_id (the Queue page's form) makes a second submit of one form the same id."""
     f = Fields(rec, path, line)
-    row = {
+    row: dict[str, Any] = {
         "battle_id": f.str("battle_id", allow_int=True),
         "model_a": f.str("model_a"),
         "model_b": f.str("model_b"),
