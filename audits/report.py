@@ -824,6 +824,67 @@ def _dose_section(store, models: list[str] | None) -> Section:
     return s
 
 
+def _ratings_section(store) -> Section:
+    """Every model ranked from battles and judgments (audits.ratings), with the plot."""
+    from audits.ratings import audit_ratings, ratings_png
+
+    s = Section("ratings", "Ratings from votes")
+    rep = audit_ratings(store)
+    if not rep.ratings:
+        s.paragraphs.append("No battle or judgment names two models: nothing to rank.")
+        return s
+    s.paragraphs.append(
+        f"Bradley-Terry over {rep.games} games (battles and judgments; a tie or both-bad vote is half a win "
+        f"each), Elo scale, 95% intervals from {rep.bootstrap} bootstrap rounds (seed {rep.seed})."
+    )
+    s.tables.append(
+        (
+            "Ratings",
+            Table(
+                ["model", "rating", "95% interval", "games", "wins"],
+                [[r.model, f"{r.rating:.0f}", f"{r.lower:.0f} .. {r.upper:.0f}", r.games, f"{r.wins:g}"]
+                 for r in rep.ratings],
+            ),
+        )
+    )  # fmt: skip
+    s.tables.append(
+        (
+            "Position bias (share of 'A is better' among decisive votes, exact binomial test against 1/2)",
+            Table(
+                ["votes of", "votes", "decisive", "A wins", "share A", "p"],
+                [[src, p["votes"], p["decisive"], p["a_wins"], _fmt(p["share_a"], 3), _fmt(p["p_value"], 3)]
+                 for src, p in rep.position.items()],
+            ),
+        )
+    )  # fmt: skip
+    if rep.agreement:
+        s.tables.append(
+            (
+                "Annotator agreement on the same items (Cohen's kappa)",
+                Table(
+                    ["rater 1", "rater 2", "items", "agree", "kappa"],
+                    [[a["rater_1"], a["rater_2"], a["items"], a["agree"], _fmt(a["kappa"], 3)]
+                     for a in rep.agreement],
+                ),
+            )
+        )  # fmt: skip
+    if rep.lengths:
+        s.tables.append(
+            (
+                "Chosen against rejected length by source (characters)",
+                Table(
+                    ["source", "pairs", "chosen", "rejected", "chosen longer"],
+                    [[x["source"], x["pairs"], f"{x['chosen_chars']:.0f}", f"{x['rejected_chars']:.0f}",
+                      f"{x['chosen_longer']:.1%}"] for x in rep.lengths],
+                ),
+            )
+        )  # fmt: skip
+    png = ratings_png(rep)
+    if png:
+        s.images.append(("ratings.png", png))
+    return s
+
+
 # -- assembly --------------------------------------------------------------------
 
 
@@ -1067,6 +1128,7 @@ def build_report(
         _verdicts_section(store, rounds),
         eval_s,
         _dose_section(store, models),
+        _ratings_section(store),
     ]
     training = _training_data_md(store, stages, leak_reports, decon_rows, checks)
     evaluation = _evaluation_md(eval_s, loops_s, leak_reports)

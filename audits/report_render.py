@@ -23,6 +23,7 @@ SECTIONS = (
     ("verdicts", "Verifier verdicts"),
     ("evaluation", "Evaluation"),
     ("dose-curve", "Dose curve"),
+    ("ratings", "Ratings from votes"),
 )
 
 

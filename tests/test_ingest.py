@@ -189,7 +189,7 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
         assert ingest_battles(s, path).added == 2000
 
 
-def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
+def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path, monkeypatch):
     open_store(db_path).close()
     holder = subprocess.Popen(
         [
@@ -203,6 +203,7 @@ def test_store_in_use_says_so_in_one_line(db_path, run_cli, tmp_path):
     )
     try:
         assert holder.stdout.readline().strip() == "open"
+        monkeypatch.setenv("PAIRSTORE_BUSY_WAIT", "0.3")  # commands wait a while for a busy store
         r = run_cli("sql", "SELECT 1")
         assert r.exit_code == 1
         assert r.output.strip() == (

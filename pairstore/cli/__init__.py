@@ -26,6 +26,7 @@ from pairstore.cli.mine import mine_group
 from pairstore.cli.round import round_group
 from pairstore.cli.sql import sql_cmd
 from pairstore.cli.train import train_group
+from pairstore.cli.votes import judge_cmd, ratings_cmd, serve_cmd
 
 
 @click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,6 +64,9 @@ for command in (
     demo_cmd,
 ):
     cli.add_command(command)
+audit_group.add_command(ratings_cmd)
+cli.add_command(serve_cmd)
+cli.add_command(judge_cmd)
 
 
 if __name__ == "__main__":

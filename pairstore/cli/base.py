@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import sys
+import time
 
 import click
 import duckdb
 
-from pairstore.errors import BadInput, PairstoreError
+from pairstore.errors import BadInput, PairstoreError, StoreBusy
 from pairstore.store.recognize import damaged_store
 from pairstore.store.store import open_store
 
@@ -103,8 +105,23 @@ def check_seed(ctx, param, value):
 
 
 def open_db(ctx: click.Context, *, read_only: bool = False):
-    """The store named by --db / PAIRSTORE_DB, for one command."""
-    return open_store(ctx.find_root().obj["db"], read_only=read_only)
+    """The store named by --db / PAIRSTORE_DB, for one command. A store another process holds (a running
+    `pairstore serve` between requests, another command) is retried every 50 ms for PAIRSTORE_BUSY_WAIT
+    seconds (default 10) before the command gives up."""
+    try:
+        wait_s = float(os.environ.get("PAIRSTORE_BUSY_WAIT", "10"))
+    except ValueError:
+        raise BadInput(
+            "PAIRSTORE_BUSY_WAIT must be a number of seconds", field="PAIRSTORE_BUSY_WAIT"
+        ) from None
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return open_store(ctx.find_root().obj["db"], read_only=read_only)
+        except StoreBusy:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
 
 
 def echo_json(obj) -> None:

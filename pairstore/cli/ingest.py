@@ -39,7 +39,8 @@ def ingest_group():
     default="native",
     show_default=True,
     help="native: pairstore's battle records; arena: lmsys/chatbot_arena_conversations rows; "
-    "arena55k: lmsys-arena-human-preference-55k rows (train.csv).",
+    "arena55k: lmsys-arena-human-preference-55k rows (train.csv); fastchat-log: FastChat's raw vote logs "
+    "(*-conv.json lines, or a folder of them), cleaned as FastChat's own cleaning does.",
 )
 @click.option(
     "--own-model",
@@ -63,7 +64,8 @@ def ingest_battles_cmd(ctx, file, fmt, own_models, others):
     Native record: battle_id, prompt (string or messages), own_answer, opponent_answer, vote
     (win|loss|tie|both_bad, from the own model's side), optional category, own_model,
     opponent_model, voted_at; a multi-turn battle gives turns: [{user, own, opponent}, ...].
-    Public Chatbot Arena files go in as they are with --format arena or arena55k and --own-model NAME.
+    Public Chatbot Arena files go in as they are with --format arena or arena55k and --own-model NAME;
+    a FastChat server's own vote logs with --format fastchat-log.
     """
 
     with open_db(ctx) as store:

@@ -35,7 +35,7 @@ from pairstore.ingest.records import Fields, lone_surrogate
 from pairstore.keys import canonical_messages
 from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt, declare_sources
 
-FORMATS = ("arena", "arena55k")
+FORMATS = ("arena", "arena55k", "fastchat-log")  # fastchat-log: pairstore.ingest.fastchat
 # --others pairs: battles between two other models, the winner's answer chosen.
 SOURCES = declare_sources(("arena",), by=__name__)
 OTHERS = ("skip", "pairs")
@@ -221,6 +221,10 @@ PARSERS = {"arena": parse_arena, "arena55k": parse_arena55k}
 
 
 def parse_row(fmt: str, rec: dict, path, line: int) -> ArenaBattle | str:
+    if fmt == "fastchat-log":
+        from pairstore.ingest.fastchat import parse_fastchat_log  # it builds on ArenaBattle from here
+
+        return parse_fastchat_log(Fields(rec, path, line))
     return PARSERS[fmt](Fields(rec, path, line))
 
 

@@ -22,6 +22,7 @@ from pairstore.ingest.base import (
     progress_bar,
 )
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
+from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, match_key
 from pairstore.tables.generations import MSG_TYPE
@@ -45,6 +46,11 @@ _BATTLE_SCHEMA = pa.schema(
         ("language", pa.string()),
         ("flagged", pa.bool_()),
         ("anonymous", pa.bool_()),
+        ("annotator", pa.string()),
+        ("own_position", pa.string()),
+        ("decoding", pa.string()),
+        ("origin", pa.string()),
+        ("shown_at", pa.timestamp("us")),
         ("match_key", pa.string()),
         ("record_hash", pa.string()),
         ("source_file", pa.string()),
@@ -108,7 +114,27 @@ def parse_battle(rec: dict, path, line: int) -> dict:
         "opponent_model": f.str("opponent_model", required=False),
         "voted_at": f.timestamp("voted_at"),
     }
+    row.update(_battle_extras(f))
     return _keyed_battle(row, path, line)
+
+
+def _battle_extras(f: Fields) -> dict:
+    """Who voted and how the battle was shown (annotator, own_position, decoding, origin, shown_at): only
+    the fields given, so the record hash of a file without them stays what it was."""
+    extras = {}
+    for name in ("annotator", "origin"):
+        if f.has(name):
+            extras[name] = f.str(name)
+    if f.has("own_position"):
+        extras["own_position"] = f.choice("own_position", ("a", "b"))
+    if f.has("decoding"):
+        decoding = f.rec["decoding"]
+        if not isinstance(decoding, dict):
+            raise f.error("decoding", "expected an object of decoding settings per model")
+        extras["decoding"] = json.dumps(decoding, sort_keys=True, ensure_ascii=False)
+    if f.has("shown_at"):
+        extras["shown_at"] = f.timestamp("shown_at")
+    return extras
 
 
 def _keyed_battle(row: dict, path, line: int) -> dict:
@@ -134,7 +160,10 @@ def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[
         if side == "both":
             result.skipped["own model on both sides"] += 1
         elif side is not None:
-            row = _keyed_battle(battle_fields(battle, side), r.path, r.line)
+            fields = battle_fields(battle, side)
+            if fmt == "fastchat-log":  # the log says which side was shown left (A)
+                fields.update(own_position=side, origin="fastchat-log")
+            row = _keyed_battle(fields, r.path, r.line)
             row["source_file"] = r.source
             rows.append(row)
         elif others == "skip":
@@ -164,10 +193,12 @@ def ingest_battles(
     stored as `arena` pairs, in the same transaction."""
     if fmt == "native":
         if own_models or others != "skip":
-            raise BadInput("--own-model and --others go with --format arena or arena55k", field="own-model")
+            raise BadInput(
+                "--own-model and --others go with --format arena, arena55k or fastchat-log", field="own-model"
+            )
     else:
         own = check_options(fmt, own_models, others)
-    files = dataset_files(path, split="train")
+    files = fastchat_log_files(path) if fmt == "fastchat-log" else dataset_files(path, split="train")
     records = progress_bar(read_files(path, files), progress, "battles")
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
     rows, pairs = [], []
@@ -199,6 +230,36 @@ def ingest_battles(
             result.pairs = got.added
             result.skipped.update({f"others: {k}": v for k, v in got.dropped.items()})
         log_ingest(store, path, result.kind, result.read, result.added, sha256=files_sha256(path, files))
+    return result
+
+
+def add_battle_records(store, records: list[dict], *, source: str) -> IngestResult:
+    """Native battle records made in this process (the Arena page's votes), through the same checks as a
+    file's lines (parse_battle) and written in one transaction; `source` names where they came from (the
+    line of a record is its index). A known battle_id with the same content is skipped ('already
+    present'), with other content refused (BadInput)."""
+    result = IngestResult("battles", source)
+    rows = []
+    for line, rec in enumerate(records, start=1):
+        result.read += 1
+        row = parse_battle(rec, source, line)
+        row["source_file"] = source
+        rows.append(row)
+    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", source)
+    with store.transaction():
+        added, same = insert_new(
+            store,
+            "battles",
+            ["battle_id"],
+            rows,
+            _BATTLE_SCHEMA,
+            "i.record_hash <> t.record_hash",
+            "battle_id",
+            source,
+        )
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
     return result
 
 

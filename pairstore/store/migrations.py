@@ -420,6 +420,25 @@ def m006_three_verdicts(con):
     """)
 
 
+def m007_votes_from_the_browser(con):
+    """Who voted and how the pair was shown: a battle's annotator, the side the own model's answer was shown
+    on, the decoding settings and the way it came in; a judgment's annotator, the judge prompt's hash, the
+    kind of item judged and the heavy flaws ticked per side."""
+    con.execute("""
+    ALTER TABLE battles ADD COLUMN annotator VARCHAR;
+    ALTER TABLE battles ADD COLUMN own_position VARCHAR;
+    ALTER TABLE battles ADD COLUMN decoding JSON;
+    ALTER TABLE battles ADD COLUMN origin VARCHAR;
+    ALTER TABLE battles ADD COLUMN shown_at TIMESTAMP;
+    ALTER TABLE judgments ADD COLUMN annotator VARCHAR;
+    ALTER TABLE judgments ADD COLUMN prompt_hash VARCHAR;
+    ALTER TABLE judgments ADD COLUMN item_kind VARCHAR;
+    ALTER TABLE judgments ADD COLUMN flaws_a VARCHAR[];
+    ALTER TABLE judgments ADD COLUMN flaws_b VARCHAR[];
+    ALTER TABLE judgments ADD COLUMN origin VARCHAR;
+    """)
+
+
 # The ordered list. Append only.
 MIGRATIONS = [
     m001_core,
@@ -428,5 +447,6 @@ MIGRATIONS = [
     m004_public_sources,
     m005_scratch_schema_for_sql_write,
     m006_three_verdicts,
+    m007_votes_from_the_browser,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,113 @@
+"""`pairstore serve`: the web app that collects battles and blind judgments (pairstore.cli.serve.app).
+
+Web stack: Starlette on uvicorn, Jinja2 templates (the optional extra `serve`), imported only here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+from pairstore.chat_endpoint import OpenAIChat, parse_model_spec
+from pairstore.errors import BadInput
+from pairstore.ingest.records import read_records
+
+MIN_TOKEN_CHARS = 16
+LOCAL_NAMES = ("localhost",)
+
+
+def is_loopback(host: str) -> bool:
+    if host in LOCAL_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
+    """token -> annotator from --token NAME=TOKEN and a tokens file (one NAME=TOKEN a line, # comments)."""
+    entries = [(t, "--token", None) for t in tokens]
+    if tokens_file:
+        path = Path(tokens_file)
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError as e:
+            raise BadInput(f"cannot read the tokens file: {e.strerror}", path=str(path)) from None
+        entries += [
+            (ln.strip(), str(path), i)
+            for i, ln in enumerate(lines, 1)
+            if ln.strip() and not ln.startswith("#")
+        ]
+    out: dict[str, str] = {}
+    for text, where, line in entries:
+        name, sep, token = text.partition("=")
+        name, token = name.strip(), token.strip()
+        path = where if line else None
+        if not sep or not name or not token:
+            raise BadInput("expected NAME=TOKEN", path=path, line=line, field="token")
+        if len(token) < MIN_TOKEN_CHARS:
+            raise BadInput(f"the token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters", path=path,
+                           line=line, field="token")  # fmt: skip
+        if token in out and out[token] != name:
+            raise BadInput(f"one token for two annotators ({out[token]!r}, {name!r})", path=path, line=line,
+                           field="token")  # fmt: skip
+        out[token] = name
+    return out
+
+
+def chat_models(specs, *, max_new_tokens: int) -> dict:
+    models = {}
+    for text in specs:
+        spec = parse_model_spec(text)
+        if spec.name in models:
+            raise BadInput(f"model {spec.name!r} given twice", field="model")
+        if spec.is_url:
+            models[spec.name] = OpenAIChat(spec.name, spec.endpoint, max_tokens=max_new_tokens)
+        else:
+            from train.chat import BundleChat
+
+            models[spec.name] = BundleChat(spec.name, spec.endpoint, max_new_tokens=max_new_tokens)
+    return models
+
+
+def read_prompts(path) -> list[str]:
+    """Prompts to draw from: JSONL with `prompt` (a string, or messages whose last user turn is taken)."""
+    prompts = []
+    for line, rec in read_records(path):
+        p = rec.get("prompt")
+        if isinstance(p, list):
+            users = [m.get("content") for m in p if isinstance(m, dict) and m.get("role") == "user"]
+            p = users[-1] if users else None
+        if not isinstance(p, str) or not p.strip():
+            raise BadInput("expected a non-empty prompt", path=str(path), line=line, field="prompt")
+        prompts.append(p)
+    return prompts
+
+
+def build_app(db, *, host: str, models=(), own_model=None, tokens=(), tokens_file=None, prompts=None,
+              report_dir=None, seed: int = 0, max_new_tokens: int = 256, hold_s: float = 1.0):  # fmt: skip
+    """The checked configuration as an ASGI app. A bind beyond this machine without tokens is refused."""
+    token_map = read_tokens(tokens, tokens_file)
+    if not is_loopback(host) and not token_map:
+        raise BadInput(
+            f"refusing to serve on {host} without annotator tokens: give --token NAME=TOKEN or --tokens-file "
+            "(every vote then records whose it is), or bind 127.0.0.1",
+            field="host",
+        )
+    chats = chat_models(models, max_new_tokens=max_new_tokens)
+    if own_model is not None and own_model not in chats:
+        raise BadInput(f"--own-model {own_model!r} is not one of the --model names", field="own-model")
+    if chats and own_model is None:
+        raise BadInput(
+            "--model needs --own-model NAME: the model whose side votes are read from", field="own-model"
+        )
+    if report_dir is not None and not Path(report_dir).is_dir():
+        raise BadInput("no such folder", path=str(report_dir), field="report")
+    from pairstore.cli.serve.app import ServeConfig, create_app
+
+    config = ServeConfig(
+        str(db), chats, own_model, token_map, seed, read_prompts(prompts) if prompts else [],
+        str(report_dir) if report_dir else None, hold_s=hold_s,
+    )  # fmt: skip
+    return create_app(config)

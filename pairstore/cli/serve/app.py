@@ -1,0 +1,456 @@
+"""The web app: Arena (two models answer a prompt, the annotator votes), Queue (blind judging of stored
+answers), Browse (read-only pages over the store). Starlette, served by uvicorn; pages rendered on the
+server from Jinja2 templates, with a few lines of JavaScript.
+
+Security: the CLI binds 127.0.0.1 unless told otherwise, and any other address needs annotator tokens.
+With tokens, every page but the sign-in needs a session made by a known token, and every vote records
+that token's annotator. Every form carries the session's CSRF token and a POST without it is refused
+(403). A vote is keyed by the battle (or queue item) it answers, created when the answers were shown, so
+a second submit of the same form finds it counted and adds nothing. The page never carries SQL: every
+query is a literal in pairstore.cli.serve.views. A held-out battle is shown only on the Queue page.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pairstore.cli.serve import views
+from pairstore.cli.serve.state import (
+    SESSION_COOKIE,
+    PendingBattle,
+    PendingJudgment,
+    ServerState,
+    StoreAccess,
+    check_csrf,
+    utc_now,
+)
+from pairstore.errors import PairstoreError, StoreBusy
+from pairstore.ingest.battles import add_battle_records
+from pairstore.ingest.judgments import HEAVY_FLAWS, add_judgment_records
+from pairstore.keys import seeded_rank
+
+TEMPLATES = Path(__file__).parent / "templates"
+ARENA_VOTES = {"a": "A is better", "b": "B is better", "tie": "Tie", "both_bad": "Both are bad"}
+FLAW_LABELS = {
+    "fabrication": "fabrication",
+    "hallucinated_output": "hallucinated output",
+    "degenerate_repetition": "degenerate repetition",
+    "broken_placeholder": "broken placeholder",
+}
+
+
+@dataclass
+class ServeConfig:
+    db: str
+    models: dict = field(default_factory=dict)  # name -> chat model (complete(messages) -> str, settings)
+    own_model: str | None = None
+    tokens: dict = field(default_factory=dict)  # token -> annotator
+    seed: int = 0
+    prompts: list = field(default_factory=list)  # prompts to draw from
+    report_dir: str | None = None
+    wait_s: float = 10.0
+    hold_s: float = 1.0  # keep the store open this long after a request (0: open per request)
+
+
+def _own_vote(vote: str, own_position: str) -> str:
+    """The vote as the annotator gave it (a, b, tie, both_bad) from the own model's side."""
+    if vote in ("tie", "both_bad"):
+        return vote
+    return "win" if vote == own_position else "loss"
+
+
+def create_app(config: ServeConfig):
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.routing import Route
+
+    env = Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html"]))
+    access = StoreAccess(config.db, wait_s=config.wait_s, hold_s=config.hold_s)
+    state = ServerState(config.tokens)
+    needs_token = bool(config.tokens)
+
+    def page(request, name: str, status: int = 200, **values):
+        session = getattr(request.state, "session", None) or state.session(
+            request.cookies.get(SESSION_COOKIE)
+        )
+        body = env.get_template(name).render(
+            session=session,
+            csrf=session.csrf if session else "",
+            needs_token=needs_token,
+            votes=ARENA_VOTES,
+            flaws=FLAW_LABELS,
+            **values,
+        )
+        return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+    def session_of(request):
+        """The request's session; without tokens a new one is made for the local annotator."""
+        session = state.session(request.cookies.get(SESSION_COOKIE))
+        if session is None and not needs_token:
+            session = state.new_session("local")
+        return session
+
+    def with_cookie(response, session):
+        response.set_cookie(SESSION_COOKIE, session.session_id, httponly=True, samesite="strict")
+        return response
+
+    async def form_of(request, session):
+        """The POSTed form, or None when its CSRF token is not this session's."""
+        form = await request.form()
+        if not check_csrf(session, form.get("csrf")):
+            return None
+        return form
+
+    async def reading(fn, *args, **kwargs):
+        """fn(store, ...) on a read-only store, off the event loop (the open may wait for a busy file)."""
+
+        def run():
+            with access.read() as store:
+                return fn(store, *args, **kwargs)
+
+        return await run_in_threadpool(run)
+
+    def refuse(request, message: str, status: int):
+        return page(request, "message.html", status=status, title="Refused", message=message)
+
+    def guard(handler):
+        """Sign-in first where tokens are required."""
+
+        async def wrapped(request):
+            session = session_of(request)
+            if session is None or session.annotator is None:
+                return RedirectResponse("/login", status_code=303)
+            request.state.session = session
+            response = await handler(request, session)
+            return with_cookie(response, session)
+
+        return wrapped
+
+    # ------------------------------------------------------------------ sign-in
+
+    async def login(request):
+        if request.method == "GET":
+            return page(request, "login.html", title="Sign in")
+        form = await request.form()
+        if needs_token:
+            annotator = state.annotator_for(str(form.get("token") or ""))
+            if annotator is None:
+                return page(request, "login.html", status=403, title="Sign in", error="unknown token")
+        else:
+            annotator = str(form.get("name") or "").strip()[:64] or "local"
+        session = state.new_session(annotator)
+        return with_cookie(RedirectResponse("/arena", status_code=303), session)
+
+    # ------------------------------------------------------------------ arena
+
+    def opponent_for(battle_id: str) -> str | None:
+        others = sorted(m for m in config.models if m != config.own_model)
+        if not others:
+            return None
+        return min(others, key=lambda m: (seeded_rank(config.seed, battle_id, m), m))
+
+    async def arena(request, session):
+        prompt = ""
+        if request.query_params.get("draw") and config.prompts:
+            prompt = config.prompts[secrets.randbelow(len(config.prompts))]
+        ready = config.own_model in config.models and opponent_for("x") is not None
+        return page(request, "arena.html", title="Arena", ready=ready, prompt=prompt, battle=None,
+                    can_draw=bool(config.prompts))  # fmt: skip
+
+    def answer_all(pending: PendingBattle):
+        for model in (pending.own_model, pending.opponent):
+            chat = config.models[model]
+            messages = []
+            for i, user in enumerate(pending.users):
+                messages.append({"role": "user", "content": user})
+                if i < len(pending.answers[model]):
+                    messages.append({"role": "assistant", "content": pending.answers[model][i]})
+            pending.answers[model].append(chat.complete(messages))
+
+    def battle_view(pending: PendingBattle):
+        turns = []
+        for i, user in enumerate(pending.users):
+            turns.append({"user": user, "a": pending.answers[pending.shown("a")][i],
+                          "b": pending.answers[pending.shown("b")][i]})  # fmt: skip
+        return {"battle_id": pending.battle_id, "turns": turns, "category": pending.category}
+
+    async def arena_start(request, session):
+        form = await form_of(request, session)
+        if form is None:
+            return refuse(request, "the form's CSRF token is missing or not this session's", 403)
+        text = str(form.get("prompt") or "").strip()
+        if not text:
+            return page(request, "arena.html", status=400, title="Arena", ready=True, prompt="", battle=None,
+                        error="write a prompt first", can_draw=bool(config.prompts))  # fmt: skip
+        battle_id = f"serve-{secrets.token_urlsafe(12)}"
+        opponent = opponent_for(battle_id)
+        if config.own_model not in config.models or opponent is None:
+            return refuse(request, "the Arena needs --own-model and at least one other --model", 400)
+        pending = PendingBattle(
+            battle_id, config.own_model, opponent, "ab"[secrets.randbelow(2)],
+            (str(form.get("category") or "").strip() or None), users=[text],
+            answers={config.own_model: [], opponent: []}, session_id=session.session_id,
+        )  # fmt: skip
+        try:
+            await run_in_threadpool(answer_all, pending)
+        except PairstoreError as e:
+            return refuse(request, f"a model did not answer: {e}", 502)
+        state.battles[battle_id] = pending
+        return RedirectResponse(f"/arena/{battle_id}", status_code=303)
+
+    async def arena_battle(request, session):
+        battle_id = request.path_params["battle_id"]
+        if battle_id in state.voted:
+            done = state.voted[battle_id]
+            return page(request, "arena.html", title="Arena", ready=True, battle=done["view"], result=done,
+                        prompt="")  # fmt: skip
+        pending = state.battles.get(battle_id)
+        if pending is None or pending.session_id != session.session_id:
+            return refuse(request, "no such battle in this session", 404)
+        return page(request, "arena.html", title="Arena", ready=True, battle=battle_view(pending), prompt="")
+
+    async def arena_turn(request, session):
+        form = await form_of(request, session)
+        if form is None:
+            return refuse(request, "the form's CSRF token is missing or not this session's", 403)
+        pending = state.battles.get(request.path_params["battle_id"])
+        if pending is None or pending.session_id != session.session_id:
+            return refuse(request, "no such battle in this session (already voted?)", 404)
+        text = str(form.get("prompt") or "").strip()
+        if text:
+            pending.users.append(text)
+            try:
+                await run_in_threadpool(answer_all, pending)
+            except PairstoreError as e:
+                pending.users.pop()
+                return refuse(request, f"a model did not answer: {e}", 502)
+        return RedirectResponse(f"/arena/{pending.battle_id}", status_code=303)
+
+    async def arena_vote(request, session):
+        form = await form_of(request, session)
+        if form is None:
+            return refuse(request, "the form's CSRF token is missing or not this session's", 403)
+        battle_id = request.path_params["battle_id"]
+        vote = str(form.get("vote") or "")
+        if vote not in ARENA_VOTES:
+            return refuse(request, f"unknown vote {vote!r}", 400)
+        return await run_in_threadpool(record_battle_vote, request, session, battle_id, vote)
+
+    def record_battle_vote(request, session, battle_id: str, vote: str):
+        with state.lock:
+            if battle_id in state.voted:  # the second submit of one form
+                return RedirectResponse(f"/arena/{battle_id}", status_code=303)
+            pending = state.battles.get(battle_id)
+            if pending is None or pending.session_id != session.session_id:
+                return refuse(request, "no such battle in this session", 404)
+            record = {
+                "battle_id": battle_id,
+                "turns": [{"user": u, "own": o, "opponent": p} for u, o, p in
+                          zip(pending.users, pending.answers[pending.own_model], pending.answers[pending.opponent])],
+                "vote": _own_vote(vote, pending.own_position),
+                "own_model": pending.own_model,
+                "opponent_model": pending.opponent,
+                "voted_at": utc_now().isoformat(),
+                "shown_at": pending.shown_at.isoformat(),
+                "annotator": session.annotator,
+                "own_position": pending.own_position,
+                "origin": "serve",
+                "decoding": {m: config.models[m].settings for m in (pending.own_model, pending.opponent)},
+            }  # fmt: skip
+            if pending.category:
+                record["category"] = pending.category
+            with access.write() as store:
+                result = add_battle_records(store, [record], source="pairstore serve")
+            state.voted[battle_id] = {
+                "view": battle_view(pending),
+                "vote": ARENA_VOTES[vote],
+                "a": pending.shown("a"),
+                "b": pending.shown("b"),
+                "added": result.added,
+            }
+            del state.battles[battle_id]
+        return RedirectResponse(f"/arena/{battle_id}", status_code=303)
+
+    # ------------------------------------------------------------------ queue
+
+    def queue_args(request):
+        q = request.query_params
+        set_name, suite = q.get("set") or None, q.get("suite") or None
+        models = (q.get("a") or "", q.get("b") or "")
+        return set_name, suite, models
+
+    async def queue(request, session):
+        set_name, suite, models = queue_args(request)
+        chosen = bool((set_name or suite) and all(models) and models[0] != models[1])
+
+        def look(store):
+            sources, known = views.queue_sources(store), views.queue_models(store)
+            if not chosen:
+                return sources, known, None, 0, 0
+            args = {"set_name": set_name, "suite": suite, "models": models, "annotator": session.annotator}
+            return (sources, known, *views.next_item(store, **args))
+
+        sources, known, item, done, total = await reading(look)
+        if not chosen:
+            return page(request, "queue.html", title="Queue", sources=sources, models=known, item=None,
+                        chosen=False, query={})  # fmt: skip
+        query = {"set": set_name or "", "suite": suite or "", "a": models[0], "b": models[1]}
+        if item is None:
+            return page(request, "queue.html", title="Queue", sources=sources, models=known, item=None,
+                        chosen=True, done=done, total=total, query=query)  # fmt: skip
+        first = "ab"[secrets.randbelow(2)]  # which of the two is shown as A
+        shown_a, shown_b = (models[0], models[1]) if first == "a" else (models[1], models[0])
+        pending = PendingJudgment(f"queue-{secrets.token_urlsafe(12)}", item.item_id, item.item_kind, shown_a,
+                                  shown_b, session.session_id)  # fmt: skip
+        state.judgments[pending.submission_id] = pending
+        users = [m["content"] for m in item.prompt if m["role"] == "user"]
+        return page(request, "queue.html", title="Queue", sources=sources, models=known, chosen=True,
+                    item={"submission_id": pending.submission_id, "users": users,
+                          "a": item.answers[shown_a], "b": item.answers[shown_b]},
+                    done=done, total=total, query=query)  # fmt: skip
+
+    async def queue_vote(request, session):
+        form = await form_of(request, session)
+        if form is None:
+            return refuse(request, "the form's CSRF token is missing or not this session's", 403)
+        submission_id = str(form.get("submission_id") or "")
+        vote = str(form.get("vote") or "")
+        if vote not in ARENA_VOTES:
+            return refuse(request, f"unknown vote {vote!r}", 400)
+        return await run_in_threadpool(record_queue_vote, request, session, form, submission_id, vote)
+
+    def record_queue_vote(request, session, form, submission_id: str, vote: str):
+        back = "/queue?" + "&".join(
+            f"{k}={request.query_params.get(k, '')}" for k in ("set", "suite", "a", "b")
+        )
+        with state.lock:
+            if submission_id in state.voted:
+                return RedirectResponse(back, status_code=303)
+            pending = state.judgments.get(submission_id)
+            if pending is None or pending.session_id != session.session_id:
+                return refuse(request, "no such queue item in this session", 404)
+            flaws = {s: sorted(f for f in HEAVY_FLAWS if form.get(f"flaw_{s}_{f}")) for s in ("a", "b")}
+            if vote == "both_bad":  # both bad: a tie where both answers are flawed
+                winner, flawed = "tie", {"a": True, "b": True}
+            else:
+                winner, flawed = vote, {s: bool(flaws[s]) for s in ("a", "b")}
+            record = {
+                "battle_id": pending.item_id,
+                "item_kind": pending.item_kind,
+                "model_a": pending.model_a,
+                "model_b": pending.model_b,
+                "winner": winner,
+                "heavy_flaw_a": flawed["a"],
+                "heavy_flaw_b": flawed["b"],
+                "flaws_a": flaws["a"],
+                "flaws_b": flaws["b"],
+                "judge": f"human:{session.annotator}",
+                "annotator": session.annotator,
+                "origin": "serve",
+                "submission_id": submission_id,
+            }
+            if vote == "both_bad":
+                record["notes"] = "both are bad"
+            with access.write() as store:
+                add_judgment_records(store, [record], source="pairstore serve")
+            state.voted[submission_id] = {"vote": vote}
+            del state.judgments[submission_id]
+        return RedirectResponse(back, status_code=303)
+
+    # ------------------------------------------------------------------ browse
+
+    async def browse(request, session):
+        data = await reading(views.index)
+        return page(request, "browse.html", title="Browse", data=data)
+
+    async def browse_battle(request, session):
+        b = await reading(views.battle, request.path_params["battle_id"])
+        if b is None:
+            return refuse(request, "no such battle", 404)
+        return page(request, "browse_battle.html", title=f"Battle {b['battle_id']}", b=b)
+
+    async def browse_pair(request, session):
+        p = await reading(views.pair, request.path_params["pair_id"])
+        if p is None:
+            return refuse(request, "no such pair", 404)
+        return page(request, "browse_pair.html", title=f"Pair {p['pair_id']}", p=p)
+
+    async def browse_holdout(request, session):
+        s = await reading(views.holdout_set, request.path_params["name"])
+        if s is None:
+            return refuse(request, "no such holdout set", 404)
+        return page(request, "browse_holdout.html", title=f"Holdout set {s['set_name']}", s=s)
+
+    async def browse_round(request, session):
+        name = request.path_params["name"]
+        exports = await reading(views.round_exports, name)
+        return page(request, "browse_round.html", title=f"Round {name}", name=name, exports=exports)
+
+    async def browse_report(request, session):
+        from audits.ratings import audit_ratings
+
+        rep = await reading(audit_ratings, bootstrap=200)
+        files = []
+        if config.report_dir and (Path(config.report_dir) / "report.html").is_file():
+            files = ["report.html"]
+        return page(request, "browse_report.html", title="Report", rep=rep, files=files)
+
+    async def report_file(request, session):
+        name = request.path_params["name"]
+        root = Path(config.report_dir or "")
+        # Only the report's own files: a plain name in that folder, never a path.
+        if (
+            not config.report_dir
+            or "/" in name
+            or "\\" in name
+            or name.startswith(".")
+            or not name.endswith((".html", ".png", ".md"))
+        ):
+            return refuse(request, "no such report file", 404)
+        path = root / name
+        if not path.is_file():
+            return refuse(request, "no such report file", 404)
+        kind = {"html": "text/html", "png": "image/png", "md": "text/markdown"}[name.rsplit(".", 1)[1]]
+        return Response(path.read_bytes(), media_type=kind)
+
+    async def home(request):
+        return RedirectResponse("/arena", status_code=303)
+
+    routes = [
+        Route("/", home),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/arena", guard(arena)),
+        Route("/arena/start", guard(arena_start), methods=["POST"]),
+        Route("/arena/{battle_id}", guard(arena_battle)),
+        Route("/arena/{battle_id}/turn", guard(arena_turn), methods=["POST"]),
+        Route("/arena/{battle_id}/vote", guard(arena_vote), methods=["POST"]),
+        Route("/queue", guard(queue)),
+        Route("/queue/vote", guard(queue_vote), methods=["POST"]),
+        Route("/browse", guard(browse)),
+        Route("/browse/battle/{battle_id}", guard(browse_battle)),
+        Route("/browse/pair/{pair_id}", guard(browse_pair)),
+        Route("/browse/holdout/{name}", guard(browse_holdout)),
+        Route("/browse/round/{name}", guard(browse_round)),
+        Route("/browse/report", guard(browse_report)),
+        Route("/browse/report/{name}", guard(report_file)),
+    ]
+
+    async def store_error(request, exc):
+        status = 503 if isinstance(exc, StoreBusy) else 400 if exc.exit_code == 2 else 500
+        return refuse(request, str(exc), status)
+
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        access.close()
+
+    app = Starlette(routes=routes, exception_handlers={PairstoreError: store_error}, lifespan=lifespan)
+    app.state.serve = state
+    app.state.access = access
+    return app

@@ -1,0 +1,275 @@
+"""The web app over HTTP: Arena votes become battles through the ingest checks, the Queue judges blind,
+Browse hides held-out battles, forms need the session's CSRF token, a resubmit counts once, tokens guard
+any bind beyond loopback, and other pairstore commands run while it serves."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pairstore.cli.serve import build_app, read_tokens
+from pairstore.errors import BadInput
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Origin, Pair, add_pairs
+from tests.serve_helpers import (
+    SAMPLE_BATTLES,
+    TINY_BUNDLE,
+    Client,
+    csrf_of,
+    judged_store,
+    openai_server,
+    running,
+    value_of,
+)
+
+PAIRSTORE = str(Path(sys.executable).with_name("pairstore"))
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+
+class EchoChat:
+    """A model for the HTTP tests that need no weights: it answers with its own fixed text per turn."""
+
+    def __init__(self, text):
+        self.text, self.settings = text, {"kind": "echo"}
+
+    def complete(self, messages):
+        return f"{self.text} #{sum(1 for m in messages if m['role'] == 'user')}"
+
+
+def _app(db, **kw):
+    kw.setdefault("host", "127.0.0.1")
+    kw.setdefault("hold_s", 0.0)  # these tests read the store in this process while it serves
+    return build_app(db, **kw)
+
+
+def _arena_app(db, **kw):
+    from pairstore.cli.serve.app import ServeConfig, create_app
+
+    kw.setdefault("hold_s", 0.0)
+    models = {"mine": EchoChat("Own answer"), "rival": EchoChat("Rival answer")}
+    return create_app(ServeConfig(str(db), models, "mine", **kw))
+
+
+def _battles(db):
+    with open_store(db, read_only=True) as s:
+        return s.rows(
+            "SELECT battle_id, vote, own_position, own_model, opponent_model, annotator, origin, n_turns, "
+            "own_answers, opponent_answers, decoding, shown_at, voted_at FROM battles WHERE origin = 'serve'"
+        )
+
+
+def _start_battle(c, prompt="What is 12 + 7?"):
+    status, url, html = c.get("/arena")
+    assert status == 200
+    status, url, html = c.post("/arena/start", {"csrf": csrf_of(html), "prompt": prompt, "category": "math"})
+    assert status == 200 and "/arena/serve-" in url
+    return url[len(c.base) :], html
+
+
+def _shown(html, side):
+    marker = f'data-side="{side}"'
+    chunk = html[html.rindex(marker) :]  # the last turn
+    start = chunk.index('class="answer">') + len('class="answer">')
+    return chunk[start : chunk.index("</pre>", start)]
+
+
+def test_an_arena_vote_lands_from_the_own_side_with_its_position_once(db_path):
+    with running(_arena_app(db_path)) as base:
+        c = Client(base)
+        path, html = _start_battle(c)
+        assert "mine" not in html and "rival" not in html  # names hidden before the vote
+        own_side = "a" if _shown(html, "a").startswith("Own") else "b"
+        # a second turn continues both conversations
+        status, _, html = c.post(path + "/turn", {"csrf": csrf_of(html), "prompt": "And 13 + 8?"})
+        assert status == 200 and "#2" in _shown(html, "a") and "#2" in _shown(html, "b")
+        form = {"csrf": csrf_of(html), "vote": "a"}
+        status, _, html = c.post(path + "/vote", form)
+        assert status == 200 and "A was" in html and ("mine" in html and "rival" in html)
+        again, _, _ = c.post(path + "/vote", form)  # the same form submitted twice
+        assert again == 200
+    (b,) = _battles(db_path)
+    assert b["battle_id"] == path.rsplit("/", 1)[1]
+    assert b["own_position"] == own_side and b["vote"] == ("win" if own_side == "a" else "loss")
+    assert (b["own_model"], b["opponent_model"], b["annotator"], b["n_turns"]) == (
+        "mine",
+        "rival",
+        "local",
+        2,
+    )
+    assert b["own_answers"] == ["Own answer #1", "Own answer #2"]
+    assert json.loads(b["decoding"]) == {"mine": {"kind": "echo"}, "rival": {"kind": "echo"}}
+    assert b["shown_at"] <= b["voted_at"]
+
+
+def test_every_form_needs_the_sessions_csrf_token(db_path):
+    with running(_arena_app(db_path)) as base:
+        c = Client(base)
+        path, html = _start_battle(c)
+        assert c.post(path + "/vote", {"vote": "a"})[0] == 403
+        assert c.post(path + "/vote", {"vote": "a", "csrf": "x" * 32})[0] == 403
+        other = Client(base)
+        _, _, other_html = other.get("/arena")
+        # another session's token is not this session's
+        assert c.post(path + "/vote", {"vote": "a", "csrf": csrf_of(other_html)})[0] == 403
+        assert other.post(path + "/vote", {"vote": "a", "csrf": csrf_of(other_html)})[0] == 404
+        assert c.post("/arena/start", {"prompt": "hi"})[0] == 403
+    assert _battles(db_path) == []
+
+
+def test_the_queue_judges_blind_and_stores_the_shown_order_flaws_and_annotator(store, tmp_path, db_path):
+    ids = judged_store(store, tmp_path)
+    answers = dict(
+        ((m, i), o)
+        for m, i, o in store.con.execute("SELECT model, item_id, output FROM generations").fetchall()
+    )
+    store.close()
+    with running(_app(db_path)) as base:
+        c = Client(base)
+        c.post("/login", {"name": "ann"})
+        q = "/queue?set=judge34&a=sm11a&b=so7a"
+        status, _, html = c.get(q)
+        assert status == 200 and "0 of 6" in html
+        sid = value_of(html, "submission_id")
+        shown_a = _shown(html, "a")
+        form = {"csrf": csrf_of(html), "submission_id": sid, "vote": "b", "flaw_a_degenerate_repetition": "1"}
+        status, _, html = c.post(q.replace("/queue", "/queue/vote"), form)
+        assert status == 200 and "1 of 6" in html
+        c.post(q.replace("/queue", "/queue/vote"), form)  # resubmitted: counted once
+        with open_store(db_path, read_only=True) as s:
+            (j,) = s.rows("SELECT * FROM judgments")
+        assert j["battle_id"] in ids and j["item_kind"] == "battle" and j["annotator"] == "ann"
+        assert answers[(j["model_a"], j["battle_id"])].replace("&#39;", "'") == shown_a.replace("&#39;", "'")
+        assert j["winner"] == "b" and j["heavy_flaw_a"] and j["flaws_a"] == ["degenerate_repetition"]
+        assert not j["heavy_flaw_b"] and j["origin"] == "serve" and j["judge"] == "human:ann"
+        # a second annotator sees the same item again; the first one's next item is another
+        assert value_of(c.get(q)[2], "submission_id") != sid
+
+
+def test_browse_shows_a_battle_its_pairs_and_hides_held_out_ones(store, tmp_path, db_path):
+    ids = judged_store(store, tmp_path)
+    open_id = store.scalar(
+        "SELECT battle_id FROM battles WHERE battle_id NOT IN (SELECT item_id FROM holdout)"
+    )
+    prompt = store.one("SELECT prompt FROM battles WHERE battle_id = ?", [ids[0]])[0]
+    held_text = [m["content"] for m in prompt if m["role"] == "user"][0]
+    got = add_pairs(
+        store,
+        [
+            Pair(prompt=[{"role": "user", "content": held_text}], chosen="x1", rejected="y1", source="battle",
+                 origins=[Origin("battle", ids[0], "vote=win")]),
+            Pair(prompt=[{"role": "user", "content": "open question"}], chosen="x2", rejected="y2", source="battle",
+                 origins=[Origin("battle", open_id, "vote=win")]),
+        ],
+        miner="test", miner_version="1",
+    )  # fmt: skip
+    assert got.added == 2
+    held_pair, open_pair = (
+        store.scalar("SELECT pair_id FROM pair_origins WHERE origin_id = ?", [x]) for x in (ids[0], open_id)
+    )
+    store.close()
+    with running(_app(db_path)) as base:
+        c = Client(base)
+        status, _, html = c.get("/browse")
+        assert status == 200 and "judge34" in html and open_id in html and ids[0] not in html
+        status, _, html = c.get(f"/browse/battle/{open_id}")
+        assert status == 200 and open_pair in html
+        status, _, html = c.get(f"/browse/battle/{ids[0]}")
+        assert "held-out" in html and held_text not in html
+        status, _, html = c.get(f"/browse/pair/{held_pair}")
+        assert "held-out" in html and "x1" not in html
+        status, _, html = c.get(f"/browse/pair/{open_pair}")
+        assert "x2" in html and open_id in html
+        status, _, html = c.get("/browse/holdout/judge34")
+        assert status == 200 and all(i in html for i in ids) and held_text not in html
+        assert c.get("/browse/report")[0] == 200
+        assert c.get("/browse/report/..%2Fstore.duckdb")[0] == 404
+        assert c.get("/browse/battle/nope")[0] == 404
+
+
+def test_a_bind_beyond_loopback_needs_tokens_and_tokens_name_the_annotator(db_path, tmp_path):
+    with pytest.raises(BadInput, match="without annotator tokens"):
+        _app(db_path, host="0.0.0.0")
+    got = subprocess.run(
+        [PAIRSTORE, "--db", str(db_path), "serve", "--host", "0.0.0.0"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert got.returncode == 2 and "without annotator tokens" in got.stderr
+    with pytest.raises(BadInput, match="shorter"):
+        read_tokens(["ann=short"])
+    tokens = tmp_path / "tokens.txt"
+    tokens.write_text("# annotators\nann=0123456789abcdef0123\nbob=fedcba9876543210fedc\n")
+    assert read_tokens(tokens_file=tokens) == {"0123456789abcdef0123": "ann", "fedcba9876543210fedc": "bob"}
+    from pairstore.cli.serve.app import ServeConfig, create_app
+
+    app = create_app(ServeConfig(str(db_path), {"mine": EchoChat("Own"), "rival": EchoChat("Rival")}, "mine",
+                                 read_tokens(tokens_file=tokens), hold_s=0.0))  # fmt: skip
+    with running(app) as base:
+        c = Client(base)
+        status, url, _ = c.get("/arena")
+        assert url.endswith("/login")
+        assert c.post("/login", {"token": "not-a-token-at-all"})[0] == 403
+        assert c.get("/browse")[1].endswith("/login")
+        status, url, _ = c.post("/login", {"token": "fedcba9876543210fedc"})
+        assert status == 200 and url.endswith("/arena")
+        path, html = _start_battle(c)
+        c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "tie"})
+    (b,) = _battles(db_path)
+    assert b["annotator"] == "bob" and b["vote"] == "tie"
+
+
+@pytest.mark.slow
+def test_other_commands_run_while_it_serves_and_a_vote_waits_for_a_busy_store(db_path, tmp_path):
+    cli = [PAIRSTORE, "--db", str(db_path)]
+    with running(_arena_app(db_path, hold_s=1.0)) as base:  # the shipped default
+        c = Client(base)
+        path, html = _start_battle(c)
+        got = subprocess.run([*cli, "ingest", "battles", str(SAMPLE_BATTLES)], capture_output=True, text=True)
+        assert got.returncode == 0, got.stderr
+        got = subprocess.run(
+            [*cli, "sql", "SELECT count(*) AS n FROM battles"], capture_output=True, text=True
+        )
+        assert got.returncode == 0 and "120" in got.stdout
+        # another process holds the file for writing for 2 s: the vote waits for it, then lands
+        holder = subprocess.Popen(
+            [sys.executable, "-c",
+             "import sys, time; from pairstore.store.store import open_store; s = open_store(sys.argv[1]); "
+             "print('held', flush=True); time.sleep(2); s.close()", str(db_path)],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert holder.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        status, _, html = c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "both_bad"})
+        waited = time.monotonic() - t0
+        holder.wait(30)
+        assert status == 200 and "A was" in html and waited > 0.5
+        assert c.get("/browse")[0] == 200
+    assert [b["vote"] for b in _battles(db_path)] == ["both_bad"]
+
+
+@pytest.mark.slow
+def test_arena_models_from_an_openai_endpoint_and_a_local_bundle(db_path):
+    """The shipped tiny model, once behind the OpenAI protocol on a loopback port and once as a bundle."""
+    from train.chat import BundleChat
+
+    with openai_server(BundleChat("tiny", TINY_BUNDLE, max_new_tokens=24)) as (url, received):
+        app = _app(db_path, models=[f"remote={url}", f"local={TINY_BUNDLE}"], own_model="local",
+                   max_new_tokens=24)  # fmt: skip
+        with running(app) as base:
+            c = Client(base)
+            path, html = _start_battle(c, "What is 12 + 7?")
+            c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "b"})
+    assert received and received[0]["messages"][-1] == {"role": "user", "content": "What is 12 + 7?"}
+    assert received[0]["temperature"] == 0.0 and received[0]["max_tokens"] == 24
+    (b,) = _battles(db_path)
+    assert (b["own_model"], b["opponent_model"]) == ("local", "remote")
+    assert b["vote"] == ("win" if b["own_position"] == "b" else "loss")
+    decoding = json.loads(b["decoding"])
+    assert decoding["remote"]["endpoint"] == url and decoding["remote"]["served_model"] == "tiny"
+    assert decoding["local"]["max_new_tokens"] == 24 and decoding["local"]["temperature"] == 0.0
