@@ -175,7 +175,7 @@ def ratings(games: list[Game], *, bootstrap: int = 1000, seed: int = 0) -> list[
                     wb[j, i] += 0.5 * c
             fits[k] = to_elo(fit_bradley_terry(wb))
         lower, upper = np.percentile(fits, 2.5, axis=0), np.percentile(fits, 97.5, axis=0)
-    played = Counter()
+    played: Counter[str] = Counter()
     for g in games:
         played[g.a] += 1
         played[g.b] += 1

@@ -168,16 +168,19 @@ def judge_set(
     if not name:
         raise BadInput("a model judge needs a name", field="judge")
     result = JudgeResult(set_name, model_a, model_b, name)
-    records, outcomes = [], Counter()
+    records: list[dict] = []
+    outcomes: Counter[str] = Counter()
     for battle_id, prompt in _members(store, set_name):
-        answers = {m: _answer(store, m, battle_id) for m in (model_a, model_b)}
-        if any(a is None for a in answers.values()):
+        found = {m: _answer(store, m, battle_id) for m in (model_a, model_b)}
+        answers = {m: a for m, a in found.items() if a is not None}
+        if len(answers) < 2:
             result.skipped["no stored answer"] += 1
             continue
         result.items += 1
         question = "\n\n".join(m["content"] for m in prompt if m["role"] == "user")
-        verdicts = []
+        verdicts: list[Verdict | None] = []
         for shown_a, shown_b in ((model_a, model_b), (model_b, model_a)):
+            verdict: Verdict | None
             if ask is None:
                 verdict = rule_verdict(answers[shown_a], answers[shown_b])
             else:
@@ -203,8 +206,9 @@ def judge_set(
             if ask is not None:
                 rec["prompt_hash"] = PROMPT_HASH
             records.append(rec)
-        if all(v is not None for v in verdicts):
-            outcome, heavy = combine(*verdicts)
+        first, second = verdicts
+        if first is not None and second is not None:
+            outcome, heavy = combine(first, second)
             outcomes[outcome] += 1
             if outcome != "tie":
                 outcomes[f"weighted_{outcome}"] += 2 if heavy else 1

@@ -37,7 +37,10 @@ class BundleChat:
             serving, model = self._load()
             item = Item("prompt", "chat", [dict(m) for m in messages], None, "task")
             outputs, _ = generate(
-                serving, [item], model=model, max_new_tokens=self.settings["max_new_tokens"]
+                serving,
+                [item],
+                model=model,
+                max_new_tokens=int(self.settings["max_new_tokens"]),  # type: ignore[call-overload]
             )
         got = outputs[0]
         return "" if not got else got[0].text

@@ -6,7 +6,7 @@ pairstore ingest battles battles.jsonl
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -121,7 +121,7 @@ def parse_battle(rec: dict, path, line: int) -> dict:
 def _battle_extras(f: Fields) -> dict:
     """Who voted and how the battle was shown (annotator, own_position, decoding, origin, shown_at): only
     the fields given, so the record hash of a file without them stays what it was."""
-    extras = {}
+    extras: dict[str, Any] = {}
     for name in ("annotator", "origin"):
         if f.has(name):
             extras[name] = f.str(name)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput
 from pairstore.ingest.arena import ArenaBattle
@@ -142,9 +143,9 @@ def parse_fastchat_log(f: Fields) -> ArenaBattle | str:
     if not all(isinstance(m, str) for m in models):
         raise f.error("models", "expected strings")
     shown = [_shown_name(m) for m in models]
-    hidden = [s.get("model_name") if isinstance(s, dict) else None for s in states]
+    hidden: list[Any] = [s.get("model_name") if isinstance(s, dict) else None for s in states]
     if hidden[0] is None:
-        hidden = shown
+        hidden = list(shown)
     if (shown[0] == "") != (shown[1] == ""):
         return "invalid"
     anonymous = shown[0] in _ANONYMOUS_NAMES
@@ -168,11 +169,12 @@ def parse_fastchat_log(f: Fields) -> ArenaBattle | str:
     if not isinstance(conv_id, str) or not conv_id:
         raise f.error("states[0].conv_id", "missing field")
     tstamp = f.float("tstamp", required=True)
+    assert tstamp is not None  # required=True
     return ArenaBattle(
         conv_id,
         sides[0][0],
         {"a": sides[0][1], "b": sides[1][1]},
-        {"a": names[0], "b": names[1]},
+        {"a": str(names[0]), "b": str(names[1])},
         VOTE_TYPES[kind],
         voted_at=datetime.fromtimestamp(tstamp, tz=UTC).replace(tzinfo=None),
         anonymous=anonymous,

@@ -83,7 +83,7 @@ def parse_judgment(rec: dict, path, line: int) -> dict:
     }
     if row["model_a"] == row["model_b"]:
         raise f.error("model_b", "model_a and model_b are the same model")
-    extras = {}
+    extras: dict[str, Any] = {}
     for name in ("annotator", "prompt_hash", "origin", "submission_id"):
         if f.has(name):
             extras[name] = f.str(name)

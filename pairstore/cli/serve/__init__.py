@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
+from typing import Any
 
 from pairstore.chat_endpoint import OpenAIChat, parse_model_spec
 from pairstore.errors import BadInput
@@ -27,7 +28,7 @@ def is_loopback(host: str) -> bool:
 
 def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
     """token -> annotator from --token NAME=TOKEN and a tokens file (one NAME=TOKEN a line, # comments)."""
-    entries = [(t, "--token", None) for t in tokens]
+    entries: list[tuple[str, str, int | None]] = [(t, "--token", None) for t in tokens]
     if tokens_file:
         path = Path(tokens_file)
         try:
@@ -43,21 +44,21 @@ def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
     for text, where, line in entries:
         name, sep, token = text.partition("=")
         name, token = name.strip(), token.strip()
-        path = where if line else None
+        where_path = where if line else None
         if not sep or not name or not token:
-            raise BadInput("expected NAME=TOKEN", path=path, line=line, field="token")
+            raise BadInput("expected NAME=TOKEN", path=where_path, line=line, field="token")
         if len(token) < MIN_TOKEN_CHARS:
-            raise BadInput(f"the token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters", path=path,
+            raise BadInput(f"the token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters", path=where_path,
                            line=line, field="token")  # fmt: skip
         if token in out and out[token] != name:
-            raise BadInput(f"one token for two annotators ({out[token]!r}, {name!r})", path=path, line=line,
+            raise BadInput(f"one token for two annotators ({out[token]!r}, {name!r})", path=where_path, line=line,
                            field="token")  # fmt: skip
         out[token] = name
     return out
 
 
 def chat_models(specs, *, max_new_tokens: int) -> dict:
-    models = {}
+    models: dict[str, Any] = {}
     for text in specs:
         spec = parse_model_spec(text)
         if spec.name in models:

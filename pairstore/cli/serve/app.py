@@ -73,11 +73,11 @@ def create_app(config: ServeConfig):
     state = ServerState(config.tokens)
     needs_token = bool(config.tokens)
 
-    def page(request, name: str, status: int = 200, **values):
+    def page(request, template: str, status: int = 200, **values):
         session = getattr(request.state, "session", None) or state.session(
             request.cookies.get(SESSION_COOKIE)
         )
-        body = env.get_template(name).render(
+        body = env.get_template(template).render(
             session=session,
             csrf=session.csrf if session else "",
             needs_token=needs_token,
@@ -190,6 +190,7 @@ def create_app(config: ServeConfig):
         opponent = opponent_for(battle_id)
         if config.own_model not in config.models or opponent is None:
             return refuse(request, "the Arena needs --own-model and at least one other --model", 400)
+        assert config.own_model is not None
         pending = PendingBattle(
             battle_id, config.own_model, opponent, "ab"[secrets.randbelow(2)],
             (str(form.get("category") or "").strip() or None), users=[text],
