@@ -1,8 +1,8 @@
 """Decontamination: word n-gram overlap between training text and a benchmark's test items.
 
-    pairstore audit decontam --benchmark gsm8k-test --path gsm8k/test.jsonl            # registered mixtures
+    pairstore audit decontam --benchmark gsm8k-test --path gsm8k/test.jsonl     # registered mixtures
     pairstore audit decontam --benchmark math500 --path math500.jsonl --all-pairs --n 8
-    pairstore audit decontam --benchmark ifeval --path ifeval.jsonl --register           # + export gate checks it
+    pairstore audit decontam --benchmark ifeval --path ifeval.jsonl --register  # + export gate checks it
 
 As in lm-evaluation-harness: texts are normalized (ASCII lower-case,
 punctuation deleted), split on whitespace, and a training row is contaminated
@@ -143,7 +143,8 @@ def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[st
         tbl = arrow_query(
             con,
             f"""
-            SELECT 'pairs' AS source, NULL::VARCHAR AS round, (row_number() OVER (ORDER BY p.pair_id) - 1)::BIGINT
+            SELECT 'pairs' AS source, NULL::VARCHAR AS round, \
+(row_number() OVER (ORDER BY p.pair_id) - 1)::BIGINT
                    AS row_index, p.pair_id, {_PAIR_TEXT_SQL} AS text
             FROM pairs p ORDER BY p.pair_id""",
         )

@@ -180,7 +180,10 @@ def _round_texts(store, export_id: str, path: str) -> tuple[str, tuple[list, lis
         names = _file_columns(store, path)
         answer = "chosen" if "chosen" in names else "completion"
         rejected = _TEXT.format(col="rejected") if "rejected" in names else "NULL"
-        q = f"SELECT {_TEXT.format(col='prompt')}, {_TEXT.format(col=answer)}, {rejected} FROM read_parquet(?)"
+        q = (
+            f"SELECT {_TEXT.format(col='prompt')}, {_TEXT.format(col=answer)}, {rejected} "
+            "FROM read_parquet(?)"
+        )
         try:
             rows = store.con.execute(q, [path]).fetchall()
         except Exception as e:  # a parquet that is not a pair file (duckdb raises several types)
@@ -199,7 +202,8 @@ def _round_texts(store, export_id: str, path: str) -> tuple[str, tuple[list, lis
 
 
 def latest_exports(store) -> list[dict]:
-    """Per round, every file of its latest export run (a pair file and its NAME.sft.parquet), oldest round first."""
+    """Per round, every file of its latest export run (a pair file and its
+    NAME.sft.parquet), oldest round first."""
     return store.rows("""
         SELECT r.name, r.recipe, e.export_id, e.path
         FROM rounds r

@@ -313,7 +313,8 @@ class _Cycle:
 
 
 def _verified(ids: np.ndarray, start: int, span: int, p: int) -> list[_Cycle]:
-    """The stretch re-checked token by token (token hashes), split where a window-hash collision joined two."""
+    """The stretch re-checked token by token (token hashes), split where a
+    window-hash collision joined two."""
     end = start + span
     if np.array_equal(ids[start : end - p], ids[start + p : end]):
         return [_Cycle(start, p, span)]

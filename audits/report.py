@@ -410,7 +410,8 @@ def _pair_texts(store, rounds: list[str]):
             con,
             """
             SELECT DISTINCT e.round, r.row_index, p.pair_id,
-                   array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) || chr(10) || p.chosen
+                   array_to_string(list_transform(p.prompt, lambda m: m.content), chr(10)) \
+|| chr(10) || p.chosen
                    || coalesce(chr(10) || p.rejected, '') AS text
             FROM export_rows r JOIN exports e USING (export_id) JOIN pairs p USING (pair_id)
             WHERE e.round IN (SELECT round FROM _rep_rounds)
@@ -1029,7 +1030,8 @@ def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> 
             )
         loops = store.rows(
             "SELECT model, suite, count(*) AS n, count(*) FILTER (loop_flagged) AS flagged, "
-            "count(*) FILTER (empty) AS empty FROM evals WHERE model IN (?, ?) GROUP BY model, suite ORDER BY suite, "
+            "count(*) FILTER (empty) AS empty FROM evals WHERE model IN (?, ?) "
+            "GROUP BY model, suite ORDER BY suite, "
             "model = ? DESC",
             [model, incumbent, model],
         )
@@ -1144,7 +1146,8 @@ def _training_data_md(store, stages, leak_reports, decon_rows, checks) -> str:
             parts = _rows_by_source(store, [m["export_id"]])
             mix = ", ".join(f"{n:,} {src}" for src, n in parts.items()) or "composition not recorded"
             lines.append(
-                f"- Round {st['name']} ({'attached from earlier work' if m['kind'] == 'attached' else 'exported'}): "
+                f"- Round {st['name']} "
+                f"({'attached from earlier work' if m['kind'] == 'attached' else 'exported'}): "
                 f"`{Path(m['path']).name}`, {m['rows']:,} rows ({mix}); SHA-256 `{m['sha256']}`."
             )
     if len(lines) == 2:
@@ -1202,7 +1205,8 @@ def write_report(
     incumbent: str | None = None,
     all_models: bool = False,
 ) -> dict:
-    """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md", "images", "sections"}."""
+    """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md",
+    "images", "sections"}."""
     rep = build_report(store, model, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models)
     out = Path(out_dir)
     recover_folder(out)

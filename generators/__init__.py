@@ -14,7 +14,7 @@ Families (registry `FAMILIES`, name -> generator):
 | digit_sum | sum, digital_root | an integer |
 | letter_removal | remove | the text without the letter |
 | arithmetic_chain | chain | an integer or reduced fraction: `57`, `-53/2` |
-| fraction_expansion | repeating, places | `0.1(6)`, `0.(142857)`, `0.375`; or N places: `0.71428571428571428571` |
+| fraction_expansion | repeating, places | `0.1(6)`, `0.375`; or N places: `0.71428571428571428571` |
 | short_arithmetic | op | an integer: `a + b` or `a - b` (never negative) |
 
 Long division is one family whose `mode` parameter selects quotient-and-remainder

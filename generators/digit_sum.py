@@ -76,7 +76,10 @@ class DigitSum(Family):
             text = f"{' + '.join(number)} = {total}."
         else:
             per_group = ", ".join(f"{g} → {s}" for g, s in zip(groups, sums))
-            text = f"Digit sums in groups of {GROUP}: {per_group}. Total: {' + '.join(map(str, sums))} = {total}."
+            text = (
+                f"Digit sums in groups of {GROUP}: {per_group}. "
+                f"Total: {' + '.join(map(str, sums))} = {total}."
+            )
         if params["mode"] == "digital_root":
             chain = []
             value = total

@@ -84,7 +84,10 @@ class LetterCount(Family):
         if gold == "0":
             return f'None of the letters of "{params["text"]}" is "{letter}", so it appears 0 times.'
         if len(words) == 1:
-            return f'Spelled out: {_spelled(words[0], letter)}. The letter "{letter}" appears {plural(int(gold), "time")}.'
+            return (
+                f"Spelled out: {_spelled(words[0], letter)}. "
+                f'The letter "{letter}" appears {plural(int(gold), "time")}.'
+            )
         hits = [(w, w.count(letter)) for w in words if letter in w]
         parts = " + ".join(f"{w} ({k})" for w, k in hits)
         return f'Words containing "{letter}": {parts} = {gold}.'

@@ -14,10 +14,10 @@ not: dropped and counted as 'unknown: <reason>'; the chosen side is the task's c
 'loopfix', family = the task family, task_key set. The prompt is the
 generation's prompt without a system message.
 
-`workers`: processes for verifying and scanning (default 1; None: one per
-core, at most 4, from 20,000 outputs on). The result does not depend on it;
-more processes pay only on idle cores (bench/results/mining.md). Worker processes are spawned, so a script that
-calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
+`workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
+outputs on). The result does not depend on it; more processes pay only on idle cores
+(bench/results/mining.md). Worker processes are spawned, so a script that calls this with workers != 1 needs
+the `if __name__ == "__main__":` guard.
 
 Dropped, by reason (per generation): 'holdout' (the task's key is held out —
 pairstore.holdout.sets.held_task_keys, evaluation items included — or the task id

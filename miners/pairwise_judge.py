@@ -137,7 +137,8 @@ def _members(store, set_name: str) -> list[tuple[str, list[dict]]]:
 
 def _answer(store, model: str, battle_id: str) -> str | None:
     row = store.one(
-        "SELECT output FROM generations WHERE model = ? AND item_id = ? ORDER BY sample_index, created_at LIMIT 1",
+        "SELECT output FROM generations WHERE model = ? AND item_id = ? "
+        "ORDER BY sample_index, created_at LIMIT 1",
         [model, battle_id],
     )
     return None if row is None else row[0]

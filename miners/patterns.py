@@ -2,7 +2,8 @@
 
     from miners.patterns import names_own_model, strip_hedging_tail, fix_final_answer_line
     names_own_model("As an AI developed by OpenAI, I cannot ...")   # -> "AI developed by OpenAI"
-    strip_hedging_tail("... Final answer: 7\\nI hope it is correct.")  # -> ("... Final answer: 7", "I hope ...")
+    strip_hedging_tail("... Final answer: 7\\nI hope it is correct.")
+    # -> ("... Final answer: 7", "I hope ...")
 
 Three groups, each a list of regular expressions with the reason it exists:
 

@@ -75,7 +75,8 @@ WORKERS_HELP = (
 
 
 class MineResult(PairsResult):
-    """What one miner run did (pairstore.ingest.pairs.PairsResult, stamped with the miner's name and version)."""
+    """What one miner run did (pairstore.ingest.pairs.PairsResult, stamped with the
+    miner's name and version)."""
 
 
 # -- options ---------------------------------------------------------------------------

@@ -32,10 +32,10 @@ ids become origins):
 - the pair's prompt is the rejected sample's prompt without a system message; its family is the
   dataset ('gsm8k' or 'math').
 
-`workers`: processes for verifying and scanning (default 1; None: one per
-core, at most 4, from 20,000 outputs on). The result does not depend on it;
-more processes pay only on idle cores (bench/results/mining.md). Worker processes are spawned, so a script that
-calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
+`workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
+outputs on). The result does not depend on it; more processes pay only on idle cores
+(bench/results/mining.md). Worker processes are spawned, so a script that calls this with workers != 1 needs
+the `if __name__ == "__main__":` guard.
 
 Dropped, by reason (per problem unless said): 'holdout' (the problem is an
 active holdout member or its match key is held out), 'no wrong answer',
@@ -110,7 +110,8 @@ class SelfRepairOptions:
 
 @register("self_repair", version="1", options=SelfRepairOptions, sources=("self_repair", "gold_repair"))
 def mine_self_repair(store, options: SelfRepairOptions) -> MineResult:
-    """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution where all are wrong."""
+    """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold
+    solution where all are wrong."""
     model, dataset, pairs_per_problem = options.model, options.dataset, options.pairs_per_problem
     seed, gold_repair, workers = options.seed, options.gold_repair, options.workers
     if dataset not in DATASETS:

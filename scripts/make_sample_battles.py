@@ -68,7 +68,8 @@ TOPICS = [
     ),
     (
         "knowledge",
-        "My {a}-year-old asks: what is the process by which plants turn light into chemical energy? One word.",
+        "My {a}-year-old asks: what is the process by which plants turn light into chemical energy? "
+        "One word.",
         "Photosynthesis.",
         "Respiration.",
     ),

@@ -34,7 +34,10 @@ def gsm8k_like(i: int) -> dict:
         ab = a * b
         c = min(c, ab - 1)
         r = ab - c
-        q = f"{n} buys {a} packs of stickers with {b} stickers in each pack. {n} gives away {c} stickers. How many stickers are left?"
+        q = (
+            f"{n} buys {a} packs of stickers with {b} stickers in each pack. "
+            f"{n} gives away {c} stickers. How many stickers are left?"
+        )
         s = (
             f"{n} buys {a}*{b} = <<{a}*{b}={ab}>>{ab} stickers.\n"
             f"After giving away {c}, {n} has {ab}-{c} = <<{ab}-{c}={r}>>{r} stickers left.\n#### {r}"
@@ -47,7 +50,10 @@ def gsm8k_like(i: int) -> dict:
     elif kind == 2:
         price, k = a * 5, b
         r = price * k + c
-        q = f"{n} rents a bike for {k} hours at ${price} per hour and pays a ${c} deposit fee. How much does {n} pay in dollars?"
+        q = (
+            f"{n} rents a bike for {k} hours at ${price} per hour and pays a ${c} deposit fee. "
+            f"How much does {n} pay in dollars?"
+        )
         s = (
             f"The hours cost {price}*{k} = <<{price}*{k}={price * k}>>{price * k} dollars.\n"
             f"With the fee: {price * k}+{c} = <<{price * k}+{c}={r}>>{r} dollars.\n#### {r:,}"
@@ -76,7 +82,10 @@ def math_like(i: int) -> dict:
         ans = f"\\frac{{{f.numerator}}}{{{f.denominator}}}" if f.denominator != 1 else str(f.numerator)
         q, sol, typ = (
             f"Simplify $\\frac{{{a}}}{{{c}}}$.",
-            f"The greatest common divisor of ${a}$ and ${c}$ is ${g}$, so the fraction is $\\boxed{{{ans}}}$.",
+            (
+                f"The greatest common divisor of ${a}$ and ${c}$ is ${g}$, "
+                f"so the fraction is $\\boxed{{{ans}}}$."
+            ),
             "Prealgebra",
         )
     elif kind == 2:

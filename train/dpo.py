@@ -10,7 +10,8 @@ The mixture is the round's latest export; its SHA-256 is checked against the reg
 (GateRefused, exit 3, when the bytes changed) and again in every training process.
 
     pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora
-    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora --launcher accelerate --num-processes 4
+    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora \\
+        --launcher accelerate --num-processes 4
     python -m train.dpo --job runs/m11a-lora/pairstore_job.json     # what `accelerate launch` runs
 """
 

@@ -2,7 +2,8 @@
 mixture. The training process (train/dpo.py, possibly under `accelerate launch` on other machines)
 reads only the job file this makes; it never opens the store.
 
-    job = prepare_job(store, "m11a", "runs/so7a", "runs/m11a-lora")     # written as runs/m11a-lora/pairstore_job.json
+    # written as runs/m11a-lora/pairstore_job.json:
+    job = prepare_job(store, "m11a", "runs/so7a", "runs/m11a-lora")
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Evaluate a bundle on a suite: greedy answers, scored per item into `evals`.
 
 Suites: GSM8K test, MATH test or MATH-500 from a local file or dataset folder in the datasets' own columns
-(question/answer, problem/solution[/answer]) — test splits enter the store here and only here —, a generated suite already in
-`eval_items` (the loop suite), or any JSONL/parquet of {id?, prompt, gold?, kind?}. Every suite's items are
-written to `eval_items` and registered as benchmark references ("eval:<suite>"), which the export gate
-checks, so an evaluated item can never slip into a training mixture.
+(question/answer, problem/solution[/answer]) — test splits enter the store here and only here —, a generated
+suite already in `eval_items` (the loop suite), or any JSONL/parquet of {id?, prompt, gold?, kind?}. Every
+suite's items are written to `eval_items` and registered as benchmark references ("eval:<suite>"), which the
+export gate checks, so an evaluated item can never slip into a training mixture.
 
     pairstore eval --model runs/sm11a --suite gsm8k --path gsm8k_test.jsonl
     pairstore eval --model runs/sm11a --suite lf2
@@ -47,8 +47,8 @@ class EvalResult:
 
 
 def read_suite_file(path, suite: str):
-    """Items of a suite file, or of the test split of a dataset folder (pairstore.ingest.dataset_files): GSM8K columns,
-    MATH columns (MATH-500's own `answer` is the gold), or {id?, prompt, gold?, kind?} records."""
+    """Items of a suite file, or of the test split of a dataset folder (pairstore.ingest.dataset_files): GSM8K
+    columns, MATH columns (MATH-500's own `answer` is the gold), or {id?, prompt, gold?, kind?} records."""
     records = list(read_dataset(path, split="test"))
     first = records[0]
     if "prompt" in first.record:

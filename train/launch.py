@@ -5,7 +5,8 @@ set-up), `fsdp` (PyTorch FSDP2) and `cpu` (one CPU process: the same launch path
 script is for the documented set-up: one node, 4 GPUs, batch 1 per GPU, gradient accumulation 8 (the
 recipe's global batch 32); it resumes from the last checkpoint when the job is requeued.
 
-    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora --launcher accelerate --num-processes 4
+    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora \\
+        --launcher accelerate --num-processes 4
     pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora --emit-sbatch m11a.sbatch
     sbatch m11a.sbatch
 """
@@ -78,7 +79,8 @@ def _child_env() -> dict:
 
 
 def run_accelerate(job_path, *, num_processes: int, config: str | None = None) -> None:
-    """Run the job through `accelerate launch`; a child's gate refusal stays exit 3, any failure is an error."""
+    """Run the job through `accelerate launch`; a child's gate refusal stays exit 3,
+    any failure is an error."""
     cmd = accelerate_command(job_path, num_processes=num_processes, config=config)
     rc = subprocess.run(cmd, env=_child_env(), check=False).returncode
     if rc == GateRefused.exit_code:
@@ -122,7 +124,8 @@ def sbatch_script(
         lines.append(f"#SBATCH --partition={partition}")
     lines += [
         "",
-        f"# pairstore DPO round {round_name}: {gpus} GPUs x batch {hp['per_device_batch']} per GPU x gradient "
+        f"# pairstore DPO round {round_name}: {gpus} GPUs x batch {hp['per_device_batch']} per GPU "
+        "x gradient "
         f"accumulation {hp['gradient_accumulation_steps']} = global batch {hp['global_batch']}, "
         f"{hp['max_steps']} steps.",
         "# The job file was prepared from the store when this script was written; every training process",

@@ -13,7 +13,8 @@ defaults on them:
 The fix writes both spellings with the same values; a file already carrying both is left byte for byte.
 
     from train.bundle import make_portable
-    make_portable("runs/m11a")    # train.tiny, train.bundle.copy_serving_files (merge, soup) and train.dpo call it
+    make_portable("runs/m11a")    # train.tiny, train.bundle.copy_serving_files (merge, soup)
+                                  # and train.dpo call it
 """
 
 from __future__ import annotations

@@ -10,11 +10,11 @@ kill before it leaves the old state (the next run removes the sealed folder); af
 next run renames the sealed folder into place). Without a store the sealed folder is renamed at once.
 
 Before anything is written: what a killed run left beside `out_dir` is cleaned (pairstore.files.
-recover_folder: staged folders removed, a folder renamed aside put back). Then `out_dir` must be free (absent or
-empty), or hold a bundle pairstore wrote (its training_evidence.json says merge or soup): a re-run, whose
-registration is replaced in the same transaction as the folder, or what a run killed between its rename
-and its commit left unregistered. Anything else is refused: pairstore never writes over a folder it did
-not make.
+recover_folder: staged folders removed, a folder renamed aside put back). Then `out_dir` must be free
+(absent or empty), or hold a bundle pairstore wrote (its training_evidence.json says merge or soup): a
+re-run, whose registration is replaced in the same transaction as the folder, or what a run killed between
+its rename and its commit left unregistered. Anything else is refused: pairstore never writes over a
+folder it did not make.
 """
 
 from __future__ import annotations

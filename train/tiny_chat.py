@@ -63,8 +63,8 @@ DEMO_TRAIN_N = 120
 
 
 def make_tokenizer():
-    """One token per character (CHARS) and per word of WORDS, the special tokens of train.tiny first (ids 0..5),
-    <unk> for any other character."""
+    """One token per character (CHARS) and per word of WORDS, the special tokens of train.tiny first (ids
+    0..5), <unk> for any other character."""
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -157,14 +157,15 @@ def generated_keys(calls: list) -> set[str]:
 
 
 def held_out_keys(cfg: TrainConfig) -> set[str]:
-    """Task keys training never sees: the demo's tasks (held-out suite and training tasks) and the probe set."""
+    """Task keys training never sees: the demo's tasks (held-out suite and training
+    tasks) and the probe set."""
     demo = generated_keys(cfg.exclude_generated)
     return demo | {t.task_key for t in probe_tasks(cfg, demo)}
 
 
 def probe_tasks(cfg: TrainConfig, exclude: set[str]):
-    """probe_per_family distinct tasks of each family in the mix under probe_seed, none with a key in `exclude`
-    (the demo's tasks: choosing a checkpoint by the probe must not look at the demo's suite)."""
+    """probe_per_family distinct tasks of each family in the mix under probe_seed, none with a key in
+    `exclude` (the demo's tasks: choosing a checkpoint by the probe must not look at the demo's suite)."""
     out = []
     for name, difficulty, _ in cfg.mix:
         fam, draw = FAMILIES[name], 0

@@ -2,7 +2,7 @@
 
     from miners.verify.extract import extract_answer
     extract_answer("... so 3 + 3 = 6.\\nThe answer is 6.\\n\\nQuestion: Tom has ...", "gsm8k")   # -> "6"
-    extract_answer("\\\\boxed{1} and \\\\boxed{2} and \\\\boxed{3}", "math")                      # -> "1, 2, 3"
+    extract_answer("\\\\boxed{1} and \\\\boxed{2} and \\\\boxed{3}", "math")  # -> "1, 2, 3"
     extract_answer("<think>...</think> <answer> The positive number is 12. </answer>", "math")  # -> "12"
 
 The final answer is what the output finally commits to (the labelling conventions in

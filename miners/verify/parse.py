@@ -1,7 +1,8 @@
 """The parser of miners.verify.exact: a canonical answer string -> a small expression tree.
 
     from miners.verify.parse import parse_scalar
-    parse_scalar("2\\sqrt{x}+1")   # -> (('+', ('*', ('n', Fraction(2, 1)), ('sqrt', ('v', 'x'), None)), ('n', Fraction(1, 1))), ('x',))
+    parse_scalar("2\\sqrt{x}+1")
+    # -> (('+', ('*', ('n', Fraction(2, 1)), ('sqrt', ('v', 'x'), None)), ('n', Fraction(1, 1))), ('x',))
 
 The grammar of final answers: numbers (exact Fractions), mixed numbers, repeating decimals, \\frac,
 \\sqrt[n], powers, implicit products, n!, \\binom, \\log_b, \\ln, \\exp, trig functions (and their

@@ -1,7 +1,8 @@
 """Answer-span rules: where a model's output states an answer, as a list of named rules with priorities.
 
     from miners.verify.rules import SPAN_RULES, find_spans
-    [s.rule for s in find_spans("... so \\\\boxed{6}. Final answer: 6", "math")]   # -> ["boxed", "final_line"]
+    [s.rule for s in find_spans("... so \\\\boxed{6}. Final answer: 6", "math")]
+    # -> ["boxed", "final_line"]
 
 Each rule is data (SpanRule): a name, a priority, whether the form is strong (the fast path's reading
 of it is trusted without a second opinion), a cheap hint (a substring that must occur for the rule to
@@ -63,7 +64,8 @@ _ANSWER_MATH_RE = re.compile(
 # a JSON (or Python dict) field "answer": "..." or "final_answer": 42 -- the format evaluation prompts
 # ask for; the string may hold escapes (\\frac, \") or LaTeX the model did not escape (\frac)
 _JSON_ANSWER_RE = re.compile(
-    r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
+    r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*"""
+    r"""(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
     re.I | re.S,
 )
 # the fields after "answer" in the same object ("confidence": 0.9, "notes": "..."): text inside them

@@ -2,9 +2,11 @@
 
     from miners.verify import Verifier
     v = Verifier()
-    v.verify("... The answer is \\\\boxed{\\\\dfrac{1}{2}}.", "0.5", "math")   # Verdict("correct", "compared equal", "\\dfrac{1}{2}", ...)
-    v.verify("Let me think about this step by step.", "7", "gsm8k")          # Verdict("unknown", "no answer found", ...)
-    v.stats                                                                 # Counter: how verdicts were reached
+    v.verify("... The answer is \\\\boxed{\\\\dfrac{1}{2}}.", "0.5", "math")
+    # Verdict("correct", "compared equal", "\\dfrac{1}{2}", ...)
+    v.verify("Let me think about this step by step.", "7", "gsm8k")
+    # Verdict("unknown", "no answer found", ...)
+    v.stats  # Counter: how verdicts were reached
 
 How a verdict is reached:
   1. extraction (miners.verify.extract over miners.verify.rules): the answer the output finally

@@ -355,11 +355,13 @@ def audit_verifier_cmd(ctx, model, path, examples, as_json):
         if d.labelled:
             click.echo(
                 f"{d.dataset}: against {d.labelled} labels: ours {d.ours_wrong_definite} wrong definite "
-                f"({d.ours_right_called_wrong} right answers called wrong), math-verify {d.math_verify_wrong} wrong "
+                f"({d.ours_right_called_wrong} right answers called wrong), "
+                f"math-verify {d.math_verify_wrong} wrong "
                 f"({d.math_verify_right_called_wrong} right answers called wrong)"
             )
         for e in d.examples:
             tail = e.output_tail.replace("\n", "\\n")
             click.echo(
-                f"  {e.row}: ours {e.ours} ({e.our_answer!r}), math-verify {e.math_verify}, gold {e.gold!r}: ...{tail}"
+                f"  {e.row}: ours {e.ours} ({e.our_answer!r}), math-verify {e.math_verify}, "
+                f"gold {e.gold!r}: ...{tail}"
             )

@@ -52,7 +52,10 @@ def machine_failure(e: BaseException, db: str | None = None) -> str:
             return str(damaged_store(db or "(the store)", e))
         return f"the store {db or ''} refused the operation ({first})".replace("  ", " ")
     text = (str(e).splitlines() or [""])[0]
-    return f"unexpected {type(e).__name__}: {text}; this is a bug in pairstore, please report it with the command"
+    return (
+        f"unexpected {type(e).__name__}: {text}; this is a bug in pairstore, "
+        "please report it with the command"
+    )
 
 
 class _CliError(click.ClickException):
@@ -97,8 +100,8 @@ def _usage_error(e: click.UsageError) -> _CliError:
 
 
 def check_seed(ctx, param, value):
-    """Click callback for every --seed: it goes to BIGINT columns and 64-bit hashes, so a larger integer is bad
-    input (one line, exit 2), not a crash halfway through a command."""
+    """Click callback for every --seed: it goes to BIGINT columns and 64-bit hashes, so a larger integer is
+    bad input (one line, exit 2), not a crash halfway through a command."""
     if value is not None and not -(2**63) <= value < 2**63:
         raise BadInput(f"seed {value} does not fit in 64 bits", field="seed")
     return value

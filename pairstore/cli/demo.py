@@ -527,7 +527,8 @@ def _evaluate(store: Store, out_dir: Path, bundles: dict[str, Path], step) -> No
         + ", ".join(
             f"{m} {k}"
             for m, k in store.con.execute(
-                "SELECT model, count(*) FILTER (loop_flagged) FROM evals WHERE suite = ? GROUP BY ALL ORDER BY model",
+                "SELECT model, count(*) FILTER (loop_flagged) FROM evals WHERE suite = ? "
+                "GROUP BY ALL ORDER BY model",
                 [LOOP_SUITE],
             ).fetchall()
         ),
@@ -669,12 +670,14 @@ def readme_block(numbers: DemoNumbers) -> str:
     lines = [
         README_START,
         (
-            f"<!-- run {n.run_sha256[:16]}: the SHA-256 of every per-item result this text was written from -->"
+            f"<!-- run {n.run_sha256[:16]}: the SHA-256 of every per-item result "
+            "this text was written from -->"
             if n.run_sha256
             else "<!-- run not recorded: figures of an earlier run; `make readme-demo` rewrites them -->"
         ),
         "",
-        f"In the demo run these figures come from, {n.rows_by_source.get('loopfix', 0)} loop-fix pairs (the computed gold answer chosen, "
+        f"In the demo run these figures come from, {n.rows_by_source.get('loopfix', 0)} loop-fix pairs "
+        f"(the computed gold answer chosen, "
         f"the model's own wrong answer rejected) and {n.rows_by_source.get('battle', 0)} battle pairs went "
         f"through the holdout gate into round `m11a`; {n.steps} steps of DPO+NLL LoRA trained on them.",
         "",
@@ -693,10 +696,12 @@ def readme_block(numbers: DemoNumbers) -> str:
         f"p = {f.mcnemar_p:.3g}. {_dose_sentence(n.accuracy)}",
         "",
         f"Loop rates from the scanner: {n.loop_flagged} outputs flagged as loops over every model and suite; "
-        f"on the loop-fix suite `{LOOP_SUITE}` ({LOOP_SUITE_N} tasks of families the incumbent never learned) "
+        f"on the loop-fix suite `{LOOP_SUITE}` "
+        f"({LOOP_SUITE_N} tasks of families the incumbent never learned) "
         f"{INCUMBENT} answers nothing {n.empty.get(INCUMBENT, 0)} times, sm11a {n.empty.get('sm11a', 0)}. "
         f"The blind judge on the 34 held-out battles is a rule-based stand-in (loops and empty answers are "
-        f"heavy flaws): sm11a against {INCUMBENT} {t.get('a', 0)}-{t.get('b', 0)} with {t.get('tie', 0)} ties.",
+        f"heavy flaws): sm11a against {INCUMBENT} {t.get('a', 0)}-{t.get('b', 0)} "
+        f"with {t.get('tie', 0)} ties.",
         README_END,
     ]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""`pairstore generate ...`: loop-fix tasks with computed gold answers, for training or as a held-out suite."""
+"""`pairstore generate ...`: loop-fix tasks with computed gold answers, for training
+or as a held-out suite."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def generate_group():
 @click.option(
     "--families",
     default=None,
-    help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; see `pairstore generate families`).",
+    help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; "
+    "see `pairstore generate families`).",
 )
 @click.option(
     "--suite",

@@ -139,7 +139,8 @@ def train_dpo_cmd(
     )
     m = result.metrics
     click.echo(
-        f"trained {result.adapter_name}: {m.get('global_step')} steps, loss {m.get('loss', float('nan')):.4f}, "
+        f"trained {result.adapter_name}: {m.get('global_step')} steps, "
+        f"loss {m.get('loss', float('nan')):.4f}, "
         f"reward margin {m.get('rewards/margins', float('nan')):.4f}, "
         f"accuracy {m.get('rewards/accuracies', float('nan')):.3f} -> {result.out_dir}"
     )

@@ -106,7 +106,8 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
     "--seed", default=0, show_default=True, type=int, callback=check_seed, help="Seed of the opponent draw."
 )
 @click.option("--hold-s", default=1.0, show_default=True, type=click.FloatRange(0, 60),
-              help="Keep the store open this many seconds after a request (0: open it per request).")  # fmt: skip
+              help="Keep the store open this many seconds after a request "
+                   "(0: open it per request).")  # fmt: skip
 @click.pass_context
 def serve_cmd(
     ctx, host, port, models, own_model, tokens, tokens_file, prompts, report_dir, max_new_tokens, seed, hold_s

@@ -13,8 +13,9 @@ An export publishes inside the registry's transaction: files already at the fina
 (`.NAME.parquet.<random>.old`, `set_aside`), the new ones renamed onto them, then the registration
 commits. An export killed on the way leaves temp files (`.NAME.parquet.<random>.tmp`, pairstore.files),
 files renamed aside, or final files no registration has; the next export into the folder puts back what
-the registry still names and removes the rest (`recover_interrupted`), and `audit mixtures` names them. Each export logs `export.started` with its folder first, so the audit finds
-the folder of a first export that never got registered.
+the registry still names and removes the rest (`recover_interrupted`), and `audit mixtures` names them.
+Each export logs `export.started` with its folder first, so the audit finds the folder of a first export
+that never got registered.
 """
 
 from __future__ import annotations

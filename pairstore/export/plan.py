@@ -5,9 +5,10 @@
     # ... and drops it here
 
 Each `[[mix]]` block selects pairs by source and its `where` (checked by pairstore.store.sql_guard, then
-applied inside a subquery already limited to the block's source, so it can only narrow it), then a seeded `limit` (pairs ordered by keys.seeded_rank(seed, "limit", pair_id), the first
-`limit` kept; more than there is = all, noted in the evidence), then `upsample` (integer copies; a
-fraction adds a partial copy of the pairs first in keys.seeded_rank(seed, "copy", pair_id) order).
+applied inside a subquery already limited to the block's source, so it can only narrow it), then a seeded
+`limit` (pairs ordered by keys.seeded_rank(seed, "limit", pair_id), the first `limit` kept; more than there is
+= all, noted in the evidence), then `upsample` (integer copies; a fraction adds a partial copy of the pairs
+first in keys.seeded_rank(seed, "copy", pair_id) order).
 
 The plan is a MixturePlan: its blocks (what each `[[mix]]` block matched, selected and became) and a
 temp table (block, prow, pair_id, kind, copies), prow being the pair's rowid in `pairs`, that only

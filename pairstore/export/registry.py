@@ -47,7 +47,8 @@ def active_at(store: Store, paths: list[str]) -> list[dict]:
 
 @dataclass(frozen=True)
 class ExportedFile:
-    """One parquet file an export wrote: its final path, bytes, rows and the writer-independent content hash."""
+    """One parquet file an export wrote: its final path, bytes, rows and the
+    writer-independent content hash."""
 
     path: str
     sha256: str
@@ -113,7 +114,8 @@ def record_export(
                 f"""
                 INSERT INTO export_rows
                 SELECT ?, row_number() OVER (ORDER BY block, prow, k) - 1, pair_id
-                FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM {mixture.table} WHERE kind = ?)""",
+                FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM {mixture.table} \
+WHERE kind = ?)""",
                 [eid, kind],
             )
         old = [e for e in supersede if e not in ids]

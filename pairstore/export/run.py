@@ -107,7 +107,8 @@ def resolve_system_prompt(
         row = store.one("SELECT path FROM checkpoints WHERE name = ?", [recipe.parent])
         if row is None or not row[0]:
             raise BadInput(
-                f'round {recipe.name!r} takes the system prompt of its parent bundle (system_prompt = "bundle") '
+                f"round {recipe.name!r} takes the system prompt of its parent bundle "
+                '(system_prompt = "bundle") '
                 f"but checkpoint {recipe.parent!r} has no registered path; pass --bundle DIR or "
                 "--system-prompt-file FILE",
                 field="system_prompt",
@@ -142,7 +143,8 @@ def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
     makes the files smaller), plus room for the evidence."""
     raw = con.execute(
         "SELECT coalesce(sum((strlen(p.prompt::VARCHAR) + strlen(p.chosen) "
-        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
+        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) "
+        f"FROM {plan_table} m JOIN pairs p USING (pair_id)"
     ).fetchall()[0][0]
     return int(raw) + (1 << 20)
 

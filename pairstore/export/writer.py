@@ -1,4 +1,5 @@
-"""Writing a planned mixture (pairstore.export.plan.MixturePlan) to parquet: fixed order, fixed writer options, a content hash.
+"""Writing a planned mixture (pairstore.export.plan.MixturePlan) to parquet: fixed order, fixed
+writer options, a content hash.
 
     rows, content_hash, by_source_family = write_mixture_file(store, tmp_path, "dpo", n_blocks, system_prompt)
 
@@ -204,12 +205,14 @@ def write_mixture_file(
     sql = f"""
         SELECT p.rowid AS prow, {prompt_sql} AS _prompt, p.chosen, p.rejected, p.pair_id, p.source, p.family,
                to_json({{'chosen': p.chosen,
-                         'prompt': list_transform(_prompt, lambda m: {{'content': m.content, 'role': m.role}}),
+                         'prompt': list_transform(_prompt, lambda m: {{'content': m.content, \
+'role': m.role}}),
                          'rejected': p.rejected}}) AS _json,
                contains(_json, '\\u00') AS _odd
         FROM pairs p
         WHERE p.rowid BETWEEN $lo AND $hi
-          AND p.rowid IN (SELECT prow FROM {mixture.table} WHERE kind = $kind AND block = $block AND prow BETWEEN $lo AND $hi)"""
+          AND p.rowid IN (SELECT prow FROM {mixture.table} WHERE kind = $kind AND block = $block \
+AND prow BETWEEN $lo AND $hi)"""
     h = hashlib.sha256()
     counts: Counter = Counter()
     rows = 0

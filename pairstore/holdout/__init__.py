@@ -1,1 +1,2 @@
-"""Holdout sets and the gate: the sets, normalization, matching (its streaming scan, benchmark n-grams), the gate."""
+"""Holdout sets and the gate: the sets, normalization, matching (its streaming scan,
+benchmark n-grams), the gate."""

@@ -29,8 +29,8 @@ SYSTEM_PROMPT_ROW = -1
 
 
 def _build_candidates(store: Store, mixture: MixturePlan, system_prompt: str | None) -> None:
-    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns, plus a
-    row holding the round's system prompt (which the export writes into every row). Only the ids are
+    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns,
+    plus a row holding the round's system prompt (which the export writes into every row). Only the ids are
     materialized (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
     con = store.con
     con.execute(f"""
@@ -40,7 +40,8 @@ def _build_candidates(store: Store, mixture: MixturePlan, system_prompt: str | N
                          FROM {mixture.table} GROUP BY pair_id)),
         o AS (SELECT pair_id, list(origin_id ORDER BY origin_id) AS origin_ids
               FROM pair_origins WHERE pair_id IN (SELECT pair_id FROM d) GROUP BY pair_id)
-        SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, p.match_key, p.task_key
+        SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, \
+p.match_key, p.task_key
         FROM d JOIN pairs p USING (pair_id) LEFT JOIN o USING (pair_id)""")
     con.execute("CREATE OR REPLACE TEMP TABLE _gate_system (row_index BIGINT, text VARCHAR)")
     if system_prompt is not None:
@@ -48,8 +49,10 @@ def _build_candidates(store: Store, mixture: MixturePlan, system_prompt: str | N
     con.execute("""
         CREATE OR REPLACE TEMP VIEW _gate_cand AS
         SELECT g.row_index, g.pair_id, g.origin_ids, g.match_key, g.task_key,
-               list_transform(list_filter(p.prompt, lambda m: m.role = 'user'), lambda m: m.content) AS user_turns,
-               list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), lambda m: m.content) AS other_turns
+               list_transform(list_filter(p.prompt, lambda m: m.role = 'user'), \
+lambda m: m.content) AS user_turns,
+               list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), \
+lambda m: m.content) AS other_turns
         FROM _gate_ids g JOIN pairs p USING (pair_id)
         UNION ALL
         SELECT row_index, NULL, []::VARCHAR[], NULL, NULL, []::VARCHAR[], [text] FROM _gate_system""")
@@ -92,8 +95,8 @@ def run_gate(
             )
         raise GateRefused(
             f"export of round {round_name!r} refused by the holdout gate: {len(standing)} hit(s) on "
-            f"{len(members)} held-out item(s); nothing written. Remove the pairs from the mixture, remove the "
-            "member from its set, or exempt the (member, pair) with `pairstore holdout exempt`:\n"
+            f"{len(members)} held-out item(s); nothing written. Remove the pairs from the mixture, "
+            "remove the member from its set, or exempt the (member, pair) with `pairstore holdout exempt`:\n"
             + "\n".join(lines),
             hits=standing,
         )

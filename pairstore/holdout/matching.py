@@ -1,7 +1,7 @@
 """Holdout matching: which candidate rows are held-out items in disguise.
 
-Shared by the export gate (pairstore/holdout/gate.py) and the leak audit (audits/leaks.py), so both find the same
-members in the same rows:
+Shared by the export gate (pairstore/holdout/gate.py) and the leak audit (audits/leaks.py), so both find the
+same members in the same rows:
 
     from pairstore.holdout.matching import candidate_table, find_holdout_hits
     cands = candidate_table([(0, "p1", ["b17"], [{"role": "user", "content": "Hi"}], None)])
@@ -332,7 +332,8 @@ def _gram_pairs(store: Store, needle_grams: pa.Table, grams: pa.Table, n_rows: i
             g AS (SELECT DISTINCT row_index, ngram FROM _pm_grams),
             freq AS (SELECT ngram, count(*) AS rows FROM g GROUP BY ngram),
             f AS (SELECT n.nid, n.ngram, coalesce(freq.rows, 0) >= {common} AS is_common,
-                         count(*) FILTER (coalesce(freq.rows, 0) < {common}) OVER (PARTITION BY n.nid) AS n_rare,
+                         count(*) FILTER (coalesce(freq.rows, 0) < {common}) \
+OVER (PARTITION BY n.nid) AS n_rare,
                          count(*) OVER (PARTITION BY n.nid) AS n_all
                   FROM n LEFT JOIN freq USING (ngram)),
             used AS (SELECT nid, ngram, CASE WHEN n_rare >= 3 THEN n_rare ELSE n_all END AS n_used
@@ -341,7 +342,8 @@ def _gram_pairs(store: Store, needle_grams: pa.Table, grams: pa.Table, n_rows: i
             FROM g JOIN used u USING (ngram)
             GROUP BY g.row_index, u.nid
             HAVING count(*) >= greatest(1, least(any_value(u.n_used),
-                                                 greatest(2, ceil({SHINGLE_MIN_SHARE} * any_value(u.n_used)))))
+                                                 greatest(2, ceil({SHINGLE_MIN_SHARE} * \
+any_value(u.n_used)))))
             ORDER BY 1, 2""").fetchall()
 
 

@@ -1,5 +1,5 @@
-"""The cheap stages of holdout matching, streamed over every candidate row in chunks (pairstore.holdout.matching
-runs them and checks what they find).
+"""The cheap stages of holdout matching, streamed over every candidate row in chunks
+(pairstore.holdout.matching runs them and checks what they find).
 
     scan = scan_candidates(store, "_gate_cand", needle_hashes, vocab3, bench_vocab)
     scan.exact        # (row_index, needle hash, "user" | "other"): rows whose text may equal a needle
@@ -194,8 +194,8 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
 def scan_candidates(
     store: Store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None
 ) -> Scan:
-    """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
-    condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
+    """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the
+    SQL condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
     sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
     None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None."""
     out = Scan()

@@ -1,8 +1,8 @@
 """Chatbot Arena battles in their public forms, read as they are published.
 
     pairstore ingest battles chatbot_arena_conversations/ --format arena --own-model vicuna-13b
-    pairstore ingest battles train.csv --format arena55k --own-model gpt-4-0613 --own-model gpt-4-1106-preview \\
-        --others pairs
+    pairstore ingest battles train.csv --format arena55k --own-model gpt-4-0613 \\
+        --own-model gpt-4-1106-preview --others pairs
 
 Formats (from JSONL, parquet, CSV, a Hub folder or a save_to_disk folder: pairstore.ingest.dataset_files):
 
@@ -14,9 +14,10 @@ Formats (from JSONL, parquet, CSV, a Hub folder or a save_to_disk folder: pairst
   response_b (JSON-encoded lists of strings, one per turn, that may hold null), winner_model_a,
   winner_model_b, winner_tie (0 or 1, exactly one 1). A tie here covers both-bad votes too.
 
-This module reads and checks rows (parse_row) and maps them (battle_fields, other_pair); pairstore.ingest.battles
-writes them. The vote of a battle the own model played is mapped to its side; `winner` of a battle between
-two other models picks the chosen answer of an `arena` pair (ties and both-bad give none).
+This module reads and checks rows (parse_row) and maps them (battle_fields, other_pair);
+pairstore.ingest.battles writes them. The vote of a battle the own model played is mapped to its
+side; `winner` of a battle between two other models picks the chosen answer of an `arena` pair
+(ties and both-bad give none).
 
 Answers the platform could not give are counted, not refused: a null turn ('null response', 'null
 prompt') and, in the 55k file, text cut inside a surrogate pair ('invalid unicode'). A row that breaks the

@@ -56,8 +56,8 @@ def progress_bar(iterable, enabled: bool, desc: str):
 def log_ingest(
     store: Store, path, kind: str, rows_read: int, rows_added: int, *, sha256: str | None = None
 ) -> None:
-    """One row in `ingests` per file (or dataset folder: give its `sha256`, pairstore.ingest.dataset_files) read.
-    This module writes that table; call inside the ingest's transaction."""
+    """One row in `ingests` per file (or dataset folder: give its `sha256`, pairstore.ingest.dataset_files)
+    read. This module writes that table; call inside the ingest's transaction."""
     store.con.execute(
         "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
         [sha256 or sha256_file(path), kind, str(path), rows_read, rows_added],

@@ -147,7 +147,8 @@ def _keyed_battle(row: dict, path, line: int) -> dict:
 
 
 def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[str], others: str):
-    """Battle rows and `arena` pairs from Arena records (pairstore.ingest.arena); every row not kept is counted."""
+    """Battle rows and `arena` pairs from Arena records (pairstore.ingest.arena); every
+    row not kept is counted."""
     holdout = HoldoutFilter.load(store) if others == "pairs" else None
     rows, pairs = [], []
     for r in records:
@@ -187,10 +188,10 @@ def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[
 def ingest_battles(
     store: Store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
 ) -> IngestResult:
-    """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files): native records
-    (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.ingest.arena) read from the side of
-    `own_models`. Arena battles no own model plays are counted ('no own model'), or with others="pairs"
-    stored as `arena` pairs, in the same transaction."""
+    """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files): native
+    records (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.ingest.arena) read from
+    the side of `own_models`. Arena battles no own model plays are counted ('no own model'), or with
+    others="pairs" stored as `arena` pairs, in the same transaction."""
     if fmt == "native":
         if own_models or others != "skip":
             raise BadInput(

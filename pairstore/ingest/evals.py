@@ -1,7 +1,8 @@
 """`pairstore ingest evals`: per-item eval results made elsewhere join the store's `evals` table.
 
     pairstore ingest evals results.jsonl --model sm11a --suite v6
-    pairstore ingest evals samples_gsm8k_2026-01-10T10-00-00.jsonl --model sm11a --suite gsm8k --format lm-eval
+    pairstore ingest evals samples_gsm8k_2026-01-10T10-00-00.jsonl --model sm11a --suite gsm8k \\
+        --format lm-eval
 
 Formats
 - jsonl: one object per item: item_id, correct (true/false) or score (number;

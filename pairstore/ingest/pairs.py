@@ -107,8 +107,8 @@ def ingest_pairs(
     miner_version: str = "1",
     progress: bool = False,
 ) -> IngestResult:
-    """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origin is (file SHA-256
-    prefix, line). A missing or null `rejected` makes an NLL-only `sft` row. A row with an empty side,
+    """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origin is (file
+    SHA-256 prefix, line). A missing or null `rejected` makes an NLL-only `sft` row. A row with an empty side,
     identical sides or an empty prompt is refused (BadInput naming its line and field)."""
     if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
         raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")

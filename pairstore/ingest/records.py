@@ -226,7 +226,8 @@ def _read_parquet(path: Path) -> Iterator[tuple[int, dict]]:
 
 
 def _read_arrow(path: Path) -> Iterator[tuple[int, dict]]:
-    """An Arrow IPC file, as `datasets.Dataset.save_to_disk` writes them (stream format), or the file format."""
+    """An Arrow IPC file, as `datasets.Dataset.save_to_disk` writes them (stream
+    format), or the file format."""
     try:
         source = pa.memory_map(str(path))
         try:

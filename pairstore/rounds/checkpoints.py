@@ -30,7 +30,8 @@ def register_checkpoint(
     with store.transaction():
         store.con.execute("DELETE FROM checkpoints WHERE name = ?", [name])
         store.con.execute(
-            "INSERT INTO checkpoints (name, kind, parents, alpha, round, path, evidence) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO checkpoints (name, kind, parents, alpha, round, path, evidence) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [
                 name,
                 kind,

@@ -266,7 +266,8 @@ class _Invalid(Exception):
 
 
 class _Checker:
-    """Checks a recipe's values, recording every mistake (file, line, field) instead of stopping at the first."""
+    """Checks a recipe's values, recording every mistake (file, line, field) instead of
+    stopping at the first."""
 
     def __init__(self, path, text: str):
         self.path = str(path) if path is not None else None
@@ -782,7 +783,8 @@ def parents_first(recipes: list[Recipe]) -> list[Recipe]:
 
 
 def load_shipped_recipes(store: Store, paths: list[Path] | None = None) -> dict[str, list[str]]:
-    """Add every shipped recipe (parents first), all or nothing. Returns {"added": [...], "unchanged": [...]}."""
+    """Add every shipped recipe (parents first), all or nothing.
+    Returns {"added": [...], "unchanged": [...]}."""
     results = add_rounds(store, list(paths or shipped_recipe_paths()))
     new = {r.name for r, added in results if added}
     ordered = parents_first(list({r.name: r for r, _ in results}.values()))

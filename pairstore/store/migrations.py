@@ -48,7 +48,8 @@ def m001_core(con):
     CREATE TABLE holdout (
         set_name       VARCHAR NOT NULL,
         item_id        VARCHAR NOT NULL,
-        item_kind      VARCHAR NOT NULL CHECK (item_kind IN ('battle', 'task', 'eval_item', 'problem', 'prompt')),
+        item_kind      VARCHAR NOT NULL CHECK (item_kind IN ('battle', 'task', 'eval_item', \
+'problem', 'prompt')),
         match_key      VARCHAR NOT NULL,
         task_key       VARCHAR,
         match_text     VARCHAR NOT NULL,

@@ -96,14 +96,16 @@ def _fingerprint(con) -> dict:
     present = {
         t
         for (t,) in con.execute(
-            "SELECT table_name FROM system.main.duckdb_tables() WHERE database_name NOT IN ('system', 'temp') "
+            "SELECT table_name FROM system.main.duckdb_tables() "
+            "WHERE database_name NOT IN ('system', 'temp') "
             "AND schema_name = 'main'"
         ).fetchall()
     }
     for table in PROTECTED:
         out[table] = (
             con.execute(
-                f"SELECT system.main.count_star(), system.main.sum(system.main.hash(t)::HUGEINT) FROM main.{table} t"
+                "SELECT system.main.count_star(), system.main.sum(system.main.hash(t)::HUGEINT) "
+                f"FROM main.{table} t"
             ).fetchall()
             if table in present
             else None

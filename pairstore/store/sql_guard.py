@@ -79,8 +79,12 @@ def _walk(node, fail) -> None:
     if node.get("type") == "BASE_TABLE":
         if node.get("catalog_name") or node.get("schema_name") not in ("", "main"):
             fail(
-                f"only the store's own tables may be read, not "
-                f"{'.'.join(p for p in (node.get('catalog_name'), node.get('schema_name'), node.get('table_name')) if p)}"
+                "only the store's own tables may be read, not "
+                + ".".join(
+                    p
+                    for p in (node.get("catalog_name"), node.get("schema_name"), node.get("table_name"))
+                    if p
+                )
             )
     name = None
     if node.get("class") == "FUNCTION":
@@ -94,7 +98,8 @@ def _walk(node, fail) -> None:
 
 
 def check_condition(fragment, *, field: str, path: str | None = None, line: int | None = None) -> str:
-    """The fragment, stripped, when it is exactly one safe boolean expression; else BadInput naming `field`."""
+    """The fragment, stripped, when it is exactly one safe boolean expression; else
+    BadInput naming `field`."""
 
     def fail(reason: str):
         raise BadInput(f"{field} must be one SQL condition: {reason}", path=path, line=line, field=field)
@@ -203,7 +208,8 @@ def check_write_statements(statements, main_objects: set[str], protected: tuple[
             if not temp and not _in_user_schema(parts, main_objects, creating=True):
                 refuse(
                     st,
-                    f"user tables and views go in schema {USER_SCHEMA!r} (CREATE TABLE {USER_SCHEMA}.name ...)",
+                    f"user tables and views go in schema {USER_SCHEMA!r} "
+                    f"(CREATE TABLE {USER_SCHEMA}.name ...)",
                 )
         elif kind in ("DROP", "ALTER"):
             k = 1
@@ -241,5 +247,6 @@ def check_write_statements(statements, main_objects: set[str], protected: tuple[
             if name is None or (in_main and name in protected):
                 refuse(
                     st,
-                    f"{name or 'its target'} changes only through pairstore's own commands, which log every change",
+                    f"{name or 'its target'} changes only through pairstore's own commands, "
+                    "which log every change",
                 )

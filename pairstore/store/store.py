@@ -143,7 +143,8 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     current = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_version")
     if current > SCHEMA_VERSION:
         raise PairstoreError(
-            f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore"
+            f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); "
+            "upgrade pairstore"
         )
     for version, fn in enumerate(MIGRATIONS, start=1):
         if version <= current:

@@ -98,7 +98,8 @@ def add_eval_items(store: Store, suite: str, items: list[dict]) -> int:
     with store.transaction():
         have = dict(
             store.con.execute(
-                "SELECT item_id, gold FROM eval_items WHERE suite = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
+                "SELECT item_id, gold FROM eval_items "
+                "WHERE suite = ? AND item_id IN (SELECT unnest(?::VARCHAR[]))",
                 [suite, ids],
             ).fetchall()
         )

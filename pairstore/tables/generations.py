@@ -1,7 +1,8 @@
 """The `generations` table: a model's outputs on problems, tasks, eval items and prompts. This module is
 the one that writes it.
 
-    insert_generations(store, rows)    # ingest, `train sample`, `eval`: new outputs (a known gen_id is skipped)
+    insert_generations(store, rows)    # ingest, `train sample`, `eval`: new outputs
+                                       # (a known gen_id is skipped)
     record_verdicts(store, verdicts)   # miners: the verifier's verdict and the scanner's loop flags
 
 A generation's id is the content id of the model, the item, the sample number, the temperature and

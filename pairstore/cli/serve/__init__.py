@@ -48,11 +48,11 @@ def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
         if not sep or not name or not token:
             raise BadInput("expected NAME=TOKEN", path=where_path, line=line, field="token")
         if len(token) < MIN_TOKEN_CHARS:
-            raise BadInput(f"the token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters", path=where_path,
-                           line=line, field="token")  # fmt: skip
+            raise BadInput(f"the token of {name!r} is shorter than {MIN_TOKEN_CHARS} characters",
+                           path=where_path, line=line, field="token")  # fmt: skip
         if token in out and out[token] != name:
-            raise BadInput(f"one token for two annotators ({out[token]!r}, {name!r})", path=where_path, line=line,
-                           field="token")  # fmt: skip
+            raise BadInput(f"one token for two annotators ({out[token]!r}, {name!r})",
+                           path=where_path, line=line, field="token")  # fmt: skip
         out[token] = name
     return out
 

@@ -251,7 +251,8 @@ def create_app(config: ServeConfig):
             record = {
                 "battle_id": battle_id,
                 "turns": [{"user": u, "own": o, "opponent": p} for u, o, p in
-                          zip(pending.users, pending.answers[pending.own_model], pending.answers[pending.opponent])],
+                          zip(pending.users, pending.answers[pending.own_model],
+                              pending.answers[pending.opponent])],
                 "vote": _own_vote(vote, pending.own_position),
                 "own_model": pending.own_model,
                 "opponent_model": pending.opponent,

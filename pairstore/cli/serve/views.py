@@ -164,9 +164,11 @@ def queue_answers(store, *, set_name: str | None, suite: str | None, models: tup
     order; one query for every item's answers (the first sample of each model)."""
     if set_name is not None:
         rows = store.con.execute(
-            "WITH members AS (SELECT item_id, item_kind FROM holdout WHERE set_name = ? AND removed_at IS NULL "
+            "WITH members AS (SELECT item_id, item_kind FROM holdout "
+            "WHERE set_name = ? AND removed_at IS NULL "
             "AND item_kind IN ('battle', 'eval_item')), "
-            "answers AS (SELECT g.item_id, g.model, g.output, row_number() OVER (PARTITION BY g.model, g.item_id "
+            "answers AS (SELECT g.item_id, g.model, g.output, "
+            "row_number() OVER (PARTITION BY g.model, g.item_id "
             "ORDER BY g.sample_index, g.created_at, g.gen_id) AS n FROM generations g "
             "WHERE list_contains(?, g.model) AND g.item_id IN (SELECT item_id FROM members)) "
             "SELECT m.item_id, m.item_kind, a.model, a.output FROM members m JOIN answers a USING (item_id) "
@@ -178,7 +180,8 @@ def queue_answers(store, *, set_name: str | None, suite: str | None, models: tup
             found.setdefault((item_id, kind, item_id, None), {})[model] = output
     else:
         rows = store.con.execute(
-            "SELECT item_id, model, output FROM (SELECT item_id, model, output, row_number() OVER (PARTITION BY "
+            "SELECT item_id, model, output FROM (SELECT item_id, model, output, "
+            "row_number() OVER (PARTITION BY "
             "model, item_id ORDER BY sample_index, created_at, gen_id) AS n FROM generations "
             "WHERE item_kind = 'eval_item' AND suite = ? AND list_contains(?, model)) WHERE n = 1",
             [suite, list(models)],
