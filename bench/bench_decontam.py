@@ -150,11 +150,14 @@ documents, {mb:.1f} MB of text; {len(planted):,} documents hold a benchmark item
 
 | method | median s | runs (s) | MB/s | contaminated docs found |
 | --- | ---: | --- | ---: | ---: |
-| plain Python set of 13-gram strings (lm-eval janitor style) | {t_base:.2f} | {", ".join(f"{x:.2f}" for x in base_runs)} | {mb / t_base:.1f} | {len(base):,} |
-| pairstore (numpy/Arrow hashed n-grams + DuckDB join) | {t_ours:.2f} | {", ".join(f"{x:.2f}" for x in our_runs)} | {mb / t_ours:.1f} | {len(found):,} |
+| plain Python set of 13-gram strings (lm-eval janitor style) | {t_base:.2f} | \
+{", ".join(f"{x:.2f}" for x in base_runs)} | {mb / t_base:.1f} | {len(base):,} |
+| pairstore (numpy/Arrow hashed n-grams + DuckDB join) | {t_ours:.2f} | \
+{", ".join(f"{x:.2f}" for x in our_runs)} | {mb / t_ours:.1f} | {len(found):,} |
 
 Speed-up: **{speedup:.1f}x** on the medians (goal: at least 4x); best run against best run:
-{min(base_runs) / min(our_runs):.1f}x ({mb / min(base_runs):.1f} vs {mb / min(our_runs):.1f} MB/s), the figure least
+{min(base_runs) / min(our_runs):.1f}x ({mb / min(base_runs):.1f} vs {mb / min(our_runs):.1f} MB/s), \
+the figure least
 disturbed by the other jobs on this shared machine. Same contaminated documents: {"yes" if agree else "NO"}
 (planted: {len(planted):,}; the scan may also find chance 13-gram repeats).
 

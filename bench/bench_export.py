@@ -1,4 +1,5 @@
-"""Export speed and memory: `pairstore export` vs Hugging Face datasets vs a plain DuckDB COPY, and the fuzzy gate.
+"""Export speed and memory: `pairstore export` vs Hugging Face datasets vs a plain DuckDB
+COPY, and the fuzzy gate.
 
     .venv/bin/python bench/bench_export.py                  # full size: 1,000,000 pairs, ~2.0M mixture rows
     .venv/bin/python bench/bench_export.py --scale 0.05     # a quick run at 5%
@@ -73,7 +74,8 @@ def words_sql(n: str, salt: int) -> str:
 
 
 def build_store(db: Path, n: int, limit: int) -> dict:
-    """The synthetic store, its holdout, the recipe and 3,000 eval prompts (registered after the export runs)."""
+    """The synthetic store, its holdout, the recipe and 3,000 eval prompts (registered
+    after the export runs)."""
     from pairstore.keys import match_text
     from pairstore.rounds.recipes import add_round
     from pairstore.store.store import open_store
@@ -101,7 +103,8 @@ def build_store(db: Path, n: int, limit: int) -> dict:
     # The generated tasks behind the loop-fix pairs (a real store has them; the gate spares such rows).
     con.execute("""INSERT INTO tasks (task_id, family, task_key, prompt, gold, chosen, params, phrasing, seed,
                                       match_key)
-                   SELECT pair_id, 'letter_count', task_key, prompt[1].content, '0', chosen, '{}', 0, 0, match_key
+                   SELECT pair_id, 'letter_count', task_key, prompt[1].content, '0', \
+chosen, '{}', 0, 0, match_key
                    FROM pairs WHERE source = 'loopfix'""")
     con.execute("""INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
                    SELECT pair_id, 'battle', 'bb' || rowid::VARCHAR, 'bench', 'bench' FROM pairs
@@ -215,7 +218,8 @@ total = time.perf_counter() - t0
 store.close()
 print(json.dumps({"rows": r.files["dpo"].rows, "sha256": r.files["dpo"].sha256,
                   "pairs_checked": r.gate.pairs_checked, "fuzzy_scored": r.gate.fuzzy_pairs_scored,
-                  "gate_s": gate_s[0], "export_s": total, "rss_after_gate_mb": gate_rss[0], "rss_mb": peak_rss_mb()}))
+                  "gate_s": gate_s[0], "export_s": total, "rss_after_gate_mb": gate_rss[0], \
+"rss_mb": peak_rss_mb()}))
 """
 )
 
@@ -392,12 +396,15 @@ def main() -> None:
     lines = [
         "## Export: pairstore vs Hugging Face datasets vs DuckDB COPY",
         "",
-        f"Command: `.venv/bin/python bench/bench_export.py{'' if args.scale == 1 else f' --scale {args.scale:g}'}"
+        "Command: `.venv/bin/python bench/bench_export.py"
+        f"{'' if args.scale == 1 else f' --scale {args.scale:g}'}"
         f"{'' if args.runs == 1 else f' --runs {args.runs}'}`  ",
         f"Machine: {machine()}; shared with other engineers' jobs while measuring (load average "
         f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end), so absolute times are noisy.  ",
-        f"Store: {info['pairs']:,} synthetic pairs ({', '.join(f'{k} {v:,}' for k, v in info['by_source'].items())}), "
-        f"{info['avg_text_bytes']:,} bytes of text per pair on average; built with DuckDB SQL in {build_s:.0f} s.  ",
+        f"Store: {info['pairs']:,} synthetic pairs "
+        f"({', '.join(f'{k} {v:,}' for k, v in info['by_source'].items())}), "
+        f"{info['avg_text_bytes']:,} bytes of text per pair on average; "
+        f"built with DuckDB SQL in {build_s:.0f} s.  ",
         f"Mixture: loopfix limit {limit:,} + battle x12 minus a 34-member holdout + self_repair all = "
         f"{ours[2]:,} rows. Each contender in its own subprocess; wall time from the parent, peak RSS "
         f"(VmHWM) from the child; median of {args.runs} run(s).",
@@ -433,7 +440,8 @@ def main() -> None:
             + (
                 ""
                 if args.scale != 1
-                else f" The issue quotes about {ISSUE_DATASETS_S} s for datasets on these machines; measured against "
+                else f" The issue quotes about {ISSUE_DATASETS_S} s for datasets on these machines; "
+                "measured against "
                 f"that figure instead of this run's, the export is {ISSUE_DATASETS_S / ours[0]:.1f}x faster "
                 f"({'meets' if ISSUE_DATASETS_S / ours[0] >= 5 else 'short of'} the 5x goal)."
             ),
@@ -444,20 +452,23 @@ def main() -> None:
         f"share one check) and scored {r0['fuzzy_scored']:,} (row, member) pairs with rapidfuzz after the "
         f"prefilter. The gate took {statistics.median(r['gate_s'] for _, r in results['ours']):.1f} s of the "
         f"export's {statistics.median(r['export_s'] for _, r in results['ours']):.1f} s inside the child "
-        f"({100 * statistics.median(r['gate_s'] / r['export_s'] for _, r in results['ours']):.0f}%; the loop-fix "
+        f"({100 * statistics.median(r['gate_s'] / r['export_s'] for _, r in results['ours']):.0f}%; "
+        "the loop-fix "
         "pairs, generated tasks of the store, are spared from its text checks but still compared by key); "
         f"the child's peak memory by the end of the gate was "
         f"{statistics.median(r['rss_after_gate_mb'] for _, r in results['ours']):,.0f} MB.",
         "",
         "### The text matching of the gate alone",
         "",
-        f"All {fuzzy['candidates']:,} prompts (task keys dropped, so no row is spared); candidate table built "
-        f"in {fuzzy['build_s']:.1f} s. pairstore.holdout.matching.check_table: normalized exact keys, word 3-gram "
+        f"All {fuzzy['candidates']:,} prompts (task keys dropped, so no row is spared); "
+        f"candidate table built in {fuzzy['build_s']:.1f} s. "
+        "pairstore.holdout.matching.check_table: normalized exact keys, word 3-gram "
         "prefilter (streamed in chunks), embedded and rapidfuzz checks on what passes.",
         "",
         "| members | seconds | (row, member) pairs scored | hits |",
         "| --- | --- | --- | --- |",
-        f"| 34 holdout battles | {fuzzy['34']['seconds']:.1f} | {fuzzy['34']['scored']:,} | {fuzzy['34']['hits']} |",
+        f"| 34 holdout battles | {fuzzy['34']['seconds']:.1f} | {fuzzy['34']['scored']:,} | "
+        f"{fuzzy['34']['hits']} |",
         f"| 3,000 eval prompts | {fuzzy['3000']['seconds']:.1f} | {fuzzy['3000']['scored']:,} | "
         f"{fuzzy['3000']['hits']} |",
         "",
@@ -466,7 +477,8 @@ def main() -> None:
         f"({'met' if fuzzy['34']['seconds'] < 60 else 'NOT met'}), vs 3,000 < 300 s "
         f"({'met' if fuzzy['3000']['seconds'] < 300 else 'NOT met'}).",
         "",
-        "The 34 held-out battles are real members of the store's `judge34` set; their battle pairs are removed "
+        "The 34 held-out battles are real members of the store's `judge34` set; "
+        "their battle pairs are removed "
         "by the recipe's `where` (so the gate passes) and the datasets baseline filters them by origin id. "
         "Synthetic text is random words from an 8,000-word vocabulary, with templated prefixes on the "
         "loop-fix prompts; match keys in the synthetic store are md5 of the prompt.",

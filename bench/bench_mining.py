@@ -317,7 +317,8 @@ def main(argv=None) -> int:
         info = build_store(tmp / "template.duckdb", args.generations, args.seed, args.families)
         build_s = time.perf_counter() - t0
         print(
-            f"store built in {build_s:.1f} s: {info['generations']} generations, {info['text_mb']:.1f} MB of output",
+            f"store built in {build_s:.1f} s: {info['generations']} generations, "
+            f"{info['text_mb']:.1f} MB of output",
             file=sys.stderr,
         )
         runs = []
@@ -363,29 +364,42 @@ Command: `{cmd}`
 Machine: {facts}. The machine was shared with other engineers' jobs while this ran (load average
 {load_at_start} at the start on 2 cores), so times are noisy and slower than on an idle machine.
 
-Synthetic store: {n:,} generations ({info["text_mb"]:.1f} MB of output text): {info["gsm8k problems"]:,} GSM8K-like
-problems x 8 samples, {info["math problems"]:,} MATH-like problems x 8, {info["tasks"]:,} generated loop-fix tasks x 4
+Synthetic store: {n:,} generations ({info["text_mb"]:.1f} MB of output text): \
+{info["gsm8k problems"]:,} GSM8K-like
+problems x 8 samples, {info["math problems"]:,} MATH-like problems x 8, \
+{info["tasks"]:,} generated loop-fix tasks x 4
 (families: {args.families or "all"}); roughly half the samples correct, the rest wrong, looping (one in ten
-GSM8K/MATH samples, a quarter of the task samples; to a 256-768 token limit) or without an answer. Each run mines a
-fresh copy of the store: `mine_self_repair` gsm8k and math (2 pairs per problem) and `mine_loopfix` — everything
+GSM8K/MATH samples, a quarter of the task samples; to a 256-768 token limit) \
+or without an answer. Each run mines a
+fresh copy of the store: `mine_self_repair` gsm8k and math (2 pairs per problem) \
+and `mine_loopfix` — everything
 `pairstore mine` does, including writing verdicts and loop flags back to `generations` and pairs and origins.
 
 | configuration | total s | verifier | scanner | store read, pairing | writing | generations/s |
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
-| **mining, default: one process** (median of {len(runs)}; shares of wall time) | **{med["total"]:.1f}** | {med["verify"]:.1f} s ({pct(med["verify"], med["total"])}) | {med["scan"]:.1f} s ({pct(med["scan"], med["total"])}) | {other:.1f} s ({pct(other, med["total"])}) | {med["write"]:.1f} s ({pct(med["write"], med["total"])}) | {n / med["total"]:,.0f} |
-| mining, `--workers {args.workers}` (one run; verifier/scanner = CPU seconds summed over workers) | {parallel["total"]:.1f} | {parallel["verify"]:.1f} s CPU | {parallel["scan"]:.1f} s CPU | {p_other:.1f} s | {parallel["write"]:.1f} s | {n / parallel["total"]:,.0f} |
-| baseline: bare loop, Verifier().verify(output) + scan(output) on every output, cold cache, no store | {base["total"]:.1f} | {base["verify"]:.1f} s | {base["scan"]:.1f} s | — | — | {n / base["total"]:,.0f} |
+| **mining, default: one process** (median of {len(runs)}; shares of wall time) | \
+**{med["total"]:.1f}** | {med["verify"]:.1f} s ({pct(med["verify"], med["total"])}) | \
+{med["scan"]:.1f} s ({pct(med["scan"], med["total"])}) | {other:.1f} s ({pct(other, med["total"])}) | \
+{med["write"]:.1f} s ({pct(med["write"], med["total"])}) | {n / med["total"]:,.0f} |
+| mining, `--workers {args.workers}` (one run; verifier/scanner = CPU seconds summed over workers) | \
+{parallel["total"]:.1f} | {parallel["verify"]:.1f} s CPU | {parallel["scan"]:.1f} s CPU | \
+{p_other:.1f} s | {parallel["write"]:.1f} s | {n / parallel["total"]:,.0f} |
+| baseline: bare loop, Verifier().verify(output) + scan(output) on every output, cold cache, no store | \
+{base["total"]:.1f} | {base["verify"]:.1f} s | {base["scan"]:.1f} s | — | — | {n / base["total"]:,.0f} |
 
 The verifier column is the three-way verdict on every distinct output: extraction, one comparison per distinct
-(answer, gold), math-verify on the weak forms; unknowns are dropped by reason (below); the scanner column is audits.loops.scan on every distinct output (the miner judges a
+(answer, gold), math-verify on the weak forms; unknowns are dropped by reason (below); \
+the scanner column is audits.loops.scan on every distinct output (the miner judges a
 text repeated word for word once). Default runs: {", ".join(f"{r['total']:.1f}" for r in runs)} s; the
-`--workers {args.workers}` run produced the same pair ids (judging wall time {parallel["judge"]:.1f} s). Worker
+`--workers {args.workers}` run produced the same pair ids \
+(judging wall time {parallel["judge"]:.1f} s). Worker
 processes pay only where cores are idle: on this shared machine they were no faster, so one process is the
 default. Store build (not timed): {build_s:.1f} s.
 
 Goal: mining 100k generations in under 60 s on 2 cores — {goal}.
 
-What a run produced: {sum(by_source.values()):,} pairs ({", ".join(f"{k} {v:,}" for k, v in sorted(by_source.items()))});
+What a run produced: {sum(by_source.values()):,} pairs \
+({", ".join(f"{k} {v:,}" for k, v in sorted(by_source.items()))});
 looked at: {", ".join(f"{k} {v:,}" for k, v in sorted(stats.items()))};
 dropped: {", ".join(f"{k} {v:,}" for k, v in sorted(dropped.items()))}.
 """

@@ -1,6 +1,7 @@
 """Repetition scanner vs a plain word-6-gram Counter scan, on one labeled corpus, in one run.
 
-    .venv/bin/python bench/bench_scanner.py                    # ~6 MB, median of 5 runs -> bench/results/scanner.md
+    .venv/bin/python bench/bench_scanner.py                    # ~6 MB, median of 5 runs
+                                                               # -> bench/results/scanner.md
     .venv/bin/python bench/bench_scanner.py --mb 1 --runs 3    # a quicker look
 
 Goal: audits.loops.scan at >= 30 MB/s on one core and no slower than
@@ -176,7 +177,8 @@ def gsm8k_answer(d: Draws) -> str:
         f"Each day {name} gets {b} times as many {item} as the day before, so on the second day that is "
         f"{a} x {b} = {a * b} {item}.",
         f"Together that makes {a} + {a * b} = {a + a * b} {item}.",
-        f"{name} then gives away {c % (a + a * b) or 1} {item}, leaving {a + a * b} - {c % (a + a * b) or 1} = "
+        f"{name} then gives away {c % (a + a * b) or 1} {item}, "
+        f"leaving {a + a * b} - {c % (a + a * b) or 1} = "
         f"{a + a * b - (c % (a + a * b) or 1)} {item}.",
         f"At ${price} each, the remaining {item} are worth {a + a * b - (c % (a + a * b) or 1)} x {price} = "
         f"${(a + a * b - (c % (a + a * b) or 1)) * price}.",

@@ -97,13 +97,15 @@ def build_store(path: Path, n: int) -> list[str]:
         s.con.execute("INSERT INTO holdout_sets (set_name, description) VALUES ('judge34', 'bench')")
         for bid in ids:
             s.con.execute(
-                "INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) VALUES ('judge34', ?, 'battle', ?, ?)",
+                "INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) "
+                "VALUES ('judge34', ?, 'battle', ?, ?)",
                 [bid, bid, bid],
             )
             for model in ("sm11a", "so7a"):
                 s.con.execute(
-                    "INSERT INTO generations (gen_id, model, item_kind, item_id, prompt, output, sample_index, "
-                    "source_file) VALUES (?, ?, 'prompt', ?, [{'role': 'user', 'content': 'q'}], ?, 0, 'bench')",
+                    "INSERT INTO generations (gen_id, model, item_kind, item_id, prompt, output, "
+                    "sample_index, source_file) "
+                    "VALUES (?, ?, 'prompt', ?, [{'role': 'user', 'content': 'q'}], ?, 0, 'bench')",
                     [f"{model}-{bid}", model, bid, f"answer of {model} to {bid}"],
                 )
     return ids
@@ -209,7 +211,8 @@ def main():
     lines = [
         "## serve: page loads and votes on a store of 100k battles",
         "",
-        f"`.venv/bin/python bench/bench_serve.py --battles {args.battles} --runs {args.runs}`; {cpu_model()}, "
+        f"`.venv/bin/python bench/bench_serve.py --battles {args.battles} --runs {args.runs}`; "
+        f"{cpu_model()}, "
         f"{nproc()} cores, {ram_text()}; load average {load0:.1f} at the start, {load1:.1f} at the end; "
         f"stores built in {build_s:.0f} s. Milliseconds per request from send to last byte over loopback, "
         "median and p95 of the runs (Queue votes: one per held-out item, at most 34).",

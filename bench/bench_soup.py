@@ -1,6 +1,7 @@
 """Benchmark: streaming soup vs mergekit's linear merge vs this machine's I/O floor, cold page cache.
 
-    .venv/bin/python bench/bench_soup.py            # ~2 GB bf16 pair, 3 runs each, writes bench/results/soup.md
+    .venv/bin/python bench/bench_soup.py            # ~2 GB bf16 pair, 3 runs each,
+                                                    # writes bench/results/soup.md
     .venv/bin/python bench/bench_soup.py --gb 0.3 --runs 1 --no-write   # quick look
 
 A synthetic pair of bf16 checkpoints in Llama layout (embedding, 4 attention and 3 MLP
@@ -562,7 +563,8 @@ def main() -> None:
         f"so its outputs are fsynced after it exits, inside its timing.",
         "",
         f"Ours runs the CLI as shipped (input SHA-256s hashed as they stream, 16 MiB slices, 4 buffer "
-        f"pairs; kernel: {kernel_used}); the I/O floor is a reader thread (preadv, sequential-access hint) and a writer thread moving "
+        f"pairs; kernel: {kernel_used}); the I/O floor is a reader thread (preadv, sequential-access hint) "
+        "and a writer thread moving "
         "the same bytes with the same early write-back and about as many slices in flight, no compute, no "
         "hashing.",
         "",

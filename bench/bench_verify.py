@@ -156,12 +156,14 @@ def section(
     lines = [
         f"### {title} `{name}` ({n} rows: {eq} equal, {n - eq} not)",
         "",
-        "| verifier | wrong definite verdicts / rows | right answer called wrong / rows | wrong answer called right | coverage (definite / rows) | rows/s | speed-up | p99 per row |",
+        "| verifier | wrong definite verdicts / rows | right answer called wrong / rows "
+        "| wrong answer called right | coverage (definite / rows) | rows/s | speed-up | p99 per row |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
         f"| miners.verify (three verdicts) | {share(wrong_def, n)} | {share(len(f['right_wrong']), n)} "
         f"| {len(f['wrong_right'])} | {pct(f['definite'], n)} | {n / m['t_ours']:,.0f} | {speedup:.1f}x "
         f"| {m['p99_ours'] * 1000:.1f} ms |",
-        f"| math-verify 0.9 alone | {share(len(mv_rw) + len(mv_wr), n)} | {share(len(mv_rw), n)} | {len(mv_wr)} "
+        f"| math-verify 0.9 alone | {share(len(mv_rw) + len(mv_wr), n)} | {share(len(mv_rw), n)} "
+        f"| {len(mv_wr)} "
         f"| {pct(n, n)} | {n / m['t_mv']:,.0f} | 1.0x | {m['p99_mv'] * 1000:.1f} ms |",
         "",
         "Unknowns by reason: "
@@ -185,7 +187,8 @@ def section(
             "",
             f"Per tag, {MIN_TAG_ROWS} or more rows:",
             "",
-            "| tag | rows | ours: definite and right | ours: unknown | ours: wrong definite | math-verify: agrees |",
+            "| tag | rows | ours: definite and right | ours: unknown | ours: wrong definite "
+            "| math-verify: agrees |",
             "| --- | --- | --- | --- | --- | --- |",
         ]
         bad = set(f["right_wrong"]) | set(f["wrong_right"])
@@ -222,8 +225,9 @@ def section(
 def machine() -> str:
     load_avg = os.getloadavg()
     return (
-        f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}; load average "
-        f"{load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f} at the start (other engineers' jobs share the cores)"
+        f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}; "
+        f"load average {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f} at the start "
+        "(other engineers' jobs share the cores)"
     )
 
 
@@ -255,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"Command: `{cmd.strip()}`  ",
         f"Machine: {machine_line}.  ",
-        f"Timing: median of {args.runs} runs per corpus, both verifiers on the same whole outputs in one process, "
+        f"Timing: median of {args.runs} runs per corpus, "
+        "both verifiers on the same whole outputs in one process, "
         "runs interleaved; p99 over every row of every run. Labels and sources: `bench/data/README.md`.",
         "",
     ]
@@ -271,9 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     lines += ["### Goals", ""]
     for name, g in summary:
         lines.append(
-            f"- `{name}`: wrong definite verdicts <= 1% of rows {'met' if g['wrong_definite'] else 'NOT met'}; "
+            f"- `{name}`: wrong definite verdicts <= 1% of rows "
+            f"{'met' if g['wrong_definite'] else 'NOT met'}; "
             f"right answers called wrong <= 0.5% {'met' if g['right_wrong'] else 'NOT met'}; coverage >= 90% "
-            f"{'met' if g['coverage'] else 'NOT met'}; >= 5x math-verify's throughput {'met' if g['speed'] else 'NOT met'}."
+            f"{'met' if g['coverage'] else 'NOT met'}; >= 5x math-verify's throughput "
+            f"{'met' if g['speed'] else 'NOT met'}."
         )
     lines += ["", NOTES, ""]
     text = "\n".join(lines)

@@ -71,7 +71,10 @@ def gsm_problem(tag):
         qty = rint((tag, "q"), 3, 60)
         fee = rint((tag, "f"), 5, 95)
         gold = price * qty + fee
-        q = f"A ticket costs ${price}. {name} buys {qty} tickets and pays a ${fee} fee. What is the total cost?"
+        q = (
+            f"A ticket costs ${price}. {name} buys {qty} tickets and pays a ${fee} fee. "
+            "What is the total cost?"
+        )
         lines = [
             f"Tickets: {qty} * ${price} = ${price * qty:,}.",
             f"Total: ${price * qty:,} + ${fee} = ${gold:,}.",

@@ -165,7 +165,8 @@ def fill_pairs():
 
 @pytest.fixture
 def round_r1(store, tmp_path, dpo_recipe, fill_pairs):
-    """The store with fill_pairs' pairs and two registered rounds: `base` and `r1` (the default dpo_recipe)."""
+    """The store with fill_pairs' pairs and two registered rounds: `base` and `r1`
+    (the default dpo_recipe)."""
     from pairstore.rounds.recipes import add_round
 
     fill_pairs(store)

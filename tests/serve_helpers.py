@@ -65,7 +65,8 @@ def openai_server(chat, *, served_name: str = "tiny"):
             self._send(200, {
                 "id": f"chatcmpl-{len(received)}", "object": "chat.completion", "created": int(time.time()),
                 "model": served_name,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                             "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
             })  # fmt: skip
 

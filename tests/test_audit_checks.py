@@ -1,4 +1,5 @@
-"""Mixture hashes (one changed byte), lengths (a truncated pair), evals ingest, compare (McNemar, sign test)."""
+"""Mixture hashes (one changed byte), lengths (a truncated pair), evals ingest,
+compare (McNemar, sign test)."""
 
 from __future__ import annotations
 
@@ -403,7 +404,8 @@ def test_lengths_with_a_bundle_tokenizer(store, tmp_path, run_cli):
 
 
 def test_real_export_files_checked_and_measured(round_r1, tmp_path, run_cli):
-    """An export made by pairstore.export.run (pair file + NLL-only file + evidence) through mixtures and lengths."""
+    """An export made by pairstore.export.run (pair file + NLL-only file + evidence)
+    through mixtures and lengths."""
     from pairstore.export.run import export_round
 
     store = round_r1

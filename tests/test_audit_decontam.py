@@ -20,12 +20,14 @@ GSM = [
         "answer": "#### 72",
     },
     {
-        "question": "Weng earns $12 an hour for babysitting. Yesterday, she just did 50 minutes of babysitting. "
+        "question": "Weng earns $12 an hour for babysitting. "
+        "Yesterday, she just did 50 minutes of babysitting. "
         "How much did she earn?",
         "answer": "#### 10",
     },
     {
-        "question": "Betty is saving money for a new wallet which costs $100. Betty has only half of the money "
+        "question": "Betty is saving money for a new wallet which costs $100. "
+        "Betty has only half of the money "
         "she needs. How much more money does Betty need to buy the wallet?",
         "answer": "#### 5",
     },

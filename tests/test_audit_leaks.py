@@ -42,8 +42,8 @@ def make_battles(store, n=40):
         rows.append((f"b{i:03d}", msgs, match_key(msgs)))
     for bid, msgs, mk in rows:
         store.con.execute(
-            "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key, "
-            "record_hash) VALUES (?, ?, ['own'], ['opp'], 1, 'loss', ?, ?)",
+            "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
+            "match_key, record_hash) VALUES (?, ?, ['own'], ['opp'], 1, 'loss', ?, ?)",
             [bid, msgs, mk, bid],
         )
     held = [

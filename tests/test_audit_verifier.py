@@ -91,8 +91,9 @@ def test_report_shows_the_stored_verdicts_of_the_lineages_models(store, tmp_path
         ]
     ):
         store.con.execute(
-            "INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, verdict, verdict_reason, "
-            "verdict_readings) VALUES (?, 's1', 'eval_item', 'v6', [{'role': 'user', 'content': 'x'}], ?, ?, ?, ?)",
+            "INSERT INTO generations (gen_id, model, item_kind, suite, prompt, output, verdict, "
+            "verdict_reason, verdict_readings) "
+            "VALUES (?, 's1', 'eval_item', 'v6', [{'role': 'user', 'content': 'x'}], ?, ?, ?, ?)",
             [f"v{i}", f"out {i}", verdict, reason, readings],
         )
     report = build_report(store, "s1")

@@ -88,7 +88,8 @@ def test_readme_cli_reference_is_generated_from_the_cli():
     text = README.read_text(encoding="utf-8")
     assert START in text and END in text
     assert text == readme_with_reference(text), (
-        "README.md's CLI reference differs from the CLI: run `.venv/bin/python -m pairstore.cli.reference --write`"
+        "README.md's CLI reference differs from the CLI: "
+        "run `.venv/bin/python -m pairstore.cli.reference --write`"
     )
     for path, cmd in all_commands()[1:]:
         if not isinstance(cmd, click.Group):

@@ -40,34 +40,40 @@ def _lines():
     q = [("What is 12 times 7?", None)]
     return [
         # anonymous battle, own model on the right, left wins -> a loss for the own model
-        _vote("leftvote", ["", ""], _state("c1", "other-7b", [(q[0][0], "84")]), _state("c1", "mine", [(q[0][0], "82")])),
+        _vote("leftvote", ["", ""], _state("c1", "other-7b", [(q[0][0], "84")]),
+              _state("c1", "mine", [(q[0][0], "82")])),
         # named battle with a few-shot offset, own model on the left, tie
         _vote(
             "tievote",
             ["mine", "other-7b"],
             _state("c2", "mine", [("Name a prime above 10.", "11"), ("And one above 20?", "23")], offset=2,
                    prefix=[("USER", "example q"), ("ASSISTANT", "example a")]),
-            _state("c2", "other-7b", [("Name a prime above 10.", "13"), ("And one above 20?", "29")], offset=2,
-                   prefix=[("USER", "example q"), ("ASSISTANT", "example a")]),
+            _state("c2", "other-7b", [("Name a prime above 10.", "13"), ("And one above 20?", "29")],
+                   offset=2, prefix=[("USER", "example q"), ("ASSISTANT", "example a")]),
         ),
         # both bad
         _vote("bothbad_vote", ["Model A", "Model B"], _state("c3", "mine", [("Sum 1..4?", "11")]),
               _state("c3", "other-7b", [("Sum 1..4?", "12")])),
         # a chat line of the same log, not a vote
-        {"tstamp": 1714560001.0, "type": "chat", "model": "mine", "state": _state("c9", "mine", [("hi", "hello")])},
+        {"tstamp": 1714560001.0, "type": "chat", "model": "mine",
+         "state": _state("c9", "mine", [("hi", "hello")])},
         # the model says who it is: FastChat's cleaning drops it
         _vote("rightvote", ["", ""], _state("c4", "other-7b", [("Who are you?", "I am an assistant.")]),
               _state("c4", "mine", [("Who are you?", "I am a model trained by OpenAI.")])),
         # still generating when the vote came
-        _vote("rightvote", ["", ""], _state("c5", "other-7b", [("Hi", "Hello")]), _state("c5", "mine", [("Hi", None)])),
+        _vote("rightvote", ["", ""], _state("c5", "other-7b", [("Hi", "Hello")]),
+              _state("c5", "mine", [("Hi", None)])),
         # a platform error and the streaming cursor
         _vote("rightvote", ["", ""], _state("c6", "other-7b", [("Hi", "**API REQUEST ERROR** oops")]),
               _state("c6", "mine", [("Hi", "Hello")])),
-        _vote("rightvote", ["", ""], _state("c7", "other-7b", [("Hi", "Hel▌")]), _state("c7", "mine", [("Hi", "Hello")])),
+        _vote("rightvote", ["", ""], _state("c7", "other-7b", [("Hi", "Hel▌")]),
+              _state("c7", "mine", [("Hi", "Hello")])),
         # one shown name empty: invalid
-        _vote("leftvote", ["mine", ""], _state("c8", "mine", [("Hi", "Hello")]), _state("c8", "other-7b", [("Hi", "Hey")])),
+        _vote("leftvote", ["mine", ""], _state("c8", "mine", [("Hi", "Hello")]),
+              _state("c8", "other-7b", [("Hi", "Hey")])),
         # two other models
-        _vote("leftvote", ["", ""], _state("c10", "x", [("Hi", "Hello")]), _state("c10", "y", [("Hi", "Hey")])),
+        _vote("leftvote", ["", ""], _state("c10", "x", [("Hi", "Hello")]),
+              _state("c10", "y", [("Hi", "Hey")])),
     ]  # fmt: skip
 
 

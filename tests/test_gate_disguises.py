@@ -1,7 +1,7 @@
-"""The gate against someone trying to get past it (the threat model of docs/design.md): every disguise of held-out prompts of every
-size, through `pairstore export` (exit 3 listing every member) and `pairstore audit leaks --json` (the
-same members); and a control corpus of more than 5,000 prompts that are not members, near neighbours
-included, with no hit at all."""
+"""The gate against someone trying to get past it (the threat model of docs/design.md): every disguise of
+held-out prompts of every size, through `pairstore export` (exit 3 listing every member) and `pairstore audit
+leaks --json` (the same members); and a control corpus of more than 5,000 prompts that are not members, near
+neighbours included, with no hit at all."""
 
 from __future__ import annotations
 
@@ -47,7 +47,8 @@ GREEK = str.maketrans("ABEHIKMNOPTXYZov", "ΑΒΕΗΙΚΜΝΟΡΤΧΥΖον")
 
 
 def _inside(text: str, ch: str) -> str:
-    """`ch` after the first letter of every other word (a careless script would add it once; once is enough)."""
+    """`ch` after the first letter of every other word (a careless script would add it
+    once; once is enough)."""
     words = text.split(" ")
     return " ".join(w[:1] + ch + w[1:] if i % 2 == 0 and len(w) > 1 else w for i, w in enumerate(words))
 
@@ -109,7 +110,8 @@ DISGUISES = {
         {"role": "user", "content": "Answer it yourself."},
     ],
 }
-# Found only for members of EMBED_MIN_WORDS words or more: a short phrase inside longer text is another request.
+# Found only for members of EMBED_MIN_WORDS words or more: a short phrase inside longer
+# text is another request.
 EMBEDDINGS = {
     "embedded in a longer prompt": text_disguise(
         lambda t: f"Before you answer, note that I am a teacher. {t} Please answer in two sentences."

@@ -158,7 +158,8 @@ def test_fraction_expansion_gold():
         if p["mode"] == "places":
             assert t.gold == decimal_round(a, b, p["places"])
             continue
-        # Independent: pre-period = max power of 2 and 5 in b; period = multiplicative order of 10 mod the rest.
+        # Independent: pre-period = max power of 2 and 5 in b; period = multiplicative
+        # order of 10 mod the rest.
         twos, fives, rest = sympy.multiplicity(2, b), sympy.multiplicity(5, b), b
         while rest % 2 == 0:
             rest //= 2

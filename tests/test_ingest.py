@@ -220,7 +220,8 @@ def test_several_readers_at_once(db_path, tmp_path, write_jsonl):
     with open_store(db_path) as s:
         ingest_battles(s, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
     code = (
-        f"import time; from pairstore.store.store import open_store; s = open_store({str(db_path)!r}, read_only=True);"
+        "import time; from pairstore.store.store import open_store; "
+        f"s = open_store({str(db_path)!r}, read_only=True);"
         " print(s.scalar('SELECT count(*) FROM battles'), flush=True); time.sleep(1.5)"
     )
     procs = [

@@ -1,4 +1,5 @@
-"""Dataset imports: UltraFeedback binarized through the real datasets loader on local files, compliance JSONL."""
+"""Dataset imports: UltraFeedback binarized through the real datasets loader on local
+files, compliance JSONL."""
 
 from __future__ import annotations
 
@@ -59,7 +60,8 @@ def test_ultrafeedback_parquet_keeps_assistant_answers(store, tmp_path):
     res = import_ultrafeedback(store, path=path)
     assert (res.miner, res.version, res.kept) == ("ultrafeedback", "1", 5)
     assert dict(res.dropped) == {"tie": 1}
-    got = store.rows("""SELECT p.prompt, p.chosen, p.rejected, p.source, p.kind, o.origin_kind, o.origin_id, o.rule
+    got = store.rows("""SELECT p.prompt, p.chosen, p.rejected, p.source, p.kind, \
+o.origin_kind, o.origin_id, o.rule
                         FROM pairs p JOIN pair_origins o USING (pair_id) ORDER BY o.origin_id""")
     assert len(got) == 5
     first = got[0]

@@ -121,7 +121,10 @@ def test_overlapping_tensors_and_duplicate_header_keys_are_refused(tmp_path):
     )
     with pytest.raises(BadInput, match="contiguous"):
         read_shard_header(p)
-    raw = b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    raw = (
+        b'{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, '
+        b'"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}'
+    )
     p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 4)
     with pytest.raises(BadInput, match="twice"):
         read_shard_header(p)

@@ -125,7 +125,8 @@ def test_the_layer_check_catches_domain_sideways_and_app_imports(tmp_path):
     (tmp_path / "pairstore" / "cli" / "__init__.py").write_text("")
     (tmp_path / "pairstore" / "cli" / "demo.py").write_text("")
     assert layer_violations(tmp_path) == [
-        "audits/report.py:1 imports miners.battle: sideways in the domain layer only to audits.loops, generators.registry, generators.rng, generators.tasks, miners.verify",
+        "audits/report.py:1 imports miners.battle: sideways in the domain layer only to audits.loops, "
+        "generators.registry, generators.rng, generators.tasks, miners.verify",
         "audits/report.py:2 imports pairstore.cli.demo: domain may not import the app layer",
     ]
 

@@ -1,4 +1,5 @@
-"""Repetition scanner (audits.loops): degenerate outputs flagged, legitimate texts not, the loop table and CLI."""
+"""Repetition scanner (audits.loops): degenerate outputs flagged, legitimate texts not,
+the loop table and CLI."""
 
 from __future__ import annotations
 
@@ -318,15 +319,20 @@ def test_poem_with_a_refrain():
 
 
 ESSAY_SENTENCES = [
-    "The invention of the printing press in the fifteenth century changed the way ideas moved through Europe.",
-    "Before the printing press, a book was copied by hand, and a single copy could take a scribe many months.",
-    "Books were therefore rare, expensive and mostly kept in monasteries, universities and the houses of the rich.",
-    "When Johannes Gutenberg combined movable metal type with an oil-based ink and a screw press, the cost of a "
+    "The invention of the printing press in the fifteenth century changed the way ideas moved "
+    "through Europe.",
+    "Before the printing press, a book was copied by hand, and a single copy could take a scribe "
+    "many months.",
+    "Books were therefore rare, expensive and mostly kept in monasteries, universities and "
+    "the houses of the rich.",
+    "When Johannes Gutenberg combined movable metal type with an oil-based ink and a screw press, "
+    "the cost of a "
     "page fell sharply.",
     "Within fifty years there were presses in more than two hundred cities, and millions of books were in "
     "circulation.",
     "The effect of the printing press on the spread of knowledge is hard to overstate.",
-    "Scholars could compare the same text in different cities and be sure that they were reading the same words.",
+    "Scholars could compare the same text in different cities and be sure that they were reading "
+    "the same words.",
     "Errors that had crept into manuscripts over centuries could be found and corrected in a new edition.",
     "Maps, tables and diagrams could be reproduced exactly, which mattered a great deal to navigators and "
     "astronomers.",
@@ -339,21 +345,27 @@ ESSAY_SENTENCES = [
     "Merchants needed to read contracts, and towns needed clerks who could keep accounts.",
     "The printing press met a demand that already existed, and in meeting it, it created new demand.",
     "Cheap almanacs, ballads and prayer books reached people who had never owned a book before.",
-    "Over time, the habit of reading in private changed how people thought about themselves and their beliefs.",
-    "The spread of knowledge also changed science, because results could be published, checked and built upon.",
+    "Over time, the habit of reading in private changed how people thought about themselves and "
+    "their beliefs.",
+    "The spread of knowledge also changed science, because results could be published, checked and "
+    "built upon.",
     "A discovery made in Padua could be read in London within a few months, and argued about in letters.",
-    "Journals appeared in the seventeenth century, and with them the idea that claims should be tested in public.",
+    "Journals appeared in the seventeenth century, and with them the idea that claims should be tested "
+    "in public.",
     "None of this happened overnight, and none of it happened in the same way in every country.",
     "In some places the printing press was welcomed, and in others it was controlled for generations.",
     "The lesson for our own time is not that every new technology is good or bad.",
     "It is that the way a technology is used depends on the institutions and the people around it.",
     "The internet, like the printing press, lowered the cost of copying words to almost nothing.",
     "It too has spread knowledge and nonsense at the same time, and it too has provoked calls for control.",
-    "If the history of the printing press teaches anything, it is that the results take decades to become clear.",
+    "If the history of the printing press teaches anything, it is that the results take decades to "
+    "become clear.",
     "Those who lived through the first century of print could not know what the world of books would become.",
     "We should be equally modest about our predictions for the technologies of today.",
-    "What we can do is keep the spread of knowledge open, and keep the tools for checking it in public hands.",
-    "That, more than any single invention, is what allowed the printing press to change the world for the better.",
+    "What we can do is keep the spread of knowledge open, and keep the tools for checking it in "
+    "public hands.",
+    "That, more than any single invention, is what allowed the printing press to change the world "
+    "for the better.",
 ]
 
 

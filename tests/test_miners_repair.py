@@ -267,8 +267,10 @@ def test_loopfix_exact_pairs_rules_and_counts(store, loop_store):
     assert (res.miner, res.version, res.kept) == ("loopfix", "1", 4)
     assert dict(res.dropped) == {"correct": 1, "holdout": 1}
     assert (res.stats["wrong"], res.stats["looped"], res.stats["generations"]) == (3, 2, 6)
-    rows = store.rows("""SELECT o.origin_id, o.rule, p.chosen, p.rejected, p.source, p.family, p.task_key, p.pair_id
-                         FROM pairs p JOIN pair_origins o USING (pair_id) WHERE o.origin_kind = 'generation'""")
+    rows = store.rows("""SELECT o.origin_id, o.rule, p.chosen, p.rejected, p.source, \
+p.family, p.task_key, p.pair_id
+                         FROM pairs p JOIN pair_origins o USING (pair_id) \
+WHERE o.origin_kind = 'generation'""")
     got = {r["origin_id"]: r for r in rows}
     assert set(got) == {
         gens[(t1.task_id, 1)],

@@ -1,5 +1,5 @@
-"""The normalization behind match keys (pairstore.holdout.normalize), the equivalences the streaming matcher relies
-on (pairstore.holdout.scan), and migration 3, which recomputed every stored key."""
+"""The normalization behind match keys (pairstore.holdout.normalize), the equivalences the streaming matcher
+relies on (pairstore.holdout.scan), and migration 3, which recomputed every stored key."""
 
 from __future__ import annotations
 

@@ -164,8 +164,8 @@ def test_browse_shows_a_battle_its_pairs_and_hides_held_out_ones(store, tmp_path
         [
             Pair(prompt=[{"role": "user", "content": held_text}], chosen="x1", rejected="y1", source="battle",
                  origins=[Origin("battle", ids[0], "vote=win")]),
-            Pair(prompt=[{"role": "user", "content": "open question"}], chosen="x2", rejected="y2", source="battle",
-                 origins=[Origin("battle", open_id, "vote=win")]),
+            Pair(prompt=[{"role": "user", "content": "open question"}], chosen="x2", rejected="y2",
+                 source="battle", origins=[Origin("battle", open_id, "vote=win")]),
         ],
         miner="test", miner_version="1",
     )  # fmt: skip

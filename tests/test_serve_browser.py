@@ -19,12 +19,14 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not (CHROMIUM and CHROMEDRIVER),
-        reason="needs Debian's chromium and chromium-driver (`apt-get install chromium chromium-driver`; .ci/run does)",
+        reason="needs Debian's chromium and chromium-driver "
+        "(`apt-get install chromium chromium-driver`; .ci/run does)",
     ),
 ]
 webdriver = pytest.importorskip("selenium.webdriver")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", "--window-size=1280,900"]  # fmt: skip
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--window-size=1280,900"]  # fmt: skip
 
 
 class Echo:
@@ -78,8 +80,8 @@ def _submit(driver, name):
 def _app(db, tokens=None):
     from pairstore.cli.serve.app import ServeConfig, create_app
 
-    return create_app(ServeConfig(str(db), {"brook": Echo("Brook says"), "rival": Echo("Rival says")}, "brook",
-                                  tokens or {}, hold_s=0.0))  # fmt: skip
+    return create_app(ServeConfig(str(db), {"brook": Echo("Brook says"), "rival": Echo("Rival says")},
+                                  "brook", tokens or {}, hold_s=0.0))  # fmt: skip
 
 
 def test_arena_vote_in_the_browser(browser, db_path, tmp_path):
@@ -110,7 +112,8 @@ def test_arena_vote_in_the_browser(browser, db_path, tmp_path):
             """const done = arguments[arguments.length - 1];
             const form = document.getElementById("vote-form");
             const body = new URLSearchParams(new FormData(form)); body.set("vote", "tie");
-            Promise.all([fetch(form.action, {method: "POST", body}), fetch(form.action, {method: "POST", body})])
+            Promise.all([fetch(form.action, {method: "POST", body}), \
+fetch(form.action, {method: "POST", body})])
               .then(rs => done(rs.map(r => r.status)));"""
         )
         assert statuses == [200, 200]
@@ -119,8 +122,8 @@ def test_arena_vote_in_the_browser(browser, db_path, tmp_path):
             "SELECT vote, own_position, own_model, opponent_model, category FROM battles ORDER BY voted_at"
         )
     assert len(rows) == 2
-    assert rows[0] == {"vote": "win" if own_side == "b" else "loss", "own_position": own_side, "own_model": "brook",
-                       "opponent_model": "rival", "category": "math"}  # fmt: skip
+    assert rows[0] == {"vote": "win" if own_side == "b" else "loss", "own_position": own_side,
+                       "own_model": "brook", "opponent_model": "rival", "category": "math"}  # fmt: skip
     assert rows[1]["vote"] == "tie"
 
 

@@ -74,7 +74,8 @@ def write_bundle(
             total += sum(tensors[k].numel() * tensors[k].element_size() for k in names)
         B.write_index(path, weight_map, total)
     (path / "tokenizer.json").write_text(
-        '{"version": "1.0", "model": {"type": "WordLevel", "vocab": {"<eos>": 0, "a": 1}, "unk_token": "<eos>"}, '
+        '{"version": "1.0", "model": {"type": "WordLevel", "vocab": {"<eos>": 0, "a": 1}, '
+        '"unk_token": "<eos>"}, '
         '"added_tokens": [{"id": 0, "content": "<eos>", "single_word": false, "lstrip": false, '
         '"rstrip": false, "normalized": false, "special": true}]}'
     )

@@ -1,5 +1,5 @@
-"""Every SQL fragment a user gives goes through one validator (pairstore.store.sql_guard), and `pairstore sql` keeps
-to the store."""
+"""Every SQL fragment a user gives goes through one validator (pairstore.store.sql_guard),
+and `pairstore sql` keeps to the store."""
 
 from __future__ import annotations
 

@@ -243,7 +243,8 @@ def test_a_round_rewritten_outside_pairstore_is_refused(round_r1, tmp_path, run_
     round_r1.close()
     con = duckdb.connect(str(db))
     con.execute(
-        "UPDATE rounds SET recipe = replace(recipe, '\"upsample\": 2.5', '\"upsample\": 9.0') WHERE name = 'r1'"
+        "UPDATE rounds SET recipe = replace(recipe, '\"upsample\": 2.5', '\"upsample\": 9.0') "
+        "WHERE name = 'r1'"
     )
     con.close()
     r = run_cli("export", "--round", "r1", "--out", tmp_path / "out")

@@ -320,7 +320,8 @@ def test_template_tokenizer_generation_mismatch_is_an_error_before_training(
         _edit_json(gen, eos_token_id=[5, 99999])
     elif breakage == "pad_inconsistent":
         _edit_json(gen, pad_token_id=5)
-    else:  # no template anywhere: neither chat_template.jinja nor (for transformers 4.x) tokenizer_config.json
+    else:  # no template anywhere: neither chat_template.jinja nor
+        # (for transformers 4.x) tokenizer_config.json
         (bundle / "chat_template.jinja").unlink()
         config = json.loads((bundle / "tokenizer_config.json").read_text())
         del config["chat_template"]

@@ -1,4 +1,5 @@
-"""TRL trains on pairstore's export files as they are: DPOTrainer on NAME.parquet, SFTTrainer on NAME.sft.parquet.
+"""TRL trains on pairstore's export files as they are: DPOTrainer on NAME.parquet,
+SFTTrainer on NAME.sft.parquet.
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_trl_exports.py -q
 

@@ -264,7 +264,8 @@ def test_three_verdicts_migration_keeps_rows_and_admits_unknown(tmp_path):
     ]
     con.execute(
         "INSERT INTO generations (gen_id, model, item_kind, prompt, output, verdict, verdict_reason) "
-        "VALUES ('g2', 'm', 'prompt', [{'role': 'user', 'content': 'hi'}], 'out', 'unknown', 'no answer found')"
+        "VALUES ('g2', 'm', 'prompt', [{'role': 'user', 'content': 'hi'}], 'out', 'unknown', "
+        "'no answer found')"
     )
     with pytest.raises(duckdb.ConstraintException):
         con.execute(

@@ -173,7 +173,8 @@ def report(argv: list[str], tables: list[list[str]], ok: bool, seconds: float) -
         "Each bundle is loaded as a serving stack loads it (AutoTokenizer, its chat template with "
         "add_generation_prompt, AutoConfig, GenerationConfig, AutoModelForCausalLM from safetensors) and "
         "generates 6 tokens greedily from the same chat prompt under both majors. merge: the tiny base "
-        "(train.tiny) merged with a random-weight LoRA adapter (train.merge); soup: base + 0.5 x (merge - base) "
+        "(train.tiny) merged with a random-weight LoRA adapter (train.merge); "
+        "soup: base + 0.5 x (merge - base) "
         "(train.soup).",
         "",
     ]
