@@ -1205,8 +1205,8 @@ def write_report(
     incumbent: str | None = None,
     all_models: bool = False,
 ) -> dict:
-    """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md",
-    "images", "sections"}."""
+    """Write report.html, report.md and the PNGs into out_dir;
+    returns {"html", "md", "images", "sections"}."""
     rep = build_report(store, model, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models)
     out = Path(out_dir)
     recover_folder(out)

@@ -441,8 +441,8 @@ def main() -> None:
                 ""
                 if args.scale != 1
                 else f" The issue quotes about {ISSUE_DATASETS_S} s for datasets on these machines; "
-                "measured against "
-                f"that figure instead of this run's, the export is {ISSUE_DATASETS_S / ours[0]:.1f}x faster "
+                "measured against that figure instead of this run's, "
+                f"the export is {ISSUE_DATASETS_S / ours[0]:.1f}x faster "
                 f"({'meets' if ISSUE_DATASETS_S / ours[0] >= 5 else 'short of'} the 5x goal)."
             ),
         ]
@@ -453,8 +453,8 @@ def main() -> None:
         f"prefilter. The gate took {statistics.median(r['gate_s'] for _, r in results['ours']):.1f} s of the "
         f"export's {statistics.median(r['export_s'] for _, r in results['ours']):.1f} s inside the child "
         f"({100 * statistics.median(r['gate_s'] / r['export_s'] for _, r in results['ours']):.0f}%; "
-        "the loop-fix "
-        "pairs, generated tasks of the store, are spared from its text checks but still compared by key); "
+        "the loop-fix pairs, generated tasks of the store, are spared from its text checks "
+        "but still compared by key); "
         f"the child's peak memory by the end of the gate was "
         f"{statistics.median(r['rss_after_gate_mb'] for _, r in results['ours']):,.0f} MB.",
         "",

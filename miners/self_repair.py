@@ -110,8 +110,8 @@ class SelfRepairOptions:
 
 @register("self_repair", version="1", options=SelfRepairOptions, sources=("self_repair", "gold_repair"))
 def mine_self_repair(store, options: SelfRepairOptions) -> MineResult:
-    """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold
-    solution where all are wrong."""
+    """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution \
+where all are wrong."""
     model, dataset, pairs_per_problem = options.model, options.dataset, options.pairs_per_problem
     seed, gold_repair, workers = options.seed, options.gold_repair, options.workers
     if dataset not in DATASETS:

@@ -326,8 +326,7 @@ ESSAY_SENTENCES = [
     "Books were therefore rare, expensive and mostly kept in monasteries, universities and "
     "the houses of the rich.",
     "When Johannes Gutenberg combined movable metal type with an oil-based ink and a screw press, "
-    "the cost of a "
-    "page fell sharply.",
+    "the cost of a page fell sharply.",
     "Within fifty years there were presses in more than two hundred cities, and millions of books were in "
     "circulation.",
     "The effect of the printing press on the spread of knowledge is hard to overstate.",

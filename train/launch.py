@@ -125,8 +125,7 @@ def sbatch_script(
     lines += [
         "",
         f"# pairstore DPO round {round_name}: {gpus} GPUs x batch {hp['per_device_batch']} per GPU "
-        "x gradient "
-        f"accumulation {hp['gradient_accumulation_steps']} = global batch {hp['global_batch']}, "
+        f"x gradient accumulation {hp['gradient_accumulation_steps']} = global batch {hp['global_batch']}, "
         f"{hp['max_steps']} steps.",
         "# The job file was prepared from the store when this script was written; every training process",
         "# re-checks the mixture's SHA-256 and a requeued job resumes from its last checkpoint.",

@@ -132,8 +132,8 @@ def lora_scale(config: dict, module: str) -> float:
 
 
 def _adapter_modules(weights_path: Path, config: dict) -> tuple[dict, dict]:
-    """{base tensor name: (A, B, scale, kind)} for LoRA modules, and {base tensor
-    name: tensor} replacements."""
+    """{base tensor name: (A, B, scale, kind)} for LoRA modules,
+    and {base tensor name: tensor} replacements."""
     from safetensors.torch import load_file
 
     if config.get("use_dora"):

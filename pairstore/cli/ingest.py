@@ -60,8 +60,8 @@ def ingest_group():
 )
 @click.pass_context
 def ingest_battles_cmd(ctx, file, fmt, own_models, others):
-    """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder
-    or a save_to_disk folder.
+    """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder \
+or a save_to_disk folder.
 
     Native record: battle_id, prompt (string or messages), own_answer, opponent_answer, vote
     (win|loss|tie|both_bad, from the own model's side), optional category, own_model,
@@ -89,8 +89,8 @@ def ingest_battles_cmd(ctx, file, fmt, own_models, others):
 @click.option("--split", default="train", show_default=True, help="Only train is accepted.")
 @click.pass_context
 def ingest_problems_cmd(ctx, dataset, path, split):
-    """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math, or
-    MATH-500-shaped rows) train problems."""
+    """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math, or MATH-500-shaped rows) \
+train problems."""
     with open_db(ctx) as store:
         echo_ingest(ingest_problems(store, dataset, path=path, split=split, progress=stderr_is_tty()))
 
