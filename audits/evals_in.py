@@ -31,8 +31,8 @@ from pathlib import Path
 
 from audits.loops import scan
 from pairstore.errors import BadInput
+from pairstore.ingest.base import log_ingest
 from pairstore.ingest.records import read_records
-from pairstore.ingest.tables import log_ingest
 from pairstore.keys import sha256_file
 from pairstore.tables.evals import SCORE_COLUMNS, add_eval_items, add_scores, lm_eval_doc_text
 

@@ -12,7 +12,7 @@ from pairstore.errors import GateRefused
 from pairstore.export.run import export_round
 from pairstore.holdout.matching import FUZZY_THRESHOLD, candidate_table, find_holdout_hits, fuzzy_score
 from pairstore.holdout.sets import add_members, remove_member, sample_holdout
-from pairstore.ingest.tables import ingest_battles
+from pairstore.ingest.battles import ingest_battles
 from pairstore.keys import match_key, match_text
 from pairstore.rounds.recipes import add_round
 from pairstore.store.store import open_store

@@ -8,7 +8,7 @@ import pytest
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import active_members, held_task_keys, sample_holdout
-from pairstore.ingest.tables import ingest_battles
+from pairstore.ingest.battles import ingest_battles
 from pairstore.store.migrations import SCHEMA_VERSION
 from pairstore.store.store import open_store
 

@@ -15,13 +15,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from pairstore.errors import BadInput
-from pairstore.ingest.tables import (
-    ingest_battles,
-    ingest_generations,
-    ingest_judgments,
-    ingest_pairs,
-    ingest_problems,
-)
+from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.generations import ingest_generations
+from pairstore.ingest.judgments import ingest_judgments
+from pairstore.ingest.pairs import ingest_pairs
+from pairstore.ingest.problems import ingest_problems
 from pairstore.store.store import open_store
 
 
@@ -172,7 +170,7 @@ def test_sigkill_halfway_leaves_store_as_it_was(db_path, tmp_path, write_jsonl):
     # The child runs the real ingest and stops inside its transaction, after the rows are inserted.
     child = textwrap.dedent(f"""
         import sys, time
-        import pairstore.ingest.tables as ing
+        import pairstore.ingest.battles as ing
         from pairstore.store.store import open_store
         real = ing.log_ingest
         def slow(*a, **k):

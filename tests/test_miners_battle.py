@@ -8,7 +8,8 @@ from miners.battle import mine_battles
 from miners.patterns import names_own_model
 from miners.registry import miner_names, run_miner
 from pairstore.holdout.sets import add_members, remove_member, sample_holdout
-from pairstore.ingest.tables import ingest_battles, ingest_pairs
+from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.pairs import ingest_pairs
 from pairstore.keys import match_key, match_text
 
 

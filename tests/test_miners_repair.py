@@ -9,7 +9,7 @@ from miners.loopfix import mine_loopfix
 from miners.self_repair import mine_self_repair, spread_picks
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import add_members
-from pairstore.ingest.tables import ingest_generations
+from pairstore.ingest.generations import ingest_generations
 from pairstore.keys import match_key, match_text
 
 LOOP = "Let me recount the apples again. " * 120  # a phrase repeated 120 times: a catastrophic loop

@@ -13,7 +13,7 @@ from miners.patterns import (
 from miners.style import mine_style
 from miners.verify import extract_answer
 from pairstore.holdout.sets import add_members
-from pairstore.ingest.tables import ingest_generations
+from pairstore.ingest.generations import ingest_generations
 from pairstore.keys import match_key, match_text
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 

@@ -19,7 +19,8 @@ import pytest
 
 from miners.importers import import_ultrafeedback
 from pairstore.errors import BadInput
-from pairstore.ingest.tables import ingest_battles, ingest_problems
+from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.problems import ingest_problems
 from pairstore.store.store import open_store
 from pairstore.tables.evals import add_eval_items
 from train.eval import read_suite_file

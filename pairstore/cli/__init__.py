@@ -1,8 +1,9 @@
 """The `pairstore` command line: thin wrappers over library functions.
 
-Each command opens the store, calls one library function and prints its result; the commands live
-by topic in pairstore/cli/store.py, cli_mine.py, cli_audit.py and cli_train.py, and what they share
-(errors to one line and an exit status, see docs/design.md) in pairstore/cli/base.py.
+Each command opens the store, calls one library function and prints its result; each command group
+has its module here (pairstore/cli/ingest.py for `pairstore ingest ...`, and so on; the demo's
+pipeline and its command in pairstore/cli/demo.py), and what they share (errors to one line and an
+exit status, see docs/design.md) is in pairstore/cli/base.py.
 
     pairstore --db store.duckdb ingest battles battles.jsonl
     pairstore sql "SELECT * FROM pairs_by_source"
@@ -14,9 +15,17 @@ import click
 
 from pairstore.cli.audit import audit_group
 from pairstore.cli.base import PairstoreGroup
-from pairstore.cli.mine import generate_group, mine_group
-from pairstore.cli.store import export_cmd, holdout_group, ingest_group, lineage_cmd, round_group, sql_cmd
-from pairstore.cli.train import demo_cmd, eval_cmd, train_group
+from pairstore.cli.demo import demo_cmd
+from pairstore.cli.eval import eval_cmd
+from pairstore.cli.export import export_cmd
+from pairstore.cli.generate import generate_group
+from pairstore.cli.holdout import holdout_group
+from pairstore.cli.ingest import ingest_group
+from pairstore.cli.lineage import lineage_cmd
+from pairstore.cli.mine import mine_group
+from pairstore.cli.round import round_group
+from pairstore.cli.sql import sql_cmd
+from pairstore.cli.train import train_group
 
 
 @click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})

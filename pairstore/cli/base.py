@@ -81,3 +81,17 @@ def echo_ingest(result) -> None:
         f"{result.kind}: read {result.read}, added {result.added}{pairs}"
         + (f", skipped {skipped}" if skipped else "")
     )
+
+
+def generation_options(fn):
+    """--max-new-tokens and --engine: how a bundle generates (sample and eval)."""
+    fn = click.option(
+        "--engine",
+        type=click.Choice(["auto", "transformers", "vllm"]),
+        default="auto",
+        show_default=True,
+        help="auto: vLLM when installed with a GPU, else transformers.",
+    )(fn)
+    return click.option(
+        "--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens."
+    )(fn)

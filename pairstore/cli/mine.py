@@ -8,74 +8,8 @@ from __future__ import annotations
 
 import click
 
-from generators.registry import FAMILIES, resolve_families
-from generators.tasks import generate_loopfix
 from miners.registry import miners, run_miner
 from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, open_db
-
-
-@click.group("generate")
-def generate_group():
-    """Generate synthetic tasks with gold answers computed by code."""
-
-
-@generate_group.command("loopfix")
-@click.option("--n", "n", type=click.IntRange(min=0), required=True, help="How many tasks to generate.")
-@click.option(
-    "--seed",
-    callback=check_seed,
-    type=int,
-    required=True,
-    help="Seed: the same seed and options give the same tasks.",
-)
-@click.option(
-    "--families",
-    default=None,
-    help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; see `pairstore generate families`).",
-)
-@click.option(
-    "--suite",
-    default=None,
-    help="Write the tasks as this evaluation suite: eval_items plus a holdout set of that name. "
-    "Without it the tasks are for training and avoid every held-out task key.",
-)
-@click.option(
-    "--difficulty",
-    type=click.IntRange(1, 3),
-    default=None,
-    help="Fix the difficulty level (1 easy .. 3 hard); default: drawn per task.",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-@click.pass_context
-def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
-    """Generate loop-fix tasks (letter/word counts, division, digit sums, ...) into the store."""
-    names = resolve_families(families)  # an unknown family fails before the store is opened
-    with open_db(ctx) as store:
-        summary = generate_loopfix(store, n, seed, names, suite, difficulty=difficulty)
-    if as_json:
-        echo_json(summary.to_dict())
-        return
-    echo_table(["family", "tasks"], list(summary.families.items()))
-    echo_counts(
-        f"{'suite ' + suite if suite else 'training'} (seed {seed})",
-        {
-            "tasks_inserted": summary.tasks_inserted,
-            "tasks_existing": summary.tasks_existing,
-            "eval_items_inserted": summary.eval_items_inserted,
-            "holdout_added": summary.holdout_added,
-            "excluded_keys": summary.excluded_keys,
-        },
-    )
-
-
-@generate_group.command("families")
-def generate_families_cmd():
-    """List the task families: modes, phrasings per mode and difficulty levels."""
-    rows = [
-        (f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
-        for f in FAMILIES.values()
-    ]
-    echo_table(["family", "modes (phrasings)", "difficulty"], rows)
 
 
 @click.group("mine")

@@ -1,9 +1,4 @@
-"""`pairstore train ...`, `pairstore eval` and `pairstore demo`: models (the `train` extra).
-
-pairstore train dpo --round m11a --base bundles/so7a --out runs/m11a
-pairstore eval --model bundles/sm11a --suite lf2
-pairstore demo demo-run
-"""
+"""`pairstore train ...`: DPO, merge, sampling and soup (the `train` extra)."""
 
 from __future__ import annotations
 
@@ -13,91 +8,18 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from pairstore.cli.base import check_seed, echo_counts, open_db
-from pairstore.cli.demo import closing_lines, run_demo
+from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
 from pairstore.rounds.checkpoints import register_checkpoint
 from train.dpo import train_dpo_at
-from train.eval import run_eval
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
 from train.sample import sample
 from train.soup import soup
 
 
-def generation_options(fn):
-    """--max-new-tokens and --engine: how a bundle generates (sample and eval)."""
-    fn = click.option(
-        "--engine",
-        type=click.Choice(["auto", "transformers", "vllm"]),
-        default="auto",
-        show_default=True,
-        help="auto: vLLM when installed with a GPU, else transformers.",
-    )(fn)
-    return click.option(
-        "--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens."
-    )(fn)
-
-
 @click.group("train")
 def train_group():
     """DPO+NLL LoRA training, merge, soup and sampling (needs the `train` extra)."""
-
-
-@click.command("eval")
-@click.option(
-    "--model",
-    "bundle",
-    required=True,
-    type=click.Path(file_okay=False, path_type=str),
-    help="The bundle to evaluate.",
-)
-@click.option(
-    "--suite",
-    required=True,
-    help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
-    "with --path FILE.",
-)
-@click.option(
-    "--path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
-    "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
-    "answer?), or {id?, prompt, gold?, kind?}.",
-)
-@click.option("--n", type=int, default=None, help="Only the first N items.")
-@generation_options
-@click.option(
-    "--name",
-    "model_name",
-    default=None,
-    help="Model name for the scores (default: the bundle's checkpoint name).",
-)
-@click.option(
-    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-)
-@click.pass_context
-def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code):
-    """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
-    with open_db(ctx) as store:
-        r = run_eval(
-            store,
-            bundle,
-            suite,
-            model_name,
-            path=path,
-            n=n,
-            max_new_tokens=max_new_tokens,
-            engine=engine,
-            trust_remote_code=trust_remote_code,
-        )
-    acc = "n/a" if r.accuracy is None else f"{r.accuracy:.4f} ({r.correct}/{r.scored})"
-    click.echo(
-        f"{r.model} on {r.suite}: {r.items} items, accuracy {acc}, loop-flagged {r.loop_flagged} "
-        f"({r.loop_catastrophic} catastrophic), empty {r.empty}, mean length {r.mean_output_len:.1f} tokens"
-    )
-    if r.skipped:
-        echo_counts("skipped", r.skipped)
 
 
 @train_group.command("dpo")
@@ -419,18 +341,3 @@ def train_soup_cmd(
             store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()), evidence=evidence
         )
     click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")
-
-
-@click.command("demo")
-@click.argument("out_dir", default="demo-run", type=click.Path(file_okay=False))
-def demo_cmd(out_dir):
-    """Run the end-to-end demo on bundled invented sample data into OUT_DIR.
-
-    The incumbent so7a is a tiny character-level model shipped with pairstore
-    (scripts/train_demo_model.py trains it from its seed); the demo samples it,
-    mines pairs, exports m11a through the gate, trains DPO+NLL LoRA, merges,
-    soups at alpha 0.5/0.625/0.75, evaluates on the held-out suite arith and
-    writes the report. About two minutes on 2 cores."""
-    result = run_demo(out_dir, echo=click.echo)
-    for line in closing_lines(result):
-        click.echo(line)

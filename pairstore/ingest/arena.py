@@ -14,7 +14,7 @@ Formats (from JSONL, parquet, CSV, a Hub folder or a save_to_disk folder: pairst
   response_b (JSON-encoded lists of strings, one per turn, that may hold null), winner_model_a,
   winner_model_b, winner_tie (0 or 1, exactly one 1). A tie here covers both-bad votes too.
 
-This module reads and checks rows (parse_row) and maps them (battle_fields, other_pair); pairstore.ingest.tables
+This module reads and checks rows (parse_row) and maps them (battle_fields, other_pair); pairstore.ingest.battles
 writes them. The vote of a battle the own model played is mapped to its side; `winner` of a battle between
 two other models picks the chosen answer of an `arena` pair (ties and both-bad give none).
 

@@ -53,7 +53,7 @@ from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
 
 KINDS = ("dpo", "soup", "base")
-# The `source` values the miners and importers of this project write (miners/*, pairstore/ingest/tables.py
+# The `source` values the miners and importers of this project write (miners/*, pairstore/ingest/*.py
 # round attach), see docs: battle (battle votes), self_repair / gold_repair (GSM8K/MATH self-repair and
 # gold-solution repair), loopfix (generated tasks), style (hedging tails / answer lines), ultrafeedback,
 # compliance (handcrafted pairs), compliance_sft (NLL-only rows), attached (rows of attached files).

@@ -1,0 +1,61 @@
+"""`pairstore export`: a round's mixture through the holdout gate into parquet and evidence."""
+
+from __future__ import annotations
+
+import click
+
+from pairstore.cli.base import (
+    echo_counts,
+    open_db,
+)
+from pairstore.export.run import export_round
+
+
+@click.command("export")
+@click.option("--round", "round_name", required=True, help="The round whose mixture to export.")
+@click.option(
+    "--out",
+    "out_dir",
+    default=".",
+    show_default=True,
+    type=click.Path(file_okay=False),
+    help="Folder for NAME.parquet, NAME.sft.parquet and NAME.training_evidence.json.",
+)
+@click.option(
+    "--bundle",
+    type=click.Path(file_okay=False),
+    help='Parent bundle folder whose system_prompt.txt a recipe with system_prompt = "bundle" uses.',
+)
+@click.option(
+    "--system-prompt-file",
+    type=click.Path(dir_okay=False),
+    help='A system_prompt.txt to use for system_prompt = "bundle" (instead of --bundle).',
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Overwrite registered files in --out that would get other bytes (their registration is marked "
+    "superseded); without it such an export is refused.",
+)
+@click.pass_context
+def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace):
+    """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
+    with open_db(ctx) as store:
+        r = export_round(
+            store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file, replace=replace
+        )
+    for note in r.notes:
+        click.echo(f"note: {note}")
+    if r.superseded:
+        click.echo(f"superseded: {', '.join(r.superseded)}")
+    for info in r.files.values():
+        click.echo(f"{info['path']}: {info['rows']} rows, sha256 {info['sha256']}")
+    click.echo(f"{r.evidence_path}")
+    echo_counts("rows by source", r.rows_by_source)
+    for b in r.blocks:
+        if b["note"]:
+            click.echo(f"note: block {b['source']}: {b['note']}")
+    if r.gate.get("exempted"):
+        click.echo(f"gate: passed with {len(r.gate['exempted'])} exempted hit(s)")
+    for note in r.gate.get("notes", []):
+        click.echo(f"note: {note}")

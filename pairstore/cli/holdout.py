@@ -1,0 +1,110 @@
+"""`pairstore holdout ...`: holdout sets, their members, removals and exemptions."""
+
+from __future__ import annotations
+
+import click
+
+from pairstore.cli.base import (
+    check_seed,
+    echo_json,
+    echo_table,
+    open_db,
+)
+from pairstore.holdout.sets import (
+    add_exemption,
+    add_from_ids_file,
+    list_sets,
+    remove_member,
+    sample_holdout,
+    show_set,
+)
+
+
+@click.group("holdout")
+def holdout_group():
+    """Named holdout sets that no training mixture may touch."""
+
+
+@holdout_group.command("add")
+@click.argument("set_name", metavar="SET")
+@click.option(
+    "--ids-file",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="One battle, task or eval-item id per line.",
+)
+@click.pass_context
+def holdout_add_cmd(ctx, set_name, ids_file):
+    """Add the ids in a file to holdout SET (created if new)."""
+    with open_db(ctx) as store:
+        n = add_from_ids_file(store, set_name, ids_file)
+    click.echo(f"{set_name}: {n} members added")
+
+
+@holdout_group.command("sample")
+@click.argument("set_name", metavar="SET")
+@click.option("--n", type=int, required=True, help="How many battles.")
+@click.option("--seed", callback=check_seed, type=int, required=True, help="Sampling seed.")
+@click.option("--where", help="SQL filter over battles to sample from.")
+@click.pass_context
+def holdout_sample_cmd(ctx, set_name, n, seed, where):
+    """Sample N battles into SET, stratified by vote and category (deterministic under --seed)."""
+    with open_db(ctx) as store:
+        ids = sample_holdout(store, set_name, n=n, seed=seed, where=where)
+    click.echo(f"{set_name}: {len(ids)} battles sampled (seed {seed})")
+
+
+@holdout_group.command("list")
+@click.pass_context
+def holdout_list_cmd(ctx):
+    """List holdout sets with their active and removed member counts."""
+    with open_db(ctx, read_only=True) as store:
+        rows = list_sets(store)
+    echo_table(
+        ["set", "active", "removed", "method", "seed"],
+        [(r["set_name"], r["active"], r["removed"], r["method"], r["seed"]) for r in rows],
+    )
+
+
+@holdout_group.command("show")
+@click.argument("set_name", metavar="SET")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def holdout_show_cmd(ctx, set_name, as_json):
+    """Show the members of SET and their status."""
+    with open_db(ctx, read_only=True) as store:
+        rows = show_set(store, set_name)
+    if as_json:
+        echo_json(rows)
+    else:
+        echo_table(
+            ["item_id", "kind", "status", "match_key", "reason"],
+            [(r["item_id"], r["item_kind"], r["status"], r["match_key"], r["removed_reason"]) for r in rows],
+        )
+
+
+@holdout_group.command("remove")
+@click.argument("set_name", metavar="SET")
+@click.argument("item_id", metavar="ID")
+@click.option("--reason", required=True, help="Why (kept in the audit log).")
+@click.pass_context
+def holdout_remove_cmd(ctx, set_name, item_id, reason):
+    """Remove member ID from SET (logged with the reason; the row is kept as 'removed')."""
+    with open_db(ctx) as store:
+        remove_member(store, set_name, item_id, reason=reason)
+    click.echo(f"{set_name}: removed {item_id}")
+
+
+@holdout_group.command("exempt")
+@click.argument("set_name", metavar="SET")
+@click.argument("item_id")
+@click.argument("pair_id")
+@click.option(
+    "--reason", required=True, help="Why this pair may train although it matches the member (logged)."
+)
+@click.pass_context
+def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason):
+    """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
+    with open_db(ctx) as store:
+        added = add_exemption(store, set_name, item_id, pair_id, reason=reason)
+    click.echo(f"{'exempted' if added else 'already exempted'}: pair {pair_id} for {set_name}/{item_id}")

@@ -1,0 +1,147 @@
+"""`pairstore ingest ...`: battles, problems, generations, pairs, judgments and eval results into the store."""
+
+from __future__ import annotations
+
+import click
+
+from audits.evals_in import ingest_evals
+from pairstore.cli.base import (
+    echo_ingest,
+    open_db,
+    stderr_is_tty,
+)
+from pairstore.ingest.arena import FORMATS as ARENA_FORMATS
+from pairstore.ingest.arena import OTHERS as ARENA_OTHERS
+from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.generations import ingest_generations
+from pairstore.ingest.judgments import ingest_judgments
+from pairstore.ingest.pairs import ingest_pairs
+from pairstore.ingest.problems import ingest_problems
+
+
+@click.group("ingest")
+def ingest_group():
+    """Bring battles, problems, generations, pairs, judgments and evals into the store."""
+
+
+@ingest_group.command("battles")
+@click.argument("file", type=click.Path())
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["native", *ARENA_FORMATS]),
+    default="native",
+    show_default=True,
+    help="native: pairstore's battle records; arena: lmsys/chatbot_arena_conversations rows; "
+    "arena55k: lmsys-arena-human-preference-55k rows (train.csv).",
+)
+@click.option(
+    "--own-model",
+    "own_models",
+    multiple=True,
+    metavar="NAME",
+    help="arena formats: the model whose side votes are read from (repeat for several names).",
+)
+@click.option(
+    "--others",
+    type=click.Choice(ARENA_OTHERS),
+    default="skip",
+    show_default=True,
+    help="arena formats, battles no own model plays: skip them (counted) or store them as pairs of "
+    "source 'arena', the winner's answer chosen.",
+)
+@click.pass_context
+def ingest_battles_cmd(ctx, file, fmt, own_models, others):
+    """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder or a save_to_disk folder.
+
+    Native record: battle_id, prompt (string or messages), own_answer, opponent_answer, vote
+    (win|loss|tie|both_bad, from the own model's side), optional category, own_model,
+    opponent_model, voted_at; a multi-turn battle gives turns: [{user, own, opponent}, ...].
+    Public Chatbot Arena files go in as they are with --format arena or arena55k and --own-model NAME.
+    """
+
+    with open_db(ctx) as store:
+        echo_ingest(
+            ingest_battles(
+                store, file, fmt=fmt, own_models=own_models, others=others, progress=stderr_is_tty()
+            )
+        )
+
+
+@ingest_group.command("problems")
+@click.option("--dataset", type=click.Choice(["gsm8k", "math"]), required=True, help="Which dataset.")
+@click.option(
+    "--path",
+    type=click.Path(),
+    help="Local copy in the dataset's own columns: a JSONL, parquet or CSV file, a Hub folder or a "
+    "save_to_disk folder (its train split).",
+)
+@click.option("--split", default="train", show_default=True, help="Only train is accepted.")
+@click.pass_context
+def ingest_problems_cmd(ctx, dataset, path, split):
+    """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math, or MATH-500-shaped rows) train problems."""
+    with open_db(ctx) as store:
+        echo_ingest(ingest_problems(store, dataset, path=path, split=split, progress=stderr_is_tty()))
+
+
+@ingest_group.command("generations")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--model", required=True, help="Name of the model that wrote the outputs.")
+@click.pass_context
+def ingest_generations_cmd(ctx, file, model):
+    """Ingest a model's outputs (on problems, tasks, eval items or free prompts) from FILE.
+
+    Record: output, item_kind (problem|task|eval_item|prompt), item_id or prompt, optional
+    sample_index, temperature, top_p, max_new_tokens, seed, suite, decoding.
+    """
+
+    with open_db(ctx) as store:
+        echo_ingest(ingest_generations(store, file, model=model, progress=stderr_is_tty()))
+
+
+@ingest_group.command("pairs")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--source", required=True, help="Source name the pairs are stored under.")
+@click.pass_context
+def ingest_pairs_cmd(ctx, file, source):
+    """Ingest preference pairs (prompt, chosen, rejected as strings or message lists) from FILE."""
+    with open_db(ctx) as store:
+        echo_ingest(ingest_pairs(store, file, source=source, progress=stderr_is_tty()))
+
+
+@ingest_group.command("judgments")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+def ingest_judgments_cmd(ctx, file):
+    """Ingest blind judge verdicts: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
+    with open_db(ctx) as store:
+        echo_ingest(ingest_judgments(store, file, progress=stderr_is_tty()))
+
+
+@ingest_group.command("evals")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--model", required=True, help="The model (checkpoint name) these results belong to.")
+@click.option("--suite", required=True, help="The suite name (v2, v6, lf2, gsm8k, ...).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "lm-eval"]),
+    default="jsonl",
+    show_default=True,
+    help="jsonl: {item_id, correct|score, ...}; lm-eval: lm-evaluation-harness samples_*.jsonl.",
+)
+@click.option("--metric", help="lm-eval: the metric field to score (default: the first known one present).")
+@click.option("--filter", "filter_name", help="lm-eval: the filter to keep (default: the first in the file).")
+@click.pass_context
+def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
+    """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
+    with open_db(ctx) as store:
+        result = ingest_evals(
+            store, file, model=model, suite=suite, fmt=fmt, metric=metric, filter_name=filter_name
+        )
+    click.echo(
+        f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
+        f"already present {result['skipped']}"
+        + (f", filter {result['filter']}" if result["filter"] else "")
+        + (f"; {result['eval_items_added']} new eval item(s) held out" if result["eval_items_added"] else "")
+    )

@@ -1,0 +1,87 @@
+"""`pairstore round ...`: recipes registered as rounds, and mixtures made elsewhere attached to them."""
+
+from __future__ import annotations
+
+import click
+
+from pairstore.cli.base import (
+    echo_counts,
+    echo_json,
+    echo_table,
+    open_db,
+)
+from pairstore.export.attach import attach_round
+from pairstore.rounds.recipes import add_round, list_rounds, load_shipped_recipes, show_round
+
+
+@click.group("round")
+def round_group():
+    """Round recipes: add, list, show, attach past mixtures."""
+
+
+@round_group.command("add")
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
+@click.option(
+    "--shipped", is_flag=True, help="Add every recipe shipped under pairstore/recipes/ (parents first)."
+)
+@click.pass_context
+def round_add_cmd(ctx, files, shipped):
+    """Register recipe FILES (TOML) as rounds; the same file again changes nothing."""
+    if not files and not shipped:
+        raise click.UsageError("give recipe FILES or --shipped")
+    with open_db(ctx) as store:
+        if shipped:
+            echo_counts("shipped recipes", {k: len(v) for k, v in load_shipped_recipes(store).items()})
+        for path in files:
+            recipe, added = add_round(store, path)
+            click.echo(
+                f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
+                f"sha256 {recipe.sha256[:12]})"
+            )
+
+
+@round_group.command("list")
+@click.pass_context
+def round_list_cmd(ctx):
+    """List registered rounds with kind, parents, alpha, job and exports."""
+    with open_db(ctx, read_only=True) as store:
+        rows = list_rounds(store)
+    echo_table(
+        ["name", "kind", "parents", "alpha", "job", "exports", "sha256"],
+        [
+            (r["name"], r["kind"], r["parents"], r["alpha"], r["job_id"], r["exports"], r["sha256"])
+            for r in rows
+        ],
+    )
+
+
+@round_group.command("show")
+@click.argument("name")
+@click.option("--toml", "as_toml", is_flag=True, help="Print the recipe's TOML text as registered.")
+@click.pass_context
+def round_show_cmd(ctx, name, as_toml):
+    """Show round NAME: the stored recipe (JSON), its SHA-256 and its registered mixtures."""
+    with open_db(ctx, read_only=True) as store:
+        info = show_round(store, name)
+    if as_toml:
+        click.echo(info["toml"], nl=False)
+    else:
+        echo_json({k: v for k, v in info.items() if k != "toml"})
+
+
+@round_group.command("attach")
+@click.argument("name")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.pass_context
+def round_attach_cmd(ctx, name, file):
+    """Register FILE (parquet/JSONL pairs made elsewhere) as round NAME's training data (not gated)."""
+    with open_db(ctx) as store:
+        r = attach_round(store, name, file)
+    if r.already:
+        click.echo(f"already attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]})")
+        return
+    click.echo(f"attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]}, export {r.export_id})")
+    echo_counts(
+        "rows",
+        {"matched": r.matched, "new pairs": r.added, **{f"dropped {k}": v for k, v in r.dropped.items()}},
+    )

@@ -1,0 +1,195 @@
+"""Ingest of `battles` (this module writes it): native JSONL/parquet battles and the public Arena forms.
+
+pairstore ingest battles battles.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+
+from pairstore.errors import BadInput
+from pairstore.holdout.sets import HoldoutFilter
+from pairstore.ingest.arena import battle_fields, check_options, other_pair, own_side, parse_row
+from pairstore.ingest.base import (
+    VOTES,
+    IngestResult,
+    dedup_in_file,
+    insert_new,
+    log_ingest,
+    progress_bar,
+)
+from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
+from pairstore.ingest.records import Fields
+from pairstore.keys import content_id, match_key
+from pairstore.tables.generations import MSG_TYPE
+from pairstore.tables.pairs import add_pairs
+
+_BATTLE_SCHEMA = pa.schema(
+    [
+        ("battle_id", pa.string()),
+        ("prompt", MSG_TYPE),
+        ("own_answers", pa.list_(pa.string())),
+        ("opponent_answers", pa.list_(pa.string())),
+        ("n_turns", pa.int32()),
+        ("vote", pa.string()),
+        ("category", pa.string()),
+        ("own_model", pa.string()),
+        ("opponent_model", pa.string()),
+        ("voted_at", pa.timestamp("us")),
+        ("language", pa.string()),
+        ("flagged", pa.bool_()),
+        ("anonymous", pa.bool_()),
+        ("match_key", pa.string()),
+        ("record_hash", pa.string()),
+        ("source_file", pa.string()),
+        ("_line", pa.int64()),
+        ("_file", pa.string()),
+    ]
+)
+
+
+def parse_battle(rec: dict, path, line: int) -> dict:
+    """Validate one battle record; return the row for `battles` (without source_file)."""
+    f = Fields(rec, path, line)
+    battle_id = f.str("battle_id", allow_int=True)
+    vote = f.choice("vote", VOTES)
+    system = f.str("system", required=False)
+    if f.has("turns"):
+        if f.has("prompt") or f.has("own_answer") or f.has("opponent_answer"):
+            raise f.error("turns", "give either turns or prompt/own_answer/opponent_answer, not both")
+        turns = rec["turns"]
+        if not isinstance(turns, list) or not turns:
+            raise f.error("turns", "expected a non-empty list of {user, own, opponent}")
+        users, own, opp = [], [], []
+        for i, t in enumerate(turns):
+            if not isinstance(t, dict):
+                raise f.error(f"turns[{i}]", "expected an object with user, own, opponent")
+            for name, dest in (("user", users), ("own", own), ("opponent", opp)):
+                v = t.get(name)
+                if not isinstance(v, str):
+                    raise f.error(
+                        f"turns[{i}].{name}",
+                        "missing field" if v is None else f"expected a string, got {type(v).__name__}",
+                    )
+                dest.append(v)
+        prompt = ([{"role": "system", "content": system}] if system else []) + [
+            {"role": "user", "content": u} for u in users
+        ]
+    else:
+        prompt = f.messages("prompt")
+        roles = [m["role"] for m in prompt]
+        if "assistant" in roles:
+            raise f.error(
+                "prompt", "assistant messages in a battle prompt: give a multi-turn battle as turns"
+            )
+        if roles.count("user") != 1:
+            raise f.error("prompt", "a single-turn battle prompt needs exactly one user message")
+        if system and "system" not in roles:
+            prompt = [{"role": "system", "content": system}] + prompt
+        own = [f.str("own_answer", allow_empty=True)]
+        opp = [f.str("opponent_answer", allow_empty=True)]
+    row = {
+        "battle_id": battle_id,
+        "prompt": prompt,
+        "own_answers": own,
+        "opponent_answers": opp,
+        "n_turns": len(own),
+        "vote": vote,
+        "category": f.str("category", required=False),
+        "own_model": f.str("own_model", required=False),
+        "opponent_model": f.str("opponent_model", required=False),
+        "voted_at": f.timestamp("voted_at"),
+    }
+    return _keyed_battle(row, path, line)
+
+
+def _keyed_battle(row: dict, path, line: int) -> dict:
+    """The row with its match key and record hash (of every column given: a native row has no Arena columns,
+    so its hash is what it always was)."""
+    row["match_key"] = match_key(row["prompt"])
+    row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
+    row["_line"], row["_file"] = line, str(path)
+    return row
+
+
+def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], others: str):
+    """Battle rows and `arena` pairs from Arena records (pairstore.ingest.arena); every row not kept is counted."""
+    holdout = HoldoutFilter.load(store) if others == "pairs" else None
+    rows, pairs = [], []
+    for r in records:
+        result.read += 1
+        battle = parse_row(fmt, r.record, r.path, r.line)
+        if isinstance(battle, str):  # a turn the platform could not give: the reason
+            result.skipped[battle] += 1
+            continue
+        side = own_side(battle, own)
+        if side == "both":
+            result.skipped["own model on both sides"] += 1
+        elif side is not None:
+            row = _keyed_battle(battle_fields(battle, side), r.path, r.line)
+            row["source_file"] = r.source
+            rows.append(row)
+        elif others == "skip":
+            result.skipped["no own model"] += 1
+        else:
+            pair = other_pair(battle)
+            reason = pair if isinstance(pair, str) else "holdout" if holdout.holds_pair(pair) else None
+            if reason:
+                result.skipped[f"others: {reason}"] += 1
+            else:
+                pairs.append(pair)
+    return rows, pairs
+
+
+def ingest_battles(
+    store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
+) -> IngestResult:
+    """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files): native records
+    (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.ingest.arena) read from the side of
+    `own_models`. Arena battles no own model plays are counted ('no own model'), or with others="pairs"
+    stored as `arena` pairs, in the same transaction."""
+    if fmt == "native":
+        if own_models or others != "skip":
+            raise BadInput("--own-model and --others go with --format arena or arena55k", field="own-model")
+    else:
+        own = check_options(fmt, own_models, others)
+    files = dataset_files(path, split="train")
+    records = progress_bar(read_files(path, files), progress, "battles")
+    result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
+    rows, pairs = [], []
+    if fmt == "native":
+        for r in records:
+            result.read += 1
+            row = parse_battle(r.record, r.path, r.line)
+            row["source_file"] = r.source
+            rows.append(row)
+    else:
+        rows, pairs = _arena_rows(store, records, result, fmt, own, others)
+    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
+    with store.transaction():
+        added, same = insert_new(
+            store,
+            "battles",
+            ["battle_id"],
+            rows,
+            _BATTLE_SCHEMA,
+            "i.record_hash <> t.record_hash",
+            "battle_id",
+            path,
+        )
+        result.added = added
+        if same + dup:
+            result.skipped["already present"] = same + dup
+        if others == "pairs":
+            got = add_pairs(store, pairs, miner="ingest-arena", miner_version="1")
+            result.pairs = got.added
+            result.skipped.update({f"others: {k}": v for k, v in got.dropped.items()})
+        log_ingest(store, path, result.kind, result.read, result.added, sha256=files_sha256(path, files))
+    return result
+
+
+# ---------------------------------------------------------------------------
+# problems (GSM8K / MATH train splits)
+# ---------------------------------------------------------------------------
