@@ -99,9 +99,12 @@ def test_arithmetic_signs_next_to_digits_count(a, b):
 
 
 def test_signs_without_digits_and_sentence_dots_do_not_count():
-    assert word_text("A well-known fact. Really!") == word_text("A wellknown fact really")
+    # punctuation is a word break, never glue: the key (spaces left out) is the same either way
+    assert word_text("A well-known fact. Really!") == "a well known fact really"
+    assert match_key("A well-known fact. Really!") == match_key("A wellknown fact really")
     assert word_text("I have 5.") == word_text("I have 5") == "i have 5"
-    assert word_text("1,000 apples") == "1000 apples"
+    assert word_text("1,000 apples") == "1 000 apples"
+    assert match_key("1,000 apples") == match_key("1000 apples")
     assert word_text("What is 12 + 7?") == "what is 12 + 7"
     assert compact_text(word_text("What is 12 + 7?")) == "whatis12+7"
 
@@ -134,7 +137,9 @@ def test_for_plain_ascii_the_lm_eval_words_and_loose_hash_equal_those_of_word_te
     """match_scan reads plain ASCII rows as they are and needles as word_text: both must give one answer."""
     rng = random.Random(13)
     texts = [_random_ascii(rng) for _ in range(3000)] + ["Hello, World!", "a  -  b", "12 + 7 = 19.", "don't"]
-    assert not needs_fold_mask(pa.array(texts, pa.large_string())).any()
+    # texts with escapes or markup go through word_text first (needs_fold_mask); the rest must agree
+    texts = [t for t, m in zip(texts, needs_fold_mask(pa.array(texts, pa.large_string()))) if not m]
+    assert len(texts) > 1000
     raw_words, raw_docs = words(texts)
     norm_words, norm_docs = words([word_text(t) for t in texts])
     assert raw_words.to_pylist() == norm_words.to_pylist() and list(raw_docs) == list(norm_docs)

@@ -8,10 +8,12 @@ runs them and checks what they find).
 
 Rows stay in DuckDB and arrive CHUNK_ROWS at a time as Arrow; nothing here loops over characters in
 Python. Every text is read with the lm-evaluation-harness normalization (ASCII lower case, ASCII
-punctuation removed, split on whitespace; pairstore.holdout.ngrams), which for plain ASCII text gives the same
-words as pairstore.holdout.normalize.word_text (tests/test_normalize.py checks it). A text holding anything
-else (non-ASCII or control characters) is first put through word_text in Python, so look-alike
-letters, invisible characters and Unicode punctuation are undone before it is read.
+punctuation to spaces, split on whitespace; pairstore.holdout.ngrams), which for plain ASCII text without
+escapes or markup gives the same words as pairstore.holdout.normalize.word_text (tests/test_normalize.py
+checks it). A text holding anything else (non-ASCII or control characters, an HTML entity, a backslash
+escape, a chat-template or prompt-format marker, an HTML tag: normalize.needs_fold) is first put through
+word_text in Python, so look-alike letters, invisible characters, escapes and markup are undone before it
+is read.
 
 - exact: the "loose compact hash" of the user turns (xxh3-64 of the normalized words with the spaces
   left out) and of each system or assistant turn, compared with the needles'. It is coarser than the
@@ -35,7 +37,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from pairstore.holdout.ngrams import Vocabulary, text_ngram_table
-from pairstore.holdout.normalize import word_text
+from pairstore.holdout.normalize import NEEDS_WORD_TEXT_PATTERN, word_text
 
 CHUNK_ROWS = 20_000
 GRAM_WORDS = 3
@@ -48,6 +50,10 @@ _DELETE_FLAGS = bytes(1 if b in _LOOSE_DELETE else 0 for b in range(256))
 _FOLD_FLAGS = bytes(
     1 if b >= 0x80 or b in (*range(0, 9), *range(0x0E, 0x1C), 0x7F) else 0 for b in range(256)
 )
+
+
+# A text can hold an escape or markup only if it holds one of these bytes (the cheap test before RE2).
+_ESCAPE_LEADS = (b"&", b"\\", b"_x", b"<", b"[", b":")
 
 
 def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
@@ -77,9 +83,17 @@ def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
 
 
 def needs_fold_mask(arr: pa.Array) -> np.ndarray:
-    """Per row: the text holds a byte that needs pairstore.holdout.normalize.word_text first."""
+    """Per row: the text needs pairstore.holdout.normalize.word_text first (a non-ASCII or control byte, an
+    escape or markup: normalize.needs_fold, the pattern run by RE2 over the whole array)."""
     data, offsets = _buffers(arr)
-    return _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
+    mask = _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
+    if len(arr) and any(b in data for b in _ESCAPE_LEADS):
+        arr = pc.fill_null(arr.cast(pa.large_string()), "")
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        found = pc.match_substring_regex(arr, NEEDS_WORD_TEXT_PATTERN, ignore_case=True)
+        mask |= found.to_numpy(zero_copy_only=False)
+    return mask
 
 
 def loose_hashes(arr: pa.Array) -> np.ndarray:
