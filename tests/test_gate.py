@@ -207,9 +207,7 @@ def test_leak_by_task_key_and_templates_of_other_tasks_pass(gated, tmp_path):
 
 
 def test_different_tasks_of_one_template_are_not_leaks(gated, tmp_path):
-    # raspberry/e differs from the held strawberry/r task by two words: fuzzy would call it a near copy,
-    # but generated tasks match by task key only.
-    held, other = TEMPLATE.format(l="r", w="strawberry"), TEMPLATE.format(l="e", w="raspberry")
+    # raspberry/e differs from the held strawberry/r task by two words: another task, found by task key only
     res = export_round(gated, "rl", tmp_path / "o")
     assert res.files["dpo"]["rows"] == 1 and res.gate["exempted"] == []
     # and a different long prompt on a similar subject is not a paraphrase of the held one
