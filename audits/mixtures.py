@@ -14,6 +14,10 @@ Checked, each against the hash the store recorded when it was written or attache
   bundles' weight shards ("shard_sha256"), soups' output shards
   ("output.shards_sha256"), adapters' weights ("adapter_sha256").
 
+- every round's latest export through today's holdout gate (the holdout sets, eval items and
+  benchmarks as they are now): a mixture the gate would now refuse is "refused" (exit 3), with what
+  changed since the export.
+
 Also listed, without failing the audit: what an interrupted export left in an
 export folder (temp files, final files whose bytes no registration has).
 """
@@ -26,9 +30,10 @@ from pathlib import Path
 
 from pairstore.errors import GateRefused
 from pairstore.export.overwrites import leftovers, started_exports
+from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 
-FAILING = ("changed", "missing")
+FAILING = ("changed", "missing", "refused")
 
 
 @dataclass
@@ -38,7 +43,8 @@ class FileCheck:
     path: str
     expected: str | None
     actual: str | None  # None: missing
-    status: str  # ok | changed | missing (these two fail) | superseded | leftover
+    status: str  # ok | changed | missing | refused (these three fail) | superseded | leftover
+    detail: str | None = None  # why the gate refuses it today
 
     def as_dict(self) -> dict:
         return {
@@ -48,6 +54,7 @@ class FileCheck:
             "expected": self.expected,
             "actual": self.actual,
             "status": self.status,
+            "detail": self.detail,
         }
 
 
@@ -128,7 +135,26 @@ def check_mixtures(store) -> list[FileCheck]:
             continue
         for what, name, sha in _recorded_files(evidence):
             checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
-    return checks + _leftovers(store)
+    return checks + _gate_checks(store) + _leftovers(store)
+
+
+def _gate_checks(store) -> list[FileCheck]:
+    """Each round's latest export, through today's holdout gate (pairstore.holdout.gate.regate_export): a
+    mixture it would now refuse (a member added since, a stronger gate) is 'refused'."""
+    out = []
+    for r in store.rows(
+        "SELECT round, list(export_id ORDER BY path) AS ids, list(path ORDER BY path) AS paths FROM exports e "
+        "WHERE kind = 'export' AND superseded_at IS NULL AND created_at = (SELECT max(created_at) FROM exports "
+        "  WHERE round = e.round AND kind = 'export' AND superseded_at IS NULL) GROUP BY round ORDER BY round"
+    ):
+        system = next((s for s in map(exported_system_prompt, r["paths"]) if s is not None), None)
+        try:
+            regate_export(store, list(r["ids"]), system)
+            status, detail = "ok", None
+        except GateRefused as e:
+            status, detail = "refused", str(e).splitlines()[0]
+        out.append(FileCheck("holdout gate today", r["round"], r["paths"][0], None, None, status, detail))
+    return out
 
 
 def _leftovers(store) -> list[FileCheck]:
@@ -149,8 +175,13 @@ def refuse_if_changed(checks: list[FileCheck]) -> None:
     """GateRefused (exit 3) naming every changed or missing file."""
     bad = [c for c in checks if c.status in FAILING]
     if bad:
-        listed = "; ".join(f"{c.path} ({c.what} of {c.owner}) {c.status}" for c in bad)
-        raise GateRefused(f"{len(bad)} recorded file(s) do not match their SHA-256: {listed}")
+        listed = "; ".join(
+            f"{c.path} ({c.what} of {c.owner}) {c.status}" + (f": {c.detail}" if c.detail else "")
+            for c in bad
+        )
+        raise GateRefused(
+            f"{len(bad)} registered file(s) changed, missing or refused by today's holdout gate: {listed}"
+        )
 
 
 def audit_mixtures(store) -> list[FileCheck]:

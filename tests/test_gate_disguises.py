@@ -204,7 +204,9 @@ def test_members_embedded_in_longer_text_are_refused_and_audited(
     held_out_store(run_cli, tmp_path, write_jsonl)
     records = [record(EMBEDDINGS[embedding](turns), i) for i, turns in enumerate(MEMBERS.values())]
     path = leak_round(run_cli, tmp_path, write_jsonl, dpo_recipe, records)
-    assert_refused_and_audited(run_cli, tmp_path, path, EMBEDDABLE)
+    # a whole sentence of the row counts for members of SENTENCE_MIN_WORDS words or more (the tiny one)
+    expected = set(MEMBERS) if embedding == "embedded in a longer prompt" else EMBEDDABLE
+    assert_refused_and_audited(run_cli, tmp_path, path, expected)
 
 
 def test_first_turn_of_a_multi_turn_member_alone(run_cli, tmp_path, write_jsonl, dpo_recipe):

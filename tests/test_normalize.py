@@ -228,3 +228,44 @@ def test_migration_3_recomputes_stored_keys_and_backfills_evidence_hashes(tmp_pa
         hashlib.sha256(written.encode()).hexdigest(),
     )
     store.close()
+
+
+def test_migration_5_recomputes_keys_for_the_normalization_pipeline(tmp_path):
+    """A store at version 4 keeps keys of the old normalization; opening it recomputes them for the steps."""
+    db = tmp_path / "v4.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
+    names = [fn.__name__ for fn in MIGRATIONS]
+    upto = names.index("m004_public_sources") + 1
+    for version, fn in enumerate(MIGRATIONS[:upto], start=1):
+        fn(con)
+        con.execute("INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__])
+    templated = "<|im_start|>user\nWhat&#39;s ١٢ times <b>seven</b>?<|im_end|>"
+    msgs = [{"role": "user", "content": templated}]
+    for table, sql in (
+        (
+            "battles",
+            "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key, "
+            "record_hash) VALUES ('b1', ?, ['a'], ['b'], 1, 'win', 'old', 'h')",
+        ),
+        (
+            "pairs",
+            "INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, "
+            "match_key) VALUES ('p1', 'dpo', ?, 'c', 'r', 'battle', 'm', '1', 'old')",
+        ),
+    ):
+        con.execute(sql, [msgs])
+    con.execute(
+        "INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) VALUES "
+        "('judge', 'b1', 'battle', 'old', 'old text')"
+    )
+    con.close()
+    store = open_store(db)
+    key = match_key("What's 12 times seven?")
+    assert store.scalar("SELECT match_key FROM battles") == key
+    assert store.scalar("SELECT match_key FROM pairs") == key
+    assert store.one("SELECT match_key, match_text FROM holdout") == (key, "what s 12 times seven")
+    store.close()
