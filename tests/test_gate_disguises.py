@@ -248,7 +248,7 @@ def test_recipe_system_prompt_holding_members_is_refused(run_cli, tmp_path, writ
 
 def test_a_task_key_on_an_ingested_pair_spares_nothing(run_cli, tmp_path, write_jsonl, dpo_recipe):
     held_out_store(run_cli, tmp_path, write_jsonl)
-    near = LONG.replace("three", "two").replace("late autumn", "early November")
+    near = LONG.replace("I am planning", "Planning").replace("would you", "do you")  # a near copy
     records = [
         {**record(p, i), "task_key": "x"}
         for i, p in enumerate(

@@ -245,7 +245,7 @@ def test_migration_5_recomputes_keys_for_the_normalization_pipeline(tmp_path):
         con.execute("INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__])
     templated = "<|im_start|>user\nWhat&#39;s ١٢ times <b>seven</b>?<|im_end|>"
     msgs = [{"role": "user", "content": templated}]
-    for table, sql in (
+    for _table, sql in (
         (
             "battles",
             "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key, "
