@@ -38,6 +38,7 @@ from pairstore.export.writer import write_mixture_file
 from pairstore.files import temp_path
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
+from pairstore.holdout.sets import removed_members
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import NAME_RE, Recipe, get_round
 
@@ -175,6 +176,7 @@ def export_round(
                 "fuzzy_min_chars": FUZZY_MIN_CHARS,
                 "embed_min_words": EMBED_MIN_WORDS,
                 "exempted": exempted,
+                "removed_members": removed_members(store),
                 "notes": gate.notes,
             }
             evidence = export_evidence(

@@ -280,6 +280,9 @@ def _own_script(text: str) -> bool:
     return any(ord(c) in letters for c in text if not c.isascii())
 
 
+_WORDS = re.compile(r"(\s+)")
+
+
 def fold(text: str) -> str:
     """Step 5: case folding and the translation table, so that case holds for every script."""
     if text.isascii():
@@ -289,11 +292,11 @@ def fold(text: str) -> str:
         # Fold, map, fold again: upper- and lower-case Cyrillic or Greek have different look-alikes
         # ("М" looks like M, "м" like ʍ), so the case goes first. Words holding ASCII letters are Latin
         # words with look-alikes slipped in: their letters are mapped by their own shape.
-        return " ".join(
+        return "".join(
             w.translate(table).casefold().translate(table)
             if any(c.isascii() and c.isalpha() for c in w)
             else w.casefold().translate(table).casefold().translate(table)
-            for w in text.split(" ")
+            for w in _WORDS.split(text)
         )
     # A Latin text in disguise: each look-alike by its own shape first (Greek "Η" is "H", its small "η" is
     # "n"), then folded, then the table again for what folding made.
@@ -374,14 +377,39 @@ def word_text(text: str) -> str:
     return text
 
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[\u3002\uff01\uff1f\uff1b])|\n+|\x1e")
+# Sentence ends, line breaks, turn breaks, a colon ("Practice question: ..."), and the answer marker of
+# a question/answer format inside a line ("... Answer: ...").
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;:])\s+|(?<=[\u3002\uff01\uff1f\uff1b\uff1a])|\n+|\x1e|\s(?=(?:answer|a|response|output)\s*:)",
+    re.IGNORECASE,
+)
+
+
+# Greetings and thanks around a request ("Hi! Tell me a joke thanks a lot"): a sentence is also read
+# without them.
+POLITE_WORDS = frozenset(
+    "hi hello hey there dear please pls thanks thank thx you a lot so much very in advance kindly".split()
+)
 
 
 def sentences(text: str) -> list[str]:
-    """The word text of each sentence and line of a raw text (markup and role markers are line breaks)."""
+    """The word text of each sentence and line of a raw text (markup and role markers are line breaks),
+    and of each sentence without the greetings and thanks around it (POLITE_WORDS)."""
     raw = strip_markup(decode_escapes(text))
-    out = [word_text(s) for s in _SENTENCE_END.split(raw)]
-    return [s for s in out if s]
+    out = []
+    for s in _SENTENCE_END.split(raw):
+        words = word_text(s).split()
+        if not words:
+            continue
+        out.append(" ".join(words))
+        lo, hi = 0, len(words)
+        while lo < hi and words[lo] in POLITE_WORDS:
+            lo += 1
+        while hi > lo and words[hi - 1] in POLITE_WORDS:
+            hi -= 1
+        if 0 < hi - lo < len(words):
+            out.append(" ".join(words[lo:hi]))
+    return out
 
 
 def compact_text(text: str) -> str:
