@@ -352,6 +352,27 @@ def _hash_section(store) -> tuple[Section, list]:
     return s, checks
 
 
+def _gate_audit_section(store) -> Section:
+    """`pairstore audit gate` on the store's own members: recall per transformation, false refusals."""
+    from audits.gate_audit import audit_gate, gate_audit_tables
+
+    s = Section("gate_audit", "The holdout gate against its own members in disguise")
+    if not store.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL"):
+        s.paragraphs.append("No active holdout member: nothing to measure.")
+        return s
+    result = audit_gate(store, limit=1000)
+    cols, rows, mcols, mrows = gate_audit_tables(result)
+    s.paragraphs.append(
+        f"{result.members} active member(s), each disguised by every transformation (seed {result.seed}) and "
+        "run through the export gate's matcher. Not caught by string matching: "
+        + "; ".join(result.uncaught)
+        + "."
+    )
+    s.tables.append(("Recall per transformation", Table(cols, rows)))
+    s.tables.append(("Near neighbours refused (false refusals)", Table(mcols, mrows)))
+    return s
+
+
 def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section:
 
     s = Section("lengths", "Lengths")
@@ -680,6 +701,7 @@ def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
         lineage_s,
         comp_s,
         holdout_s,
+        _gate_audit_section(store),
         decon_s,
         hash_s,
         _lengths_section(store, rounds, tokenizer),

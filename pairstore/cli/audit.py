@@ -10,6 +10,7 @@ import click
 
 from audits.compare import compare
 from audits.decontam import decontam
+from audits.gate_audit import audit_gate, gate_audit_tables
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
@@ -20,7 +21,7 @@ from pairstore.cli.base import echo_json, echo_table, open_db
 
 @click.group("audit")
 def audit_group():
-    """Read-only analyses: leaks, decontamination, mixtures, lengths, loops, compare, report."""
+    """Read-only analyses: leaks, decontamination, mixtures, the gate itself, lengths, loops, compare, report."""
 
 
 @audit_group.command("leaks")
@@ -55,6 +56,27 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
             )
         if f.note:
             click.echo(f"{f.path}: {f.note}")
+
+
+@audit_group.command("gate")
+@click.option("--set", "set_name", default=None, help="Only this holdout set's members (default: every set).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the transformations' choices.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="At most this many members (seeded).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def audit_gate_cmd(ctx, set_name, seed, limit, as_json):
+    """How well the holdout gate finds the store's own members in disguise: recall per transformation,
+    false refusals of near neighbours (another number, another content word), and what it cannot catch."""
+    with open_db(ctx, read_only=True) as store:
+        result = audit_gate(store, set_name=set_name, seed=seed, limit=limit)
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    cols, rows, mcols, mrows = gate_audit_tables(result)
+    click.echo(f"{result.members} member(s), seed {result.seed}")
+    echo_table(cols, rows)
+    echo_table(mcols, mrows)
+    click.echo("not caught by string matching (docs/design.md): " + "; ".join(result.uncaught))
 
 
 @audit_group.command("decontam")
