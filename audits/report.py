@@ -22,6 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from audits.compare import compare, paired_flips, wilson_interval
+from audits.gate_audit import audit_gate, gate_audit_tables
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, latest_exports, make_counter
 from audits.loop_table import loop_table
@@ -354,8 +355,6 @@ def _hash_section(store) -> tuple[Section, list]:
 
 def _gate_audit_section(store) -> Section:
     """`pairstore audit gate` on the store's own members: recall per transformation, false refusals."""
-    from audits.gate_audit import audit_gate, gate_audit_tables
-
     s = Section("gate_audit", "The holdout gate against its own members in disguise")
     if not store.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL"):
         s.paragraphs.append("No active holdout member: nothing to measure.")
