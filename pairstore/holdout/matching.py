@@ -50,7 +50,7 @@ from rapidfuzz import fuzz
 from pairstore.errors import BadInput
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, lookup_ngrams, registered_vocabulary
 from pairstore.holdout.normalize import TURN_SEP, compact_text, sentences, word_text
-from pairstore.holdout.scan import GRAM_WORDS, loose_hash, scan_candidates
+from pairstore.holdout.scan import GRAM_WORDS, loose_hash, loose_length, scan_candidates
 from pairstore.keys import canonical_messages, match_key, match_text, xxh128
 
 # A member's normalized text shorter than this is never fuzzy-matched (exact and embedded matches still apply).
@@ -629,7 +629,8 @@ def check_table(
         found += [
             (needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]
         ]
-    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench)
+    lengths = {loose_length(n.text) for n in needles if n.compact}
+    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench, lengths)
     pairs = _gram_pairs(store, grams[1], scan.gram_table(), scan.rows) if grams else []
     result.fuzzy_pairs_scored = len(pairs)
     texts = _row_texts(store, cand, {r for r, _, _ in scan.exact} | {r for r, _ in pairs})

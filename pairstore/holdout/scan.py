@@ -96,20 +96,33 @@ def needs_fold_mask(arr: pa.Array) -> np.ndarray:
     return mask
 
 
-def loose_hashes(arr: pa.Array) -> np.ndarray:
-    """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row)."""
+def loose_hashes(arr: pa.Array, lengths: np.ndarray | None = None) -> np.ndarray:
+    """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row).
+
+    Given `lengths` (sorted byte lengths of that loose form), only texts of one of those lengths are
+    hashed (a text of another length cannot equal a needle); the others read 0."""
     data, offsets = _buffers(arr)
     squeezed = data.translate(_LOWER, _LOOSE_DELETE)
     kept = np.diff(offsets) - _rows_of(data.translate(_DELETE_FLAGS), offsets)
     new = np.zeros(len(offsets), dtype=np.int64)
     np.cumsum(kept, out=new[1:])
-    new = new.tolist()
     view = memoryview(squeezed)
+    if lengths is not None:
+        out = np.zeros(len(kept), dtype=np.uint64)
+        for i in np.flatnonzero(np.isin(kept, lengths)).tolist():
+            out[i] = xxhash.xxh3_64_intdigest(view[int(new[i]) : int(new[i + 1])])
+        return out
+    new = new.tolist()
     return np.fromiter(
         (xxhash.xxh3_64_intdigest(view[new[i] : new[i + 1]]) for i in range(len(new) - 1)),
         dtype=np.uint64,
         count=len(new) - 1,
     )
+
+
+def loose_length(text: str) -> int:
+    """The byte length of a text's loose form (what loose_hashes hashes)."""
+    return len(text.encode("utf-8").translate(_LOWER, _LOOSE_DELETE))
 
 
 def loose_hash(text: str) -> int:
@@ -143,11 +156,13 @@ class Scan:
         return pa.concat_tables(self.grams)
 
 
-def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str) -> None:
+def _exact(
+    out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str, lengths=None
+) -> None:
     """Rows whose (already folded) text has a wanted loose hash."""
     if not len(wanted) or len(texts) == 0:
         return
-    hashes = loose_hashes(texts)
+    hashes = loose_hashes(texts, lengths)
     for i in np.flatnonzero(np.isin(hashes, wanted)).tolist():
         out.exact.append((int(row_index[i]), int(hashes[i]), where))
 
@@ -173,12 +188,12 @@ def _grams(
     )
 
 
-def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
+def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None) -> None:
     for batch in reader:
         rows = batch.column("row_index").to_numpy(zero_copy_only=False)
         out.rows += len(rows)
         user = folded(batch.column("user_text"))
-        _exact(out, rows, user, wanted, "user")
+        _exact(out, rows, user, wanted, "user", lengths)
         others = batch.column("other_turns")
         has_other = pc.fill_null(pc.greater(pc.list_value_length(others), 0), False)
         hay = user
@@ -190,6 +205,7 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
                 flat,
                 wanted,
                 "other",
+                lengths,
             )
             newline = pa.scalar("\n", pa.large_string())
             offsets = pc.subtract(others.offsets, others.offsets[0])
@@ -202,19 +218,21 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
 
 
 def scan_candidates(
-    store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None
+    store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None, needle_lengths=None
 ) -> Scan:
     """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
     condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
     sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
-    None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None."""
+    None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None; `needle_lengths`: the
+    loose lengths of the needles (loose_length), so only texts of those lengths are hashed."""
     out = Scan()
     reader = store.con.sql(f"""
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
         FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
     wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
     try:
-        _stream(out, reader, wanted, vocab3, bench)
+        lengths = None if needle_lengths is None else np.array(sorted(needle_lengths), dtype=np.int64)
+        _stream(out, reader, wanted, vocab3, bench, lengths)
     finally:
         reader.close()  # an open result would block every later statement on the connection
         # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.
