@@ -355,7 +355,7 @@ def _hash_section(store) -> tuple[Section, list]:
 
 def _gate_audit_section(store) -> Section:
     """`pairstore audit gate` on the store's own members: recall per transformation, false refusals."""
-    s = Section("gate_audit", "The holdout gate against its own members in disguise")
+    s = Section("gate-audit", "Holdout gate self-check")
     if not store.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL"):
         s.paragraphs.append("No active holdout member: nothing to measure.")
         return s
