@@ -143,7 +143,8 @@ def _gate_checks(store) -> list[FileCheck]:
     mixture it would now refuse (a member added since, a stronger gate) is 'refused'."""
     out = []
     for r in store.rows(
-        "SELECT round, list(export_id ORDER BY path) AS ids, list(path ORDER BY path) AS paths FROM exports e "
+        "SELECT round, list(export_id ORDER BY path) AS ids, list(path ORDER BY path) AS paths, "
+        "list(sha256 ORDER BY path) AS shas FROM exports e "
         "WHERE kind = 'export' AND superseded_at IS NULL AND created_at = (SELECT max(created_at) FROM exports "
         "  WHERE round = e.round AND kind = 'export' AND superseded_at IS NULL) GROUP BY round ORDER BY round"
     ):
@@ -153,7 +154,9 @@ def _gate_checks(store) -> list[FileCheck]:
             status, detail = "ok", None
         except GateRefused as e:
             status, detail = "refused", str(e).splitlines()[0]
-        out.append(FileCheck("holdout gate today", r["round"], r["paths"][0], None, None, status, detail))
+        out.append(
+            FileCheck("holdout gate today", r["round"], r["paths"][0], r["shas"][0], None, status, detail)
+        )
     return out
 
 

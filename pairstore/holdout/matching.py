@@ -630,7 +630,12 @@ def check_table(
             (needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]
         ]
     lengths = {loose_length(n.text) for n in needles if n.compact}
-    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench, lengths)
+    # A whole system, assistant or answer text equal to a needle: needles of SENTENCE_MIN_WORDS words or
+    # more are found through their 3-grams, so the exact stage reads only texts short enough to be one of
+    # the shorter needles (padding of up to three bytes per character and 64 more allowed).
+    short = [loose_length(n.text) for n in needles if n.compact and n.words < SENTENCE_MIN_WORDS]
+    other_max = (4 * max(short) + 64 if short else 0) if grams is not None else None
+    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench, lengths, other_max)
     pairs = _gram_pairs(store, grams[1], scan.gram_table(), scan.rows) if grams else []
     result.fuzzy_pairs_scored = len(pairs)
     texts = _row_texts(store, cand, {r for r, _, _ in scan.exact} | {r for r, _ in pairs})

@@ -52,10 +52,6 @@ _FOLD_FLAGS = bytes(
 )
 
 
-# A text can hold an escape or markup only if it holds one of these bytes (the cheap test before RE2).
-_ESCAPE_LEADS = (b"&", b"\\", b"_x", b"<", b"[", b":")
-
-
 def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
     """(text bytes, offsets from 0) of a string array (nulls read as empty)."""
     arr = pc.fill_null(arr.cast(pa.large_string()), "")
@@ -87,7 +83,7 @@ def needs_fold_mask(arr: pa.Array) -> np.ndarray:
     escape or markup: normalize.needs_fold, the pattern run by RE2 over the whole array)."""
     data, offsets = _buffers(arr)
     mask = _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
-    if len(arr) and any(b in data for b in _ESCAPE_LEADS):
+    if len(arr):
         arr = pc.fill_null(arr.cast(pa.large_string()), "")
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.combine_chunks()
@@ -188,7 +184,7 @@ def _grams(
     )
 
 
-def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None) -> None:
+def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None, other_max_bytes=None) -> None:
     for batch in reader:
         rows = batch.column("row_index").to_numpy(zero_copy_only=False)
         out.rows += len(rows)
@@ -199,14 +195,17 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None) 
         hay = user
         if pc.any(has_other).as_py():
             flat = folded(pc.list_flatten(others))
-            _exact(
-                out,
-                rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)],
-                flat,
-                wanted,
-                "other",
-                lengths,
-            )
+            parents = rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)]
+            if other_max_bytes is None:
+                _exact(out, parents, flat, wanted, "other", lengths)
+            elif other_max_bytes > 0:
+                # Only texts short enough to be a short needle (longer needles are found through the
+                # 3-grams and compared whole by matching): the answers, most of the bytes, are skipped.
+                short = np.flatnonzero(
+                    pc.binary_length(flat).to_numpy(zero_copy_only=False) <= other_max_bytes
+                )
+                if len(short):
+                    _exact(out, parents[short], flat.take(pa.array(short)), wanted, "other", lengths)
             newline = pa.scalar("\n", pa.large_string())
             offsets = pc.subtract(others.offsets, others.offsets[0])
             joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
@@ -218,13 +217,22 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None) 
 
 
 def scan_candidates(
-    store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None, needle_lengths=None
+    store,
+    cand: str,
+    row_filter: str,
+    needle_hashes: set[int],
+    vocab3=None,
+    bench=None,
+    needle_lengths=None,
+    other_max_bytes: int | None = None,
 ) -> Scan:
     """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the SQL
     condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
     sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
     None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None; `needle_lengths`: the
-    loose lengths of the needles (loose_length), so only texts of those lengths are hashed."""
+    loose lengths of the needles (loose_length), so only texts of those lengths are hashed;
+    `other_max_bytes`: only system / assistant / answer texts of at most this many bytes go through the
+    exact stage (None: all; 0: none)."""
     out = Scan()
     reader = store.con.sql(f"""
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
@@ -232,7 +240,7 @@ def scan_candidates(
     wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
     try:
         lengths = None if needle_lengths is None else np.array(sorted(needle_lengths), dtype=np.int64)
-        _stream(out, reader, wanted, vocab3, bench, lengths)
+        _stream(out, reader, wanted, vocab3, bench, lengths, other_max_bytes)
     finally:
         reader.close()  # an open result would block every later statement on the connection
         # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.
