@@ -175,7 +175,12 @@ def _grams(
     grams = table["ngram"].to_numpy()
     if wanted is not None:
         # Only what some needle holds can count; random windows of common words would fill memory.
-        keep = np.isin(grams, wanted, assume_unique=False)
+        if not len(wanted):
+            return None
+        # searchsorted against the sorted needle grams: half the time of np.isin at these sizes
+        at = np.searchsorted(wanted, grams)
+        at[at == len(wanted)] = 0
+        keep = wanted[at] == grams
         docs, grams = docs[keep], grams[keep]
         if not len(docs):
             return None
