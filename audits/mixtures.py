@@ -106,8 +106,9 @@ def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def check_mixtures(store) -> list[FileCheck]:
-    """Every recorded file hash, recomputed. Never raises for a mismatch (see audit_mixtures)."""
+def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
+    """Every recorded file hash, recomputed; with `gate`, every round's latest export through today's
+    holdout gate too (_gate_checks). Never raises for a mismatch (see audit_mixtures)."""
     checks: list[FileCheck] = []
     for ex in store.rows(
         "SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256, "
@@ -135,7 +136,7 @@ def check_mixtures(store) -> list[FileCheck]:
             continue
         for what, name, sha in _recorded_files(evidence):
             checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
-    return checks + _gate_checks(store) + _leftovers(store)
+    return checks + (_gate_checks(store) if gate else []) + _leftovers(store)
 
 
 def _gate_checks(store) -> list[FileCheck]:
@@ -188,7 +189,8 @@ def refuse_if_changed(checks: list[FileCheck]) -> None:
 
 
 def audit_mixtures(store) -> list[FileCheck]:
-    """check_mixtures, refusing (GateRefused, exit 3) when any file changed or is missing."""
-    checks = check_mixtures(store)
+    """check_mixtures with today's gate, refusing (GateRefused, exit 3) when any file changed or is missing
+    or the gate would now refuse a mixture."""
+    checks = check_mixtures(store, gate=True)
     refuse_if_changed(checks)
     return checks

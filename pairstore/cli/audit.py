@@ -146,9 +146,10 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
 @click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
 @click.pass_context
 def audit_mixtures_cmd(ctx, as_json):
-    """Recompute the SHA-256 of every registered mixture and bundle evidence; exit 3 naming any change."""
+    """Recompute the SHA-256 of every registered mixture and bundle evidence, and run today's holdout gate on
+    every round's latest export; exit 3 naming any change, or any mixture the gate would now refuse."""
     with open_db(ctx, read_only=True) as store:
-        checks = check_mixtures(store)
+        checks = check_mixtures(store, gate=True)
     if as_json:
         echo_json([c.as_dict() for c in checks])
     else:
