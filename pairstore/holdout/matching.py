@@ -66,7 +66,7 @@ CUT_TAIL_SLACK = 3
 # A word found in at least this share of the store's texts (STORE_SAMPLE of them, seeded) is common: it
 # does not say what a question is about. Function words (STOPWORDS) are common in any store.
 COMMON_SHARE = 0.02
-STORE_SAMPLE = 20_000
+STORE_SAMPLE = 5_000
 RARITY_MIN_TEXTS = 200  # fewer texts than this in the store: only STOPWORDS are common
 # A needle of at least this many words is also found inside longer text; shorter ones only as a whole
 # turn, answer or sentence ("tell me a joke" inside "tell me a joke about cats" is another request).
