@@ -33,10 +33,12 @@ Each pair has one origin: ('battle', battle_id, rule).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import duckdb
 
 from miners.patterns import names_own_model
-from miners.registry import MineResult, new_result, register, write_pairs
+from miners.registry import MineResult, new_result, option, register, write_pairs
 from pairstore.errors import BadInput
 from pairstore.holdout.matching import candidate_table, find_holdout_hits
 from pairstore.holdout.sets import HoldoutFilter
@@ -65,11 +67,17 @@ def _matched_battles(store, battles: list[dict]) -> set[str]:
     return {battles[h.row_index]["battle_id"] for h in find_holdout_hits(store, cands)}
 
 
-@register("battle", version="2")
-def mine_battles(store, *, where: str | None = None) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class BattleOptions:
+    where: str | None = option(None, help="Only battles matching this SQL condition over `battles`.")
+
+
+@register("battle", version="2", options=BattleOptions, sources=("battle",))
+def mine_battles(store, options: BattleOptions) -> MineResult:
     """Pairs from human battle votes: win → own chosen, loss → opponent chosen; ties and both-bad dropped.
 
     `where`: optional SQL condition over `battles` (e.g. "category = 'math'")."""
+    where = options.where
     result = new_result(mine_battles)
     holdout = HoldoutFilter.load(store)
     # Checked by pairstore.store.sql_guard: one condition, no statement, no side effect; it can only narrow.

@@ -230,7 +230,7 @@ def test_migration_3_recomputes_stored_keys_and_backfills_evidence_hashes(tmp_pa
     store.close()
 
 
-def test_migration_5_recomputes_keys_for_the_normalization_pipeline(tmp_path):
+def test_migration_7_recomputes_keys_for_the_normalization_pipeline(tmp_path):
     """A store at version 4 keeps keys of the old normalization; opening it recomputes them for the steps."""
     db = tmp_path / "v4.duckdb"
     con = duckdb.connect(str(db))

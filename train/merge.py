@@ -20,23 +20,34 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
-from pairstore.files import atomic_write_json
+from pairstore.files import (
+    atomic_write_json,
+    check_free_space,
+    staged_folder,
+    write_failure,
+)
 from pairstore.keys import sha256_file
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_at, checkpoint_name, register_checkpoint, register_folder
 from train.bundle import (
     EVIDENCE_FILE,
     ShardedWriter,
     bundle_tensors,
+    check_bundle,
     copy_serving_files,
     list_shards,
     read_json_file,
+    read_shard_header,
     refuse_pickle,
     shard_sha256s,
 )
+from train.bundle_check import check_adapter_config
+from train.bundle_identity import require_same_tokenizer
 from train.dpo import library_versions
-from train.serving import load_model, registered_name
+from train.publish import prepare_output, publish_bundle
+from train.serving import load_model
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -87,6 +98,8 @@ def adapter_files(adapter_dir) -> tuple[Path, Path, dict]:
             path=str(config_path),
             field="peft_type",
         )
+    check_adapter_config(config_path, config)
+    read_shard_header(weights)  # its header holds before a byte of it is read
     return weights, config_path, config
 
 
@@ -105,7 +118,7 @@ def adapter_provenance(adapter_dir) -> tuple[dict | None, int | None]:
     return evidence, step
 
 
-def _pattern_value(patterns: dict, module: str, default):
+def _pattern_value(patterns: dict | None, module: str, default):
     for key, value in (patterns or {}).items():
         if re.fullmatch(rf"(.*\.)?{key}", module):
             return value
@@ -179,7 +192,7 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
     if unknown:
         raise _Unmappable(f"base shards hold no tensor {unknown[0]}")
     merged = 0
-    handles: dict[Path, object] = {}
+    handles: dict[Path, Any] = {}
     with ShardedWriter(out, max_shard_bytes=max_shard_bytes) as writer:
         for shard, info in tensors:
             if shard not in handles:
@@ -238,34 +251,112 @@ def merge_adapter(
     store=None,
     name: str | None = None,
     *,
+    base_name: str | None = None,
     max_shard_bytes: int = 2 << 30,
     trust_remote_code: bool = False,
 ) -> MergeResult:
-    """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store."""
+    """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store.
+
+    Every input is checked (train.bundle.check_bundle, the adapter's config and header) and the output
+    folder and free space before the first byte is written; the bundle is written whole into a staged
+    folder beside `out_dir` and published by one rename inside the transaction that registers it
+    (pairstore.files.publish_folder), so a crash leaves the old state or the new one."""
 
     base, out = Path(base_bundle), Path(out_dir)
-    list_shards(base)  # pickle refused, missing shard named
+    check_bundle(base, trust_remote_code=trust_remote_code)
     weights_path, _, config = adapter_files(adapter_dir)
+    require_same_tokenizer(
+        base,
+        Path(adapter_dir),
+        what="the adapter was trained with another tokenizer or chat template than this base bundle's",
+    )
     if out.resolve() == base.resolve():
         raise BadInput("the output folder is the base bundle; merge into a new folder", path=str(out))
-    out.mkdir(parents=True, exist_ok=True)
-    before = {p.name for p in out.glob("model*.safetensors")}
+    replace = prepare_output(store, out)
+    check_free_space(
+        out.parent,
+        sum(p.stat().st_size for p in list_shards(base)) + (1 << 20),
+        what="the merged bundle",
+    )
     try:
-        merged, method = _stream_merge(base, weights_path, config, out, max_shard_bytes), "stream"
-    except _Unmappable as why:
-        merged, method = (
-            peft_merge(base, adapter_dir, out, max_shard_bytes, trust_remote_code),
-            f"peft ({why})",
+        return _write_and_publish(
+            store,
+            base,
+            adapter_dir,
+            weights_path,
+            config,
+            out,
+            name,
+            max_shard_bytes,
+            trust_remote_code,
+            replace,
+            base_name,
         )
-    written = {p.name for p in list_shards(out)}
-    for stale in before - written:  # shards of an earlier merge into this folder
-        (out / stale).unlink(missing_ok=True)
-    copied = copy_serving_files(base, out)
+    except OSError as e:
+        raise write_failure(out.parent, e) from None
 
+
+def _write_and_publish(
+    store,
+    base,
+    adapter_dir,
+    weights_path,
+    config,
+    out,
+    name,
+    max_shard_bytes,
+    trust_remote_code,
+    replace,
+    base_name,
+):
+    with staged_folder(out) as stage:
+        try:
+            merged, method = _stream_merge(base, weights_path, config, stage, max_shard_bytes), "stream"
+        except _Unmappable as why:
+            merged, method = (
+                peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code),
+                f"peft ({why})",
+            )
+        copied = copy_serving_files(base, stage)
+        return _publish_merge(
+            store,
+            base,
+            adapter_dir,
+            weights_path,
+            config,
+            out,
+            stage,
+            name,
+            merged,
+            method,
+            copied,
+            replace,
+            base_name,
+        )
+
+
+def _publish_merge(
+    store,
+    base,
+    adapter_dir,
+    weights_path,
+    config,
+    out,
+    stage,
+    name,
+    merged,
+    method,
+    copied,
+    replace,
+    base_name,
+):
     training, step = adapter_provenance(adapter_dir)
     round_name = training.get("round") if training else None
     trained_on = (training or {}).get("base", {})
-    base_name = registered_name(store, base) or trained_on.get("name") or base.resolve().name
+    # One name per checkpoint: --base-name, else the name the base is registered under, else the one its
+    # training recorded, else the folder's.
+    recorded = None if store is not None and checkpoint_at(store, base) else trained_on.get("name")
+    base_name = checkpoint_name(store, base, base_name or recorded)
     final_step = (training or {}).get("final_metrics", {}).get("global_step")
     if name is None:
         if round_name and (step is None or step == final_step):
@@ -291,14 +382,18 @@ def merge_adapter(
         "trained_on": trained_on or None,
         "round": round_name,
         "mixture_sha256": (training or {}).get("mixture_sha256"),
-        "shard_sha256": shard_sha256s(out),
+        "shard_sha256": shard_sha256s(stage),
         "serving_files": copied,
         "libraries": library_versions(),
     }
-    atomic_write_json(out / EVIDENCE_FILE, evidence)
-    if store is not None:
-        parents = [base_name] + ([round_name] if round_name else [])
+    atomic_write_json(stage / EVIDENCE_FILE, evidence)
+    parents = [base_name] + ([round_name] if round_name else [])
+
+    def register() -> None:
+        register_folder(store, base, base_name)
         register_checkpoint(
             store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
         )
+
+    publish_bundle(store, stage, out, replace, register)
     return MergeResult(out, name, method, merged, evidence)

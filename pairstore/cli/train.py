@@ -9,7 +9,7 @@ import click
 from click.core import ParameterSource
 
 from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_name, register_folder
 from train.dpo import train_dpo_at
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
@@ -172,13 +172,19 @@ def train_dpo_cmd(
     help="Checkpoint name (default: the round, or ROUND-stepN for an intermediate checkpoint).",
 )
 @click.option(
+    "--base-name",
+    default=None,
+    help="Checkpoint name of the base (default: the name it is registered under, else the name the "
+    "adapter's training recorded, else its folder's).",
+)
+@click.option(
     "--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB."
 )
 @click.option(
     "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
 )
 @click.pass_context
-def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code):
+def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
         result = merge_adapter(
@@ -187,6 +193,7 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remot
             out_dir,
             store=store,
             name=name,
+            base_name=base_name,
             max_shard_bytes=max_shard_mb << 20,
             trust_remote_code=trust_remote_code,
         )
@@ -296,8 +303,16 @@ def train_sample_cmd(
     help="Output bundle folder (new or empty).",
 )
 @click.option("--name", default=None, help="Checkpoint name to register (default: the output folder's name).")
-@click.option("--a-name", default=None, help="Checkpoint name of A (default: A's folder name).")
-@click.option("--b-name", default=None, help="Checkpoint name of B (default: B's folder name).")
+@click.option(
+    "--a-name",
+    default=None,
+    help="Checkpoint name of A (default: the name A is registered under, else its folder's).",
+)
+@click.option(
+    "--b-name",
+    default=None,
+    help="Checkpoint name of B (default: the name B is registered under, else its folder's).",
+)
 @click.option(
     "--slice-mb",
     type=int,
@@ -322,22 +337,28 @@ def train_soup_cmd(
 ):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
 
-    evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20, hash_output=hash_output)
+    root = ctx.find_root()
+    given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
+    register = given and not no_register
+    name = name or Path(out_dir).resolve().name
+    parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
+    options = {"slice_bytes": slice_mb << 20, "hash_output": hash_output}
+    if register:
+        # The store is opened (and checked) before the first byte of the soup is written.
+        with open_db(ctx) as store:
+            # One name per checkpoint: the parents by the names their folders are registered under.
+            parents = [checkpoint_name(store, a_dir, a_name), checkpoint_name(store, b_dir, b_name)]
+            evidence = soup(a_dir, b_dir, alpha, out_dir, store=store, name=name, parents=parents, **options)
+            for folder, parent in zip((a_dir, b_dir), parents):  # after the soup: a refusal changes nothing
+                register_folder(store, folder, parent)
+    else:
+        evidence = soup(a_dir, b_dir, alpha, out_dir, **options)
     out = evidence["output"]
     click.echo(
         f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "
         f"shard(s), alpha={alpha} -> {out_dir} ({evidence['seconds']} s)"
     )
-    root = ctx.find_root()
-    given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
-    if no_register or not given:
+    if register:
+        click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")
+    else:
         click.echo("not registered (no store given)" if not no_register else "not registered (--no-register)")
-        return
-
-    name = name or Path(out_dir).resolve().name
-    parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
-    with open_db(ctx) as store:
-        register_checkpoint(
-            store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()), evidence=evidence
-        )
-    click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")

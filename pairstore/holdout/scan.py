@@ -108,11 +108,11 @@ def loose_hashes(arr: pa.Array, lengths: np.ndarray | None = None) -> np.ndarray
         for i in np.flatnonzero(np.isin(kept, lengths)).tolist():
             out[i] = xxhash.xxh3_64_intdigest(view[int(new[i]) : int(new[i + 1])])
         return out
-    new = new.tolist()
+    starts: list[int] = new.tolist()
     return np.fromiter(
-        (xxhash.xxh3_64_intdigest(view[new[i] : new[i + 1]]) for i in range(len(new) - 1)),
+        (xxhash.xxh3_64_intdigest(view[starts[i] : starts[i + 1]]) for i in range(len(starts) - 1)),
         dtype=np.uint64,
-        count=len(new) - 1,
+        count=len(starts) - 1,
     )
 
 

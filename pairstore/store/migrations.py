@@ -383,7 +383,44 @@ def m004_public_sources(con):
     """)
 
 
-def m005_keys_of_the_normalization_pipeline(con):
+def m005_scratch_schema_for_sql_write(con):
+    """The schema `pairstore sql --write` keeps the user's own tables and views in (pairstore.store.sql):
+    everything else in the file is pairstore's."""
+    con.execute("CREATE SCHEMA IF NOT EXISTS scratch")
+
+
+def m006_three_verdicts(con):
+    """`generations.verdict` takes a third value, 'unknown' (the verifier cannot tell: no committed
+    answer, an undecidable comparison, verifiers that disagree), with the reason in `verdict_reason`
+    and each verifier's reading in `verdict_readings`. DuckDB cannot alter a CHECK constraint, so the
+    table is rebuilt from its own catalog definition (columns other migrations added are kept), rows
+    copied as they are."""
+    # pairstore's own table: a user's scratch.generations (pairstore sql --write) is not it
+    mine = "database_name = current_database() AND schema_name = 'main' AND table_name = 'generations'"
+    ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchone()[0]
+    old_check = "CHECK((verdict IN ('correct', 'wrong', 'unscored')))"
+    if old_check not in ddl:
+        raise RuntimeError("generations.verdict's CHECK constraint is not the one m006 replaces")
+    ddl = ddl.replace(old_check, "CHECK((verdict IN ('correct', 'wrong', 'unknown', 'unscored')))")
+    ddl = ddl.replace("CREATE TABLE generations(", "CREATE TABLE _m006_generations(", 1)
+    cols = [
+        r[0]
+        for r in con.execute(
+            f"SELECT column_name FROM duckdb_columns() WHERE {mine} ORDER BY column_index"
+        ).fetchall()
+    ]
+    names = ", ".join(f'"{c}"' for c in cols)
+    con.execute(ddl)
+    con.execute(f"INSERT INTO _m006_generations ({names}) SELECT {names} FROM generations")
+    con.execute("DROP TABLE generations")
+    con.execute("ALTER TABLE _m006_generations RENAME TO generations")
+    con.execute("""
+    ALTER TABLE generations ADD COLUMN verdict_reason VARCHAR;
+    ALTER TABLE generations ADD COLUMN verdict_readings JSON;
+    """)
+
+
+def m007_keys_of_the_normalization_pipeline(con):
     """Match keys and texts recomputed for the normalization pipeline of pairstore.holdout.normalize (escapes
     and markup decoded, digits of every script, case folding for every script, number forms, punctuation
     as a word break), for every stored row, holdout member and benchmark n-gram."""
@@ -419,21 +456,21 @@ def m005_keys_of_the_normalization_pipeline(con):
             "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
         ).fetchall()
         refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
-        con.register("_m005_refs", refs)
-        con.register("_m005_ngrams", ngrams)
+        con.register("_m007_refs", refs)
+        con.register("_m007_ngrams", ngrams)
         try:
             con.execute(
-                "UPDATE benchmark_refs SET match_key = r.match_key FROM _m005_refs r "
+                "UPDATE benchmark_refs SET match_key = r.match_key FROM _m007_refs r "
                 "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
                 [bench],
             )
             con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
             con.execute(
-                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m005_ngrams", [bench]
+                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m007_ngrams", [bench]
             )
         finally:
-            con.unregister("_m005_refs")
-            con.unregister("_m005_ngrams")
+            con.unregister("_m007_refs")
+            con.unregister("_m007_ngrams")
 
 
 # The ordered list. Append only.
@@ -442,6 +479,8 @@ MIGRATIONS = [
     m002_views,
     m003_disguise_proof_keys_and_evidence,
     m004_public_sources,
-    m005_keys_of_the_normalization_pipeline,
+    m005_scratch_schema_for_sql_write,
+    m006_three_verdicts,
+    m007_keys_of_the_normalization_pipeline,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

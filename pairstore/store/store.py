@@ -18,11 +18,13 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
-from pairstore.errors import NotFound, PairstoreError, StoreBusy
+from pairstore.errors import BadInput, NotFound, PairstoreError, StoreBusy
 from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from pairstore.store.recognize import damaged_store, recognize
 
 DEFAULT_DB = "pairstore.duckdb"
 _PID = re.compile(r"PID (\d+)")
@@ -110,6 +112,13 @@ class Store:
         self.close()
 
 
+def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
+    """The one value a query returns (a query with no row is a bug here: these always return one)."""
+    row = con.execute(sql).fetchone()
+    assert row is not None
+    return row[0]
+
+
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
         return duckdb.connect(path, read_only=read_only)
@@ -121,7 +130,9 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
             raise StoreBusy(
                 f"store {path} is in use by another process{holder}; try again when it finishes"
             ) from None
-        raise PairstoreError(f"cannot open store {path}: {msg.splitlines()[0]}") from None
+        raise damaged_store(path, e) from None
+    except duckdb.Error as e:
+        raise damaged_store(path, e) from None
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -129,7 +140,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("""CREATE TABLE IF NOT EXISTS schema_version (
         version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,
         applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""")
-    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
+    current = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_version")
     if current > SCHEMA_VERSION:
         raise PairstoreError(
             f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore"
@@ -151,26 +162,32 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
 def open_store(
     path: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = True
 ) -> Store:
-    """Open (and for writing, create and migrate) the store at `path`."""
+    """Open (and for writing, create and migrate) the store at `path`.
+
+    A missing file is created (for writing); an existing file is recognised first
+    (pairstore.store.recognize): a DuckDB file that is not a pairstore store, a damaged one, one from a newer
+    pairstore, one whose tables do not match its schema_version, or one holding a function that shadows a
+    built-in is refused before anything is written to it."""
     path = str(path or default_path())
     exists = Path(path).exists()
     if read_only and not exists:
         raise NotFound(f"no store at {path} (create one with an ingest, or pass --db PATH)")
     if not read_only and not exists and not create:
         raise NotFound(f"no store at {path}")
+    if exists and Path(path).is_dir():
+        raise BadInput(f"{path} is a folder, not a store file; pass --db FILE", field="db")
     con = _connect(path, read_only)
-    if read_only:
-        try:
-            version = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchone()[0]
-        except duckdb.CatalogException:
-            con.close()
-            raise PairstoreError(f"{path} is not a pairstore store (no schema_version table)") from None
-        if version != SCHEMA_VERSION:
-            con.close()
-            raise PairstoreError(
-                f"store {path} is at schema version {version}, this pairstore expects "
-                f"{SCHEMA_VERSION}; run any write command once to migrate it"
-            )
-    else:
-        migrate(con)
+    try:
+        version = recognize(con, path, new=not exists)
+        if read_only:
+            if version != SCHEMA_VERSION:
+                raise PairstoreError(
+                    f"store {path} is at schema version {version}, this pairstore expects "
+                    f"{SCHEMA_VERSION}; run any write command once to migrate it"
+                )
+        else:
+            migrate(con)
+    except BaseException:
+        con.close()
+        raise
     return Store(con, path, read_only)
