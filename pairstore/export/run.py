@@ -121,7 +121,7 @@ def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
     makes the files smaller), plus room for the evidence."""
     raw = con.execute(
         "SELECT coalesce(sum((strlen(p.prompt::VARCHAR) + strlen(p.chosen) "
-        "+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
+        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
     ).fetchall()[0][0]
     return int(raw) + (1 << 20)
 
