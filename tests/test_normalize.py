@@ -269,3 +269,122 @@ def test_migration_7_recomputes_keys_for_the_normalization_pipeline(tmp_path):
     assert store.scalar("SELECT match_key FROM pairs") == key
     assert store.one("SELECT match_key, match_text FROM holdout") == (key, "what s 12 times seven")
     store.close()
+
+
+# -- each step of the pipeline on its own ------------------------------------------------------------------
+
+
+def test_the_pipeline_is_the_documented_steps_in_order():
+    from pairstore.holdout.normalize import STEPS
+
+    assert [name for name, _ in STEPS] == [
+        "decode_escapes",
+        "strip_markup",
+        "nfkc",
+        "ascii_digits",
+        "fold",
+        "number_forms",
+        "punctuation",
+        "spaces",
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw, decoded",
+    [
+        ("What&#39;s up", "What's up"),
+        ("a&nbsp;b&amp;c", "a\u00a0b&c"),
+        ("&amp;#39;", "'"),  # two layers
+        ('say \\"hi\\"\\nnow', 'say "hi"\nnow'),
+        ("caf\\u00e9", "café"),
+        ("line_x000D_end", "line\rend"),
+        ("plain text", "plain text"),
+    ],
+)
+def test_decode_escapes(raw, decoded):
+    from pairstore.holdout.normalize import decode_escapes
+
+    assert decode_escapes(raw) == decoded
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "<|im_start|>user\nTell me a joke<|im_end|>\n<|im_start|>assistant\n",
+        "<s>[INST] <<SYS>>\n<</SYS>>\nTell me a joke [/INST]",
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nTell me a joke<|eot_id|>",
+        "<start_of_turn>user\nTell me a joke<end_of_turn>\n<start_of_turn>model\n",
+        "### Instruction:\nTell me a joke\n\n### Response:\n",
+        "Question: Tell me a joke\nAnswer:",
+        "<p>Tell me a <b>joke</b></p>",
+    ],
+)
+def test_strip_markup_leaves_the_words(raw):
+    from pairstore.holdout.normalize import strip_markup
+
+    assert " ".join(strip_markup(raw).split()) == "Tell me a joke"
+
+
+def test_nfkc_and_ascii_digits():
+    from pairstore.holdout.normalize import ascii_digits, nfkc
+
+    assert nfkc("ﬁne ①") == "fine 1"
+    assert ascii_digits("٣٤ and ४२ and ๕") == "34 and 42 and 5"
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("Какая самая высокая гора в Европе?", "КАКАЯ САМАЯ ВЫСОКАЯ ГОРА В ЕВРОПЕ?"),
+        ("Какая самая высокая гора в Европе?", "Какая Самая Высокая Гора В Европе?"),
+        ("Ποια είναι η πρωτεύουσα της Ελλάδας;", "ΠΟΙΑ ΕΙΝΑΙ Η ΠΡΩΤΕΥΟΥΣΑ ΤΗΣ ΕΛΛΑΔΑΣ;"),
+        ("Be brief. Что такое Python?", "BE BRIEF. ЧТО ТАКОЕ PYTHON?"),
+        (
+            "What is the capital of Peru?",
+            "WHAT IS THE CAPITAL OF PERU?".translate(str.maketrans("AEOP", "АЕОР")),
+        ),
+    ],
+)
+def test_fold_holds_case_for_every_script(a, b):
+    from pairstore.holdout.normalize import fold
+
+    assert word_text(a) == word_text(b)
+    assert fold("Лондон") == fold("ЛОНДОН") == fold("лондон")
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("It costs 1,250 dollars", "It costs 1.250 dollars"),
+        ("It costs 1,250 dollars", "It costs 1250 dollars"),
+        ("It costs 1'250 dollars", "It costs 1 250 dollars"),
+        ("Meet at 3.15 pm", "Meet at 3:15 pm"),
+        ("Add 1,5 litres", "Add 1.5 litres"),
+    ],
+)
+def test_number_forms_are_comparable(a, b):
+    assert match_key(a) == match_key(b)
+
+
+def test_number_forms_keep_other_numbers_apart():
+    assert match_key("It costs 1,250 dollars") != match_key("It costs 1,350 dollars")
+    assert match_key("It costs 3.5 dollars") != match_key("It costs 35 dollars")
+
+
+def test_punctuation_is_a_word_break_never_glue():
+    from pairstore.holdout.normalize import punctuation
+
+    assert punctuation("Question:What") == "Question What"
+    assert punctuation("end.<|im_end|>").split() == ["end", "im", "end"]
+    assert word_text("**What is 17 times 23?**") == "what is 17 times 23"
+    assert match_key("**What is 17 times 23?**") == match_key("What is 17 times 23?")
+    assert word_text("12 + 7 = 19, 2^10, -5, 20%") == "12 + 7 = 19 2^10 -5 20%"
+
+
+def test_spaces_and_sentences():
+    from pairstore.holdout.normalize import sentences, spaces
+
+    assert spaces("  a \t b\n c ") == "a b c"
+    assert "tell me a joke" in sentences("Hi there! Tell me a joke thanks a lot!")
+    assert "tell me a joke" in sentences("Practice question: Tell me a joke Answer: it depends.")
+    assert "tell me a joke" not in sentences("Tell me a joke about cats.")

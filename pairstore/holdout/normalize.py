@@ -188,8 +188,7 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
     if cp < 0x80:
         if ch in _ASCII_WS:
             return " "
-        if ch in _ASCII_PUNCT:
-            return " "
+        # ASCII punctuation is left to steps 6 and 7 (a comma may be a number's separator)
         return None if ch in _ASCII_CONTROLS else 0
     cat = unicodedata.category(ch)
     if cat in ("Cf", "Cs", "Mn", "Me") or any(lo <= cp <= hi for lo, hi in _IGNORABLE_RANGES):
@@ -287,7 +286,7 @@ _WORDS = re.compile(r"(\s+)")
 def fold(text: str) -> str:
     """Step 5: case folding and the translation table, so that case holds for every script."""
     if text.isascii():
-        return text.lower().translate(ASCII_TABLE)
+        return text.lower()
     table = fold_table()
     if _own_script(text):
         # Fold, map, fold again: upper- and lower-case Cyrillic or Greek have different look-alikes
