@@ -179,7 +179,8 @@ def _another_word(q: str, rng: random.Random) -> str | None:
         return None
     m = max(words, key=lambda m: (len(m.group()), -m.start()))  # the longest content word
     new = rng.choice([w for w in OTHER_WORDS if w != m.group().lower()])
-    return q[: m.start()] + new + q[m.end() :]
+    # every occurrence: a word replaced once but kept elsewhere is still what the question is about
+    return re.sub(rf"(?<!\w){re.escape(m.group())}(?!\w)", new, q)
 
 
 MUTATIONS = {"another number": _another_number, "another content word": _another_word}
