@@ -107,8 +107,15 @@ def test_one_changed_byte_refuses(store, tmp_path, run_cli):
         ],
     )
     checks = audit_mixtures(store)
-    assert [c.status for c in checks] == ["ok"] * 4
-    assert {c.what for c in checks} == {"export", "attached", "export evidence", "shard"}
+    # every hash, and the round's latest export through today's holdout gate
+    assert [c.status for c in checks] == ["ok"] * 5
+    assert {c.what for c in checks} == {
+        "export",
+        "attached",
+        "export evidence",
+        "shard",
+        "holdout gate today",
+    }
     store.close()
     assert run_cli("audit", "mixtures").exit_code == 0
 
@@ -414,6 +421,7 @@ def test_real_export_files_checked_and_measured(round_r1, tmp_path, run_cli):
         ("export", "r1.sft.parquet"),
         ("export evidence", "r1.training_evidence.json"),
         ("export evidence", "r1.training_evidence.json"),
+        ("holdout gate today", "r1.parquet"),
     ]
     report = audit_lengths(store)
     by_file = {Path(r.source).name: r for r in report.rounds}

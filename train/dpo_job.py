@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
+from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import TRAIN_KEYS, DpoRecipe, TrainConfig, recipe_from_json
 from pairstore.store.store import Store
@@ -118,6 +119,16 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
     return (pairs[0] if pairs else None), (sft[0] if sft else None)
 
 
+def regate_mixture(store, pairs: dict | None, sft: dict | None) -> None:
+    """Today's holdout gate on the round's exported rows (pairstore.holdout.gate.regate_export): GateRefused
+    (exit 3) naming what changed since the export when it would now be refused."""
+    mixtures = [m for m in (pairs, sft) if m is not None]
+    if not mixtures:
+        return
+    system = next((s for s in (exported_system_prompt(m["path"]) for m in mixtures) if s is not None), None)
+    regate_export(store, [m["export_id"] for m in mixtures], system)
+
+
 def verify_mixture(mixture: dict) -> None:
     path = Path(mixture["path"])
     if not path.is_file():
@@ -205,6 +216,7 @@ def prepare_job(
         recipe.train, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides
     )
     pairs, sft = round_mixture(store, round_name)
+    regate_mixture(store, pairs, sft)  # the gate again, against the holdout as it is now
     load_serving(
         base_bundle, trust_remote_code=trust_remote_code
     )  # template/tokenizer/generation mismatch: fail now

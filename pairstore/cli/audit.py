@@ -11,6 +11,7 @@ import click
 
 from audits.compare import compare
 from audits.decontam import decontam, load_benchmark
+from audits.gate_audit import audit_gate, gate_audit_tables
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
@@ -23,7 +24,8 @@ from pairstore.holdout.ngrams import register_benchmark
 
 @click.group("audit")
 def audit_group():
-    """Read-only analyses: leaks, decontamination, mixtures, lengths, loops, compare, verifier, report."""
+    """Read-only analyses: leaks, decontamination, mixtures, the gate itself, lengths, loops, compare,
+    verifier, report."""
 
 
 @audit_group.command("leaks")
@@ -58,6 +60,27 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
             )
         if f.note:
             click.echo(f"{f.path}: {f.note}")
+
+
+@audit_group.command("gate")
+@click.option("--set", "set_name", default=None, help="Only this holdout set's members (default: every set).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the transformations' choices.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="At most this many members (seeded).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def audit_gate_cmd(ctx, set_name, seed, limit, as_json):
+    """How well the holdout gate finds the store's own members in disguise: recall per transformation,
+    false refusals of near neighbours (another number, another content word), and what it cannot catch."""
+    with open_db(ctx, read_only=True) as store:
+        result = audit_gate(store, set_name=set_name, seed=seed, limit=limit)
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    cols, rows, mcols, mrows = gate_audit_tables(result)
+    click.echo(f"{result.members} member(s), seed {result.seed}")
+    echo_table(cols, rows)
+    echo_table(mcols, mrows)
+    click.echo("not caught by string matching (docs/design.md): " + "; ".join(result.uncaught))
 
 
 @audit_group.command("decontam")
@@ -130,9 +153,10 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
 @click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
 @click.pass_context
 def audit_mixtures_cmd(ctx, as_json):
-    """Recompute the SHA-256 of every registered mixture and bundle evidence; exit 3 naming any change."""
+    """Recompute the SHA-256 of every registered mixture and bundle evidence, and run today's holdout gate on
+    every round's latest export; exit 3 naming any change, or any mixture the gate would now refuse."""
     with open_db(ctx, read_only=True) as store:
-        checks = check_mixtures(store)
+        checks = check_mixtures(store, gate=True)
     if as_json:
         echo_json([c.as_dict() for c in checks])
     else:

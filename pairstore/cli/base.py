@@ -14,6 +14,8 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import click
 import duckdb
@@ -128,7 +130,7 @@ def echo_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False))
 
 
-def echo_table(columns: list[str], rows: list[tuple]) -> None:
+def echo_table(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
     """A plain aligned text table."""
     cells = [[("" if v is None else str(v)) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]

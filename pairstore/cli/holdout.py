@@ -71,15 +71,28 @@ def holdout_list_cmd(ctx):
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def holdout_show_cmd(ctx, set_name, as_json):
-    """Show the members of SET and their status."""
+    """Show the members of SET, their status and history (every removal and re-add)."""
     with open_db(ctx, read_only=True) as store:
         rows = show_set(store, set_name)
     if as_json:
         echo_json(rows)
     else:
         echo_table(
-            ["item_id", "kind", "status", "match_key", "reason"],
-            [(r["item_id"], r["item_kind"], r["status"], r["match_key"], r["removed_reason"]) for r in rows],
+            ["item_id", "kind", "status", "match_key", "reason", "history"],
+            [
+                (
+                    r["item_id"],
+                    r["item_kind"],
+                    r["status"],
+                    r["match_key"],
+                    r["removed_reason"],
+                    "; ".join(
+                        f"{h['action']} {h['at'][:19]}" + (f" ({h['reason']})" if h["reason"] else "")
+                        for h in r["history"]
+                    ),
+                )
+                for r in rows
+            ],
         )
 
 

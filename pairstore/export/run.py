@@ -43,6 +43,7 @@ from pairstore.export.writer import write_mixture_file
 from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
+from pairstore.holdout.sets import removed_members
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
 
@@ -63,6 +64,7 @@ class GateEvidence:
     fuzzy_pairs_scored: int
     exempted: list[dict]  # the exempted hits, each with its reason
     notes: list[str]
+    removed_members: list[dict] = field(default_factory=list)  # members removed at export time
     passed: bool = True
     fuzzy_threshold: float = FUZZY_THRESHOLD
     fuzzy_min_chars: int = FUZZY_MIN_CHARS
@@ -225,6 +227,7 @@ def export_round(
                 pairs_checked=gate.candidates,
                 fuzzy_pairs_scored=gate.fuzzy_pairs_scored,
                 exempted=exempted,
+                removed_members=removed_members(store),
                 notes=gate.notes,
             )
             evidence = export_evidence(
