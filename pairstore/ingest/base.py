@@ -88,7 +88,7 @@ def insert_new(
         n = con.execute(
             f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
             f"FROM _incoming i ANTI JOIN {table} t ON {on}"
-        ).fetchone()[0]
+        ).fetchall()[0][0]
     finally:
         con.unregister("_incoming")
     return n, len(rows) - n

@@ -162,7 +162,7 @@ def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
         try:
             existing = con.execute(
                 "SELECT count(*) FROM _new_pairs n JOIN pairs p USING (pair_id)"
-            ).fetchone()[0]
+            ).fetchall()[0][0]
             result.dropped["duplicate"] += existing
             result.added = len(new_rows) - existing
             con.execute("""
@@ -175,7 +175,7 @@ def add_pairs(store, pairs, *, miner: str, miner_version: str) -> AddResult:
                 INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
                 SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
                 FROM _new_origins o ANTI JOIN pair_origins x USING (pair_id, origin_kind, origin_id)
-                """).fetchone()[0]
+                """).fetchall()[0][0]
         finally:
             con.unregister("_new_pairs")
             con.unregister("_new_origins")
