@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pairstore.errors import GateRefused
 from pairstore.export.overwrites import leftovers, started_exports
+from pairstore.export.paths import evidence_beside, is_sft_file
 from pairstore.keys import sha256_file
 
 FAILING = ("changed", "missing")
@@ -62,7 +63,7 @@ def _evidence_check(ex: dict) -> FileCheck | None:
     """The export's training evidence (ROUND.training_evidence.json beside it) must name the registered bytes:
     "parquet_sha256" for the pair file, "sft_parquet_sha256" for NAME.sft.parquet."""
     path = Path(ex["path"])
-    ev_path = path.parent / f"{ex['round']}.training_evidence.json"
+    ev_path = evidence_beside(path, ex["round"])
     if not ev_path.is_file():
         return None
     try:
@@ -71,7 +72,7 @@ def _evidence_check(ex: dict) -> FileCheck | None:
         return FileCheck("export evidence", ex["round"], str(ev_path), ex["sha256"], "unreadable", "changed")
     if not isinstance(evidence, dict):
         return None
-    key = "sft_parquet_sha256" if path.name.endswith(".sft.parquet") else "parquet_sha256"
+    key = "sft_parquet_sha256" if is_sft_file(path) else "parquet_sha256"
     recorded = evidence.get(key)
     if recorded is None:
         return None

@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
+from pairstore.export.paths import is_sft_file
 from pairstore.keys import sha256_file
 from train.bundle import list_shards
 from train.serving import bundle_name, load_serving, registered_name
@@ -61,8 +62,8 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
         raise NotFound(
             f"round {round_name} has no export (run `pairstore export --round {round_name}` first)"
         )
-    sft = [r for r in rows if r["path"].endswith(".sft.parquet")]
-    pairs = [r for r in rows if not r["path"].endswith(".sft.parquet")]
+    sft = [r for r in rows if is_sft_file(r["path"])]
+    pairs = [r for r in rows if not is_sft_file(r["path"])]
     if len(pairs) > 1 or len(sft) > 1:
         raise PairstoreError(
             f"round {round_name}: the latest export registers several files of one kind: "

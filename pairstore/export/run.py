@@ -30,8 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pairstore.errors import BadInput
-from pairstore.export.evidence import evidence_name, export_evidence
+from pairstore.export.card import write_card
+from pairstore.export.evidence import export_evidence
 from pairstore.export.overwrites import leftovers, replacements
+from pairstore.export.paths import export_paths
 from pairstore.export.plan import plan_mixture
 from pairstore.export.registry import record_export
 from pairstore.export.writer import write_mixture_file
@@ -58,6 +60,7 @@ class ExportResult:
     export_ids: list = field(default_factory=list)
     superseded: list = field(default_factory=list)  # export ids this export replaced (--replace)
     notes: list = field(default_factory=list)  # leftovers of an interrupted export, ...
+    card_path: str | None = None  # the folder's dataset card (README.md), when pairstore may write it
 
 
 def resolve_system_prompt(
@@ -102,13 +105,8 @@ def resolve_system_prompt(
 
 def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     out.mkdir(parents=True, exist_ok=True)
-    out_real = out.resolve()
-    finals = {"dpo": out_real / f"{name}.parquet", "sft": out_real / f"{name}.sft.parquet"}
-    evidence_path = out_real / evidence_name(name)
-    for p in [*finals.values(), evidence_path]:
-        if p.parent != out_real:
-            raise BadInput(f"round {name!r} would write outside {out_real}", field="out")
-    return out_real, finals, evidence_path
+    paths = export_paths(out, name)
+    return paths.folder, paths.mixture_files(), paths.evidence
 
 
 def export_round(
@@ -217,6 +215,10 @@ def export_round(
             exempted=exempted,
             supersede=result.superseded,
         )
+        card, why_not = write_card(store, out_real)
+        result.card_path = str(card) if card else None
+        if why_not:
+            result.notes.append(why_not)
         return result
     finally:
         con.execute("DROP TABLE IF EXISTS _mix")
