@@ -8,16 +8,31 @@
 Every file pairstore writes (exports, evidence, reports, bundles, job files) goes through here. A temp
 file is named `.<final name>.<random>.tmp`, so `leftover_temps(folder)` can name what a killed writer
 left behind.
+
+A folder (a bundle, a report) is published the same way: written complete inside `staged_folder`
+(`.<final name>.<random>.tmp` beside it), every file fsynced, then made visible by one rename
+(`publish_folder`); a folder it replaces is first renamed to `.<final name>.<random>.old`, and
+`recover_folder` (the next run) puts that back or removes it, and removes staged folders.
+
+Fault injection: every rename and commit that publishes something calls `publish_point(label)`. With
+PAIRSTORE_FAULT_KILL_AT=N in the environment the process kills itself (SIGKILL) at the Nth point; with
+PAIRSTORE_FAULT_TRACE=FILE each point's label is appended to FILE. The tests use both to stop a writer at
+every point in turn.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from pairstore.errors import PairstoreError
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -44,9 +59,11 @@ def atomic_path(path, *, fsync: bool = True) -> Iterator[Path]:
     try:
         yield tmp
         if fsync:
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
+            fsync_file(tmp)
+        publish_point(f"rename {final.name}")
         os.replace(tmp, final)
+        if fsync:
+            fsync_dir(final.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -86,3 +103,148 @@ def leftover_temps(folder, final_name: str | None = None) -> list[Path]:
         return []
     prefix = f".{final_name}." if final_name else "."
     return sorted(p for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(TEMP_SUFFIX))
+
+
+# ---------------------------------------------------------------------------- publishing points
+
+_points = 0
+
+
+def publish_point(label: str) -> None:
+    """A rename or commit that publishes something is about to happen (see the module's docstring)."""
+    global _points
+    _points += 1
+    trace = os.environ.get("PAIRSTORE_FAULT_TRACE")
+    if trace:
+        with open(trace, "a", encoding="utf-8") as f:
+            f.write(f"{_points}\t{label}\n")
+    kill_at = os.environ.get("PAIRSTORE_FAULT_KILL_AT")
+    if kill_at and kill_at.isdigit() and int(kill_at) == _points:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def fsync_file(path) -> None:
+    with open(path, "rb+") as f:
+        os.fsync(f.fileno())
+
+
+# ---------------------------------------------------------------------------- space
+
+
+def check_free_space(folder, needed: int, *, what: str = "this") -> None:
+    """PairstoreError (exit 1) naming the folder and the bytes when `folder` (or the nearest existing folder
+    above it) has less than `needed` bytes free."""
+    probe = Path(folder).absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    if free < needed:
+        raise PairstoreError(
+            f"{folder}: not enough free space for {what}: it needs {needed:,} bytes, {free:,} are free; "
+            "free space there or choose another folder"
+        )
+
+
+def write_failure(where, error: BaseException) -> PairstoreError:
+    """One line for a write into `where` that failed (a full disk, a permission, a read-only folder)."""
+    first = (str(error).splitlines() or [type(error).__name__])[0]
+    no_space = (
+        getattr(error, "errno", None) in (errno.ENOSPC, errno.EDQUOT) or "no space left" in first.lower()
+    )
+    with contextlib.suppress(OSError):
+        no_space = no_space or shutil.disk_usage(
+            Path(where) if Path(where).is_dir() else Path(where).parent
+        ).free < (1 << 20)
+    if no_space:
+        return PairstoreError(f"{where}: no space left on the device; free space there and run again")
+    if getattr(error, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return PairstoreError(
+            f"{where}: cannot write there ({os.strerror(error.errno)}); choose a writable folder"
+        )
+    return PairstoreError(f"{where}: writing failed ({first}); check free space and permissions there")
+
+
+# ---------------------------------------------------------------------------- folders
+
+STAGED_SUFFIX = ".tmp"
+REPLACED_SUFFIX = ".old"
+
+
+def fsync_tree(folder) -> None:
+    """fsync every file under `folder`, then every folder in it, deepest first."""
+    folders = []
+    for root, _dirs, files in os.walk(folder):
+        folders.append(root)
+        for name in files:
+            p = os.path.join(root, name)
+            if not os.path.islink(p):
+                fsync_file(p)
+    for root in reversed(folders):
+        fsync_dir(root)
+
+
+@contextlib.contextmanager
+def staged_folder(final) -> Iterator[Path]:
+    """A new empty folder beside `final` to write a whole artefact into; removed if the block fails.
+    Publish it with `publish_folder` inside the block."""
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=STAGED_SUFFIX, dir=final.parent))
+    os.chmod(tmp, 0o777 & ~_UMASK)
+    try:
+        yield tmp
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def folder_is_free(final) -> bool:
+    """Nothing at `final`, or an empty folder: a publish there replaces nothing."""
+    final = Path(final)
+    return not final.exists() or (final.is_dir() and not final.is_symlink() and not any(final.iterdir()))
+
+
+def publish_folder(staged, final, *, replace: bool = False) -> None:
+    """Make the complete folder `staged` visible as `final` by one rename (after fsyncing it all). A folder
+    already at `final` with files in it is refused unless `replace`: then it is first renamed aside and
+    removed once the new one is in place."""
+    staged, final = Path(staged), Path(final)
+    fsync_tree(staged)
+    aside = None
+    if final.is_symlink() or (final.exists() and not final.is_dir()):
+        raise PairstoreError(f"{final}: exists and is not a folder; remove it or choose another path")
+    if final.exists() and not folder_is_free(final):
+        if not replace:
+            raise PairstoreError(f"{final}: the folder already holds files; choose a new folder")
+        aside = Path(tempfile.mktemp(prefix=f".{final.name}.", suffix=REPLACED_SUFFIX, dir=final.parent))
+        publish_point(f"rename {final.name} aside")
+        os.rename(final, aside)
+    publish_point(f"rename {final.name}")
+    os.rename(staged, final)  # onto an empty folder too: rename(2) replaces an empty directory
+    fsync_dir(final.parent)
+    if aside is not None:
+        shutil.rmtree(aside, ignore_errors=True)
+
+
+def recover_folder(final) -> list[str]:
+    """Clean what a killed publish of `final` left: a folder renamed aside is put back when nothing took
+    its place, else removed; staged folders are removed. Returns one line per thing done."""
+    final = Path(final)
+    notes = []
+    parent = final.parent
+    if not parent.is_dir():
+        return notes
+    for p in sorted(parent.iterdir()):
+        if not p.name.startswith(f".{final.name}.") or not p.is_dir():
+            continue
+        if p.name.endswith(REPLACED_SUFFIX):
+            if not final.exists():
+                os.rename(p, final)
+                notes.append(f"{final}: put back the folder an interrupted run had renamed aside ({p.name})")
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+                notes.append(f"{p}: removed the old folder an interrupted run had replaced")
+        elif p.name.endswith(STAGED_SUFFIX):
+            shutil.rmtree(p, ignore_errors=True)
+            notes.append(f"{p}: removed the partial folder of an interrupted run")
+    return notes

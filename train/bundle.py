@@ -35,6 +35,13 @@ from pathlib import Path
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_path, atomic_write_json
 from pairstore.keys import sha256_file
+from train.bundle_check import (
+    check_bundle_files,
+    check_header_entry,
+    check_metadata,
+    loads_strict,
+    read_json_object,
+)
 from train.portable import portable_model_config, portable_tokenizer_config
 
 INDEX_NAME = "model.safetensors.index.json"
@@ -139,11 +146,15 @@ def refuse_pickle(path) -> None:
 
 
 def check_bundle(bundle_dir, *, trust_remote_code: bool = False) -> list[Path]:
-    """Check a bundle is safe to load before anything loads it: safetensors weights only (pickle refused),
+    """Check a bundle is safe to load before anything reads or copies it: safetensors weights only (pickle
+    refused) with headers that hold (train.bundle_check), config and tokenizer files of the right shape,
     and no custom modelling/tokenizer code (`auto_map` in config.json or tokenizer_config.json, or *.py
     files) unless trust_remote_code is asked for. Returns the weight shards."""
     bundle = Path(bundle_dir)
     shards = list_shards(bundle)
+    for shard in shards:
+        read_shard_header(shard)  # dtype, integer shapes and offsets, no overlap, within the file
+    check_bundle_files(bundle)
     if not trust_remote_code:
         for name in ("config.json", "tokenizer_config.json"):
             p = bundle / name
@@ -257,23 +268,17 @@ def read_shard_header(path) -> ShardHeader:
     except IsADirectoryError:
         raise BadInput("shard is a folder, not a file", path=str(p)) from None
     try:
-        header = json.loads(header_bytes.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        header = loads_strict(header_bytes.decode("utf-8"), p)
+    except UnicodeDecodeError as e:
         raise BadInput(f"safetensors header is not JSON: {e}", path=str(p)) from None
     if not isinstance(header, dict):
         raise BadInput("safetensors header is not a JSON object", path=str(p))
     data_start = 8 + header_len
     metadata = header.pop("__metadata__", None)
     tensors = []
+    check_metadata(p, metadata)
     for name, entry in header.items():
-        try:
-            dtype = entry["dtype"]
-            shape = tuple(int(d) for d in entry["shape"])
-            begin, end = (int(x) for x in entry["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise BadInput(
-                "malformed tensor entry (needs dtype, shape, data_offsets)", path=str(p), field=name
-            ) from None
+        dtype, shape, begin, end = check_header_entry(p, name, entry)
         if dtype not in DTYPE_SIZES:
             raise BadInput(f"unknown dtype {dtype!r}", path=str(p), field=name)
         info = TensorInfo(name, dtype, shape, data_start + begin, data_start + end)
@@ -397,17 +402,9 @@ def tokenizer_fingerprint(bundle_dir) -> str:
 
 
 def read_json_file(path) -> dict:
-    """A JSON object from a bundle file, BadInput naming the file if it is not one."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BadInput("file is missing", path=str(p)) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise BadInput(f"not valid JSON: {e}", path=str(p)) from None
-    if not isinstance(data, dict):
-        raise BadInput("expected a JSON object", path=str(p))
-    return data
+    """A JSON object from a bundle file, BadInput naming the file if it is not one (duplicate keys and
+    NaN refused: train.bundle_check.read_json_object)."""
+    return read_json_object(path)
 
 
 # ---------------------------------------------------------------------------- writing

@@ -22,20 +22,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairstore.errors import BadInput, PairstoreError
-from pairstore.files import atomic_write_json
+from pairstore.files import (
+    atomic_write_json,
+    check_free_space,
+    publish_folder,
+    publish_point,
+    staged_folder,
+    write_failure,
+)
 from pairstore.keys import sha256_file
 from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
     ShardedWriter,
     bundle_tensors,
+    check_bundle,
     copy_serving_files,
     list_shards,
     read_json_file,
+    read_shard_header,
     refuse_pickle,
     shard_sha256s,
 )
+from train.bundle_check import check_adapter_config
 from train.dpo import library_versions
+from train.publish import prepare_output
 from train.serving import load_model, registered_name
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -87,6 +98,8 @@ def adapter_files(adapter_dir) -> tuple[Path, Path, dict]:
             path=str(config_path),
             field="peft_type",
         )
+    check_adapter_config(config_path, config)
+    read_shard_header(weights)  # its header holds before a byte of it is read
     return weights, config_path, config
 
 
@@ -241,27 +254,61 @@ def merge_adapter(
     max_shard_bytes: int = 2 << 30,
     trust_remote_code: bool = False,
 ) -> MergeResult:
-    """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store."""
+    """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store.
+
+    Every input is checked (train.bundle.check_bundle, the adapter's config and header) and the output
+    folder and free space before the first byte is written; the bundle is written whole into a staged
+    folder beside `out_dir` and published by one rename inside the transaction that registers it
+    (pairstore.files.publish_folder), so a crash leaves the old state or the new one."""
 
     base, out = Path(base_bundle), Path(out_dir)
-    list_shards(base)  # pickle refused, missing shard named
+    check_bundle(base, trust_remote_code=trust_remote_code)
     weights_path, _, config = adapter_files(adapter_dir)
     if out.resolve() == base.resolve():
         raise BadInput("the output folder is the base bundle; merge into a new folder", path=str(out))
-    out.mkdir(parents=True, exist_ok=True)
-    before = {p.name for p in out.glob("model*.safetensors")}
+    replace = prepare_output(store, out)
+    check_free_space(
+        out.parent,
+        sum(p.stat().st_size for p in list_shards(base)) + (1 << 20),
+        what="the merged bundle",
+    )
     try:
-        merged, method = _stream_merge(base, weights_path, config, out, max_shard_bytes), "stream"
-    except _Unmappable as why:
-        merged, method = (
-            peft_merge(base, adapter_dir, out, max_shard_bytes, trust_remote_code),
-            f"peft ({why})",
+        return _write_and_publish(
+            store,
+            base,
+            adapter_dir,
+            weights_path,
+            config,
+            out,
+            name,
+            max_shard_bytes,
+            trust_remote_code,
+            replace,
         )
-    written = {p.name for p in list_shards(out)}
-    for stale in before - written:  # shards of an earlier merge into this folder
-        (out / stale).unlink(missing_ok=True)
-    copied = copy_serving_files(base, out)
+    except OSError as e:
+        raise write_failure(out.parent, e) from None
 
+
+def _write_and_publish(
+    store, base, adapter_dir, weights_path, config, out, name, max_shard_bytes, trust_remote_code, replace
+):
+    with staged_folder(out) as stage:
+        try:
+            merged, method = _stream_merge(base, weights_path, config, stage, max_shard_bytes), "stream"
+        except _Unmappable as why:
+            merged, method = (
+                peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code),
+                f"peft ({why})",
+            )
+        copied = copy_serving_files(base, stage)
+        return _publish_merge(
+            store, base, adapter_dir, weights_path, config, out, stage, name, merged, method, copied, replace
+        )
+
+
+def _publish_merge(
+    store, base, adapter_dir, weights_path, config, out, stage, name, merged, method, copied, replace
+):
     training, step = adapter_provenance(adapter_dir)
     round_name = training.get("round") if training else None
     trained_on = (training or {}).get("base", {})
@@ -291,14 +338,19 @@ def merge_adapter(
         "trained_on": trained_on or None,
         "round": round_name,
         "mixture_sha256": (training or {}).get("mixture_sha256"),
-        "shard_sha256": shard_sha256s(out),
+        "shard_sha256": shard_sha256s(stage),
         "serving_files": copied,
         "libraries": library_versions(),
     }
-    atomic_write_json(out / EVIDENCE_FILE, evidence)
-    if store is not None:
+    atomic_write_json(stage / EVIDENCE_FILE, evidence)
+    if store is None:
+        publish_folder(stage, out, replace=replace)
+    else:
         parents = [base_name] + ([round_name] if round_name else [])
-        register_checkpoint(
-            store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
-        )
+        with store.transaction():
+            register_checkpoint(
+                store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
+            )
+            publish_folder(stage, out, replace=replace)
+            publish_point(f"commit checkpoint {name}")
     return MergeResult(out, name, method, merged, evidence)

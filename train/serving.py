@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pairstore.errors import BadInput
-from train.bundle import list_shards, read_json_file
+from train.bundle import check_bundle, read_json_file
 
 # A marker no real answer contains: what follows it in a rendered assistant turn is the turn's end.
 _PROBE = "\u2063PAIRSTORE-PROBE\u2063"
@@ -221,7 +221,7 @@ def load_model(bundle, *, trust_remote_code: bool = False, dtype=None, device=No
     import torch
     from transformers import AutoModelForCausalLM
 
-    list_shards(bundle)
+    check_bundle(bundle, trust_remote_code=trust_remote_code)  # headers, config, tokenizer, remote code
     if dtype is None:
         dtype = torch.bfloat16 if torch.cuda.is_available() else torch.float32
     model = AutoModelForCausalLM.from_pretrained(

@@ -44,15 +44,24 @@ from pathlib import Path
 import numpy as np
 
 from pairstore.errors import BadInput
-from pairstore.files import atomic_write_json, fsync_dir
+from pairstore.files import (
+    atomic_write_json,
+    check_free_space,
+    publish_folder,
+    publish_point,
+    staged_folder,
+    write_failure,
+)
 from pairstore.keys import sha256_file
 from pairstore.prefetch import prefetch
+from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
     FINGERPRINT_FILES,
     INDEX_NAME,
     TensorInfo,
     bundle_tensors,
+    check_bundle,
     copy_serving_files,
     list_shards,
     read_index,
@@ -60,6 +69,7 @@ from train.bundle import (
     tokenizer_fingerprint,
     write_index,
 )
+from train.publish import prepare_output
 from train.shard_io import OpenFiles, StreamHash, WriteBack, preadv_exact, pwrite_all
 from train.soup_kernel import FLOAT_DTYPES, ITEMSIZE, SoupKernel
 
@@ -433,25 +443,10 @@ def _check_tokenizers(a_dir: Path, b_dir: Path) -> str:
     return fa
 
 
-def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path, output_names: set[str]) -> None:
+def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path) -> None:
     resolved = out_dir.resolve()
     if resolved in (a_dir.resolve(), b_dir.resolve()):
         raise BadInput("the output folder must differ from both inputs", path=str(out_dir))
-    if out_dir.exists():
-        if not out_dir.is_dir():
-            raise BadInput("output path exists and is not a folder", path=str(out_dir))
-        stale = sorted(
-            p.name
-            for p in out_dir.iterdir()
-            if (p.name.endswith(".safetensors") or p.name == INDEX_NAME)
-            and p.name not in output_names
-            and not (p.name == INDEX_NAME and INDEX_NAME in output_names)
-        )
-        if stale:
-            raise BadInput(
-                f"output folder already holds other weights ({stale[0]}); use an empty folder",
-                path=str(out_dir),
-            )
 
 
 def _read_evidence(bundle: Path) -> dict | None:
@@ -472,6 +467,9 @@ def _plan_job(
 ) -> tuple[_Job, list[tuple[Path, TensorInfo]], str, bool]:
     """Check the inputs and the output folder (BadInput before anything is written) and cut the work into
     slices. Returns (job, A's tensors, tokenizer fingerprint, whether A has an index)."""
+    _check_output_dir(out_dir, a_dir, b_dir)
+    for bundle in (a_dir, b_dir):
+        check_bundle(bundle)  # headers, config, tokenizer, remote code: before a byte is read or copied
     a_tensors = bundle_tensors(a_dir)
     b_tensors = bundle_tensors(b_dir)
     _check_same_tensors(a_dir, b_dir, a_tensors, b_tensors)
@@ -482,9 +480,6 @@ def _plan_job(
     a_headers = [read_shard_header(p) for p in a_shards]
     b_headers = {p: read_shard_header(p) for p in b_shards}
     has_index = (a_dir / INDEX_NAME).exists()
-    _check_output_dir(
-        out_dir, a_dir, b_dir, {p.name for p in a_shards} | ({INDEX_NAME} if has_index else set())
-    )
     b_where = {t.name: (p, t) for p, t in b_tensors}
     job = _Job(
         a_dir=a_dir,
@@ -496,7 +491,7 @@ def _plan_job(
         b_shards=b_shards,
         plans=[_plan_slices(i, h.tensors, b_where, slice_bytes) for i, h in enumerate(a_headers)],
         copy_only={t.name for _, t in a_tensors if t.dtype not in FLOAT_DTYPES},
-        tmp_paths=[out_dir / f".{p.name}.soup-{os.getpid()}.tmp" for p in a_shards],
+        tmp_paths=[],  # the shards' paths in the staged folder, set when it exists
         a_hashes=[StreamHash(h.path, h.raw, h.file_size) for h in a_headers],
         b_hashes={p: StreamHash(p, h.raw, h.file_size) for p, h in b_headers.items()},
         out_hashes=[hashlib.sha256(h.raw) for h in a_headers] if hash_output else None,
@@ -513,6 +508,9 @@ def soup(
     slice_bytes: int = DEFAULT_SLICE_BYTES,
     buffers: int = DEFAULT_BUFFERS,
     hash_output: bool = False,
+    store=None,
+    name: str | None = None,
+    parents: tuple[str, str] | list[str] = (),
 ) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do
@@ -520,7 +518,12 @@ def soup(
 
     The inputs' shard SHA-256s are always computed (as the data streams past). The output's are optional
     (`hash_output`): the output is a deterministic function of the hashed inputs and alpha, and hashing it
-    costs CPU the I/O cannot hide on a busy machine."""
+    costs CPU the I/O cannot hide on a busy machine.
+
+    Both inputs are checked (train.bundle.check_bundle), the output folder and the free space before the
+    first byte is written; the bundle is written whole into a staged folder beside `out_dir` and published
+    by one rename, inside the transaction that registers checkpoint `name` (with `parents`) when given a
+    `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one."""
     started = time.perf_counter()
     a_dir, b_dir, out_dir = Path(a_dir), Path(b_dir), Path(out_dir)
     alpha = float(alpha)
@@ -533,28 +536,113 @@ def soup(
     if buffers < 2:
         raise BadInput("buffers must be at least 2", field="buffers")
     job, a_tensors, fingerprint, has_index = _plan_job(a_dir, b_dir, out_dir, alpha, slice_bytes, hash_output)
+    replace = prepare_output(store, out_dir)
+    total_size = sum(h.file_size - h.data_start for h in job.a_headers)
+    check_free_space(
+        out_dir.parent, sum(h.file_size for h in job.a_headers) + (1 << 20), what="the soup's bundle"
+    )
     kernel = SoupKernel(alpha)
-
-    out_dir.mkdir(parents=True, exist_ok=True)
     try:
+        return _write_and_publish(
+            job,
+            kernel,
+            a_dir,
+            b_dir,
+            out_dir,
+            alpha,
+            a_tensors,
+            fingerprint,
+            has_index,
+            total_size,
+            slice_bytes,
+            buffers,
+            started,
+            store,
+            name,
+            parents,
+            replace,
+        )
+    except OSError as e:
+        raise write_failure(out_dir.parent, e) from None
+
+
+def _write_and_publish(
+    job,
+    kernel,
+    a_dir,
+    b_dir,
+    out_dir,
+    alpha,
+    a_tensors,
+    fingerprint,
+    has_index,
+    total_size,
+    slice_bytes,
+    buffers,
+    started,
+    store,
+    name,
+    parents,
+    replace,
+) -> dict:
+    with staged_folder(out_dir) as stage:
+        job.tmp_paths = [stage / p.name for p in job.a_shards]
         # Shards with no tensors have no slices: their header is the whole file.
         for i, plan in enumerate(job.plans):
             if not plan:
                 with open(job.tmp_paths[i], "wb") as f:
                     f.write(job.a_headers[i].raw)
-                    os.fsync(f.fileno())
         _run_pipeline(job, kernel, slice_bytes, buffers)
-    except BaseException:
-        _remove(job.tmp_paths)
-        raise
-    for tmp, shard in zip(job.tmp_paths, job.a_shards):
-        os.replace(tmp, out_dir / shard.name)
-    total_size = sum(h.file_size - h.data_start for h in job.a_headers)
-    if has_index:
-        write_index(out_dir, read_index(a_dir), total_size)
-    serving = copy_serving_files(a_dir, out_dir)
-    fsync_dir(out_dir)
+        if has_index:
+            write_index(stage, read_index(a_dir), total_size)
+        serving = copy_serving_files(a_dir, stage)
+        evidence = _evidence(
+            job,
+            a_dir,
+            b_dir,
+            out_dir,
+            alpha,
+            a_tensors,
+            fingerprint,
+            total_size,
+            serving,
+            kernel,
+            slice_bytes,
+            started,
+        )
+        atomic_write_json(stage / EVIDENCE_FILE, evidence)
+        if store is None or name is None:
+            publish_folder(stage, out_dir, replace=replace)
+        else:
+            with store.transaction():
+                register_checkpoint(
+                    store,
+                    name,
+                    "soup",
+                    list(parents),
+                    alpha=alpha,
+                    path=str(out_dir.resolve()),
+                    evidence=evidence,
+                )
+                publish_folder(stage, out_dir, replace=replace)
+                publish_point(f"commit checkpoint {name}")
+    return evidence
 
+
+def _evidence(
+    job,
+    a_dir,
+    b_dir,
+    out_dir,
+    alpha,
+    a_tensors,
+    fingerprint,
+    total_size,
+    serving,
+    kernel,
+    slice_bytes,
+    started,
+):
     dtypes: dict[str, int] = {}
     for _, t in a_tensors:
         dtypes[t.dtype] = dtypes.get(t.dtype, 0) + 1
@@ -591,7 +679,6 @@ def soup(
         "versions": {"numpy": np.__version__, "pairstore": _pairstore_version()},
         "seconds": round(time.perf_counter() - started, 3),
     }
-    atomic_write_json(out_dir / EVIDENCE_FILE, evidence)
     return evidence
 
 

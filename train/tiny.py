@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pairstore.files import publish_folder, recover_folder, staged_folder
 from train.bundle import make_portable
 
 # Special tokens, in id order: ids 0..5 are fixed so the generation config can name them.
@@ -79,12 +80,20 @@ def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Pat
     """Write a tiny random Llama bundle to `out_dir` (created) and return its path.
 
     Same seed, same weights. `max_new_tokens` goes to generation_config.json and serving_config.json
-    (small, so sampling in tests is quick)."""
+    (small, so sampling in tests is quick). Written whole beside `out_dir` and published by one rename
+    (pairstore.files.publish_folder), replacing a bundle already there."""
+    out = Path(out_dir)
+    recover_folder(out)
+    with staged_folder(out) as stage:
+        _write_tiny_bundle(stage, seed, max_new_tokens)
+        publish_folder(stage, out, replace=True)  # a tiny base is always rebuilt from its seed
+    return out
+
+
+def _write_tiny_bundle(out: Path, seed: int, max_new_tokens: int) -> None:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     tokenizer = tiny_tokenizer()
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
     eos_ids = [ids[IM_END], ids[EOS]]
@@ -126,4 +135,3 @@ def make_tiny_bundle(out_dir, seed: int = 0, *, max_new_tokens: int = 24) -> Pat
     }
     (out / "serving_config.json").write_text(json.dumps(serving, indent=2) + "\n", encoding="utf-8")
     make_portable(out)  # transformers 4.x (vLLM's) reads it too
-    return out

@@ -484,10 +484,7 @@ def _train(store, out_dir: Path, step) -> dict[str, Path]:
     bundles = {INCUMBENT: base, "m11a": m11a}
     for name, alpha in SOUPS:
         path = out_dir / "bundles" / name
-        ev = soup(base, m11a, alpha, path)
-        register_checkpoint(
-            store, name, "soup", [INCUMBENT, "m11a"], alpha=alpha, path=str(path), evidence=ev
-        )
+        soup(base, m11a, alpha, path, store=store, name=name, parents=[INCUMBENT, "m11a"])
         bundles[name] = path
     step("soup", ", ".join(f"{name} = so7a + {alpha:g}*(m11a - so7a)" for name, alpha in SOUPS))
     return bundles

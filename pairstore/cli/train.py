@@ -9,7 +9,6 @@ import click
 from click.core import ParameterSource
 
 from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
-from pairstore.rounds.checkpoints import register_checkpoint
 from train.dpo import train_dpo_at
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
@@ -322,22 +321,24 @@ def train_soup_cmd(
 ):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
 
-    evidence = soup(a_dir, b_dir, alpha, out_dir, slice_bytes=slice_mb << 20, hash_output=hash_output)
+    root = ctx.find_root()
+    given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
+    register = given and not no_register
+    name = name or Path(out_dir).resolve().name
+    parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
+    options = {"slice_bytes": slice_mb << 20, "hash_output": hash_output}
+    if register:
+        # The store is opened (and checked) before the first byte of the soup is written.
+        with open_db(ctx) as store:
+            evidence = soup(a_dir, b_dir, alpha, out_dir, store=store, name=name, parents=parents, **options)
+    else:
+        evidence = soup(a_dir, b_dir, alpha, out_dir, **options)
     out = evidence["output"]
     click.echo(
         f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "
         f"shard(s), alpha={alpha} -> {out_dir} ({evidence['seconds']} s)"
     )
-    root = ctx.find_root()
-    given = root.get_parameter_source("db") != ParameterSource.DEFAULT or os.path.exists(root.obj["db"])
-    if no_register or not given:
+    if register:
+        click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")
+    else:
         click.echo("not registered (no store given)" if not no_register else "not registered (--no-register)")
-        return
-
-    name = name or Path(out_dir).resolve().name
-    parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
-    with open_db(ctx) as store:
-        register_checkpoint(
-            store, name, "soup", parents, alpha=alpha, path=str(Path(out_dir).resolve()), evidence=evidence
-        )
-    click.echo(f"registered checkpoint {name} (soup of {parents[0]} and {parents[1]})")

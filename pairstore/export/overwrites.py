@@ -9,20 +9,79 @@ export is about to write. Same bytes: nothing changes. Other bytes: the export i
 file, unless `--replace`, which marks the old registration superseded (pairstore.export.registry) so mixture
 audits keep passing while the registry keeps the history.
 
-An export killed between its writes and its registration leaves temp files (`.NAME.parquet.<random>.tmp`,
-pairstore.files) or final files whose bytes no registration has; the next export into the folder and
-`audit mixtures` name them. Each export logs `export.started` with its folder first, so the audit finds
+An export publishes inside the registry's transaction: files already at the final paths are renamed aside
+(`.NAME.parquet.<random>.old`, `set_aside`), the new ones renamed onto them, then the registration
+commits. An export killed on the way leaves temp files (`.NAME.parquet.<random>.tmp`, pairstore.files),
+files renamed aside, or final files no registration has; the next export into the folder puts back what
+the registry still names and removes the rest (`recover_interrupted`), and `audit mixtures` names them. Each export logs `export.started` with its folder first, so the audit finds
 the folder of a first export that never got registered.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pairstore.errors import BadInput
 from pairstore.export.registry import active_at
-from pairstore.files import leftover_temps
+from pairstore.files import leftover_temps, publish_point
+from pairstore.keys import sha256_file
+
+ASIDE_SUFFIX = ".old"
+
+
+def set_aside(final: Path) -> Path:
+    """Rename `final` to `.NAME.<random>.old` beside it (a publish point) and return the new name."""
+    aside = final.with_name(f".{final.name}.{os.urandom(6).hex()}{ASIDE_SUFFIX}")
+    publish_point(f"rename {final.name} aside")
+    os.replace(final, aside)
+    return aside
+
+
+def _set_aside_files(folder: Path, final: Path) -> list[Path]:
+    prefix = f".{final.name}."
+    return sorted(p for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(ASIDE_SUFFIX))
+
+
+def recover_interrupted(store, folder: Path, finals: list[Path]) -> list[str]:
+    """Undo what an export killed before its commit left in `folder`, and finish one killed after it:
+    a file renamed aside whose bytes the registry still names for its path goes back (the old state); any
+    other file renamed aside, and every temp file, is removed; a final file that no registration names
+    and that an export of this folder began writing (audit_log `export.started`) is removed. Returns one
+    line per thing done."""
+    notes = []
+    if not folder.is_dir():
+        return notes
+    started = {f for e in started_exports(store) for f in e.get("files", [])}
+    for final in finals:
+        registered = {
+            sha
+            for reg in active_at(store, [str(final)])
+            for path, sha in ((reg["path"], reg["sha256"]), (reg["evidence_path"], reg["evidence_sha256"]))
+            if path == str(final)
+        }
+        for tmp in leftover_temps(folder, final.name):
+            tmp.unlink(missing_ok=True)
+            notes.append(f"{tmp}: removed the temp file of an interrupted export")
+        for old in _set_aside_files(folder, final):
+            current = sha256_file(final) if final.is_file() else None
+            if current not in registered and sha256_file(old) in registered:
+                os.replace(old, final)
+                notes.append(f"{final}: put back the registered file an interrupted export had renamed aside")
+            else:
+                old.unlink()
+                notes.append(f"{old}: removed a file an export had replaced")
+        if (
+            final.is_file()
+            and str(final) in started
+            and not store.one(
+                "SELECT 1 FROM exports WHERE path = ? OR evidence_path = ?", [str(final), str(final)]
+            )
+        ):
+            final.unlink()
+            notes.append(f"{final}: removed a file an interrupted export never registered")
+    return notes
 
 
 def replacements(store, new_sha: dict[Path, str | None], *, replace: bool) -> list[str]:

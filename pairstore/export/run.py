@@ -29,15 +29,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
+
 from pairstore.errors import BadInput
 from pairstore.export.card import write_card
 from pairstore.export.evidence import export_evidence
-from pairstore.export.overwrites import leftovers, replacements
+from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
 from pairstore.export.paths import export_paths
 from pairstore.export.plan import plan_mixture
 from pairstore.export.registry import record_export
 from pairstore.export.writer import write_mixture_file
-from pairstore.files import temp_path
+from pairstore.files import fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
@@ -109,6 +111,17 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     return paths.folder, paths.mixture_files(), paths.evidence
 
 
+def _check_writable(out: Path) -> None:
+    """The folder `out`, or the nearest folder above it that exists, can take new files."""
+    probe = out.absolute()
+    while not probe.exists() and not probe.is_symlink() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise BadInput(f"{probe} is not a folder, so --out cannot be made there", path=str(out), field="out")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise write_failure(probe, PermissionError(13, "Permission denied", str(probe)))
+
+
 def export_round(
     store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
 ) -> ExportResult:
@@ -126,6 +139,9 @@ def export_round(
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise BadInput("--out must name a folder", path=str(out), field="out")
+    if out.is_symlink() and not out.exists():
+        raise BadInput("--out is a symbolic link to nothing", path=str(out), field="out")
+    _check_writable(out)  # before the gate: a folder that cannot be written fails fast
     con = store.con
     memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
@@ -138,11 +154,15 @@ def export_round(
                 field="mix",
             )
         gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
-        out_real, finals, evidence_path = _out_paths(out, name)
+        try:
+            out_real, finals, evidence_path = _out_paths(out, name)
+        except OSError as e:
+            raise write_failure(out, e) from None
         kinds_present = {k for (k,) in con.execute("SELECT DISTINCT kind FROM _mix").fetchall()}
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
         every_file = [finals["dpo"], finals["sft"], evidence_path]
-        result.notes = [f"{path}: {why}" for path, why in leftovers(store, out_real, every_file)]
+        result.notes = recover_interrupted(store, out_real, every_file)
+        result.notes += [f"{path}: {why}" for path, why in leftovers(store, out_real, every_file)]
         with store.transaction():
             store.audit("export.started", name, {"out": str(out_real), "files": [str(p) for p in every_file]})
         temps: dict[str, Path] = {}
@@ -194,28 +214,65 @@ def export_round(
             evidence_sha = sha256_file(temps["evidence"])
             new_sha = {finals[k]: (result.files[k]["sha256"] if k in result.files else None) for k in finals}
             result.superseded = replacements(store, {**new_sha, evidence_path: evidence_sha}, replace=replace)
-            # Every file is complete before the first rename, so a reader finds the old set or the new one.
-            for kind in ("dpo", "sft"):
-                if kind in temps:
-                    os.replace(temps.pop(kind), finals[kind])
-                elif finals[kind].exists() and kind == "sft":
-                    finals[kind].unlink()  # an older export's sft file would not match this evidence
-            os.replace(temps.pop("evidence"), evidence_path)
+            result.evidence_path = str(evidence_path)
+            for tmp in temps.values():
+                fsync_file(tmp)
+            # The registry's transaction is the commit point: inside it, every file already at a final path
+            # is renamed aside, every new file renamed onto its final path, and only then does the
+            # registration commit. A crash before the commit leaves the old registration, and the next
+            # export (recover_interrupted) puts the files renamed aside back; after it, the new one, and the
+            # next export removes what was renamed aside.
+            aside: dict[Path, Path] = {}
+            placed: list[Path] = []
+            try:
+                with store.transaction():
+                    result.export_ids = record_export(
+                        store,
+                        name,
+                        result.files,
+                        evidence,
+                        evidence_path=result.evidence_path,
+                        evidence_sha256=evidence_sha,
+                        exempted=exempted,
+                        supersede=result.superseded,
+                    )
+                    for final in every_file:
+                        if final.exists():
+                            aside[final] = set_aside(final)
+                    for kind, final in (
+                        ("dpo", finals["dpo"]),
+                        ("sft", finals["sft"]),
+                        ("evidence", evidence_path),
+                    ):
+                        if kind in temps:
+                            publish_point(f"rename {final.name}")
+                            os.replace(temps.pop(kind), final)
+                            placed.append(final)
+                    fsync_dir(out_real)
+                    publish_point(f"commit export {name}")
+            except BaseException:
+                # Rolled back: the files renamed aside go back, the new ones go.
+                for final in placed:
+                    if final not in aside:
+                        final.unlink(missing_ok=True)
+                for final, old in aside.items():
+                    os.replace(old, final)
+                raise
+            for old in aside.values():
+                old.unlink(missing_ok=True)
+        except OSError as e:
+            raise write_failure(out_real, e) from None
+        except pa.ArrowException as e:
+            raise write_failure(out_real, e) from None
         finally:
             for tmp in temps.values():
                 tmp.unlink(missing_ok=True)
-        result.evidence_path = str(evidence_path)
-        result.export_ids = record_export(
-            store,
-            name,
-            result.files,
-            evidence,
-            evidence_path=result.evidence_path,
-            evidence_sha256=evidence_sha,
-            exempted=exempted,
-            supersede=result.superseded,
-        )
-        card, why_not = write_card(store, out_real)
+        # After the commit: the card is derived from the registry, so a crash before this line leaves a
+        # card the next export into the folder rebuilds.
+        try:
+            card, why_not = write_card(store, out_real)
+        except OSError as e:
+            raise write_failure(out_real, e) from None
         result.card_path = str(card) if card else None
         if why_not:
             result.notes.append(why_not)

@@ -383,6 +383,18 @@ def m004_public_sources(con):
     """)
 
 
+def m005_scratch_schema_for_sql_write(con):
+    """The schema `pairstore sql --write` keeps the user's own tables and views in (pairstore.store.sql):
+    everything else in the file is pairstore's."""
+    con.execute("CREATE SCHEMA IF NOT EXISTS scratch")
+
+
 # The ordered list. Append only.
-MIGRATIONS = [m001_core, m002_views, m003_disguise_proof_keys_and_evidence, m004_public_sources]
+MIGRATIONS = [
+    m001_core,
+    m002_views,
+    m003_disguise_proof_keys_and_evidence,
+    m004_public_sources,
+    m005_scratch_schema_for_sql_write,
+]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -9,9 +9,14 @@
   refusing those statements by type, the connection is set to `enable_external_access = false` and
   its configuration locked, so no setting can turn it back on.
 - `--write` runs every statement in one transaction: all of them or none. Transaction statements of
-  its own (BEGIN, COMMIT, ...) are refused. The tables that change only through their own commands,
-  which log every change (PROTECTED), are compared before the commit (their rows and their
-  definitions); any change to them rolls everything back and is refused.
+  its own (BEGIN, COMMIT, ...) are refused. It cannot change what pairstore computes: new tables and
+  views go in the schema `scratch` (CREATE TABLE scratch.mine AS ...); no macro or function, schema,
+  type or sequence; no ALTER, DROP, COMMENT or rename of pairstore's objects; no write to the tables
+  that change only through their own commands or that a gate or an audit reads (PROTECTED). Rows of
+  the other tables (pairs, battles, ...) may change: the gate reads them again at every export.
+  Checked twice: on DuckDB's parse of each statement before anything runs
+  (pairstore.store.sql_guard.check_write_statements), and before the commit by comparing the catalog
+  and PROTECTED's rows with DuckDB's own functions (`system.main.*`); any change rolls everything back.
 """
 
 from __future__ import annotations
@@ -19,9 +24,25 @@ from __future__ import annotations
 import duckdb
 
 from pairstore.errors import BadInput
+from pairstore.store.sql_guard import USER_SCHEMA, check_write_statements
 
-# Changed only by holdout add/sample/remove/exempt, export, round attach and the audit log itself.
-PROTECTED = ("holdout", "holdout_sets", "holdout_exemptions", "audit_log", "exports", "export_rows")
+# Changed only by their own commands (which log every change), or read by a gate or an audit: --write
+# refuses any change to their rows or their definitions.
+PROTECTED = (
+    "holdout",
+    "holdout_sets",
+    "holdout_exemptions",
+    "audit_log",
+    "exports",
+    "export_rows",
+    "benchmark_refs",
+    "benchmark_ngrams",
+    "eval_items",
+    "tasks",
+    "checkpoints",
+    "rounds",
+    "schema_version",
+)
 _FILE_STATEMENTS = {
     duckdb.StatementType.COPY,
     duckdb.StatementType.ATTACH,
@@ -31,27 +52,66 @@ _FILE_STATEMENTS = {
     duckdb.StatementType.COPY_DATABASE,
     duckdb.StatementType.EXTENSION,
 }
+# Outside the user's schema and the session's temp catalog, every object belongs to pairstore.
+_NOT_USERS = f"database_name NOT IN ('system', 'temp') AND schema_name <> '{USER_SCHEMA}'"
+
+
+def _catalog(con) -> dict:
+    """Every object of the file outside the user's schema, and every user-defined function anywhere, read
+    through DuckDB's own catalog functions (system.main.*: no macro can shadow them)."""
+    q = {
+        "functions": "SELECT schema_name, function_name, function_type, macro_definition "
+        "FROM system.main.duckdb_functions() WHERE NOT internal AND database_name NOT IN ('system')",
+        "schemas": "SELECT schema_name, comment FROM system.main.duckdb_schemas() "
+        "WHERE database_name NOT IN ('system', 'temp')",
+        "tables": f"SELECT schema_name, table_name, table_oid, sql, comment FROM system.main.duckdb_tables() "
+        f"WHERE {_NOT_USERS}",
+        "columns": "SELECT schema_name, table_name, column_name, column_index, data_type, column_default, "
+        f"is_nullable, comment FROM system.main.duckdb_columns() WHERE {_NOT_USERS}",
+        "views": f"SELECT schema_name, view_name, sql, comment FROM system.main.duckdb_views() "
+        f"WHERE NOT internal AND {_NOT_USERS}",
+        "indexes": f"SELECT schema_name, index_name, table_name, sql FROM system.main.duckdb_indexes() "
+        f"WHERE {_NOT_USERS}",
+        "constraints": "SELECT schema_name, table_name, constraint_type, constraint_text "
+        f"FROM system.main.duckdb_constraints() WHERE {_NOT_USERS}",
+        "sequences": "SELECT schema_name, sequence_name, last_value FROM system.main.duckdb_sequences() "
+        f"WHERE {_NOT_USERS}",
+        "types": "SELECT schema_name, type_name FROM system.main.duckdb_types() "
+        f"WHERE NOT internal AND {_NOT_USERS}",
+    }
+    return {k: sorted(map(repr, con.execute(sql).fetchall())) for k, sql in q.items()}
 
 
 def _fingerprint(con) -> dict:
-    """Per protected table: its definition (object id, columns) and an order-independent hash of its rows."""
-    out = {}
+    """The catalog (see _catalog), and per protected table an order-independent hash of its rows, computed
+    with DuckDB's own hash and sum (system.main.*), never a function the file could redefine."""
+    out = {"catalog": _catalog(con)}
+    if out["catalog"]["functions"]:
+        return out  # a user function exists: refused before any row is hashed through the catalog
+    present = {
+        t
+        for (t,) in con.execute(
+            "SELECT table_name FROM system.main.duckdb_tables() WHERE database_name NOT IN ('system', 'temp') "
+            "AND schema_name = 'main'"
+        ).fetchall()
+    }
     for table in PROTECTED:
-        oid = con.execute(
-            "SELECT table_oid FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = ?", [table]
-        ).fetchall()
-        columns = con.execute(
-            "SELECT column_name, data_type FROM duckdb_columns() WHERE schema_name = 'main' "
-            "AND table_name = ? ORDER BY column_index",
-            [table],
-        ).fetchall()
-        rows = (
-            con.execute(f"SELECT count(*), sum(hash(t)::HUGEINT) FROM main.{table} t").fetchall()
-            if oid
+        out[table] = (
+            con.execute(
+                f"SELECT system.main.count_star(), system.main.sum(system.main.hash(t)::HUGEINT) FROM main.{table} t"
+            ).fetchall()
+            if table in present
             else None
         )
-        out[table] = (oid, columns, rows)
     return out
+
+
+def _changes(before: dict, after: dict) -> list[str]:
+    changed = [t for t in PROTECTED if before.get(t) != after.get(t)]
+    for part, rows in after["catalog"].items():
+        if rows != before["catalog"][part]:
+            changed.append(f"the store's {part}")
+    return changed
 
 
 def _run(con, statements) -> tuple[list[str], list[tuple]]:
@@ -90,14 +150,23 @@ def run_sql(
     try:
         if not write:
             return _run(con, statements)
+        main_objects = {
+            n
+            for (n,) in con.execute(
+                "SELECT table_name FROM system.main.duckdb_tables() WHERE schema_name = 'main' "
+                "UNION SELECT view_name FROM system.main.duckdb_views() WHERE schema_name = 'main'"
+            ).fetchall()
+        }
+        check_write_statements(statements, main_objects, PROTECTED)
         with store.transaction():
             before = _fingerprint(con)
             result = _run(con, statements)
-            changed = [t for t, v in _fingerprint(con).items() if v != before[t]]
+            changed = _changes(before, _fingerprint(con))
             if changed:
                 raise BadInput(
-                    f"--write cannot change {', '.join(changed)}: they change only through their own "
-                    "commands, which log every change; nothing was committed"
+                    f"--write cannot change {', '.join(changed)}: pairstore's own tables, views and "
+                    f"functions change only through its commands, which log every change; user tables "
+                    f"and views go in schema {USER_SCHEMA!r}; nothing was committed"
                 )
             return result
     except duckdb.Error as e:

@@ -135,3 +135,111 @@ def check_condition(fragment, *, field: str, path: str | None = None, line: int 
         fail("exactly one expression, no statement")
     _walk(node["where_clause"], fail)
     return fragment
+
+
+# ---------------------------------------------------------------------------- `pairstore sql --write`
+
+# The one schema `pairstore sql --write` may create, change and drop objects in.
+USER_SCHEMA = "scratch"
+# What --write may run. Everything else (SET, PRAGMA, CALL, VACUUM, CHECKPOINT, EXPORT, ...) is refused.
+WRITE_STATEMENTS = {"SELECT", "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "EXPLAIN"}
+_CREATABLE = {"TABLE", "VIEW"}
+_SKIP_WORDS = {"OR", "REPLACE", "TEMP", "TEMPORARY", "PERSISTENT", "IF", "NOT", "EXISTS", "UNIQUE"}
+
+
+def _object_name(tokens: list[tuple[str, str]], start: int) -> list[str]:
+    """The dotted name at tokens[start:] (quoted or not), its parts lower-cased and unquoted."""
+    parts, k = [], start
+    while k < len(tokens):
+        text, kind = tokens[k]
+        if kind not in ("identifier", "keyword"):
+            break
+        parts.append(text.strip('"').lower())
+        if k + 1 < len(tokens) and tokens[k + 1][0] == ".":
+            k += 2
+            continue
+        break
+    return parts
+
+
+def _in_user_schema(parts: list[str], main_objects: set[str], *, creating: bool) -> bool:
+    """A name inside the user's schema: `scratch.x` (or `<catalog>.scratch.x`), or a bare name that runs in
+    it and is not one of pairstore's objects (DROP/ALTER only: a bare CREATE would land in main)."""
+    if len(parts) >= 2:
+        return parts[-2] == USER_SCHEMA and (len(parts) == 2 or parts[-3] not in ("system", "temp"))
+    return len(parts) == 1 and not creating and parts[0] not in main_objects
+
+
+def check_write_statements(statements, main_objects: set[str], protected: tuple[str, ...]) -> None:
+    """Refuse, before anything runs, a --write statement that could change what pairstore computes: a macro
+    or function, a schema, a type, a secret or a sequence; a table or view outside `scratch`; ALTER, DROP,
+    COMMENT or rename of pairstore's objects; a write to a PROTECTED table; any statement outside
+    WRITE_STATEMENTS. `main_objects`: the names of the store's own tables and views."""
+
+    def refuse(st, reason):
+        query = " ".join(st.query.split())
+        raise BadInput(f"--write refuses {query[:80]!r}: {reason}; nothing was committed")
+
+    for st in statements:
+        kind = st.type.name
+        if kind not in WRITE_STATEMENTS:
+            refuse(st, f"{kind} statements are not allowed with --write")
+        tokens = [(t, k) for t, k in _tokens(st.query) if k != "comment"]
+        words = [t.upper() if k == "keyword" else None for t, k in tokens]
+        if kind == "CREATE":
+            k = 1
+            while k < len(words) and words[k] in _SKIP_WORDS:
+                k += 1
+            made = words[k] if k < len(words) else None
+            if made not in _CREATABLE:
+                refuse(
+                    st, f"--write creates only tables and views in schema {USER_SCHEMA!r}, not {made or '?'}"
+                )
+            k += 1
+            while k < len(words) and words[k] in _SKIP_WORDS:
+                k += 1
+            temp = {"TEMP", "TEMPORARY"} & set(words[1:k])
+            parts = _object_name(tokens, k)
+            if not temp and not _in_user_schema(parts, main_objects, creating=True):
+                refuse(
+                    st,
+                    f"user tables and views go in schema {USER_SCHEMA!r} (CREATE TABLE {USER_SCHEMA}.name ...)",
+                )
+        elif kind in ("DROP", "ALTER"):
+            k = 1
+            if kind == "ALTER" and words[0] == "COMMENT":  # COMMENT ON TABLE|VIEW|COLUMN name
+                k = 2
+            elif words[k] not in _CREATABLE:
+                refuse(st, f"{kind} applies only to tables and views in schema {USER_SCHEMA!r}")
+            k += 1
+            while k < len(words) and words[k] in _SKIP_WORDS:
+                k += 1
+            parts = _object_name(tokens, k)
+            if words[0] == "COMMENT" and words[2] == "COLUMN":
+                parts = parts[:-1]
+            if not _in_user_schema(parts, main_objects, creating=False):
+                refuse(
+                    st,
+                    f"pairstore's tables and views are changed only by pairstore; use schema {USER_SCHEMA!r}",
+                )
+        elif kind in ("INSERT", "UPDATE", "DELETE"):
+            # The statement's own verb at depth 0 (after any WITH clause), then its target.
+            depth, target = 0, None
+            for k, (text, tkind) in enumerate(tokens):
+                if tkind == "operator":
+                    depth += text.count("(") - text.count(")")
+                    continue
+                w = words[k]
+                if depth == 0 and w in ("INSERT", "UPDATE", "DELETE", "TRUNCATE"):
+                    j = k + 1
+                    while j < len(words) and words[j] in ("INTO", "FROM", "OR", "REPLACE", "IGNORE", "TABLE"):
+                        j += 1
+                    target = _object_name(tokens, j)
+                    break
+            name = target[-1] if target else None
+            in_main = target is not None and (len(target) == 1 or target[-2] == "main")
+            if name is None or (in_main and name in protected):
+                refuse(
+                    st,
+                    f"{name or 'its target'} changes only through pairstore's own commands, which log every change",
+                )

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import duckdb
 
-from pairstore.errors import NotFound, PairstoreError, StoreBusy
+from pairstore.errors import BadInput, NotFound, PairstoreError, StoreBusy
 from pairstore.store.comments import apply_comments
 from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
+from pairstore.store.recognize import damaged_store, recognize
 
 DEFAULT_DB = "pairstore.duckdb"
 _PID = re.compile(r"PID (\d+)")
@@ -155,7 +156,9 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
             raise StoreBusy(
                 f"store {path} is in use by another process{holder}; try again when it finishes"
             ) from None
-        raise PairstoreError(f"cannot open store {path}: {msg.splitlines()[0]}") from None
+        raise damaged_store(path, e) from None
+    except duckdb.Error as e:
+        raise damaged_store(path, e) from None
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
@@ -186,26 +189,32 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
 def open_store(
     path: str | os.PathLike | None = None, *, read_only: bool = False, create: bool = True
 ) -> Store:
-    """Open (and for writing, create and migrate) the store at `path`."""
+    """Open (and for writing, create and migrate) the store at `path`.
+
+    A missing file is created (for writing); an existing file is recognised first
+    (pairstore.store.recognize): a DuckDB file that is not a pairstore store, a damaged one, one from a newer
+    pairstore, one whose tables do not match its schema_version, or one holding a function that shadows a
+    built-in is refused before anything is written to it."""
     path = str(path or default_path())
     exists = Path(path).exists()
     if read_only and not exists:
         raise NotFound(f"no store at {path} (create one with an ingest, or pass --db PATH)")
     if not read_only and not exists and not create:
         raise NotFound(f"no store at {path}")
+    if exists and Path(path).is_dir():
+        raise BadInput(f"{path} is a folder, not a store file; pass --db FILE", field="db")
     con = _connect(path, read_only)
-    if read_only:
-        try:
-            version = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0]
-        except duckdb.CatalogException:
-            con.close()
-            raise PairstoreError(f"{path} is not a pairstore store (no schema_version table)") from None
-        if version != SCHEMA_VERSION:
-            con.close()
-            raise PairstoreError(
-                f"store {path} is at schema version {version}, this pairstore expects "
-                f"{SCHEMA_VERSION}; run any write command once to migrate it"
-            )
-    else:
-        migrate(con)
+    try:
+        version = recognize(con, path, new=not exists)
+        if read_only:
+            if version != SCHEMA_VERSION:
+                raise PairstoreError(
+                    f"store {path} is at schema version {version}, this pairstore expects "
+                    f"{SCHEMA_VERSION}; run any write command once to migrate it"
+                )
+        else:
+            migrate(con)
+    except BaseException:
+        con.close()
+        raise
     return Store(con, path, read_only)

@@ -1,0 +1,173 @@
+"""Recognising a store before anything touches it.
+
+    version = recognize(con, path, new=not existed)   # the store's schema version, or a refusal
+
+A command opens a file only when it is a pairstore store this pairstore can work on:
+
+- a file that did not exist (DuckDB just made it) is a new store: migrations create the tables;
+- a DuckDB file holding tables, views or macros but no `schema_version` is someone else's database:
+  BadInput (exit 2), and nothing is added to it;
+- a `schema_version` newer than this pairstore's: refused with the version it needs (exit 1);
+- a `schema_version` whose rows are not the migrations 1..N in order, or whose tables lack a table or a
+  column those migrations make: refused naming the mismatch (exit 1), before any migration runs again;
+- a user-defined macro or function (made by any DuckDB client) whose name is a built-in's: refused naming
+  it (exit 1). pairstore's SQL (the gate's, the audits') calls built-ins by their plain names; a macro of
+  the same name in the file would change their answers.
+
+Every catalog query here names DuckDB's own functions as `system.main.*`, which no macro can shadow.
+A damaged file (a checksum that does not match, a block past the end) surfaces as a duckdb.Error;
+`damaged_store` turns it into one line naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import duckdb
+
+from pairstore.errors import BadInput, PairstoreError
+
+# Objects of DuckDB's own (and of the in-session temp catalog) are not the file's.
+_FILE_OBJECTS = "database_name NOT IN ('system', 'temp')"
+
+
+def damaged_store(path: str, error: BaseException) -> PairstoreError:
+    """One line for a store DuckDB cannot read or write: what happened and what to do."""
+    first = str(error).splitlines()[0] if str(error) else type(error).__name__
+    low = first.lower()
+    if "permission denied" in low:
+        return PairstoreError(
+            f"cannot open store {path}: permission denied; check the file's and its folder's permissions"
+        )
+    if "read-only file system" in low:
+        return PairstoreError(
+            f"cannot write store {path}: the file system is read-only; copy the store elsewhere"
+        )
+    if "no space left" in low or "disk is full" in low or "could not write" in low:
+        return PairstoreError(
+            f"cannot write store {path}: no space left on the device; free space and run again"
+        )
+    return PairstoreError(
+        f"store {path} is damaged or not a DuckDB file ({first}); restore it from a backup, or pass --db "
+        "with a new path to start a new store"
+    )
+
+
+@functools.cache
+def expected_schema(version: int) -> dict[str, frozenset]:
+    """{table or view name: frozenset of (column, type)} that migrations 1..version make, read from an
+    in-memory store they were run on."""
+    from pairstore.store.migrations import MIGRATIONS
+
+    con = duckdb.connect()
+    try:
+        for fn in MIGRATIONS[:version]:
+            fn(con)
+        return _schema_of(con, "memory")
+    finally:
+        con.close()
+
+
+def _schema_of(con, database: str | None = None) -> dict[str, frozenset]:
+    where = "schema_name = 'main' AND " + (f"database_name = '{database}'" if database else _FILE_OBJECTS)
+    out: dict[str, set] = {}
+    for table, column, dtype in con.execute(
+        f"SELECT table_name, column_name, data_type FROM system.main.duckdb_columns() WHERE {where}"
+    ).fetchall():
+        out.setdefault(table, set()).add((column, dtype))
+    return {t: frozenset(c) for t, c in out.items()}
+
+
+def shadowing_functions(con) -> list[str]:
+    """User-defined functions and macros in the file whose names are built-ins' (schema.name)."""
+    return [
+        f"{schema}.{name}"
+        for schema, name in con.execute(
+            f"""SELECT DISTINCT u.schema_name, u.function_name FROM system.main.duckdb_functions() u
+            WHERE NOT u.internal AND u.{_FILE_OBJECTS}
+              AND u.function_name IN (SELECT b.function_name FROM system.main.duckdb_functions() b
+                                      WHERE b.internal)
+            ORDER BY 1, 2"""
+        ).fetchall()
+    ]
+
+
+def recognize(con, path: str, *, new: bool) -> int:
+    """The store's schema version (0 for a new, empty store); raises when it is not one to work on."""
+    from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
+
+    try:
+        shadows = shadowing_functions(con)
+        if shadows:
+            raise PairstoreError(
+                f"store {path} holds user-defined function {shadows[0]} with a built-in's name; pairstore's "
+                f"SQL would call it instead of DuckDB's. Drop it with another DuckDB client "
+                f"(DROP MACRO {shadows[0]}) and run again"
+            )
+        objects = con.execute(
+            f"""SELECT table_name FROM system.main.duckdb_tables() WHERE {_FILE_OBJECTS}
+            UNION ALL SELECT view_name FROM system.main.duckdb_views() WHERE NOT internal AND {_FILE_OBJECTS}
+            UNION ALL SELECT function_name FROM system.main.duckdb_functions()
+                WHERE NOT internal AND {_FILE_OBJECTS}"""
+        ).fetchall()
+        names = {n for (n,) in objects}
+        if not names:
+            return 0  # a new file, or an empty DuckDB file: nothing in it to mistake for a store
+        if "schema_version" not in names:
+            listed = ", ".join(sorted(names)[:3]) + (", ..." if len(names) > 3 else "")
+            raise BadInput(
+                f"{path} is a DuckDB database but not a pairstore store (it holds {listed} and no "
+                "schema_version); pass --db with a new path to make a store there"
+            )
+        rows = con.execute("SELECT version, name FROM main.schema_version ORDER BY version").fetchall()
+    except duckdb.Error as e:
+        raise damaged_store(path, e) from None
+    version = rows[-1][0] if rows else 0
+    if version > SCHEMA_VERSION:
+        raise PairstoreError(
+            f"store {path} is at schema version {version}, made by a newer pairstore; this one knows "
+            f"versions up to {SCHEMA_VERSION}: upgrade pairstore to one with migration {version}"
+        )
+    expected = [(i, fn.__name__) for i, fn in enumerate(MIGRATIONS[:version], start=1)]
+    if [tuple(r) for r in rows] != expected:
+        have = {v: n for v, n in rows}
+        wrong = next(
+            (
+                f"version {v} should be {n!r}, the store has {have.get(v)!r}"
+                for v, n in expected
+                if have.get(v) != n
+            ),
+            f"it lists {len(rows)} rows for {version} versions",
+        )
+        raise PairstoreError(
+            f"store {path}: schema_version does not match this pairstore's migrations ({wrong}); "
+            "the store was changed outside pairstore: restore it from a backup"
+        )
+    try:
+        have_schema = _schema_of(con)
+    except duckdb.Error as e:
+        raise damaged_store(path, e) from None
+    for table, columns in sorted(expected_schema(version).items()):
+        if table not in have_schema:
+            raise PairstoreError(
+                f"store {path} is at schema version {version} but has no table {table!r}; the store was "
+                "changed outside pairstore: restore it from a backup"
+            )
+        missing = sorted(columns - have_schema[table])
+        if missing:
+            col, dtype = missing[0]
+            raise PairstoreError(
+                f"store {path} is at schema version {version} but {table}.{col} is not {dtype} "
+                "(missing or another type); the store was changed outside pairstore: restore it from a backup"
+            )
+    later = {(t, c) for t, cols in expected_schema(SCHEMA_VERSION).items() for c in cols} - {
+        (t, c) for t, cols in expected_schema(version).items() for c in cols
+    }
+    ahead = sorted((t, c) for t, cols in have_schema.items() for c in cols if (t, c) in later)
+    if ahead:
+        (table, (col, _)) = ahead[0]
+        raise PairstoreError(
+            f"store {path} says schema version {version} but already has {table}.{col}, which a later "
+            "migration adds (a schema_version row was removed?); restore the store from a backup"
+        )
+    return version
