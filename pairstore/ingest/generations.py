@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from pairstore.errors import BadInput
 from pairstore.ingest.base import (
     ITEM_KINDS,
@@ -16,8 +19,9 @@ from pairstore.ingest.base import (
     log_ingest,
     progress_bar,
 )
-from pairstore.ingest.records import Fields, read_records
-from pairstore.tables.generations import generation_id, insert_generations
+from pairstore.ingest.bulk import read_jsonl_arrow
+from pairstore.ingest.records import INT_BITS, Fields, read_records
+from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
 
 _ITEM_PROMPT_SQL = {
     "problem": "SELECT question FROM problems WHERE problem_id = ?",
@@ -78,13 +82,127 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
     }
 
 
+# The columns the vectorized path reads; any other non-null field a record carries for the ingest
+# (a prompt to canonicalize, decoding settings) sends the file down the per-record path.
+_BULK_SCHEMA = pa.schema(
+    [
+        ("item_kind", pa.string()),
+        ("item_id", pa.string()),
+        ("suite", pa.string()),
+        ("output", pa.string()),
+        ("sample_index", pa.int64()),
+        ("temperature", pa.float64()),
+        ("top_p", pa.float64()),
+        ("max_new_tokens", pa.int64()),
+        ("seed", pa.int64()),
+    ]
+)
+_BULK_BATCH = 1 << 16
+# The item's prompt, joined in SQL: the same messages _item_prompt builds row by row.
+_ITEM_JOIN_SQL = """
+    SELECT i._row, CASE
+            WHEN p.problem_id IS NOT NULL THEN [{'role': 'user', 'content': p.question}]
+            WHEN t.task_id IS NOT NULL THEN [{'role': 'user', 'content': t.prompt}]
+            WHEN e.item_id IS NOT NULL THEN e.prompt END AS prompt
+    FROM _bulk_items i
+    LEFT JOIN problems p ON i.item_kind = 'problem' AND p.problem_id = i.item_id
+    LEFT JOIN tasks t ON i.item_kind = 'task' AND t.task_id = i.item_id
+    LEFT JOIN eval_items e ON i.item_kind = 'eval_item' AND e.item_id = i.item_id AND e.suite = i.suite
+"""
+
+
+def _vector_checks_pass(table: pa.Table) -> bool:
+    """Arrow-compute versions of parse_generation's field checks, for files where every record names a
+    stored problem, task or eval item (with its suite). False: some record needs the per-record path,
+    which either accepts it the same way or raises naming its line and field."""
+    kind = table.column("item_kind")
+    if kind.null_count or not pc.all(pc.is_in(kind, pa.array(["problem", "task", "eval_item"]))).as_py():
+        return False
+    item_id, output = table.column("item_id"), table.column("output")
+    if item_id.null_count or output.null_count:
+        return False
+    if pc.any(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(item_id)), 0)).as_py():
+        return False
+    evals = pc.equal(kind, "eval_item")
+    if pc.any(pc.and_(evals, pc.is_null(table.column("suite")))).as_py():
+        return False  # an eval item without its suite: the per-record path picks among suites
+    if pc.any(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(table.column("suite"))), 0)).as_py():
+        return False
+    low, high = INT_BITS[32]
+    for name in ("sample_index", "max_new_tokens"):
+        col = table.column(name)
+        if col.null_count != len(col) and (pc.min(col).as_py() < low or pc.max(col).as_py() > high):
+            return False
+    return True
+
+
+def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
+    """generation_id of every row, batch by batch (xxh3-128 has no DuckDB function)."""
+    ids: list[str] = []
+    for batch in table.to_batches(_BULK_BATCH):
+        kinds = batch.column("item_kind").to_pylist()
+        items = batch.column("item_id").to_pylist()
+        samples = batch.column("sample_index").to_pylist()
+        temps = batch.column("temperature").to_pylist()
+        outputs = batch.column("output").to_pylist()
+        ids.extend(
+            generation_id(model, k, i, 0 if s is None else s, t, o)
+            for k, i, s, t, o in zip(kinds, items, samples, temps, outputs)
+        )
+    return pa.array(ids, type=pa.string())
+
+
+def _ingest_vectorized(store, path, model: str, table: pa.Table, result: IngestResult) -> bool:
+    """The whole file in a few statements; False (nothing written) when a record needs the per-record
+    path (a bad value, an unknown item)."""
+    if not _vector_checks_pass(table):
+        return False
+    n = table.num_rows
+    table = table.append_column("_row", pa.array(range(n), type=pa.int64()))
+    con = store.con
+    with store.registered("_bulk_items", table.select(["_row", "item_kind", "item_id", "suite"])):
+        missing = con.execute(f"SELECT count(*) FROM ({_ITEM_JOIN_SQL}) WHERE prompt IS NULL").fetchall()[0][
+            0
+        ]
+        if missing:
+            return False  # the per-record path names the first unknown item's line
+        ids = _bulk_gen_ids(table, model)
+        incoming = table.append_column("gen_id", ids)
+        select = f"""
+            SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
+                coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
+                g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, NULL::VARCHAR AS decoding,
+                NULL::VARCHAR AS extracted_answer, NULL::VARCHAR AS verdict,
+                NULL::BOOLEAN AS loop_flagged, NULL::BOOLEAN AS loop_catastrophic,
+                NULL::BOOLEAN AS loop_tail, NULL::INTEGER AS max_repeat, NULL::INTEGER AS n_tokens,
+                ? AS source_file
+            FROM _bulk_gens g JOIN ({_ITEM_JOIN_SQL}) j USING (_row)"""
+        with store.transaction(), store.registered("_bulk_gens", incoming):
+            added = insert_generations_select(store, select, [model, Path(path).name])
+            result.read = n
+            result.added = added
+            if n - added:
+                result.skipped["already present"] = n - added
+            log_ingest(store, path, "generations", result.read, result.added)
+    return True
+
+
 def ingest_generations(store, path, *, model: str, progress: bool = False) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
 
-    Verdicts and loop flags are left NULL here: the miners and `train sample` compute them with the
-    verifier and the scanner (which live outside the store package)."""
+    A JSONL file whose records all name stored items is read whole as Arrow and checked and joined
+    in SQL (pairstore.ingest.bulk); any other file, or one with a record those checks refuse, is read
+    record by record, whose errors name the file, line and field. Verdicts and loop flags are left
+    NULL here: the miners and `train sample` compute them with the verifier and the scanner (which live
+    outside the store package)."""
     if not model or not model.strip():
         raise BadInput("--model is required and must not be empty", field="model")
+    result = IngestResult("generations", str(path))
+    table = (
+        read_jsonl_arrow(path, _BULK_SCHEMA, refuse=("prompt", "decoding")) if Path(path).is_file() else None
+    )
+    if table is not None and _ingest_vectorized(store, path, model, table, result):
+        return result
     result = IngestResult("generations", str(path))
     rows = []
     for line, rec in progress_bar(read_records(path), progress, "generations"):
