@@ -36,12 +36,21 @@ from pairstore.cli.train import train_group
     show_default=True,
     help="The store file (or set PAIRSTORE_DB).",
 )
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bars or stage lines on stderr (errors still print).",
+)
 @click.version_option(package_name="pairstore")
 @click.pass_context
-def cli(ctx, db):
-    """pairstore: preference pairs, holdout gate and provenance for DPO rounds."""
+def cli(ctx, db, quiet):
+    """pairstore: preference pairs, holdout gate and provenance for DPO rounds.
+
+    --db and --quiet go before or after the subcommand."""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
+    ctx.obj["quiet"] = quiet
 
 
 def main(argv=None):

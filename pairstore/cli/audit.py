@@ -15,7 +15,7 @@ from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
-from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.cli.base import as_plain, echo_json, echo_table, json_option, open_db
 
 
 @click.group("audit")
@@ -194,11 +194,15 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     type=click.Path(file_okay=False),
     help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).",
 )
+@json_option
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer):
+def audit_report_cmd(ctx, model, out_dir, tokenizer, as_json):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
     with open_db(ctx, read_only=True) as store:
         result = write_report(store, model, out_dir, tokenizer=tokenizer)
+    if as_json:
+        echo_json(as_plain(result))
+        return
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"

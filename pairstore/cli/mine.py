@@ -9,7 +9,7 @@ from __future__ import annotations
 import click
 
 from miners.registry import miners, run_miner
-from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, open_db
+from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, json_option, open_db
 
 
 @click.group("mine")
@@ -46,8 +46,12 @@ _mine_workers = click.option(
 
 
 @mine_group.command("list")
-def mine_list_cmd():
+@json_option
+def mine_list_cmd(as_json):
     """List the registered miners and their versions."""
+    if as_json:
+        echo_json([{"miner": s.name, "version": s.version, "what": s.summary} for s in miners().values()])
+        return
     echo_table(["miner", "version", "what"], [(s.name, s.version, s.summary) for s in miners().values()])
 
 

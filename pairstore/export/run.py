@@ -43,6 +43,7 @@ from pairstore.files import fsync_dir, fsync_file, publish_point, temp_path, wri
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
+from pairstore.progress import as_progress
 from pairstore.rounds.recipes import NAME_RE, Recipe, get_round
 
 # DuckDB's buffer memory while exporting (it spills to disk beyond this): with the arrow chunks on the
@@ -123,11 +124,20 @@ def _check_writable(out: Path) -> None:
 
 
 def export_round(
-    store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
+    store,
+    name: str,
+    out_dir=".",
+    *,
+    bundle=None,
+    system_prompt_file=None,
+    replace: bool = False,
+    progress=None,
 ) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 
-    `replace`: supersede a registered file at those paths that would get other bytes (else BadInput)."""
+    `replace`: supersede a registered file at those paths that would get other bytes (else BadInput).
+    `progress` (pairstore.progress) hears the stages: plan, gate, write."""
+    progress = as_progress(progress)
     recipe = get_round(store, name)
     if not NAME_RE.fullmatch(recipe.name):
         raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
@@ -146,14 +156,19 @@ def export_round(
     memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
     try:
-        plans = plan_mixture(store, recipe)
-        if not con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]:
+        with progress.stage(f"export {name}: plan", unit="rows") as stage:
+            plans = plan_mixture(store, recipe)
+            mixture_rows = con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]
+            stage.advance(mixture_rows)
+        if not mixture_rows:
             raise BadInput(
                 f"round {name!r}: the mixture selects no pairs "
                 f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
                 field="mix",
             )
-        gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
+        with progress.stage(f"export {name}: holdout gate", total=mixture_rows, unit="rows") as stage:
+            gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
+            stage.advance(mixture_rows)
         try:
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
@@ -173,7 +188,9 @@ def export_round(
                 if kind not in kinds_present:
                     continue
                 tmp = temps[kind] = temp_path(finals[kind])
-                rows, chash, counts = write_mixture_file(store, tmp, kind, len(plans), system_prompt)
+                with progress.stage(f"export {name}: write {finals[kind].name}", unit="rows") as stage:
+                    rows, chash, counts = write_mixture_file(store, tmp, kind, len(plans), system_prompt)
+                    stage.advance(rows)
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n

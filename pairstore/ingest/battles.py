@@ -156,7 +156,7 @@ def ingest_battles(
     else:
         own = check_options(fmt, own_models, others)
     files = dataset_files(path, split="train")
-    records = progress_bar(read_files(path, files), progress, "battles")
+    records = progress_bar(read_files(path, files), progress, "battles", path=path)
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
     rows, pairs = [], []
     if fmt == "native":

@@ -21,6 +21,7 @@ from pairstore.ingest.base import (
 )
 from pairstore.ingest.bulk import read_jsonl_arrow
 from pairstore.ingest.records import INT_BITS, Fields, read_records
+from pairstore.progress import as_progress
 from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
 
 _ITEM_PROMPT_SQL = {
@@ -187,7 +188,7 @@ def _ingest_vectorized(store, path, model: str, table: pa.Table, result: IngestR
     return True
 
 
-def ingest_generations(store, path, *, model: str, progress: bool = False) -> IngestResult:
+def ingest_generations(store, path, *, model: str, progress=None) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
 
     A JSONL file whose records all name stored items is read whole as Arrow and checked and joined
@@ -201,11 +202,15 @@ def ingest_generations(store, path, *, model: str, progress: bool = False) -> In
     table = (
         read_jsonl_arrow(path, _BULK_SCHEMA, refuse=("prompt", "decoding")) if Path(path).is_file() else None
     )
-    if table is not None and _ingest_vectorized(store, path, model, table, result):
-        return result
+    if table is not None:
+        with as_progress(progress).stage("ingest generations", total=table.num_rows, unit="records") as stage:
+            done = _ingest_vectorized(store, path, model, table, result)
+            stage.advance(result.read)
+        if done:
+            return result
     result = IngestResult("generations", str(path))
     rows = []
-    for line, rec in progress_bar(read_records(path), progress, "generations"):
+    for line, rec in progress_bar(read_records(path), progress, "generations", path=path):
         result.read += 1
         row = parse_generation(store, rec, path, line, model)
         row["source_file"] = Path(path).name

@@ -43,7 +43,7 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
     result = IngestResult("judgments", str(path))
     rows = []
-    for line, rec in progress_bar(read_records(path), progress, "judgments"):
+    for line, rec in progress_bar(read_records(path), progress, "judgments", path=path):
         result.read += 1
         f = Fields(rec, path, line)
         row = {
