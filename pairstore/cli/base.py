@@ -192,14 +192,29 @@ def hoist_global_options(args: list[str]) -> list[str]:
     return front + rest
 
 
+def render_table(columns: list[str], rows: list[tuple], *, color: bool = False) -> str:
+    """The one table renderer of the CLI (rich): a header, a rule, one line per row, columns as wide
+    as their widest cell, never wrapped or cut (a pipe into grep or a file gets whole values)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold" if color else "")
+    for c in columns:
+        table.add_column(c, no_wrap=True, overflow="ignore")
+    for r in rows:
+        table.add_row(*("" if v is None else str(v) for v in r))
+    console = Console(
+        width=1 << 14, color_system="auto" if color else None, force_terminal=color, record=True
+    )
+    with console.capture() as captured:
+        console.print(table)
+    return "\n".join(line.rstrip() for line in captured.get().splitlines() if line.strip()) + "\n"
+
+
 def echo_table(columns: list[str], rows: list[tuple]) -> None:
-    """A plain aligned text table."""
-    cells = [[("" if v is None else str(v)) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    click.echo("  ".join("-" * w for w in widths))
-    for r in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    """A table on stdout (render_table), in colour only on a terminal."""
+    click.echo(render_table(columns, rows, color=sys.stdout.isatty()), nl=False)
 
 
 def echo_counts(title: str, counts: dict) -> None:
