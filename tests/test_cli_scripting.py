@@ -117,3 +117,28 @@ def test_a_missing_extra_is_one_line_naming_the_install_command(tmp_path, monkey
     assert lines == [
         "error: this command needs the 'train' extra (torch is not installed): pip install 'pairstore[train]'"
     ]
+
+
+def test_shell_completion_offers_the_stores_round_and_holdout_names(tmp_path):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    db = tmp_path / "s.duckdb"
+    assert run("--db", db, "round", "add", "--shipped", "-q").exit_code == 0
+    assert run("ingest", "battles", SAMPLE / "battles.jsonl", "--db", db, "-q").exit_code == 0
+    assert run("holdout", "sample", "judge34", "--n", 34, "--seed", 7, "--db", db).exit_code == 0
+    exe = Path(sys.executable).parent / "pairstore"
+
+    def offered(words: str) -> list[str]:
+        env = {**os.environ, "_PAIRSTORE_COMPLETE": "bash_complete", "COMP_WORDS": words}
+        env["COMP_CWORD"] = str(len(words.split()) - (0 if words.endswith(" ") else 1))
+        out = subprocess.run([str(exe)], env=env, capture_output=True, text=True, check=True).stdout
+        return [line.split(",", 1)[1] for line in out.splitlines() if line.startswith("plain,")]
+
+    assert offered(f"pairstore --db {db} export --round m1") == ["m1", "m10a", "m10b", "m11a", "m12a"]
+    assert offered(f"pairstore --db {db} holdout show j") == ["judge34"]
+    assert offered(f"pairstore --db {db} audit leaks --holdout ") == ["judge34"]
+    assert (
+        offered(f"pairstore --db {tmp_path / 'none.duckdb'} lineage s") == []
+    )  # no store: nothing, no error

@@ -15,7 +15,7 @@ from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
-from pairstore.cli.base import as_plain, echo_json, echo_table, json_option, open_db
+from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
 
 
 @click.group("audit")
@@ -24,7 +24,13 @@ def audit_group():
 
 
 @audit_group.command("leaks")
-@click.option("--holdout", "holdout", required=True, help="The holdout set to look for.")
+@click.option(
+    "--holdout",
+    "holdout",
+    required=True,
+    help="The holdout set to look for.",
+    shell_complete=complete("holdout"),
+)
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (the contract in docs/design.md)."
@@ -143,7 +149,9 @@ def audit_mixtures_cmd(ctx, as_json):
 @click.argument("a")
 @click.argument("b")
 @click.option("--suite", help="The eval suite to compare accuracy on (omit for judgments only).")
-@click.option("--holdout", help="Count only judged battles of this holdout set.")
+@click.option(
+    "--holdout", help="Count only judged battles of this holdout set.", shell_complete=complete("holdout")
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):

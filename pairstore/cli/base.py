@@ -20,7 +20,7 @@ import duckdb
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.progress import for_terminal
 from pairstore.store.recognize import damaged_store
-from pairstore.store.store import open_store
+from pairstore.store.store import default_path, open_store
 
 _WHAT_TO_DO = {
     errno.ENOSPC: "no space left on the device; free space there and run again",
@@ -221,6 +221,42 @@ def echo_counts(title: str, counts: dict) -> None:
     """'title: a=1, b=2' — kept/dropped tallies of ingests and miners."""
     body = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
     click.echo(f"{title}: {body}")
+
+
+# What shell completion offers for a name, read from the store (read-only; nothing when there is none).
+_NAMES_SQL = {
+    "round": "SELECT name FROM rounds ORDER BY name",
+    "holdout": "SELECT set_name FROM holdout_sets ORDER BY set_name",
+    "checkpoint": "SELECT name FROM checkpoints ORDER BY name",
+    "model": "SELECT name FROM checkpoints UNION SELECT DISTINCT model FROM generations ORDER BY 1",
+}
+
+
+def store_names(db: str, kind: str) -> list[str]:
+    """The round, holdout set, checkpoint or model names in the store at `db` ([] if it cannot be read)."""
+    from pathlib import Path
+
+    if not Path(db).is_file():
+        return []
+    try:
+        with open_store(db, read_only=True) as store:
+            return [r[0] for r in store.con.execute(_NAMES_SQL[kind]).fetchall()]
+    except (PairstoreError, duckdb.Error, OSError):
+        return []
+
+
+def complete(kind: str):
+    """A Click shell_complete callback offering the store's names of `kind` that start with what is typed.
+    The store is the one --db names on the command line so far, else PAIRSTORE_DB, else the default."""
+
+    def callback(ctx: click.Context, param, incomplete: str):
+        from click.shell_completion import CompletionItem
+
+        root = ctx.find_root()
+        db = root.params.get("db") or default_path()
+        return [CompletionItem(n) for n in store_names(db, kind) if n.startswith(incomplete)]
+
+    return callback
 
 
 def cli_progress(ctx: click.Context):

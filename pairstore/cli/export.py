@@ -7,6 +7,7 @@ import click
 from pairstore.cli.base import (
     as_plain,
     cli_progress,
+    complete,
     echo_counts,
     echo_json,
     json_option,
@@ -16,7 +17,13 @@ from pairstore.export.run import export_round
 
 
 @click.command("export")
-@click.option("--round", "round_name", required=True, help="The round whose mixture to export.")
+@click.option(
+    "--round",
+    "round_name",
+    required=True,
+    help="The round whose mixture to export.",
+    shell_complete=complete("round"),
+)
 @click.option(
     "--out",
     "out_dir",

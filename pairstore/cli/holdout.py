@@ -6,6 +6,7 @@ import click
 
 from pairstore.cli.base import (
     check_seed,
+    complete,
     echo_json,
     echo_table,
     json_option,
@@ -80,7 +81,7 @@ def holdout_list_cmd(ctx, as_json):
 
 
 @holdout_group.command("show")
-@click.argument("set_name", metavar="SET")
+@click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def holdout_show_cmd(ctx, set_name, as_json):
@@ -97,7 +98,7 @@ def holdout_show_cmd(ctx, set_name, as_json):
 
 
 @holdout_group.command("remove")
-@click.argument("set_name", metavar="SET")
+@click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
 @click.argument("item_id", metavar="ID")
 @click.option("--reason", required=True, help="Why (kept in the audit log).")
 @json_option
@@ -113,7 +114,7 @@ def holdout_remove_cmd(ctx, set_name, item_id, reason, as_json):
 
 
 @holdout_group.command("exempt")
-@click.argument("set_name", metavar="SET")
+@click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
 @click.argument("item_id")
 @click.argument("pair_id")
 @click.option(

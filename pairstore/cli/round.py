@@ -6,6 +6,7 @@ import click
 
 from pairstore.cli.base import (
     as_plain,
+    complete,
     echo_counts,
     echo_json,
     echo_table,
@@ -71,7 +72,7 @@ def round_list_cmd(ctx, as_json):
 
 
 @round_group.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=complete("round"))
 @click.option("--toml", "as_toml", is_flag=True, help="Print the recipe's TOML text as registered.")
 @json_option
 @click.pass_context
@@ -86,7 +87,7 @@ def round_show_cmd(ctx, name, as_toml, as_json):
 
 
 @round_group.command("attach")
-@click.argument("name")
+@click.argument("name", shell_complete=complete("round"))
 @click.argument("file", type=click.Path(dir_okay=False))
 @json_option
 @click.pass_context

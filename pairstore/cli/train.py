@@ -11,6 +11,7 @@ from click.core import ParameterSource
 from pairstore.cli.base import (
     as_plain,
     check_seed,
+    complete,
     echo_counts,
     echo_json,
     generation_options,
@@ -30,7 +31,13 @@ def train_group():
 
 
 @train_group.command("dpo")
-@click.option("--round", "round_name", required=True, help="The dpo round whose export to train on.")
+@click.option(
+    "--round",
+    "round_name",
+    required=True,
+    help="The dpo round whose export to train on.",
+    shell_complete=complete("round"),
+)
 @click.option(
     "--base",
     "base",
