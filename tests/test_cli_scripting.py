@@ -142,3 +142,30 @@ def test_shell_completion_offers_the_stores_round_and_holdout_names(tmp_path):
     assert (
         offered(f"pairstore --db {tmp_path / 'none.duckdb'} lineage s") == []
     )  # no store: nothing, no error
+
+
+def test_a_wrong_format_guess_names_the_format_that_fits(tmp_path):
+    import csv
+
+    path = tmp_path / "train.csv"  # the Arena 55k layout, read as native battles
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(
+            [
+                "id",
+                "model_a",
+                "model_b",
+                "prompt",
+                "response_a",
+                "response_b",
+                "winner_model_a",
+                "winner_model_b",
+                "winner_tie",
+            ]
+        )
+        w.writerow([1, "a", "b", '["hi"]', '["x"]', '["y"]', 1, 0, 0])
+    res = run("--db", tmp_path / "s.duckdb", "ingest", "battles", path)
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "line 2, field 'battle_id'" in lines[0], res.stderr
+    assert "--format arena55k" in lines[0]

@@ -11,7 +11,7 @@ import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.arena import battle_fields, check_options, other_pair, own_side, parse_row
+from pairstore.ingest.arena import battle_fields, check_options, format_hint, other_pair, own_side, parse_row
 from pairstore.ingest.base import (
     VOTES,
     IngestResult,
@@ -162,7 +162,13 @@ def ingest_battles(
     if fmt == "native":
         for r in records:
             result.read += 1
-            row = parse_battle(r.record, r.path, r.line)
+            try:
+                row = parse_battle(r.record, r.path, r.line)
+            except BadInput as e:
+                hint = format_hint(r.record) if isinstance(r.record, dict) else None
+                if hint:
+                    raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
+                raise
             row["source_file"] = r.source
             rows.append(row)
     else:
