@@ -26,7 +26,7 @@ from pathlib import Path
 
 from pairstore.errors import GateRefused
 from pairstore.export.overwrites import leftovers, started_exports
-from pairstore.export.paths import evidence_beside, is_sft_file
+from pairstore.export.paths import evidence_beside, is_sft_file, relocated
 from pairstore.keys import sha256_file
 
 FAILING = ("changed", "missing")
@@ -40,9 +40,12 @@ class FileCheck:
     expected: str | None
     actual: str | None  # None: missing
     status: str  # ok | changed | missing (these two fail) | superseded | leftover
+    # Set when the file was not at its registered path but beside the moved store (`path` is where it
+    # was checked, this the path the registry holds).
+    registered_path: str | None = None
 
     def as_dict(self) -> dict:
-        return {
+        out = {
             "what": self.what,
             "owner": self.owner,
             "path": self.path,
@@ -50,13 +53,21 @@ class FileCheck:
             "actual": self.actual,
             "status": self.status,
         }
+        if self.registered_path is not None:
+            out["registered_path"] = self.registered_path
+        return out
 
 
-def _check(what: str, owner: str, path: Path, expected: str) -> FileCheck:
+def _check(what: str, owner: str, path: Path, expected: str, store_path=None) -> FileCheck:
+    moved = relocated(store_path, path)
+    registered = None
+    if moved is not None:
+        path, registered = moved, str(path)
     if not path.is_file():
         return FileCheck(what, owner, str(path), expected, None, "missing")
     actual = sha256_file(path)
-    return FileCheck(what, owner, str(path), expected, actual, "ok" if actual == expected else "changed")
+    status = "ok" if actual == expected else "changed"
+    return FileCheck(what, owner, str(path), expected, actual, status, registered)
 
 
 def _evidence_check(ex: dict) -> FileCheck | None:
@@ -111,10 +122,16 @@ def check_mixtures(store) -> list[FileCheck]:
         if ex["superseded_by"] is not None:
             checks.append(FileCheck(ex["kind"], ex["round"], str(path), ex["sha256"], None, "superseded"))
             continue
-        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"]))
+        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"], store.path))
         if ex["evidence_sha256"] is not None:
             checks.append(
-                _check("export evidence", ex["round"], Path(ex["evidence_path"]), ex["evidence_sha256"])
+                _check(
+                    "export evidence",
+                    ex["round"],
+                    Path(ex["evidence_path"]),
+                    ex["evidence_sha256"],
+                    store.path,
+                )
             )
             continue
         ev = _evidence_check(ex)
@@ -128,7 +145,7 @@ def check_mixtures(store) -> list[FileCheck]:
         if not isinstance(evidence, dict):
             continue
         for what, name, sha in _recorded_files(evidence):
-            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
+            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha, store.path))
     return checks + _leftovers(store)
 
 

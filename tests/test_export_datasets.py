@@ -65,3 +65,30 @@ def test_a_readme_pairstore_did_not_write_is_left_alone(round_r1, tmp_path):
     assert result.card_path is None
     assert any("README.md pairstore did not write" in n for n in result.notes)
     assert MARKER not in (out / "README.md").read_text()
+
+
+def test_a_store_moved_with_its_export_folder_is_audited_where_the_files_now_are(round_r1, tmp_path, run_cli):
+    import shutil
+
+    from audits.mixtures import check_mixtures
+    from pairstore.store.store import open_store
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    export_round(round_r1, "r1", run_dir / "mixtures")
+    round_r1.close()
+    shutil.copy(round_r1.path, run_dir / "pairstore.duckdb")
+    moved = tmp_path / "moved"
+    shutil.move(run_dir, moved)
+    with open_store(moved / "pairstore.duckdb", read_only=True) as store:
+        checks = [c for c in check_mixtures(store) if c.status != "leftover"]
+    assert checks and all(c.status == "ok" for c in checks), [c.as_dict() for c in checks]
+    assert all(c.path.startswith(str(moved)) and c.registered_path.startswith(str(run_dir)) for c in checks)
+    # a changed byte in the moved copy still fails the audit, naming both paths
+    (moved / "mixtures" / "r1.parquet").write_bytes(b"changed")
+    res = run_cli("--db", moved / "pairstore.duckdb", "audit", "mixtures")
+    assert res.exit_code == 3
+    assert (
+        f"warning: {run_dir / 'mixtures' / 'r1.parquet'} is not there; checked {moved / 'mixtures' / 'r1.parquet'}"
+        in res.stderr
+    )

@@ -133,6 +133,13 @@ def audit_mixtures_cmd(ctx, as_json):
     """Recompute the SHA-256 of every registered mixture and bundle evidence; exit 3 naming any change."""
     with open_db(ctx, read_only=True) as store:
         checks = check_mixtures(store)
+    for c in checks:
+        if c.registered_path:
+            click.echo(
+                f"warning: {c.registered_path} is not there; checked {c.path} beside the store instead "
+                "(the store was moved with its files)",
+                err=True,
+            )
     if as_json:
         echo_json([c.as_dict() for c in checks])
     else:

@@ -35,6 +35,23 @@ def evidence_beside(path, round_name: str) -> Path:
     return Path(path).parent / evidence_name(round_name)
 
 
+def relocated(store_path, registered) -> Path | None:
+    """Where a registered file that is not at its registered path now lies when the store was moved (or
+    copied) together with its files: the longest tail of the registered path that exists under the
+    store's folder (`/old/run/mixtures/m11a.parquet` -> `STORE_DIR/mixtures/m11a.parquet`); None when
+    the file is at its registered path or nowhere beside the store. The caller says both paths."""
+    registered = Path(registered)
+    if registered.exists() or store_path is None:
+        return None
+    base = Path(store_path).resolve().parent
+    parts = registered.parts[1:] if registered.is_absolute() else registered.parts
+    for start in range(len(parts)):
+        candidate = base.joinpath(*parts[start:])
+        if candidate.exists():
+            return candidate
+    return None
+
+
 @dataclass(frozen=True)
 class ExportPaths:
     folder: Path
