@@ -1,11 +1,14 @@
-# Two commands: `make demo` (the main job) and `make test`. Both build .venv once
-# and reuse it until pyproject.toml (or the C soup kernel) changes.
+# `make demo` (the main job) and `make test` (CI: lint, format, types, every test); `make test-fast` is the
+# development loop (tests marked slow left out). All build .venv once and reuse it until pyproject.toml
+# (or the C soup kernel) changes.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint setup clean
+.PHONY: demo test test-fast lint typecheck setup clean readme-demo
+
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
 $(STAMP): pyproject.toml train/_soup_kernel.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,12 +22,22 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/pairstore demo demo-run
 
+# Run the demo into demo-run/ and write its numbers into README.md's demo section (scripts/readme_demo.py).
+readme-demo: $(STAMP)
+	$(OFFLINE) $(BIN)/python scripts/readme_demo.py
+
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
-test: $(STAMP)
-	$(BIN)/ruff check .
-	HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python -m pytest
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: lint typecheck
+	$(OFFLINE) $(BIN)/python -m pytest
+
+test-fast: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m pytest -m "not slow"
 
 clean:
 	rm -rf $(VENV) demo-run

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
-from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, register_benchmark, text_ngram_table
+from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, text_ngram_table
 from pairstore.ingest.dataset_files import read_dataset
 from pairstore.ingest.pair_files import read_pair_file
 from pairstore.tables.evals import lm_eval_doc_text
@@ -95,7 +95,8 @@ def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
         records = _read_mmlu_csv(path)
     else:  # a file, a Hub folder layout or a save_to_disk folder: the test split
         records = [(r.line, r.record) for r in read_dataset(path, split="test")]
-    items, seen = [], {}
+    items: list = []
+    seen: dict = {}
     for index, (line, rec) in enumerate(records):
         kind = fmt or detect_format(rec)
         if kind is None:
@@ -292,14 +293,14 @@ def decontam(
     n: int = DEFAULT_N,
     fmt: str | None = None,
     all_pairs: bool = False,
-    register: bool = False,
+    registered: bool = False,
 ) -> DecontamReport:
-    """Every training row sharing an n-gram with a test item; `register` also stores the benchmark for the gate."""
+    """Every training row sharing an n-gram with a test item. `path`: the benchmark's file, or its items
+    (load_benchmark). Read-only: storing the benchmark for the gate is pairstore.holdout.ngrams's
+    register_benchmark, which `pairstore audit decontam --register` calls first (`registered` says so)."""
     if not isinstance(n, int) or n < 1:
         raise BadInput(f"--n must be a positive integer, got {n!r}", field="n")
-    items = load_benchmark(path, fmt)
-    if register:
-        register_benchmark(store, benchmark, [(it.item_id, it.text) for it in items], n=n)
+    items = path if isinstance(path, list) else load_benchmark(path, fmt)
     texts, notes = training_texts(store, all_pairs=all_pairs)
     found = overlap(store.con, items, texts["text"], n)
     src = texts["source"].to_pylist()
@@ -322,6 +323,6 @@ def decontam(
         len({t for t, _, _ in found}),
         len({b for _, b, _ in found}),
         rows,
-        register,
+        registered,
         notes,
     )

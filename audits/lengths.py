@@ -25,6 +25,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -40,7 +41,7 @@ class Counter:
     """Counts tokens of many texts at once."""
 
     name: str
-    tokenizer: object = None
+    tokenizer: Any = None
 
     def count(self, texts: list[str | None]) -> np.ndarray:
         out = np.zeros(len(texts), dtype=np.int64)
@@ -48,7 +49,7 @@ class Counter:
         if not present:
             return out
         if self.tokenizer is None:
-            out[present] = [math.ceil(len(texts[i]) / CHARS_PER_TOKEN) for i in present]
+            out[present] = [math.ceil(len(texts[i] or "") / CHARS_PER_TOKEN) for i in present]
         else:
             enc = self.tokenizer([texts[i] for i in present], add_special_tokens=False)["input_ids"]
             out[present] = [len(e) for e in enc]
@@ -176,9 +177,9 @@ def _round_texts(store, export_id: str, path: str) -> tuple[str, tuple[list, lis
 
     An NLL-only file (NAME.sft.parquet: prompt, completion) has no rejected side."""
     if Path(path).is_file() and path.endswith(".parquet"):
-        cols = _file_columns(store, path)
-        answer = "chosen" if "chosen" in cols else "completion"
-        rejected = _TEXT.format(col="rejected") if "rejected" in cols else "NULL"
+        names = _file_columns(store, path)
+        answer = "chosen" if "chosen" in names else "completion"
+        rejected = _TEXT.format(col="rejected") if "rejected" in names else "NULL"
         q = f"SELECT {_TEXT.format(col='prompt')}, {_TEXT.format(col=answer)}, {rejected} FROM read_parquet(?)"
         try:
             rows = store.con.execute(q, [path]).fetchall()
@@ -193,8 +194,8 @@ def _round_texts(store, export_id: str, path: str) -> tuple[str, tuple[list, lis
             [export_id],
         ).fetchall()
         src = f"export_rows of {export_id} (file missing)"
-    cols = tuple(list(c) for c in zip(*rows)) if rows else ([], [], [])
-    return src, cols
+    prompts, chosen, rejected_texts = (list(c) for c in zip(*rows)) if rows else ([], [], [])
+    return src, (prompts, chosen, rejected_texts)
 
 
 def latest_exports(store) -> list[dict]:
@@ -207,8 +208,17 @@ def latest_exports(store) -> list[dict]:
         ORDER BY r.added_at, r.name, e.path""")
 
 
-def audit_lengths(store, *, counter: Counter | None = None, rounds: list[str] | None = None) -> LengthReport:
-    """Lengths and truncation per round with a registered mixture (one round, some, or all)."""
+def audit_lengths(
+    store,
+    *,
+    counter: Counter | None = None,
+    rounds: list[str] | None = None,
+    max_lengths: dict[str, int] | None = None,
+) -> LengthReport:
+    """Lengths and truncation per round with a registered mixture (one round, some, or all).
+
+    `max_lengths` (round -> tokens) replaces the recipe's train.max_length, e.g. with what a training run
+    of the round actually used (its training_evidence.json)."""
     counter = counter or make_counter()
     found = latest_exports(store)
     if rounds:
@@ -219,7 +229,7 @@ def audit_lengths(store, *, counter: Counter | None = None, rounds: list[str] | 
     report = LengthReport(counter.name, [])
     for f in found:
         src, (prompts, chosen, rejected) = _round_texts(store, f["export_id"], f["path"])
-        max_length = _recipe_max_length(f["recipe"])
+        max_length = (max_lengths or {}).get(f["name"]) or _recipe_max_length(f["recipe"])
         if max_length is None:
             report.notes.append(
                 f"{f['name']} ({Path(f['path']).name}): recipe has no train.max_length; "

@@ -235,7 +235,7 @@ def unit_text(tokens) -> str:
     text = " ".join(tokens)
     if text.isascii():
         return text if len(text) <= UNIT_TEXT_MAX else text[:UNIT_TEXT_MAX] + "\u2026"
-    out = []
+    out: list[str] = []
     prev_cjk = True
     for tok in tokens:
         cjk = len(tok) == 1 and _CJK_CHAR.match(tok) is not None
@@ -643,12 +643,14 @@ def _scan_batch(tokens, ids: np.ndarray, text_lengths: list[int], long_tokens: l
     reports: list[LoopReport] = []
     no_finding = _Found(set())
     for t, (n, c6, f6) in enumerate(zip(text_lengths, ngram6.tolist(), first6.tolist())):
-        f = found.get(t)
-        if f is None:
+        f_or_none = found.get(t)
+        if f_or_none is None:
             if c6 <= 1:  # the common case: nothing repeats
                 reports.append(LoopReport(False, False, False, 1, "", False, n, c6, 0, ()))
                 continue
             f = no_finding
+        else:
+            f = f_or_none
         # evidence (repeats, priority, unit): the largest wins; on ties a cycle, then a run, then an n-gram
         best = (1, 0, "")
         if c6 > 1:

@@ -10,9 +10,11 @@ Checked, each against the hash the store recorded when it was written or attache
 - every export's `NAME.training_evidence.json`: its SHA-256 (`exports.evidence_sha256`),
   so an edited or deleted evidence file fails; where none is recorded, its
   "parquet_sha256" (or "sft_parquet_sha256") must still name the registered bytes;
-- every checkpoint with a path whose evidence records file hashes: merged
-  bundles' weight shards ("shard_sha256"), soups' output shards
-  ("output.shards_sha256"), adapters' weights ("adapter_sha256").
+- every checkpoint with a path: its training_evidence.json must say what the
+  registry recorded (compared as JSON), and the file hashes its evidence
+  records: merged bundles' weight shards ("shard_sha256"), soups' output
+  shards ("output.shards_sha256", always recorded for a registered soup),
+  adapters' weights ("adapter_sha256").
 
 Also listed, without failing the audit: what an interrupted export left in an
 export folder (temp files, final files whose bytes no registration has).
@@ -20,6 +22,7 @@ export folder (temp files, final files whose bytes no registration has).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +100,26 @@ def _evidence_check(ex: dict) -> FileCheck | None:
     )
 
 
+def _bundle_evidence_check(owner: str, bundle: Path, registered: dict) -> FileCheck:
+    """The training_evidence.json inside a registered bundle must say what the registry recorded (an edited
+    alpha, a swapped input hash): compared as JSON, so formatting alone is no change."""
+    path = bundle / "training_evidence.json"
+    expected = _json_sha(registered)
+    if not path.is_file():
+        return FileCheck("bundle evidence", owner, str(path), expected, None, "missing")
+    try:
+        actual = _json_sha(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, UnicodeDecodeError):
+        actual = "unreadable"
+    return FileCheck(
+        "bundle evidence", owner, str(path), expected, actual, "ok" if actual == expected else "changed"
+    )
+
+
+def _json_sha(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
 def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
     """(what, file name inside the bundle, sha256) recorded in a checkpoint's evidence."""
     out = []
@@ -144,6 +167,7 @@ def check_mixtures(store) -> list[FileCheck]:
         evidence = json.loads(ck["evidence"]) if isinstance(ck["evidence"], str) else ck["evidence"]
         if not isinstance(evidence, dict):
             continue
+        checks.append(_bundle_evidence_check(ck["name"], Path(ck["path"]), evidence))
         for what, name, sha in _recorded_files(evidence):
             checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha, store.path))
     return checks + _leftovers(store)

@@ -2,10 +2,20 @@
 
     pairstore audit report --model sm11a --out reports/sm11a
 
+The report opens with the verdict: the model against its incumbent on every
+suite (difference, paired counts, exact McNemar p, Wilson intervals), the
+blind-judge tally with its clean subset, loop rates, and the provenance line
+naming every leaked held-out id and the file it is in. Stage rows say what ran
+(from each round's training evidence: steps, learning rate, LoRA rank, global
+batch, max length, rows, mixture SHA-256); a recipe stage never run here says
+"planned (recipe)". Evaluation covers the models of the chain reported
+(all_models=True for every model in the store).
+
 Sections: lineage (a picture), mixture composition per round (a chart),
 holdout status (leak audit of every registered mixture), decontamination
 (13-gram overlap of the lineage's mixtures with every registered benchmark),
-mixture hash check, token lengths and truncation, loop table, evaluation table
+mixture hash check, token lengths and truncation, loop table, the verifier's stored verdicts
+(correct, wrong, unknown by reason, per model and dataset), evaluation table
 with blind-judge tallies, and the dose curve (alpha against each metric) where
 soups of the same two parents exist. Pictures are PNGs made with matplotlib
 (Agg backend): embedded as base64 in the HTML, written beside report.md. The
@@ -18,6 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -26,9 +37,17 @@ from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, latest_exports, make_counter
 from audits.loop_table import loop_table
 from audits.mixtures import check_mixtures
-from audits.report_render import Report, Section, Table, figure_png, render_html, render_markdown
+from audits.report_render import Link, Report, Section, Table, figure_png, render_html, render_markdown
+from audits.verifier_audit import stored_verdicts
 from pairstore.errors import NotFound
-from pairstore.files import atomic_write_bytes
+from pairstore.files import (
+    atomic_write_bytes,
+    folder_is_free,
+    publish_folder,
+    recover_folder,
+    staged_folder,
+    write_failure,
+)
 from pairstore.holdout.ngrams import arrow_query, benchmark_hits
 from pairstore.rounds.lineage import describe, lineage
 
@@ -44,21 +63,71 @@ def _lineage_stages(store, model: str) -> list[dict]:
     return lineage(store, model)
 
 
+def run_summary(run: dict) -> str:
+    """What a training run did, from its training_evidence.json: the numbers a reader checks first."""
+    hp = run.get("hyperparameters") or {}
+    steps = (run.get("final_metrics") or {}).get("global_step")
+    parts = [
+        (f"{steps} step" + ("" if steps == 1 else "s")) if steps is not None else "steps not recorded",
+        f"lr {hp['learning_rate']:g}" if hp.get("learning_rate") is not None else None,
+        f"LoRA rank {hp['lora_rank']}" if hp.get("lora_rank") is not None else None,
+        f"global batch {hp['global_batch']}" if hp.get("global_batch") is not None else None,
+        f"max length {hp['max_length']}" if hp.get("max_length") is not None else None,
+        f"{run['rows']} rows" if run.get("rows") is not None else None,
+        f"mixture SHA-256 {run['mixture_sha256'][:12]}" if run.get("mixture_sha256") else None,
+    ]
+    base = (run.get("base") or {}).get("name")
+    return ("DPO+NLL LoRA" + (f" from {base}" if base else "") + ": ") + ", ".join(p for p in parts if p)
+
+
+def what_ran(stage: dict) -> str:
+    """How a stage was made here, from evidence; "planned (recipe)" when nothing of it ran here."""
+    ck = stage.get("checkpoint")
+    if stage.get("run"):
+        return "ran: " + run_summary(stage["run"]) + ("; merged" if ck and ck["kind"] == "merge" else "")
+    if ck is None:
+        return "planned (recipe)"
+    if ck["kind"] == "base":
+        return f"base bundle {Path(ck['path']).name if ck.get('path') else stage['name']}" + (
+            f" ({ck['path']})" if ck.get("path") else ""
+        )
+    if ck["kind"] == "soup":
+        return f"souped here: {describe(stage)}"
+    return f"{ck['kind']} registered here"
+
+
+def here(stages: list[dict]) -> list[dict]:
+    """The stages of the chain that exist here (a registered bundle or a training run), parents first;
+    every stage when none does (a store of recipes only)."""
+    real = [st for st in stages if st.get("checkpoint") or st.get("run")]
+    return real or stages
+
+
 def _lineage_section(store, model: str, stages: list[dict]) -> Section:
 
     s = Section("lineage", "Lineage")
-    s.paragraphs.append(f"{len(stages)} stage(s) from the base model to {model}, parents first.")
+    real = here(stages)
+    planned = [st["name"] for st in stages if st not in real]
+    s.paragraphs.append(
+        f"{len(stages)} stage(s) from the base model to {model}, parents first"
+        + (
+            f"; {len(real)} exist here (a registered bundle or a training run), "
+            f"{len(planned)} are the recipe's history, planned (recipe): {', '.join(planned)}."
+            if planned
+            else "."
+        )
+    )
     s.tables.append(
         (
-            "Stages",
+            "Stages (what ran: from each checkpoint's training_evidence.json; the recipe's plan beside it)",
             Table(
-                ["stage", "kind", "how it was made", "job", "mixtures (rows, SHA-256)"],
+                ["stage", "kind", "what ran", "recipe says", "mixtures (rows, SHA-256)"],
                 [
                     [
                         st["name"],
-                        st["kind"],
+                        _drawn_kind(st),
+                        what_ran(st),
                         describe(st),
-                        st.get("job_id") or "-",
                         "; ".join(
                             f"{Path(m['path']).name} ({m['rows']}, {m['sha256'][:12]})"
                             for m in st["mixtures"]
@@ -70,7 +139,7 @@ def _lineage_section(store, model: str, stages: list[dict]) -> Section:
             ),
         )
     )
-    s.images.append(("lineage.png", _lineagefigure_png(stages)))
+    s.images.append(("lineage.png", _lineagefigure_png(real)))
     return s
 
 
@@ -82,8 +151,8 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
     import matplotlib.pyplot as plt
 
     depth: dict[str, int] = {}
-    for st in stages:  # parents come first
-        depth[st["name"]] = 1 + max((depth.get(p, -1) for p in st["parents"]), default=-1)
+    for st in stages:  # parents come first; a parent not drawn (the recipe's history) does not count
+        depth[st["name"]] = 1 + max((depth[p] for p in st["parents"] if p in depth), default=-1)
     levels: dict[int, list[str]] = defaultdict(list)
     for st in stages:
         levels[depth[st["name"]]].append(st["name"])
@@ -113,10 +182,14 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
                     arrowprops={"arrowstyle": "->", "color": "#555555"},
                 )
         label = st["name"]
-        if st["kind"] == "soup" and st.get("alpha") is not None:
+        kind = _drawn_kind(st)
+        if kind == "soup" and st.get("alpha") is not None:
             label += f"  (alpha {st['alpha']:g})"
-        elif st["kind"] == "dpo" and st.get("max_steps"):
-            label += f"  ({st['max_steps']} steps)"
+        elif kind == "dpo" and st.get("run"):
+            steps = (st["run"].get("final_metrics") or {}).get("global_step")
+            label += f"  ({steps} step{'' if steps == 1 else 's'})"
+        elif kind == "dpo" and st.get("max_steps"):
+            label += f"  ({st['max_steps']} steps planned)"
         ax.text(
             x1,
             y1,
@@ -124,13 +197,21 @@ def _lineagefigure_png(stages: list[dict]) -> bytes:
             ha="center",
             va="center",
             fontsize=8,
-            bbox={"boxstyle": "round", "fc": colors.get(st["kind"], "#dddddd"), "ec": "black"},
+            bbox={"boxstyle": "round", "fc": colors.get(_drawn_kind(st), "#dddddd"), "ec": "black"},
         )
     ax.set_xlim(-0.9, width - 0.1)
     ax.set_ylim(-len(levels) + 0.4, 0.6)
     ax.axis("off")
     ax.set_title("lineage, base at the top (grey base, blue DPO round, orange soup)", fontsize=9)
     return figure_png(fig)
+
+
+def _drawn_kind(stage: dict) -> str:
+    """What a stage is here: a registered base bundle is a base, whatever the recipe's history calls it."""
+    ck = stage.get("checkpoint")
+    if ck and ck["kind"] == "base":
+        return "base"
+    return stage["kind"]
 
 
 def _rows_by_source(store, export_ids: list[str]) -> dict[str, int]:
@@ -184,9 +265,13 @@ def _composition_section(comp: dict[str, dict[str, int]]) -> Section:
         vals = [comp[r].get(src, 0) for r in names]
         ax.barh(names, vals, left=left, label=src)
         left = [a + b for a, b in zip(left, vals)]
+    from matplotlib.ticker import MaxNLocator
+
     ax.invert_yaxis()
     ax.set_xlabel("rows")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    # Beside the bars, never over them.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
     ax.set_title("mixture composition per round", fontsize=9)
     s.images.append(("composition.png", figure_png(fig)))
     return s
@@ -196,7 +281,7 @@ def _holdout_section(store) -> tuple[Section, list]:
 
     s = Section("holdout", "Holdout status")
     sets = [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY set_name").fetchall()]
-    reports = []
+    reports: list = []
     if not sets:
         s.paragraphs.append("No holdout set is defined in this store.")
         return s, reports
@@ -232,7 +317,63 @@ def _holdout_section(store) -> tuple[Section, list]:
             Table(["set", "members", "clean", "leaked", "removed", "exemptions", "where"], rows),
         )
     )
+    leaked = leaked_items(reports)
+    if leaked:
+        s.tables.append(
+            (
+                "Every held-out item found in a registered mixture, with the file, its round and the rows "
+                "(0-based) that hold it",
+                Table(
+                    ["set", "held-out id", "file", "round", "rows", "pair ids", "found by"],
+                    [
+                        [
+                            x["set"],
+                            x["item_id"],
+                            x["file"],
+                            x["round"] or "-",
+                            x["rows"],
+                            x["pair_ids"],
+                            x["how"],
+                        ]
+                        for x in leaked
+                    ],
+                    row_ids=[x["anchor"] for x in leaked],
+                ),
+            )
+        )
     return s, reports
+
+
+def leak_anchor(set_name: str, item_id: str, path: str) -> str:
+    return "leak-" + "-".join(
+        "".join(c if c.isalnum() else "_" for c in v) for v in (set_name, item_id, Path(path).name)
+    )
+
+
+def leaked_items(reports) -> list[dict]:
+    """One row per (held-out item, file holding it), in set, id and file order."""
+    out = []
+    for rep in reports:
+        for f in rep.files:
+            by_item: dict[str, list] = defaultdict(list)
+            for h in f.hits:
+                by_item[h.item_id].append(h)
+            for item_id in sorted(by_item):
+                hits = sorted(by_item[item_id], key=lambda h: h.row_index)
+                out.append(
+                    {
+                        "set": rep.name,
+                        "item_id": item_id,
+                        "file": Path(f.path).name,
+                        "path": f.path,
+                        "round": f.round,
+                        "rows": ", ".join(str(h.row_index) for h in hits),
+                        "pair_ids": ", ".join(sorted({h.pair_id for h in hits if h.pair_id})) or "-",
+                        "how": ", ".join(sorted({h.how for h in hits})),
+                        "anchor": leak_anchor(rep.name, item_id, f.path),
+                    }
+                )
+    return sorted(out, key=lambda x: (x["set"], x["item_id"], x["file"]))
 
 
 def _holdout_sentence(rep) -> str:
@@ -345,14 +486,14 @@ def _hash_section(store) -> tuple[Section, list]:
             "SHA-256 of every registered mixture and recorded bundle file, recomputed now",
             Table(
                 ["status", "what", "owner", "file", "SHA-256 (recorded)"],
-                [[c.status, c.what, c.owner, Path(c.path).name, c.expected[:16]] for c in checks],
+                [[c.status, c.what, c.owner, Path(c.path).name, (c.expected or "")[:16]] for c in checks],
             ),
         )
     )
     return s, checks
 
 
-def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section:
+def _lengths_section(store, rounds: list[str], tokenizer: str | None, max_lengths: dict[str, int]) -> Section:
 
     s = Section("lengths", "Lengths")
     have = {r[0] for r in store.con.execute("SELECT DISTINCT round FROM exports").fetchall()}
@@ -360,10 +501,15 @@ def _lengths_section(store, rounds: list[str], tokenizer: str | None) -> Section
     if not mine:
         s.paragraphs.append("No round in this lineage has a registered mixture to measure.")
         return s
-    rep = audit_lengths(store, counter=make_counter(store, tokenizer=tokenizer), rounds=mine)
+    rep = audit_lengths(
+        store, counter=make_counter(store, tokenizer=tokenizer), rounds=mine, max_lengths=max_lengths
+    )
+    ran = ", ".join(f"{r} {n}" for r, n in sorted(max_lengths.items()) if r in mine)
     s.paragraphs.append(
         f"Token counts: {rep.counter}. A side is truncated when prompt + that side exceeds "
-        "the recipe's max_length; a truncated chosen answer trains the NLL term on a fragment."
+        "the max_length it was trained with ("
+        + (f"what the training run used: {ran}; " if ran else "")
+        + "the recipe's otherwise); a truncated chosen answer trains the NLL term on a fragment."
     )
     s.tables.append(
         (
@@ -404,15 +550,19 @@ def _normalize_loop_table(result) -> Table:
     """loop_table's result (list of dicts / dataclasses, or (columns, rows)) as a Table."""
     if isinstance(result, tuple) and len(result) == 2 and isinstance(result[0], (list, tuple)):
         return Table(list(result[0]), [list(r) for r in result[1]])
-    rows = [asdict(r) if is_dataclass(r) else dict(r) for r in result]
+    rows = [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in result]
     cols = list(rows[0]) if rows else ["model", "suite"]
     return Table(cols, [[r.get(c) for c in cols] for r in rows])
 
 
-def _loops_section(store) -> Section:
+def _loops_section(store, models: set[str] | None) -> Section:
 
     s = Section("loops", "Loop table")
-    table = _normalize_loop_table(loop_table(store))
+    result = [r for r in loop_table(store) if models is None or r["model"] in models]
+    for r in result:
+        if r.get("suite") is None:
+            r["suite"] = "(no suite: samples)"
+    table = _normalize_loop_table(result)
     if not table.rows:
         s.paragraphs.append("No scanned outputs in the store (generations or evals with loop flags).")
         return s
@@ -491,9 +641,19 @@ def _judge_rows(store, model: str) -> list[list]:
     return rows
 
 
-def _evaluation_section(store, model: str) -> Section:
+def _evaluation_section(store, model: str, models: list[str] | None) -> Section:
     s = Section("evaluation", "Evaluation")
-    suites, matrix = _eval_matrix(store)
+    suites, matrix = _eval_matrix(store, models)
+    suites = [x for x in suites if any(x in v for v in matrix.values())]
+    if models is not None:
+        others = store.scalar(
+            "SELECT count(DISTINCT model) FROM evals WHERE NOT list_contains(?, model)", [list(models)]
+        )
+        if others:
+            s.paragraphs.append(
+                f"The models of this chain only; {others} other evaluated model(s) in the store are left out "
+                "(`pairstore audit report --all-models` lists them too)."
+            )
     if matrix:
         rows = []
         for m in sorted(matrix, key=lambda m: (m != model, m)):
@@ -531,7 +691,7 @@ def _evaluation_section(store, model: str) -> Section:
             )
     else:
         s.paragraphs.append("No per-item evaluation results in the store (`pairstore ingest evals`).")
-    judge = _judge_rows(store, model)
+    judge = [r for r in _judge_rows(store, model) if models is None or r[0].split(" vs ", 1)[1] in models]
     if judge:
         s.tables.append(
             (
@@ -579,9 +739,13 @@ def _soup_groups(store) -> dict[tuple[str, str], dict[float, str]]:
     return out
 
 
-def _dose_section(store) -> Section:
+def _dose_section(store, models: list[str] | None) -> Section:
     s = Section("dose-curve", "Dose curve")
-    groups = _soup_groups(store)
+    groups = {
+        ab: pts
+        for ab, pts in _soup_groups(store).items()
+        if models is None or (ab[0] in models and ab[1] in models)
+    }
     suites, matrix = _eval_matrix(store)
     drawn = 0
     import matplotlib
@@ -631,9 +795,10 @@ def _dose_section(store) -> Section:
             fontsize=7,
         )
         ax.set_xlabel(f"alpha in {a} + alpha*({b} - {a})")
-        ax.set_ylabel("metric")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=7)
+        ax.set_ylabel("share of items")
+        ax.set_ylim(0, 1)
+        ax.grid(axis="y", color="#e6e6e6")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0, frameon=False)
         ax.set_title(f"dose curve: {a} -> {b}", fontsize=9)
         s.images.append((f"dose_{a}_{b}.png", figure_png(fig)))
         s.tables.append(
@@ -662,30 +827,246 @@ def _dose_section(store) -> Section:
 # -- assembly --------------------------------------------------------------------
 
 
-def build_report(store, model: str, *, tokenizer: str | None = None) -> Report:
-    """Every section's data, tables and pictures for `model` (a registered round)."""
-    if not store.scalar("SELECT count(*) FROM rounds WHERE name = ?", [model]):
-        raise NotFound(f"no round {model!r} (the report follows the lineage of a registered round)")
+def _verdicts_section(store, models: list[str]) -> Section:
+    s = Section("verdicts", "Verifier verdicts")
+    columns, rows = stored_verdicts(store, models)
+    if not rows:
+        s.paragraphs.append("No verified generations of the lineage's models in the store.")
+        return s
+    s.paragraphs.append(
+        "The answer verifier's stored verdicts on the lineage's models' generations: only correct and "
+        "wrong become training pairs; unknowns are dropped by reason (`pairstore audit verifier` runs "
+        "it afresh against math-verify)."
+    )
+    s.tables.append(("Verdicts per model and dataset", Table(columns, rows)))
+    return s
+
+
+def chain_models(stages: list[dict]) -> list[str]:
+    """The models of a chain: every stage's name, in lineage order."""
+    return [st["name"] for st in stages]
+
+
+def default_incumbent(store, model: str, stages: list[dict]) -> str | None:
+    """The model's nearest ancestor with evaluations, first parents first (a soup's `a`, a round's parent)."""
+    by_name = {st["name"]: st for st in stages}
+    evaluated = {r[0] for r in store.con.execute("SELECT DISTINCT model FROM evals").fetchall()}
+    frontier, seen = list(by_name[model]["parents"]), {model}
+    while frontier:
+        name = frontier.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in evaluated:
+            return name
+        frontier += list(by_name.get(name, {}).get("parents", []))
+    return None
+
+
+def _share_text(k: int, n: int) -> str:
+    lo, hi = wilson_interval(k, n)
+    return f"{k}/{n} = {k / n:.4f} ({lo:.2f}-{hi:.2f})"
+
+
+def _summary_section(store, model: str, incumbent: str | None, leak_reports) -> tuple[Section, list[dict]]:
+    """The verdict: is the candidate better than the incumbent, how sure, and did anything leak."""
+    s = Section("summary", "Verdict")
+    verdict: list[dict[str, Any]] = []
+    if incumbent is None:
+        s.paragraphs.append(f"No evaluated ancestor of {model} to compare it with.")
+    else:
+        suites, matrix = _eval_matrix(store, [model, incumbent])
+        rows = []
+        for suite in suites:
+            if suite not in matrix.get(model, {}) or suite not in matrix.get(incumbent, {}):
+                continue
+            f = paired_flips(store, model, incumbent, suite)
+            if not f.items:
+                continue
+            diff = (f.a_only - f.b_only) / f.items
+            cand, inc = f.both + f.a_only, f.both + f.b_only
+            significant = f.mcnemar_p < 0.05
+            better = (
+                ("better" if diff > 0 else "worse") if significant and diff else "no significant difference"
+            )
+            sure = "exact McNemar p < 0.05" if significant else "exact McNemar p >= 0.05"
+            verdict.append(
+                {
+                    "suite": suite,
+                    "difference": diff,
+                    "p": f.mcnemar_p,
+                    "better": better,
+                    "items": f.items,
+                    "counts": (cand, inc),
+                }
+            )
+            rows.append(
+                [
+                    suite,
+                    f.items,
+                    _share_text(cand, f.items),
+                    _share_text(inc, f.items),
+                    f"{diff:+.4f}",
+                    f"{f.both} / {f.a_only} / {f.b_only} / {f.neither}",
+                    f"{f.mcnemar_p:.3g}",
+                    f"{better}, {sure}",
+                ]
+            )
+        if rows:
+            s.paragraphs.append(
+                f"Is {model} better than the incumbent {incumbent}? "
+                + "; ".join(
+                    f"{v['suite']}: {v['better']}, {v['difference'] * 100:+.1f} points "
+                    f"({v['counts'][0]} vs {v['counts'][1]} of {v['items']} paired items right, "
+                    f"exact McNemar p = {v['p']:.3g})"
+                    for v in verdict
+                )
+                + "."
+            )
+            s.tables.append(
+                (
+                    f"{model} (candidate) vs {incumbent} (incumbent) on the items both answered: accuracy "
+                    "with its 95% Wilson interval, the paired counts and the exact McNemar test",
+                    Table(
+                        [
+                            "suite",
+                            "items",
+                            f"{model}",
+                            f"{incumbent}",
+                            "difference",
+                            f"both / only {model} / only {incumbent} / neither",
+                            "McNemar p",
+                            "verdict",
+                        ],
+                        rows,
+                    ),
+                )
+            )
+        else:
+            s.paragraphs.append(f"{model} and {incumbent} share no evaluated item.")
+        c = compare(store, model, incumbent)
+        if c.judge_all.battles:
+            a, cl = c.judge_all, c.judge_clean
+            s.tables.append(
+                (
+                    f"Blind judge, {model} vs {incumbent} (wins-losses-ties of {model}, each battle once; "
+                    "clean = battles neither lineage trained on)",
+                    Table(
+                        ["battles", "all", "sign p", "clean battles", "clean", "sign p (clean)"],
+                        [
+                            [
+                                a.battles,
+                                f"{a.a_wins}-{a.b_wins}-{a.ties}",
+                                f"{a.sign_p:.3g}",
+                                cl.battles,
+                                f"{cl.a_wins}-{cl.b_wins}-{cl.ties}",
+                                f"{cl.sign_p:.3g}",
+                            ]
+                        ],
+                    ),
+                )
+            )
+        loops = store.rows(
+            "SELECT model, suite, count(*) AS n, count(*) FILTER (loop_flagged) AS flagged, "
+            "count(*) FILTER (empty) AS empty FROM evals WHERE model IN (?, ?) GROUP BY model, suite ORDER BY suite, "
+            "model = ? DESC",
+            [model, incumbent, model],
+        )
+        if loops:
+            s.tables.append(
+                (
+                    "Loop rates on the evaluated suites (flagged by the repetition scanner; empty answers)",
+                    Table(
+                        ["suite", "model", "items", "loop-flagged", "empty"],
+                        [
+                            [
+                                r["suite"],
+                                r["model"],
+                                r["n"],
+                                f"{r['flagged']} ({r['flagged'] / r['n']:.1%})",
+                                f"{r['empty']} ({r['empty'] / r['n']:.1%})",
+                            ]
+                            for r in loops
+                        ],
+                    ),
+                )
+            )
+    leaked = leaked_items(leak_reports)
+    if not leak_reports:
+        s.paragraphs.append("Did anything leak? Unknown: no holdout set is defined, so nothing was checked.")
+    elif not leaked:
+        s.paragraphs.append(
+            "Did anything leak? No: no member of "
+            + ", ".join(f"{r.name} ({r.size})" for r in leak_reports)
+            + " is in any registered mixture."
+        )
+    else:
+        for rep in leak_reports:
+            mine = [x for x in leaked if x["set"] == rep.name]
+            if not mine:
+                continue
+            files = sorted({(x["file"], x["round"] or "-") for x in mine})
+            parts: list = [
+                f"Did anything leak? Yes: {rep.leaked} of the {rep.size} members of held-out set {rep.name} "
+                "are in training mixtures."
+            ]
+            for file, rnd in files:
+                parts.append(f" In {file} (round {rnd}): ")
+                held = [x for x in mine if (x["file"], x["round"] or "-") == (file, rnd)]
+                for i, x in enumerate(held):
+                    parts += ([", "] if i else []) + [Link(x["item_id"], f"#{x['anchor']}")]
+                parts.append(".")
+            parts.append(" Each id links to its row (file, rows, pair ids) in Holdout status.")
+            s.paragraphs.append(parts)
+    return s, verdict
+
+
+def build_report(
+    store,
+    model: str,
+    *,
+    tokenizer: str | None = None,
+    incumbent: str | None = None,
+    all_models: bool = False,
+) -> Report:
+    """Every section's data, tables and pictures for `model` (a registered round or checkpoint).
+
+    `incumbent`: what the verdict compares the model with (default: its nearest evaluated ancestor).
+    `all_models`: Evaluation, loop table and dose curve cover every model in the store, not only the
+    chain's."""
     stages = _lineage_stages(store, model)
     rounds = [st["name"] for st in stages]
+    models = None if all_models else chain_models(stages)
+    if incumbent is None:
+        incumbent = default_incumbent(store, model, stages)
+    elif not store.scalar("SELECT count(*) FROM evals WHERE model = ?", [incumbent]):
+        raise NotFound(f"no evaluations of the incumbent {incumbent!r}")
+    max_lengths = {
+        st["name"]: st["run"]["hyperparameters"]["max_length"]
+        for st in stages
+        if st.get("run") and (st["run"].get("hyperparameters") or {}).get("max_length")
+    }
     comp = _composition(store, rounds)
     lineage_s = _lineage_section(store, model, stages)
     comp_s = _composition_section(comp)
     holdout_s, leak_reports = _holdout_section(store)
+    summary_s, _ = _summary_section(store, model, incumbent, leak_reports)
     decon_s, decon_rows = _decontam_section(store, rounds)
     hash_s, checks = _hash_section(store)
-    loops_s = _loops_section(store)
-    eval_s = _evaluation_section(store, model)
+    loops_s = _loops_section(store, None if models is None else set(models))
+    eval_s = _evaluation_section(store, model, models)
     sections = [
+        summary_s,
         lineage_s,
         comp_s,
         holdout_s,
         decon_s,
         hash_s,
-        _lengths_section(store, rounds, tokenizer),
+        _lengths_section(store, rounds, tokenizer, max_lengths),
         loops_s,
+        _verdicts_section(store, rounds),
         eval_s,
-        _dose_section(store),
+        _dose_section(store, models),
     ]
     training = _training_data_md(store, stages, leak_reports, decon_rows, checks)
     evaluation = _evaluation_md(eval_s, loops_s, leak_reports)
@@ -708,7 +1089,7 @@ def _training_data_md(store, stages, leak_reports, decon_rows, checks) -> str:
         lines.append("- No registered training mixture in this lineage.")
     lines.append("")
     for rep in leak_reports:
-        lines.append(_holdout_sentence(rep))
+        lines += [_holdout_sentence(rep), ""]
     if decon_rows:
         total = sum(r[4] for r in decon_rows)
         names = ", ".join(f"{r[0]} ({r[1]} items, {r[2]}-grams)" for r in decon_rows)
@@ -741,18 +1122,44 @@ def _evaluation_md(eval_s: Section, loops_s: Section, leak_reports) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write_report(store, model: str, out_dir, *, tokenizer: str | None = None) -> dict:
+def _only_a_report(out: Path) -> bool:
+    """`out` is free, or holds nothing but an earlier report's files."""
+    if folder_is_free(out):
+        return True
+    return out.is_dir() and all(
+        p.is_file() and (p.name in ("report.md", "report.html") or p.suffix == ".png") for p in out.iterdir()
+    )
+
+
+def write_report(
+    store,
+    model: str,
+    out_dir,
+    *,
+    tokenizer: str | None = None,
+    incumbent: str | None = None,
+    all_models: bool = False,
+) -> dict:
     """Write report.html, report.md and the PNGs into out_dir; returns {"html", "md", "images", "sections"}."""
-    rep = build_report(store, model, tokenizer=tokenizer)
+    rep = build_report(store, model, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    images = []
-    for s in rep.sections:
-        for name, png in s.images:
-            atomic_write_bytes(out / name, png)
-            images.append(str(out / name))
-    atomic_write_bytes(out / "report.md", render_markdown(rep).encode("utf-8"))
-    atomic_write_bytes(out / "report.html", render_html(rep).encode("utf-8"))
+    recover_folder(out)
+    files = {name: png for s in rep.sections for name, png in s.images}
+    files["report.md"] = render_markdown(rep).encode("utf-8")
+    files["report.html"] = render_html(rep).encode("utf-8")
+    images = [str(out / name) for s in rep.sections for name, _ in s.images]
+    try:
+        if _only_a_report(out):
+            # The whole folder at once: a reader sees the old report or the new one, never half.
+            with staged_folder(out) as stage:
+                for name, data in files.items():
+                    (stage / name).write_bytes(data)
+                publish_folder(stage, out, replace=True)
+        else:  # a folder with other files in it: each file replaced atomically, the rest left alone
+            for name, data in files.items():
+                atomic_write_bytes(out / name, data)
+    except OSError as e:
+        raise write_failure(out, e) from None
     return {
         "html": str(out / "report.html"),
         "md": str(out / "report.md"),

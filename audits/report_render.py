@@ -12,6 +12,7 @@ import io
 from dataclasses import dataclass, field
 
 SECTIONS = (
+    ("summary", "Verdict"),
     ("lineage", "Lineage"),
     ("composition", "Mixture composition per round"),
     ("holdout", "Holdout status"),
@@ -19,15 +20,31 @@ SECTIONS = (
     ("mixture-hashes", "Mixture hash check"),
     ("lengths", "Lengths"),
     ("loops", "Loop table"),
+    ("verdicts", "Verifier verdicts"),
     ("evaluation", "Evaluation"),
     ("dose-curve", "Dose curve"),
 )
+
+
+@dataclass(frozen=True)
+class Link:
+    """A table cell or sentence part that links to an anchor of the report (#id) in the HTML."""
+
+    text: str
+    href: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def html(self) -> str:
+        return f'<a href="{html.escape(self.href)}">{html.escape(self.text)}</a>'
 
 
 @dataclass
 class Table:
     columns: list[str]
     rows: list[list]
+    row_ids: list[str] | None = None  # HTML anchors of the rows (what a Link elsewhere points to)
 
     def markdown(self) -> str:
         def cell(v):
@@ -41,10 +58,16 @@ class Table:
         return "\n".join(lines)
 
     def html(self) -> str:
+        def cell(v) -> str:
+            return v.html() if isinstance(v, Link) else html.escape("" if v is None else str(v))
+
         head = "".join(f"<th>{html.escape(str(c))}</th>" for c in self.columns)
+        ids: list[str | None] = list(self.row_ids) if self.row_ids else [None] * len(self.rows)
         body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape('' if v is None else str(v))}</td>" for v in r) + "</tr>"
-            for r in self.rows
+            (f'<tr id="{html.escape(i)}">' if i else "<tr>")
+            + "".join(f"<td>{cell(v)}</td>" for v in r)
+            + "</tr>"
+            for i, r in zip(ids, self.rows)
         )
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -53,7 +76,7 @@ class Table:
 class Section:
     key: str
     title: str
-    paragraphs: list[str] = field(default_factory=list)
+    paragraphs: list = field(default_factory=list)  # each a str, or a list of str and Link parts
     tables: list[tuple[str, Table]] = field(default_factory=list)  # (caption, table)
     images: list[tuple[str, bytes]] = field(default_factory=list)  # (file name, PNG bytes)
 
@@ -76,6 +99,22 @@ def figure_png(fig) -> bytes:
     return buf.getvalue()
 
 
+def _text(paragraph) -> str:
+    return paragraph if isinstance(paragraph, str) else "".join(str(p) for p in paragraph)
+
+
+def _html_text(paragraph) -> str:
+    parts = [paragraph] if isinstance(paragraph, str) else paragraph
+    return "".join(p.html() if isinstance(p, Link) else html.escape(p) for p in parts)
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (CommonMark with tables) as HTML, by markdown-it-py; raw HTML in the text is escaped."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
 def render_markdown(rep: Report) -> str:
     out = [
         f"# Provenance report: {rep.model}",
@@ -87,7 +126,7 @@ def render_markdown(rep: Report) -> str:
     ]
     for s in rep.sections:
         out += [f"## {s.title}", ""]
-        out += [p + "\n" for p in s.paragraphs]
+        out += [_text(p) + "\n" for p in s.paragraphs]
         for name, _ in s.images:
             out += [f"![{s.title}]({name})", ""]
         for caption, t in s.tables:
@@ -102,6 +141,9 @@ _CSS = (
     "td,th{border:1px solid #bbb;padding:3px 7px;text-align:left}th{background:#eee}"
     "img{max-width:100%;border:1px solid #ddd}section{margin-bottom:2em}"
     "pre{white-space:pre-wrap;background:#f6f6f6;padding:1em}"
+    ".card{border:1px solid #ccc;padding:0 1.5em;border-radius:4px}"
+    "#summary{border:2px solid #446;padding:0 1em;border-radius:4px;background:#f7f8fc}"
+    "tr:target{background:#fff3b0}nav ul{columns:3}"
 )
 
 
@@ -117,7 +159,7 @@ def render_html(rep: Report) -> str:
     ]
     for s in rep.sections:
         parts.append(f'<section id="{s.key}"><h2>{html.escape(s.title)}</h2>')
-        parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
+        parts += [f"<p>{_html_text(p)}</p>" for p in s.paragraphs]
         for name, png in s.images:
             data = base64.b64encode(png).decode("ascii")
             parts.append(
@@ -128,8 +170,10 @@ def render_html(rep: Report) -> str:
             parts.append(f"<h3>{html.escape(caption)}</h3>{t.html()}")
         parts.append("</section>")
     parts.append(
-        '<section id="model-card"><h2>Model card sections (paste-ready markdown)</h2>'
-        f"<pre>{html.escape(rep.training_data_md)}\n\n{html.escape(rep.evaluation_md)}</pre></section>"
+        '<section id="model-card"><h2>Model card sections</h2>'
+        "<p>As they read on a model card; the markdown to paste is in report.md.</p>"
+        f'<div class="card">{markdown_html(rep.training_data_md)}\n{markdown_html(rep.evaluation_md)}</div>'
+        "</section>"
     )
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -17,8 +17,8 @@ verifier's and the scanner's time is measured inside the miners (perf_counter
 around every call); the rest is reading generations, pairing and writing.
 
 Baseline, in the same run: the bare checks alone — a plain loop calling
-miners.verify.is_equivalent(output, gold, kind) and audits.loops.scan(output)
-on every output, verifier cache cleared first, no store — the floor that
+miners.verify.Verifier().verify(output, gold, kind) and audits.loops.scan(output)
+on every output, a fresh Verifier (cold cache), no store — the floor that
 reading, pairing and writing add to. Goal: mining 100k generations < 60 s on 2 cores.
 Writes bench/results/mining.md.
 """
@@ -44,9 +44,9 @@ from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan  # noqa: E402
 from generators.tasks import generate_tasks, write_tasks  # noqa: E402
-from miners import verify  # noqa: E402
 from miners.loopfix import mine_loopfix  # noqa: E402
 from miners.self_repair import mine_self_repair  # noqa: E402
+from miners.verify import Verifier  # noqa: E402
 from pairstore.files import atomic_write_text  # noqa: E402
 from pairstore.keys import content_id, match_key  # noqa: E402
 from pairstore.store.store import open_store  # noqa: E402
@@ -251,8 +251,7 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
 def mine_once(template: Path, workdir: Path, workers: int | None) -> dict:
     """Mine a fresh copy of the store; returns times and counts."""
     path = workdir / "run.duckdb"
-    shutil.copyfile(template, path)
-    verify.clear_cache()
+    shutil.copyfile(template, path)  # each miner judges with a fresh Verifier: a cold cache
     t0 = time.perf_counter()
     with open_store(path) as store:
         results = [
@@ -280,11 +279,11 @@ def mine_once(template: Path, workdir: Path, workers: int | None) -> dict:
 
 
 def bare_checks(outputs) -> dict:
-    """Baseline: is_equivalent + scan on every output, nothing else."""
-    verify.clear_cache()
+    """Baseline: a fresh Verifier's verify + scan on every output, nothing else."""
+    verifier = Verifier()
     t0 = time.perf_counter()
     for text, gold, kind in outputs:
-        verify.is_equivalent(text, gold, kind)
+        verifier.verify(text, gold, kind)
     t1 = time.perf_counter()
     for text, _, _ in outputs:
         scan(text)
@@ -375,10 +374,10 @@ fresh copy of the store: `mine_self_repair` gsm8k and math (2 pairs per problem)
 | --- | ---: | ---: | ---: | ---: | ---: | ---: |
 | **mining, default: one process** (median of {len(runs)}; shares of wall time) | **{med["total"]:.1f}** | {med["verify"]:.1f} s ({pct(med["verify"], med["total"])}) | {med["scan"]:.1f} s ({pct(med["scan"], med["total"])}) | {other:.1f} s ({pct(other, med["total"])}) | {med["write"]:.1f} s ({pct(med["write"], med["total"])}) | {n / med["total"]:,.0f} |
 | mining, `--workers {args.workers}` (one run; verifier/scanner = CPU seconds summed over workers) | {parallel["total"]:.1f} | {parallel["verify"]:.1f} s CPU | {parallel["scan"]:.1f} s CPU | {p_other:.1f} s | {parallel["write"]:.1f} s | {n / parallel["total"]:,.0f} |
-| baseline: bare loop, is_equivalent(output) + scan(output) on every output, cold cache, no store | {base["total"]:.1f} | {base["verify"]:.1f} s | {base["scan"]:.1f} s | — | — | {n / base["total"]:,.0f} |
+| baseline: bare loop, Verifier().verify(output) + scan(output) on every output, cold cache, no store | {base["total"]:.1f} | {base["verify"]:.1f} s | {base["scan"]:.1f} s | — | — | {n / base["total"]:,.0f} |
 
-The verifier column is extract_answer on every distinct output plus one comparison per distinct
-(answer, gold); the scanner column is audits.loops.scan on every distinct output (the miner judges a
+The verifier column is the three-way verdict on every distinct output: extraction, one comparison per distinct
+(answer, gold), math-verify on the weak forms; unknowns are dropped by reason (below); the scanner column is audits.loops.scan on every distinct output (the miner judges a
 text repeated word for word once). Default runs: {", ".join(f"{r['total']:.1f}" for r in runs)} s; the
 `--workers {args.workers}` run produced the same pair ids (judging wall time {parallel["judge"]:.1f} s). Worker
 processes pay only where cores are idle: on this shared machine they were no faster, so one process is the

@@ -438,7 +438,7 @@ def sentence_words(rng: HashRng, clauses: int) -> list[str]:
 def sentence(rng: HashRng, clauses: int) -> str:
     """An invented sentence, capitalized, commas before conjunctions, ending with a period."""
     words = sentence_words(rng, clauses)
-    out = []
+    out: list[str] = []
     for i, word in enumerate(words):
         if word in CONJUNCTIONS and i > 0 and rng.chance(1, 2):
             out[-1] += ","

@@ -30,10 +30,12 @@ Each pair has one origin: ('battle', battle_id, rule).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import duckdb
 
 from miners.patterns import names_own_model
-from miners.registry import MineResult, new_result, register, write_pairs
+from miners.registry import MineResult, new_result, option, register, write_pairs
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.store.sql_guard import check_condition
@@ -42,11 +44,17 @@ from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
 RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}
 
 
-@register("battle", version="1")
-def mine_battles(store, *, where: str | None = None) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class BattleOptions:
+    where: str | None = option(None, help="Only battles matching this SQL condition over `battles`.")
+
+
+@register("battle", version="1", options=BattleOptions, sources=("battle",))
+def mine_battles(store, options: BattleOptions) -> MineResult:
     """Pairs from human battle votes: win → own chosen, loss → opponent chosen; ties and both-bad dropped.
 
     `where`: optional SQL condition over `battles` (e.g. "category = 'math'")."""
+    where = options.where
     result = new_result(mine_battles)
     holdout = HoldoutFilter.load(store)
     # Checked by pairstore.store.sql_guard: one condition, no statement, no side effect; it can only narrow.

@@ -3,10 +3,15 @@
 judge = OutputJudge()
 judged = judge.judge_all([(output, gold, "gsm8k"), ...], workers=None)
 record_judgments(store, dict(zip(gen_ids, judged)))    # verdicts and loop flags onto `generations`
+count_unknown(result, judged_item)                      # an unknown verdict: dropped, counted by reason
+
+A verdict is correct, wrong or unknown (miners.verify). Miners turn only the definite ones into
+pairs; an unknown is dropped and counted in MineResult.dropped as "unknown: <reason>".
 """
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -15,7 +20,7 @@ from multiprocessing import get_context
 
 from audits.loops import LoopReport, scan
 from miners.registry import MineResult, write_pairs
-from miners.verify import answers_equal, extract_answer
+from miners.verify import UNKNOWN, Verdict, Verifier, extract_answer
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.tables.generations import record_verdicts
 from pairstore.tables.pairs import Pair
@@ -23,52 +28,64 @@ from pairstore.tables.pairs import Pair
 
 @dataclass
 class Judged:
-    """One output judged: the verifier's answer and verdict, the scanner's report."""
+    """One output judged: the verifier's verdict (and its answer), the scanner's report."""
 
-    answer: str | None
-    correct: bool
+    verdict: Verdict
     report: LoopReport
+
+    @property
+    def answer(self) -> str | None:
+        return self.verdict.answer
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict.label == "correct"
+
+    @property
+    def wrong(self) -> bool:
+        return self.verdict.label == "wrong"
+
+    @property
+    def unknown(self) -> bool:
+        return self.verdict.label == UNKNOWN
 
     @property
     def flagged(self) -> bool:
         return bool(self.report.flagged)
 
 
-class OutputJudge:
-    """Verifier + scanner over many outputs, with the verdict cached per (answer, gold, kind).
+def unknown_reason(judged: Judged) -> str:
+    """The key an unknown verdict is counted under in a miner's `dropped`: "unknown: no answer found"."""
+    return f"unknown: {judged.verdict.reason}"
 
-    Many samples of one problem share a few distinct answers, so the verifier's
-    comparison runs once per distinct answer; extraction is a cheap pass over
-    each text. Times spent in each are accumulated for the benchmark.
+
+class OutputJudge:
+    """Verifier + scanner over many outputs, each distinct text judged once.
+
+    Many samples of one problem share a few distinct answers; the Verifier caches its comparison per
+    (answer, gold, kind), so it runs once per distinct answer; extraction is a cheap pass over each
+    text. Times spent in each are accumulated for the benchmark, and the verifier's counts are in
+    `verifier.stats`.
     """
 
     def __init__(self):
-        # is_equivalent(text, gold, kind) == answers_equal(extract_answer(text, kind), gold, kind):
-        # extracting once here lets the verdict be cached per distinct answer.
-        self._extract, self._equal, self._scan = extract_answer, answers_equal, scan
-        self._verdicts: dict[tuple, bool] = {}
+        self.verifier = Verifier()
+        self._scan = scan
         self._judged: dict[tuple, Judged] = {}
         self.verify_s = 0.0
         self.scan_s = 0.0
 
     def extract(self, output: str, kind: str) -> str | None:
         t0 = time.perf_counter()
-        answer = self._extract(output, kind)
+        answer = extract_answer(output, kind)
         self.verify_s += time.perf_counter() - t0
         return answer
 
-    def verdict(self, output: str, gold: str, kind: str) -> tuple[str | None, bool]:
+    def verdict(self, output: str, gold: str, kind: str, looped: bool | None = None) -> Verdict:
         t0 = time.perf_counter()
-        answer = self._extract(output, kind)
-        if answer is None or not answer.strip():
-            correct = False
-        else:
-            key = (answer, gold, kind)
-            correct = self._verdicts.get(key)
-            if correct is None:
-                correct = self._verdicts[key] = bool(self._equal(answer, gold, kind))
+        verdict = self.verifier.verify(output, gold, kind, looped=looped)
         self.verify_s += time.perf_counter() - t0
-        return answer, correct
+        return verdict
 
     def scan(self, output: str):
         t0 = time.perf_counter()
@@ -81,8 +98,9 @@ class OutputJudge:
         judged = self._judged.get(key)
         if judged is None:
             # Samples often repeat word for word (low temperature, short answers): judge each text once.
-            answer, correct = self.verdict(output, gold, kind)
-            judged = self._judged[key] = Judged(answer, correct, self.scan(output))
+            report = self.scan(output)
+            looped = bool(report.tail_loop or report.catastrophic)  # the verifier need not scan again
+            judged = self._judged[key] = Judged(self.verdict(output, gold, kind, looped=looped), report)
         return judged
 
     def judge_all(self, items: list[tuple[str, str, str]], workers: int | None = 1) -> list[Judged]:
@@ -103,10 +121,11 @@ class OutputJudge:
         out: list[Judged] = []
         # spawn, not fork: the parent holds an open DuckDB connection and threads.
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            for judged, verify_s, scan_s in pool.map(_judge_chunk, chunks):
+            for judged, verify_s, scan_s, stats in pool.map(_judge_chunk, chunks):
                 out.extend(judged)
                 self.verify_s += verify_s
                 self.scan_s += scan_s
+                self.verifier.stats.update(stats)
         return out
 
 
@@ -115,9 +134,17 @@ PARALLEL_MIN = 20_000
 
 
 def _judge_chunk(items):
-    """Worker side of OutputJudge.judge_all: (judged items, verifier seconds, scanner seconds)."""
+    """Worker side of OutputJudge.judge_all: (judged items, verifier seconds, scanner seconds, the
+    verifier's counts)."""
     judge = OutputJudge()
-    return [judge.judge(*it) for it in items], judge.verify_s, judge.scan_s
+    return [judge.judge(*it) for it in items], judge.verify_s, judge.scan_s, judge.verifier.stats
+
+
+def readings_json(verdict: Verdict) -> str | None:
+    """Each verifier's reading as JSON where there are two (where they disagree, both are kept)."""
+    if len(verdict.readings) < 2:
+        return None
+    return json.dumps([r.as_dict() for r in verdict.readings], ensure_ascii=False, sort_keys=True)
 
 
 def record_judgments(store, judged: dict[str, Judged]) -> int:
@@ -128,7 +155,9 @@ def record_judgments(store, judged: dict[str, Judged]) -> int:
             {
                 "gen_id": gid,
                 "extracted_answer": j.answer,
-                "verdict": "correct" if j.correct else "wrong",
+                "verdict": j.verdict.label,
+                "verdict_reason": j.verdict.reason,
+                "verdict_readings": readings_json(j.verdict),
                 "loop_flagged": bool(j.report.flagged),
                 "loop_catastrophic": bool(j.report.catastrophic),
                 "loop_tail": bool(j.report.tail_loop),

@@ -6,8 +6,10 @@
 Input: generations on generator tasks (generations.item_kind = 'task',
 item_id = tasks.task_id). Each output is verified against tasks.gold
 (miners.verify, kind 'task') and scanned (audits.loops.scan); the verdicts
-and loop flags are written back to `generations`. An output that is wrong or
-flagged is the rejected side; the chosen side is the task's canonical answer
+and loop flags are written back to `generations`. An output verified wrong,
+or verified correct but flagged by the scanner (a loop is what the pair
+fixes), is the rejected side; an `unknown` verdict is no label, looping or
+not: dropped and counted as 'unknown: <reason>'; the chosen side is the task's canonical answer
 (tasks.chosen: short, correct, ending in a final-answer line). Pair source
 'loopfix', family = the task family, task_key set. The prompt is the
 generation's prompt without a system message.
@@ -19,7 +21,8 @@ calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
 
 Dropped, by reason (per generation): 'holdout' (the task's key is held out —
 pairstore.holdout.sets.held_task_keys, evaluation items included — or the task id
-or match key is), 'correct' (right and clean: nothing to fix), 'per-task
+or match key is), 'correct' (right and clean: nothing to fix), 'unknown:
+<reason>' (the verifier cannot tell), 'per-task
 limit' (more bad outputs than `per_task`; the kept ones are picked in seeded
 order), plus add_pairs' 'empty side', 'identical sides', 'duplicate'.
 `stats` counts 'wrong' and 'looped' separately (an output both wrong and
@@ -31,9 +34,10 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 
-from miners.judge import OutputJudge, write_judged_pairs
-from miners.registry import MineResult, new_result, register, without_system
+from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
+from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import seeded_rank
@@ -42,7 +46,7 @@ from pairstore.tables.pairs import Origin, Pair
 
 def loopfix_rule(judged, gold: str) -> str:
     parts = []
-    if not judged.correct:
+    if judged.wrong:
         parts.append(f"wrong: answer {judged.answer!r} ≠ gold {gold!r}")
     if judged.flagged:
         r = judged.report
@@ -51,11 +55,20 @@ def loopfix_rule(judged, gold: str) -> str:
     return "; ".join(parts) + " → task's canonical answer chosen"
 
 
-@register("loopfix", version="1")
-def mine_loopfix(
-    store, *, model: str | None = None, per_task: int | None = None, seed: int = 0, workers: int | None = 1
-) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class LoopfixOptions:
+    model: str | None = option(None, help="The model whose generations on generated tasks are mined.")
+    per_task: int | None = option(
+        None, help="At most this many pairs per task (seeded pick; default: all).", min=1
+    )
+    seed: int = option(0, help="Seed of the per-task pick.", seed=True)
+    workers: int | None = option(1, help=WORKERS_HELP, min=1)
+
+
+@register("loopfix", version="1", options=LoopfixOptions, sources=("loopfix",))
+def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
     """Wrong or looped outputs on generated tasks rejected against the task's canonical answer."""
+    model, per_task, seed, workers = options.model, options.per_task, options.seed, options.workers
     if per_task is not None and per_task < 1:
         raise BadInput("per task must be at least 1", field="per_task")
     result = new_result(mine_loopfix)
@@ -91,7 +104,10 @@ def mine_loopfix(
         if j.correct and not j.flagged:
             result.dropped["correct"] += 1
             continue
-        result.stats["wrong"] += int(not j.correct)
+        if j.unknown:
+            result.dropped[unknown_reason(j)] += 1
+            continue
+        result.stats["wrong"] += int(j.wrong)
         result.stats["looped"] += int(j.flagged)
         r["judged"] = j
         bad_by_task[r["task_id"]].append(r)

@@ -1,18 +1,33 @@
 """The miner registry, shared by the library and `pairstore mine`, and what every miner has in common.
 
-    from miners.registry import run_miner, miner_names
+    from miners.registry import run_miner, miners
     result = run_miner(store, "battle")            # -> MineResult
     result.kept, result.dropped, result.pair_ids
 
     pairstore mine list                           # the registered miners
     pairstore mine battle
 
-A miner is a function `fn(store, **options) -> MineResult` registered under a
-name with a version (`@register("battle", version="1")`). The name and
-version are recorded on every pair it writes (pairs.miner, pairs.miner_version,
-pair_origins.miner). Every miner writes through pairstore.tables.pairs.add_pairs, so
-a rerun adds nothing (pairs dedup by content id; a new origin of a known pair
-is added to pair_origins) and empty or identical sides are dropped by reason.
+A miner is declared once, in its own module of this package: a frozen dataclass of its options (each
+field's default, help and command-line form from `option(...)`), and a function
+`fn(store, options) -> MineResult` registered with its name, version, options class and the pair
+sources it writes:
+
+    @dataclass(frozen=True, kw_only=True)
+    class BattleOptions:
+        where: str | None = option(None, help="Only battles matching this SQL condition over `battles`.")
+
+    @register("battle", version="1", options=BattleOptions, sources=("battle",))
+    def mine_battles(store, options: BattleOptions) -> MineResult: ...
+
+Everything else follows from that: the registry finds every module of the package (no list to edit),
+`pairstore mine NAME` is built from the options (pairstore.cli.mine), a recipe may name the declared
+sources (pairstore.rounds.recipes.known_sources), and the registered function is called either with an
+options object or with the options as keywords (`mine_battles(store, where="...")`).
+
+The name and version are recorded on every pair the miner writes (pairs.miner, pairs.miner_version,
+pair_origins.miner). Every miner writes through `write_pairs` (pairstore.tables.pairs.add_pairs), so
+a rerun adds nothing (pairs dedup by content id; a new origin of a known pair is added to
+pair_origins) and empty or identical sides are dropped by reason.
 
 Miners drop what is held out at the source with pairstore.holdout.sets.HoldoutFilter
 (write_pairs checks every pair against it too); the export gate checks again.
@@ -21,91 +36,212 @@ Outputs are judged by miners.judge (the verifier and the loop scanner).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
-from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+import pkgutil
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, Union
 
-from pairstore.errors import NotFound, PairstoreError
-from pairstore.holdout.sets import HoldoutFilter
-from pairstore.tables.pairs import Pair, add_pairs
+from pairstore.errors import BadInput, NotFound, PairstoreError
+from pairstore.ingest.pairs import PairsResult, write_pairs
+from pairstore.store.store import Store
+from pairstore.tables.pairs import add_source_loader, declare_sources
 
-# Modules that register the built-in miners; imported on first use of the registry.
-BUILTIN_MODULES = (
-    "miners.battle",
-    "miners.self_repair",
-    "miners.loopfix",
-    "miners.style",
-    "miners.importers",
+__all__ = [
+    "WORKERS_HELP",
+    "MineResult",
+    "MinerSpec",
+    "OptionSpec",
+    "get_miner",
+    "miner_names",
+    "miners",
+    "new_result",
+    "option",
+    "register",
+    "run_miner",
+    "without_system",
+    "write_pairs",
+]
+
+
+# The help of every miner's `workers` option (the processes that verify and scan).
+WORKERS_HELP = (
+    "Processes that verify and scan; more helps on idle cores only. The result does not depend on it."
 )
 
 
-@dataclass
-class MineResult:
-    """What one miner run did: new pairs, drops by reason, and tallies of what it looked at."""
+class MineResult(PairsResult):
+    """What one miner run did (pairstore.ingest.pairs.PairsResult, stamped with the miner's name and version)."""
 
-    miner: str
-    version: str
-    kept: int = 0  # new pairs written
-    new_origins: int = 0  # origins written (new and known pairs)
-    dropped: Counter = field(default_factory=Counter)  # reason -> count (see each miner's docstring)
-    stats: Counter = field(default_factory=Counter)  # what was looked at: battles, generations, wrong, ...
-    pair_ids: list[str] = field(default_factory=list)  # ids of every pair the miner produced, in order
-    by_source: Counter = field(default_factory=Counter)  # produced pairs per source (self_repair/gold_repair)
-    # seconds: verify_s / scan_s inside the verifier / scanner (summed over worker processes),
-    # judge_wall_s judging on the clock, write_s writing verdicts, pairs and origins
-    timings: dict = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
-        return {
-            "miner": self.miner,
-            "version": self.version,
-            "kept": self.kept,
-            "new_origins": self.new_origins,
-            "dropped": dict(sorted(self.dropped.items())),
-            "stats": dict(sorted(self.stats.items())),
-            "by_source": dict(sorted(self.by_source.items())),
-            "pairs": len(self.pair_ids),
-        }
+# -- options ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One miner option, as the command line shows it (read from the options dataclass's field)."""
+
+    name: str  # the field name (the keyword of run_miner)
+    kind: type  # str, int, float or bool (None stripped from an optional type)
+    default: Any  # dataclasses.MISSING: required
+    help: str
+    min: int | None = None
+    choices: tuple[str, ...] | None = None
+    flag: str | None = None  # a bool's command-line flag ("--no-gold-repair" sets it False)
+    argument: bool = False  # a positional argument (FILE) instead of --name
+    seed: bool = False  # a seed: the command line checks it fits 64 bits
+    path: bool = False  # a file or folder
+
+    @property
+    def required(self) -> bool:
+        return self.default is dataclasses.MISSING
+
+
+def option(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,
+    min: int | None = None,
+    choices: tuple[str, ...] | None = None,
+    flag: str | None = None,
+    argument: bool = False,
+    seed: bool = False,
+    path: bool = False,
+) -> Any:
+    """A field of a miner's options dataclass: its default (none: required), its help and how the command
+    line takes it."""
+    meta = {
+        "help": help,
+        "min": min,
+        "choices": choices,
+        "flag": flag,
+        "argument": argument,
+        "seed": seed,
+        "path": path,
+    }
+    if default is dataclasses.MISSING:
+        return dataclasses.field(metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def _scalar_type(hint: Any, where: str) -> type:
+    """str / int / float / bool from a field's type (`int | None` is int)."""
+    if typing.get_origin(hint) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        if len(args) == 1:
+            hint = args[0]
+    if hint in _SCALARS:
+        return hint
+    raise PairstoreError(f"{where}: an option is a str, int, float or bool (optionally None), not {hint!r}")
+
+
+def option_specs(options: type) -> tuple[OptionSpec, ...]:
+    """The options of a miner, in field order, from its dataclass (every field must come from option())."""
+    hints = typing.get_type_hints(options)
+    specs = []
+    for f in dataclasses.fields(options):
+        where = f"{options.__name__}.{f.name}"
+        if "help" not in f.metadata:
+            raise PairstoreError(f"{where}: declare it with miners.registry.option(default, help=...)")
+        kind = _scalar_type(hints[f.name], where)
+        specs.append(OptionSpec(f.name, kind, f.default, **f.metadata))
+    return tuple(specs)
+
+
+# -- the registry ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class MinerSpec:
     name: str
     version: str
-    fn: Callable[..., MineResult]
-    summary: str
+    fn: Callable[..., MineResult]  # fn(store, options=None, **options): the registered wrapper
+    summary: str  # the first line of the miner's docstring
+    help: str  # its whole docstring
+    options: type  # the options dataclass
+    sources: tuple[str, ...]  # the pair sources it writes
+
+    @property
+    def option_specs(self) -> tuple[OptionSpec, ...]:
+        return option_specs(self.options)
+
+    def make_options(self, values: dict[str, Any]) -> Any:
+        """The options object from keywords; an unknown one is bad input naming it."""
+        known = {f.name for f in dataclasses.fields(self.options)}
+        for key in values:
+            if key not in known:
+                raise BadInput(
+                    f"miner {self.name} has no option {key!r} (options: {', '.join(sorted(known))})"
+                )
+        try:
+            return self.options(**values)
+        except TypeError as e:  # a required option left out
+            raise BadInput(f"miner {self.name}: {e}") from None
 
 
 _REGISTRY: dict[str, MinerSpec] = {}
 _loaded = False
+F = TypeVar("F", bound=Callable[..., MineResult])
 
 
-def register(name: str, *, version: str):
-    """Decorator: register `fn(store, **options) -> MineResult` as miner `name`."""
+def register(name: str, *, version: str, options: type, sources: tuple[str, ...]) -> Callable[[F], F]:
+    """Decorator: register `fn(store, options) -> MineResult` as miner `name`, writing pairs of `sources`.
 
-    def wrap(fn):
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
+    The registered function takes an options object or the options as keywords, so
+    `fn(store, model="m")` and `fn(store, Options(model="m"))` are the same run."""
+    if not dataclasses.is_dataclass(options):
+        raise PairstoreError(f"miner {name!r}: options must be a dataclass")
+    option_specs(options)  # every field declared with option(), of a type the command line can take
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def run(store: Store, options_obj: Any = None, /, **values: Any) -> MineResult:
+            spec = _REGISTRY[name]
+            if options_obj is None:
+                options_obj = spec.make_options(values)
+            elif values:
+                raise BadInput(f"miner {name}: give an options object or keywords, not both")
+            return fn(store, options_obj)
+
+        if name in _REGISTRY and _REGISTRY[name].fn.__wrapped__ is not fn:  # type: ignore[attr-defined]
             raise PairstoreError(f"miner {name!r} registered twice")
-        summary = (fn.__doc__ or "").strip().splitlines()[0] if fn.__doc__ else ""
-        _REGISTRY[name] = MinerSpec(name, version, fn, summary)
-        fn.miner_name, fn.miner_version = name, version
-        return fn
+        declare_sources(tuple(sources), by=f"miner {name}")
+        doc = (fn.__doc__ or "").strip()
+        summary = doc.splitlines()[0] if doc else ""
+        _REGISTRY[name] = MinerSpec(name, version, run, summary, doc, options, tuple(sources))
+        run.miner_name, run.miner_version = name, version  # type: ignore[attr-defined]
+        fn.miner_name, fn.miner_version = name, version  # type: ignore[attr-defined]
+        return run  # type: ignore[return-value]
 
     return wrap
 
 
-def _load_builtins() -> None:
+def _load_miner_modules() -> None:
+    """Import every module of this package once: a miner registers itself when its module is imported."""
     global _loaded
-    if not _loaded:
-        for module in BUILTIN_MODULES:
-            importlib.import_module(module)
-        _loaded = True
+    if _loaded:
+        return
+    package = importlib.import_module(__package__ or "miners")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if not info.name.startswith("_"):
+            importlib.import_module(f"{package.__name__}.{info.name}")
+    _loaded = True
+
+
+# A recipe may name any miner's source: whoever reads the declared sources gets every miner loaded.
+add_source_loader(_load_miner_modules)
 
 
 def miners() -> dict[str, MinerSpec]:
     """name -> MinerSpec of every registered miner, sorted by name."""
-    _load_builtins()
+    _load_miner_modules()
     return dict(sorted(_REGISTRY.items()))
 
 
@@ -121,41 +257,14 @@ def get_miner(name: str) -> MinerSpec:
     return specs[key]
 
 
-def run_miner(store, name: str, **options) -> MineResult:
-    """Run the registered miner `name` on `store` with its options."""
+def run_miner(store: Store, name: str, **options: Any) -> MineResult:
+    """Run the registered miner `name` on `store` with its options (keywords of its options dataclass)."""
     return get_miner(name).fn(store, **options)
 
 
-def new_result(fn) -> MineResult:
+def new_result(fn: Callable[..., Any]) -> MineResult:
     """An empty result stamped with the registered name and version of miner function `fn`."""
-    return MineResult(miner=fn.miner_name, version=fn.miner_version)
-
-
-def write_pairs(
-    store, result: MineResult, pairs: Iterable[Pair], holdout: HoldoutFilter | None = None
-) -> MineResult:
-    """Write `pairs` through add_pairs and fold its counts into `result`.
-
-    With a holdout filter, a pair whose prompt's match key (or task key) is
-    held out is dropped as 'holdout' here too: a last check for prompts
-    that reach a miner by another road than their item id.
-    """
-    kept = []
-    for p in pairs:
-        if holdout is not None and holdout.holds_pair(p):
-            result.dropped["holdout"] += 1
-            continue
-        kept.append(p)
-    added = add_pairs(store, kept, miner=result.miner, miner_version=result.version)
-    result.kept += added.added
-    result.new_origins += added.new_origins
-    result.dropped.update(added.dropped)
-    result.pair_ids.extend(added.pair_ids)
-    ids = set(added.pair_ids)
-    for p in kept:
-        if p.pair_id in ids:
-            result.by_source[p.source] += 1
-    return result
+    return MineResult(miner=fn.miner_name, version=fn.miner_version)  # type: ignore[attr-defined]
 
 
 def without_system(messages: list[dict]) -> list[dict]:

@@ -15,11 +15,16 @@ Per problem (samples with the same text count once; all their generation
 ids become origins):
 - chosen candidates: verified correct and not flagged by the scanner (a
   correct answer that loops is never chosen);
-- rejected candidates: verified wrong;
+- rejected candidates: verified wrong (a definite verdict: a committed answer
+  compared unequal, or an empty, looped or truncated output);
+- `unknown` samples (the verifier cannot tell: no answer found, verifiers
+  disagree, comparison undecided, ...) are never either side: each is dropped
+  and counted as 'unknown: <reason>';
 - with both: up to `pairs_per_problem` pairs (source 'self_repair'), picked in
   a seeded order (xxh3 of seed, problem, text) that spreads the picks over
   distinct wrong answers first, then distinct correct ones;
-- with wrong answers but no usable correct one: the reference solution,
+- with wrong answers but no usable correct one, and at least one definite
+  verdict among the samples: the reference solution,
   rewritten into the model's answer style (miners.patterns:
   GSM8K calculator marks removed and `#### 72` -> `Final answer: 72`; MATH
   solution + `Final answer: <gold>`), is chosen against up to
@@ -34,9 +39,11 @@ calls this with workers != 1 needs the `if __name__ == "__main__":` guard.
 
 Dropped, by reason (per problem unless said): 'holdout' (the problem is an
 active holdout member or its match key is held out), 'no wrong answer',
-'no correct answer' (only with gold_repair=False), plus add_pairs' 'empty
-side', 'identical sides', 'duplicate' (per pair). `stats` counts problems,
-generations, correct, wrong and 'correct but flagged'.
+'no correct answer' (only with gold_repair=False), 'every sample unknown' (no
+pair at all, not even a gold repair), 'unknown: <reason>' (per generation),
+plus add_pairs' 'empty side', 'identical sides', 'duplicate' (per pair).
+`stats` counts problems, generations, correct, wrong, unknown and 'correct but
+flagged'.
 Origins: ('problem', problem_id, rule) and ('generation', gen_id, rule) for
 each sample on either side.
 """
@@ -45,10 +52,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 
-from miners.judge import OutputJudge, write_judged_pairs
+from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
 from miners.patterns import solution_in_answer_style
-from miners.registry import MineResult, new_result, register, without_system
+from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
@@ -62,7 +70,8 @@ def spread_picks(n_chosen: int, n_rejected: int, k: int) -> list[tuple[int, int]
     least-used rejected answer, then the least-used chosen one, then the lowest indices (the
     candidates come in seeded order)."""
     picks: list[tuple[int, int]] = []
-    used_c, used_r = Counter(), Counter()
+    used_c: Counter[int] = Counter()
+    used_r: Counter[int] = Counter()
     taken = set()
     for _ in range(min(k, n_chosen * n_rejected)):
         best = min(
@@ -87,18 +96,23 @@ def _distinct(samples: list[dict], seed: int, problem_id: str) -> list[list[dict
     )
 
 
-@register("self_repair", version="1")
-def mine_self_repair(
-    store,
-    *,
-    model: str,
-    dataset: str,
-    pairs_per_problem: int = 1,
-    seed: int = 0,
-    gold_repair: bool = True,
-    workers: int | None = 1,
-) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class SelfRepairOptions:
+    model: str = option(help="The model whose sampled generations are mined.")
+    dataset: str = option(help="Problems of this dataset.", choices=DATASETS)
+    pairs_per_problem: int = option(1, help="At most this many pairs per problem.", min=1)
+    seed: int = option(0, help="Seed of the pair selection.", seed=True)
+    gold_repair: bool = option(
+        True, help="Do not use the reference solution where every sample is wrong.", flag="--no-gold-repair"
+    )
+    workers: int | None = option(1, help=WORKERS_HELP, min=1)
+
+
+@register("self_repair", version="1", options=SelfRepairOptions, sources=("self_repair", "gold_repair"))
+def mine_self_repair(store, options: SelfRepairOptions) -> MineResult:
     """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution where all are wrong."""
+    model, dataset, pairs_per_problem = options.model, options.dataset, options.pairs_per_problem
+    seed, gold_repair, workers = options.seed, options.gold_repair, options.workers
     if dataset not in DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
     if not model:
@@ -154,9 +168,15 @@ def mine_self_repair(
                     result.stats["correct but flagged"] += 1
                 else:
                     good.append(s)
-            else:
+            elif j.wrong:
                 result.stats["wrong"] += 1
                 bad.append(s)
+            else:  # unknown: never a label, on either side
+                result.stats["unknown"] += 1
+                result.dropped[unknown_reason(j)] += 1
+        if not good and not bad and all(judged[s["gen_id"]].unknown for s in samples):
+            result.dropped["every sample unknown"] += 1
+            continue
         if not bad:
             result.dropped["no wrong answer"] += 1
             continue

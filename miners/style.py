@@ -28,6 +28,8 @@ gen_id, rule) or ('pair', pair_id, rule), the rule naming each fix.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from miners.judge import OutputJudge
 from miners.patterns import (
     asks_for_final_answer,
@@ -35,7 +37,7 @@ from miners.patterns import (
     has_final_answer_line,
     strip_hedging_tail,
 )
-from miners.registry import MineResult, new_result, register, without_system, write_pairs
+from miners.registry import MineResult, new_result, option, register, without_system, write_pairs
 from miners.verify import extract_answer
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
@@ -59,11 +61,17 @@ def style_fix(text: str, prompt, extract=None) -> tuple[str | None, list[str], s
     return fixed, fixes, None
 
 
-@register("style", version="1")
-def mine_style(
-    store, *, model: str | None = None, from_pairs: bool = False, source: str | None = None
-) -> MineResult:
+@dataclass(frozen=True, kw_only=True)
+class StyleOptions:
+    model: str | None = option(None, help="Only this model's generations (default: all models).")
+    from_pairs: bool = option(False, help="Fix the chosen side of stored pairs instead of generations.")
+    source: str | None = option(None, help="With --from-pairs: only pairs of this source.")
+
+
+@register("style", version="1", options=StyleOptions, sources=("style",))
+def mine_style(store, options: StyleOptions) -> MineResult:
     """Hedging tails removed and final-answer lines fixed: chosen = fixed answer, rejected = original."""
+    model, from_pairs, source = options.model, options.from_pairs, options.source
     if source is not None and not from_pairs:
         raise BadInput("--source selects stored pairs: use it with --from-pairs", field="source")
     result = new_result(mine_style)
@@ -88,6 +96,7 @@ def _from_pairs(store, result: MineResult, source: str | None) -> list[Pair]:
         if reason:
             result.dropped[reason] += 1
             continue
+        assert fixed is not None  # style_fix gives a fixed text or a reason
         rule = "; ".join(fixes) + " → fixed chosen preferred to the original"
         out.append(
             Pair(
@@ -130,9 +139,15 @@ def _from_generations(store, result: MineResult, model: str | None, holdout: Hol
         if reason:
             result.dropped[reason] += 1
             continue
-        if g["gold"] is not None and not judge.verdict(g["output"], g["gold"], kind)[1]:
-            result.dropped["wrong answer"] += 1
-            continue
+        assert fixed is not None  # style_fix gives a fixed text or a reason
+        if g["gold"] is not None:
+            verdict = judge.verdict(g["output"], g["gold"], kind)
+            if verdict.label == "wrong":
+                result.dropped["wrong answer"] += 1
+                continue
+            if verdict.label == "unknown":  # a style fix is chosen only over an answer known correct
+                result.dropped[f"unknown: {verdict.reason}"] += 1
+                continue
         if judge.scan(g["output"]).flagged:
             result.dropped["looped"] += 1
             continue

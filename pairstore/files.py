@@ -10,9 +10,12 @@ file is named `.<final name>.<random>.tmp`, so `leftover_temps(folder)` can name
 left behind.
 
 A folder (a bundle, a report) is published the same way: written complete inside `staged_folder`
-(`.<final name>.<random>.tmp` beside it), every file fsynced, then made visible by one rename
-(`publish_folder`); a folder it replaces is first renamed to `.<final name>.<random>.old`, and
-`recover_folder` (the next run) puts that back or removes it, and removes staged folders.
+(`.<final name>.<random>.tmp` beside it), every file fsynced and the folder renamed `.ready`
+(`seal_folder`), then made visible by one rename (`publish_sealed`); a folder it replaces is first
+renamed to `.<final name>.<random>.old`. Where a store registers the folder, the registration commits
+between the seal and the rename, so the commit decides: `recover_folder` (the next run) publishes a
+sealed folder whose registration committed and removes one whose did not, puts back or removes a
+folder renamed aside, and removes staged folders.
 
 Fault injection: every rename and commit that publishes something calls `publish_point(label)`. With
 PAIRSTORE_FAULT_KILL_AT=N in the environment the process kills itself (SIGKILL) at the Nth point; with
@@ -157,10 +160,9 @@ def write_failure(where, error: BaseException) -> PairstoreError:
         ).free < (1 << 20)
     if no_space:
         return PairstoreError(f"{where}: no space left on the device; free space there and run again")
-    if getattr(error, "errno", None) in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return PairstoreError(
-            f"{where}: cannot write there ({os.strerror(error.errno)}); choose a writable folder"
-        )
+    code = getattr(error, "errno", None)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return PairstoreError(f"{where}: cannot write there ({os.strerror(code)}); choose a writable folder")
     return PairstoreError(f"{where}: writing failed ({first}); check free space and permissions there")
 
 
@@ -168,6 +170,7 @@ def write_failure(where, error: BaseException) -> PairstoreError:
 
 STAGED_SUFFIX = ".tmp"
 REPLACED_SUFFIX = ".old"
+READY_SUFFIX = ".ready"
 
 
 def fsync_tree(folder) -> None:
@@ -204,38 +207,67 @@ def folder_is_free(final) -> bool:
     return not final.exists() or (final.is_dir() and not final.is_symlink() and not any(final.iterdir()))
 
 
-def publish_folder(staged, final, *, replace: bool = False) -> None:
-    """Make the complete folder `staged` visible as `final` by one rename (after fsyncing it all). A folder
-    already at `final` with files in it is refused unless `replace`: then it is first renamed aside and
-    removed once the new one is in place."""
-    staged, final = Path(staged), Path(final)
+def seal_folder(staged) -> Path:
+    """fsync everything in the complete folder `staged` and rename it `.<final name>.<random>.ready`: from
+    here on it is whole, and only waits to be published (a publish point)."""
+    staged = Path(staged)
     fsync_tree(staged)
+    ready = staged.with_name(staged.name[: -len(STAGED_SUFFIX)] + READY_SUFFIX)
+    publish_point(f"seal {staged.name}")
+    os.rename(staged, ready)
+    fsync_dir(ready.parent)
+    return ready
+
+
+def publish_sealed(ready, final, *, replace: bool = False) -> None:
+    """Make the sealed folder `ready` visible as `final` by one rename. A folder already at `final` with
+    files in it is refused unless `replace`: then it is first renamed aside and removed once the new one
+    is in place."""
+    ready, final = Path(ready), Path(final)
     aside = None
     if final.is_symlink() or (final.exists() and not final.is_dir()):
         raise PairstoreError(f"{final}: exists and is not a folder; remove it or choose another path")
     if final.exists() and not folder_is_free(final):
         if not replace:
             raise PairstoreError(f"{final}: the folder already holds files; choose a new folder")
-        aside = Path(tempfile.mktemp(prefix=f".{final.name}.", suffix=REPLACED_SUFFIX, dir=final.parent))
+        aside = final.with_name(f".{final.name}.{os.urandom(6).hex()}{REPLACED_SUFFIX}")
         publish_point(f"rename {final.name} aside")
         os.rename(final, aside)
     publish_point(f"rename {final.name}")
-    os.rename(staged, final)  # onto an empty folder too: rename(2) replaces an empty directory
+    os.rename(ready, final)  # onto an empty folder too: rename(2) replaces an empty directory
     fsync_dir(final.parent)
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def recover_folder(final) -> list[str]:
-    """Clean what a killed publish of `final` left: a folder renamed aside is put back when nothing took
-    its place, else removed; staged folders are removed. Returns one line per thing done."""
+def publish_folder(staged, final, *, replace: bool = False) -> None:
+    """Seal `staged` and publish it as `final` (no registration to wait for)."""
+    publish_sealed(seal_folder(staged), final, replace=replace)
+
+
+def recover_folder(final, committed=None) -> list[str]:
+    """Clean what a killed publish of `final` left beside it, and return one line per thing done:
+
+    - a sealed folder (`.ready`) is published when `committed(ready)` says its registration committed
+      (or when there is no registration: `committed` None), else removed;
+    - a folder renamed aside (`.old`) is put back when nothing took its place, else removed;
+    - a staged folder (`.tmp`, never sealed) is removed."""
     final = Path(final)
-    notes = []
+    notes: list[str] = []
     parent = final.parent
     if not parent.is_dir():
         return notes
-    for p in sorted(parent.iterdir()):
-        if not p.name.startswith(f".{final.name}.") or not p.is_dir():
+    mine = [p for p in sorted(parent.iterdir()) if p.name.startswith(f".{final.name}.") and p.is_dir()]
+    for p in mine:
+        if p.name.endswith(READY_SUFFIX):
+            if committed is None or committed(p):
+                publish_sealed(p, final, replace=True)
+                notes.append(f"{final}: published the complete folder an interrupted run had sealed")
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+                notes.append(f"{p}: removed a complete folder whose registration never committed")
+    for p in mine:
+        if not p.exists():
             continue
         if p.name.endswith(REPLACED_SUFFIX):
             if not final.exists():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -35,7 +35,7 @@ class _Failed:
         self.error = error
 
 
-def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> Iterator[T]:
+def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> Generator[T, None, None]:
     """Yield the items of `items`, produced in a background thread at most `depth` (at least 1) items
     ahead."""
     handoff: queue.Queue = queue.Queue(maxsize=max(1, depth))

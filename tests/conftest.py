@@ -11,6 +11,20 @@ from pairstore.cli import cli
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
+# Session fixtures that take minutes to build (the demo runs the whole chain, training included): every
+# test that uses one, directly or through another fixture, is slow, and its limit covers building it
+# (the first test to ask for the fixture pays for it).
+SLOW_FIXTURES = {"demo_run": 900}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        limits = [s for name, s in SLOW_FIXTURES.items() if name in item.fixturenames]
+        if limits:
+            item.add_marker(pytest.mark.slow)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(max(limits)))
+
 
 @pytest.fixture
 def db_path(tmp_path):

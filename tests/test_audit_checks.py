@@ -17,11 +17,12 @@ from audits.compare import (
     sign_test,
     wilson_interval,
 )
-from audits.evals_in import ingest_evals
 from audits.lengths import Counter, audit_lengths, measure
+from audits.loops import scan
 from audits.mixtures import audit_mixtures, check_mixtures
 from pairstore.errors import BadInput, GateRefused
 from pairstore.holdout.sets import add_members
+from pairstore.ingest.evals import ingest_evals
 from pairstore.keys import match_key, match_text, sha256_file
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
@@ -191,21 +192,23 @@ def test_ingest_simple_jsonl(store, tmp_path, run_cli, write_jsonl):
             {"item_id": "t3", "score": 1},
         ],
     )
-    out = ingest_evals(store, path, model="sm11a", suite="v6")
-    assert out["added"] == 3
+    out = ingest_evals(store, path, model="sm11a", suite="v6", scan=scan)
+    assert out.added == 3
     rows = store.rows("SELECT item_id, correct, score, empty, output_len FROM evals ORDER BY item_id")
     assert [(r["item_id"], r["correct"], r["score"], r["empty"]) for r in rows] == [
         ("t1", True, 1.0, False),
         ("t2", False, 0.0, True),
         ("t3", True, 1.0, None),
     ]
-    assert ingest_evals(store, path, model="sm11a", suite="v6")["added"] == 0  # re-ingest adds nothing
+    assert (
+        ingest_evals(store, path, model="sm11a", suite="v6", scan=scan).added == 0
+    )  # re-ingest adds nothing
     changed = write_jsonl(tmp_path / "v6b.jsonl", [{"item_id": "t1", "correct": False}])
     with pytest.raises(BadInput, match="already stored"):
-        ingest_evals(store, changed, model="sm11a", suite="v6")
+        ingest_evals(store, changed, model="sm11a", suite="v6", scan=scan)
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"item_id": "t9"}])
     with pytest.raises(BadInput) as e:
-        ingest_evals(store, bad, model="sm11a", suite="v6")
+        ingest_evals(store, bad, model="sm11a", suite="v6", scan=scan)
     assert "line 1" in str(e.value) and "correct" in str(e.value)
     store.close()
     res = run_cli("ingest", "evals", path, "--model", "sm11d", "--suite", "v6")
@@ -233,10 +236,10 @@ def test_ingest_lm_eval_samples(store, tmp_path, write_jsonl):
                 }
             )
     path = write_jsonl(tmp_path / "samples_gsm8k_2026-01-10T10-00-00.jsonl", recs)
-    out = ingest_evals(store, path, model="sm11a", suite="gsm8k", fmt="lm-eval")
-    assert out["filter"] == "strict-match" and out["added"] == 3
+    out = ingest_evals(store, path, model="sm11a", suite="gsm8k", scan=scan, fmt="lm-eval")
+    assert out.filter == "strict-match" and out.added == 3
     out = ingest_evals(
-        store, path, model="sm11d", suite="gsm8k", fmt="lm-eval", filter_name="flexible-extract"
+        store, path, model="sm11d", suite="gsm8k", scan=scan, fmt="lm-eval", filter_name="flexible-extract"
     )
     got = store.rows(
         "SELECT model, item_id, correct, doc_hash, prompt_hash, extracted_answer FROM evals "
@@ -252,6 +255,7 @@ def test_ingest_lm_eval_samples(store, tmp_path, write_jsonl):
             write_jsonl(tmp_path / "x.jsonl", [{"item_id": 1, "correct": True}]),
             model="m",
             suite="s",
+            scan=scan,
             fmt="lm-eval",
         )
 

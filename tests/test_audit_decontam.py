@@ -103,7 +103,9 @@ def test_planted_contamination_found_with_its_item(store, tmp_path, write_jsonl)
 
 def test_register_feeds_benchmark_hits(store, tmp_path, write_jsonl):
     bench = write_jsonl(tmp_path / "gsm8k_test.jsonl", GSM)
-    report = decontam(store, "gsm8k-test", bench, register=True)
+    items = load_benchmark(bench)
+    register_benchmark(store, "gsm8k-test", [(it.item_id, it.text) for it in items])
+    report = decontam(store, "gsm8k-test", items, registered=True)
     assert report.registered
     assert store.scalar("SELECT count(*) FROM benchmark_refs WHERE benchmark = 'gsm8k-test'") == 3
     assert store.scalar("SELECT count(*) FROM audit_log WHERE action = 'benchmark_register'") == 1

@@ -220,3 +220,115 @@ def test_report_unknown_model(store, run_cli):
     store.close()
     res = run_cli("audit", "report", "--model", "nope", "--out", "x")
     assert res.exit_code == 2 and "nope" in res.output
+
+
+def _register_run(store, tmp_path, *, steps=2, max_length=30):
+    """An adapter of round m1 whose training evidence says what ran (the recipe says 10 steps, max 60)."""
+    from pairstore.rounds.checkpoints import register_checkpoint
+
+    evidence = {
+        "kind": "adapter",
+        "round": "m1",
+        "hyperparameters": {
+            "learning_rate": 0.003,
+            "lora_rank": 16,
+            "global_batch": 4,
+            "max_length": max_length,
+        },
+        "final_metrics": {"global_step": steps},
+        "rows": 4,
+        "mixture_sha256": "ab" * 32,
+        "base": {"name": "base", "path": str(tmp_path / "base")},
+    }
+    register_checkpoint(store, "base", "base", [], path=str(tmp_path / "base"))
+    register_checkpoint(
+        store, "m1-lora", "adapter", ["base"], round="m1", path=str(tmp_path / "lora"), evidence=evidence
+    )
+    register_checkpoint(store, "s1", "soup", ["base", "m1"], alpha=0.5, path=str(tmp_path / "s1"))
+    return evidence
+
+
+def _lineage_rows(md: str) -> dict[str, list[str]]:
+    section = md.split("## Lineage", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| ") and not ln.startswith("| stage")]
+    return {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in rows if "---" not in r}
+
+
+def test_each_stage_row_says_what_ran_from_the_runs_evidence(store, tmp_path):
+    from audits.report import run_summary
+
+    build_store(store, tmp_path)
+    evidence = _register_run(store, tmp_path, steps=2, max_length=30)
+    _round(store, "old", "base", [])  # a recipe stage nothing here ran
+    store.con.execute("UPDATE rounds SET parents = ['old'] WHERE name = 'base'")
+    out = write_report(store, "s1", tmp_path / "r")
+    md = open(out["md"], encoding="utf-8").read()
+    rows = _lineage_rows(md)
+    assert rows["m1"][1] == "ran: " + run_summary(evidence)
+    for part in (
+        "2 steps",
+        "lr 0.003",
+        "LoRA rank 16",
+        "global batch 4",
+        "max length 30",
+        "4 rows",
+        "abababababab",
+    ):
+        assert part in rows["m1"][1], part
+    assert "10 steps" in rows["m1"][2]  # the recipe's plan stays beside what ran
+    assert rows["old"][1] == "planned (recipe)"
+    assert rows["base"][1].startswith("base bundle base")
+    assert rows["s1"][1].startswith("souped here")
+    # Lengths: truncation measured against the run's 30 tokens, not the recipe's 60.
+    lengths = md.split("## Lengths", 1)[1].split("\n## ", 1)[0]
+    assert "| m1 | 4 | 30 |" in lengths and "m1 30" in lengths
+    _register_run(store, tmp_path, steps=1)
+    rows = _lineage_rows(open(write_report(store, "s1", tmp_path / "r1")["md"], encoding="utf-8").read())
+    assert "1 step," in rows["m1"][1]
+
+
+def test_the_report_opens_with_the_verdict_and_every_leaked_id(store, tmp_path):
+    build_store(store, tmp_path)
+    _register_run(store, tmp_path)
+    out = write_report(store, "s1", tmp_path / "r")
+    html_text = open(out["html"], encoding="utf-8").read()
+    p = SectionParser()
+    p.feed(html_text)
+    assert list(p.sections)[0] == "summary"
+    text = p.sections["summary"]["text"]
+    # s1 7/10 against base 4/10: 3 items only s1 got right, none only base; exact McNemar p = 0.25.
+    # Not significant on 10 items: the verdict says so rather than "better".
+    assert (
+        "Is s1 better than the incumbent base? v6: no significant difference, +30.0 points (7 vs 4 of 10 "
+        "paired items right, exact McNemar p = 0.25)." in text
+    )
+    assert "7/10 = 0.7000 (0.40-0.89)" in text and "4/10 = 0.4000 (0.17-0.69)" in text
+    assert "6 / 3 / 0 / 1" not in text and "4 / 3 / 0 / 3" in text
+    assert "3-0-3" in text  # the blind judge
+    assert (
+        "Did anything leak? Yes: 1 of the 6 members of held-out set judge6 are in training mixtures." in text
+    )
+    assert "In m1.parquet (round m1): b0." in text
+    # The id links to its row in Holdout status, and that row says where it is.
+    assert 'href="#leak-judge6-b0-m1_parquet"' in html_text and 'id="leak-judge6-b0-m1_parquet"' in html_text
+    # The model card is rendered, not shown as markdown source.
+    assert (
+        "<h2>Training data</h2>" in html_text and "## Training data" not in p.sections["model-card"]["text"]
+    )
+
+
+def test_evaluation_covers_the_chain_unless_asked_for_every_model(store, tmp_path):
+    build_store(store, tmp_path)
+    for i in range(10):
+        store.con.execute(
+            "INSERT INTO evals (model, suite, item_id, correct, loop_flagged, empty, output_len, origin) "
+            "VALUES ('stranger', 'v6', ?, true, false, false, 10, 't')",
+            [f"q{i}"],
+        )
+    chain = open(write_report(store, "s1", tmp_path / "a")["md"], encoding="utf-8").read()
+    every = open(write_report(store, "s1", tmp_path / "b", all_models=True)["md"], encoding="utf-8").read()
+    evaluation = chain.split("## Evaluation", 1)[1].split("\n## ", 1)[0]
+    # s2 (a soup of the same parents, not in s1's chain) and the stranger are left out, and said to be.
+    assert "2 other evaluated model(s)" in evaluation
+    assert "stranger" not in evaluation.split("left out")[1] and "| s2 |" not in evaluation
+    assert "| stranger |" in every.split("## Evaluation", 1)[1]

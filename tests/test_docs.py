@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from pairstore.cli import cli
-from pairstore.cli.reference import END, START, readme_with_reference
+from pairstore.cli.reference import END, START, readme_with_reference, walk_commands
 from pairstore.store.store import open_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,16 +77,8 @@ def sql_recipes(text: str) -> list[tuple[str, str]]:
 
 
 def all_commands() -> list[tuple[str, click.Command]]:
-    out = []
-
-    def walk(cmd, path):
-        out.append((" ".join(path), cmd))
-        if isinstance(cmd, click.Group):
-            for name, sub in sorted(cmd.commands.items()):
-                walk(sub, path + [name])
-
-    walk(cli, ["pairstore"])
-    return out
+    """Every command as its group lists it (`mine` builds its commands from the miner registry)."""
+    return [(" ".join(path), cmd) for path, cmd in walk_commands(cli, ["pairstore"])]
 
 
 # -- the CLI reference -----------------------------------------------------------------
@@ -141,8 +133,9 @@ def resolve(args: list[str]) -> tuple[click.Command, list[str], list[str]]:
         if not rest:
             break
         name = rest.pop(0)
-        assert name in cmd.commands, f"no command {name!r} under {cmd.name!r}"
-        cmd = cmd.commands[name]
+        sub = cmd.get_command(click.Context(cmd), name)
+        assert sub is not None, f"no command {name!r} under {cmd.name!r}"
+        cmd = sub
     for p in cmd.params:
         opts.update(getattr(p, "opts", []) + getattr(p, "secondary_opts", []))
     return cmd, sorted(opts | root_opts | {"--help", "-h"}), rest

@@ -9,11 +9,12 @@ import os
 import pytest
 
 from audits.decontam import decontam
-from audits.evals_in import ingest_evals
+from audits.loops import scan
 from audits.mixtures import check_mixtures
 from pairstore.errors import BadInput
 from pairstore.export.run import export_round
 from pairstore.files import temp_path
+from pairstore.ingest.evals import ingest_evals
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Pair, add_pairs
 
@@ -96,7 +97,7 @@ def test_decontam_reads_lm_eval_samples(store, tmp_path, write_jsonl):
 def test_lm_eval_doc_without_text_is_refused(store, tmp_path, write_jsonl):
     path = write_jsonl(tmp_path / "s.jsonl", [{"doc_id": 0, "doc": {"label": 3}, "exact_match": 1.0}])
     with pytest.raises(BadInput) as e:
-        ingest_evals(store, path, model="m", suite="s", fmt="lm-eval")
+        ingest_evals(store, path, model="m", suite="s", scan=scan, fmt="lm-eval")
     assert e.value.field == "doc" and e.value.line == 1
     assert store.scalar("SELECT count(*) FROM evals") == 0
 

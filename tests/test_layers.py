@@ -197,3 +197,49 @@ def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
 )
 def test_the_writer_scan_reads_sql_strings(sql, table):
     assert WRITE.findall(sql)[0].lower() == table
+
+
+# -- audits are read-only -------------------------------------------------------------------------
+
+# What a name that writes the store looks like in this project (the owners' functions).
+WRITER_NAME = re.compile(r"^(add|insert|register|record|write|log|ingest|import|attach|delete|remove)_")
+# Named like a writer, but only reads: it adds the store's origin ids to rows held in memory.
+READS_ONLY = {"pairstore.ingest.pair_files.add_store_origins"}
+
+
+def audit_writes(root: Path = ROOT) -> list[str]:
+    """Every place an audits/ module writes a table itself or imports a core function that does."""
+    problems = []
+    for path in sorted((root / "audits").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                problems += [f"{where} writes {t}" for t in WRITE.findall(node.value)]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pairstore."):
+                problems += [
+                    f"{where} imports {node.module}.{a.name}"
+                    for a in node.names
+                    if WRITER_NAME.match(a.name) and f"{node.module}.{a.name}" not in READS_ONLY
+                ]
+            elif isinstance(node, ast.Attribute) and node.attr in {"transaction", "audit"}:
+                problems.append(f"{where} calls store.{node.attr}")
+    return problems
+
+
+def test_audits_write_nothing():
+    """docs/design.md: audits are read-only analyses; what they find goes to reports, not to the store."""
+    problems = audit_writes()
+    assert not problems, "audits that write:\n" + "\n".join(problems)
+
+
+def test_the_audit_check_catches_a_write(tmp_path):
+    (tmp_path / "audits").mkdir()
+    (tmp_path / "audits" / "x.py").write_text(
+        "from pairstore.tables.evals import add_scores, lm_eval_doc_text\n"
+        "def f(store):\n    store.con.execute('UPDATE pairs SET kind = 1')\n"
+    )
+    assert audit_writes(tmp_path) == [
+        "audits/x.py:1 imports pairstore.tables.evals.add_scores",
+        "audits/x.py:3 writes pairs",
+    ]

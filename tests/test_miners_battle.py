@@ -262,7 +262,7 @@ def test_incident_no_pair_from_any_of_34_holdout_battles(store, tmp_path, write_
 
 
 def test_registry_and_cli_mine_battle(run_cli, store, tmp_path, write_jsonl):
-    assert {"battle", "self_repair", "loopfix", "style", "ultrafeedback", "compliance"} <= set(miner_names())
+    assert {"battle", "self_repair", "loopfix", "style"} <= set(miner_names())
     load(write_jsonl, store, tmp_path)
     store.close()
     r = run_cli("mine", "battle")
@@ -276,7 +276,7 @@ def test_registry_and_cli_mine_battle(run_cli, store, tmp_path, write_jsonl):
     out = json.loads(r.output)
     assert out["kept"] == 0 and out["dropped"]["duplicate"] == 6
     r = run_cli("mine", "list")
-    assert r.exit_code == 0 and "self_repair" in r.output and "ultrafeedback" in r.output
+    assert r.exit_code == 0 and "self_repair" in r.output and "self_repair, gold_repair" in r.output
     r = run_cli("mine", "battle", "--where", "category = 'geo'")
     assert r.exit_code == 0 and "kept 0 new pairs (2 produced" in r.output
     r = run_cli("mine", "battle", "--where", "no_such_column = 1")

@@ -11,16 +11,16 @@ from __future__ import annotations
 import csv
 import json
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from miners.importers import import_ultrafeedback
 from pairstore.errors import BadInput
 from pairstore.ingest.battles import ingest_battles
 from pairstore.ingest.problems import ingest_problems
+from pairstore.ingest.ultrafeedback import import_ultrafeedback
 from pairstore.store.store import open_store
 from pairstore.tables.evals import add_eval_items
 from train.eval import read_suite_file
@@ -115,7 +115,7 @@ def test_arena_rows_are_read_from_the_own_models_side(store):
     first = got["58210e39b3fd4441a2bd4a518bb44c2d"]  # koala-13b was model_b, winner model_b
     assert first[1:5] == ("win", "koala-13b", "chatglm-6b", 1)
     assert first[5:8] == ("English", False, True)
-    assert first[8] == datetime.fromtimestamp(1682351591.1322, tz=timezone.utc).replace(tzinfo=None)
+    assert first[8] == datetime.fromtimestamp(1682351591.1322, tz=UTC).replace(tzinfo=None)
     assert first[9][0].startswith("OpenCL and CUDA are both") and first[10][0].startswith(
         "OpenCL and CUDA are two"
     )

@@ -10,9 +10,9 @@ import pytest
 from pairstore.errors import BadInput
 from pairstore.rounds.lineage import lineage
 from pairstore.rounds.recipes import (
-    KNOWN_SOURCES,
     add_round,
     get_round,
+    known_sources,
     load_shipped_recipes,
     parse_recipe,
     shipped_recipe_paths,
@@ -228,7 +228,7 @@ def test_sources_present_in_the_store_are_allowed(store, tmp_path):
     )
     recipe, added = add_round(store, write(tmp_path, "r.toml", text))
     assert added and recipe.mix[0].source == "battle_external"
-    assert "attached" in KNOWN_SOURCES
+    assert "attached" in known_sources()
 
 
 CARD_CHAIN = [  # model card, Training 1-7: (name, kind, parents, alpha, job)

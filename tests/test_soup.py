@@ -21,6 +21,7 @@ from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
 from train import bundle as B
 from train.bundle import EVIDENCE_FILE
+from train.bundle_identity import family_differences, tokenizer_identity
 from train.soup import soup
 from train.soup_kernel import SoupKernel, native_available, soup_reference
 
@@ -73,7 +74,9 @@ def write_bundle(
             total += sum(tensors[k].numel() * tensors[k].element_size() for k in names)
         B.write_index(path, weight_map, total)
     (path / "tokenizer.json").write_text(
-        '{"version": "1.0", "model": {"type": "WordLevel", "vocab": {"<eos>": 0}, "unk_token": "<eos>"}}'
+        '{"version": "1.0", "model": {"type": "WordLevel", "vocab": {"<eos>": 0, "a": 1}, "unk_token": "<eos>"}, '
+        '"added_tokens": [{"id": 0, "content": "<eos>", "single_word": false, "lstrip": false, '
+        '"rstrip": false, "normalized": false, "special": true}]}'
     )
     (path / "tokenizer_config.json").write_text('{"eos_token": "<eos>"}')
     (path / "chat_template.jinja").write_text(template)
@@ -236,7 +239,7 @@ def test_evidence_and_serving_files(pair, tmp_path):
     assert ev["output"]["tensors"] == len(LAYOUT)
     assert ev["output"]["shards"] == [p.name for p in B.list_shards(a)]
     assert soup(a, b, 0.4, tmp_path / "out2", slice_bytes=SLICE)["output"]["shards_sha256"] is None
-    assert ev["tokenizer_fingerprint"] == B.tokenizer_fingerprint(a)
+    assert ev["tokenizer_fingerprint"] == tokenizer_identity(a).sha256
     for name in (
         "tokenizer.json",
         "chat_template.jinja",
@@ -336,7 +339,7 @@ def test_pickle_checkpoint_refused(pair, tmp_path):
 def test_tokenizer_mismatch_refused(pair, tmp_path):
     a, _, _, tb = pair
     other = write_bundle(tmp_path / "other", tb, template="{{ different }}")
-    with pytest.raises(BadInput, match="chat_template.jinja"):
+    with pytest.raises(BadInput, match="differ in chat template"):
         soup(a, other, 0.5, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -403,11 +406,11 @@ def test_header_checks(tmp_path):
     assert not list(tmp_path.glob(".y.safetensors*"))
 
 
-def test_tokenizer_fingerprint_and_copy(pair, tmp_path):
+def test_tokenizer_identity_and_copy(pair, tmp_path):
     a, b, _, _ = pair
-    assert B.tokenizer_fingerprint(a) == B.tokenizer_fingerprint(b)
+    assert tokenizer_identity(a) == tokenizer_identity(b)
     (b / "tokenizer_config.json").write_text('{"eos_token": "<end>"}')
-    assert B.tokenizer_fingerprint(a) != B.tokenizer_fingerprint(b)
+    assert tokenizer_identity(a).sha256 != tokenizer_identity(b).sha256
     copied = B.copy_serving_files(a, tmp_path / "c")
     assert "chat_template.jinja" in copied and "config.json" in copied
     assert not list((tmp_path / "c").glob("*.safetensors"))
@@ -483,3 +486,73 @@ def test_check_bundle_refuses_remote_code(pair, tmp_path):
         B.check_bundle(a)
     kwargs = B.from_pretrained_kwargs()
     assert kwargs["use_safetensors"] is True and kwargs["trust_remote_code"] is False
+
+
+def _as_transformers_4(src: Path, dst: Path) -> Path:
+    """The same tokenizer and config as transformers 4.x / tokenizers < 0.20 write them: merges as "a b"
+    strings, the chat template inside tokenizer_config.json only, special tokens as AddedToken dicts in
+    special_tokens_map.json, torch_dtype and rope_theta instead of dtype and rope_parameters."""
+    shutil.copytree(src, dst)
+    tj = json.loads((dst / "tokenizer.json").read_text())
+    tj["model"]["merges"] = [" ".join(m) if isinstance(m, list) else m for m in tj["model"].get("merges", [])]
+    tj["truncation"] = {"max_length": 7, "strategy": "LongestFirst", "stride": 0, "direction": "Right"}
+    (dst / "tokenizer.json").write_text(json.dumps(tj, indent=2))
+    template = (dst / "chat_template.jinja").read_text()
+    (dst / "chat_template.jinja").unlink()
+    tc = json.loads((dst / "tokenizer_config.json").read_text())
+    tc["chat_template"] = template
+    eos = tc.pop("eos_token")
+    (dst / "tokenizer_config.json").write_text(json.dumps(tc))
+    (dst / "special_tokens_map.json").write_text(
+        json.dumps({"eos_token": {"content": eos, "lstrip": False, "__type": "AddedToken"}})
+    )
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg.pop("dtype", None)
+    cfg.pop("rope_parameters", None)
+    cfg.update(torch_dtype="float32", rope_theta=10000.0, rope_scaling=None, transformers_version="4.46.3")
+    (dst / "config.json").write_text(json.dumps(cfg))
+    return dst
+
+
+def test_a_bundle_in_the_other_majors_spelling_is_the_same_model(tiny, tmp_path):
+    v4 = _as_transformers_4(tiny, tmp_path / "v4")
+    assert tokenizer_identity(v4) == tokenizer_identity(tiny)
+    assert family_differences(tiny, v4) == []
+    # A real difference is still one: another merge order, another added token id, another template.
+    tj = json.loads((v4 / "tokenizer.json").read_text())
+    tj["model"]["merges"] = tj["model"]["merges"][::-1]
+    (v4 / "tokenizer.json").write_text(json.dumps(tj))
+    assert family_differences(tiny, v4) == ["tokenizer.json model"]
+    tj["model"]["merges"] = tj["model"]["merges"][::-1]
+    tj["added_tokens"][0]["id"] += 1000
+    (v4 / "tokenizer.json").write_text(json.dumps(tj))
+    assert family_differences(tiny, v4) == ["tokenizer.json added_tokens"]
+    tj["added_tokens"][0]["id"] -= 1000
+    (v4 / "tokenizer.json").write_text(json.dumps(tj))
+    tc = json.loads((v4 / "tokenizer_config.json").read_text())
+    tc["chat_template"] += " "
+    (v4 / "tokenizer_config.json").write_text(json.dumps(tc))
+    assert family_differences(tiny, v4) == ["chat template"]
+
+
+def test_config_fields_compare_by_value_in_either_spelling(tiny, tmp_path):
+    v4 = _as_transformers_4(tiny, tmp_path / "v4")
+    cfg = json.loads((v4 / "config.json").read_text())
+    cfg["rope_theta"] = 500000.0
+    (v4 / "config.json").write_text(json.dumps(cfg))
+    assert family_differences(tiny, v4) == ["config.json rope_theta (10000.0 vs 500000.0)"]
+    cfg["rope_theta"] = 10000.0
+    del cfg["num_key_value_heads"]  # a shape field only one bundle states is not assumed equal
+    (v4 / "config.json").write_text(json.dumps(cfg))
+    assert family_differences(tiny, v4) == ["config.json num_key_value_heads (in one bundle only)"]
+
+
+def test_a_bundle_without_a_readable_tokenizer_is_refused(tiny, tmp_path):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    (bare / "tokenizer.json").write_text('{"model": "x"}')
+    with pytest.raises(BadInput, match="tokenizer.json has no tokenizer model"):
+        tokenizer_identity(bare)
+    (bare / "tokenizer.json").unlink()
+    with pytest.raises(BadInput, match="unknown"):
+        tokenizer_identity(bare)

@@ -31,6 +31,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_path, atomic_write_json
@@ -404,7 +405,9 @@ def tokenizer_fingerprint(bundle_dir) -> str:
 def read_json_file(path) -> dict:
     """A JSON object from a bundle file, BadInput naming the file if it is not one (duplicate keys and
     NaN refused: train.bundle_check.read_json_object)."""
-    return read_json_object(path)
+    found = read_json_object(path)
+    assert found is not None  # required: a missing file raised
+    return found
 
 
 # ---------------------------------------------------------------------------- writing
@@ -450,7 +453,7 @@ def build_header(entries: Iterable[tuple[str, str, tuple[int, ...]]], metadata: 
 
 
 def write_shard(
-    path, tensors: Iterable[tuple[str, str, tuple[int, ...], object]], metadata: dict | None = None
+    path, tensors: Iterable[tuple[str, str, tuple[int, ...], Any]], metadata: dict | None = None
 ) -> int:
     """Write one safetensors file atomically from (name, dtype, shape, data) in that order; `data` is any
     buffer of the tensor's raw little-endian bytes (a numpy array, or `t.contiguous().view(torch.uint8)

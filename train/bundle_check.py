@@ -186,7 +186,9 @@ def _check_tokenizer(path: Path, tokenizer: dict) -> None:
     model = tokenizer.get("model")
     if not isinstance(model, dict) or "vocab" not in model:
         raise BadInput(
-            "tokenizer.json has no tokenizer model (a 'model' object with its vocab)", path=str(path), field="model"
+            "tokenizer.json has no tokenizer model (a 'model' object with its vocab)",
+            path=str(path),
+            field="model",
         )
     try:
         from tokenizers import Tokenizer

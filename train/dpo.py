@@ -29,9 +29,10 @@ import pyarrow.parquet as pq
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json
 from pairstore.keys import canonical_messages, sha256_file
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
 from pairstore.store.store import open_store
-from train.bundle import EVIDENCE_FILE, make_portable, tokenizer_fingerprint
+from train.bundle import EVIDENCE_FILE, make_portable
+from train.bundle_identity import tokenizer_identity
 from train.dpo_job import JOB_FILE, prepare_job, verify_mixture
 from train.launch import run_accelerate
 from train.serving import load_model, load_serving
@@ -60,7 +61,7 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
     their chosen side: the DPO term of such a pair is identically zero (the two log-ratios cancel), so it
     trains only through the NLL term, with the recipe's sft_weight, exactly as an NLL row should."""
 
-    out = {"prompt": [], "chosen": [], "rejected": []}
+    out: dict[str, list[str]] = {"prompt": [], "chosen": [], "rejected": []}
     eot = serving.end_of_turn
     sources = ([(path, ("chosen", "rejected"))] if path is not None else []) + (
         [(sft_path, ("completion",))] if sft_path is not None else []
@@ -90,9 +91,9 @@ def mixture_rows(path, serving, sft_path=None) -> dict[str, list[str]]:
     return out
 
 
-def library_versions() -> dict:
+def library_versions() -> dict[str, str | None]:
 
-    found = {}
+    found: dict[str, str | None] = {}
     for name in LIBRARIES:
         try:
             found[name] = version(name)
@@ -115,7 +116,7 @@ def run_job(job: dict) -> dict:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import TrainerCallback
+    from transformers import TrainerCallback, set_seed
     from trl import DPOConfig, DPOTrainer
 
     for mixture in (job["mixture"], job.get("sft_mixture")):
@@ -151,7 +152,7 @@ def run_job(job: dict) -> dict:
     cuda = torch.cuda.is_available()
     lora = LoraConfig(
         r=int(hp["lora_rank"]),
-        lora_alpha=float(hp["lora_alpha"]),
+        lora_alpha=float(hp["lora_alpha"]),  # type: ignore[arg-type]  # peft says int; it scales by alpha / r
         lora_dropout=float(hp["lora_dropout"]),
         target_modules=hp["target_modules"],
         bias="none",
@@ -199,6 +200,9 @@ def run_job(job: dict) -> dict:
                 history.append(dict(logs, step=state.global_step))
 
     history = logs
+    # TRL wraps the model in the LoRA adapter before the Trainer seeds: without this the adapter's random
+    # init would take whatever state the process's generator was left in by what ran before.
+    set_seed(int(job["seed"]))
     trainer = DPOTrainer(
         model=model,
         args=args,
@@ -236,7 +240,7 @@ def run_job(job: dict) -> dict:
         "base": {
             "path": job["base_bundle"],
             "name": job["base_name"],
-            "tokenizer_fingerprint": tokenizer_fingerprint(job["base_bundle"]),
+            "tokenizer_fingerprint": tokenizer_identity(job["base_bundle"]).sha256,
         },
         "served_format": {
             "end_of_turn": serving.end_of_turn,
@@ -328,6 +332,7 @@ def execute_job(job: dict, *, launcher: str | None = None, accelerate_config: st
 def register_adapter(store, job: dict, evidence: dict, *, adapter_name: str | None = None) -> DpoResult:
 
     name = adapter_name or f"{job['round']}-lora"
+    checkpoint_name_for(store, job["base_bundle"], job["base_name"])  # the base under the name trained from
     register_checkpoint(
         store,
         name,

@@ -20,18 +20,17 @@ import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import (
     atomic_write_json,
     check_free_space,
-    publish_folder,
-    publish_point,
     staged_folder,
     write_failure,
 )
 from pairstore.keys import sha256_file
-from pairstore.rounds.checkpoints import register_checkpoint
+from pairstore.rounds.checkpoints import checkpoint_at, checkpoint_name, register_checkpoint, register_folder
 from train.bundle import (
     EVIDENCE_FILE,
     ShardedWriter,
@@ -45,9 +44,10 @@ from train.bundle import (
     shard_sha256s,
 )
 from train.bundle_check import check_adapter_config
+from train.bundle_identity import require_same_tokenizer
 from train.dpo import library_versions
-from train.publish import prepare_output
-from train.serving import load_model, registered_name
+from train.publish import prepare_output, publish_bundle
+from train.serving import load_model
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
 ADAPTER_CONFIG = "adapter_config.json"
@@ -118,7 +118,7 @@ def adapter_provenance(adapter_dir) -> tuple[dict | None, int | None]:
     return evidence, step
 
 
-def _pattern_value(patterns: dict, module: str, default):
+def _pattern_value(patterns: dict | None, module: str, default):
     for key, value in (patterns or {}).items():
         if re.fullmatch(rf"(.*\.)?{key}", module):
             return value
@@ -192,7 +192,7 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
     if unknown:
         raise _Unmappable(f"base shards hold no tensor {unknown[0]}")
     merged = 0
-    handles: dict[Path, object] = {}
+    handles: dict[Path, Any] = {}
     with ShardedWriter(out, max_shard_bytes=max_shard_bytes) as writer:
         for shard, info in tensors:
             if shard not in handles:
@@ -251,6 +251,7 @@ def merge_adapter(
     store=None,
     name: str | None = None,
     *,
+    base_name: str | None = None,
     max_shard_bytes: int = 2 << 30,
     trust_remote_code: bool = False,
 ) -> MergeResult:
@@ -264,6 +265,11 @@ def merge_adapter(
     base, out = Path(base_bundle), Path(out_dir)
     check_bundle(base, trust_remote_code=trust_remote_code)
     weights_path, _, config = adapter_files(adapter_dir)
+    require_same_tokenizer(
+        base,
+        Path(adapter_dir),
+        what="the adapter was trained with another tokenizer or chat template than this base bundle's",
+    )
     if out.resolve() == base.resolve():
         raise BadInput("the output folder is the base bundle; merge into a new folder", path=str(out))
     replace = prepare_output(store, out)
@@ -284,13 +290,24 @@ def merge_adapter(
             max_shard_bytes,
             trust_remote_code,
             replace,
+            base_name,
         )
     except OSError as e:
         raise write_failure(out.parent, e) from None
 
 
 def _write_and_publish(
-    store, base, adapter_dir, weights_path, config, out, name, max_shard_bytes, trust_remote_code, replace
+    store,
+    base,
+    adapter_dir,
+    weights_path,
+    config,
+    out,
+    name,
+    max_shard_bytes,
+    trust_remote_code,
+    replace,
+    base_name,
 ):
     with staged_folder(out) as stage:
         try:
@@ -302,17 +319,44 @@ def _write_and_publish(
             )
         copied = copy_serving_files(base, stage)
         return _publish_merge(
-            store, base, adapter_dir, weights_path, config, out, stage, name, merged, method, copied, replace
+            store,
+            base,
+            adapter_dir,
+            weights_path,
+            config,
+            out,
+            stage,
+            name,
+            merged,
+            method,
+            copied,
+            replace,
+            base_name,
         )
 
 
 def _publish_merge(
-    store, base, adapter_dir, weights_path, config, out, stage, name, merged, method, copied, replace
+    store,
+    base,
+    adapter_dir,
+    weights_path,
+    config,
+    out,
+    stage,
+    name,
+    merged,
+    method,
+    copied,
+    replace,
+    base_name,
 ):
     training, step = adapter_provenance(adapter_dir)
     round_name = training.get("round") if training else None
     trained_on = (training or {}).get("base", {})
-    base_name = registered_name(store, base) or trained_on.get("name") or base.resolve().name
+    # One name per checkpoint: --base-name, else the name the base is registered under, else the one its
+    # training recorded, else the folder's.
+    recorded = None if store is not None and checkpoint_at(store, base) else trained_on.get("name")
+    base_name = checkpoint_name(store, base, base_name or recorded)
     final_step = (training or {}).get("final_metrics", {}).get("global_step")
     if name is None:
         if round_name and (step is None or step == final_step):
@@ -343,14 +387,13 @@ def _publish_merge(
         "libraries": library_versions(),
     }
     atomic_write_json(stage / EVIDENCE_FILE, evidence)
-    if store is None:
-        publish_folder(stage, out, replace=replace)
-    else:
-        parents = [base_name] + ([round_name] if round_name else [])
-        with store.transaction():
-            register_checkpoint(
-                store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
-            )
-            publish_folder(stage, out, replace=replace)
-            publish_point(f"commit checkpoint {name}")
+    parents = [base_name] + ([round_name] if round_name else [])
+
+    def register() -> None:
+        register_folder(store, base, base_name)
+        register_checkpoint(
+            store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
+        )
+
+    publish_bundle(store, stage, out, replace, register)
     return MergeResult(out, name, method, merged, evidence)

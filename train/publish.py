@@ -1,6 +1,13 @@
-"""Where a bundle (merge, soup) may be published, and what an interrupted run left there.
+"""Publishing a bundle (merge, soup): where it may go, the publish itself, what an interrupted run left.
 
     replace = prepare_output(store, out_dir)     # BadInput when out_dir holds something else
+    ... write the whole bundle into pairstore.files.staged_folder(out_dir) ...
+    publish_bundle(store, stage, out_dir, replace, register=lambda: register_checkpoint(store, ...))
+
+With a store: the staged folder is sealed (fsynced, renamed `.ready`), the checkpoint registered and
+committed, then the sealed folder renamed onto `out_dir`: the commit is the one point that decides. A
+kill before it leaves the old state (the next run removes the sealed folder); after it, the new one (the
+next run renames the sealed folder into place). Without a store the sealed folder is renamed at once.
 
 Before anything is written: what a killed run left beside `out_dir` is cleaned (pairstore.files.
 recover_folder: staged folders removed, a folder renamed aside put back). Then `out_dir` must be free (absent or
@@ -13,10 +20,19 @@ not make.
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from pairstore.errors import BadInput
-from pairstore.files import folder_is_free, recover_folder
+from pairstore.files import (
+    folder_is_free,
+    publish_folder,
+    publish_point,
+    publish_sealed,
+    recover_folder,
+    seal_folder,
+)
 
 EVIDENCE_FILE = "training_evidence.json"
 BUNDLE_KINDS = ("merge", "soup")
@@ -35,7 +51,7 @@ def prepare_output(store, out_dir) -> bool:
     (True) or fills a free path (False); BadInput when `out_dir` holds anything pairstore should not
     replace."""
     out = Path(out_dir)
-    recover_folder(out)
+    recover_bundle(store, out)
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise BadInput("output path exists and is not a folder", path=str(out))
     if folder_is_free(out):
@@ -47,3 +63,47 @@ def prepare_output(store, out_dir) -> bool:
             path=str(out),
         )
     return True
+
+
+def _committed(store, out: Path) -> Callable[[Path], bool]:
+    """Whether the registration of the sealed folder `ready` committed: a checkpoint at `out` holding the
+    very evidence the folder carries."""
+
+    def check(ready: Path) -> bool:
+        try:
+            evidence = json.loads((ready / EVIDENCE_FILE).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return False
+        rows = store.con.execute(
+            "SELECT evidence FROM checkpoints WHERE path = ?", [str(out.resolve())]
+        ).fetchall()
+        return any(
+            r[0] is not None and json.loads(r[0]) == json.loads(json.dumps(evidence, default=str))
+            for r in rows
+        )
+
+    return check
+
+
+def recover_bundle(store, out_dir) -> list[str]:
+    """What a killed publish of `out_dir` left, cleaned (see the module's docstring); one line per thing."""
+    out = Path(out_dir)
+    return recover_folder(out, None if store is None else _committed(store, out))
+
+
+def publish_bundle(store, stage: Path, out_dir, replace: bool, register: Callable[[], None] | None) -> None:
+    """Publish the complete staged folder as `out_dir`; with a store and `register`, the registration
+    commits between the seal and the rename (see the module's docstring)."""
+    out = Path(out_dir)
+    if store is None or register is None:
+        publish_folder(stage, out, replace=replace)
+        return
+    ready = seal_folder(stage)
+    try:
+        with store.transaction():
+            register()
+            publish_point(f"commit checkpoint for {out.name}")
+    except BaseException:
+        shutil.rmtree(ready, ignore_errors=True)
+        raise
+    publish_sealed(ready, out, replace=replace)

@@ -23,7 +23,7 @@ from pathlib import Path
 import xxhash
 
 from audits.loops import scan
-from miners.verify import extract_answer, is_equivalent
+from miners.verify import Verifier, extract_answer, verify
 from pairstore.errors import BadInput, NotFound
 from pairstore.ingest.records import read_records
 from pairstore.keys import canonical_messages, messages_content_id
@@ -347,24 +347,28 @@ def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, m
 # ---------------------------------------------------------------------------- scoring and storing
 
 
-def judge(text: str, gold: str | None, kind: str) -> tuple[str | None, str]:
-    """(extracted answer, verdict) with the project's verifier."""
-    extracted = extract_answer(text, kind)
+def judge(
+    text: str, gold: str | None, kind: str, verifier: Verifier | None = None
+) -> tuple[str | None, str, str | None]:
+    """(extracted answer, verdict, reason) with the project's verifier: correct, wrong, unknown (it
+    cannot tell), or unscored without a gold."""
     if gold is None:
-        return extracted, "unscored"
-    return extracted, "correct" if is_equivalent(text, gold, kind) else "wrong"
+        return extract_answer(text, kind), "unscored", None
+    verdict = verify(text, gold, kind, verifier)
+    return verdict.answer, verdict.label, verdict.reason
 
 
 def generation_rows(model_name: str, items: list[Item], outputs, settings: dict, serving) -> list[dict]:
 
     rows = []
+    verifier = Verifier()  # one cache over every sample of every item
     decoding = json.dumps({**settings, "bundle": str(Path(serving.path).resolve())}, sort_keys=True)
     for it, outs in zip(items, outputs):
         if outs is None:
             continue
         prompt = serving.with_system(it.prompt)
         for index, out in enumerate(outs):
-            extracted, verdict = judge(out.text, it.gold, it.kind)
+            extracted, verdict, reason = judge(out.text, it.gold, it.kind, verifier)
             report = scan(out.text)
             rows.append(
                 {
@@ -385,6 +389,7 @@ def generation_rows(model_name: str, items: list[Item], outputs, settings: dict,
                     "decoding": decoding,
                     "extracted_answer": extracted,
                     "verdict": verdict,
+                    "verdict_reason": reason,
                     "loop_flagged": bool(report.flagged),
                     "loop_catastrophic": bool(report.catastrophic),
                     "loop_tail": bool(report.tail_loop),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput
 from train.bundle import check_bundle, read_json_file
@@ -30,7 +31,7 @@ DECODING_KEYS = ("repetition_penalty", "no_repeat_ngram_size")
 @dataclass
 class Serving:
     path: Path
-    tokenizer: object
+    tokenizer: Any  # a transformers tokenizer (any class: the bundle's config names it)
     system_prompt: str | None
     eos_ids: list[int]
     end_of_turn_id: int  # the EOS id the template closes assistant turns with (what training appends)
@@ -90,6 +91,7 @@ def load_serving(bundle, *, trust_remote_code: bool = False, tokenizer=None) -> 
     bundle = Path(bundle)
     if not bundle.is_dir():
         raise BadInput("bundle folder does not exist", path=str(bundle))
+    check_bundle(bundle, trust_remote_code=trust_remote_code)  # before any file of it is parsed by a library
     tok = tokenizer if tokenizer is not None else load_tokenizer(bundle, trust_remote_code=trust_remote_code)
     vocab = len(tok)
 

@@ -47,8 +47,6 @@ from pairstore.errors import BadInput
 from pairstore.files import (
     atomic_write_json,
     check_free_space,
-    publish_folder,
-    publish_point,
     staged_folder,
     write_failure,
 )
@@ -57,7 +55,6 @@ from pairstore.prefetch import prefetch
 from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
-    FINGERPRINT_FILES,
     INDEX_NAME,
     TensorInfo,
     bundle_tensors,
@@ -66,10 +63,10 @@ from train.bundle import (
     list_shards,
     read_index,
     read_shard_header,
-    tokenizer_fingerprint,
     write_index,
 )
-from train.publish import prepare_output
+from train.bundle_identity import require_same_model_family
+from train.publish import prepare_output, publish_bundle
 from train.shard_io import OpenFiles, StreamHash, WriteBack, preadv_exact, pwrite_all
 from train.soup_kernel import FLOAT_DTYPES, ITEMSIZE, SoupKernel
 
@@ -426,21 +423,8 @@ def _check_same_tensors(a_dir: Path, b_dir: Path, a_tensors, b_tensors) -> None:
 
 
 def _check_tokenizers(a_dir: Path, b_dir: Path) -> str:
-    fa, fb = tokenizer_fingerprint(a_dir), tokenizer_fingerprint(b_dir)
-    if fa != fb:
-        differing = [
-            n
-            for n in FINGERPRINT_FILES
-            if (a_dir / n).is_file() != (b_dir / n).is_file()
-            or ((a_dir / n).is_file() and sha256_file(a_dir / n) != sha256_file(b_dir / n))
-        ]
-        raise BadInput(
-            f"tokenizers or chat templates differ ({', '.join(differing)}); a soup of models that "
-            f"tokenize differently is meaningless",
-            path=str(b_dir),
-            field=differing[0],
-        )
-    return fa
+    """The SHA-256 of A's tokenizer identity; BadInput naming what differs (train.bundle_identity)."""
+    return require_same_model_family(a_dir, b_dir, what="a soup").sha256
 
 
 def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path) -> None:
@@ -510,7 +494,7 @@ def soup(
     hash_output: bool = False,
     store=None,
     name: str | None = None,
-    parents: tuple[str, str] | list[str] = (),
+    parents: tuple[str, ...] | list[str] = (),
 ) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do
@@ -526,6 +510,8 @@ def soup(
     `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one."""
     started = time.perf_counter()
     a_dir, b_dir, out_dir = Path(a_dir), Path(b_dir), Path(out_dir)
+    # A registered soup records its output's hashes: `audit mixtures` re-hashes every registered bundle.
+    hash_output = hash_output or (store is not None and name is not None)
     alpha = float(alpha)
     if not math.isfinite(alpha):
         raise BadInput(f"alpha must be a finite number, got {alpha}", field="alpha")
@@ -611,21 +597,23 @@ def _write_and_publish(
             started,
         )
         atomic_write_json(stage / EVIDENCE_FILE, evidence)
-        if store is None or name is None:
-            publish_folder(stage, out_dir, replace=replace)
-        else:
-            with store.transaction():
-                register_checkpoint(
-                    store,
-                    name,
-                    "soup",
-                    list(parents),
-                    alpha=alpha,
-                    path=str(out_dir.resolve()),
-                    evidence=evidence,
-                )
-                publish_folder(stage, out_dir, replace=replace)
-                publish_point(f"commit checkpoint {name}")
+        publish_bundle(
+            store,
+            stage,
+            out_dir,
+            replace,
+            None
+            if name is None
+            else lambda: register_checkpoint(
+                store,
+                name,
+                "soup",
+                list(parents),
+                alpha=alpha,
+                path=str(out_dir.resolve()),
+                evidence=evidence,
+            ),
+        )
     return evidence
 
 

@@ -18,7 +18,7 @@ import numpy as np
 from pairstore.errors import PairstoreError
 
 try:  # the bf16 kernel in C (train/_soup_kernel.c), built at install where a C compiler is present
-    from train import _soup_kernel as _native
+    from train import _soup_kernel as _native  # type: ignore[attr-defined]  # a C extension, no stub
 except ImportError:  # the numpy kernel below gives the same bits, at about a third of the speed
     _native = None
 

@@ -113,7 +113,7 @@ def _write_tiny_bundle(out: Path, seed: int, max_new_tokens: int) -> None:
     generator_state = torch.random.get_rng_state()
     torch.manual_seed(seed)
     try:
-        model = LlamaForCausalLM(config).to(torch.float32)
+        model = LlamaForCausalLM(config).to(torch.float32)  # type: ignore[arg-type]  # transformers' stub of .to
     finally:
         torch.random.set_rng_state(generator_state)
     model.generation_config.update(

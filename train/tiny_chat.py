@@ -167,7 +167,8 @@ def probe_tasks(cfg: TrainConfig, exclude: set[str]):
     (the demo's tasks: choosing a checkpoint by the probe must not look at the demo's suite)."""
     out = []
     for name, difficulty, _ in cfg.mix:
-        fam, seen, draw = FAMILIES[name], set(), 0
+        fam, draw = FAMILIES[name], 0
+        seen: set[str] = set()
         while len(seen) < cfg.probe_per_family:
             t = fam.make(cfg.probe_seed, draw, difficulty)
             draw += 1
@@ -265,7 +266,7 @@ def new_model(cfg: TrainConfig, tokenizer):
     state = torch.random.get_rng_state()
     torch.manual_seed(cfg.seed)
     try:
-        return LlamaForCausalLM(model_config(cfg, tokenizer)).to(torch.float32)
+        return LlamaForCausalLM(model_config(cfg, tokenizer)).to(torch.float32)  # type: ignore[arg-type]
     finally:
         torch.random.set_rng_state(state)
 

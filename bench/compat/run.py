@@ -7,8 +7,9 @@
 1. A scratch venv per transformers spec (bench/_work/compat-venv-N): the CPU torch wheel first (else pip
    pulls a multi-GB CUDA build), then that transformers and jinja2. Nothing of pairstore is installed there.
 2. In this project's venv (transformers 5): the tiny base bundle (train.tiny), a LoRA adapter with random
-   weights, its merge (train.merge) and a soup of base and merge at alpha 0.5 (train.soup); and, as the
-   control, the same base saved by transformers 5 alone, without train.portable's fields.
+   weights, its merge (train.merge) and a soup of base and merge at alpha 0.5 (train.soup); as the
+   control, the same base saved by transformers 5 alone, without train.portable's fields; and a user's
+   chain from that control (a base transformers saved): its merge and the soup of the two at 0.5.
 3. bench/compat/load_bundles.py loads each bundle in both venvs (tokenizer, chat template, config, generation
    config, model) and generates a few tokens greedily; the two majors must agree token for token.
 
@@ -86,7 +87,20 @@ def make_bundles(work: Path) -> dict[str, Path]:
     control = work / "transformers5-only"
     load_model(base, dtype=torch.float32).save_pretrained(str(control))
     tiny_tokenizer().save_pretrained(str(control))
-    return {"merge": merged, "soup": souped, "base": base, "transformers 5 alone (control)": control}
+    # A user's chain from a base transformers saved (not pairstore): its merge and their soup at 0.5, the
+    # documented step so7a + 0.5 (m11a - so7a). The soup compares the bundles by what they tokenize
+    # (train/bundle_identity.py), so the merge's rewritten tokenizer_config.json does not refuse it.
+    user_merge = merge_adapter(control, work / "adapter", work / "user-merge").out_dir
+    user_soup = work / "user-soup"
+    soup(control, user_merge, 0.5, user_soup)
+    return {
+        "merge": merged,
+        "soup": souped,
+        "base": base,
+        "merge of the transformers-saved base": user_merge,
+        "soup of that base and its merge (alpha 0.5)": user_soup,
+        "transformers 5 alone (control)": control,
+    }
 
 
 def load_all(python: Path, bundles: dict[str, Path]) -> dict[str, dict]:

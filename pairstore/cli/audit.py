@@ -2,6 +2,7 @@
 
 pairstore audit leaks --holdout judge34 --json
 pairstore audit report --model sm11a --out report
+pairstore audit verifier --model so7a --json
 """
 
 from __future__ import annotations
@@ -9,18 +10,24 @@ from __future__ import annotations
 import click
 
 from audits.compare import compare
-from audits.decontam import decontam
+from audits.decontam import decontam, load_benchmark
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
+<<<<<<< HEAD
 from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
+=======
+from audits.verifier_audit import audit_verifier_file, audit_verifier_store
+from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.holdout.ngrams import register_benchmark
+>>>>>>> main
 
 
 @click.group("audit")
 def audit_group():
-    """Read-only analyses: leaks, decontamination, mixtures, lengths, loops, compare, report."""
+    """Read-only analyses: leaks, decontamination, mixtures, lengths, loops, compare, verifier, report."""
 
 
 @audit_group.command("leaks")
@@ -96,7 +103,10 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
 def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_json):
     """Word n-gram overlap between training text and a benchmark's test items."""
     with open_db(ctx, read_only=not register) as store:
-        report = decontam(store, benchmark, path, n=n, fmt=fmt, all_pairs=all_pairs, register=register)
+        items = load_benchmark(path, fmt)
+        report = decontam(store, benchmark, items, n=n, all_pairs=all_pairs, registered=register)
+        if register:  # the audit itself is read-only: the gate's owner stores the benchmark
+            register_benchmark(store, benchmark, [(it.item_id, it.text) for it in items], n=n)
     if as_json:
         echo_json(report.as_dict())
         return
@@ -169,6 +179,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
         echo_json(c.as_dict())
         return
     if c.accuracy_a is not None:
+        assert c.accuracy_b is not None and c.flips is not None  # compare sets all three or none
         echo_table(
             ["model", "suite", "items", "correct", "accuracy", "95% Wilson"],
             [
@@ -196,7 +207,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
 
 
 @audit_group.command("report")
-@click.option("--model", required=True, help="The round (model) to report on.")
+@click.option("--model", required=True, help="The round or checkpoint (model) to report on.")
 @click.option(
     "--out",
     "out_dir",
@@ -209,6 +220,7 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     type=click.Path(file_okay=False),
     help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).",
 )
+<<<<<<< HEAD
 @json_option
 @click.pass_context
 def audit_report_cmd(ctx, model, out_dir, tokenizer, as_json):
@@ -218,6 +230,26 @@ def audit_report_cmd(ctx, model, out_dir, tokenizer, as_json):
     if as_json:
         echo_json(as_plain(result))
         return
+=======
+@click.option(
+    "--incumbent",
+    default=None,
+    help="The model the verdict compares MODEL with (default: its nearest evaluated ancestor).",
+)
+@click.option(
+    "--all-models",
+    is_flag=True,
+    help="Evaluation, loop table and dose curve over every model in the store, not only MODEL's chain.",
+)
+@click.pass_context
+def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models):
+    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
+    verdict against the incumbent first, then what ran, the data and the evaluations."""
+    with open_db(ctx, read_only=True) as store:
+        result = write_report(
+            store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
+        )
+>>>>>>> main
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"
@@ -297,3 +329,68 @@ def audit_loops_cmd(ctx, model, suite, rescan, as_json):
         echo_table(list(LOOP_TABLE_COLUMNS), [tuple(r[c] for c in LOOP_TABLE_COLUMNS) for r in rows])
     else:
         click.echo("no generations in the store")
+
+
+@audit_group.command("verifier")
+@click.option(
+    "--model", default=None, help="Audit this model's stored generations (problems, tasks, eval items)."
+)
+@click.option(
+    "--path",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Audit a file instead: records with pred (or output), gold, kind, optional dataset and equal/label.",
+)
+@click.option(
+    "--examples", default=3, show_default=True, type=click.IntRange(0, 100), help="Examples per kind of case."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the audit as one JSON object.")
+@click.pass_context
+def audit_verifier_cmd(ctx, model, path, examples, as_json):
+    """What the miners would do: our verdicts (correct / wrong / unknown by reason) and math-verify's,
+    per dataset, with the disagreements. Read-only; math-verify runs about 30 rows a second."""
+    if (model is None) == (path is None):
+        raise click.UsageError("give exactly one of --model and --path")
+    if path is not None:
+        audit = audit_verifier_file(path, examples)
+    else:
+        with open_db(ctx, read_only=True) as store:
+            audit = audit_verifier_store(store, model, examples)
+    if as_json:
+        echo_json(audit.as_dict())
+        return
+    click.echo(f"verifier audit: {audit.source}")
+    echo_table(
+        ["dataset", "rows", "correct", "wrong", "unknown", "coverage", "mv correct", "mv wrong", "disagree"],
+        [
+            (
+                d.dataset,
+                d.rows,
+                d.ours["correct"],
+                d.ours["wrong"],
+                d.ours["unknown"],
+                f"{d.coverage:.1%}",
+                d.math_verify["correct"],
+                d.math_verify["wrong"],
+                d.disagreements,
+            )
+            for d in audit.datasets
+        ],
+    )
+    for d in audit.datasets:
+        if d.unknown_reasons:
+            click.echo(
+                f"{d.dataset}: unknown by reason: "
+                + ", ".join(f"{r} {n}" for r, n in d.unknown_reasons.most_common())
+            )
+        if d.labelled:
+            click.echo(
+                f"{d.dataset}: against {d.labelled} labels: ours {d.ours_wrong_definite} wrong definite "
+                f"({d.ours_right_called_wrong} right answers called wrong), math-verify {d.math_verify_wrong} wrong "
+                f"({d.math_verify_right_called_wrong} right answers called wrong)"
+            )
+        for e in d.examples:
+            tail = e.output_tail.replace("\n", "\\n")
+            click.echo(
+                f"  {e.row}: ours {e.ours} ({e.our_answer!r}), math-verify {e.math_verify}, gold {e.gold!r}: ...{tail}"
+            )

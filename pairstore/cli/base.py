@@ -41,7 +41,7 @@ def machine_failure(e: BaseException, db: str | None = None) -> str:
     """One line for an exception that is not pairstore's own: the path and what to do."""
     if isinstance(e, OSError):
         path = " -> ".join(str(p) for p in (e.filename, e.filename2) if p is not None)
-        what = _WHAT_TO_DO.get(e.errno, e.strerror or str(e))
+        what = _WHAT_TO_DO.get(e.errno or 0, e.strerror or str(e))
         return f"{path}: {what}" if path else what
     if isinstance(e, duckdb.Error):
         first = (str(e).splitlines() or [type(e).__name__])[0]
@@ -58,7 +58,7 @@ def machine_failure(e: BaseException, db: str | None = None) -> str:
 class _CliError(click.ClickException):
     def __init__(self, message: str, code: int):
         super().__init__(message)
-        self.exit_code = code
+        self.exit_code = code  # type: ignore[misc]  # click reads it per instance; the class value is 1
 
     def show(self, file=None):
         click.echo(f"error: {self.format_message()}", err=True)

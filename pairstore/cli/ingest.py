@@ -4,26 +4,36 @@ from __future__ import annotations
 
 import click
 
-from audits.evals_in import ingest_evals
+from audits.loops import scan
 from pairstore.cli.base import (
+<<<<<<< HEAD
     cli_progress,
     echo_ingest,
     echo_json,
     json_option,
+=======
+    check_seed,
+    echo_counts,
+    echo_ingest,
+    echo_json,
+>>>>>>> main
     open_db,
 )
 from pairstore.ingest.arena import FORMATS as ARENA_FORMATS
 from pairstore.ingest.arena import OTHERS as ARENA_OTHERS
 from pairstore.ingest.battles import ingest_battles
+from pairstore.ingest.compliance import import_compliance
+from pairstore.ingest.evals import ingest_evals
 from pairstore.ingest.generations import ingest_generations
 from pairstore.ingest.judgments import ingest_judgments
-from pairstore.ingest.pairs import ingest_pairs
+from pairstore.ingest.pairs import PairsResult, ingest_pairs
 from pairstore.ingest.problems import ingest_problems
+from pairstore.ingest.ultrafeedback import ULTRAFEEDBACK_SPLIT, import_ultrafeedback
 
 
 @click.group("ingest")
 def ingest_group():
-    """Bring battles, problems, generations, pairs, judgments and evals into the store."""
+    """Bring battles, problems, generations, pairs, judgments, evals and pair datasets into the store."""
 
 
 @ingest_group.command("battles")
@@ -147,15 +157,70 @@ def ingest_judgments_cmd(ctx, file, as_json):
 def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name, as_json):
     """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
     with open_db(ctx) as store:
+        # The domain's repetition scanner judges each output: the core ingest takes it as a function.
         result = ingest_evals(
-            store, file, model=model, suite=suite, fmt=fmt, metric=metric, filter_name=filter_name
+            store, file, model=model, suite=suite, scan=scan, fmt=fmt, metric=metric, filter_name=filter_name
         )
     if as_json:
         echo_json(result)
         return
     click.echo(
-        f"evals {model}/{suite}: read {result['read']}, added {result['added']}, "
-        f"already present {result['skipped']}"
-        + (f", filter {result['filter']}" if result["filter"] else "")
-        + (f"; {result['eval_items_added']} new eval item(s) held out" if result["eval_items_added"] else "")
+        f"evals {model}/{suite}: read {result.read}, added {result.added}, "
+        f"already present {result.skipped}"
+        + (f", filter {result.filter}" if result.filter else "")
+        + (f"; {result.eval_items_added} new eval item(s) held out" if result.eval_items_added else "")
     )
+
+
+def echo_pairs_result(result: PairsResult) -> None:
+    """What a run that writes pairs did (a dataset import here, a miner in `pairstore mine`)."""
+    click.echo(
+        f"{result.miner} v{result.version}: kept {result.kept} new pairs "
+        f"({len(result.pair_ids)} produced, {result.new_origins} new origins)"
+    )
+    if result.by_source:
+        echo_counts("by source", dict(result.by_source))
+    echo_counts("dropped", dict(result.dropped))
+    if result.stats:
+        echo_counts("looked at", dict(result.stats))
+
+
+_json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+
+
+@ingest_group.command("ultrafeedback")
+@click.option(
+    "--path",
+    default=None,
+    type=click.Path(),
+    help="Local parquet/JSONL file or folder of the dataset (offline); default: the Hub.",
+)
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="Keep a seeded sample of N rows.")
+@click.option(
+    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the --limit sample."
+)
+@click.option("--split", default=ULTRAFEEDBACK_SPLIT, show_default=True, help="The dataset split.")
+@_json_option
+@click.pass_context
+def ingest_ultrafeedback_cmd(ctx, path, limit, seed, split, as_json):
+    """Import HuggingFaceH4/ultrafeedback_binarized preference pairs (source 'ultrafeedback')."""
+    with open_db(ctx) as store:
+        result = import_ultrafeedback(store, path=path, limit=limit, seed=seed, split=split)
+    if as_json:
+        echo_json(result.as_dict())
+    else:
+        echo_pairs_result(result)
+
+
+@ingest_group.command("compliance")
+@click.argument("file", type=click.Path())
+@_json_option
+@click.pass_context
+def ingest_compliance_cmd(ctx, file, as_json):
+    """Import handcrafted compliance pairs and NLL rows from a JSONL/parquet FILE."""
+    with open_db(ctx) as store:
+        result = import_compliance(store, path=file)
+    if as_json:
+        echo_json(result.as_dict())
+    else:
+        echo_pairs_result(result)

@@ -1,54 +1,107 @@
-"""`pairstore generate` and `pairstore mine`: generated tasks and the miners.
+"""`pairstore mine`: one command per registered miner, built from its declaration (miners.registry).
 
-pairstore generate loopfix --n 140 --seed 12077
+pairstore mine list
 pairstore mine battle
+pairstore mine self-repair --model so7a --dataset gsm8k
+
+Each miner's options dataclass gives its command's options (name, type, default, help); the group
+lists the miners only when asked, so `pairstore --help` does not import them.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+<<<<<<< HEAD
 from miners.registry import miners, run_miner
 from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, json_option, open_db
+=======
+from miners.registry import MinerSpec, OptionSpec, get_miner, miners, run_miner
+from pairstore.cli.base import check_seed, echo_json, echo_table, open_db
+from pairstore.cli.ingest import echo_pairs_result, ingest_compliance_cmd, ingest_ultrafeedback_cmd
+from pairstore.errors import NotFound
+
+_TYPES: dict[type, click.ParamType] = {str: click.STRING, int: click.INT, float: click.FLOAT}
+>>>>>>> main
 
 
-@click.group("mine")
+def _param(spec: OptionSpec) -> click.Parameter:
+    """The click option (or argument) of one miner option."""
+    if spec.kind is bool:
+        if spec.flag is not None:  # a flag that sets the option to the opposite of its default
+            return click.Option(
+                [spec.flag, spec.name], is_flag=True, flag_value=not spec.default, default=spec.default,
+                help=spec.help,
+            )  # fmt: skip
+        return click.Option([f"--{spec.name.replace('_', '-')}", spec.name], is_flag=True, help=spec.help)
+    ptype: click.ParamType = _TYPES[spec.kind]
+    if spec.choices is not None:
+        ptype = click.Choice(list(spec.choices))
+    elif spec.path:
+        ptype = click.Path()
+    elif spec.kind is int and spec.min is not None:
+        ptype = click.IntRange(min=spec.min)
+    callback = check_seed if spec.seed else None
+    if spec.argument:
+        return click.Argument([spec.name.upper()], type=ptype, callback=callback)
+    decls = [f"--{spec.name.replace('_', '-')}", spec.name]
+    if spec.required:  # no default given at all: click counts even default=None as one
+        return click.Option(decls, type=ptype, required=True, callback=callback, help=spec.help)
+    return click.Option(
+        decls,
+        type=ptype,
+        default=spec.default,
+        show_default=spec.default is not None,
+        callback=callback,
+        help=spec.help,
+    )
+
+
+def _miner_command(spec: MinerSpec) -> click.Command:
+    def run(as_json: bool, **values: Any) -> None:
+        ctx = click.get_current_context()
+        with open_db(ctx) as store:
+            result = run_miner(store, spec.name, **values)
+        if as_json:
+            echo_json(result.as_dict())
+            return
+        echo_pairs_result(result)
+
+    params = [_param(o) for o in spec.option_specs]
+    params.append(
+        click.Option(["--json", "as_json"], is_flag=True, help="Print the result as one JSON object.")
+    )
+    return click.Command(spec.name.replace("_", "-"), callback=run, params=params, help=spec.summary)
+
+
+class MinerGroup(click.Group):
+    """The registered miners as subcommands, found when `pairstore mine` is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *(n.replace("_", "-") for n in miners())])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None:
+            return cmd
+        try:
+            return _miner_command(get_miner(cmd_name))
+        except NotFound:
+            return None
+
+
+@click.group("mine", cls=MinerGroup)
 def mine_group():
     """Mine preference pairs from what the store holds."""
-
-
-def _run_miner(ctx, name: str, as_json: bool, **options) -> None:
-    """Open the store, run the registered miner `name`, print kept and dropped by reason."""
-    with open_db(ctx) as store:
-        result = run_miner(store, name, **options)
-    if as_json:
-        echo_json(result.as_dict())
-        return
-    click.echo(
-        f"{result.miner} v{result.version}: kept {result.kept} new pairs "
-        f"({len(result.pair_ids)} produced, {result.new_origins} new origins)"
-    )
-    if result.by_source:
-        echo_counts("by source", dict(result.by_source))
-    echo_counts("dropped", dict(result.dropped))
-    if result.stats:
-        echo_counts("looked at", dict(result.stats))
-
-
-_mine_json = click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
-_mine_workers = click.option(
-    "--workers",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Processes that verify and scan; more helps on idle cores only. The result does not depend on it.",
-)
 
 
 @mine_group.command("list")
 @json_option
 def mine_list_cmd(as_json):
     """List the registered miners and their versions."""
+<<<<<<< HEAD
     if as_json:
         echo_json([{"miner": s.name, "version": s.version, "what": s.summary} for s in miners().values()])
         return
@@ -97,64 +150,19 @@ def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_r
         seed=seed,
         gold_repair=not no_gold_repair,
         workers=workers,
+=======
+    echo_table(
+        ["miner", "version", "sources", "what"],
+        [(s.name, s.version, ", ".join(s.sources), s.summary) for s in miners().values()],
+>>>>>>> main
     )
 
 
-@mine_group.command("loopfix")
-@click.option("--model", required=True, help="The model whose generations on generated tasks are mined.")
-@click.option(
-    "--per-task",
-    default=None,
-    type=click.IntRange(min=1),
-    help="At most this many pairs per task (seeded pick; default: all).",
-)
-@click.option(
-    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the per-task pick."
-)
-@_mine_workers
-@_mine_json
-@click.pass_context
-def mine_loopfix_cmd(ctx, model, per_task, seed, workers, as_json):
-    """Wrong or looped outputs on generated tasks rejected against the canonical answer."""
-    _run_miner(ctx, "loopfix", as_json, model=model, per_task=per_task, seed=seed, workers=workers)
+def _hidden_alias(cmd: click.Command, name: str) -> click.Command:
+    """`cmd` under another name, left out of the help: the dataset imports were miners once, and scripts
+    that call `pairstore mine ultrafeedback` keep working."""
+    return click.Command(name, callback=cmd.callback, params=cmd.params, help=cmd.help, hidden=True)
 
 
-@mine_group.command("style")
-@click.option("--model", default=None, help="Only this model's generations (default: all models).")
-@click.option(
-    "--from-pairs", is_flag=True, help="Fix the chosen side of stored pairs instead of generations."
-)
-@click.option("--source", default=None, help="With --from-pairs: only pairs of this source.")
-@_mine_json
-@click.pass_context
-def mine_style_cmd(ctx, model, from_pairs, source, as_json):
-    """Hedging tails removed and final-answer lines fixed: fixed answer chosen, original rejected."""
-    _run_miner(ctx, "style", as_json, model=model, from_pairs=from_pairs, source=source)
-
-
-@mine_group.command("ultrafeedback")
-@click.option(
-    "--path",
-    default=None,
-    type=click.Path(),
-    help="Local parquet/JSONL file or folder of the dataset (offline); default: the Hub.",
-)
-@click.option("--limit", default=None, type=click.IntRange(min=1), help="Keep a seeded sample of N rows.")
-@click.option(
-    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the --limit sample."
-)
-@click.option("--split", default="train_prefs", show_default=True, help="The dataset split.")
-@_mine_json
-@click.pass_context
-def mine_ultrafeedback_cmd(ctx, path, limit, seed, split, as_json):
-    """Import HuggingFaceH4/ultrafeedback_binarized preference pairs (source 'ultrafeedback')."""
-    _run_miner(ctx, "ultrafeedback", as_json, path=path, limit=limit, seed=seed, split=split)
-
-
-@mine_group.command("compliance")
-@click.argument("file", type=click.Path())
-@_mine_json
-@click.pass_context
-def mine_compliance_cmd(ctx, file, as_json):
-    """Import handcrafted compliance pairs and NLL rows from a JSONL/parquet FILE."""
-    _run_miner(ctx, "compliance", as_json, path=file)
+mine_group.add_command(_hidden_alias(ingest_ultrafeedback_cmd, "ultrafeedback"))
+mine_group.add_command(_hidden_alias(ingest_compliance_cmd, "compliance"))

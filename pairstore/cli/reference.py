@@ -21,11 +21,16 @@ END = "<!-- cli-reference:end -->"
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def _walk(cmd: click.Command, path: list[str]):
+def walk_commands(cmd: click.Command, path: list[str]):
+    """Every command under `cmd`, as the group lists it (a group may build its commands: `mine`), hidden
+    aliases left out."""
     yield path, cmd
     if isinstance(cmd, click.Group):
-        for name in sorted(cmd.commands):
-            yield from _walk(cmd.commands[name], path + [name])
+        ctx = click.Context(cmd, info_name=path[-1])
+        for name in sorted(cmd.list_commands(ctx)):
+            sub = cmd.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                yield from walk_commands(sub, path + [name])
 
 
 def _usage(cmd: click.Command, path: list[str]) -> str:
@@ -37,7 +42,7 @@ def _usage(cmd: click.Command, path: list[str]) -> str:
 def reference_markdown() -> str:
 
     out = []
-    for path, cmd in _walk(cli, ["pairstore"]):
+    for path, cmd in walk_commands(cli, ["pairstore"]):
         if isinstance(cmd, click.Group) and len(path) > 1:
             out.append(f"### `{' '.join(path)}`\n\n{(cmd.help or '').strip()}\n")
             continue

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
+<<<<<<< HEAD
 from pairstore.cli.base import (
     as_plain,
     check_seed,
@@ -18,6 +19,10 @@ from pairstore.cli.base import (
     json_option,
     open_db,
 )
+=======
+from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
+from pairstore.rounds.checkpoints import checkpoint_name, register_folder
+>>>>>>> main
 from train.dpo import train_dpo_at
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
@@ -194,6 +199,12 @@ def train_dpo_cmd(
     help="Checkpoint name (default: the round, or ROUND-stepN for an intermediate checkpoint).",
 )
 @click.option(
+    "--base-name",
+    default=None,
+    help="Checkpoint name of the base (default: the name it is registered under, else the name the "
+    "adapter's training recorded, else its folder's).",
+)
+@click.option(
     "--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB."
 )
 @click.option(
@@ -201,7 +212,11 @@ def train_dpo_cmd(
 )
 @json_option
 @click.pass_context
+<<<<<<< HEAD
 def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code, as_json):
+=======
+def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code):
+>>>>>>> main
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
         result = merge_adapter(
@@ -210,6 +225,7 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remot
             out_dir,
             store=store,
             name=name,
+            base_name=base_name,
             max_shard_bytes=max_shard_mb << 20,
             trust_remote_code=trust_remote_code,
         )
@@ -327,8 +343,16 @@ def train_sample_cmd(
     help="Output bundle folder (new or empty).",
 )
 @click.option("--name", default=None, help="Checkpoint name to register (default: the output folder's name).")
-@click.option("--a-name", default=None, help="Checkpoint name of A (default: A's folder name).")
-@click.option("--b-name", default=None, help="Checkpoint name of B (default: B's folder name).")
+@click.option(
+    "--a-name",
+    default=None,
+    help="Checkpoint name of A (default: the name A is registered under, else its folder's).",
+)
+@click.option(
+    "--b-name",
+    default=None,
+    help="Checkpoint name of B (default: the name B is registered under, else its folder's).",
+)
 @click.option(
     "--slice-mb",
     type=int,
@@ -363,7 +387,11 @@ def train_soup_cmd(
     if register:
         # The store is opened (and checked) before the first byte of the soup is written.
         with open_db(ctx) as store:
+            # One name per checkpoint: the parents by the names their folders are registered under.
+            parents = [checkpoint_name(store, a_dir, a_name), checkpoint_name(store, b_dir, b_name)]
             evidence = soup(a_dir, b_dir, alpha, out_dir, store=store, name=name, parents=parents, **options)
+            for folder, parent in zip((a_dir, b_dir), parents):  # after the soup: a refusal changes nothing
+                register_folder(store, folder, parent)
     else:
         evidence = soup(a_dir, b_dir, alpha, out_dir, **options)
     if as_json:

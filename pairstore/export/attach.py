@@ -23,7 +23,10 @@ from pairstore.export.writer import row_digest, rows_content_hash
 from pairstore.ingest.pair_files import PairRow, read_pair_file
 from pairstore.keys import match_key, sha256_file
 from pairstore.rounds.recipes import get_round
-from pairstore.tables.pairs import Origin, Pair, add_pairs, pair_id_of
+from pairstore.tables.pairs import Origin, Pair, add_pairs, declare_sources, pair_id_of
+
+# Rows of an attached file that are not stored pairs and name no source of their own.
+SOURCES = declare_sources(("attached",), by=__name__)
 
 
 @dataclass
@@ -41,7 +44,7 @@ class AttachResult:
 
 
 def _content_hash(rows: list[PairRow]) -> str:
-    return rows_content_hash(row_digest(r.prompt, r.chosen, r.rejected) for r in rows)
+    return rows_content_hash(row_digest(r.prompt, r.required_chosen, r.rejected) for r in rows)
 
 
 def content_hash_of_file(path) -> str:
@@ -113,15 +116,15 @@ def attach_round(store, name: str, path) -> AttachResult:
             )  # one of ours (an export carries the recipe's system prompt)
             result.matched += 1
             continue
-        row_pairs.append((r.row_index, pair_id_of(r.prompt, r.chosen, r.rejected)))
+        row_pairs.append((r.row_index, pair_id_of(r.prompt, r.required_chosen, r.rejected)))
         new_pairs.append(
             (
                 r.row_index,
                 Pair(
                     prompt=r.prompt,
-                    chosen=r.chosen,
+                    chosen=r.required_chosen,
                     rejected=r.rejected,
-                    source=r.source or "attached",
+                    source=r.source or SOURCES[0],
                     family=r.family,
                     task_key=r.task_key,
                     origins=[Origin("attached", f"{sha}:{r.line}", f"round attach {name}")],
@@ -130,7 +133,7 @@ def attach_round(store, name: str, path) -> AttachResult:
         )
     with store.transaction():
         if new_pairs:
-            existing = _stored_ids(store, [row_pairs[i][1] for i, _ in new_pairs])
+            existing = _stored_ids(store, [str(row_pairs[i][1]) for i, _ in new_pairs])  # new: never None
             # Rows whose pair is already stored count as matched; the rest become pairs with their own origin.
             keep = [(i, pr) for i, pr in new_pairs if row_pairs[i][1] not in existing]
             result.matched += len(new_pairs) - len(keep)

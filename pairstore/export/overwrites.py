@@ -50,7 +50,7 @@ def recover_interrupted(store, folder: Path, finals: list[Path]) -> list[str]:
     other file renamed aside, and every temp file, is removed; a final file that no registration names
     and that an export of this folder began writing (audit_log `export.started`) is removed. Returns one
     line per thing done."""
-    notes = []
+    notes: list[str] = []
     if not folder.is_dir():
         return notes
     started = {f for e in started_exports(store) for f in e.get("files", [])}

@@ -1,18 +1,25 @@
 """Planning a round's mixture: which pairs, how many copies, in SQL over `pairs`.
 
-    plans = plan_mixture(store, get_round(store, "m11a"))   # fills the temp table _mix
+    with planned_mixture(store, get_round(store, "m11a")) as mix:   # creates the plan's temp table
+        run_gate(store, "m11a", mix); write_mixture_file(store, path, mix, "dpo", system_prompt)
+    # ... and drops it here
 
 Each `[[mix]]` block selects pairs by source and its `where` (checked by pairstore.store.sql_guard, then
 applied inside a subquery already limited to the block's source, so it can only narrow it), then a seeded `limit` (pairs ordered by keys.seeded_rank(seed, "limit", pair_id), the first
 `limit` kept; more than there is = all, noted in the evidence), then `upsample` (integer copies; a
 fraction adds a partial copy of the pairs first in keys.seeded_rank(seed, "copy", pair_id) order).
 
-The plan lives in the temp table `_mix` (block, prow, pair_id, kind, copies), prow being the pair's
-rowid in `pairs`: the gate checks it and the writer streams it (pairstore/export/run.py runs the three).
+The plan is a MixturePlan: its blocks (what each `[[mix]]` block matched, selected and became) and a
+temp table (block, prow, pair_id, kind, copies), prow being the pair's rowid in `pairs`, that only
+`planned_mixture` creates and drops; the gate checks it, the writer streams it and the registry records
+its rows, each reading the table the plan names (pairstore/export/run.py runs them).
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import duckdb
@@ -23,6 +30,7 @@ from pairstore.errors import BadInput
 from pairstore.keys import seeded_order
 from pairstore.rounds.recipes import Recipe
 from pairstore.store.sql_guard import check_condition
+from pairstore.store.store import Store
 
 
 @dataclass
@@ -50,14 +58,53 @@ class BlockPlan:
         }
 
 
+@dataclass(frozen=True)
+class MixturePlan:
+    """A planned mixture, alive inside `planned_mixture`: its blocks, and the temp table `table` of
+    (block INTEGER, prow BIGINT, pair_id VARCHAR, kind VARCHAR, copies INTEGER), one row per selected pair
+    of a block with its copies (at least 1)."""
+
+    store: Store
+    table: str
+    blocks: list[BlockPlan]
+
+    def entries(self) -> int:
+        """Rows of the plan's table: (block, pair) entries, copies not counted."""
+        return int(self.store.con.execute(f"SELECT count(*) FROM {self.table}").fetchall()[0][0])
+
+    def kinds(self) -> set[str]:
+        """The pair kinds the plan holds (dpo, sft)."""
+        return {k for (k,) in self.store.con.execute(f"SELECT DISTINCT kind FROM {self.table}").fetchall()}
+
+
+# One name per plan, so two plans on one connection never share a table.
+_plan_numbers = itertools.count()
+
+
+@contextmanager
+def planned_mixture(store: Store, recipe: Recipe) -> Iterator[MixturePlan]:
+    """Plan the recipe's mixture into a temp table of its own; the table is dropped on leaving, whatever
+    happens inside."""
+    table = f"_mix_plan_{next(_plan_numbers)}"
+    try:
+        blocks = _plan_into(store, recipe, table)
+        yield MixturePlan(store, table, blocks)
+    finally:
+        store.con.execute(f"DROP TABLE IF EXISTS {table}")
+        store.con.execute(f"DROP TABLE IF EXISTS {table}_sel")
+
+
 # -- the plan ------------------------------------------------------------------------
 
 
-def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
-    """Fill the temp table _mix (block, prow, pair_id, kind, copies) for the recipe."""
+def _plan_into(store: Store, recipe: Recipe, table: str) -> list[BlockPlan]:
+    """Fill the temp table `table` (block, prow, pair_id, kind, copies) for the recipe."""
     con = store.con
+    seed = recipe.seed
+    assert seed is not None  # read_recipe requires a seed of a dpo round
+    selected = f"{table}_sel"
     con.execute(
-        "CREATE OR REPLACE TEMP TABLE _mix_sel (block INTEGER, prow BIGINT, pair_id VARCHAR, "
+        f"CREATE OR REPLACE TEMP TABLE {selected} (block INTEGER, prow BIGINT, pair_id VARCHAR, "
         "kind VARCHAR, copies INTEGER)"
     )
     plans = []
@@ -71,10 +118,11 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
         try:
             if blk.limit is None and frac == 0:
                 con.execute(
-                    f"INSERT INTO _mix_sel SELECT {i}, prow, pair_id, kind, {whole} FROM {rows}", [blk.source]
+                    f"INSERT INTO {selected} SELECT {i}, prow, pair_id, kind, {whole} FROM {rows}",
+                    [blk.source],
                 )
                 plan.matched = plan.selected = con.execute(
-                    f"SELECT count(*) FROM _mix_sel WHERE block = {i}"
+                    f"SELECT count(*) FROM {selected} WHERE block = {i}"
                 ).fetchall()[0][0]
             else:
                 tbl = con.sql(
@@ -84,14 +132,14 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
                 ids = tbl.column("pair_id").to_pylist()
                 keep = np.arange(len(ids))
                 if blk.limit is not None and len(ids) > blk.limit:
-                    keep = np.sort(seeded_order(recipe.seed, ids, "limit")[: blk.limit])
+                    keep = np.sort(seeded_order(seed, ids, "limit")[: blk.limit])
                 elif blk.limit is not None and len(ids) < blk.limit:
                     plan.note = f"limit {blk.limit} > {len(ids)} pairs available: all taken"
                 tbl = tbl.take(pa.array(keep))
                 copies = np.full(tbl.num_rows, whole, dtype=np.int32)
                 if frac:
                     extra = int(np.floor(frac * tbl.num_rows + 0.5))
-                    part = seeded_order(recipe.seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
+                    part = seeded_order(seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
                     copies[part] += 1
                 sel = pa.table(
                     {
@@ -103,7 +151,7 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
                     }
                 )
                 with store.registered("_mix_block", sel):
-                    con.execute("INSERT INTO _mix_sel SELECT * FROM _mix_block")
+                    con.execute(f"INSERT INTO {selected} SELECT * FROM _mix_block")
                 plan.selected = tbl.num_rows
         except duckdb.Error as e:
             raise BadInput(
@@ -113,12 +161,12 @@ def plan_mixture(store, recipe: Recipe) -> list[BlockPlan]:
         if plan.matched == 0:
             plan.note = "no pairs match this block"
         plans.append(plan)
-    con.execute("CREATE OR REPLACE TEMP TABLE _mix AS SELECT * FROM _mix_sel WHERE copies > 0")
-    con.execute("DROP TABLE _mix_sel")
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {selected} WHERE copies > 0")
+    con.execute(f"DROP TABLE {selected}")
     for plan in plans:
         plan.rows = int(
-            con.execute("SELECT coalesce(sum(copies), 0) FROM _mix WHERE block = ?", [plan.index]).fetchall()[
-                0
-            ][0]
+            con.execute(
+                f"SELECT coalesce(sum(copies), 0) FROM {table} WHERE block = ?", [plan.index]
+            ).fetchall()[0][0]
         )
     return plans

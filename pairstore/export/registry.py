@@ -14,11 +14,16 @@ audits skip its file, which now holds the new bytes, and read its rows from `exp
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from pairstore.ingest.pair_files import PairRow
 from pairstore.keys import xxh128
+
+if TYPE_CHECKING:
+    from pairstore.export.plan import MixturePlan
 
 
 def export_id(kind: str, round_name: str, path: str, sha: str) -> str:
@@ -47,10 +52,11 @@ def record_export(
     evidence_path: str,
     evidence_sha256: str,
     exempted: list[dict],
-    supersede: list[str] = (),
+    mixture: MixturePlan,
+    supersede: Sequence[str] = (),
 ) -> list[str]:
     """Register an export's files (kind -> {"path", "sha256", "rows", "content_hash"}) and their rows, read
-    from the planned mixture `_mix` in the file's order (block, store order, copies adjacent), marking the
+    from the planned mixture in the file's order (block, store order, copies adjacent), marking the
     registrations in `supersede` superseded. Returns the export ids; a file registered before with the
     same path and bytes is left as it is (registered again if it had been superseded)."""
     con = store.con
@@ -92,10 +98,10 @@ def record_export(
                 ],
             )
             con.execute(
-                """
+                f"""
                 INSERT INTO export_rows
                 SELECT ?, row_number() OVER (ORDER BY block, prow, k) - 1, pair_id
-                FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM _mix WHERE kind = ?)""",
+                FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM {mixture.table} WHERE kind = ?)""",
                 [eid, kind],
             )
         old = [e for e in supersede if e not in ids]

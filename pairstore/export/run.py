@@ -26,20 +26,26 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import duckdb
 import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.export.card import write_card
 from pairstore.export.evidence import export_evidence
 from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
+<<<<<<< HEAD
 from pairstore.export.paths import export_paths
 from pairstore.export.plan import plan_mixture
+=======
+from pairstore.export.plan import planned_mixture
+>>>>>>> main
 from pairstore.export.registry import record_export
 from pairstore.export.writer import write_mixture_file
-from pairstore.files import fsync_dir, fsync_file, publish_point, temp_path, write_failure
+from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.keys import sha256_file
@@ -112,6 +118,16 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     return paths.folder, paths.mixture_files(), paths.evidence
 
 
+def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
+    """An upper bound of the export's bytes: its texts as stored, every copy (parquet's compression only
+    makes the files smaller), plus room for the evidence."""
+    raw = con.execute(
+        "SELECT coalesce(sum((strlen(p.prompt::VARCHAR) + strlen(p.chosen) "
+        "+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
+    ).fetchall()[0][0]
+    return int(raw) + (1 << 20)
+
+
 def _check_writable(out: Path) -> None:
     """The folder `out`, or the nearest folder above it that exists, can take new files."""
     probe = out.absolute()
@@ -155,25 +171,37 @@ def export_round(
     con = store.con
     memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
+    plan_scope = ExitStack()  # the planned mixture lives until the export is done, whatever happens
     try:
+<<<<<<< HEAD
         with progress.stage(f"export {name}: plan", unit="rows") as stage:
             plans = plan_mixture(store, recipe)
             mixture_rows = con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]
             stage.advance(mixture_rows)
         if not mixture_rows:
+=======
+        mix = plan_scope.enter_context(planned_mixture(store, recipe))
+        plans = mix.blocks
+        if not mix.entries():
+>>>>>>> main
             raise BadInput(
                 f"round {name!r}: the mixture selects no pairs "
                 f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
                 field="mix",
             )
+<<<<<<< HEAD
         with progress.stage(f"export {name}: holdout gate", total=mixture_rows, unit="rows") as stage:
             gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
             stage.advance(mixture_rows)
+=======
+        gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
+>>>>>>> main
         try:
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
             raise write_failure(out, e) from None
-        kinds_present = {k for (k,) in con.execute("SELECT DISTINCT kind FROM _mix").fetchall()}
+        check_free_space(out_real, _size_estimate(con, mix.table), what=f"the export of {name}")
+        kinds_present = mix.kinds()
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
         every_file = [finals["dpo"], finals["sft"], evidence_path]
         result.notes = recover_interrupted(store, out_real, every_file)
@@ -188,9 +216,13 @@ def export_round(
                 if kind not in kinds_present:
                     continue
                 tmp = temps[kind] = temp_path(finals[kind])
+<<<<<<< HEAD
                 with progress.stage(f"export {name}: write {finals[kind].name}", unit="rows") as stage:
                     rows, chash, counts = write_mixture_file(store, tmp, kind, len(plans), system_prompt)
                     stage.advance(rows)
+=======
+                rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
+>>>>>>> main
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n
@@ -251,6 +283,7 @@ def export_round(
                         evidence_path=result.evidence_path,
                         evidence_sha256=evidence_sha,
                         exempted=exempted,
+                        mixture=mix,
                         supersede=result.superseded,
                     )
                     for final in every_file:
@@ -275,6 +308,7 @@ def export_round(
                 for final, old in aside.items():
                     os.replace(old, final)
                 raise
+            publish_point(f"remove what export {name} replaced")  # committed: the new state from here
             for old in aside.values():
                 old.unlink(missing_ok=True)
         except OSError as e:
@@ -295,5 +329,5 @@ def export_round(
             result.notes.append(why_not)
         return result
     finally:
-        con.execute("DROP TABLE IF EXISTS _mix")
+        plan_scope.close()
         con.execute(f"SET memory_limit = '{memory_limit}'")

@@ -1,4 +1,4 @@
-"""Writing a planned mixture (`_mix`) to parquet: fixed order, fixed writer options, a content hash.
+"""Writing a planned mixture (pairstore.export.plan.MixturePlan) to parquet: fixed order, fixed writer options, a content hash.
 
     rows, content_hash, by_source_family = write_mixture_file(store, tmp_path, "dpo", n_blocks, system_prompt)
 
@@ -21,6 +21,7 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -30,6 +31,9 @@ import xxhash
 from pairstore.errors import PairstoreError
 from pairstore.keys import content_hash_rows, xxh128
 from pairstore.prefetch import prefetch
+
+if TYPE_CHECKING:
+    from pairstore.export.plan import MixturePlan
 
 ROW_GROUP_ROWS = 32_768
 # Rows (pairs x copies) fetched per query: bounds memory whatever the size of the store.
@@ -144,11 +148,13 @@ class _RowGroupWriter:
         self.writer.close()
 
 
-def _chunks(store, kind: str, block: int) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
+def _chunks(
+    store, mixture: MixturePlan, kind: str, block: int
+) -> list[tuple[int, int, np.ndarray, np.ndarray]]:
     """(first prow, last prow, prows, copies) of one block's pieces of about FETCH_ROWS output rows
     (pairs x copies), prows ascending."""
     arr = store.con.execute(
-        "SELECT prow, copies FROM _mix WHERE kind = ? AND block = ? ORDER BY prow", [kind, block]
+        f"SELECT prow, copies FROM {mixture.table} WHERE kind = ? AND block = ? ORDER BY prow", [kind, block]
     ).fetchnumpy()
     prow = np.asarray(arr["prow"], dtype=np.int64)
     copies = np.asarray(arr["copies"], dtype=np.int64)
@@ -170,8 +176,10 @@ def _as_messages(texts: pa.Array, role: str) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), msgs)
 
 
-def write_mixture_file(store, path: Path, kind: str, n_blocks: int, system_prompt: str | None):
-    """Stream the `kind` (dpo or sft) rows of _mix into parquet at `path`.
+def write_mixture_file(
+    store, path: Path, mixture: MixturePlan, kind: str, system_prompt: str | None
+) -> tuple[int, str, Counter]:
+    """Stream the `kind` (dpo or sft) rows of the planned mixture into parquet at `path`.
 
     Returns (rows, content hash, rows by (source, family)).
 
@@ -200,11 +208,15 @@ def write_mixture_file(store, path: Path, kind: str, n_blocks: int, system_promp
                contains(_json, '\\u00') AS _odd
         FROM pairs p
         WHERE p.rowid BETWEEN $lo AND $hi
-          AND p.rowid IN (SELECT prow FROM _mix WHERE kind = $kind AND block = $block AND prow BETWEEN $lo AND $hi)"""
+          AND p.rowid IN (SELECT prow FROM {mixture.table} WHERE kind = $kind AND block = $block AND prow BETWEEN $lo AND $hi)"""
     h = hashlib.sha256()
     counts: Counter = Counter()
     rows = 0
-    jobs = [(block, *piece) for block in range(n_blocks) for piece in _chunks(store, kind, block)]
+    jobs = [
+        (block, *piece)
+        for block in range(len(mixture.blocks))
+        for piece in _chunks(store, mixture, kind, block)
+    ]
 
     def fetch():
         # Only this thread touches the connection while the loop below digests and writes (both release

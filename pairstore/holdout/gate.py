@@ -1,6 +1,7 @@
-"""The holdout gate on a planned mixture: every distinct pair of `_mix` against every held-out member.
+"""The holdout gate on a planned mixture: every distinct pair of it against every held-out member.
 
-    gate, exempted = run_gate(store, "m11a")      # after mixture.plan_mixture; raises GateRefused on a hit
+    with planned_mixture(store, recipe) as mix:    # pairstore.export.plan
+        gate, exempted = run_gate(store, "m11a", mix)   # raises GateRefused on a hit
 
 The candidate rows are built in SQL (a million pairs never become Python objects) in the columns of
 pairstore.holdout.matching, which decides what is a hit (origin id, match key, task key, embedded, fuzzy,
@@ -12,25 +13,30 @@ carries the hits; the refusal is logged; nothing is written.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pairstore.errors import GateRefused
 from pairstore.holdout.matching import GateResult, check_table
 from pairstore.holdout.sets import split_exempt
+
+if TYPE_CHECKING:
+    from pairstore.export.plan import MixturePlan
 
 HITS_SHOWN = 50
 # The row that stands for the round's own system prompt (a literal or the bundle's), checked like a pair.
 SYSTEM_PROMPT_ROW = -1
 
 
-def _build_candidates(store, system_prompt: str | None) -> None:
+def _build_candidates(store, mixture: MixturePlan, system_prompt: str | None) -> None:
     """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns, plus a
     row holding the round's system prompt (which the export writes into every row). Only the ids are
     materialized (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
     con = store.con
-    con.execute("""
+    con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _gate_ids AS
         WITH d AS (SELECT pair_id, (row_number() OVER (ORDER BY kind, block, prow) - 1)::BIGINT AS row_index
                    FROM (SELECT pair_id, min(kind) AS kind, min(block) AS block, min(prow) AS prow
-                         FROM _mix GROUP BY pair_id)),
+                         FROM {mixture.table} GROUP BY pair_id)),
         o AS (SELECT pair_id, list(origin_id ORDER BY origin_id) AS origin_ids
               FROM pair_origins WHERE pair_id IN (SELECT pair_id FROM d) GROUP BY pair_id)
         SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, p.match_key, p.task_key
@@ -55,10 +61,12 @@ def _hit_line(h) -> str:
     )
 
 
-def run_gate(store, round_name: str, system_prompt: str | None = None) -> tuple[GateResult, list[dict]]:
-    """Check the planned mixture (_mix) and the system prompt the export adds. Raises GateRefused on a hit
+def run_gate(
+    store, round_name: str, mixture: MixturePlan, system_prompt: str | None = None
+) -> tuple[GateResult, list[dict]]:
+    """Check the planned mixture and the system prompt the export adds. Raises GateRefused on a hit
     that is not exempted."""
-    _build_candidates(store, system_prompt)
+    _build_candidates(store, mixture, system_prompt)
     try:
         result = check_table(store, "_gate_cand")
     finally:

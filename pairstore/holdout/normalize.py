@@ -119,7 +119,7 @@ _SCANNED = ((0, 0x323AF), (0xE0000, 0xE0FFF))  # every assigned character outsid
 def fold_table() -> dict[int, str | None]:
     """Step 2's translation table (only the code points it changes), each value already final."""
     confusables = _load_confusables()
-    actions: dict[int, str | None] = {}
+    actions: dict[int, str | int | None] = {}
     for lo, hi in _SCANNED:
         for cp in range(lo, hi + 1):
             action = _base_action(cp, confusables)
@@ -137,6 +137,7 @@ def fold_table() -> dict[int, str | None]:
         if action is None:
             value = None
         else:
+            assert isinstance(action, str)
             parts = (
                 resolve(ord(c), visiting | {cp}) if ord(c) != cp else c
                 for c in unicodedata.normalize("NFKC", action).casefold()

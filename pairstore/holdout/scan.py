@@ -89,12 +89,12 @@ def loose_hashes(arr: pa.Array) -> np.ndarray:
     kept = np.diff(offsets) - _rows_of(data.translate(_DELETE_FLAGS), offsets)
     new = np.zeros(len(offsets), dtype=np.int64)
     np.cumsum(kept, out=new[1:])
-    new = new.tolist()
+    starts: list[int] = new.tolist()
     view = memoryview(squeezed)
     return np.fromiter(
-        (xxhash.xxh3_64_intdigest(view[new[i] : new[i + 1]]) for i in range(len(new) - 1)),
+        (xxhash.xxh3_64_intdigest(view[starts[i] : starts[i + 1]]) for i in range(len(starts) - 1)),
         dtype=np.uint64,
-        count=len(new) - 1,
+        count=len(starts) - 1,
     )
 
 

@@ -28,14 +28,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pairstore.errors import BadInput
 from pairstore.ingest.records import Fields, lone_surrogate
 from pairstore.keys import canonical_messages
-from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
+from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt, declare_sources
 
 FORMATS = ("arena", "arena55k")
+# --others pairs: battles between two other models, the winner's answer chosen.
+SOURCES = declare_sources(("arena",), by=__name__)
 OTHERS = ("skip", "pairs")
 SIDES = ("a", "b")
 _WINNERS = {"model_a": "a", "model_b": "b", "tie": "tie", "tie (bothbad)": "both_bad"}
@@ -91,7 +93,7 @@ def _voted_at(f: Fields, name: str) -> datetime | None:
     if seconds is None:
         return None
     try:
-        return datetime.fromtimestamp(seconds, tz=timezone.utc).replace(tzinfo=None)
+        return datetime.fromtimestamp(seconds, tz=UTC).replace(tzinfo=None)
     except (OverflowError, OSError, ValueError):
         raise f.error(name, f"{seconds!r} is not a time in epoch seconds") from None
 
@@ -197,10 +199,12 @@ def parse_arena55k(f: Fields) -> ArenaBattle | str:
             raise f.error(f"winner_{name}", "missing field" if v is None else f"expected 0 or 1, got {v}")
     if sum(flags.values()) != 1:
         raise f.error("winner_tie", "exactly one of winner_model_a, winner_model_b, winner_tie must be 1")
-    turns = {name: _turn_list(f, name) for name in ("prompt", "response_a", "response_b")}
-    for reason in turns.values():
+    listed = {name: _turn_list(f, name) for name in ("prompt", "response_a", "response_b")}
+    turns: dict[str, list[str]] = {}
+    for name, reason in listed.items():
         if isinstance(reason, str):
             return reason
+        turns[name] = reason
     for side in SIDES:
         if len(turns[f"response_{side}"]) != len(turns["prompt"]):
             raise f.error(
@@ -262,7 +266,7 @@ def other_pair(b: ArenaBattle) -> Pair | str:
         prompt=battle_pair_prompt(b.users, chosen),
         chosen=chosen[-1],
         rejected=rejected[-1],
-        source="arena",
+        source=SOURCES[0],
         origins=[Origin("arena", b.battle_id, rule)],
     )
 

@@ -62,7 +62,9 @@ def parse_battle(rec: dict, path, line: int) -> dict:
         turns = rec["turns"]
         if not isinstance(turns, list) or not turns:
             raise f.error("turns", "expected a non-empty list of {user, own, opponent}")
-        users, own, opp = [], [], []
+        users: list[str] = []
+        own: list[str] = []
+        opp: list[str] = []
         for i, t in enumerate(turns):
             if not isinstance(t, dict):
                 raise f.error(f"turns[{i}]", "expected an object with user, own, opponent")
@@ -135,7 +137,13 @@ def _arena_rows(store, records, result: IngestResult, fmt: str, own: set[str], o
             result.skipped["no own model"] += 1
         else:
             pair = other_pair(battle)
-            reason = pair if isinstance(pair, str) else "holdout" if holdout.holds_pair(pair) else None
+            reason = (
+                pair
+                if isinstance(pair, str)
+                else "holdout"
+                if holdout is not None and holdout.holds_pair(pair)
+                else None
+            )
             if reason:
                 result.skipped[f"others: {reason}"] += 1
             else:

@@ -103,9 +103,11 @@ def _saved_files(root: Path, split: str) -> list[Path]:
             f"this save_to_disk folder holds the {saved_split!r} split, not {split!r}", path=str(root)
         )
     names = [f.get("filename") for f in state.get("_data_files") or [] if isinstance(f, dict)]
+    if any(not isinstance(name, str) for name in names):
+        raise BadInput("a data file in state.json has no filename", path=str(root / "state.json"))
     if not names:
         raise BadInput("state.json lists no data files", path=str(root / "state.json"))
-    files = [root / name for name in names]
+    files = [root / str(name) for name in names]
     for f in files:
         if not f.is_file():
             raise BadInput("data file named by state.json is missing", path=str(f))

@@ -54,6 +54,7 @@ def parse_generation(store, rec: dict, path, line: int, model: str) -> dict:
     elif kind == "prompt":
         raise f.error("prompt", "missing field")
     else:
+        assert item_id is not None  # required for every kind but prompt
         prompt = _item_prompt(store, kind, item_id, suite)
         if prompt is None:
             raise f.error(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
@@ -46,7 +47,7 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     for line, rec in progress_bar(read_records(path), progress, "judgments", path=path):
         result.read += 1
         f = Fields(rec, path, line)
-        row = {
+        row: dict[str, Any] = {
             "battle_id": f.str("battle_id", allow_int=True),
             "model_a": f.str("model_a"),
             "model_b": f.str("model_b"),

@@ -41,13 +41,19 @@ class PairRow:
     row_index: int  # 0-based position in the file
     line: int  # 1-based line (JSONL) or row (parquet), for messages
     prompt: list[dict]  # canonical messages (a system prompt kept; matching drops it)
-    chosen: str | None
+    chosen: str | None  # None only where the file was read without require_chosen
     rejected: str | None  # None: an NLL-only row, or a file with no rejected side
     pair_id: str | None = None
     origin_ids: list[str] = field(default_factory=list)
     source: str | None = None
     family: str | None = None
     task_key: str | None = None
+
+    @property
+    def required_chosen(self) -> str:
+        """The chosen answer of a row read with require_chosen (which refused rows without one)."""
+        assert self.chosen is not None, "read the file with require_chosen"
+        return self.chosen
 
 
 def _sharegpt(value):

@@ -1,4 +1,5 @@
-"""Ingest of pair files into `pairs` (written by pairstore.tables.pairs).
+"""Ingest of pair files into `pairs` (written by pairstore.tables.pairs), and what every producer of
+pairs shares: the result of a run (`PairsResult`) and writing pairs past the holdout (`write_pairs`).
 
 pairstore ingest pairs past_round.parquet --source attached
 """
@@ -6,15 +7,79 @@ pairstore ingest pairs past_round.parquet --source attached
 from __future__ import annotations
 
 import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from pairstore.errors import BadInput
+from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.base import (
     IngestResult,
     log_ingest,
 )
 from pairstore.ingest.pair_files import read_pair_file
 from pairstore.keys import sha256_file
+from pairstore.store.store import Store
 from pairstore.tables.pairs import Origin, Pair, add_pairs, check_pair
+
+
+@dataclass
+class PairsResult:
+    """What one run that writes pairs (a miner, a dataset import) did: new pairs, drops by reason, and
+    tallies of what it looked at. `producer` and `version` are recorded on every pair it writes
+    (pairs.miner, pairs.miner_version, pair_origins.miner)."""
+
+    miner: str
+    version: str
+    kept: int = 0  # new pairs written
+    new_origins: int = 0  # origins written (new and known pairs)
+    dropped: Counter = field(default_factory=Counter)  # reason -> count
+    stats: Counter = field(default_factory=Counter)  # what was looked at: battles, generations, rows, ...
+    pair_ids: list[str] = field(default_factory=list)  # ids of every pair produced, in order
+    by_source: Counter = field(default_factory=Counter)  # produced pairs per source
+    # seconds: verify_s / scan_s inside the verifier / scanner (summed over worker processes),
+    # judge_wall_s judging on the clock, write_s writing verdicts, pairs and origins
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "miner": self.miner,
+            "version": self.version,
+            "kept": self.kept,
+            "new_origins": self.new_origins,
+            "dropped": dict(sorted(self.dropped.items())),
+            "stats": dict(sorted(self.stats.items())),
+            "by_source": dict(sorted(self.by_source.items())),
+            "pairs": len(self.pair_ids),
+        }
+
+
+R = TypeVar("R", bound=PairsResult)
+
+
+def write_pairs(store: Store, result: R, pairs: Iterable[Pair], holdout: HoldoutFilter | None = None) -> R:
+    """Write `pairs` through add_pairs and fold its counts into `result`.
+
+    With a holdout filter, a pair whose prompt's match key (or task key) is held out is dropped as
+    'holdout' here too: a last check for prompts that reach a producer by another road than their item id.
+    """
+    kept = []
+    for p in pairs:
+        if holdout is not None and holdout.holds_pair(p):
+            result.dropped["holdout"] += 1
+            continue
+        kept.append(p)
+    added = add_pairs(store, kept, miner=result.miner, miner_version=result.version)
+    result.kept += added.added
+    result.new_origins += added.new_origins
+    result.dropped.update(added.dropped)
+    result.pair_ids.extend(added.pair_ids)
+    ids = set(added.pair_ids)
+    for p in kept:
+        if p.pair_id in ids:
+            result.by_source[p.source] += 1
+    return result
 
 
 def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
@@ -49,7 +114,7 @@ def ingest_pairs(
     for r in rows:
         pair = Pair(
             prompt=r.prompt,
-            chosen=r.chosen,
+            chosen=r.required_chosen,
             rejected=r.rejected,
             source=source,
             family=r.family,

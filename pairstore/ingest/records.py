@@ -14,12 +14,15 @@ reads each of its files here.
 
 from __future__ import annotations
 
+import builtins
 import csv
 import json
+import math
 import re
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -32,6 +35,9 @@ FORMATS = {".parquet": "parquet", ".csv": "csv", ".arrow": "arrow", **{s: "jsonl
 # Records nest a few levels (messages, moderation objects); anything deeper is not a record.
 MAX_DEPTH = 64
 INT_BITS = {32: (-(2**31), 2**31 - 1), 64: (-(2**63), 2**63 - 1)}  # INTEGER and BIGINT columns
+# The times a record may carry (voted_at, created_at, ...): anything outside is a broken clock or a typo.
+EARLIEST = datetime(1970, 1, 1)
+LATEST = datetime(2200, 1, 1)
 # A JSON escape of a UTF-16 surrogate: the only way a str from json.loads can hold one.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 
@@ -88,9 +94,53 @@ def _too_deep(value) -> bool:
     return False
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+class _NotFinite(ValueError):
+    pass
+
+
+def _object(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):  # cheap: only an object with a repeated key pays for finding it
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return d
+
+
+def _finite_float(text: str) -> float:
+    v = float(text)
+    if v in (math.inf, -math.inf):
+        raise _NotFinite(text)
+    return v
+
+
+def _not_a_number(token: str):
+    raise _NotFinite(token)
+
+
+def loads_record(text: str):
+    """json.loads, refusing a key twice in one object (readers disagree on which wins) and numbers that are
+    not finite (NaN, Infinity, 1e400). Raises json.JSONDecodeError, _DuplicateKey or _NotFinite."""
+    return json.loads(
+        text, object_pairs_hook=_object, parse_float=_finite_float, parse_constant=_not_a_number
+    )
+
+
 def _parse_json_line(raw: bytes, line: str, path: Path, lineno: int):
     try:
-        rec = json.loads(line)
+        rec = loads_record(line)
+    except _DuplicateKey as e:
+        raise BadInput(
+            "a key appears twice in one JSON object", path=str(path), line=lineno, field=str(e)
+        ) from None
+    except _NotFinite as e:
+        raise BadInput(f"{e} is not a finite number", path=str(path), line=lineno) from None
     except json.JSONDecodeError as e:
         hint = " (truncated last line?)" if not raw.endswith(b"\n") else ""
         raise BadInput(
@@ -119,7 +169,8 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     with open(path, "rb") as f:
         for lineno, raw in enumerate(f, start=1):
             try:
-                line = raw.decode("utf-8")
+                # One BOM rule for every format: a BOM at the very start of the file is dropped.
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 raise BadInput(
                     f"bytes that are not UTF-8 at byte {e.start} of the line", path=str(path), line=lineno
@@ -139,7 +190,17 @@ def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
 
 def _batches_to_rows(path: Path, batches) -> Iterator[tuple[int, dict]]:
     row = 0
-    for batch in batches:
+    batches = iter(batches)
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration:
+            break
+        except Exception as e:  # a damaged data page: pyarrow raises OSError, ArrowInvalid, ...
+            raise BadInput(
+                f"damaged data after row {row} ({(str(e).splitlines() or [type(e).__name__])[0]})",
+                path=str(path),
+            ) from None
         try:
             rows = batch.to_pylist()
         except UnicodeDecodeError as e:
@@ -224,15 +285,40 @@ class Fields:
     def __init__(self, rec: dict, path, line: int):
         self.rec, self.path, self.line = rec, str(path), line
 
-    def error(self, field: str, message: str) -> BadInput:
+    def error(self, field: builtins.str, message: builtins.str) -> BadInput:
         return BadInput(message, path=self.path, line=self.line, field=field)
 
-    def has(self, name: str) -> bool:
+    def has(self, name: builtins.str) -> builtins.bool:
         return self.rec.get(name) is not None
 
+    # The methods below are named after the types they return, so inside the class `str`, `int`, `float`
+    # and `bool` name methods: annotations use `builtins.` (and the overloads let a required field be str).
+    @overload
     def str(
-        self, name: str, *, required: bool = True, allow_empty: bool = False, allow_int: bool = False
-    ) -> str | None:
+        self,
+        name: builtins.str,
+        *,
+        required: Literal[True] = ...,
+        allow_empty: builtins.bool = ...,
+        allow_int: builtins.bool = ...,
+    ) -> builtins.str: ...
+    @overload
+    def str(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool,
+        allow_empty: builtins.bool = ...,
+        allow_int: builtins.bool = ...,
+    ) -> builtins.str | None: ...
+    def str(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = True,
+        allow_empty: builtins.bool = False,
+        allow_int: builtins.bool = False,
+    ) -> builtins.str | None:
         v = self.rec.get(name)
         if v is None:
             if required:
@@ -245,13 +331,24 @@ class Fields:
             raise self.error(name, "empty value")
         return v
 
-    def choice(self, name: str, choices, *, required: bool = True) -> str | None:
+    @overload
+    def choice(self, name: builtins.str, choices, *, required: Literal[True] = ...) -> builtins.str: ...
+    @overload
+    def choice(self, name: builtins.str, choices, *, required: builtins.bool) -> builtins.str | None: ...
+    def choice(self, name: builtins.str, choices, *, required: builtins.bool = True) -> builtins.str | None:
         v = self.str(name, required=required)
         if v is not None and v not in choices:
             raise self.error(name, f"unknown value {v!r} (expected one of {', '.join(choices)})")
         return v
 
-    def int(self, name: str, *, required: bool = False, default=None, bits: int = 64):
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = False,
+        default: Any = None,
+        bits: builtins.int = 64,
+    ) -> Any:
         """An integer that fits a signed `bits`-bit column (32: INTEGER, 64: BIGINT)."""
         v = self.rec.get(name)
         if v is None:
@@ -267,7 +364,7 @@ class Fields:
             raise self.error(name, f"integer {v} is out of range ({low} to {high})")
         return v
 
-    def float(self, name: str, *, required: bool = False):
+    def float(self, name: builtins.str, *, required: builtins.bool = False) -> builtins.float | None:
         v = self.rec.get(name)
         if v is None:
             if required:
@@ -275,9 +372,19 @@ class Fields:
             return None
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise self.error(name, f"expected a number, got {type(v).__name__}")
-        return float(v)
+        try:
+            f = float(v)
+        except OverflowError:
+            f = math.inf
+        if not math.isfinite(f):
+            raise self.error(name, f"expected a finite number, got {v!r}")
+        return f
 
-    def bool(self, name: str, *, default: bool = False) -> bool:
+    @overload
+    def bool(self, name: builtins.str, *, default: builtins.bool = ...) -> builtins.bool: ...
+    @overload
+    def bool(self, name: builtins.str, *, default: None) -> builtins.bool | None: ...
+    def bool(self, name: builtins.str, *, default: builtins.bool | None = False) -> builtins.bool | None:
         v = self.rec.get(name)
         if v is None:
             return default
@@ -285,24 +392,39 @@ class Fields:
             raise self.error(name, f"expected true or false, got {type(v).__name__}")
         return v
 
-    def timestamp(self, name: str) -> datetime | None:
+    def timestamp(self, name: builtins.str) -> datetime | None:
         v = self.rec.get(name)
         if v is None:
             return None
         if isinstance(v, datetime):
-            return v.replace(tzinfo=None) if v.tzinfo is None else v.astimezone().replace(tzinfo=None)
+            return self._in_range(name, v, str(v))
         if not isinstance(v, str):
             raise self.error(name, f"expected an ISO 8601 time, got {type(v).__name__}")
         try:
             t = datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
             raise self.error(name, f"not an ISO 8601 time: {v!r}") from None
-        # Stored as naive UTC.
-        if t.tzinfo is not None:
-            t = t.astimezone(timezone.utc).replace(tzinfo=None)
+        return self._in_range(name, t, v)
+
+    def _in_range(self, name: builtins.str, given: datetime, shown: object) -> datetime:
+        # Stored as naive UTC; a time near year 1 or 9999 with an offset has no UTC datetime at all.
+        t: datetime | None = given
+        try:
+            if given.tzinfo is not None:
+                t = given.astimezone(UTC).replace(tzinfo=None)
+        except OverflowError:
+            t = None
+        if t is None or not EARLIEST <= t < LATEST:
+            raise self.error(
+                name, f"time {shown!r} is out of range ({EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d}, UTC)"
+            )
         return t
 
-    def messages(self, name: str, *, required: bool = True) -> list[dict] | None:
+    @overload
+    def messages(self, name: builtins.str, *, required: Literal[True] = ...) -> list[dict]: ...
+    @overload
+    def messages(self, name: builtins.str, *, required: builtins.bool) -> list[dict] | None: ...
+    def messages(self, name: builtins.str, *, required: builtins.bool = True) -> list[dict] | None:
         v = self.rec.get(name)
         if v is None:
             if required:
@@ -310,7 +432,11 @@ class Fields:
             return None
         return canonical_messages(v, where=name, path=self.path, line=self.line)
 
-    def answer_text(self, name: str, *, required: bool = True) -> str | None:
+    @overload
+    def answer_text(self, name: builtins.str, *, required: Literal[True] = ...) -> builtins.str: ...
+    @overload
+    def answer_text(self, name: builtins.str, *, required: builtins.bool) -> builtins.str | None: ...
+    def answer_text(self, name: builtins.str, *, required: builtins.bool = True) -> builtins.str | None:
         """An answer given as a string or as a message list (the last assistant message is the answer)."""
         v = self.rec.get(name)
         if v is None:

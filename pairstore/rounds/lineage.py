@@ -7,6 +7,13 @@ Every ancestor comes before its children (a soup's `a` side before its `b`
 side, the order the model card lists them), each with its kind, parents,
 alpha, job and the mixtures registered for it (exported here or attached
 from elsewhere) with their rows and SHA-256.
+
+A stage is a registered round (its recipe) or a registered checkpoint (a
+bundle `train merge`, `train soup` or `train dpo` made or named), so a
+user's own chain base -> round -> merge -> soup connects even where no
+recipe names the merge or the soup. Each stage carries `checkpoint` (the
+checkpoint of that name: kind, path, evidence) and `run` (the training
+evidence of the round's adapter: what ran), or None.
 """
 
 from __future__ import annotations
@@ -14,6 +21,26 @@ from __future__ import annotations
 import json
 
 from pairstore.errors import NotFound
+
+
+def _checkpoint_row(row: dict) -> dict:
+    """A checkpoint as a stage row: what a recipe would say, from what was registered."""
+    evidence = json.loads(row["evidence"]) if row["evidence"] else {}
+    recipe = {"note": f"checkpoint registered at {row['path']}" if row["path"] else None}
+    parents = [p for p in row["parents"] if p != row["name"]]
+    kind = {"merge": "dpo", "adapter": "dpo"}.get(row["kind"], row["kind"])
+    if row["kind"] == "merge" and evidence.get("adapter", {}).get("step") and row["round"] != row["name"]:
+        recipe["adapter_step"] = evidence["adapter"]["step"]
+        parents = [p for p in row["parents"]]
+    return {
+        "name": row["name"],
+        "kind": kind,
+        "parents": parents,
+        "alpha": row["alpha"],
+        "job_id": None,
+        "recipe": json.dumps(recipe),
+        "recipe_sha256": None,
+    }
 
 
 def _stage(row: dict, exports: list[dict]) -> dict:
@@ -52,8 +79,19 @@ def lineage(store, name: str) -> list[dict]:
         r["name"]: r
         for r in store.rows("SELECT name, kind, parents, alpha, job_id, recipe, recipe_sha256 FROM rounds")
     }
+    checkpoints = {
+        c["name"]: c
+        for c in store.rows(
+            "SELECT name, kind, parents, alpha, round, path, evidence::VARCHAR AS evidence FROM checkpoints "
+            "ORDER BY created_at, name"
+        )
+    }
+    for n, c in checkpoints.items():
+        if n not in rounds and c["kind"] != "adapter":  # an adapter is its round's run, not a stage
+            rounds[n] = _checkpoint_row(c)
+    runs = _runs(checkpoints)
     if name not in rounds:
-        raise NotFound(f"no round {name!r} (add its recipe with `pairstore round add FILE`)")
+        raise NotFound(f"no round or checkpoint {name!r} (add its recipe with `pairstore round add FILE`)")
     exports: dict[str, list[dict]] = {}
     for e in store.rows(
         "SELECT export_id, round, kind, path, rows, sha256 FROM exports ORDER BY created_at, export_id"
@@ -73,7 +111,31 @@ def lineage(store, name: str) -> list[dict]:
         order.append(n)
 
     visit(name, None)
-    return [_stage(rounds[n], exports.get(n, [])) for n in order]
+    stages = []
+    for n in order:
+        st = _stage(rounds[n], exports.get(n, []))
+        c = checkpoints.get(n)
+        st["checkpoint"] = (
+            None
+            if c is None
+            else {
+                "kind": c["kind"],
+                "path": c["path"],
+                "evidence": json.loads(c["evidence"]) if c["evidence"] else None,
+            }
+        )
+        st["run"] = runs.get(n)
+        stages.append(st)
+    return stages
+
+
+def _runs(checkpoints: dict[str, dict]) -> dict[str, dict]:
+    """round -> the training evidence of its adapter (the one registered last under that round)."""
+    out: dict[str, dict] = {}
+    for c in checkpoints.values():
+        if c["kind"] == "adapter" and c["round"] and c["evidence"]:
+            out[c["round"]] = dict(json.loads(c["evidence"]), adapter=c["name"], adapter_path=c["path"])
+    return out
 
 
 def describe(stage: dict) -> str:
@@ -92,5 +154,5 @@ def describe(stage: dict) -> str:
         f"{stage['max_steps']} steps" if stage.get("max_steps") else None,
         f"lr {stage['learning_rate']:g}" if stage.get("learning_rate") else None,
     ]
-    details = [d for d in details if d]
-    return text + (f" ({', '.join(details)})" if details else "")
+    shown = [d for d in details if d]
+    return text + (f" ({', '.join(shown)})" if shown else "")

@@ -15,9 +15,12 @@ Rules chosen here (the issue leaves them open):
 
 - Names: letters, digits, '.', '_' and '-' only, not starting with '.', at most
   100 characters. Round names become file names (NAME.parquet).
-- Sources: KNOWN_SOURCES (the `source` values this project's miners and
-  importers write, plus 'attached' for rows of attached files) and any source
-  already present in the store's `pairs` (pairs ingested with `--source X`).
+- Sources: known_sources() (every source declared by what writes it: each
+  miner on its registration, the ingests of datasets and Arena battles, and
+  'attached' for rows of attached files) and any source already present in the
+  store's `pairs` (pairs ingested with `--source X`). The miners' sources are
+  known once miners.registry is imported (the `pairstore` command imports it;
+  it adds a loader that imports every miner when the sources are read).
 - upsample: a number in (0, UPSAMPLE_MAX], i.e. at most 100 copies of a block.
 - alpha: a number in [0, 1]. Soups here interpolate, out = a + alpha*(b - a); the
   card's "dose test" soups (0.75, 0.625) are interpolations too. Extrapolation
@@ -36,37 +39,29 @@ file again changes nothing; another recipe under an existing name is an error.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
+import tomllib
 from dataclasses import asdict, dataclass, field
 from importlib import resources
 from pathlib import Path
-
-try:  # Python 3.11+; 3.10 has the same parser as the tomli package
-    import tomllib
-except ImportError:  # pragma: no cover
-    import tomli as tomllib
+from typing import Any
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
+from pairstore.tables.pairs import declared_sources
 
 KINDS = ("dpo", "soup", "base")
-# The `source` values the miners and importers of this project write (miners/*, pairstore/ingest/*.py
-# round attach), see docs: battle (battle votes), self_repair / gold_repair (GSM8K/MATH self-repair and
-# gold-solution repair), loopfix (generated tasks), style (hedging tails / answer lines), ultrafeedback,
-# compliance (handcrafted pairs), compliance_sft (NLL-only rows), attached (rows of attached files).
-KNOWN_SOURCES = (
-    "battle",
-    "self_repair",
-    "gold_repair",
-    "loopfix",
-    "style",
-    "ultrafeedback",
-    "compliance",
-    "compliance_sft",
-    "attached",
+# The core modules that write pairs and declare their sources (pairstore.tables.pairs.declare_sources);
+# a miner declares its own on its registration (miners.registry), loaded by whoever runs miners.
+_CORE_PRODUCERS = (
+    "pairstore.ingest.arena",
+    "pairstore.ingest.ultrafeedback",
+    "pairstore.ingest.compliance",
+    "pairstore.export.attach",
 )
 NAME_RE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 # transformers' SchedulerType values.
@@ -170,14 +165,16 @@ class Recipe:
     @property
     def parents(self) -> list[str]:
         if self.kind == "soup":
+            assert self.a is not None and self.b is not None  # read_recipe requires both
             return [self.a, self.b]
         if self.kind == "dpo":
+            assert self.parent is not None  # read_recipe requires it
             return [self.parent] + ([self.adapter_of] if self.adapter_of else [])
         return []
 
     def to_json(self) -> dict:
         """The recipe JSON stored in rounds.recipe (the cross-team layout)."""
-        out = {
+        out: dict[str, Any] = {
             "name": self.name,
             "kind": self.kind,
             "parent": self.parent,
@@ -201,7 +198,7 @@ class Recipe:
     def from_json(cls, data: dict, sha256: str = "") -> Recipe:
         train = TrainConfig(**data["train"]) if data.get("train") else None
         mix = tuple(MixBlock(**m) for m in data.get("mix") or [])
-        keep = {
+        keep: dict[str, Any] = {
             k: data.get(k)
             for k in (
                 "name",
@@ -296,8 +293,8 @@ class _Checker:
 
 
 def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
-    """Parse and validate one recipe. `sources`: allowed mix sources (default KNOWN_SOURCES)."""
-    allowed = tuple(sources) if sources is not None else KNOWN_SOURCES
+    """Parse and validate one recipe. `sources`: allowed mix sources (default known_sources())."""
+    allowed = tuple(sources) if sources is not None else known_sources()
     c = _Checker(path, text)
     try:
         data = tomllib.loads(text)
@@ -530,10 +527,17 @@ def read_recipe_file(path, *, sources=None) -> Recipe:
 # -- the store -------------------------------------------------------------------
 
 
+def known_sources() -> tuple[str, ...]:
+    """Every declared pair source: the core's producers (imported here) and every miner registered so far."""
+    for module in _CORE_PRODUCERS:
+        importlib.import_module(module)
+    return tuple(declared_sources())
+
+
 def store_sources(store) -> tuple[str, ...]:
-    """KNOWN_SOURCES plus every source present in the store's pairs."""
+    """known_sources() plus every source present in the store's pairs."""
     present = [r[0] for r in store.con.execute("SELECT DISTINCT source FROM pairs").fetchall()]
-    return tuple(sorted(set(KNOWN_SOURCES) | set(present)))
+    return tuple(sorted(set(known_sources()) | set(present)))
 
 
 def add_round(store, path) -> tuple[Recipe, bool]:
@@ -656,13 +660,14 @@ def parents_first(recipes: list[Recipe]) -> list[Recipe]:
 def load_shipped_recipes(store, paths=None) -> dict:
     """Add every shipped recipe (parents first). Returns {"added": [...], "unchanged": [...]}."""
     sources = store_sources(store)
-    files = {}
+    files: dict[str, tuple[Recipe, Path]] = {}
     for p in paths or shipped_recipe_paths():
         r = read_recipe_file(p, sources=sources)
         if r.name in files:
             raise BadInput(f"two recipes name round {r.name!r} ({files[r.name][1]} and {p})", path=str(p))
         files[r.name] = (r, p)
-    added, unchanged = [], []
+    added: list[str] = []
+    unchanged: list[str] = []
     with store.transaction():
         for r in parents_first([r for r, _ in files.values()]):
             _, new = add_round(store, files[r.name][1])

@@ -389,6 +389,37 @@ def m005_scratch_schema_for_sql_write(con):
     con.execute("CREATE SCHEMA IF NOT EXISTS scratch")
 
 
+def m006_three_verdicts(con):
+    """`generations.verdict` takes a third value, 'unknown' (the verifier cannot tell: no committed
+    answer, an undecidable comparison, verifiers that disagree), with the reason in `verdict_reason`
+    and each verifier's reading in `verdict_readings`. DuckDB cannot alter a CHECK constraint, so the
+    table is rebuilt from its own catalog definition (columns other migrations added are kept), rows
+    copied as they are."""
+    # pairstore's own table: a user's scratch.generations (pairstore sql --write) is not it
+    mine = "database_name = current_database() AND schema_name = 'main' AND table_name = 'generations'"
+    ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchone()[0]
+    old_check = "CHECK((verdict IN ('correct', 'wrong', 'unscored')))"
+    if old_check not in ddl:
+        raise RuntimeError("generations.verdict's CHECK constraint is not the one m006 replaces")
+    ddl = ddl.replace(old_check, "CHECK((verdict IN ('correct', 'wrong', 'unknown', 'unscored')))")
+    ddl = ddl.replace("CREATE TABLE generations(", "CREATE TABLE _m006_generations(", 1)
+    cols = [
+        r[0]
+        for r in con.execute(
+            f"SELECT column_name FROM duckdb_columns() WHERE {mine} ORDER BY column_index"
+        ).fetchall()
+    ]
+    names = ", ".join(f'"{c}"' for c in cols)
+    con.execute(ddl)
+    con.execute(f"INSERT INTO _m006_generations ({names}) SELECT {names} FROM generations")
+    con.execute("DROP TABLE generations")
+    con.execute("ALTER TABLE _m006_generations RENAME TO generations")
+    con.execute("""
+    ALTER TABLE generations ADD COLUMN verdict_reason VARCHAR;
+    ALTER TABLE generations ADD COLUMN verdict_readings JSON;
+    """)
+
+
 # The ordered list. Append only.
 MIGRATIONS = [
     m001_core,
@@ -396,5 +427,6 @@ MIGRATIONS = [
     m003_disguise_proof_keys_and_evidence,
     m004_public_sources,
     m005_scratch_schema_for_sql_write,
+    m006_three_verdicts,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -27,6 +27,7 @@ import duckdb
 
 from pairstore.errors import BadInput, PairstoreError
 
+SCHEMAS = " schemas"
 # Objects of DuckDB's own (and of the in-session temp catalog) are not the file's.
 _FILE_OBJECTS = "database_name NOT IN ('system', 'temp')"
 
@@ -71,6 +72,12 @@ def expected_schema(version: int) -> dict[str, frozenset]:
 def _schema_of(con, database: str | None = None) -> dict[str, frozenset]:
     where = "schema_name = 'main' AND " + (f"database_name = '{database}'" if database else _FILE_OBJECTS)
     out: dict[str, set] = {}
+    # Schemas a migration made count as objects too (listed under a name no table can have).
+    for (schema,) in con.execute(
+        "SELECT schema_name FROM system.main.duckdb_schemas() WHERE NOT internal AND "
+        + (f"database_name = '{database}'" if database else _FILE_OBJECTS)
+    ).fetchall():
+        out.setdefault(SCHEMAS, set()).add((schema, "SCHEMA"))
     for table, column, dtype in con.execute(
         f"SELECT table_name, column_name, data_type FROM system.main.duckdb_columns() WHERE {where}"
     ).fetchall():
@@ -148,6 +155,8 @@ def recognize(con, path: str, *, new: bool) -> int:
     except duckdb.Error as e:
         raise damaged_store(path, e) from None
     for table, columns in sorted(expected_schema(version).items()):
+        if table == SCHEMAS:
+            continue
         if table not in have_schema:
             raise PairstoreError(
                 f"store {path} is at schema version {version} but has no table {table!r}; the store was "
@@ -166,8 +175,9 @@ def recognize(con, path: str, *, new: bool) -> int:
     ahead = sorted((t, c) for t, cols in have_schema.items() for c in cols if (t, c) in later)
     if ahead:
         (table, (col, _)) = ahead[0]
+        what = f"schema {col}" if table == SCHEMAS else f"{table}.{col}"
         raise PairstoreError(
-            f"store {path} says schema version {version} but already has {table}.{col}, which a later "
+            f"store {path} says schema version {version} but already has {what}, which a later "
             "migration adds (a schema_version row was removed?); restore the store from a backup"
         )
     return version

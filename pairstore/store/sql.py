@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import duckdb
 
 from pairstore.errors import BadInput
@@ -85,7 +87,7 @@ def _catalog(con) -> dict:
 def _fingerprint(con) -> dict:
     """The catalog (see _catalog), and per protected table an order-independent hash of its rows, computed
     with DuckDB's own hash and sum (system.main.*), never a function the file could redefine."""
-    out = {"catalog": _catalog(con)}
+    out: dict[str, Any] = {"catalog": _catalog(con)}
     if out["catalog"]["functions"]:
         return out  # a user function exists: refused before any row is hashed through the catalog
     present = {
@@ -115,7 +117,8 @@ def _changes(before: dict, after: dict) -> list[str]:
 
 
 def _run(con, statements) -> tuple[list[str], list[tuple]]:
-    cols, rows = [], []
+    cols: list[str] = []
+    rows: list[tuple] = []
     for st in statements:
         cur = con.execute(st)
         cols = [d[0] for d in cur.description] if cur.description else []

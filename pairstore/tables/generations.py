@@ -40,6 +40,8 @@ GEN_SCHEMA = pa.schema(
         ("max_repeat", pa.int32()),
         ("n_tokens", pa.int32()),
         ("source_file", pa.string()),
+        ("verdict_reason", pa.string()),
+        ("verdict_readings", pa.string()),
     ]
 )
 VERDICT_SCHEMA = pa.schema(
@@ -47,6 +49,8 @@ VERDICT_SCHEMA = pa.schema(
         ("gen_id", pa.string()),
         ("extracted_answer", pa.string()),
         ("verdict", pa.string()),
+        ("verdict_reason", pa.string()),
+        ("verdict_readings", pa.string()),
         ("loop_flagged", pa.bool_()),
         ("loop_catastrophic", pa.bool_()),
         ("loop_tail", pa.bool_()),
@@ -68,7 +72,7 @@ def insert_generations(store, rows: list[dict]) -> int:
     GEN_SCHEMA's columns (the rest are NULL). Joins the caller's transaction when there is one."""
     if not rows:
         return 0
-    unique = {}
+    unique: dict = {}
     for r in rows:
         unique.setdefault(r["gen_id"], r)
     table = pa.Table.from_pylist(
@@ -105,10 +109,13 @@ def record_verdicts(store, verdicts: list[dict]) -> int:
     with store.transaction(), store.registered("_verdicts", table):
         return store.con.execute("""
             UPDATE generations g SET extracted_answer = j.extracted_answer, verdict = j.verdict,
+                verdict_reason = j.verdict_reason, verdict_readings = j.verdict_readings,
                 loop_flagged = j.loop_flagged, loop_catastrophic = j.loop_catastrophic,
                 loop_tail = j.loop_tail, max_repeat = j.max_repeat, n_tokens = j.n_tokens
             FROM _verdicts j
             WHERE g.gen_id = j.gen_id AND (g.verdict IS DISTINCT FROM j.verdict
+                OR g.verdict_reason IS DISTINCT FROM j.verdict_reason
+                OR CAST(g.verdict_readings AS VARCHAR) IS DISTINCT FROM j.verdict_readings
                 OR g.extracted_answer IS DISTINCT FROM j.extracted_answer
                 OR g.loop_flagged IS DISTINCT FROM j.loop_flagged
                 OR g.max_repeat IS DISTINCT FROM j.max_repeat

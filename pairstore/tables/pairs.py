@@ -16,6 +16,7 @@ explain every row that is not there. `rejected=None` makes an NLL-only `sft` row
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -50,6 +51,37 @@ class Pair:
     @property
     def pair_id(self) -> str:
         return pair_id_of(self.messages(), self.chosen, self.rejected)
+
+
+# -- sources -------------------------------------------------------------------------
+# Every `pairs.source` value is declared once, by what produces it: a miner on its registration
+# (miners.registry.register(..., sources=...)), an ingest or an attach beside its code. A recipe's mix may
+# name a declared source or one already in the store (pairstore.rounds.recipes.known_sources).
+_DECLARED_SOURCES: dict[str, str] = {}
+# Functions that import the modules that declare sources, run before the declared sources are read: the
+# miner registry adds the one that imports every miner (the core cannot import the domain itself).
+_SOURCE_LOADERS: list[Callable[[], None]] = []
+
+
+def add_source_loader(load: Callable[[], None]) -> None:
+    """Run `load` (once it has run, it should do nothing) before declared_sources answers."""
+    if load not in _SOURCE_LOADERS:
+        _SOURCE_LOADERS.append(load)
+
+
+def declare_sources(names: tuple[str, ...], *, by: str) -> tuple[str, ...]:
+    """Declare the pair sources `by` (a module or miner name) writes; returns `names`."""
+    for name in names:
+        if _DECLARED_SOURCES.setdefault(name, by) != by:
+            raise ValueError(f"source {name!r} is declared by {_DECLARED_SOURCES[name]} and {by}")
+    return names
+
+
+def declared_sources() -> dict[str, str]:
+    """source -> what declared it, for every source declared (the loaders run first)."""
+    for load in list(_SOURCE_LOADERS):
+        load()
+    return dict(sorted(_DECLARED_SOURCES.items()))
 
 
 def battle_pair_prompt(user_turns: list[str], chosen_answers: list[str]) -> list[dict]:

@@ -1,6 +1,6 @@
-"""Reading a value out of prose, for miners.answer_extract: number words, sentences, concluding lines.
+"""Reading a value out of prose, for miners.verify.extract: number words, sentences, concluding lines.
 
-    from miners.answer_prose import prose_value, concluding
+    from miners.verify.prose import prose_value, concluding
     prose_value("Final Answer: The largest $n$ is 34. I hope it is correct.", "math")   # -> "34"
     prose_value("two hundred ninety-four dollars.", "gsm8k")                          # -> "294"
     concluding("... So she makes $18 every day at the market.", "gsm8k")              # -> "18"
@@ -74,6 +74,12 @@ _CUE_RE = re.compile(
 )
 
 
+def number_word_runs(text: str) -> int:
+    """How many numbers text writes in words ("two hundred ninety-four dollars" is one; "a" and "one"
+    alone are words, not numbers)."""
+    return sum(m.group(0).lower() not in ("a", "one") for m in _WORD_RUN_RE.finditer(text))
+
+
 def _words_value(run: str, after: str) -> str | None:
     """ "two hundred ninety-four" -> "294"; "one hundred eighty point seventy five" -> "180.75";
     "Thirty-Four" + " Dollars and Seventy-Two Cents" -> "34.72"; "negative seven" -> "-7"."""
@@ -104,7 +110,7 @@ def _words_value(run: str, after: str) -> str | None:
     if m:
         cents = _WORD_RUN_RE.match(after, m.end())
         c = _words_int(re.findall(r"[a-z]+", cents.group(0).lower())) if cents else None
-        if c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end() :], re.I):
+        if cents and c is not None and c < 100 and re.match(r"\s*cents?\b", after[cents.end() :], re.I):
             return f"{sign}{value}.{c:02d}"
     return f"{sign}{value}"
 

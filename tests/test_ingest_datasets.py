@@ -1,4 +1,4 @@
-"""Importers: UltraFeedback binarized through the real datasets loader on local files, compliance JSONL."""
+"""Dataset imports: UltraFeedback binarized through the real datasets loader on local files, compliance JSONL."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from miners.importers import import_compliance, import_ultrafeedback
 from pairstore.errors import BadInput
+from pairstore.ingest.compliance import import_compliance
+from pairstore.ingest.ultrafeedback import import_ultrafeedback
 
 MSG = pa.list_(pa.struct([("content", pa.string()), ("role", pa.string())]))
 UF_SCHEMA = pa.schema(
@@ -194,13 +195,50 @@ def test_compliance_bad_record_writes_nothing(store, tmp_path, record, line_fiel
 
 def test_cli_importers(run_cli, tmp_path, write_jsonl):
     path = write_uf_parquet(tmp_path / "uf.parquet", [uf_row(i) for i in range(3)])
-    r = run_cli("mine", "ultrafeedback", "--path", path)
+    r = run_cli("ingest", "ultrafeedback", "--path", path)
     assert r.exit_code == 0, r.output
     assert "ultrafeedback v1: kept 3 new pairs (3 produced, 3 new origins)\n" in r.output
     assert "Generating" not in r.output  # no progress bars when not on a terminal
     bad = write_jsonl(tmp_path / "c.jsonl", [{"prompt": "p", "chosen": "a"}])
-    r = run_cli("mine", "compliance", bad)
+    r = run_cli("ingest", "compliance", bad)
     assert r.exit_code == 2
     assert r.output.strip() == f"error: {bad}, line 1, field 'rejected': missing field"
-    r = run_cli("mine", "compliance", write_jsonl(tmp_path / "good.jsonl", [{"prompt": "p", "target": "t"}]))
+    good = write_jsonl(tmp_path / "good.jsonl", [{"prompt": "p", "target": "t"}])
+    r = run_cli("ingest", "compliance", good)
     assert r.exit_code == 0 and "kept 1 new pairs" in r.output and "by source: compliance_sft=1" in r.output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ultrafeedback", "--path", "{uf}", "--limit", "2", "--seed", "5"],
+        ["compliance", "{comp}"],
+        ["compliance", "{bad}"],
+        ["ultrafeedback", "--path", "{uf}", "--limit", "0"],
+    ],
+)
+def test_mine_aliases_print_what_ingest_prints(tmp_path, write_jsonl, command):
+    """`mine ultrafeedback` / `mine compliance` (the names scripts used) are hidden aliases of the ingest
+    commands: the same output and exit status, on a store of their own each, and absent from the help."""
+    from click.testing import CliRunner
+
+    from pairstore.cli import cli
+
+    files = {
+        "uf": write_uf_parquet(tmp_path / "uf.parquet", [uf_row(i) for i in range(4)]),
+        "comp": write_jsonl(tmp_path / "c.jsonl", [{"prompt": "p", "chosen": "a", "rejected": "b"}]),
+        "bad": write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "p", "chosen": "a"}]),
+    }
+    args = [a.format(**files) for a in command]
+    results = []
+    for group in ("ingest", "mine"):
+        db = tmp_path / f"{group}.duckdb"
+        results.append(CliRunner().invoke(cli, ["--db", str(db), group, *args]))
+    ingest, mine = results
+    # a usage error names the command it was given as; nothing else differs
+    assert (mine.exit_code, mine.output.replace("cli mine ", "cli ingest ")) == (
+        ingest.exit_code,
+        ingest.output,
+    )
+    help_text = CliRunner().invoke(cli, ["mine", "--help"]).output
+    assert "ultrafeedback" not in help_text and "compliance" not in help_text

@@ -1,6 +1,6 @@
 """Comparison for miners.verify: two canonical answers -> equal, not equal, or undecided.
 
-    from miners.answer_compare import value_verdict
+    from miners.verify.compare import value_verdict
     value_verdict("(5,2),(7,2)", "p=5,q=2;p=7,q=2", False, False, "math")   # -> True
     value_verdict("x>=5", "5<=x", False, False, "math")                     # -> True
     value_verdict("-x>-1", "x<1", False, False, "math")                     # -> True
@@ -23,8 +23,10 @@ two answer spans to the symbolic back end (math-verify). The fast path decides:
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from miners.answer_exact import (
+from miners.verify.brackets import walk
+from miners.verify.exact import (
     TooHard,
     Unsupported,
     constant_value,
@@ -32,7 +34,7 @@ from miners.answer_exact import (
     numeric_equal,
     parse_scalar,
 )
-from miners.answer_normalize import relation_parts, split_top, structure
+from miners.verify.normalize import relation_parts, split_top, structure
 
 _CHOICE_RE = re.compile(r"^(?:option|choice|answer)?\s*[({\[]?\s*([A-Ea-e])\s*[)}\]]?(?:[.:)\s]|$)")
 _BASE_RE = re.compile(r"^(\d+)_(\d+)$")
@@ -68,20 +70,16 @@ def _name_like(s: str) -> bool:
     s = s.strip()
     if not s or not _has_letters(s) or s[0].isdigit() or s[0] in "+-" or _FUNCTION_RE.search(s):
         return False  # \\cos(x) = 42/59 is an equation, not a label
-    depth, in_abs = 0, False
-    for c in s:
+    in_abs = False
+    for _i, c, depth in walk(s):
         if c == "|":
             in_abs = not in_abs
-        elif c in "([{\x01":
-            depth += 1
-        elif c in ")]}\x02":
-            depth -= 1
         elif depth == 0 and not in_abs and c in "+-":
             return False
     return True
 
 
-def reduce_assignment(s: str) -> tuple[str, object]:
+def reduce_assignment(s: str) -> tuple[str, Any]:
     """('value', v) for a labelled value or a chain, ('equation', (lhs, rhs)), or ('scalar', s)."""
     segs = [p.strip() for p in split_top(s, ("\\approx",))]
     exact = segs[0]
@@ -111,7 +109,9 @@ _MATRIX_LIT_RE = re.compile(r"\\begin\{([pbB]?matrix)\}((?:(?!\\begin\{|\\end\{)
 
 def _matrix_value(s: str):
     """The numbers of a matrix literal, sum or product ("A + B", "A B", "A \\cdot B"), or None."""
-    terms, sign, pos, current = [], 1, 0, []
+    terms: list = []
+    current: list = []
+    sign, pos = 1, 0
     for m in _MATRIX_LIT_RE.finditer(s):
         op = s[pos : m.start()].replace("\\cdot", "").replace("\\times", "").strip()
         if op in ("+", "-"):
@@ -400,6 +400,7 @@ def scalar_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: s
         # a bare numeral against a base-b one is read in base b, as a bare number is read in the
         # gold's unit: "2516" for 2516_8 (digits that base b does not have make it another number)
         based, bare = (mp, gold) if mp else (mg, pred)
+        assert based is not None
         base = int(based.group(2))
         return (
             re.fullmatch(r"\d+", bare) is not None

@@ -1,6 +1,6 @@
-"""The parser of miners.answer_exact: a canonical answer string -> a small expression tree.
+"""The parser of miners.verify.exact: a canonical answer string -> a small expression tree.
 
-    from miners.answer_parse import parse_scalar
+    from miners.verify.parse import parse_scalar
     parse_scalar("2\\sqrt{x}+1")   # -> (('+', ('*', ('n', Fraction(2, 1)), ('sqrt', ('v', 'x'), None)), ('n', Fraction(1, 1))), ('x',))
 
 The grammar of final answers: numbers (exact Fractions), mixed numbers, repeating decimals, \\frac,
@@ -66,6 +66,7 @@ def _tokenize(s: str) -> list[tuple[str, str]]:
         if not m or m.end() == pos:
             raise Unsupported(s[pos:])
         kind = m.lastgroup
+        assert kind is not None  # every alternative of _TOKEN_RE is a named group
         val = m.group(kind)
         if kind == "cmd" and val not in _KNOWN_COMMANDS:
             raise Unsupported(val)

@@ -7,7 +7,8 @@ Formats
 - jsonl: one object per item: item_id, correct (true/false) or score (number;
   correct = score >= 0.5 when `correct` is absent), and optionally
   extracted_answer, gold, output. With an output its length in scanner tokens,
-  emptiness and loop flags (audits.loops.scan) are stored too.
+  emptiness and loop flags are stored too, from the scanner the caller passes (`scan`; the CLI passes
+  the domain's repetition scanner, audits.loops.scan: the core does not import a domain package).
 - lm-eval: lm-evaluation-harness per-sample logs (samples_<task>_<time>.jsonl):
   doc_id, doc_hash, prompt_hash, target, resps, filtered_resps and the
   metric fields (exact_match, acc, acc_norm, prompt_level_strict_acc, ...).
@@ -27,13 +28,16 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Protocol
 
-from audits.loops import scan
 from pairstore.errors import BadInput
 from pairstore.ingest.base import log_ingest
 from pairstore.ingest.records import read_records
 from pairstore.keys import sha256_file
+from pairstore.store.store import Store
 from pairstore.tables.evals import SCORE_COLUMNS, add_eval_items, add_scores, lm_eval_doc_text
 
 METRICS = (
@@ -68,7 +72,37 @@ def _first_string(v):
     return v if isinstance(v, str) else None
 
 
-def _output_fields(output: str | None) -> dict:
+class OutputReport(Protocol):
+    """What an output scanner says about one output (audits.loops.LoopReport is one)."""
+
+    @property
+    def n_tokens(self) -> int: ...
+    @property
+    def empty(self) -> bool: ...
+    @property
+    def flagged(self) -> bool: ...
+    @property
+    def catastrophic(self) -> bool: ...
+
+
+OutputScanner = Callable[[str], OutputReport]
+
+
+@dataclass(frozen=True)
+class EvalsResult:
+    read: int  # records read
+    added: int  # scores written
+    skipped: int  # scores already stored
+    filter: str | None  # lm-eval: the filter kept
+    metric: str | None  # lm-eval: the metric asked for (None: the first known one present)
+    items: int  # distinct items scored
+    eval_items_added: int  # lm-eval: documents newly held out as eval items
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _output_fields(output: str | None, scan: OutputScanner) -> dict:
     if output is None:
         return {"output_len": None, "empty": None, "loop_flagged": None, "loop_catastrophic": None}
 
@@ -89,7 +123,7 @@ def _number(v, path, line, name) -> float:
     raise BadInput(f"expected a number, got {v!r}", path=str(path), line=line, field=name)
 
 
-def parse_simple(rec: dict, path, line: int) -> dict:
+def parse_simple(rec: dict, path, line: int, scan: OutputScanner) -> dict:
     item = rec.get("item_id")
     if isinstance(item, bool) or not isinstance(item, (str, int)) or str(item).strip() == "":
         raise BadInput("missing or empty item_id", path=str(path), line=line, field="item_id")
@@ -102,6 +136,7 @@ def parse_simple(rec: dict, path, line: int) -> dict:
     if correct is None and score is None:
         raise BadInput("needs correct (true/false) or score", path=str(path), line=line, field="correct")
     if correct is None:
+        assert score is not None
         correct = score >= 0.5
     if score is None:
         score = 1.0 if correct else 0.0
@@ -116,11 +151,13 @@ def parse_simple(rec: dict, path, line: int) -> dict:
         "gold": _text(rec.get("gold")),
         "doc_hash": None,
         "prompt_hash": None,
-        **_output_fields(output),
+        **_output_fields(output, scan),
     }
 
 
-def parse_lm_eval(rec: dict, path, line: int, metric: str | None) -> tuple[dict, str | None]:
+def parse_lm_eval(
+    rec: dict, path, line: int, metric: str | None, scan: OutputScanner
+) -> tuple[dict, str | None]:
     """One lm-eval sample -> (row, filter name)."""
     doc_id = rec.get("doc_id")
     if isinstance(doc_id, bool) or not isinstance(doc_id, (int, str)):
@@ -150,23 +187,24 @@ def parse_lm_eval(rec: dict, path, line: int, metric: str | None) -> tuple[dict,
             "gold": _text(rec.get("target")),
             "doc_hash": _text(rec.get("doc_hash")),
             "prompt_hash": _text(rec.get("prompt_hash")),
-            **_output_fields(output),
+            **_output_fields(output, scan),
         },
         rec.get("filter"),
     )
 
 
 def ingest_evals(
-    store,
-    path,
+    store: Store,
+    path: str | Path,
     *,
     model: str,
     suite: str,
+    scan: OutputScanner,
     fmt: str = "jsonl",
     metric: str | None = None,
     filter_name: str | None = None,
-) -> dict:
-    """Read, validate and insert per-item results; returns {"read", "added", "skipped", "filter", "metric"}."""
+) -> EvalsResult:
+    """Read, validate and insert per-item results; `scan` judges each output (length, empty, loops)."""
 
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")
@@ -176,14 +214,15 @@ def ingest_evals(
     if not Path(path).is_file():
         raise BadInput("no such file", path=str(path))
     origin = f"{fmt}:{Path(path).name}:{sha256_file(path)[:16]}"
-    rows, read, chosen_filter = {}, 0, filter_name
+    rows: dict = {}
+    read, chosen_filter = 0, filter_name
     docs: dict[str, dict] = {}
     for line, rec in read_records(path):
         read += 1
         if fmt == "jsonl":
-            row = parse_simple(rec, path, line)
+            row = parse_simple(rec, path, line, scan)
         else:
-            row, filt = parse_lm_eval(rec, path, line, metric)
+            row, filt = parse_lm_eval(rec, path, line, metric, scan)
             _held_out_doc(docs, rec, row, path, line)
             if chosen_filter is None:
                 chosen_filter = filt
@@ -220,15 +259,15 @@ def ingest_evals(
                 "eval_items_added": held,
             },
         )
-    return {
-        "read": read,
-        "added": int(added),
-        "skipped": len(rows) - int(added),
-        "filter": chosen_filter,
-        "metric": metric,
-        "items": len(rows),
-        "eval_items_added": held,
-    }
+    return EvalsResult(
+        read=read,
+        added=int(added),
+        skipped=len(rows) - int(added),
+        filter=chosen_filter,
+        metric=metric,
+        items=len(rows),
+        eval_items_added=held,
+    )
 
 
 def _held_out_doc(docs: dict, rec: dict, row: dict, path, line: int) -> None:

@@ -1,8 +1,7 @@
-"""Importers: UltraFeedback binarized and handcrafted compliance pairs, as miners.
+"""UltraFeedback binarized preference pairs into `pairs` (written by pairstore.tables.pairs).
 
-    pairstore mine ultrafeedback [--path DIR_OR_FILE] [--limit N --seed S]
-    pairstore mine compliance compliance.jsonl
-    from miners.importers import import_ultrafeedback, import_compliance
+    pairstore ingest ultrafeedback [--path DIR_OR_FILE] [--limit N --seed S]
+    from pairstore.ingest.ultrafeedback import import_ultrafeedback
 
 UltraFeedback (`HuggingFaceH4/ultrafeedback_binarized`, split `train_prefs`)
 is read from the Hub with the real `datasets.load_dataset`, or offline from
@@ -15,40 +14,40 @@ message of chosen / rejected is kept as the answer; the turns before it are
 the prompt. Source 'ultrafeedback'; origin ('import', 'ultrafeedback:<prompt_id>',
 "score_chosen=8.5 > score_rejected=3"). Dropped: 'tie' (equal scores: no
 preference), 'over limit' (with `limit`: the rows outside the seeded
-selection, xxh3 of seed and prompt_id), plus add_pairs' reasons.
-
-Compliance JSONL/parquet (handcrafted): one record per line, either
-{prompt, chosen, rejected} -> a pair, source 'compliance', or {prompt, target}
--> an NLL-only `sft` row (rejected None), source 'compliance_sft'. prompt is a
-string or a message list (kept as given, system message included); optional
-`id` (the origin id; default "<file name>:<line>") and `family`.
+selection, xxh3 of seed and prompt_id), 'holdout' (the prompt is held out),
+plus add_pairs' reasons.
 
 Bad records raise BadInput naming the file, the line (the row for parquet and Arrow) and
-the field; nothing is written. Both importers also drop rows whose prompt is
-held out ('holdout'), like every miner.
+the field; nothing is written.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
-from miners.registry import MineResult, new_result, register, write_pairs
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.dataset_files import DatasetRecord, read_dataset
-from pairstore.ingest.records import Fields, read_records
+from pairstore.ingest.pairs import PairsResult, write_pairs
+from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, seeded_rank
-from pairstore.tables.pairs import Origin, Pair
+from pairstore.store.store import Store
+from pairstore.tables.pairs import Origin, Pair, declare_sources
 
 ULTRAFEEDBACK = "HuggingFaceH4/ultrafeedback_binarized"
 ULTRAFEEDBACK_SPLIT = "train_prefs"
+# Recorded on every pair as pairs.miner / miner_version (the names these pairs carried when an importer
+# was registered as a miner, so stores and exports stay the same).
+PRODUCER, VERSION = "ultrafeedback", "1"
+SOURCES = declare_sources(("ultrafeedback",), by=__name__)
 
 
 # -- UltraFeedback -----------------------------------------------------------------
 
 
-def _hub_records(split: str):
+def _hub_records(split: str) -> list[DatasetRecord]:
     """The split from the Hub (or its cache) through the real `datasets` loader."""
     import datasets
 
@@ -71,7 +70,9 @@ def _hub_records(split: str):
     return [DatasetRecord(where, row, rec, ULTRAFEEDBACK) for row, rec in enumerate(ds, start=1)]
 
 
-def ultrafeedback_records(path=None, *, split: str = ULTRAFEEDBACK_SPLIT):
+def ultrafeedback_records(
+    path: str | Path | None = None, *, split: str = ULTRAFEEDBACK_SPLIT
+) -> Iterable[DatasetRecord]:
     """The split's records: from the Hub, or from `path` (a file, a Hub folder or a save_to_disk folder:
     pairstore.ingest.dataset_files), each with its own file and line."""
     return _hub_records(split) if path is None else read_dataset(path, split=split)
@@ -86,16 +87,20 @@ def _answer_and_prompt(f: Fields, name: str) -> tuple[list[dict], str]:
     return msgs[:-1], msgs[-1]["content"]
 
 
-@register("ultrafeedback", version="1")
 def import_ultrafeedback(
-    store, *, path=None, limit: int | None = None, seed: int = 0, split: str = ULTRAFEEDBACK_SPLIT
-) -> MineResult:
+    store: Store,
+    *,
+    path: str | Path | None = None,
+    limit: int | None = None,
+    seed: int = 0,
+    split: str = ULTRAFEEDBACK_SPLIT,
+) -> PairsResult:
     """UltraFeedback binarized preference pairs (assistant answers only), source 'ultrafeedback'."""
     if limit is not None and limit < 1:
         raise BadInput("limit must be at least 1", field="limit")
     if split.startswith("test"):
         raise BadInput(f"split {split!r} is a test split: never trained on", field="split")
-    result = new_result(import_ultrafeedback)
+    result = PairsResult(PRODUCER, VERSION)
     rows = []
     for r in ultrafeedback_records(path, split=split):
         f = Fields(r.record, r.path, r.line)
@@ -132,57 +137,6 @@ def import_ultrafeedback(
                 origins=[Origin("import", f"ultrafeedback:{prompt_id}", rule)],
             )
         )
-    with store.transaction():
-        write_pairs(store, result, pairs, holdout)
-    return result
-
-
-# -- handcrafted compliance pairs and NLL rows -------------------------------------
-
-
-@register("compliance", version="1")
-def import_compliance(store, *, path) -> MineResult:
-    """Handcrafted compliance pairs {prompt, chosen, rejected} and NLL rows {prompt, target}."""
-    result = new_result(import_compliance)
-    name = Path(path).name
-    pairs = []
-    for line, rec in read_records(path):
-        f = Fields(rec, path, line)
-        prompt = f.messages("prompt")
-        origin_id = f.str("id", required=False) or f"{name}:{line}"
-        family = f.str("family", required=False)
-        if f.has("target"):
-            if f.has("chosen") or f.has("rejected"):
-                raise f.error("target", "give either target (an NLL row) or chosen and rejected, not both")
-            target = f.str("target")
-            result.stats["sft rows"] += 1
-            pairs.append(
-                Pair(
-                    prompt=prompt,
-                    chosen=target,
-                    rejected=None,
-                    source="compliance_sft",
-                    family=family,
-                    origins=[Origin("import", origin_id, "handcrafted compliance NLL row")],
-                )
-            )
-        else:
-            chosen = f.str("chosen")
-            rejected = f.str("rejected")
-            result.stats["pairs"] += 1
-            pairs.append(
-                Pair(
-                    prompt=prompt,
-                    chosen=chosen,
-                    rejected=rejected,
-                    source="compliance",
-                    family=family,
-                    origins=[
-                        Origin("import", origin_id, "handcrafted: compliant chosen, non-compliant rejected")
-                    ],
-                )
-            )
-    holdout = HoldoutFilter.load(store)
     with store.transaction():
         write_pairs(store, result, pairs, holdout)
     return result

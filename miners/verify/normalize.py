@@ -1,6 +1,6 @@
 """Normalization for miners.verify: an answer span -> one canonical string, then its structure.
 
-    from miners.answer_normalize import normalize, structure
+    from miners.verify.normalize import normalize, structure
     normalize("\\\\$1,\\\\!250.00", "gsm8k")            # -> ("1250.00", False)
     normalize("x \\\\geq 5", "math")                     # -> ("x>=5", False)
     structure("(5,2),(7,2)")                          # -> ("list", ("(5,2)", "(7,2)"))
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from miners.answer_extract import balanced
+from miners.verify.brackets import closing_index, depth_zero, encloses
 
 CACHE_SIZE = 65536
 
@@ -111,7 +111,7 @@ def unwrap_text_commands(s: str) -> str:
         m = _TEXT_CMD_RE.search(s)
         if not m:
             return s
-        end = balanced(s, m.end() - 1)
+        end = closing_index(s, m.end() - 1)
         if end < 0:
             return s[: m.start()] + s[m.end() :]
         s = s[: m.start()] + " " + s[m.end() : end - 1] + " " + s[end:]
@@ -119,17 +119,7 @@ def unwrap_text_commands(s: str) -> str:
 
 def _encloses_all(s: str, open_: str, close: str) -> bool:
     """s[0] opens a group that closes exactly at s[-1]."""
-    if len(s) < 2 or s[0] != open_ or s[-1] != close:
-        return False
-    depth = 0
-    for i, c in enumerate(s):
-        if c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0 and i != len(s) - 1:
-                return False
-    return depth == 0
+    return encloses(s, open_, close)
 
 
 @lru_cache(maxsize=CACHE_SIZE)
@@ -202,15 +192,11 @@ _REL_OPS = ("<=", ">=", "!=", "<", ">")
 
 def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> list[str]:
     """s split at depth 0 on any of seps (and on the words "and"/"or" when words)."""
-    parts, depth, start = [], 0, 0
+    outside = depth_zero(s)
+    parts, start = [], 0
     i, n = 0, len(s)
     while i < n:
-        c = s[i]
-        if c in "([{\x01":
-            depth += 1
-        elif c in ")]}\x02":
-            depth -= 1
-        elif depth == 0:
+        if outside[i]:
             hit = next((sep for sep in seps if s.startswith(sep, i)), None)
             if hit is None and words:
                 for w in ("and", "or"):
@@ -233,30 +219,17 @@ def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> li
 
 def _encloses(s: str) -> bool:
     """s[0] opens a bracket that closes exactly at s[-1] (any bracket type: intervals mix them)."""
-    if len(s) < 2 or s[0] not in _OPEN or s[-1] not in ")]\x02":
-        return False
-    depth = 0
-    for i, c in enumerate(s):
-        if c in "([{\x01":
-            depth += 1
-        elif c in ")]}\x02":
-            depth -= 1
-            if depth == 0 and i != len(s) - 1:
-                return False
-    return depth == 0
+    return s[:1] in _OPEN and s[-1:] in ")]\x02" and encloses(s)
 
 
 def relation_parts(s: str) -> tuple[list[str], list[str]] | None:
     """(sides, operators) of a chain of <, >, <=, >=, != at depth 0, or None when there is none."""
-    sides, ops, depth, start = [], [], 0, 0
+    outside = depth_zero(s)
+    sides, ops, start = [], [], 0
     i, n = 0, len(s)
     while i < n:
         c = s[i]
-        if c in "([{\x01":
-            depth += 1
-        elif c in ")]}\x02":
-            depth -= 1
-        elif depth == 0 and c in "<>!":
+        if outside[i] and c in "<>!":
             op = s[i : i + 2] if s[i : i + 2] in _REL_OPS else (c if c in "<>" else None)
             if op is not None:
                 sides.append(s[start:i])
@@ -301,8 +274,8 @@ def structure(s: str):
     sizes = {len(split_top(g)) for g in groups}
     if len(groups) > 1 and len(sizes) == 1 and sizes != {1}:
         return ("list", tuple(groups))  # "p=5,q=2 and p=7,q=2": the words separate groups
-    items = [p.strip() for p in split_top(s, (",",), words=True)]
-    items = [p for p in items if p]
-    if len(items) > 1:
-        return ("list", tuple(items))
-    return ("scalar", items[0] if items else s)
+    listed = [p.strip() for p in split_top(s, (",",), words=True)]
+    listed = [p for p in listed if p]
+    if len(listed) > 1:
+        return ("list", tuple(listed))
+    return ("scalar", listed[0] if listed else s)

@@ -1,10 +1,10 @@
 """The exact evaluator of miners.verify: the usual final-answer grammar, evaluated without sympy.
 
-    from miners.answer_exact import numeric_equal
+    from miners.verify.exact import numeric_equal
     numeric_equal("\\frac{1}{\\sqrt{2}}", "\\frac{\\sqrt{2}}{2}", False, False)   # -> True
     numeric_equal("0.333", "\\frac{1}{3}", False, False)                          # -> False
 
-Reads canonical strings (miners.answer_normalize): integers, decimals, scientific notation,
+Reads canonical strings (miners.verify.normalize): integers, decimals, scientific notation,
 fractions and mixed numbers, repeating decimals, radicals, pi, e, i, powers, implicit products, n!,
 \\binom, \\log_b, \\ln, \\exp, \\sin/\\cos/\\tan with a clear argument, variables. Rational values
 compare exactly (Fraction); others within 1e-9 relative; expressions with variables at three fixed
@@ -21,8 +21,9 @@ import cmath
 import math
 import re
 from fractions import Fraction
+from typing import Any
 
-from miners.answer_parse import TRIG, TooHard, Unsupported, parse_scalar
+from miners.verify.parse import TRIG, TooHard, Unsupported, parse_scalar
 
 _MAX_FACTORIAL = 500
 _MAX_BINOM = 5000
@@ -148,7 +149,7 @@ def _evaluate(node, env: dict[str, complex]):
         return _function(
             node[1], _evaluate(node[2], env), None if node[3] is None else _evaluate(node[3], env)
         )
-    a = _evaluate(node[1], env) if op != "sqrt" else None
+    a: Any = _evaluate(node[1], env) if op != "sqrt" else None
     if op == "+":
         b = _evaluate(node[2], env)
         return a + b if type(a) is type(b) else _to_complex(a) + _to_complex(b)

@@ -1,0 +1,131 @@
+"""The labelled verifier corpora of bench/data, read one way for the benchmark and the regression test.
+
+    from verify_rows import corpora, load, verdict_table, EXPECTED
+    rows = load(DATA / "verify_outside_outputs.jsonl")   # [{id, pred, gold, kind, equal, tag, heldout}]
+    verdict_table()                                      # {(corpus, id): (label, reason)} of today's verifier
+
+EXPECTED (bench/data/verify_expected.jsonl) holds the verdict of every labelled row, one per line:
+{"corpus", "id", "label", "reason"}. tests/test_verify_regression.py fails on any row whose verdict
+differs from it; a rule change that flips rows rewrites it with
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/verify_rows.py --write
+
+so the commit's diff of that file shows every flip.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+DATA = BENCH / "data"
+EXPECTED = DATA / "verify_expected.jsonl"
+# Every labelled corpus the project holds, in report order; the held-out corpus once it is present.
+CORPORA = (
+    "verify_outside_outputs.jsonl",
+    "verify_outside_cases.jsonl",
+    "verify_audit_round2.jsonl",
+    "verify_corpus.jsonl",
+    "verify_heldout/heldout.jsonl",
+)
+
+
+def corpora() -> list[str]:
+    """The corpora present under bench/data."""
+    return [name for name in CORPORA if (DATA / name).exists()]
+
+
+def load(path: Path) -> list[dict]:
+    """Rows as {id, pred, gold, kind, equal, tag, heldout}; the regression corpus's older field names
+    (output, label, form) are read too."""
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            r = json.loads(line)
+            try:
+                rows.append(
+                    {
+                        "id": r["id"],
+                        "pred": r.get("pred", r.get("output")),
+                        "gold": r["gold"],
+                        "kind": r["kind"],
+                        "equal": bool(r.get("equal", r.get("label"))),
+                        "tag": r.get("tag", r.get("form")),
+                        "heldout": bool(r.get("heldout")),
+                        "source": r.get("source", ""),
+                    }
+                )
+            except KeyError as e:
+                raise SystemExit(f"{path}:{n}: field {e.args[0]!r} missing") from None
+    return rows
+
+
+# math-verify's time bounds while the table is made: generous, so that no verdict depends on how
+# loaded the machine is (the benchmark keeps the verifier's own bounds)
+GENEROUS_TIMEOUT_S = 30.0
+
+
+def verdict_table(names: list[str] | None = None) -> dict[tuple[str, str], tuple[str, str]]:
+    """{(corpus, row id): (label, reason)} from one Verifier over every row of the corpora."""
+    sys.path.insert(0, str(ROOT))
+    from miners.verify import Verifier, symbolic
+
+    symbolic.SYMBOLIC_TIMEOUT_S = symbolic.OUTPUT_TIMEOUT_S = GENEROUS_TIMEOUT_S
+
+    logging.disable(logging.WARNING)  # math-verify logs its timeouts; the verdicts are what counts
+    verifier = Verifier()
+    out = {}
+    for name in names or corpora():
+        for r in load(DATA / name):
+            v = verifier.verify(r["pred"], r["gold"], r["kind"])
+            out[(name, r["id"])] = (v.label, v.reason)
+    return out
+
+
+def read_expected(path: Path = EXPECTED) -> dict[tuple[str, str], tuple[str, str]]:
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                r = json.loads(line)
+                out[(r["corpus"], r["id"])] = (r["label"], r["reason"])
+    return out
+
+
+def write_expected(table: dict, path: Path = EXPECTED) -> None:
+    sys.path.insert(0, str(ROOT))
+    from pairstore.files import atomic_write_text
+
+    lines = [
+        json.dumps({"corpus": c, "id": i, "label": label, "reason": reason}, ensure_ascii=False)
+        for (c, i), (label, reason) in sorted(table.items())
+    ]
+    atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--write", action="store_true", help=f"rewrite {EXPECTED.relative_to(ROOT)}")
+    args = ap.parse_args(argv)
+    table = verdict_table()
+    if args.write:
+        write_expected(table)
+        print(f"wrote {len(table)} verdicts to {EXPECTED.relative_to(ROOT)}")
+        return 0
+    expected = read_expected()
+    flips = {k: (expected.get(k), v) for k, v in table.items() if expected.get(k) != v}
+    for (c, i), (was, now) in sorted(flips.items()):
+        print(f"{c} {i}: {was} -> {now}")
+    print(f"{len(flips)} of {len(table)} rows differ from {EXPECTED.relative_to(ROOT)}")
+    return 1 if flips else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,209 @@
+"""Answer extraction for miners.verify: the final answer a model's whole output commits to.
+
+    from miners.verify.extract import extract_answer
+    extract_answer("... so 3 + 3 = 6.\\nThe answer is 6.\\n\\nQuestion: Tom has ...", "gsm8k")   # -> "6"
+    extract_answer("\\\\boxed{1} and \\\\boxed{2} and \\\\boxed{3}", "math")                      # -> "1, 2, 3"
+    extract_answer("<think>...</think> <answer> The positive number is 12. </answer>", "math")  # -> "12"
+
+The final answer is what the output finally commits to (the labelling conventions in
+bench/data/README.md):
+  1. the turn is cut first: at a chat-template token (<|im_start|>, <|eot_id|>, </s>, ...) or an
+     invented "User:"/"Human:" line, and, once an answer has been given, at a hallucinated new
+     question ("Question:", "Q:", "Now it's your turn", "New question:", ...);
+  2. answer spans, each found by a named rule (miners.verify.rules): \\\\boxed{} / \\\\fbox{} /
+     \\\\boxed 5 (boxes side by side, joined only by "and", commas or spacing, form one answer),
+     <answer>...</answer>, "Final answer: X", "The answer is X" (also "the answer (arabic numerals)
+     is" with the value on a later line), "Answer: X", "A: X", "#### X", unboxed math right after
+     "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\)), and a JSON field "answer": "X";
+  3. the span that starts last wins (a self-correction, or the answer after a repetition loop); at
+     an equal start the rule of higher priority, and two of equal priority that read differently
+     there make the extraction ambiguous;
+  4. a span in prose ("The largest $n$ is 34.", "Jake has 7 peaches.", "two hundred four dollars")
+     is reduced to its value (miners.verify.prose: bold, else what follows the last "is"/"="/":",
+     else the first value);
+  5. with no span at all: a short one-line output is its own answer (unless it loops), and a
+     concluding last sentence ("Therefore, ..."/"So ..."/"因此...") or a display block after a colon
+     is read as in 4.
+An empty box, an unclosed one, or an answer tag holding nothing commits to nothing (None).
+read_answer says which rule read the answer, whether that form is strong (a value chosen out of a
+sentence that offered several is weak: the verifier asks math-verify), or why there is no answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value
+from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
+from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, Extraction
+
+__all__ = ["cut_turn", "extract_answer", "read_answer", "strip_answer"]
+
+# What may stand between boxes that together form one answer: spacing, math delimiters, \text{and},
+# punctuation, a label ("y_2 ="), and a few words if a conjunction is among them.
+_JOIN_DROP_RE = re.compile(
+    r"\\(?:quad|qquad|text|textbf|mathrm|mbox)\b|\\[,;:! ]|\\[()\[\]]|[${}~]|"
+    r"[a-zA-Z](?:_\{?\w+\}?)?\s*="
+)
+_JOIN_WORDS_RE = re.compile(r"[A-Za-z]+")
+
+# ------------------------------------------------------------------------------------- the turn
+
+# A chat-template token ends the assistant's turn wherever it appears.
+_TURN_END_RE = re.compile(
+    r"<\|(?:im_start|im_end|user|endoftext|eot_id|eom_id|start_header_id|end)\|>|</s>|\[INST\]"
+)
+# An invented role line: what follows is a conversation the model made up.
+_ROLE_RE = re.compile(r"(?m)^[ \t>*_#]*(?:user|human|humanbrain)[ \t*_]*[:：]", re.I)
+# A new question the model invents after it has answered. Only cut when an answer precedes it.
+_FOLLOWUP_RE = re.compile(
+    r"(?im)^[ \t>*_#]*(?:question|q|problem|instruction|exercise|new\s+problem|new\s+question|"
+    r"follow[- ]up(?:\s+question)?)[ \t*_]*(?:\d+[ \t]*)?[:：.]"
+    r"|\b(?:now\s+(?:it'?s|is)\s+your\s+turn|your\s+turn\s*[:!.]|here\s+is\s+a\s+new\s+question|"
+    r"can\s+you\s+now\s+solve|now\s+solve\s+the\s+(?:following\s+)?(?:question|problem)|"
+    r"please\s+answer\s+this\s+question)"
+)
+
+# words one of which any follow-up marker contains (a cheap test before the regex)
+_FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "follow", "turn", "solve")
+
+
+def _joins(gap: str) -> bool:
+    """Whether the text between two boxes keeps them one answer ("\\quad\\text{and}\\quad", ", ")."""
+    rest = _JOIN_DROP_RE.sub(" ", gap)
+    if len(rest) > 60 or "\n\n" in gap.strip():
+        return False
+    words = [w.lower() for w in _JOIN_WORDS_RE.findall(rest)]
+    if not words:
+        return not re.search(r"[.!?]\s", rest + " ")
+    return len(words) <= 5 and bool({"and", "or"} & set(words)) or ("," in rest and len(words) <= 2)
+
+
+def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
+    """The boxes side by side that end with cands[last], joined as one answer ("1, 2, 3")."""
+    group = [cands[last]]
+    j = last - 1
+    while j >= 0 and cands[j].rule == "boxed":
+        prev, cur = cands[j], group[0]
+        if prev.end > cur.start or not _joins(text[prev.end : cur.start]):
+            break
+        group.insert(0, prev)
+        j -= 1
+    if len(group) == 1:
+        return None
+    parts = [strip_answer(c.text) for c in group]
+    if any(not p for p in parts):
+        return None
+    if len(set(parts)) == 1:  # the same box repeated ("\boxed{6}. \] \[ \boxed{6}")
+        return parts[0]
+    return ", ".join(parts)
+
+
+# a number as written in prose (thousands separators and decimals kept together)
+_NUMERAL_RE = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
+    """(the answer without its wrapping, whether reading it was a choice: a weak form).
+
+    A value read out of prose is weak when the sentence offered a choice: two or more different
+    numbers, in numerals or in words ("The answer is 18 dollars." and "... is two hundred four
+    dollars." are not weak; "The answer is 18 - 3 = 15 dollars." is). Words with no number at all
+    are compared as words: nothing was chosen."""
+    stripped = strip_answer(ans)
+    if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
+        return stripped, False
+    value = prose_value(stripped, kind)
+    numerals = set(_NUMERAL_RE.findall(stripped))
+    words = number_word_runs(stripped)
+    if not numerals and words <= 1:
+        return (strip_answer(value) if value is not None else stripped), False
+    if value is None or words:
+        return (stripped if value is None else strip_answer(value)), True
+    value = strip_answer(value)
+    return value, not (
+        len(numerals) == 1 and value.lstrip("$-").replace(",", "") in {n.replace(",", "") for n in numerals}
+    )
+
+
+def cut_turn(text: str) -> str:
+    """The output up to where the assistant's turn ends (a chat token or an invented role line)."""
+    if "<" in text or "[INST]" in text:
+        m = _TURN_END_RE.search(text)
+        if m:
+            text = text[: m.start()]
+    low = text.lower()
+    if "user" in low or "human" in low:
+        m = _ROLE_RE.search(text, 1)
+        if m:
+            text = text[: m.start()]
+    return text
+
+
+def read_answer(text: str, kind: str = "math") -> Extraction:
+    """What the output finally commits to (module doc): the answer, the rule, whether the form is
+    strong, or why there is none."""
+    if not text or not text.strip():
+        return Extraction(None, missing=EMPTY_OUTPUT)
+    text = cut_turn(text)
+    cands = find_spans(text, kind)
+    if cands:
+        first_end = min(c.end for c in cands)
+        low = text.lower()
+        hints = low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS)
+        for m in _FOLLOWUP_RE.finditer(text, first_end) if hints else ():
+            kept = [c for c in cands if c.end <= m.start()]
+            if kept:
+                cands = kept
+                text = text[: m.start()]
+                break
+        # latest start wins; at an equal start the rule of higher priority
+        cands.sort(key=lambda c: (c.start, RULES_BY_NAME[c.rule].priority))
+        last = cands[-1]
+        rule = RULES_BY_NAME[last.rule]
+        rivals = [
+            c for c in cands[:-1] if c.start == last.start and RULES_BY_NAME[c.rule].priority == rule.priority
+        ]
+        answer, weak = _span_answer(text, cands, last, kind)
+        for rival in rivals:
+            other, _ = _span_answer(text, cands, rival, kind)
+            if other != answer:
+                return Extraction(None, last.rule, missing=AMBIGUOUS)
+        if not answer:
+            return Extraction(None, last.rule, missing=EMPTY_ANSWER)
+        return Extraction(answer, last.rule, rule.strong and not weak)
+    stripped = text.strip()
+    # a short one-line output is its own answer, unless it is a box the model never closed
+    if "\n" not in stripped and len(stripped) <= 80 and "\\boxed" not in stripped and not looping(stripped):
+        answer, weak = _finish(stripped, "short", kind)
+        if answer:
+            # a bare value ("18", "\\frac12") is its own answer; a sentence read for its value is weak
+            return Extraction(answer, "short_output", not weak)
+        return Extraction(None, missing=NO_ANSWER)
+    if kind == "task":
+        return Extraction(None, missing=NO_ANSWER)
+    value = concluding(stripped, kind)
+    if value and strip_answer(value):
+        return Extraction(strip_answer(value), "concluding_sentence", False)
+    return Extraction(None, missing=NO_ANSWER)
+
+
+def _span_answer(text: str, cands: list[Span], span: Span, kind: str) -> tuple[str, bool]:
+    """(the answer a span states, whether it was read out of prose)."""
+    if span.rule in ("answer_tag", "json_field"):
+        if "boxed" in span.text or "fbox" in span.text:
+            inner = read_answer(span.text, kind)
+            if inner.answer is not None:
+                return inner.answer, not inner.strong
+        return _finish(span.text, span.rule, kind)
+    if span.rule == "boxed":
+        boxes = [c for c in cands if c.rule == "boxed"]
+        grouped = _grouped_boxes(text, boxes, boxes.index(span))
+        if grouped is not None:
+            return grouped, False
+    return _finish(span.text, span.rule, kind)
+
+
+def extract_answer(text: str, kind: str = "math") -> str | None:
+    """The final answer a model's whole output commits to, or None when it commits to none."""
+    return read_answer(text, kind).answer

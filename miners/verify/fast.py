@@ -1,0 +1,131 @@
+"""The fast path of miners.verify: exact comparisons of an extracted answer with the gold, decided only
+when certain.
+
+    from miners.verify.fast import fast_compare, gold_answer
+    fast_compare("\\\\frac{10}{4}", "\\\\frac52", "math")   # -> True
+    fast_compare("x^2+\\\\sin x", "x^2", "math")           # -> None: undecided, for math-verify
+    gold_answer("... so she has 72.\\n#### 72", "gsm8k")    # -> "72"
+
+kind is "gsm8k" (gold is a number), "math" (gold is a MATH-style LaTeX answer) or "task" (gold is the
+string a loop-fix generator computed; see _task_equal). Normalization (miners.verify.normalize), then
+exact arithmetic, words as words, structures element by element, equations up to a factor,
+one-variable relations as intervals, matrix sums and products (miners.verify.compare, .exact, .parse).
+"""
+
+from __future__ import annotations
+
+import re
+
+from miners.verify.compare import choice_letter, value_verdict
+from miners.verify.exact import numeric_equal
+from miners.verify.extract import extract_answer, strip_answer
+from miners.verify.normalize import normalize, unwrap_text_commands
+from miners.verify.parse import REPEATING_RE, TooHard, Unsupported, parse_scalar
+
+_GSM_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
+
+
+def _gsm8k_number(s: str) -> str | None:
+    """The number a GSM8K answer span states: the whole span when it is one, else the result
+    after the last '=' or the first number ("18 dollars per day" -> 18)."""
+    if "=" in s:
+        s = s.rsplit("=", 1)[1]
+    m = _GSM_NUMBER_RE.search(s)
+    return m.group(0).replace(" ", "") if m else None
+
+
+def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
+    """True/False when certain; None hands the spans to math-verify."""
+    pred, pred_pct = normalize(pred_answer, kind)
+    gold, gold_pct = normalize(gold_text, kind)
+    if not gold:
+        return None  # a gold that normalizes to nothing: nothing to compare against
+    if not pred:
+        return False
+    if kind == "task":  # before the shortcut: normalization drops trailing words, which task text keeps
+        return _task_equal(pred_answer, gold_text, pred, gold, pred_pct, gold_pct)
+    if pred == gold and pred_pct == gold_pct:
+        return True
+    # multiple choice: a gold that is one letter A-E
+    if re.fullmatch(r"\(?[A-E]\)?", gold):
+        letter = choice_letter(pred)
+        return letter is not None and letter == gold.strip("()")
+    if kind == "gsm8k" and re.fullmatch(r"-?\d+(?:\.\d+)?", gold):
+        verdict = value_verdict(pred, gold, pred_pct, gold_pct, kind)
+        if verdict is not None:
+            return verdict
+        number = _gsm8k_number(pred)
+        if number is None:
+            return False  # no number at all against a numeric gold
+        if number == pred:
+            return None
+        try:
+            return numeric_equal(number, gold, pred_pct, gold_pct)
+        except (Unsupported, TooHard):
+            return None
+    return value_verdict(pred, gold, pred_pct, gold_pct, kind)
+
+
+# ---------------------------------------------------------------------------------- task golds
+
+_TASK_NUMBER_RE = re.compile(r"-?\d+(?:/\d+)?")
+_QR_GOLD_RE = re.compile(r"(-?\d+) R (\d+)")
+_QR_PRED_RE = re.compile(
+    r"(?i)(?:the\s+)?(?:quotient\s*(?:is|=|:)?\s*)?(-?\d+)\s*[,;]?\s*(?:and\s+)?(?:the\s+)?"
+    r"(?:r|rem\.?|remainder)\s*(?:is|=|:|of)?\s*(\d+)"
+)
+
+
+def _task_equal(
+    pred_answer: str, gold_answer: str, pred: str, gold: str, pred_pct: bool, gold_pct: bool
+) -> bool:
+    """Loop-fix task golds (generators/): the format is part of the answer where the task asks for one.
+
+    "253 R 9" (quotient and remainder; "253 remainder 9" reads the same); a decimal to N places
+    (the digits exactly, trailing zeros kept: 0.1428570000... is a runaway, not the answer); a
+    repeating expansion "0.1(6)" (any marked repeating notation of the same value, not "1/6"); an
+    integer or fraction (by value); anything else is text (letter removal), exact up to surrounding
+    quotes, markup, whitespace and a final period.
+    """
+    g = gold_answer.strip()
+    m = _QR_GOLD_RE.fullmatch(g)
+    if m:
+        pm = _QR_PRED_RE.fullmatch(_task_text(pred_answer))
+        return pm is not None and int(pm.group(1)) == int(m.group(1)) and int(pm.group(2)) == int(m.group(2))
+    if re.fullmatch(r"-?\d*\.\d+", g):
+        return pred == gold
+    if REPEATING_RE.match(gold):
+        if not (REPEATING_RE.match(pred) or re.fullmatch(r"-?\d*\.\d+", pred)):
+            return False
+        try:
+            return numeric_equal(pred, gold, False, False)
+        except (Unsupported, TooHard):
+            return False
+    if _TASK_NUMBER_RE.fullmatch(g):
+        try:
+            parse_scalar(pred)
+        except (Unsupported, TooHard, RecursionError):
+            return False
+        return value_verdict(pred, gold, pred_pct, gold_pct, "task") is True
+    return _task_text(pred_answer) == _task_text(gold_answer)
+
+
+def _task_text(s: str) -> str:
+    s = unwrap_text_commands(s).strip().strip("*_`$ \t").rstrip(".")
+    s = s.strip("\"'“”‘’ ")
+    return re.sub(r"\s+", " ", s)
+
+
+def gold_answer(gold: str, kind: str) -> str:
+    """A gold that is a whole solution (GSM8K's '... #### 72', a boxed MATH solution) or a sentence
+    that states its answer ("Answer is forty three.") -> its answer."""
+    # a task gold is text to compare as written (it may contain the word "answer"), never a sentence to read
+    stated = re.search(r"(?i)final answer", gold) or (kind != "task" and re.search(r"(?i)\banswer\b", gold))
+    if "####" in gold or "\\boxed" in gold or "\\fbox" in gold or stated:
+        ans = extract_answer(gold, kind)
+        if ans is not None:
+            return ans
+        m = re.match(r"\s*\\boxed\s*\{", gold)
+        if m:  # a gold box left open: its content is still the reference
+            return strip_answer(gold[m.end() :])
+    return strip_answer(gold)

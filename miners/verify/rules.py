@@ -1,0 +1,305 @@
+"""Answer-span rules: where a model's output states an answer, as a list of named rules with priorities.
+
+    from miners.verify.rules import SPAN_RULES, find_spans
+    [s.rule for s in find_spans("... so \\\\boxed{6}. Final answer: 6", "math")]   # -> ["boxed", "final_line"]
+
+Each rule is data (SpanRule): a name, a priority, whether the form is strong (the fast path's reading
+of it is trusted without a second opinion), a cheap hint (a substring that must occur for the rule to
+look at all) and the finder, whose docstring names the output forms it reads, with an example. The
+extractor (miners.verify.extract) takes every rule's spans, cuts the turn, and lets the span that
+starts last win; at an equal start the higher priority wins, and two equal-priority spans there that
+read differently make the extraction ambiguous (unknown). Adding a form is adding a rule here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from miners.verify.brackets import brace_pairs, walk
+
+
+class Span(NamedTuple):
+    """One answer span a rule found: text[start:end] holds it, `text` is the answer as written."""
+
+    start: int
+    end: int
+    text: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class SpanRule:
+    name: str
+    priority: int  # at an equal start the higher one wins
+    strong: bool  # the form commits to an answer unmistakably: no second opinion needed
+    hints: tuple[str, ...]  # the rule looks only when one of these occurs (in the lowered text)
+    find: Callable[[str, str, str], Iterable[Span]]  # (text, lowered text, kind) -> spans
+
+
+_BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
+# The patterns below start at a literal word (found at regex speed); where a match must begin a line
+# or follow a sentence, the code checks the text before it.
+_FINAL_LINE_RE = re.compile(
+    r"(?i)(?<![a-z])final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)"
+)
+_ANSWER_IS_RE = re.compile(
+    r"(?i)(?<![a-z])answer\s*(?:\([^()\n]{0,40}\)\s*)?"
+    r"(?:is|would\s+be|should\s+be|=)\s*[:：]?[ \t]*"
+    r"(?=(?P<ans>[^\n]{0,400}))"  # a lookahead: "the answer is 5 ... no, the answer is 6" on one line
+)
+_ANSWER_LINE_RE = re.compile(r"(?i)(?<![a-z])answer[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
+_LINE_LEAD_RE = re.compile(r"(?:^|\n)[ \t>*_#-]*$|[.!?] $")  # what may stand before "Answer:"
+_A_LINE_RE = re.compile(r"(?m)^A[ \t]*:[ \t]*(?P<ans>[^\n]+)")  # GSM8K's few-shot "A: 18"
+_HASHES_RE = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
+_ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
+_ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
+# unboxed math right after the word "answer": Answer $ 9 $, the answer is: \[ 9 \]
+_ANSWER_MATH_RE = re.compile(
+    r"(?i)\banswer\b(?![>_])(?:\s*\([^()\n]{0,40}\))?(?:\s+is\b)?\s*[:：]?\s*(?P<open>\\\[|\$\$|\\\(|\$)"
+)
+# a JSON (or Python dict) field "answer": "..." or "final_answer": 42 -- the format evaluation prompts
+# ask for; the string may hold escapes (\\frac, \") or LaTeX the model did not escape (\frac)
+_JSON_ANSWER_RE = re.compile(
+    r"""(?P<k>["'])(?:final[_ ]?)?answer(?P=k)\s*:\s*(?:(?P<q>["'])(?P<s>(?:(?!(?P=q))[^\\]|\\.){0,400})(?P=q)|(?P<n>-?\d[\d.,/]*))""",
+    re.I | re.S,
+)
+# the fields after "answer" in the same object ("confidence": 0.9, "notes": "..."): text inside them
+# is commentary on the answer field, not a later answer
+_JSON_NEXT_FIELD_RE = re.compile(
+    r"""\s*,\s*(["'])[^"'\n]{1,40}\1\s*:\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.]+)""", re.S
+)
+_MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
+# "I checked that the answer is correct": talk about an answer, not one.
+_NOT_AN_ANSWER_RE = re.compile(
+    r"(?i)\s*(?:correct|incorrect|right|wrong|not|as\s+follows|below|above|that|this|clear|obvious|"
+    r"indeed\s+correct|likely|probably|given|found|shown|simply|in|to|still|also|then|therefore|thus|so|"
+    r"because|calculated|computed|consistent|reasonable|the\s+same|same|written\s+in)\b|\s*[,.:]?\s*$"
+)
+_SENTENCE_END_RE = re.compile(r"[.;!?](?=\s|$)")
+_PLACEHOLDER_RE = re.compile(r"^[\s_.:：*-]*$")
+
+
+def _json_string(s: str) -> str:
+    """The text of a JSON string as models write it: \\\\ and \\" are escapes, but a backslash before
+    a letter is LaTeX left unescaped (\\frac, \\times, \\neq), not a form feed, a tab or a newline."""
+    s = s.replace("\\\\", "\x00")
+    s = re.sub(r"\\([\"'/])", r"\1", s)
+    s = re.sub(r"\\[nrt](?![a-zA-Z])", " ", s)
+    return s.replace("\x00", "\\")
+
+
+def _cut_sentence(span: str) -> str:
+    if "$" not in span and "{" not in span:  # the common case, at regex speed
+        m = _SENTENCE_END_RE.search(span)
+        return span[: m.start()] if m else span
+    # keep "$3.5$" and "\frac{1}{2}" intact: only cut outside $...$ and braces
+    in_math = False
+    for i, c, depth in walk(span, "{", "}"):
+        if c == "$":
+            in_math = not in_math
+        elif not in_math and depth <= 0 and c in ".;!?" and (i + 1 == len(span) or span[i + 1].isspace()):
+            if c == "." and i > 0 and span[i - 1].isdigit() and i + 1 < len(span) and span[i + 1].isdigit():
+                continue
+            return span[:i]
+    return span
+
+
+def _next_line(text: str, pos: int) -> str:
+    """The first non-empty line after pos ("The answer (arabic numerals) is\\n\\n8")."""
+    for line in text[pos:].split("\n", 4)[1:4]:
+        if not _PLACEHOLDER_RE.match(line):
+            return line.strip()[:400]
+    return ""
+
+
+def _math_block(text: str, open_at: int, opener: str) -> tuple[int, str] | None:
+    """(end, content) of the math block that opens at text[open_at] with `opener`, or None."""
+    start = open_at + len(opener)
+    closer = _MATH_CLOSE[opener]
+    i = start
+    limit = min(len(text), start + 400)
+    while i < limit:
+        j = text.find(closer, i, limit)
+        if j < 0:
+            return None
+        if closer == "$" and j > 0 and text[j - 1] == "\\":  # \$ is a dollar sign, not a delimiter
+            i = j + 1
+            continue
+        return j + len(closer), text[start:j]
+    return None
+
+
+def _matches(regex: re.Pattern, text: str, low: str, word: str):
+    """regex's matches, tried only where `word` occurs (the patterns start with it): a find per
+    occurrence instead of a case-insensitive scan of the whole text."""
+    if len(low) != len(text):  # lower() changed the length (some non-ASCII letters): scan
+        yield from regex.finditer(text)
+        return
+    pos = low.find(word)
+    while pos >= 0:
+        m = regex.match(text, pos)
+        if m:
+            yield m
+        pos = low.find(word, pos + 1)
+
+
+def _json_fields_end(text: str, pos: int) -> int:
+    """Where the fields that follow a JSON value at pos end (pos itself when none follow)."""
+    while True:
+        m = _JSON_NEXT_FIELD_RE.match(text, pos)
+        if not m:
+            return pos
+        pos = m.end()
+
+
+def strip_answer(ans: str) -> str:
+    """Markdown, quotes, outer math delimiters and trailing punctuation around an answer."""
+    s = ans.strip().replace('\\"', '"').strip('*_` \t"“”')
+    if s.startswith(":"):
+        s = s[1:].strip()
+    s = s.rstrip(" .;,")
+    for lo, hi in (("$$", "$$"), ("\\[", "\\]"), ("\\(", "\\)")):
+        if s.startswith(lo) and s.endswith(hi) and len(s) >= len(lo) + len(hi):
+            s = s[len(lo) : len(s) - len(hi)].strip()
+    if len(s) >= 2 and s[0] == "$" and s[-1] == "$" and s.count("$") == 2:
+        s = s[1:-1].strip()
+    return s.rstrip(" .;,").strip('*_` \t"“”')
+
+
+# ------------------------------------------------------------------------------------- the rules
+
+
+def find_boxed(text: str, low: str, kind: str) -> Iterable[Span]:
+    """`\\boxed{...}`, `\\fbox{...}` and the brace-less `\\boxed 5`: "so $x = \\boxed{\\frac{1}{2}}$"
+    -> "\\frac{1}{2}". An unclosed box (a truncated output) is no span."""
+    closing = None
+    for m in _BOXED_RE.finditer(text):
+        if m.group(1) is not None:
+            if closing is None:
+                closing = brace_pairs(text, m.start())  # braces before the first box do not matter
+            end = closing.get(m.start(1), -1)
+            if end >= 0:
+                yield Span(m.start(), end, text[m.start(1) + 1 : end - 1], "boxed")
+        else:
+            yield Span(m.start(), m.end(), m.group(2), "boxed")
+
+
+def find_final_line(text: str, low: str, kind: str) -> Iterable[Span]:
+    """ "Final answer: X" and "The final answer is: X" to the end of the line:
+    "**Final Answer:** 72" -> "72"."""
+    for m in _matches(_FINAL_LINE_RE, text, low, "final"):
+        yield _line_span(text, m, "final_line")
+
+
+def find_answer_is(text: str, low: str, kind: str) -> Iterable[Span]:
+    """ "the answer is X", "answer would be X", "answer (arabic numerals) is\\n\\n8", to the end of the
+    sentence: "So the answer is 18 dollars." -> "18 dollars" (prose: reduced to 18). Talk about an
+    answer ("the answer is correct") is none."""
+    for m in _matches(_ANSWER_IS_RE, text, low, "answer"):
+        ans = _cut_sentence(m.group("ans"))
+        if _NOT_AN_ANSWER_RE.match(ans) and not _PLACEHOLDER_RE.match(ans):
+            continue
+        end = m.start("ans") + len(ans)
+        if _PLACEHOLDER_RE.match(ans):
+            ans = _cut_sentence(_next_line(text, m.start("ans")))
+        yield Span(m.start(), end, ans, "answer_is")
+
+
+def find_answer_line(text: str, low: str, kind: str) -> Iterable[Span]:
+    """ "Answer: X" at the start of a line or after a sentence: "**Answer:** $12$" -> "12"."""
+    for m in _matches(_ANSWER_LINE_RE, text, low, "answer"):
+        if _LINE_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
+            yield _line_span(text, m, "answer_line")
+
+
+def find_answer_math(text: str, low: str, kind: str) -> Iterable[Span]:
+    """Unboxed math right after the word "answer": "Answer $ 9 $", "the answer is: \\[ x = 9 \\]" ->
+    "x = 9". A "$" before a digit in a GSM8K output is money, not math."""
+    if "$" not in text and "\\" not in text:
+        return
+    for m in _matches(_ANSWER_MATH_RE, text, low, "answer"):
+        if m.group("open") == "$" and (kind == "gsm8k" or text[m.end() : m.end() + 1].isdigit()):
+            continue
+        block = _math_block(text, m.start("open"), m.group("open"))
+        if block is not None and not block[1].rstrip().endswith(("+", "-", "=")):
+            yield Span(m.start(), block[0], block[1], "answer_math")
+
+
+def find_json_field(text: str, low: str, kind: str) -> Iterable[Span]:
+    """A JSON (or Python dict) field `"answer": "..."` / `"final_answer": 42`, the format some
+    evaluation prompts ask for: `{"reasoning": "...", "answer": "\\\\frac{3}{4}"}` -> "\\frac{3}{4}"
+    (JSON escapes undone, LaTeX the model left unescaped kept)."""
+    if 'answer"' not in low and "answer'" not in low:
+        return
+    for m in _JSON_ANSWER_RE.finditer(text):
+        value = _json_string(m.group("s")) if m.group("n") is None else m.group("n")
+        yield Span(m.start(), m.end(), value, "json_field")
+
+
+def find_answer_tag(text: str, low: str, kind: str) -> Iterable[Span]:
+    """The last answer tag that holds something: `<answer> 12 </answer>`, `{answer} 21 </answer>`,
+    `(answer) 7`; an r1-style rollout "<think>...</think> <answer>The number is 12.</answer>" -> "12"."""
+    if "answer>" not in low and "answer}" not in low and "(answer)" not in low:
+        return
+    tags = list(_ANSWER_TAG_RE.finditer(text))
+    for k in range(len(tags) - 1, -1, -1):
+        m = tags[k]
+        close = _ANSWER_CLOSE_RE.search(text, m.end())
+        end = min(
+            close.start() if close else len(text), tags[k + 1].start() if k + 1 < len(tags) else len(text)
+        )
+        if strip_answer(text[m.end() : end]) or k == 0:
+            yield Span(m.start(), end, text[m.end() : end], "answer_tag")
+            return
+
+
+def find_a_line(text: str, low: str, kind: str) -> Iterable[Span]:
+    """GSM8K's few-shot "A: X" line: "A: The answer is 18." -> "18"."""
+    for m in _A_LINE_RE.finditer(text):
+        yield Span(m.start(), m.end(), m.group("ans"), "a_line")
+
+
+def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
+    """GSM8K's "#### X": "#### 72" -> "72"."""
+    for m in _HASHES_RE.finditer(text):
+        yield Span(m.start(), m.end(), m.group("ans"), "hashes")
+
+
+def _line_span(text: str, m: re.Match, rule: str) -> Span:
+    ans = m.group("ans")
+    end = m.start("ans") + len(ans)
+    if _PLACEHOLDER_RE.match(ans):  # "Answer: _____." with the value on the next line
+        ans = _next_line(text, m.start("ans"))
+    return Span(m.start(), end, ans, rule)
+
+
+# The rules, in the order they are tried (the order does not decide: position and priority do).
+SPAN_RULES: tuple[SpanRule, ...] = (
+    SpanRule("boxed", 3, True, ("boxed", "fbox"), find_boxed),
+    SpanRule("answer_tag", 2, True, ("answer",), find_answer_tag),
+    SpanRule("final_line", 1, True, ("final",), find_final_line),
+    SpanRule("json_field", 1, True, ("answer",), find_json_field),
+    SpanRule("hashes", 1, True, ("####",), find_hashes),
+    SpanRule("answer_is", 1, True, ("answer",), find_answer_is),
+    SpanRule("answer_line", 1, True, ("answer",), find_answer_line),
+    SpanRule("a_line", 1, True, ("a:",), find_a_line),
+    SpanRule("answer_math", 0, True, ("answer",), find_answer_math),
+)
+RULES_BY_NAME = {r.name: r for r in SPAN_RULES}
+
+
+def find_spans(text: str, kind: str = "math", rules: tuple[SpanRule, ...] = SPAN_RULES) -> list[Span]:
+    """Every answer span every rule finds in text; spans inside the fields that follow a JSON answer
+    field (its "confidence", "notes") are commentary on that answer, not later answers."""
+    low = text.lower()
+    found: list[Span] = []
+    for rule in rules:
+        if any(h in low for h in rule.hints):
+            found.extend(rule.find(text, low, kind))
+    objects = [(c.end, _json_fields_end(text, c.end)) for c in found if c.rule == "json_field"]
+    if objects:
+        found = [c for c in found if c.rule == "json_field" or not any(a <= c.start < b for a, b in objects)]
+    return found

@@ -1,0 +1,149 @@
+"""math-verify inside miners.verify: the second opinion, bounded in time and size.
+
+    from collections import Counter
+    from miners.verify.symbolic import span_verdict, output_reading
+    span_verdict("\\\\pm 3", "3, -3", Counter())        # -> True (about 10 ms once sympy is loaded)
+    output_reading("... so $x = \\\\frac12$.", "0.5", Counter())   # -> ("correct", "1/2")
+
+Two uses. span_verdict compares two extracted spans the fast path could not decide. output_reading
+is math-verify's own reading of a whole output (its extraction, then its comparison): an independent
+second opinion on an output whose answer form the fast path holds weak, or where it found none.
+
+The work is bounded three ways: a size/complexity guard (exponent towers, huge literals, deep nesting
+never reach sympy), a wall-clock limit in the main thread (an interval timer; math-verify's own
+timeout uses whole-second signal.alarm and is turned off), and, in other threads, the guard alone
+(signals only reach the main thread). A refused, timed-out or failed comparison is undecided (None,
+or "unknown"), never "not equal"; each is counted in the caller's counter (`calls`, `refused`,
+`timeouts`, `failures`, `output_calls`).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+
+from miners.verify.brackets import max_depth
+
+SYMBOLIC_TIMEOUT_S = 0.8  # one pair of spans
+OUTPUT_TIMEOUT_S = 2.0  # a whole output: extraction over its text, then the comparison
+# math-verify reads the last answer in an output; its tail holds it (and bounds the regex work)
+OUTPUT_TAIL_CHARS = 6000
+
+_TOWER_RE = re.compile(r"\^\s*\{[^{}]*\^|\^\s*\(?[\d.]+\^|\*\*[^*]*\*\*")
+_BIG_INT_RE = re.compile(r"\d{16,}")
+_FACTORIAL_RE = re.compile(r"(\d+)\s*!")
+_SYMBOLIC_SUM_RE = re.compile(r"\\(?:sum|prod)_\{[^{}]*\}\^\{?[^{}$]*[a-zA-Z]")
+_POWER_RE = re.compile(r"\^\s*\{?\s*-?(\d+)")
+
+_math_verify = None
+
+
+class _SymbolicTimeout(BaseException):
+    """BaseException so that math-verify's own `except Exception` cannot swallow it."""
+
+
+def too_complex(s: str) -> bool:
+    """Inputs whose sympy evaluation could run away (exponent towers, huge literals or powers,
+    big factorials, deep nesting). These are never handed to sympy."""
+    if len(s) > 300 or s.count("^") > 8:
+        return True
+    if _TOWER_RE.search(s) or _BIG_INT_RE.search(s):
+        return True
+    if _SYMBOLIC_SUM_RE.search(s):
+        return True  # a sum up to n needs symbolic summation: past the time bound, every time
+    if any(int(m.group(1)) > 200 for m in _POWER_RE.finditer(s)):
+        return True
+    if any(int(m.group(1)) > 200 for m in _FACTORIAL_RE.finditer(s)):
+        return True
+    return max_depth(s) > 12
+
+
+def _raise_timeout(signum, frame):
+    raise _SymbolicTimeout()
+
+
+def _load_math_verify():
+    global _math_verify
+    if _math_verify is None:
+        import math_verify
+        import math_verify.grader
+        import math_verify.parser
+
+        # We bound the time ourselves (below); silence its one-time "timeout disabled" warning.
+        math_verify.parser.TIMEOUT_WARNING_SHOWN = True
+        math_verify.grader.TIMEOUT_WARNING_SHOWN = True
+        _math_verify = math_verify
+    return _math_verify
+
+
+def _bounded(run, seconds: float, stats):
+    """run() under a wall-clock bound in the main thread (the guard alone elsewhere); None when it
+    timed out or raised (counted)."""
+    if threading.current_thread() is not threading.main_thread():
+        try:
+            return run()
+        except Exception:  # math-verify raised: counted, and undecided
+            stats["failures"] += 1
+            return None
+    old_handler = signal.signal(signal.SIGALRM, _raise_timeout)
+    old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return run()
+    except _SymbolicTimeout:
+        stats["timeouts"] += 1
+        return None
+    except Exception:
+        stats["failures"] += 1
+        return None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old_handler)
+        if old_timer[0] > 0:  # somebody else's timer was running: give it back what was left
+            signal.setitimer(signal.ITIMER_REAL, max(old_timer[0] - seconds, 0.001), old_timer[1])
+
+
+def span_verdict(pred: str, gold: str, stats) -> bool | None:
+    """math-verify's verdict on two answer spans (LaTeX or plain), bounded; None when refused, timed
+    out, unparsable or failed (each counted in stats)."""
+    if too_complex(pred) or too_complex(gold):
+        stats["refused"] += 1
+        return None
+    stats["calls"] += 1
+    mv = _load_math_verify()
+
+    def run():
+        cfg = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
+        g = mv.parse("$" + gold + "$", extraction_config=cfg, parsing_timeout=None)
+        p = mv.parse("$" + pred + "$", extraction_config=cfg, parsing_timeout=None)
+        if not g or not p:
+            stats["failures"] += 1
+            return None
+        return bool(mv.verify(g, p, timeout_seconds=None))
+
+    return _bounded(run, SYMBOLIC_TIMEOUT_S, stats)
+
+
+def output_reading(output: str, gold: str, stats) -> tuple[str, str | None]:
+    """(label, answer) as math-verify reads a whole output against a gold span, the way it is
+    normally used (its default extraction of the output's last answer-like expression): "correct",
+    "wrong", or "unknown" when it extracts nothing, cannot parse the gold, refuses or times out."""
+    if too_complex(gold):
+        stats["refused"] += 1
+        return "unknown", None
+    stats["output_calls"] += 1
+    mv = _load_math_verify()
+
+    def run():
+        g = mv.parse("$" + gold + "$", parsing_timeout=None)
+        p = mv.parse(output[-OUTPUT_TAIL_CHARS:], parsing_timeout=None)
+        if not g or not p:
+            return "unknown", None
+        answer = str(p[-1]) if len(p) > 1 else str(p[0])
+        if too_complex(answer):
+            stats["refused"] += 1
+            return "unknown", answer
+        return ("correct" if mv.verify(g, p, timeout_seconds=None) else "wrong"), answer
+
+    got = _bounded(run, OUTPUT_TIMEOUT_S, stats)
+    return got if got is not None else ("unknown", None)

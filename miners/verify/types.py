@@ -1,0 +1,85 @@
+"""The verifier's named types: what extraction found, each verifier's reading, and the verdict.
+
+    Verdict("unknown", "verifiers disagree", "12", rule="answer_is",
+            readings=(Reading("fast", "correct", "12"), Reading("math-verify", "wrong", "14")))
+
+A verdict is one of three labels. `correct` and `wrong` are definite: a miner may turn them into
+pairs. `unknown` is the verifier saying it cannot tell; its reason says why, and no miner trains on
+it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+CORRECT, WRONG, UNKNOWN = "correct", "wrong", "unknown"
+LABELS = (CORRECT, WRONG, UNKNOWN)
+
+# Reasons, one per way a verdict is reached (the miners count unknowns by these).
+EQUAL = "compared equal"
+UNEQUAL = "compared unequal"
+EMPTY_OUTPUT = "empty output"
+EMPTY_ANSWER = "empty answer"  # an empty \boxed{} or <answer></answer>: commits to nothing
+LOOPED = "looped before any answer"
+TRUNCATED = "truncated before any answer"
+NO_ANSWER = "no answer found"
+AMBIGUOUS = "ambiguous answer"
+DISAGREE = "verifiers disagree"
+UNDECIDED = "comparison undecided"  # a timeout, an unparsable expression, an unforeseen error
+WEAK_UNCONFIRMED = "weak form unconfirmed"  # read out of prose, and math-verify could not read it
+RUNAWAY = "answer too long"  # a runaway span: no verifier reads 2,000 characters of "answer"
+UNKNOWN_REASONS = (NO_ANSWER, AMBIGUOUS, DISAGREE, UNDECIDED, WEAK_UNCONFIRMED, RUNAWAY)
+
+FAST, MATH_VERIFY = "fast", "math-verify"
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """What the span rules read out of an output: the answer (None when none), the rule that found
+    it, whether that form is strong (read without a second opinion), and why there is no answer."""
+
+    answer: str | None
+    rule: str | None = None
+    strong: bool = False
+    missing: str | None = None  # EMPTY_OUTPUT, EMPTY_ANSWER, NO_ANSWER or AMBIGUOUS when answer is None
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One verifier's reading of an output: its label and the answer it compared."""
+
+    verifier: str  # FAST or MATH_VERIFY
+    label: str
+    answer: str | None
+
+    def as_dict(self) -> dict:
+        return {"verifier": self.verifier, "label": self.label, "answer": self.answer}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """correct, wrong or unknown, with the reason, the extracted answer, the rule that found it and
+    the readings behind it (two where math-verify was asked)."""
+
+    label: str
+    reason: str
+    answer: str | None = None
+    rule: str | None = None
+    readings: tuple[Reading, ...] = field(default=())
+
+    @property
+    def definite(self) -> bool:
+        return self.label != UNKNOWN
+
+    @property
+    def correct(self) -> bool:
+        return self.label == CORRECT
+
+    def as_dict(self) -> dict:
+        return {
+            "label": self.label,
+            "reason": self.reason,
+            "answer": self.answer,
+            "rule": self.rule,
+            "readings": [r.as_dict() for r in self.readings],
+        }

@@ -1,0 +1,242 @@
+"""Verifier: an output and its gold in, a Verdict out -- correct, wrong, or unknown with its reason.
+
+    from miners.verify import Verifier
+    v = Verifier()
+    v.verify("... The answer is \\\\boxed{\\\\dfrac{1}{2}}.", "0.5", "math")   # Verdict("correct", "compared equal", "\\dfrac{1}{2}", ...)
+    v.verify("Let me think about this step by step.", "7", "gsm8k")          # Verdict("unknown", "no answer found", ...)
+    v.stats                                                                 # Counter: how verdicts were reached
+
+How a verdict is reached:
+  1. extraction (miners.verify.extract over miners.verify.rules): the answer the output finally
+     commits to, the rule that found it, and whether that form is strong. No answer: an empty output
+     or an empty box is `wrong`; an output that loops (audits.loops) or is cut off (inside a box, a
+     code block or a math span, or on an operator) before any answer is `wrong`; otherwise `unknown`
+     ("no answer found", or "ambiguous answer" when two rules of equal standing read differently at
+     the same place).
+  2. the fast path (miners.verify.fast) compares the answer with the gold when it is certain; when
+     it cannot decide, math-verify compares the two spans (time-bounded); if that cannot decide
+     either (a timeout, an unparsable expression, an error), `unknown` ("comparison undecided").
+  3. a second opinion where the form is weak (a value read out of prose, a concluding sentence with
+     no marker): math-verify reads the whole output itself; where the two readings differ the
+     verdict is `unknown` ("verifiers disagree") with both readings kept.
+     Where math-verify cannot read the output, the weak reading is unconfirmed and the verdict is
+     `unknown` ("weak form unconfirmed").
+  Where the verifier finds no committed answer, math-verify is not asked: its reading would be the
+  output's last expression, and on the labelled corpora every such "correct" was wrong.
+Strong forms the fast path decides never reach math-verify, which keeps throughput high. Each
+Verifier counts how its verdicts were reached in `stats` (no module-level counters) and caches the
+comparison per (answer, gold, kind), so many samples of one problem pay once per distinct answer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import NamedTuple
+
+from audits.loops import scan
+from miners.verify import symbolic
+from miners.verify.brackets import closing_index
+from miners.verify.extract import cut_turn, read_answer
+from miners.verify.fast import fast_compare, gold_answer
+from miners.verify.types import (
+    AMBIGUOUS,
+    CORRECT,
+    DISAGREE,
+    EMPTY_ANSWER,
+    EMPTY_OUTPUT,
+    EQUAL,
+    FAST,
+    LOOPED,
+    MATH_VERIFY,
+    NO_ANSWER,
+    RUNAWAY,
+    TRUNCATED,
+    UNDECIDED,
+    UNEQUAL,
+    UNKNOWN,
+    WEAK_UNCONFIRMED,
+    WRONG,
+    Extraction,
+    Reading,
+    Verdict,
+)
+from pairstore.errors import BadInput
+
+KINDS = ("gsm8k", "math", "task")
+CACHE_SIZE = 65536
+MAX_ANSWER_CHARS = 2000  # longer "answers" are runaways; normalizing them could cost O(n^2)
+
+# Extraction rules that read an output with no answer marker at all.
+FALLBACK_RULES = ("short_output", "concluding_sentence")
+# An output that ends on one of these was cut off mid-expression.
+_DANGLING_END = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",")
+
+
+def check_kind(kind: str) -> None:
+    if kind not in KINDS:
+        raise BadInput(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", field="kind")
+
+
+def truncated(text: str) -> bool:
+    """The output stops inside something it opened: a \\boxed{ never closed, a code block, or on an
+    operator or an open bracket. (A sentence that merely lacks its full stop is
+    not taken for truncation: too many finished outputs end that way.)"""
+    body = cut_turn(text).rstrip()
+    if not body:
+        return False
+    last_box = max(body.rfind("\\boxed{"), body.rfind("\\fbox{"))
+    if last_box >= 0:
+        if closing_index(body, body.index("{", last_box)) < 0:
+            return True
+    if body.count("```") % 2 == 1:
+        return True
+    return body.endswith(_DANGLING_END)
+
+
+def looped(text: str) -> bool:
+    """The repetition scanner (audits.loops) finds the output ending in a loop or looping without end."""
+    report = scan(text)
+    return bool(report.tail_loop or report.catastrophic)
+
+
+class Comparison(NamedTuple):
+    """An extracted answer compared with the gold: the label, and math-verify's reading of the two
+    spans where the fast path could not decide (None where it did)."""
+
+    label: str
+    span_reading: Reading | None
+
+
+class Verifier:
+    """verify(output, gold, kind) -> Verdict; `stats` counts how each verdict was reached."""
+
+    def __init__(self, second_opinion: bool = True):
+        self.second_opinion = second_opinion
+        self.stats: Counter = Counter()
+        self._compared: dict[tuple[str, str, str], Comparison] = {}
+
+    # -- the comparison of an extracted answer, cached ------------------------------------------------
+
+    def compare(self, answer: str, gold: str, kind: str) -> Comparison:
+        """An extracted answer against a gold answer (cached per (answer, gold, kind))."""
+        key = (answer, gold, kind)
+        got = self._compared.get(key)
+        if got is None:
+            got = self._compare(answer, gold, kind)
+            if len(self._compared) >= CACHE_SIZE:
+                self._compared.clear()
+            self._compared[key] = got
+        else:
+            self.stats["cache hits"] += 1
+        return got
+
+    def _compare(self, answer: str, gold: str, kind: str) -> Comparison:
+        try:
+            fast = fast_compare(answer, gold, kind)
+        except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
+            self.stats["fast path exceptions"] += 1
+            fast = None
+        if fast is not None:
+            self.stats["fast path decided"] += 1
+            return Comparison(CORRECT if fast else WRONG, None)
+        self.stats["fast path undecided"] += 1
+        if kind == "task":
+            return Comparison(
+                UNKNOWN, None
+            )  # task golds are plain strings and numbers: nothing for sympy to add
+        span = symbolic.span_verdict(answer, gold, self.stats)
+        label = UNKNOWN if span is None else CORRECT if span else WRONG
+        return Comparison(label, Reading(MATH_VERIFY, label, answer))
+
+    # -- the verdict ----------------------------------------------------------------------------------
+
+    def verify(
+        self, output: str | None, gold: str | None, kind: str = "math", *, looped: bool | None = None
+    ) -> Verdict:
+        """The verdict on one output. `looped`: the caller's repetition-scanner finding, when it has
+        scanned the output already (the miners do); otherwise the scanner runs here when needed."""
+        check_kind(kind)
+        if gold is None or not str(gold).strip():
+            return self._count(Verdict(UNKNOWN, UNDECIDED))
+        if output is None:
+            output = ""
+        try:
+            gold_text = gold_answer(gold, kind)
+        except Exception:  # counted, and the gold is compared as written
+            self.stats["gold exceptions"] += 1
+            gold_text = gold
+        try:
+            extraction = read_answer(output, kind)
+        except Exception:  # no span: as if none were found, and counted
+            self.stats["extraction exceptions"] += 1
+            extraction = Extraction(None, missing=NO_ANSWER)
+        if extraction.answer is None:
+            return self._count(self._without_answer(output, extraction, looped))
+        answer = extraction.answer
+        if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
+            return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule))
+        if extraction.rule in FALLBACK_RULES and truncated(output):
+            return self._count(
+                Verdict(WRONG, TRUNCATED)
+            )  # a sentence read from a cut-off text commits to nothing
+        label, span_reading = self.compare(answer, gold_text, kind)
+        fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
+        readings = (fast,) if span_reading is None else (fast, span_reading)
+        if label == UNKNOWN:
+            return self._count(Verdict(UNKNOWN, UNDECIDED, answer, extraction.rule, readings))
+        reason = EQUAL if label == CORRECT else UNEQUAL
+        if extraction.strong or kind == "task" or not self.second_opinion:
+            return self._count(Verdict(label, reason, answer, extraction.rule, readings))
+        # a weak form: math-verify reads the whole output on its own
+        mv_label, mv_answer = symbolic.output_reading(cut_turn(output), gold_text, self.stats)
+        readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
+        if mv_label == label:
+            self.stats["second opinion agreed"] += 1
+            return self._count(Verdict(label, reason, answer, extraction.rule, readings))
+        if mv_label == UNKNOWN:
+            # nothing confirms a reading that was a choice: "He had seven apples and ate two, so five
+            # are left." reads 7 -- either way round a misread would be a training label
+            self.stats["second opinion unread"] += 1
+            return self._count(Verdict(UNKNOWN, WEAK_UNCONFIRMED, answer, extraction.rule, readings))
+        self.stats["second opinion disagreed"] += 1
+        return self._count(Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings))
+
+    def verify_answer(self, answer: str, gold: str, kind: str = "math") -> Verdict:
+        """The verdict on an answer already extracted (no output around it: no second opinion)."""
+        check_kind(kind)
+        try:
+            gold_text = gold_answer(gold, kind)
+        except Exception:
+            self.stats["gold exceptions"] += 1
+            gold_text = gold
+        if not answer or not answer.strip():
+            return self._count(Verdict(WRONG, EMPTY_ANSWER, answer))
+        if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
+            return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200]))
+        label, span_reading = self.compare(answer, gold_text, kind)
+        fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
+        readings = (fast,) if span_reading is None else (fast, span_reading)
+        reason = UNDECIDED if label == UNKNOWN else EQUAL if label == CORRECT else UNEQUAL
+        return self._count(Verdict(label, reason, answer, None, readings))
+
+    def _without_answer(self, output: str, extraction: Extraction, loop_seen: bool | None) -> Verdict:
+        if extraction.missing == EMPTY_OUTPUT:
+            return Verdict(WRONG, EMPTY_OUTPUT)
+        if extraction.missing == EMPTY_ANSWER:
+            return Verdict(WRONG, EMPTY_ANSWER, "", extraction.rule)
+        reason = AMBIGUOUS if extraction.missing == AMBIGUOUS else NO_ANSWER
+        if reason == NO_ANSWER:
+            if truncated(output):
+                return Verdict(WRONG, TRUNCATED)
+            if looped(output) if loop_seen is None else loop_seen:
+                return Verdict(WRONG, LOOPED)
+        # math-verify is not asked here: with no committed answer its reading is the output's last
+        # expression, and on the labelled corpora every "correct" it gave such an output was wrong
+        return Verdict(UNKNOWN, reason, None, extraction.rule)
+
+    def _count(self, verdict: Verdict) -> Verdict:
+        self.stats[f"{verdict.label}: {verdict.reason}"] += 1
+        return verdict
+
+    def clear_cache(self) -> None:
+        self._compared.clear()

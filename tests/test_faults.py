@@ -1,0 +1,271 @@
+"""Faults from outside: kill -9 at every publish point, a full disk, damaged and foreign store files.
+
+Each writer calls pairstore.files.publish_point before every rename and commit that publishes something;
+PAIRSTORE_FAULT_TRACE lists the points of a clean run and PAIRSTORE_FAULT_KILL_AT=N kills the process
+(SIGKILL) at the Nth. After each kill the next run's recovery (what `export`, `train soup` and `train merge`
+do first) must leave exactly the old state or the new one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pairstore.export.overwrites import recover_interrupted
+from pairstore.store.store import open_store
+from pairstore.tables.pairs import Origin, Pair, add_pairs
+
+CLI = [sys.executable, "-c", "from pairstore.cli import main; main()"]
+
+
+def pairstore(db, *args, env=None, check=False):
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
+    r = subprocess.run(
+        [*CLI, "--db", str(db), *map(str, args)], capture_output=True, text=True, env=full_env, timeout=300
+    )
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def points(db, args, tmp_path) -> list[str]:
+    """The publish points of a clean run of `args` (the run itself happens)."""
+    trace = tmp_path / "trace.txt"
+    trace.unlink(missing_ok=True)
+    pairstore(db, *args, env={"PAIRSTORE_FAULT_TRACE": str(trace)}, check=True)
+    return [line.split("\t", 1)[1] for line in trace.read_text().splitlines()]
+
+
+def sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def snapshot(paths: list[Path]) -> dict:
+    """Every file under the given paths (hidden ones too) and its SHA-256."""
+    out = {}
+    for root in paths:
+        if root.is_file():
+            out[str(root)] = sha(root)
+        elif root.is_dir():
+            for p in sorted(root.rglob("*")):
+                if p.is_file():
+                    out[str(p)] = sha(p)
+    return out
+
+
+def restore(pristine: Path, work: Path) -> None:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(pristine, work, symlinks=True)
+
+
+# ---------------------------------------------------------------------------- export
+
+
+def _export_state(db: Path, out: Path) -> tuple:
+    """(the parquet files' bytes, the active registrations), and whether the folder is consistent: every
+    file in it registered with its bytes, nothing hidden left."""
+    with open_store(db, read_only=True) as s:
+        regs = s.rows(
+            "SELECT path, sha256, evidence_path, evidence_sha256 FROM exports WHERE superseded_at IS NULL "
+            "AND kind = 'export' ORDER BY path"
+        )
+    files = {p.name: sha(p) for p in sorted(out.iterdir())} if out.is_dir() else {}
+    named = {Path(r["path"]).name: r["sha256"] for r in regs} | {
+        Path(r["evidence_path"]).name: r["evidence_sha256"] for r in regs
+    }
+    consistent = files == named
+    parquets = tuple(sorted((n, h) for n, h in files.items() if n.endswith(".parquet")))
+    return parquets, tuple(sorted((Path(r["path"]).name, r["sha256"]) for r in regs)), consistent
+
+
+def _more_pairs(store, n=5):
+    add_pairs(
+        store,
+        [
+            Pair(
+                prompt=f"Extra question number {i} about rivers and lakes?",
+                chosen=f"A careful answer {i}.",
+                rejected=f"A careless answer {i}.",
+                source="battle",
+                family="science",
+                origins=[Origin("battle", f"extra{i}", "vote=win → own chosen")],
+            )
+            for i in range(n)
+        ],
+        miner="test",
+        miner_version="1",
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("replace", [False, True], ids=["export", "export --replace"])
+def test_kill_at_every_publish_point_of_an_export_leaves_old_or_new(round_r1, tmp_path, replace):
+    store = round_r1
+    db = Path(store.path)
+    work = tmp_path / "work"
+    work.mkdir()
+    store.close()
+    shutil.move(db, work / "store.duckdb")
+    db = work / "store.duckdb"
+    out = work / "out"
+    args = ["export", "--round", "r1", "--out", out]
+    if replace:
+        pairstore(db, *args, check=True)
+        with open_store(db) as s:
+            _more_pairs(s)
+        args.append("--replace")
+    pristine = tmp_path / "pristine"
+    shutil.copytree(work, pristine)
+    old = _export_state(db, out)
+    labels = points(db, args, tmp_path)
+    new = _export_state(db, out)
+    assert old[0] != new[0] and new[2] and old[2]
+    assert any(lab.startswith("commit") for lab in labels) and len(labels) >= 3
+    outcomes = []
+    for n in range(1, len(labels) + 1):
+        restore(pristine, work)
+        r = pairstore(db, *args, env={"PAIRSTORE_FAULT_KILL_AT": str(n)})
+        assert r.returncode == -signal.SIGKILL, (n, labels[n - 1], r.stderr)
+        with open_store(db) as s:  # what the next export does first
+            recover_interrupted(
+                s,
+                out.resolve(),
+                [out.resolve() / f"r1{x}" for x in (".parquet", ".sft.parquet", ".training_evidence.json")],
+            )
+        state = _export_state(db, out)
+        outcomes.append(
+            (labels[n - 1], "old" if state == old else "new" if state == new else f"MIXED {state}")
+        )
+        # and the next run succeeds, ending in the new state
+        r = pairstore(db, *args)
+        assert r.returncode == 0, r.stderr
+        assert _export_state(db, out) == new
+    mixed = [o for o in outcomes if o[1] not in ("old", "new")]
+    assert not mixed, outcomes
+    assert {o for _, o in outcomes} == {"old", "new"}, outcomes  # the commit point divides them
+
+
+# ---------------------------------------------------------------------------- soup and merge
+
+
+def _bundle_state(db: Path, out: Path) -> tuple:
+    """(the weights and serving files at `out`, whether a checkpoint registers `out` with the evidence it
+    carries, hidden leftovers beside it)."""
+    files = (
+        {p.name: sha(p) for p in sorted(out.iterdir()) if p.name != "training_evidence.json"}
+        if out.is_dir()
+        else {}
+    )
+    with open_store(db, read_only=True) as s:
+        rows = s.rows("SELECT evidence FROM checkpoints WHERE path = ?", [str(out.resolve())])
+    registered = (
+        bool(rows)
+        and (out / "training_evidence.json").is_file()
+        and json.loads(rows[0]["evidence"]) == json.loads((out / "training_evidence.json").read_text())
+    )
+    leftovers = sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+    return files, registered, leftovers
+
+
+def _kill_every_point(db: Path, args: list, out: Path, work: Path, tmp_path: Path) -> list:
+    from train.publish import recover_bundle
+
+    pristine = tmp_path / "pristine"
+    shutil.rmtree(pristine, ignore_errors=True)
+    shutil.copytree(work, pristine, symlinks=True)
+    old = _bundle_state(db, out)
+    labels = points(db, args, tmp_path)
+    new = _bundle_state(db, out)
+    assert new[1] and new[0] and not new[2] and old != new
+    outcomes = []
+    for n in range(1, len(labels) + 1):
+        restore(pristine, work)
+        r = pairstore(db, *args, env={"PAIRSTORE_FAULT_KILL_AT": str(n)})
+        assert r.returncode == -signal.SIGKILL, (n, labels[n - 1], r.stderr)
+        with open_store(db) as s:  # what the next soup or merge into `out` does first
+            recover_bundle(s, out)
+        state = _bundle_state(db, out)
+        outcomes.append(
+            (labels[n - 1], "old" if state == old else "new" if state == new else f"MIXED {state}")
+        )
+        r = pairstore(db, *args)
+        assert r.returncode == 0, r.stderr
+        assert _bundle_state(db, out) == new
+    assert not [o for o in outcomes if o[1] not in ("old", "new")], outcomes
+    assert {o for _, o in outcomes} == {"old", "new"}, outcomes
+    return outcomes
+
+
+@pytest.mark.slow
+def test_kill_at_every_publish_point_of_a_soup_leaves_old_or_new(tiny, tmp_path):
+    from train.tiny import make_tiny_bundle
+
+    work = tmp_path / "work"
+    work.mkdir()
+    b = make_tiny_bundle(work / "b", seed=1, max_new_tokens=12)
+    a = work / "a"
+    shutil.copytree(tiny, a)
+    db = work / "store.duckdb"
+    open_store(db).close()
+    out = work / "soup"
+    args = ["train", "soup", a, b, "--alpha", "0.5", "--out", out, "--name", "s1"]
+    outcomes = _kill_every_point(db, args, out, work, tmp_path)
+    assert len(outcomes) >= 3
+
+
+@pytest.mark.slow
+def test_kill_at_every_publish_point_of_a_merge_leaves_old_or_new(tiny, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    work = tmp_path / "work"
+    work.mkdir()
+    base = work / "base"
+    shutil.copytree(tiny, base)
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(base), LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"])
+    )
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_B" in name:
+                p.normal_()
+    model.save_pretrained(work / "adapter")
+    db = work / "store.duckdb"
+    open_store(db).close()
+    out = work / "merged"
+    args = ["train", "merge", "--base", base, "--adapter", work / "adapter", "--out", out, "--name", "m1"]
+    outcomes = _kill_every_point(db, args, out, work, tmp_path)
+    assert len(outcomes) >= 3
+
+
+def test_audit_mixtures_rehashes_registered_bundles(tiny, tmp_path, store, run_cli):
+    from train.soup import soup
+    from train.tiny import make_tiny_bundle
+
+    b = make_tiny_bundle(tmp_path / "b", seed=1, max_new_tokens=12)
+    out = tmp_path / "s"
+    soup(tiny, b, 0.4, out, store=store, name="s", parents=["base", "b"])
+    store.close()
+    assert run_cli("audit", "mixtures").exit_code == 0
+    evidence = out / "training_evidence.json"
+    original = evidence.read_text()
+    evidence.write_text(original.replace('"alpha": 0.4', '"alpha": 0.9'))
+    r = run_cli("audit", "mixtures")
+    assert r.exit_code == 3 and "training_evidence.json" in r.output, r.output
+    evidence.write_text(original)
+    weights = out / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1
+    weights.write_bytes(bytes(data))
+    r = run_cli("audit", "mixtures")
+    assert r.exit_code == 3 and "model.safetensors" in r.output, r.output

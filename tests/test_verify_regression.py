@@ -1,0 +1,66 @@
+"""Every labelled row the project holds (bench/data, all corpora) keeps its recorded verdict.
+
+bench/data/verify_expected.jsonl records (label, reason) per (corpus, row id). A rule change that
+flips a row fails here, naming the rows, until the file is rewritten (bench/verify_rows.py --write)
+and the flip shows in the commit's diff.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+import verify_rows  # noqa: E402 (bench/verify_rows.py)
+
+
+@pytest.fixture(scope="module")
+def tables():
+    from miners.verify import symbolic
+
+    saved = symbolic.SYMBOLIC_TIMEOUT_S, symbolic.OUTPUT_TIMEOUT_S
+    try:
+        return verify_rows.read_expected(), verify_rows.verdict_table()
+    finally:
+        symbolic.SYMBOLIC_TIMEOUT_S, symbolic.OUTPUT_TIMEOUT_S = saved
+
+
+@pytest.mark.slow
+def test_no_unrecorded_flip(tables):
+    expected, now = tables
+    missing = sorted(k for k in now if k not in expected)
+    assert not missing, f"rows without a recorded verdict: {missing[:10]}"
+    flips = [
+        f"{c} {i}: recorded {expected[(c, i)]}, now {v}"
+        for (c, i), v in sorted(now.items())
+        if expected[(c, i)] != v
+    ]
+    assert not flips, f"{len(flips)} verdicts flipped:\n" + "\n".join(flips[:40])
+
+
+@pytest.mark.slow
+def test_every_corpus_row_is_recorded(tables):
+    expected, _ = tables
+    for name in verify_rows.corpora():
+        ids = {r["id"] for r in verify_rows.load(verify_rows.DATA / name)}
+        assert ids <= {i for c, i in expected if c == name}, name
+
+
+@pytest.mark.slow
+def test_no_recorded_verdict_contradicts_its_label(tables):
+    """The record itself holds the goal: a right answer is never recorded wrong, nor a wrong one right,
+    on the corpora the verifier was fixed against (the held-out corpus is measured, not fixed)."""
+    expected, _ = tables
+    bad = []
+    for name in verify_rows.corpora():
+        if name.startswith("verify_heldout/"):
+            continue
+        for r in verify_rows.load(verify_rows.DATA / name):
+            label, _reason = expected[(name, r["id"])]
+            if label == ("wrong" if r["equal"] else "correct"):
+                bad.append(f"{name} {r['id']}: labelled {r['equal']}, recorded {label}")
+    assert not bad, "\n".join(bad)
