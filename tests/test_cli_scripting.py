@@ -34,6 +34,7 @@ def test_every_command_has_json():
 
 def run(*args, env=None):
     runner = CliRunner()
+    env = {"PAIRSTORE_QUIET": None, **(env or {})}  # progress on, as a user gets it
     return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False, env=env)
 
 

@@ -40,7 +40,8 @@ from pairstore.cli.train import train_group
     "--quiet",
     "-q",
     is_flag=True,
-    help="No progress bars or stage lines on stderr (errors still print).",
+    envvar="PAIRSTORE_QUIET",
+    help="No progress bars or stage lines on stderr (errors still print; or set PAIRSTORE_QUIET=1).",
 )
 @click.version_option(package_name="pairstore")
 @click.pass_context

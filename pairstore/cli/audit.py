@@ -16,13 +16,9 @@ from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
-<<<<<<< HEAD
-from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
-=======
 from audits.verifier_audit import audit_verifier_file, audit_verifier_store
-from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
 from pairstore.holdout.ngrams import register_benchmark
->>>>>>> main
 
 
 @click.group("audit")
@@ -220,17 +216,6 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     type=click.Path(file_okay=False),
     help="A bundle directory whose tokenizer counts lengths (default: chars/4 estimate).",
 )
-<<<<<<< HEAD
-@json_option
-@click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer, as_json):
-    """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL."""
-    with open_db(ctx, read_only=True) as store:
-        result = write_report(store, model, out_dir, tokenizer=tokenizer)
-    if as_json:
-        echo_json(as_plain(result))
-        return
-=======
 @click.option(
     "--incumbent",
     default=None,
@@ -241,15 +226,18 @@ def audit_report_cmd(ctx, model, out_dir, tokenizer, as_json):
     is_flag=True,
     help="Evaluation, loop table and dose curve over every model in the store, not only MODEL's chain.",
 )
+@json_option
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models):
+def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models, as_json):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
     verdict against the incumbent first, then what ran, the data and the evaluations."""
     with open_db(ctx, read_only=True) as store:
         result = write_report(
             store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
         )
->>>>>>> main
+    if as_json:
+        echo_json(as_plain(result))
+        return
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"

@@ -6,17 +6,12 @@ import click
 
 from audits.loops import scan
 from pairstore.cli.base import (
-<<<<<<< HEAD
-    cli_progress,
-    echo_ingest,
-    echo_json,
-    json_option,
-=======
     check_seed,
+    cli_progress,
     echo_counts,
     echo_ingest,
     echo_json,
->>>>>>> main
+    json_option,
     open_db,
 )
 from pairstore.ingest.arena import FORMATS as ARENA_FORMATS

@@ -14,17 +14,12 @@ from typing import Any
 
 import click
 
-<<<<<<< HEAD
-from miners.registry import miners, run_miner
-from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, json_option, open_db
-=======
 from miners.registry import MinerSpec, OptionSpec, get_miner, miners, run_miner
-from pairstore.cli.base import check_seed, echo_json, echo_table, open_db
+from pairstore.cli.base import check_seed, echo_json, echo_table, json_option, open_db
 from pairstore.cli.ingest import echo_pairs_result, ingest_compliance_cmd, ingest_ultrafeedback_cmd
 from pairstore.errors import NotFound
 
 _TYPES: dict[type, click.ParamType] = {str: click.STRING, int: click.INT, float: click.FLOAT}
->>>>>>> main
 
 
 def _param(spec: OptionSpec) -> click.Parameter:
@@ -101,60 +96,17 @@ def mine_group():
 @json_option
 def mine_list_cmd(as_json):
     """List the registered miners and their versions."""
-<<<<<<< HEAD
     if as_json:
-        echo_json([{"miner": s.name, "version": s.version, "what": s.summary} for s in miners().values()])
+        echo_json(
+            [
+                {"miner": s.name, "version": s.version, "sources": list(s.sources), "what": s.summary}
+                for s in miners().values()
+            ]
+        )
         return
-    echo_table(["miner", "version", "what"], [(s.name, s.version, s.summary) for s in miners().values()])
-
-
-@mine_group.command("battle")
-@click.option("--where", default=None, help="Only battles matching this SQL condition over `battles`.")
-@_mine_json
-@click.pass_context
-def mine_battle_cmd(ctx, where, as_json):
-    """Pairs from battle votes: win → own chosen, loss → opponent chosen; holdout battles skipped."""
-    _run_miner(ctx, "battle", as_json, where=where)
-
-
-@mine_group.command("self-repair")
-@click.option("--model", required=True, help="The model whose sampled generations are mined.")
-@click.option(
-    "--dataset", required=True, type=click.Choice(["gsm8k", "math"]), help="Problems of this dataset."
-)
-@click.option(
-    "--pairs-per-problem",
-    default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="At most this many pairs per problem.",
-)
-@click.option(
-    "--seed", callback=check_seed, default=0, show_default=True, type=int, help="Seed of the pair selection."
-)
-@click.option(
-    "--no-gold-repair", is_flag=True, help="Do not use the reference solution where every sample is wrong."
-)
-@_mine_workers
-@_mine_json
-@click.pass_context
-def mine_self_repair_cmd(ctx, model, dataset, pairs_per_problem, seed, no_gold_repair, workers, as_json):
-    """Verified-correct vs wrong samples of a model on GSM8K/MATH (gold solution where all are wrong)."""
-    _run_miner(
-        ctx,
-        "self_repair",
-        as_json,
-        model=model,
-        dataset=dataset,
-        pairs_per_problem=pairs_per_problem,
-        seed=seed,
-        gold_repair=not no_gold_repair,
-        workers=workers,
-=======
     echo_table(
         ["miner", "version", "sources", "what"],
         [(s.name, s.version, ", ".join(s.sources), s.summary) for s in miners().values()],
->>>>>>> main
     )
 
 

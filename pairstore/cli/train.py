@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-<<<<<<< HEAD
 from pairstore.cli.base import (
     as_plain,
     check_seed,
@@ -19,10 +18,7 @@ from pairstore.cli.base import (
     json_option,
     open_db,
 )
-=======
-from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
 from pairstore.rounds.checkpoints import checkpoint_name, register_folder
->>>>>>> main
 from train.dpo import train_dpo_at
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
@@ -212,11 +208,7 @@ def train_dpo_cmd(
 )
 @json_option
 @click.pass_context
-<<<<<<< HEAD
-def train_merge_cmd(ctx, base, adapter, out_dir, name, max_shard_mb, trust_remote_code, as_json):
-=======
-def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code):
->>>>>>> main
+def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code, as_json):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
         result = merge_adapter(

@@ -41,11 +41,14 @@ def relocated(store_path, registered) -> Path | None:
     store's folder (`/old/run/mixtures/m11a.parquet` -> `STORE_DIR/mixtures/m11a.parquet`); None when
     the file is at its registered path or nowhere beside the store. The caller says both paths."""
     registered = Path(registered)
-    if registered.exists() or store_path is None:
+    # Only a folder that is gone as a whole was moved: a file missing from a folder still there was
+    # deleted, and the audit must say so. The tail keeps the file's folder, so another file of the
+    # same name beside the store is never taken for it.
+    if store_path is None or registered.exists() or registered.parent.exists():
         return None
     base = Path(store_path).resolve().parent
     parts = registered.parts[1:] if registered.is_absolute() else registered.parts
-    for start in range(len(parts)):
+    for start in range(len(parts) - 1):
         candidate = base.joinpath(*parts[start:])
         if candidate.exists():
             return candidate

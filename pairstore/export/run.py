@@ -37,12 +37,8 @@ from pairstore.errors import BadInput
 from pairstore.export.card import write_card
 from pairstore.export.evidence import export_evidence
 from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
-<<<<<<< HEAD
 from pairstore.export.paths import export_paths
-from pairstore.export.plan import plan_mixture
-=======
 from pairstore.export.plan import planned_mixture
->>>>>>> main
 from pairstore.export.registry import record_export
 from pairstore.export.writer import write_mixture_file
 from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
@@ -123,7 +119,7 @@ def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
     makes the files smaller), plus room for the evidence."""
     raw = con.execute(
         "SELECT coalesce(sum((strlen(p.prompt::VARCHAR) + strlen(p.chosen) "
-        "+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
+        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) FROM {plan_table} m JOIN pairs p USING (pair_id)"
     ).fetchall()[0][0]
     return int(raw) + (1 << 20)
 
@@ -173,29 +169,20 @@ def export_round(
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
     plan_scope = ExitStack()  # the planned mixture lives until the export is done, whatever happens
     try:
-<<<<<<< HEAD
-        with progress.stage(f"export {name}: plan", unit="rows") as stage:
-            plans = plan_mixture(store, recipe)
-            mixture_rows = con.execute("SELECT count(*) FROM _mix").fetchall()[0][0]
-            stage.advance(mixture_rows)
-        if not mixture_rows:
-=======
-        mix = plan_scope.enter_context(planned_mixture(store, recipe))
-        plans = mix.blocks
-        if not mix.entries():
->>>>>>> main
+        with progress.stage(f"export {name}: plan", unit="pairs") as stage:
+            mix = plan_scope.enter_context(planned_mixture(store, recipe))
+            plans = mix.blocks
+            mixture_entries = mix.entries()
+            stage.advance(mixture_entries)
+        if not mixture_entries:
             raise BadInput(
                 f"round {name!r}: the mixture selects no pairs "
                 f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
                 field="mix",
             )
-<<<<<<< HEAD
-        with progress.stage(f"export {name}: holdout gate", total=mixture_rows, unit="rows") as stage:
-            gate, exempted = run_gate(store, name, system_prompt)  # raises before anything is written
-            stage.advance(mixture_rows)
-=======
-        gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
->>>>>>> main
+        with progress.stage(f"export {name}: holdout gate", total=mixture_entries, unit="pairs") as stage:
+            gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
+            stage.advance(mixture_entries)
         try:
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
@@ -216,13 +203,9 @@ def export_round(
                 if kind not in kinds_present:
                     continue
                 tmp = temps[kind] = temp_path(finals[kind])
-<<<<<<< HEAD
                 with progress.stage(f"export {name}: write {finals[kind].name}", unit="rows") as stage:
-                    rows, chash, counts = write_mixture_file(store, tmp, kind, len(plans), system_prompt)
+                    rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
                     stage.advance(rows)
-=======
-                rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
->>>>>>> main
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n

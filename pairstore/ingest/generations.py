@@ -100,6 +100,22 @@ _BULK_SCHEMA = pa.schema(
     ]
 )
 _BULK_BATCH = 1 << 16
+# What the vectorized insert writes; the verifier's and the scanner's columns stay NULL, as below.
+_BULK_COLUMNS = [
+    "gen_id",
+    "model",
+    "item_kind",
+    "item_id",
+    "suite",
+    "prompt",
+    "output",
+    "sample_index",
+    "temperature",
+    "top_p",
+    "max_new_tokens",
+    "seed",
+    "source_file",
+]
 # The item's prompt, joined in SQL: the same messages _item_prompt builds row by row.
 _ITEM_JOIN_SQL = """
     SELECT i._row, CASE
@@ -173,14 +189,11 @@ def _ingest_vectorized(store, path, model: str, table: pa.Table, result: IngestR
         select = f"""
             SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
                 coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
-                g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, NULL::VARCHAR AS decoding,
-                NULL::VARCHAR AS extracted_answer, NULL::VARCHAR AS verdict,
-                NULL::BOOLEAN AS loop_flagged, NULL::BOOLEAN AS loop_catastrophic,
-                NULL::BOOLEAN AS loop_tail, NULL::INTEGER AS max_repeat, NULL::INTEGER AS n_tokens,
-                ? AS source_file
+                g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
             FROM _bulk_gens g JOIN ({_ITEM_JOIN_SQL}) j USING (_row)"""
-        with store.transaction(), store.registered("_bulk_gens", incoming):
-            added = insert_generations_select(store, select, [model, Path(path).name])
+        # registered outside the transaction: a failed statement rolls back before the unregister
+        with store.registered("_bulk_gens", incoming), store.transaction():
+            added = insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
             result.read = n
             result.added = added
             if n - added:

@@ -125,7 +125,6 @@ class Store:
         self.close()
 
 
-<<<<<<< HEAD
 # The on-disk format a new store is written in. The duckdb 2.x package writes format 69 by default,
 # which no 1.x client (the DuckDB CLI, DBeaver's JDBC driver, R and Node bindings of 1.x) opens;
 # v1.4.0 is the newest format both current 1.x lines read (1.4 LTS and 1.5; checked with the
@@ -145,13 +144,14 @@ def storage_version(con: duckdb.DuckDBPyConnection) -> str | None:
         "SELECT tags['storage_version'] FROM duckdb_databases() WHERE database_name = current_database()"
     ).fetchall()
     return rows[0][0] if rows else None
-=======
+
+
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
-    """The one value a query returns (a query with no row is a bug here: these always return one)."""
-    row = con.execute(sql).fetchone()
-    assert row is not None
-    return row[0]
->>>>>>> main
+    """The one value a query returns (a query with no row is a bug here: these always return one).
+    fetchall, not fetchone: a half-read result would make the caller's next con.sql() fail."""
+    rows = con.execute(sql).fetchall()
+    assert rows
+    return rows[0][0]
 
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
@@ -175,11 +175,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("""CREATE TABLE IF NOT EXISTS schema_version (
         version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,
         applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""")
-<<<<<<< HEAD
-    current = con.execute("SELECT coalesce(max(version), 0) FROM schema_version").fetchall()[0][0]
-=======
     current = _scalar(con, "SELECT coalesce(max(version), 0) FROM schema_version")
->>>>>>> main
     if current > SCHEMA_VERSION:
         raise PairstoreError(
             f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); upgrade pairstore"

@@ -86,11 +86,14 @@ def insert_generations(store, rows: list[dict]) -> int:
         ).fetchall()[0][0]
 
 
-def insert_generations_select(store, select_sql: str, params=()) -> int:
-    """Insert the rows of `select_sql` (every GEN_SCHEMA column by name, plus `_row`: the order to store
-    them in) whose gen_id is new, the first of each gen_id by `_row`; returns how many were added. The
-    vectorized ingest uses it so its rows never become Python objects."""
-    cols = ", ".join(GEN_SCHEMA.names)
+def insert_generations_select(store, select_sql: str, columns: list[str], params=()) -> int:
+    """Insert the rows of `select_sql` (the GEN_SCHEMA `columns` by name, plus `_row`: the order to store
+    them in; the other columns are NULL) whose gen_id is new, the first of each gen_id by `_row`;
+    returns how many were added. The vectorized ingest uses it so its rows never become Python objects."""
+    unknown = set(columns) - set(GEN_SCHEMA.names)
+    if unknown or "gen_id" not in columns:
+        raise ValueError(f"not generation columns: {sorted(unknown)}" if unknown else "gen_id is required")
+    cols = ", ".join(c for c in GEN_SCHEMA.names if c in columns)
     with store.transaction():
         return store.con.execute(
             f"INSERT INTO generations ({cols}) SELECT {cols} FROM ("
