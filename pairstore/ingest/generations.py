@@ -18,8 +18,9 @@ from pairstore.ingest.base import (
     dedup_in_file,
     log_ingest,
     progress_bar,
+    records_in,
 )
-from pairstore.ingest.bulk import read_jsonl_arrow
+from pairstore.ingest.bulk import NotVectorized, count_lines, iter_jsonl_batches
 from pairstore.ingest.records import INT_BITS, Fields, read_records
 from pairstore.progress import as_progress
 from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
@@ -170,58 +171,65 @@ def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
     return pa.array(ids, type=pa.string())
 
 
-def _ingest_vectorized(store, path, model: str, table: pa.Table, result: IngestResult) -> bool:
-    """The whole file in a few statements; False (nothing written) when a record needs the per-record
-    path (a bad value, an unknown item)."""
+def _ingest_batch(store, path, model: str, table: pa.Table, first_row: int) -> int:
+    """One batch of the vectorized path, inside the caller's transaction: checked, joined to its
+    items in SQL, keyed and inserted. Returns the rows added; NotVectorized when a record needs the
+    per-record path (a bad value, an unknown item)."""
     if not _vector_checks_pass(table):
-        return False
+        raise NotVectorized("a value the vectorized checks refuse")
     n = table.num_rows
-    table = table.append_column("_row", pa.array(range(n), type=pa.int64()))
-    con = store.con
+    table = table.append_column("_row", pa.array(range(first_row, first_row + n), type=pa.int64()))
     with store.registered("_bulk_items", table.select(["_row", "item_kind", "item_id", "suite"])):
-        missing = con.execute(f"SELECT count(*) FROM ({_ITEM_JOIN_SQL}) WHERE prompt IS NULL").fetchall()[0][
-            0
-        ]
-        if missing:
-            return False  # the per-record path names the first unknown item's line
-        ids = _bulk_gen_ids(table, model)
-        incoming = table.append_column("gen_id", ids)
+        missing = store.con.execute(
+            f"SELECT count(*) FROM ({_ITEM_JOIN_SQL}) WHERE prompt IS NULL"
+        ).fetchall()
+        if missing[0][0]:
+            raise NotVectorized("an item that is not in the store")
+        incoming = table.append_column("gen_id", _bulk_gen_ids(table, model))
         select = f"""
             SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
                 coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
                 g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
             FROM _bulk_gens g JOIN ({_ITEM_JOIN_SQL}) j USING (_row)"""
-        # registered outside the transaction: a failed statement rolls back before the unregister
-        with store.registered("_bulk_gens", incoming), store.transaction():
-            added = insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
-            result.read = n
-            result.added = added
-            if n - added:
-                result.skipped["already present"] = n - added
-            log_ingest(store, path, "generations", result.read, result.added)
+        with store.registered("_bulk_gens", incoming):
+            return insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
+
+
+def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) -> bool:
+    """The file streamed in Arrow batches, all in one transaction; False (nothing written) when any
+    record needs the per-record path."""
+    read = added = 0
+    try:
+        with progress.stage("ingest generations", total=records_in(path), unit="records") as stage:
+            with store.transaction():
+                for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=("prompt", "decoding")):
+                    added += _ingest_batch(store, path, model, table, read)
+                    read += table.num_rows
+                    stage.advance(table.num_rows)
+                if read == 0 or read != count_lines(Path(path)):
+                    raise NotVectorized("blank lines: line numbers would not be row numbers")
+                result.read, result.added = read, added
+                if read - added:
+                    result.skipped["already present"] = read - added
+                log_ingest(store, path, "generations", result.read, result.added)
+    except NotVectorized:
+        return False
     return True
 
 
 def ingest_generations(store, path, *, model: str, progress=None) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
 
-    A JSONL file whose records all name stored items is read whole as Arrow and checked and joined
-    in SQL (pairstore.ingest.bulk); any other file, or one with a record those checks refuse, is read
+    A JSONL file whose records all name stored items is streamed in Arrow batches, checked with Arrow
+    compute and joined to its items in SQL (pairstore.ingest.bulk), in one transaction; any other file, or one with a record those checks refuse, is read
     record by record, whose errors name the file, line and field. Verdicts and loop flags are left
     NULL here: the miners and `train sample` compute them with the verifier and the scanner (which live
     outside the store package)."""
     if not model or not model.strip():
         raise BadInput("--model is required and must not be empty", field="model")
     result = IngestResult("generations", str(path))
-    table = (
-        read_jsonl_arrow(path, _BULK_SCHEMA, refuse=("prompt", "decoding")) if Path(path).is_file() else None
-    )
-    if table is not None:
-        with as_progress(progress).stage("ingest generations", total=table.num_rows, unit="records") as stage:
-            done = _ingest_vectorized(store, path, model, table, result)
-            stage.advance(result.read)
-        if done:
-            return result
+    if _ingest_vectorized(store, path, model, result, as_progress(progress)):
+        return result
     result = IngestResult("generations", str(path))
     rows = []
     for line, rec in progress_bar(read_records(path), progress, "generations", path=path):
