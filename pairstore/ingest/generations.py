@@ -6,10 +6,12 @@ pairstore ingest generations outs.jsonl --model so7a
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from xxhash import xxh3_128_hexdigest
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import (
@@ -22,6 +24,7 @@ from pairstore.ingest.base import (
 )
 from pairstore.ingest.bulk import NotVectorized, count_lines, iter_jsonl_batches
 from pairstore.ingest.records import INT_BITS, Fields, read_records
+from pairstore.keys import nfc
 from pairstore.progress import as_progress
 from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
 
@@ -156,64 +159,102 @@ def _vector_checks_pass(table: pa.Table) -> bool:
 
 
 def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
-    """generation_id of every row, batch by batch (xxh3-128 has no DuckDB function)."""
+    """generation_id of every row, batch by batch (xxh3-128 has no DuckDB function). The id's text is
+    built the way pairstore.keys.content_id builds it (json.dumps of the NFC parts, ensure_ascii off,
+    whose strings json encodes with encode_basestring), with the parts every row shares encoded once;
+    tests/test_ingest_bulk.py checks the ids against generation_id."""
+    head = "[" + encode_basestring(nfc(model)) + ", "
+    kinds = {k: head + encode_basestring(nfc(k)) + ", " for k in ("problem", "task", "eval_item")}
     ids: list[str] = []
     for batch in table.to_batches(_BULK_BATCH):
-        kinds = batch.column("item_kind").to_pylist()
-        items = batch.column("item_id").to_pylist()
-        samples = batch.column("sample_index").to_pylist()
-        temps = batch.column("temperature").to_pylist()
-        outputs = batch.column("output").to_pylist()
+        rows = zip(
+            batch.column("item_kind").to_pylist(),
+            batch.column("item_id").to_pylist(),
+            batch.column("sample_index").to_pylist(),
+            batch.column("temperature").to_pylist(),
+            batch.column("output").to_pylist(),
+        )
         ids.extend(
-            generation_id(model, k, i, 0 if s is None else s, t, o)
-            for k, i, s, t, o in zip(kinds, items, samples, temps, outputs)
+            xxh3_128_hexdigest(
+                (
+                    kinds[k]
+                    + encode_basestring(nfc(i))
+                    + ", "
+                    + encode_basestring(str(0 if s is None else s))
+                    + ", "
+                    + encode_basestring(repr(temp))
+                    + ", "
+                    + encode_basestring(nfc(o))
+                    + "]"
+                ).encode("utf-8")
+            )
+            for k, i, s, temp, o in rows
         )
     return pa.array(ids, type=pa.string())
 
 
-def _ingest_batch(store, path, model: str, table: pa.Table, first_row: int) -> int:
-    """One batch of the vectorized path, inside the caller's transaction: checked, joined to its
-    items in SQL, keyed and inserted. Returns the rows added; NotVectorized when a record needs the
-    per-record path (a bad value, an unknown item)."""
+# DuckDB's buffer memory during the vectorized ingest (it spills the staged rows to disk beyond this).
+BULK_MEMORY_LIMIT = "512MB"
+_STAGE = "_bulk_stage"
+
+
+def _stage_batch(store, model: str, table: pa.Table, first_row: int) -> None:
+    """One batch of the vectorized path: checked with Arrow compute, keyed, appended to the staging
+    table. NotVectorized when a value needs the per-record path."""
     if not _vector_checks_pass(table):
         raise NotVectorized("a value the vectorized checks refuse")
     n = table.num_rows
     table = table.append_column("_row", pa.array(range(first_row, first_row + n), type=pa.int64()))
-    with store.registered("_bulk_items", table.select(["_row", "item_kind", "item_id", "suite"])):
-        missing = store.con.execute(
-            f"SELECT count(*) FROM ({_ITEM_JOIN_SQL}) WHERE prompt IS NULL"
-        ).fetchall()
-        if missing[0][0]:
-            raise NotVectorized("an item that is not in the store")
-        incoming = table.append_column("gen_id", _bulk_gen_ids(table, model))
-        select = f"""
-            SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
-                coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
-                g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
-            FROM _bulk_gens g JOIN ({_ITEM_JOIN_SQL}) j USING (_row)"""
-        with store.registered("_bulk_gens", incoming):
-            return insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
+    table = table.append_column("gen_id", _bulk_gen_ids(table, model))
+    with store.registered("_bulk_batch", table):
+        if first_row == 0:
+            store.con.execute(f"CREATE TEMP TABLE {_STAGE} AS SELECT * FROM _bulk_batch")
+        else:
+            store.con.execute(f"INSERT INTO {_STAGE} SELECT * FROM _bulk_batch")
+
+
+def _insert_staged(store, path, model: str) -> int:
+    """The staged rows joined to their items in SQL and inserted (one join, one insert, whatever the
+    file's size); NotVectorized when an item is not in the store."""
+    items = _ITEM_JOIN_SQL.replace("_bulk_items", _STAGE)
+    if store.con.execute(f"SELECT count(*) FROM ({items}) WHERE prompt IS NULL").fetchall()[0][0]:
+        raise NotVectorized("an item that is not in the store")
+    select = f"""
+        SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
+            coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
+            g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
+        FROM {_STAGE} g JOIN ({items}) j USING (_row)"""
+    return insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
 
 
 def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) -> bool:
-    """The file streamed in Arrow batches, all in one transaction; False (nothing written) when any
-    record needs the per-record path."""
-    read = added = 0
+    """The file streamed in Arrow batches into a staging table, then joined and inserted, all in one
+    transaction; False (nothing written) when any record needs the per-record path."""
+    con = store.con
+    read = 0
+    memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
     try:
-        with progress.stage("ingest generations", total=records_in(path), unit="records") as stage:
-            with store.transaction():
+        with store.transaction():
+            with progress.stage("ingest generations: read", total=records_in(path), unit="records") as stage:
                 for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=("prompt", "decoding")):
-                    added += _ingest_batch(store, path, model, table, read)
+                    _stage_batch(store, model, table, read)
                     read += table.num_rows
                     stage.advance(table.num_rows)
-                if read == 0 or read != count_lines(Path(path)):
-                    raise NotVectorized("blank lines: line numbers would not be row numbers")
-                result.read, result.added = read, added
-                if read - added:
-                    result.skipped["already present"] = read - added
-                log_ingest(store, path, "generations", result.read, result.added)
+            if read == 0 or read != count_lines(Path(path)):
+                raise NotVectorized("blank lines: line numbers would not be row numbers")
+            with progress.stage("ingest generations: join and insert", total=read, unit="records") as stage:
+                added = _insert_staged(store, path, model)
+                stage.advance(read)
+            result.read, result.added = read, added
+            if read - added:
+                result.skipped["already present"] = read - added
+            log_ingest(store, path, "generations", result.read, result.added)
     except NotVectorized:
         return False
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+        con.execute(f"SET memory_limit = '{memory_limit}'")
     return True
 
 

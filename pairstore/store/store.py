@@ -133,6 +133,11 @@ class Store:
 STORAGE_COMPATIBILITY_VERSION = "v1.4.0"
 
 
+# DuckDB draws its own progress bar on long statements; pairstore reports progress itself
+# (pairstore.progress, on stderr), and stdout must hold nothing but a command's output (--json).
+QUIET_CONFIG = {"enable_progress_bar": False}
+
+
 def storage_config() -> dict[str, str]:
     """The connection settings that make DuckDB write a store 1.x clients read."""
     return {"storage_compatibility_version": STORAGE_COMPATIBILITY_VERSION}
@@ -156,7 +161,7 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(path, read_only=read_only, config=storage_config())
+        return duckdb.connect(path, read_only=read_only, config={**storage_config(), **QUIET_CONFIG})
     except duckdb.IOException as e:
         msg = str(e)
         if "lock" in msg.lower():
