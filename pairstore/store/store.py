@@ -135,7 +135,9 @@ STORAGE_COMPATIBILITY_VERSION = "v1.4.0"
 
 # DuckDB draws its own progress bar on long statements; pairstore reports progress itself
 # (pairstore.progress, on stderr), and stdout must hold nothing but a command's output (--json).
-QUIET_CONFIG = {"enable_progress_bar": False}
+def quiet_connection(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    con.execute("SET enable_progress_bar = false")
+    return con
 
 
 def storage_config() -> dict[str, str]:
@@ -161,7 +163,7 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(path, read_only=read_only, config={**storage_config(), **QUIET_CONFIG})
+        return quiet_connection(duckdb.connect(path, read_only=read_only, config=storage_config()))
     except duckdb.IOException as e:
         msg = str(e)
         if "lock" in msg.lower():
