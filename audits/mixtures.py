@@ -33,6 +33,7 @@ from pathlib import Path
 
 from pairstore.errors import GateRefused
 from pairstore.export.overwrites import leftovers, started_exports
+from pairstore.export.paths import evidence_beside, is_sft_file, relocated
 from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 
@@ -48,9 +49,12 @@ class FileCheck:
     actual: str | None  # None: missing
     status: str  # ok | changed | missing | refused (these three fail) | superseded | leftover
     detail: str | None = None  # why the gate refuses it today
+    # Set when the file was not at its registered path but beside the moved store (`path` is where it
+    # was checked, this the path the registry holds).
+    registered_path: str | None = None
 
     def as_dict(self) -> dict:
-        return {
+        out = {
             "what": self.what,
             "owner": self.owner,
             "path": self.path,
@@ -59,20 +63,28 @@ class FileCheck:
             "status": self.status,
             "detail": self.detail,
         }
+        if self.registered_path is not None:
+            out["registered_path"] = self.registered_path
+        return out
 
 
-def _check(what: str, owner: str, path: Path, expected: str) -> FileCheck:
+def _check(what: str, owner: str, path: Path, expected: str, store_path=None) -> FileCheck:
+    moved = relocated(store_path, path)
+    registered = None
+    if moved is not None:
+        path, registered = moved, str(path)
     if not path.is_file():
         return FileCheck(what, owner, str(path), expected, None, "missing")
     actual = sha256_file(path)
-    return FileCheck(what, owner, str(path), expected, actual, "ok" if actual == expected else "changed")
+    status = "ok" if actual == expected else "changed"
+    return FileCheck(what, owner, str(path), expected, actual, status, registered_path=registered)
 
 
 def _evidence_check(ex: dict) -> FileCheck | None:
     """The export's training evidence (ROUND.training_evidence.json beside it) must name the registered bytes:
     "parquet_sha256" for the pair file, "sft_parquet_sha256" for NAME.sft.parquet."""
     path = Path(ex["path"])
-    ev_path = path.parent / f"{ex['round']}.training_evidence.json"
+    ev_path = evidence_beside(path, ex["round"])
     if not ev_path.is_file():
         return None
     try:
@@ -81,7 +93,7 @@ def _evidence_check(ex: dict) -> FileCheck | None:
         return FileCheck("export evidence", ex["round"], str(ev_path), ex["sha256"], "unreadable", "changed")
     if not isinstance(evidence, dict):
         return None
-    key = "sft_parquet_sha256" if path.name.endswith(".sft.parquet") else "parquet_sha256"
+    key = "sft_parquet_sha256" if is_sft_file(path) else "parquet_sha256"
     recorded = evidence.get(key)
     if recorded is None:
         return None
@@ -141,10 +153,16 @@ def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
         if ex["superseded_by"] is not None:
             checks.append(FileCheck(ex["kind"], ex["round"], str(path), ex["sha256"], None, "superseded"))
             continue
-        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"]))
+        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"], store.path))
         if ex["evidence_sha256"] is not None:
             checks.append(
-                _check("export evidence", ex["round"], Path(ex["evidence_path"]), ex["evidence_sha256"])
+                _check(
+                    "export evidence",
+                    ex["round"],
+                    Path(ex["evidence_path"]),
+                    ex["evidence_sha256"],
+                    store.path,
+                )
             )
             continue
         ev = _evidence_check(ex)
@@ -160,7 +178,7 @@ def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
         if evidence.get("kind") in ("merge", "soup"):  # a bundle pairstore wrote carries its evidence
             checks.append(_bundle_evidence_check(ck["name"], Path(ck["path"]), evidence))
         for what, name, sha in _recorded_files(evidence):
-            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
+            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha, store.path))
     return checks + (_gate_checks(store) if gate else []) + _leftovers(store)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
+from pairstore.export.paths import is_sft_file
 from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import TRAIN_KEYS, DpoRecipe, TrainConfig, recipe_from_json
@@ -107,8 +108,8 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
         raise NotFound(
             f"round {round_name} has no export (run `pairstore export --round {round_name}` first)"
         )
-    sft = [r for r in rows if r["path"].endswith(".sft.parquet")]
-    pairs = [r for r in rows if not r["path"].endswith(".sft.parquet")]
+    sft = [r for r in rows if is_sft_file(r["path"])]
+    pairs = [r for r in rows if not is_sft_file(r["path"])]
     if len(pairs) > 1 or len(sft) > 1:
         raise PairstoreError(
             f"round {round_name}: the latest export registers several files of one kind: "

@@ -18,7 +18,7 @@ from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from audits.verifier_audit import audit_verifier_file, audit_verifier_store
-from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
 from pairstore.holdout.ngrams import register_benchmark
 
 
@@ -29,7 +29,13 @@ def audit_group():
 
 
 @audit_group.command("leaks")
-@click.option("--holdout", "holdout", required=True, help="The holdout set to look for.")
+@click.option(
+    "--holdout",
+    "holdout",
+    required=True,
+    help="The holdout set to look for.",
+    shell_complete=complete("holdout"),
+)
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (the contract in docs/design.md)."
@@ -157,6 +163,13 @@ def audit_mixtures_cmd(ctx, as_json):
     every round's latest export; exit 3 naming any change, or any mixture the gate would now refuse."""
     with open_db(ctx, read_only=True) as store:
         checks = check_mixtures(store, gate=True)
+    for c in checks:
+        if c.registered_path:
+            click.echo(
+                f"warning: {c.registered_path} is not there; checked {c.path} beside the store instead "
+                "(the store was moved with its files)",
+                err=True,
+            )
     if as_json:
         echo_json([c.as_dict() for c in checks])
     else:
@@ -173,7 +186,9 @@ def audit_mixtures_cmd(ctx, as_json):
 @click.argument("a")
 @click.argument("b")
 @click.option("--suite", help="The eval suite to compare accuracy on (omit for judgments only).")
-@click.option("--holdout", help="Count only judged battles of this holdout set.")
+@click.option(
+    "--holdout", help="Count only judged battles of this holdout set.", shell_complete=complete("holdout")
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
@@ -235,14 +250,18 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     is_flag=True,
     help="Evaluation, loop table and dose curve over every model in the store, not only MODEL's chain.",
 )
+@json_option
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models):
+def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models, as_json):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
     verdict against the incumbent first, then what ran, the data and the evaluations."""
     with open_db(ctx, read_only=True) as store:
         result = write_report(
             store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
         )
+    if as_json:
+        echo_json(as_plain(result))
+        return
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"
