@@ -20,16 +20,16 @@ def test_load_dataset_reads_the_mixture_and_the_nll_rows_never_the_evidence(roun
     prefs = datasets.load_dataset(str(out), cache_dir=str(cache))
     assert list(prefs) == ["train"]
     expected = pq.read_table(out / "r1.parquet")
-    assert prefs["train"].num_rows == expected.num_rows == result.files["dpo"]["rows"]
+    assert prefs["train"].num_rows == expected.num_rows == result.files["dpo"].rows
     assert set(prefs["train"].column_names) == set(expected.column_names)
     assert prefs["train"]["pair_id"] == expected.column("pair_id").to_pylist()
     nll = datasets.load_dataset(str(out), "r1-nll", cache_dir=str(cache))
-    assert nll["train"].num_rows == result.files["sft"]["rows"] > 0
+    assert nll["train"].num_rows == result.files["sft"].rows > 0
     assert set(nll["train"].column_names) >= {"prompt", "completion"}
 
     card = (out / "README.md").read_text(encoding="utf-8")
     evidence_sha = sha256_file(out / "r1.training_evidence.json")
-    assert evidence_sha in card and result.files["dpo"]["sha256"] in card
+    assert evidence_sha in card and result.files["dpo"].sha256 in card
     gate = json.loads((out / "r1.training_evidence.json").read_text())["gate"]
     assert (
         f"| r1 | r1.parquet | {expected.num_rows} | {gate['members_checked']} | {gate['pairs_checked']} |"

@@ -160,7 +160,7 @@ def test_leak_by_whitespace_unicode_or_system_prompt_variant(gated, tmp_path, va
 def test_near_neighbours_of_a_long_member_pass(gated, tmp_path, neighbour):
     assert fuzzy_score(match_text(LONG), match_text(neighbour)) == 0.0
     add_pairs(gated, [pair(neighbour, 1)], miner="t", miner_version="1")
-    assert export_round(gated, "rb", tmp_path / "o").files["dpo"]["rows"] >= 1
+    assert export_round(gated, "rb", tmp_path / "o").files["dpo"].rows >= 1
 
 
 @pytest.mark.parametrize(
