@@ -23,9 +23,7 @@ holdout matcher (pairstore.holdout.matching: id, match key, fuzzy) ties to it.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
-from fractions import Fraction
 
 import pyarrow as pa
 
@@ -39,29 +37,31 @@ Z95 = 1.959963984540054
 
 
 def wilson_interval(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of k successes in n trials (0, 0 for n = 0)."""
+    """Wilson score interval of k successes in n trials (0, 0 for n = 0): scipy.stats.binomtest's
+    proportion_ci(method="wilson") at the confidence level z stands for."""
     if n == 0:
         return (0.0, 0.0)
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    _check_counts(k, n)
+    from scipy.stats import binomtest, norm  # lazy: scipy takes a while to import
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=float(2 * norm.cdf(z) - 1), method="wilson")
+    return (max(0.0, float(ci.low)), min(1.0, float(ci.high)))
 
 
 def binom_two_sided_half(k: int, n: int) -> float:
-    """Exact two-sided binomial p-value of k successes in n trials at p = 1/2 (1.0 for n = 0).
-
-    With p = 1/2 the distribution is symmetric, so summing every outcome no more likely than k
-    (scipy.stats.binomtest's rule) is twice the smaller tail, capped at 1. Exact fractions.
-    """
+    """Exact two-sided binomial p-value of k successes in n trials at p = 1/2 (1.0 for n = 0):
+    scipy.stats.binomtest."""
     if n == 0:
         return 1.0
+    _check_counts(k, n)
+    from scipy.stats import binomtest
+
+    return float(binomtest(k, n, 0.5, alternative="two-sided").pvalue)
+
+
+def _check_counts(k: int, n: int) -> None:
     if not 0 <= k <= n:
         raise BadInput(f"k={k} outside 0..{n}", field="k")
-    tail_k = min(k, n - k)
-    tail = sum(math.comb(n, i) for i in range(tail_k + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:

@@ -4,13 +4,13 @@
     pairstore audit decontam --benchmark math500 --path math500.jsonl --all-pairs --n 8
     pairstore audit decontam --benchmark ifeval --path ifeval.jsonl --register  # + export gate checks it
 
-As in lm-evaluation-harness: texts are normalized (ASCII lower-case,
-punctuation deleted), split on whitespace, and a training row is contaminated
-when it shares any n-gram (13 words by default) with a test item. The test
-item's text is what lm-eval uses as its decontamination query: the question
-(GSM8K, MMLU), the problem (MATH), the prompt (IFEval); from an lm-eval samples
-log (samples_*.jsonl), the question of each record's `doc` (the few-shot
-examples in `arguments` are not test items).
+As in lm-evaluation-harness (punctuation a word break instead of deleted, and every text read through the
+holdout gate's normalization first, so this audit and the gate's benchmark stage agree): texts are
+normalized (ASCII lower-case, punctuation deleted), split on whitespace, and a training row is contaminated
+when it shares any n-gram (13 words by default) with a test item. The test item's text is what lm-eval uses
+as its decontamination query: the question (GSM8K, MMLU), the problem (MATH), the prompt (IFEval); from an
+lm-eval samples log (samples_*.jsonl), the question of each record's `doc` (the few-shot examples in
+`arguments` are not test items).
 
 Hashing is vectorized (pairstore.holdout.ngrams: numpy over the Arrow buffers, only
 the benchmark's distinct words hashed in Python) and the overlap is a join in
@@ -31,6 +31,8 @@ import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, text_ngram_table
+from pairstore.holdout.normalize import word_text
+from pairstore.holdout.scan import folded
 from pairstore.ingest.dataset_files import read_dataset
 from pairstore.ingest.pair_files import read_pair_file
 from pairstore.tables.evals import lm_eval_doc_text
@@ -260,10 +262,15 @@ class DecontamReport:
 def overlap(
     con, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N
 ) -> list[tuple[int, int, int]]:
-    """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join."""
-    vocab = Vocabulary.of_texts([it.text for it in items])
-    bench = text_ngram_table(vocab, [it.text for it in items], n)
-    train = text_ngram_table(vocab, texts, n)
+    """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join.
+
+    Both sides are read as the export gate reads them (the gate's benchmark stage is this check): items
+    through pairstore.holdout.normalize.word_text, training texts through pairstore.holdout.scan.folded (the
+    janitor words, with look-alikes, invisible characters, escapes and markup undone first)."""
+    item_texts = [word_text(it.text) for it in items]
+    vocab = Vocabulary.of_texts(item_texts)
+    bench = text_ngram_table(vocab, item_texts, n)
+    train = text_ngram_table(vocab, folded(texts), n)
     if bench.num_rows == 0 or train.num_rows == 0:
         return []
     con.register("_dc_bench", bench)
@@ -281,8 +288,9 @@ def overlap(
 
 
 def items_without_ngrams(items: list[BenchmarkItem], n: int) -> int:
-    vocab = Vocabulary.of_texts([it.text for it in items])
-    docs = text_ngram_table(vocab, [it.text for it in items], n)["doc"].to_numpy()
+    item_texts = [word_text(it.text) for it in items]
+    vocab = Vocabulary.of_texts(item_texts)
+    docs = text_ngram_table(vocab, item_texts, n)["doc"].to_numpy()
     return len(items) - len(np.unique(docs))
 
 

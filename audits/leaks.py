@@ -71,7 +71,9 @@ class LeakReport:
 def _scan_rows(store, holdout: str, rows: list[PairRow]) -> list:
     if not rows:
         return []
-    cands = candidate_table((r.row_index, r.pair_id, r.origin_ids, r.prompt, r.task_key) for r in rows)
+    cands = candidate_table(
+        (r.row_index, r.pair_id, r.origin_ids, r.prompt, r.task_key, (r.chosen, r.rejected)) for r in rows
+    )
     return find_holdout_hits(store, cands, set_name=holdout)
 
 

@@ -16,6 +16,10 @@ Checked, each against the hash the store recorded when it was written or attache
   shards ("output.shards_sha256", always recorded for a registered soup),
   adapters' weights ("adapter_sha256").
 
+- every round's latest export through today's holdout gate (the holdout sets, eval items and
+  benchmarks as they are now): a mixture the gate would now refuse is "refused" (exit 3), with what
+  changed since the export.
+
 Also listed, without failing the audit: what an interrupted export left in an
 export folder (temp files, final files whose bytes no registration has).
 """
@@ -29,9 +33,11 @@ from pathlib import Path
 
 from pairstore.errors import GateRefused
 from pairstore.export.overwrites import leftovers, started_exports
+from pairstore.export.paths import evidence_beside, is_sft_file, relocated
+from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 
-FAILING = ("changed", "missing")
+FAILING = ("changed", "missing", "refused")
 
 
 @dataclass
@@ -41,31 +47,44 @@ class FileCheck:
     path: str
     expected: str | None
     actual: str | None  # None: missing
-    status: str  # ok | changed | missing (these two fail) | superseded | leftover
+    status: str  # ok | changed | missing | refused (these three fail) | superseded | leftover
+    detail: str | None = None  # why the gate refuses it today
+    # Set when the file was not at its registered path but beside the moved store (`path` is where it
+    # was checked, this the path the registry holds).
+    registered_path: str | None = None
 
     def as_dict(self) -> dict:
-        return {
+        out = {
             "what": self.what,
             "owner": self.owner,
             "path": self.path,
             "expected": self.expected,
             "actual": self.actual,
             "status": self.status,
+            "detail": self.detail,
         }
+        if self.registered_path is not None:
+            out["registered_path"] = self.registered_path
+        return out
 
 
-def _check(what: str, owner: str, path: Path, expected: str) -> FileCheck:
+def _check(what: str, owner: str, path: Path, expected: str, store_path=None) -> FileCheck:
+    moved = relocated(store_path, path)
+    registered = None
+    if moved is not None:
+        path, registered = moved, str(path)
     if not path.is_file():
         return FileCheck(what, owner, str(path), expected, None, "missing")
     actual = sha256_file(path)
-    return FileCheck(what, owner, str(path), expected, actual, "ok" if actual == expected else "changed")
+    status = "ok" if actual == expected else "changed"
+    return FileCheck(what, owner, str(path), expected, actual, status, registered_path=registered)
 
 
 def _evidence_check(ex: dict) -> FileCheck | None:
     """The export's training evidence (ROUND.training_evidence.json beside it) must name the registered bytes:
     "parquet_sha256" for the pair file, "sft_parquet_sha256" for NAME.sft.parquet."""
     path = Path(ex["path"])
-    ev_path = path.parent / f"{ex['round']}.training_evidence.json"
+    ev_path = evidence_beside(path, ex["round"])
     if not ev_path.is_file():
         return None
     try:
@@ -74,7 +93,7 @@ def _evidence_check(ex: dict) -> FileCheck | None:
         return FileCheck("export evidence", ex["round"], str(ev_path), ex["sha256"], "unreadable", "changed")
     if not isinstance(evidence, dict):
         return None
-    key = "sft_parquet_sha256" if path.name.endswith(".sft.parquet") else "parquet_sha256"
+    key = "sft_parquet_sha256" if is_sft_file(path) else "parquet_sha256"
     recorded = evidence.get(key)
     if recorded is None:
         return None
@@ -122,8 +141,9 @@ def _recorded_files(evidence: dict) -> list[tuple[str, str, str]]:
     return out
 
 
-def check_mixtures(store) -> list[FileCheck]:
-    """Every recorded file hash, recomputed. Never raises for a mismatch (see audit_mixtures)."""
+def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
+    """Every recorded file hash, recomputed; with `gate`, every round's latest export through today's
+    holdout gate too (_gate_checks). Never raises for a mismatch (see audit_mixtures)."""
     checks: list[FileCheck] = []
     for ex in store.rows(
         "SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256, "
@@ -133,10 +153,16 @@ def check_mixtures(store) -> list[FileCheck]:
         if ex["superseded_by"] is not None:
             checks.append(FileCheck(ex["kind"], ex["round"], str(path), ex["sha256"], None, "superseded"))
             continue
-        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"]))
+        checks.append(_check(ex["kind"], ex["round"], path, ex["sha256"], store.path))
         if ex["evidence_sha256"] is not None:
             checks.append(
-                _check("export evidence", ex["round"], Path(ex["evidence_path"]), ex["evidence_sha256"])
+                _check(
+                    "export evidence",
+                    ex["round"],
+                    Path(ex["evidence_path"]),
+                    ex["evidence_sha256"],
+                    store.path,
+                )
             )
             continue
         ev = _evidence_check(ex)
@@ -152,8 +178,31 @@ def check_mixtures(store) -> list[FileCheck]:
         if evidence.get("kind") in ("merge", "soup"):  # a bundle pairstore wrote carries its evidence
             checks.append(_bundle_evidence_check(ck["name"], Path(ck["path"]), evidence))
         for what, name, sha in _recorded_files(evidence):
-            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha))
-    return checks + _leftovers(store)
+            checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha, store.path))
+    return checks + (_gate_checks(store) if gate else []) + _leftovers(store)
+
+
+def _gate_checks(store) -> list[FileCheck]:
+    """Each round's latest export, through today's holdout gate (pairstore.holdout.gate.regate_export): a
+    mixture it would now refuse (a member added since, a stronger gate) is 'refused'."""
+    out = []
+    for r in store.rows(
+        "SELECT round, list(export_id ORDER BY path) AS ids, list(path ORDER BY path) AS paths, "
+        "list(sha256 ORDER BY path) AS shas FROM exports e "
+        "WHERE kind = 'export' AND superseded_at IS NULL "
+        "AND created_at = (SELECT max(created_at) FROM exports "
+        "  WHERE round = e.round AND kind = 'export' AND superseded_at IS NULL) GROUP BY round ORDER BY round"
+    ):
+        system = next((s for s in map(exported_system_prompt, r["paths"]) if s is not None), None)
+        try:
+            regate_export(store, list(r["ids"]), system)
+            status, detail = "ok", None
+        except GateRefused as e:
+            status, detail = "refused", str(e).splitlines()[0]
+        out.append(
+            FileCheck("holdout gate today", r["round"], r["paths"][0], r["shas"][0], None, status, detail)
+        )
+    return out
 
 
 def _leftovers(store) -> list[FileCheck]:
@@ -174,12 +223,18 @@ def refuse_if_changed(checks: list[FileCheck]) -> None:
     """GateRefused (exit 3) naming every changed or missing file."""
     bad = [c for c in checks if c.status in FAILING]
     if bad:
-        listed = "; ".join(f"{c.path} ({c.what} of {c.owner}) {c.status}" for c in bad)
-        raise GateRefused(f"{len(bad)} recorded file(s) do not match their SHA-256: {listed}")
+        listed = "; ".join(
+            f"{c.path} ({c.what} of {c.owner}) {c.status}" + (f": {c.detail}" if c.detail else "")
+            for c in bad
+        )
+        raise GateRefused(
+            f"{len(bad)} registered file(s) changed, missing or refused by today's holdout gate: {listed}"
+        )
 
 
 def audit_mixtures(store) -> list[FileCheck]:
-    """check_mixtures, refusing (GateRefused, exit 3) when any file changed or is missing."""
-    checks = check_mixtures(store)
+    """check_mixtures with today's gate, refusing (GateRefused, exit 3) when any file changed or is missing
+    or the gate would now refuse a mixture."""
+    checks = check_mixtures(store, gate=True)
     refuse_if_changed(checks)
     return checks

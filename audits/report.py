@@ -33,6 +33,7 @@ from typing import Any
 import pyarrow as pa
 
 from audits.compare import compare, paired_flips, wilson_interval
+from audits.gate_audit import audit_gate, gate_audit_tables
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, latest_exports, make_counter
 from audits.loop_table import loop_table
@@ -492,6 +493,25 @@ def _hash_section(store) -> tuple[Section, list]:
         )
     )
     return s, checks
+
+
+def _gate_audit_section(store) -> Section:
+    """`pairstore audit gate` on the store's own members: recall per transformation, false refusals."""
+    s = Section("gate-audit", "Holdout gate self-check")
+    if not store.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL"):
+        s.paragraphs.append("No active holdout member: nothing to measure.")
+        return s
+    result = audit_gate(store, limit=1000)
+    cols, rows, mcols, mrows = gate_audit_tables(result)
+    s.paragraphs.append(
+        f"{result.members} active member(s), each disguised by every transformation (seed {result.seed}) and "
+        "run through the export gate's matcher. Not caught by string matching: "
+        + "; ".join(result.uncaught)
+        + "."
+    )
+    s.tables.append(("Recall per transformation", Table(cols, rows)))
+    s.tables.append(("Near neighbours refused (false refusals)", Table(mcols, mrows)))
+    return s
 
 
 def _lengths_section(store, rounds: list[str], tokenizer: str | None, max_lengths: dict[str, int]) -> Section:
@@ -1123,6 +1143,7 @@ def build_report(
         lineage_s,
         comp_s,
         holdout_s,
+        _gate_audit_section(store),
         decon_s,
         hash_s,
         _lengths_section(store, rounds, tokenizer, max_lengths),

@@ -16,6 +16,7 @@ SECTIONS = (
     ("lineage", "Lineage"),
     ("composition", "Mixture composition per round"),
     ("holdout", "Holdout status"),
+    ("gate-audit", "Holdout gate self-check"),
     ("decontamination", "Decontamination"),
     ("mixture-hashes", "Mixture hash check"),
     ("lengths", "Lengths"),

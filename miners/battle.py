@@ -17,9 +17,12 @@ prompt at export.
 
 Dropped, by reason:
 - holdout: the battle is an active holdout member (item kind 'battle', any
-  set), or its match key (stored or recomputed from its prompt) equals an
-  active member's or an evaluation item's. Skipped before anything else, so
-  no pair of a held-out battle is ever written (the export gate checks again).
+  set), its match key (stored or recomputed from its prompt) equals an
+  active member's or an evaluation item's, or the export gate's own matcher
+  (pairstore.holdout.matching, every text of the battle: its turns and both
+  sides' answers) finds a member in it — a held-out battle re-ingested under
+  a new id with an escaped or templated prompt. Skipped before anything else,
+  so no pair of a held-out battle is ever written (the export gate checks again).
 - identity: the opponent's answer would be chosen but names its own model or
   maker (miners.patterns.IDENTITY_PATTERNS) — in the last answer or in an
   earlier one that becomes part of the prompt.
@@ -37,6 +40,7 @@ import duckdb
 from miners.patterns import names_own_model
 from miners.registry import MineResult, new_result, option, register, write_pairs
 from pairstore.errors import BadInput
+from pairstore.holdout.matching import candidate_table, find_holdout_hits
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.store.sql_guard import check_condition
 from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
@@ -44,12 +48,31 @@ from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
 RULES = {"win": "vote=win → own chosen", "loss": "vote=loss → opponent chosen"}
 
 
+def _matched_battles(store, battles: list[dict]) -> set[str]:
+    """Battle ids the export gate's matcher finds in any held-out member, eval item or benchmark: a held-out
+    battle re-ingested under a new id, its prompt escaped, templated or disguised, or its answers reused."""
+    if not battles:
+        return set()
+    cands = candidate_table(
+        (
+            i,
+            None,
+            [b["battle_id"]],
+            [dict(m) for m in b["prompt"]],
+            None,
+            [*b["own_answers"], *b["opponent_answers"]],
+        )
+        for i, b in enumerate(battles)
+    )
+    return {battles[h.row_index]["battle_id"] for h in find_holdout_hits(store, cands)}
+
+
 @dataclass(frozen=True, kw_only=True)
 class BattleOptions:
     where: str | None = option(None, help="Only battles matching this SQL condition over `battles`.")
 
 
-@register("battle", version="1", options=BattleOptions, sources=("battle",))
+@register("battle", version="2", options=BattleOptions, sources=("battle",))
 def mine_battles(store, options: BattleOptions) -> MineResult:
     """Pairs from human battle votes: win → own chosen, loss → opponent chosen; ties and both-bad dropped.
 
@@ -68,10 +91,13 @@ def mine_battles(store, options: BattleOptions) -> MineResult:
     except duckdb.Error as e:
         raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
     pairs = []
+    matched = _matched_battles(store, battles)
     for b in battles:
         result.stats["battles"] += 1
         prompt = [dict(m) for m in b["prompt"]]
-        if holdout.holds("battle", b["battle_id"], prompt=prompt, stored_match_key=b["match_key"]):
+        if b["battle_id"] in matched or holdout.holds(
+            "battle", b["battle_id"], prompt=prompt, stored_match_key=b["match_key"]
+        ):
             result.dropped["holdout"] += 1
             continue
         vote = b["vote"]

@@ -4,9 +4,46 @@ One DuckDB file holds battles, problems, tasks, generations, pairs and their
 origins, holdout sets, round recipes, exports and checkpoints. Nothing reaches
 a training mixture without passing the holdout gate.
 
+From a shell:
+
     pairstore ingest battles battles.jsonl
     pairstore holdout sample judge34 --n 34 --seed 7
     pairstore export --round m11a --out mixtures/
+
+From Python (docs/python.md):
+
+    import pairstore
+    with pairstore.open("pairstore.duckdb") as store:      # read-only unless read_only=False
+        store.sql("SELECT source, count(*) AS n FROM pairs GROUP BY ALL").df()
 """
 
+from __future__ import annotations
+
+import os
+
+# Before the imports below: modules they load read pairstore.__version__.
 __version__ = "0.1.0"
+
+from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError, StoreBusy  # noqa: E402
+from pairstore.store.store import Store, open_store  # noqa: E402
+
+__all__ = [
+    "BadInput",
+    "GateRefused",
+    "NotFound",
+    "PairstoreError",
+    "Store",
+    "StoreBusy",
+    "__version__",
+    "open",
+]
+
+
+def open(path: str | os.PathLike | None = None, read_only: bool = True) -> Store:  # noqa: A001
+    """The store at `path` (default: $PAIRSTORE_DB, else ./pairstore.duckdb).
+
+    Read-only by default, so a notebook never holds the write lock a running `pairstore` command
+    needs (DuckDB allows several read-only processes or one writer). `read_only=False` creates and
+    migrates the store like any write command. Use it as a context manager, or call `.close()`.
+    """
+    return open_store(path, read_only=read_only, create=not read_only)

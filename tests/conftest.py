@@ -27,6 +27,13 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(pytest.mark.timeout(max(limits)))
 
 
+@pytest.fixture(autouse=True)
+def quiet_cli(monkeypatch):
+    """CLI tests read the commands' own output: no progress lines on stderr (tests/test_cli_scripting.py
+    turns them back on to test them)."""
+    monkeypatch.setenv("PAIRSTORE_QUIET", "1")
+
+
 @pytest.fixture
 def db_path(tmp_path):
     return tmp_path / "store.duckdb"

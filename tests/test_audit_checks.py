@@ -108,8 +108,15 @@ def test_one_changed_byte_refuses(store, tmp_path, run_cli):
         ],
     )
     checks = audit_mixtures(store)
-    assert [c.status for c in checks] == ["ok"] * 4
-    assert {c.what for c in checks} == {"export", "attached", "export evidence", "shard"}
+    # every hash, and the round's latest export through today's holdout gate
+    assert [c.status for c in checks] == ["ok"] * 5
+    assert {c.what for c in checks} == {
+        "export",
+        "attached",
+        "export evidence",
+        "shard",
+        "holdout gate today",
+    }
     store.close()
     assert run_cli("audit", "mixtures").exit_code == 0
 
@@ -270,6 +277,41 @@ def test_binomial_matches_scipy(k, n):
     assert binom_two_sided_half(k, n) == pytest.approx(want, rel=1e-12, abs=1e-15)
 
 
+def _exact_two_sided_half(k: int, n: int) -> float:
+    """An independent reference: twice the smaller tail in exact fractions, capped at 1."""
+    from fractions import Fraction
+    from math import comb
+
+    if n == 0:
+        return 1.0
+    tail = sum(comb(n, i) for i in range(min(k, n - k) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+
+
+def _wilson_closed_form(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    import math
+
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+CASES = [(0, 1), (1, 1), (0, 5), (5, 5), (1, 6), (5, 10), (9, 26), (17, 26), (40, 100), (106, 200), (1, 1000)]
+
+
+@pytest.mark.parametrize("k,n", CASES)
+def test_scipy_statistics_agree_with_exact_and_closed_forms(k, n):
+    """The library calls scipy; on this table of cases it agrees with an exact-fraction binomial and the
+    closed-form Wilson interval, edges (0 and n successes) included."""
+    assert binom_two_sided_half(k, n) == pytest.approx(_exact_two_sided_half(k, n), rel=1e-9, abs=1e-15)
+    lo, hi = wilson_interval(k, n)
+    want_lo, want_hi = _wilson_closed_form(k, n)
+    assert lo == pytest.approx(want_lo, abs=1e-12) and hi == pytest.approx(want_hi, abs=1e-12)
+    assert wilson_interval(0, 0) == (0.0, 0.0) and binom_two_sided_half(0, 0) == 1.0
+
+
 def test_card_figures():
     # MATH flips 17-9 in sm11a's favour: McNemar p = .17 (model card).
     assert round(mcnemar_exact(17, 9), 2) == 0.17
@@ -416,6 +458,7 @@ def test_real_export_files_checked_and_measured(round_r1, tmp_path, run_cli):
         ("export", "r1.sft.parquet"),
         ("export evidence", "r1.training_evidence.json"),
         ("export evidence", "r1.training_evidence.json"),
+        ("holdout gate today", "r1.parquet"),
     ]
     report = audit_lengths(store)
     by_file = {Path(r.source).name: r for r in report.rounds}

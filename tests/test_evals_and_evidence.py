@@ -148,6 +148,7 @@ def test_re_export_into_the_same_folder_is_refused_or_supersedes(exported, tmp_p
     assert "r1.parquet" in str(e.value) and "--replace" in str(e.value)
     assert (tmp_path / "out" / "r1.parquet").read_bytes() == before
     assert sorted(os.listdir(tmp_path / "out")) == [
+        "README.md",
         "r1.parquet",
         "r1.sft.parquet",
         "r1.training_evidence.json",

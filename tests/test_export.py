@@ -44,6 +44,7 @@ def test_export_writes_trl_parquet_evidence_and_registry(setup, tmp_path):
     res = export_round(store, "r1", out)
     dpo, sft = out / "r1.parquet", out / "r1.sft.parquet"
     assert sorted(p.name for p in out.iterdir()) == [
+        "README.md",
         "r1.parquet",
         "r1.sft.parquet",
         "r1.training_evidence.json",

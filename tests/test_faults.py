@@ -77,7 +77,9 @@ def _export_state(db: Path, out: Path) -> tuple:
             "SELECT path, sha256, evidence_path, evidence_sha256 FROM exports WHERE superseded_at IS NULL "
             "AND kind = 'export' ORDER BY path"
         )
-    files = {p.name: sha(p) for p in sorted(out.iterdir())} if out.is_dir() else {}
+    # README.md is the folder's dataset card, rebuilt from the registry after every export (derived, not
+    # registered); every other file must be registered with its bytes.
+    files = {p.name: sha(p) for p in sorted(out.iterdir()) if p.name != "README.md"} if out.is_dir() else {}
     named = {Path(r["path"]).name: r["sha256"] for r in regs} | {
         Path(r["evidence_path"]).name: r["evidence_sha256"] for r in regs
     }

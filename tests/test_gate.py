@@ -147,14 +147,34 @@ def test_leak_by_whitespace_unicode_or_system_prompt_variant(gated, tmp_path, va
 
 
 @pytest.mark.parametrize(
+    "neighbour",
+    [
+        # another time of year, another number, another word: another question
+        LONG.replace("three", "two")
+        .replace("late autumn", "early November")
+        .replace("the crowds", "tourists"),
+        LONG.replace("Kyoto", "Nara"),
+        LONG.replace("three", "four"),
+    ],
+)
+def test_near_neighbours_of_a_long_member_pass(gated, tmp_path, neighbour):
+    assert fuzzy_score(match_text(LONG), match_text(neighbour)) == 0.0
+    add_pairs(gated, [pair(neighbour, 1)], miner="t", miner_version="1")
+    assert export_round(gated, "rb", tmp_path / "o").files["dpo"].rows >= 1
+
+
+@pytest.mark.parametrize(
     "paraphrase, how",
     [
         (LONG + " Please also tell me the opening hours.", "embedded"),  # a sentence added
         ("Quick question. " + LONG, "embedded"),  # a sentence in front
+        # function words changed and the tail cut: the same question
         (
-            LONG.replace("three", "two")
-            .replace("late autumn", "early November")
-            .replace("the crowds", "tourists"),
+            LONG.replace("I am planning", "Planning").replace(" the old", " old").rsplit(" to avoid", 1)[0],
+            "fuzzy",
+        ),
+        (
+            LONG.replace("would you recommend", "do you recommend").replace("in a single", "in the single"),
             "fuzzy",
         ),
     ],
@@ -187,10 +207,7 @@ def test_leak_by_task_key_and_templates_of_other_tasks_pass(gated, tmp_path):
 
 
 def test_different_tasks_of_one_template_are_not_leaks(gated, tmp_path):
-    # raspberry/e differs from the held strawberry/r task by two words: fuzzy would call it a near copy,
-    # but generated tasks match by task key only.
-    held, other = TEMPLATE.format(l="r", w="strawberry"), TEMPLATE.format(l="e", w="raspberry")
-    assert fuzzy_score(match_text(held), match_text(other)) >= FUZZY_THRESHOLD
+    # raspberry/e differs from the held strawberry/r task by two words: another task, found by task key only
     res = export_round(gated, "rl", tmp_path / "o")
     assert res.files["dpo"].rows == 1 and res.gate is not None and res.gate.exempted == []
     # and a different long prompt on a similar subject is not a paraphrase of the held one

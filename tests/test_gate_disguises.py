@@ -206,7 +206,9 @@ def test_members_embedded_in_longer_text_are_refused_and_audited(
     held_out_store(run_cli, tmp_path, write_jsonl)
     records = [record(EMBEDDINGS[embedding](turns), i) for i, turns in enumerate(MEMBERS.values())]
     path = leak_round(run_cli, tmp_path, write_jsonl, dpo_recipe, records)
-    assert_refused_and_audited(run_cli, tmp_path, path, EMBEDDABLE)
+    # a whole sentence of the row counts for members of SENTENCE_MIN_WORDS words or more (the tiny one)
+    expected = set(MEMBERS) if embedding == "embedded in a longer prompt" else EMBEDDABLE
+    assert_refused_and_audited(run_cli, tmp_path, path, expected)
 
 
 def test_first_turn_of_a_multi_turn_member_alone(run_cli, tmp_path, write_jsonl, dpo_recipe):
@@ -231,7 +233,8 @@ def test_recipe_system_prompt_holding_members_is_refused(run_cli, tmp_path, writ
     assert res.exit_code == 3, res.output
     assert "the round's system prompt" in res.output
     listed = set(re.search(r"held-out items: (.*)", res.output).group(1).split(", "))
-    assert listed == {f"judge/{m}" for m in EMBEDDABLE}
+    # each member is a whole sentence of the system prompt: the tiny one (four words) counts too
+    assert listed == {f"judge/{m}" for m in MEMBERS}
     # a system prompt that is exactly a tiny member, disguised
     leak_round(
         run_cli,
@@ -248,7 +251,7 @@ def test_recipe_system_prompt_holding_members_is_refused(run_cli, tmp_path, writ
 
 def test_a_task_key_on_an_ingested_pair_spares_nothing(run_cli, tmp_path, write_jsonl, dpo_recipe):
     held_out_store(run_cli, tmp_path, write_jsonl)
-    near = LONG.replace("three", "two").replace("late autumn", "early November")
+    near = LONG.replace("I am planning", "Planning").replace("would you", "do you")  # a near copy
     records = [
         {**record(p, i), "task_key": "x"}
         for i, p in enumerate(

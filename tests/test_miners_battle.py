@@ -73,7 +73,7 @@ def pairs_by_origin(store):
 def test_battle_miner_exact_pairs_origins_and_drops(store, tmp_path, write_jsonl):
     load(write_jsonl, store, tmp_path)
     res = mine_battles(store)
-    assert res.miner == "battle" and res.version == "1"
+    assert res.miner == "battle" and res.version == "2"
     assert res.kept == 5
     assert dict(res.dropped) == {
         "tie": 1,
@@ -97,7 +97,7 @@ def test_battle_miner_exact_pairs_origins_and_drops(store, tmp_path, write_jsonl
         b01["kind"],
         b01["miner"],
         b01["origin_kind"],
-    ) == ("battle", "geo", "battle", "1", "dpo", "battle", "battle")
+    ) == ("battle", "geo", "battle", "2", "dpo", "battle", "battle")
     assert got["b09"]["chosen"] == "Paris." and got["b09"]["rule"] == "vote=win → own chosen"
     assert store.scalar("SELECT count(*) FROM pair_origins WHERE origin_id IN ('b01', 'b09')") == 2
     assert (
@@ -268,7 +268,7 @@ def test_registry_and_cli_mine_battle(run_cli, store, tmp_path, write_jsonl):
     r = run_cli("mine", "battle")
     assert r.exit_code == 0, r.output
     lines = r.output.splitlines()
-    assert lines[0] == "battle v1: kept 5 new pairs (6 produced, 6 new origins)"
+    assert lines[0] == "battle v2: kept 5 new pairs (6 produced, 6 new origins)"
     assert lines[2] == (
         "dropped: both_bad=1, duplicate=1, empty side=1, identical sides=1, identity=2, tie=1"
     )
@@ -286,3 +286,37 @@ def test_registry_and_cli_mine_battle(run_cli, store, tmp_path, write_jsonl):
 def test_run_miner_by_name(store, tmp_path, write_jsonl):
     load(write_jsonl, store, tmp_path)
     assert run_miner(store, "battle").kept == 5
+
+
+def test_a_held_out_battle_under_a_new_id_with_a_templated_prompt_is_not_mined(store, tmp_path, write_jsonl):
+    held = "Which three temples in Kyoto would you visit in late autumn to see the maple leaves?"
+    answer = "Tofuku-ji, Eikan-do and Kiyomizu-dera, in that order, starting before eight in the morning."
+    records = BATTLES + [
+        battle("h1", "win", held, answer, "Any temple will do, they are all the same really."),
+        # the same battle re-exported under new ids: the prompt as a rendered chat template, HTML-escaped
+        battle(
+            "x1",
+            "win",
+            f"<|im_start|>user\n{held.replace(' ', '&nbsp;')}<|im_end|>\n<|im_start|>assistant\n",
+            "A fresh answer.",
+            "Another answer.",
+        ),
+        # another prompt, but the held-out battle's own answer
+        battle("x2", "win", "Plan my autumn temple day, please.", answer, "No idea."),
+    ]
+    load(write_jsonl, store, tmp_path, records)
+    add_members(
+        store,
+        "judge",
+        [
+            {
+                "item_id": "h1",
+                "item_kind": "battle",
+                "match_key": match_key(held),
+                "match_text": match_text(held),
+            }
+        ],
+    )
+    res = mine_battles(store)
+    assert res.dropped["holdout"] == 3
+    assert not store.rows("SELECT * FROM pair_origins WHERE origin_id IN ('h1', 'x1', 'x2')")

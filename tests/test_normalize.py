@@ -99,9 +99,12 @@ def test_arithmetic_signs_next_to_digits_count(a, b):
 
 
 def test_signs_without_digits_and_sentence_dots_do_not_count():
-    assert word_text("A well-known fact. Really!") == word_text("A wellknown fact really")
+    # punctuation is a word break, never glue: the key (spaces left out) is the same either way
+    assert word_text("A well-known fact. Really!") == "a well known fact really"
+    assert match_key("A well-known fact. Really!") == match_key("A wellknown fact really")
     assert word_text("I have 5.") == word_text("I have 5") == "i have 5"
-    assert word_text("1,000 apples") == "1000 apples"
+    assert word_text("1,000 apples") == "1 000 apples"
+    assert match_key("1,000 apples") == match_key("1000 apples")
     assert word_text("What is 12 + 7?") == "what is 12 + 7"
     assert compact_text(word_text("What is 12 + 7?")) == "whatis12+7"
 
@@ -134,7 +137,9 @@ def test_for_plain_ascii_the_lm_eval_words_and_loose_hash_equal_those_of_word_te
     """match_scan reads plain ASCII rows as they are and needles as word_text: both must give one answer."""
     rng = random.Random(13)
     texts = [_random_ascii(rng) for _ in range(3000)] + ["Hello, World!", "a  -  b", "12 + 7 = 19.", "don't"]
-    assert not needs_fold_mask(pa.array(texts, pa.large_string())).any()
+    # texts with escapes or markup go through word_text first (needs_fold_mask); the rest must agree
+    texts = [t for t, m in zip(texts, needs_fold_mask(pa.array(texts, pa.large_string()))) if not m]
+    assert len(texts) > 1000
     raw_words, raw_docs = words(texts)
     norm_words, norm_docs = words([word_text(t) for t in texts])
     assert raw_words.to_pylist() == norm_words.to_pylist() and list(raw_docs) == list(norm_docs)
@@ -223,3 +228,163 @@ def test_migration_3_recomputes_stored_keys_and_backfills_evidence_hashes(tmp_pa
         hashlib.sha256(written.encode()).hexdigest(),
     )
     store.close()
+
+
+def test_migration_7_recomputes_keys_for_the_normalization_pipeline(tmp_path):
+    """A store at version 4 keeps keys of the old normalization; opening it recomputes them for the steps."""
+    db = tmp_path / "v4.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, "
+        "applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)"
+    )
+    names = [fn.__name__ for fn in MIGRATIONS]
+    upto = names.index("m004_public_sources") + 1
+    for version, fn in enumerate(MIGRATIONS[:upto], start=1):
+        fn(con)
+        con.execute("INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__])
+    templated = "<|im_start|>user\nWhat&#39;s ١٢ times <b>seven</b>?<|im_end|>"
+    msgs = [{"role": "user", "content": templated}]
+    for _table, sql in (
+        (
+            "battles",
+            "INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, "
+            "match_key, record_hash) VALUES ('b1', ?, ['a'], ['b'], 1, 'win', 'old', 'h')",
+        ),
+        (
+            "pairs",
+            "INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, "
+            "match_key) VALUES ('p1', 'dpo', ?, 'c', 'r', 'battle', 'm', '1', 'old')",
+        ),
+    ):
+        con.execute(sql, [msgs])
+    con.execute(
+        "INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text) VALUES "
+        "('judge', 'b1', 'battle', 'old', 'old text')"
+    )
+    con.close()
+    store = open_store(db)
+    key = match_key("What's 12 times seven?")
+    assert store.scalar("SELECT match_key FROM battles") == key
+    assert store.scalar("SELECT match_key FROM pairs") == key
+    assert store.one("SELECT match_key, match_text FROM holdout") == (key, "what s 12 times seven")
+    store.close()
+
+
+# -- each step of the pipeline on its own ------------------------------------------------------------------
+
+
+def test_the_pipeline_is_the_documented_steps_in_order():
+    from pairstore.holdout.normalize import STEPS
+
+    assert [name for name, _ in STEPS] == [
+        "decode_escapes",
+        "strip_markup",
+        "nfkc",
+        "ascii_digits",
+        "fold",
+        "number_forms",
+        "punctuation",
+        "spaces",
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw, decoded",
+    [
+        ("What&#39;s up", "What's up"),
+        ("a&nbsp;b&amp;c", "a\u00a0b&c"),
+        ("&amp;#39;", "'"),  # two layers
+        ('say \\"hi\\"\\nnow', 'say "hi"\nnow'),
+        ("caf\\u00e9", "café"),
+        ("line_x000D_end", "line\rend"),
+        ("plain text", "plain text"),
+    ],
+)
+def test_decode_escapes(raw, decoded):
+    from pairstore.holdout.normalize import decode_escapes
+
+    assert decode_escapes(raw) == decoded
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "<|im_start|>user\nTell me a joke<|im_end|>\n<|im_start|>assistant\n",
+        "<s>[INST] <<SYS>>\n<</SYS>>\nTell me a joke [/INST]",
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nTell me a joke<|eot_id|>",
+        "<start_of_turn>user\nTell me a joke<end_of_turn>\n<start_of_turn>model\n",
+        "### Instruction:\nTell me a joke\n\n### Response:\n",
+        "Question: Tell me a joke\nAnswer:",
+        "<p>Tell me a <b>joke</b></p>",
+    ],
+)
+def test_strip_markup_leaves_the_words(raw):
+    from pairstore.holdout.normalize import strip_markup
+
+    assert " ".join(strip_markup(raw).split()) == "Tell me a joke"
+
+
+def test_nfkc_and_ascii_digits():
+    from pairstore.holdout.normalize import ascii_digits, nfkc
+
+    assert nfkc("ﬁne ①") == "fine 1"
+    assert ascii_digits("٣٤ and ४२ and ๕") == "34 and 42 and 5"
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("Какая самая высокая гора в Европе?", "КАКАЯ САМАЯ ВЫСОКАЯ ГОРА В ЕВРОПЕ?"),
+        ("Какая самая высокая гора в Европе?", "Какая Самая Высокая Гора В Европе?"),
+        ("Ποια είναι η πρωτεύουσα της Ελλάδας;", "ΠΟΙΑ ΕΙΝΑΙ Η ΠΡΩΤΕΥΟΥΣΑ ΤΗΣ ΕΛΛΑΔΑΣ;"),
+        ("Be brief. Что такое Python?", "BE BRIEF. ЧТО ТАКОЕ PYTHON?"),
+        (
+            "What is the capital of Peru?",
+            "WHAT IS THE CAPITAL OF PERU?".translate(str.maketrans("AEOP", "АЕОР")),
+        ),
+    ],
+)
+def test_fold_holds_case_for_every_script(a, b):
+    from pairstore.holdout.normalize import fold
+
+    assert word_text(a) == word_text(b)
+    assert fold("Лондон") == fold("ЛОНДОН") == fold("лондон")
+
+
+@pytest.mark.parametrize(
+    "a, b",
+    [
+        ("It costs 1,250 dollars", "It costs 1.250 dollars"),
+        ("It costs 1,250 dollars", "It costs 1250 dollars"),
+        ("It costs 1'250 dollars", "It costs 1 250 dollars"),
+        ("Meet at 3.15 pm", "Meet at 3:15 pm"),
+        ("Add 1,5 litres", "Add 1.5 litres"),
+    ],
+)
+def test_number_forms_are_comparable(a, b):
+    assert match_key(a) == match_key(b)
+
+
+def test_number_forms_keep_other_numbers_apart():
+    assert match_key("It costs 1,250 dollars") != match_key("It costs 1,350 dollars")
+    assert match_key("It costs 3.5 dollars") != match_key("It costs 35 dollars")
+
+
+def test_punctuation_is_a_word_break_never_glue():
+    from pairstore.holdout.normalize import punctuation
+
+    assert punctuation("Question:What") == "Question What"
+    assert punctuation("end.<|im_end|>").split() == ["end", "im", "end"]
+    assert word_text("**What is 17 times 23?**") == "what is 17 times 23"
+    assert match_key("**What is 17 times 23?**") == match_key("What is 17 times 23?")
+    assert word_text("12 + 7 = 19, 2^10, -5, 20%") == "12 + 7 = 19 2^10 -5 20%"
+
+
+def test_spaces_and_sentences():
+    from pairstore.holdout.normalize import sentences, spaces
+
+    assert spaces("  a \t b\n c ") == "a b c"
+    assert "tell me a joke" in sentences("Hi there! Tell me a joke thanks a lot!")
+    assert "tell me a joke" in sentences("Practice question: Tell me a joke Answer: it depends.")
+    assert "tell me a joke" not in sentences("Tell me a joke about cats.")

@@ -332,7 +332,7 @@ def test_arena_null_turns_are_counted(store, tmp_path, write_jsonl):
         ({"fmt": "arena", "own_models": [" "]}, "needs --own-model NAME"),
         (
             {"fmt": "native", "own_models": ["x"]},
-            "--own-model and --others go with --format arena or arena55k",
+            "--own-model and --others go with --format arena, arena55k or fastchat-log",
         ),
         ({"fmt": "arena", "own_models": ["x"], "others": "keep"}, "field 'others': unknown value 'keep'"),
     ],

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
+from pairstore.export.paths import is_sft_file
+from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import TRAIN_KEYS, DpoRecipe, TrainConfig, recipe_from_json
 from pairstore.store.store import Store
@@ -107,8 +109,8 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
         raise NotFound(
             f"round {round_name} has no export (run `pairstore export --round {round_name}` first)"
         )
-    sft = [r for r in rows if r["path"].endswith(".sft.parquet")]
-    pairs = [r for r in rows if not r["path"].endswith(".sft.parquet")]
+    sft = [r for r in rows if is_sft_file(r["path"])]
+    pairs = [r for r in rows if not is_sft_file(r["path"])]
     if len(pairs) > 1 or len(sft) > 1:
         raise PairstoreError(
             f"round {round_name}: the latest export registers several files of one kind: "
@@ -117,6 +119,16 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
     for r in rows:
         verify_mixture(r)
     return (pairs[0] if pairs else None), (sft[0] if sft else None)
+
+
+def regate_mixture(store, pairs: dict | None, sft: dict | None) -> None:
+    """Today's holdout gate on the round's exported rows (pairstore.holdout.gate.regate_export): GateRefused
+    (exit 3) naming what changed since the export when it would now be refused."""
+    mixtures = [m for m in (pairs, sft) if m is not None]
+    if not mixtures:
+        return
+    system = next((s for s in (exported_system_prompt(m["path"]) for m in mixtures) if s is not None), None)
+    regate_export(store, [m["export_id"] for m in mixtures], system)
 
 
 def verify_mixture(mixture: dict) -> None:
@@ -206,6 +218,7 @@ def prepare_job(
         recipe.train, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides
     )
     pairs, sft = round_mixture(store, round_name)
+    regate_mixture(store, pairs, sft)  # the gate again, against the holdout as it is now
     load_serving(
         base_bundle, trust_remote_code=trust_remote_code
     )  # template/tokenizer/generation mismatch: fail now

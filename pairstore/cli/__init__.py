@@ -37,12 +37,22 @@ from pairstore.cli.votes import judge_cmd, ratings_cmd, serve_cmd
     show_default=True,
     help="The store file (or set PAIRSTORE_DB).",
 )
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    envvar="PAIRSTORE_QUIET",
+    help="No progress bars or stage lines on stderr (errors still print; or set PAIRSTORE_QUIET=1).",
+)
 @click.version_option(package_name="pairstore")
 @click.pass_context
-def cli(ctx, db):
-    """pairstore: preference pairs, holdout gate and provenance for DPO rounds."""
+def cli(ctx, db, quiet):
+    """pairstore: preference pairs, holdout gate and provenance for DPO rounds.
+
+    --db and --quiet go before or after the subcommand."""
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
+    ctx.obj["quiet"] = quiet
 
 
 def main(argv=None):

@@ -11,23 +11,31 @@ import click
 
 from audits.compare import compare
 from audits.decontam import decontam, load_benchmark
+from audits.gate_audit import audit_gate, gate_audit_tables
 from audits.leaks import audit_leaks
 from audits.lengths import audit_lengths, make_counter
 from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from audits.verifier_audit import audit_verifier_file, audit_verifier_store
-from pairstore.cli.base import echo_json, echo_table, open_db
+from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
 from pairstore.holdout.ngrams import register_benchmark
 
 
 @click.group("audit")
 def audit_group():
-    """Read-only analyses: leaks, decontamination, mixtures, lengths, loops, compare, verifier, report."""
+    """Read-only analyses: leaks, decontamination, mixtures, the gate itself, lengths, loops, compare,
+    verifier, report."""
 
 
 @audit_group.command("leaks")
-@click.option("--holdout", "holdout", required=True, help="The holdout set to look for.")
+@click.option(
+    "--holdout",
+    "holdout",
+    required=True,
+    help="The holdout set to look for.",
+    shell_complete=complete("holdout"),
+)
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
     "--json", "as_json", is_flag=True, help="Print one JSON object (the contract in docs/design.md)."
@@ -58,6 +66,27 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
             )
         if f.note:
             click.echo(f"{f.path}: {f.note}")
+
+
+@audit_group.command("gate")
+@click.option("--set", "set_name", default=None, help="Only this holdout set's members (default: every set).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the transformations' choices.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="At most this many members (seeded).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def audit_gate_cmd(ctx, set_name, seed, limit, as_json):
+    """How well the holdout gate finds the store's own members in disguise: recall per transformation,
+    false refusals of near neighbours (another number, another content word), and what it cannot catch."""
+    with open_db(ctx, read_only=True) as store:
+        result = audit_gate(store, set_name=set_name, seed=seed, limit=limit)
+    if as_json:
+        echo_json(result.as_dict())
+        return
+    cols, rows, mcols, mrows = gate_audit_tables(result)
+    click.echo(f"{result.members} member(s), seed {result.seed}")
+    echo_table(cols, rows)
+    echo_table(mcols, mrows)
+    click.echo("not caught by string matching (docs/design.md): " + "; ".join(result.uncaught))
 
 
 @audit_group.command("decontam")
@@ -130,9 +159,17 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
 @click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
 @click.pass_context
 def audit_mixtures_cmd(ctx, as_json):
-    """Recompute the SHA-256 of every registered mixture and bundle evidence; exit 3 naming any change."""
+    """Recompute the SHA-256 of every registered mixture and bundle evidence, and run today's holdout gate on
+    every round's latest export; exit 3 naming any change, or any mixture the gate would now refuse."""
     with open_db(ctx, read_only=True) as store:
-        checks = check_mixtures(store)
+        checks = check_mixtures(store, gate=True)
+    for c in checks:
+        if c.registered_path:
+            click.echo(
+                f"warning: {c.registered_path} is not there; checked {c.path} beside the store instead "
+                "(the store was moved with its files)",
+                err=True,
+            )
     if as_json:
         echo_json([c.as_dict() for c in checks])
     else:
@@ -149,7 +186,9 @@ def audit_mixtures_cmd(ctx, as_json):
 @click.argument("a")
 @click.argument("b")
 @click.option("--suite", help="The eval suite to compare accuracy on (omit for judgments only).")
-@click.option("--holdout", help="Count only judged battles of this holdout set.")
+@click.option(
+    "--holdout", help="Count only judged battles of this holdout set.", shell_complete=complete("holdout")
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
 def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
@@ -211,14 +250,18 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
     is_flag=True,
     help="Evaluation, loop table and dose curve over every model in the store, not only MODEL's chain.",
 )
+@json_option
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models):
+def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models, as_json):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
     verdict against the incumbent first, then what ran, the data and the evaluations."""
     with open_db(ctx, read_only=True) as store:
         result = write_report(
             store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
         )
+    if as_json:
+        echo_json(as_plain(result))
+        return
     click.echo(
         f"wrote {result['html']} and {result['md']} ({len(result['images'])} chart(s), "
         f"{len(result['sections'])} sections)"

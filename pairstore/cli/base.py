@@ -9,18 +9,22 @@ did not expect, so no command prints a traceback. Click's usage errors are one l
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import json
 import os
 import sys
 import time
+from collections.abc import Sequence
+from typing import Any
 
 import click
 import duckdb
 
 from pairstore.errors import BadInput, PairstoreError, StoreBusy
+from pairstore.progress import for_terminal
 from pairstore.store.recognize import damaged_store
-from pairstore.store.store import open_store
+from pairstore.store.store import default_path, open_store
 
 _WHAT_TO_DO = {
     errno.ENOSPC: "no space left on the device; free space there and run again",
@@ -70,6 +74,11 @@ class _CliError(click.ClickException):
 class PairstoreGroup(click.Group):
     """Turns PairstoreError (and a broken pipe) into one line and an exit status."""
 
+    def parse_args(self, ctx, args):
+        if ctx.parent is None:
+            args = hoist_global_options(list(args))
+        return super().parse_args(ctx, args)
+
     def make_context(self, info_name, args, parent=None, **extra):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
@@ -89,8 +98,31 @@ class PairstoreGroup(click.Group):
             raise
         except BrokenPipeError:
             raise
+        except ImportError as e:
+            raise missing_extra(e) from None
         except Exception as e:  # the machine, the store file, or a bug: one line, never a traceback
             raise _CliError(machine_failure(e, (ctx.obj or {}).get("db")), 1) from None
+
+
+# The optional imports and the extra that installs each (pyproject.toml's optional-dependencies).
+EXTRAS = {
+    **dict.fromkeys(
+        ("torch", "transformers", "peft", "trl", "accelerate", "safetensors", "tokenizers"), "train"
+    ),
+    **dict.fromkeys(("scipy", "statsmodels"), "dev"),
+}
+
+
+def missing_extra(e: ImportError) -> _CliError:
+    """A missing optional package as one line naming what installs it (exit 2: the store is unchanged)."""
+    name = (getattr(e, "name", None) or str(e).split("'")[1 if "'" in str(e) else 0]).split(".")[0]
+    extra = EXTRAS.get(name)
+    if extra is None:
+        return _CliError(f"the Python package {name!r} is not installed: pip install {name}", 2)
+    return _CliError(
+        f"this command needs the {extra!r} extra ({name} is not installed): pip install 'pairstore[{extra}]'",
+        2,
+    )
 
 
 def _usage_error(e: click.UsageError) -> _CliError:
@@ -131,14 +163,80 @@ def echo_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False))
 
 
-def echo_table(columns: list[str], rows: list[tuple]) -> None:
-    """A plain aligned text table."""
-    cells = [[("" if v is None else str(v)) for v in r] for r in rows]
-    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip())
-    click.echo("  ".join("-" * w for w in widths))
-    for r in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+def json_option(fn):
+    """--json on a command: one JSON object (its shape in docs/cli.md) on stdout and nothing else."""
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print one JSON object on stdout and nothing else (docs/cli.md).",
+    )(fn)
+
+
+def as_plain(obj):
+    """A dataclass, Counter or Path as what JSON holds (dicts, lists, strings, numbers)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if hasattr(obj, "as_dict"):
+            return as_plain(obj.as_dict())
+        return {f.name: as_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): as_plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [as_plain(v) for v in (sorted(obj) if isinstance(obj, (set, frozenset)) else obj)]
+    return obj
+
+
+# Options every command takes, before or after the subcommand (`pairstore --db X ingest ...` and
+# `pairstore ingest ... --db X`): the root parses them wherever they stand (PairstoreGroup.parse_args).
+GLOBAL_VALUE_OPTIONS = ("--db",)
+GLOBAL_FLAGS = ("--quiet", "-q")
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`args` with every global option moved in front of the subcommand, in order; nothing after `--`
+    moves (an argument that happens to read `--db` can still be passed there)."""
+    front, rest = [], []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            rest.extend(args[i:])
+            break
+        if a in GLOBAL_VALUE_OPTIONS and i + 1 < len(args):
+            front += [a, args[i + 1]]
+            i += 2
+            continue
+        if any(a.startswith(o + "=") for o in GLOBAL_VALUE_OPTIONS) or a in GLOBAL_FLAGS:
+            front.append(a)
+        else:
+            rest.append(a)
+        i += 1
+    return front + rest
+
+
+def render_table(columns: list[str], rows: Sequence[Sequence[Any]], *, color: bool = False) -> str:
+    """The one table renderer of the CLI (rich): a header, a rule, one line per row, columns as wide
+    as their widest cell, never wrapped or cut (a pipe into grep or a file gets whole values)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, header_style="bold" if color else "")
+    for c in columns:
+        table.add_column(c, no_wrap=True, overflow="ignore")
+    for r in rows:
+        table.add_row(*("" if v is None else str(v) for v in r))
+    console = Console(
+        width=1 << 14, color_system="auto" if color else None, force_terminal=color, record=True
+    )
+    with console.capture() as captured:
+        console.print(table)
+    return "\n".join(line.rstrip() for line in captured.get().splitlines() if line.strip()) + "\n"
+
+
+def echo_table(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A table on stdout (render_table), in colour only on a terminal."""
+    click.echo(render_table(columns, rows, color=sys.stdout.isatty()), nl=False)
 
 
 def echo_counts(title: str, counts: dict) -> None:
@@ -147,12 +245,57 @@ def echo_counts(title: str, counts: dict) -> None:
     click.echo(f"{title}: {body}")
 
 
+# What shell completion offers for a name, read from the store (read-only; nothing when there is none).
+_NAMES_SQL = {
+    "round": "SELECT name FROM rounds ORDER BY name",
+    "holdout": "SELECT set_name FROM holdout_sets ORDER BY set_name",
+    "checkpoint": "SELECT name FROM checkpoints ORDER BY name",
+    "model": "SELECT name FROM checkpoints UNION SELECT DISTINCT model FROM generations ORDER BY 1",
+}
+
+
+def store_names(db: str, kind: str) -> list[str]:
+    """The round, holdout set, checkpoint or model names in the store at `db` ([] if it cannot be read)."""
+    from pathlib import Path
+
+    if not Path(db).is_file():
+        return []
+    try:
+        with open_store(db, read_only=True) as store:
+            return [r[0] for r in store.con.execute(_NAMES_SQL[kind]).fetchall()]
+    except (PairstoreError, duckdb.Error, OSError):
+        return []
+
+
+def complete(kind: str):
+    """A Click shell_complete callback offering the store's names of `kind` that start with what is typed.
+    The store is the one --db names on the command line so far, else PAIRSTORE_DB, else the default."""
+
+    def callback(ctx: click.Context, param, incomplete: str):
+        from click.shell_completion import CompletionItem
+
+        root = ctx.find_root()
+        db = root.params.get("db") or default_path()
+        return [CompletionItem(n) for n in store_names(db, kind) if n.startswith(incomplete)]
+
+    return callback
+
+
+def cli_progress(ctx: click.Context):
+    """The progress a command shows (pairstore.progress): a bar on a terminal, stage lines on stderr
+    otherwise, nothing with --quiet."""
+    return for_terminal(quiet=bool((ctx.find_root().obj or {}).get("quiet")))
+
+
 def stderr_is_tty() -> bool:
     """Progress bars only where a person watches."""
     return sys.stderr.isatty()
 
 
-def echo_ingest(result) -> None:
+def echo_ingest(result, as_json: bool = False) -> None:
+    if as_json:
+        echo_json(result.as_dict())
+        return
     skipped = ", ".join(f"{k}={v}" for k, v in sorted(result.skipped.items()))
     pairs = f", pairs added {result.pairs}" if result.pairs else ""
     click.echo(

@@ -67,6 +67,7 @@ from audits.report import write_report
 from generators.registry import DEFAULT_FAMILIES
 from generators.tasks import generate_loopfix
 from miners.registry import run_miner
+from pairstore.cli.base import as_plain, echo_json, json_option
 from pairstore.errors import GateRefused, PairstoreError
 from pairstore.export.attach import attach_round
 from pairstore.export.run import export_round
@@ -733,7 +734,8 @@ def readme_block_from_text(readme: str) -> str:
 
 @click.command("demo")
 @click.argument("out_dir", default="demo-run", type=click.Path(file_okay=False))
-def demo_cmd(out_dir):
+@json_option
+def demo_cmd(out_dir, as_json):
     """Run the end-to-end demo on bundled invented sample data into OUT_DIR.
 
     The incumbent so7a is a tiny character-level model shipped with pairstore
@@ -741,6 +743,10 @@ def demo_cmd(out_dir):
     mines pairs, exports m11a through the gate, trains DPO+NLL LoRA, merges,
     soups at alpha 0.5/0.625/0.75, evaluates on the held-out suite arith and
     writes the report. About two minutes on 2 cores."""
-    result = run_demo(out_dir, echo=click.echo)
+    # In --json mode the steps go to stderr, so stdout holds the JSON alone.
+    result = run_demo(out_dir, echo=(lambda line: click.echo(line, err=True)) if as_json else click.echo)
+    if as_json:
+        echo_json(as_plain(result))
+        return
     for line in closing_lines(result):
         click.echo(line)

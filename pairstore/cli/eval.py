@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from pairstore.cli.base import echo_counts, generation_options, open_db
+from pairstore.cli.base import as_plain, echo_counts, echo_json, generation_options, json_option, open_db
 from train.eval import run_eval
 
 
@@ -41,8 +41,9 @@ from train.eval import run_eval
 @click.option(
     "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
 )
+@json_option
 @click.pass_context
-def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code):
+def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code, as_json):
     """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
     with open_db(ctx) as store:
         r = run_eval(
@@ -56,6 +57,9 @@ def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, tr
             engine=engine,
             trust_remote_code=trust_remote_code,
         )
+    if as_json:
+        echo_json(as_plain(r))
+        return
     acc = "n/a" if r.accuracy is None else f"{r.accuracy:.4f} ({r.correct}/{r.scored})"
     click.echo(
         f"{r.model} on {r.suite}: {r.items} items, accuracy {acc}, loop-flagged {r.loop_flagged} "

@@ -5,14 +5,25 @@ from __future__ import annotations
 import click
 
 from pairstore.cli.base import (
+    as_plain,
+    cli_progress,
+    complete,
     echo_counts,
+    echo_json,
+    json_option,
     open_db,
 )
 from pairstore.export.run import export_round
 
 
 @click.command("export")
-@click.option("--round", "round_name", required=True, help="The round whose mixture to export.")
+@click.option(
+    "--round",
+    "round_name",
+    required=True,
+    help="The round whose mixture to export.",
+    shell_complete=complete("round"),
+)
 @click.option(
     "--out",
     "out_dir",
@@ -37,13 +48,23 @@ from pairstore.export.run import export_round
     help="Overwrite registered files in --out that would get other bytes (their registration is marked "
     "superseded); without it such an export is refused.",
 )
+@json_option
 @click.pass_context
-def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace):
+def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace, as_json):
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
     with open_db(ctx) as store:
         r = export_round(
-            store, round_name, out_dir, bundle=bundle, system_prompt_file=system_prompt_file, replace=replace
+            store,
+            round_name,
+            out_dir,
+            bundle=bundle,
+            system_prompt_file=system_prompt_file,
+            replace=replace,
+            progress=cli_progress(ctx),
         )
+    if as_json:
+        echo_json(as_plain(r))
+        return
     for note in r.notes:
         click.echo(f"note: {note}")
     if r.superseded:

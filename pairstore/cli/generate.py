@@ -7,7 +7,7 @@ import click
 
 from generators.registry import FAMILIES, resolve_families
 from generators.tasks import generate_loopfix
-from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, open_db
+from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, json_option, open_db
 
 
 @click.group("generate")
@@ -66,8 +66,21 @@ def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
 
 
 @generate_group.command("families")
-def generate_families_cmd():
+@json_option
+def generate_families_cmd(as_json):
     """List the task families: modes, phrasings per mode and difficulty levels."""
+    if as_json:
+        echo_json(
+            [
+                {
+                    "family": f.name,
+                    "phrasings": {m: len(p) for m, p in f.phrasings.items()},
+                    "difficulty": f.difficulty_help,
+                }
+                for f in FAMILIES.values()
+            ]
+        )
+        return
     rows = [
         (f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
         for f in FAMILIES.values()

@@ -6,8 +6,10 @@ import click
 
 from pairstore.cli.base import (
     check_seed,
+    complete,
     echo_json,
     echo_table,
+    json_option,
     open_db,
 )
 from pairstore.holdout.sets import (
@@ -33,11 +35,15 @@ def holdout_group():
     type=click.Path(dir_okay=False),
     help="One battle, task or eval-item id per line.",
 )
+@json_option
 @click.pass_context
-def holdout_add_cmd(ctx, set_name, ids_file):
+def holdout_add_cmd(ctx, set_name, ids_file, as_json):
     """Add the ids in a file to holdout SET (created if new)."""
     with open_db(ctx) as store:
         n = add_from_ids_file(store, set_name, ids_file)
+    if as_json:
+        echo_json({"set": set_name, "added": n})
+        return
     click.echo(f"{set_name}: {n} members added")
 
 
@@ -46,20 +52,28 @@ def holdout_add_cmd(ctx, set_name, ids_file):
 @click.option("--n", type=int, required=True, help="How many battles.")
 @click.option("--seed", callback=check_seed, type=int, required=True, help="Sampling seed.")
 @click.option("--where", help="SQL filter over battles to sample from.")
+@json_option
 @click.pass_context
-def holdout_sample_cmd(ctx, set_name, n, seed, where):
+def holdout_sample_cmd(ctx, set_name, n, seed, where, as_json):
     """Sample N battles into SET, stratified by vote and category (deterministic under --seed)."""
     with open_db(ctx) as store:
         ids = sample_holdout(store, set_name, n=n, seed=seed, where=where)
+    if as_json:
+        echo_json({"set": set_name, "seed": seed, "sampled": ids})
+        return
     click.echo(f"{set_name}: {len(ids)} battles sampled (seed {seed})")
 
 
 @holdout_group.command("list")
+@json_option
 @click.pass_context
-def holdout_list_cmd(ctx):
+def holdout_list_cmd(ctx, as_json):
     """List holdout sets with their active and removed member counts."""
     with open_db(ctx, read_only=True) as store:
         rows = list_sets(store)
+    if as_json:
+        echo_json(rows)
+        return
     echo_table(
         ["set", "active", "removed", "method", "seed"],
         [(r["set_name"], r["active"], r["removed"], r["method"], r["seed"]) for r in rows],
@@ -67,44 +81,65 @@ def holdout_list_cmd(ctx):
 
 
 @holdout_group.command("show")
-@click.argument("set_name", metavar="SET")
+@click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_context
 def holdout_show_cmd(ctx, set_name, as_json):
-    """Show the members of SET and their status."""
+    """Show the members of SET, their status and history (every removal and re-add)."""
     with open_db(ctx, read_only=True) as store:
         rows = show_set(store, set_name)
     if as_json:
         echo_json(rows)
     else:
         echo_table(
-            ["item_id", "kind", "status", "match_key", "reason"],
-            [(r["item_id"], r["item_kind"], r["status"], r["match_key"], r["removed_reason"]) for r in rows],
+            ["item_id", "kind", "status", "match_key", "reason", "history"],
+            [
+                (
+                    r["item_id"],
+                    r["item_kind"],
+                    r["status"],
+                    r["match_key"],
+                    r["removed_reason"],
+                    "; ".join(
+                        f"{h['action']} {h['at'][:19]}" + (f" ({h['reason']})" if h["reason"] else "")
+                        for h in r["history"]
+                    ),
+                )
+                for r in rows
+            ],
         )
 
 
 @holdout_group.command("remove")
-@click.argument("set_name", metavar="SET")
+@click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
 @click.argument("item_id", metavar="ID")
 @click.option("--reason", required=True, help="Why (kept in the audit log).")
+@json_option
 @click.pass_context
-def holdout_remove_cmd(ctx, set_name, item_id, reason):
+def holdout_remove_cmd(ctx, set_name, item_id, reason, as_json):
     """Remove member ID from SET (logged with the reason; the row is kept as 'removed')."""
     with open_db(ctx) as store:
         remove_member(store, set_name, item_id, reason=reason)
+    if as_json:
+        echo_json({"set": set_name, "removed": item_id, "reason": reason})
+        return
     click.echo(f"{set_name}: removed {item_id}")
 
 
 @holdout_group.command("exempt")
-@click.argument("set_name", metavar="SET")
+@click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
 @click.argument("item_id")
 @click.argument("pair_id")
 @click.option(
     "--reason", required=True, help="Why this pair may train although it matches the member (logged)."
 )
+@json_option
 @click.pass_context
-def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason):
+def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason, as_json):
     """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
     with open_db(ctx) as store:
         added = add_exemption(store, set_name, item_id, pair_id, reason=reason)
+    if as_json:
+        echo_json({"set": set_name, "item_id": item_id, "pair_id": pair_id, "added": added})
+        return
     click.echo(f"{'exempted' if added else 'already exempted'}: pair {pair_id} for {set_name}/{item_id}")

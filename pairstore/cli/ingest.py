@@ -8,11 +8,12 @@ import click
 from audits.loops import scan
 from pairstore.cli.base import (
     check_seed,
+    cli_progress,
     echo_counts,
     echo_ingest,
     echo_json,
+    json_option,
     open_db,
-    stderr_is_tty,
 )
 from pairstore.ingest.arena import FORMATS as ARENA_FORMATS
 from pairstore.ingest.arena import OTHERS as ARENA_OTHERS
@@ -58,8 +59,9 @@ def ingest_group():
     help="arena formats, battles no own model plays: skip them (counted) or store them as pairs of "
     "source 'arena', the winner's answer chosen.",
 )
+@json_option
 @click.pass_context
-def ingest_battles_cmd(ctx, file, fmt, own_models, others):
+def ingest_battles_cmd(ctx, file, fmt, own_models, others, as_json):
     """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder \
 or a save_to_disk folder.
 
@@ -73,8 +75,9 @@ or a save_to_disk folder.
     with open_db(ctx) as store:
         echo_ingest(
             ingest_battles(
-                store, file, fmt=fmt, own_models=own_models, others=others, progress=stderr_is_tty()
-            )
+                store, file, fmt=fmt, own_models=own_models, others=others, progress=cli_progress(ctx)
+            ),
+            as_json,
         )
 
 
@@ -87,19 +90,23 @@ or a save_to_disk folder.
     "save_to_disk folder (its train split).",
 )
 @click.option("--split", default="train", show_default=True, help="Only train is accepted.")
+@json_option
 @click.pass_context
-def ingest_problems_cmd(ctx, dataset, path, split):
+def ingest_problems_cmd(ctx, dataset, path, split, as_json):
     """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math, or MATH-500-shaped rows) \
 train problems."""
     with open_db(ctx) as store:
-        echo_ingest(ingest_problems(store, dataset, path=path, split=split, progress=stderr_is_tty()))
+        echo_ingest(
+            ingest_problems(store, dataset, path=path, split=split, progress=cli_progress(ctx)), as_json
+        )
 
 
 @ingest_group.command("generations")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--model", required=True, help="Name of the model that wrote the outputs.")
+@json_option
 @click.pass_context
-def ingest_generations_cmd(ctx, file, model):
+def ingest_generations_cmd(ctx, file, model, as_json):
     """Ingest a model's outputs (on problems, tasks, eval items or free prompts) from FILE.
 
     Record: output, item_kind (problem|task|eval_item|prompt), item_id or prompt, optional
@@ -107,26 +114,28 @@ def ingest_generations_cmd(ctx, file, model):
     """
 
     with open_db(ctx) as store:
-        echo_ingest(ingest_generations(store, file, model=model, progress=stderr_is_tty()))
+        echo_ingest(ingest_generations(store, file, model=model, progress=cli_progress(ctx)), as_json)
 
 
 @ingest_group.command("pairs")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--source", required=True, help="Source name the pairs are stored under.")
+@json_option
 @click.pass_context
-def ingest_pairs_cmd(ctx, file, source):
+def ingest_pairs_cmd(ctx, file, source, as_json):
     """Ingest preference pairs (prompt, chosen, rejected as strings or message lists) from FILE."""
     with open_db(ctx) as store:
-        echo_ingest(ingest_pairs(store, file, source=source, progress=stderr_is_tty()))
+        echo_ingest(ingest_pairs(store, file, source=source, progress=cli_progress(ctx)), as_json)
 
 
 @ingest_group.command("judgments")
 @click.argument("file", type=click.Path(dir_okay=False))
+@json_option
 @click.pass_context
-def ingest_judgments_cmd(ctx, file):
+def ingest_judgments_cmd(ctx, file, as_json):
     """Ingest blind judge verdicts: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
     with open_db(ctx) as store:
-        echo_ingest(ingest_judgments(store, file, progress=stderr_is_tty()))
+        echo_ingest(ingest_judgments(store, file, progress=cli_progress(ctx)), as_json)
 
 
 @ingest_group.command("evals")
@@ -143,14 +152,18 @@ def ingest_judgments_cmd(ctx, file):
 )
 @click.option("--metric", help="lm-eval: the metric field to score (default: the first known one present).")
 @click.option("--filter", "filter_name", help="lm-eval: the filter to keep (default: the first in the file).")
+@json_option
 @click.pass_context
-def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name):
+def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name, as_json):
     """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
     with open_db(ctx) as store:
         # The domain's repetition scanner judges each output: the core ingest takes it as a function.
         result = ingest_evals(
             store, file, model=model, suite=suite, scan=scan, fmt=fmt, metric=metric, filter_name=filter_name
         )
+    if as_json:
+        echo_json(result)
+        return
     click.echo(
         f"evals {model}/{suite}: read {result.read}, added {result.added}, "
         f"already present {result.skipped}"

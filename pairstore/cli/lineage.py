@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from pairstore.cli.base import (
+    complete,
     echo_json,
     open_db,
 )
@@ -12,7 +13,7 @@ from pairstore.rounds.lineage import describe, lineage
 
 
 @click.command("lineage")
-@click.argument("name")
+@click.argument("name", shell_complete=complete("round"))
 @click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
 @click.pass_context
 def lineage_cmd(ctx, name, as_json):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from pairstore.cli.base import (
+    as_plain,
+    complete,
     echo_counts,
     echo_json,
     echo_table,
+    json_option,
     open_db,
 )
 from pairstore.export.attach import attach_round
@@ -24,28 +29,41 @@ def round_group():
 @click.option(
     "--shipped", is_flag=True, help="Add every recipe shipped under pairstore/recipes/ (parents first)."
 )
+@json_option
 @click.pass_context
-def round_add_cmd(ctx, files, shipped):
+def round_add_cmd(ctx, files, shipped, as_json):
     """Register recipe FILES (TOML) as rounds, all or nothing: every mistake of every file is reported and
     then nothing is added. A parent may be among the FILES. The same file again changes nothing."""
     if not files and not shipped:
         raise click.UsageError("give recipe FILES or --shipped")
+    report: dict[str, Any] = {"shipped": None, "rounds": []}
     with open_db(ctx) as store:
         if shipped:
-            echo_counts("shipped recipes", {k: len(v) for k, v in load_shipped_recipes(store).items()})
+            report["shipped"] = load_shipped_recipes(store)
+            if not as_json:
+                echo_counts("shipped recipes", {k: len(v) for k, v in report["shipped"].items()})
         for recipe, added in add_rounds(store, list(files)) if files else []:
-            click.echo(
-                f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
-                f"sha256 {recipe.sha256[:12]})"
-            )
+            entry = {"name": recipe.name, "kind": recipe.kind, "sha256": recipe.sha256, "added": added}
+            report["rounds"].append(entry)
+            if not as_json:
+                click.echo(
+                    f"{'added' if added else 'unchanged'}: {recipe.name} ({recipe.kind}, "
+                    f"sha256 {recipe.sha256[:12]})"
+                )
+    if as_json:
+        echo_json(report)
 
 
 @round_group.command("list")
+@json_option
 @click.pass_context
-def round_list_cmd(ctx):
+def round_list_cmd(ctx, as_json):
     """List registered rounds with kind, parents, alpha, job and exports."""
     with open_db(ctx, read_only=True) as store:
         rows = list_rounds(store)
+    if as_json:
+        echo_json(rows)
+        return
     echo_table(
         ["name", "kind", "parents", "alpha", "job", "exports", "sha256"],
         [
@@ -56,27 +74,32 @@ def round_list_cmd(ctx):
 
 
 @round_group.command("show")
-@click.argument("name")
+@click.argument("name", shell_complete=complete("round"))
 @click.option("--toml", "as_toml", is_flag=True, help="Print the recipe's TOML text as registered.")
+@json_option
 @click.pass_context
-def round_show_cmd(ctx, name, as_toml):
+def round_show_cmd(ctx, name, as_toml, as_json):
     """Show round NAME: the stored recipe (JSON), its SHA-256 and its registered mixtures."""
     with open_db(ctx, read_only=True) as store:
         info = show_round(store, name)
-    if as_toml:
+    if as_toml and not as_json:
         click.echo(info["toml"], nl=False)
     else:
         echo_json({k: v for k, v in info.items() if k != "toml"})
 
 
 @round_group.command("attach")
-@click.argument("name")
+@click.argument("name", shell_complete=complete("round"))
 @click.argument("file", type=click.Path(dir_okay=False))
+@json_option
 @click.pass_context
-def round_attach_cmd(ctx, name, file):
+def round_attach_cmd(ctx, name, file, as_json):
     """Register FILE (parquet/JSONL pairs made elsewhere) as round NAME's training data (not gated)."""
     with open_db(ctx) as store:
         r = attach_round(store, name, file)
+    if as_json:
+        echo_json(as_plain(r))
+        return
     if r.already:
         click.echo(f"already attached to {name}: {r.path} ({r.rows} rows, sha256 {r.sha256[:12]})")
         return

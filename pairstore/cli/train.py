@@ -8,7 +8,16 @@ from pathlib import Path
 import click
 from click.core import ParameterSource
 
-from pairstore.cli.base import check_seed, echo_counts, generation_options, open_db
+from pairstore.cli.base import (
+    as_plain,
+    check_seed,
+    complete,
+    echo_counts,
+    echo_json,
+    generation_options,
+    json_option,
+    open_db,
+)
 from pairstore.rounds.checkpoints import checkpoint_name, register_folder
 from train.dpo import train_dpo_at
 from train.launch import emit_sbatch
@@ -23,7 +32,13 @@ def train_group():
 
 
 @train_group.command("dpo")
-@click.option("--round", "round_name", required=True, help="The dpo round whose export to train on.")
+@click.option(
+    "--round",
+    "round_name",
+    required=True,
+    help="The dpo round whose export to train on.",
+    shell_complete=complete("round"),
+)
 @click.option(
     "--base",
     "base",
@@ -82,6 +97,7 @@ def train_group():
 @click.option(
     "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
 )
+@json_option
 @click.pass_context
 def train_dpo_cmd(
     ctx,
@@ -100,6 +116,7 @@ def train_dpo_cmd(
     partition,
     name,
     trust_remote_code,
+    as_json,
 ):
     """Train a round's LoRA adapter with DPO + NLL on its exported mixture (exit 3 if the mixture changed)."""
     db = ctx.find_root().obj["db"]
@@ -120,7 +137,10 @@ def train_dpo_cmd(
                 trust_remote_code=trust_remote_code,
                 adapter_name=name,
             )
-        click.echo(f"wrote {path} ({gpus} GPUs); submit it with: sbatch {path}")
+        if as_json:
+            echo_json({"sbatch": str(path), "gpus": gpus})
+        else:
+            click.echo(f"wrote {path} ({gpus} GPUs); submit it with: sbatch {path}")
         return
 
     result = train_dpo_at(
@@ -137,6 +157,9 @@ def train_dpo_cmd(
         trust_remote_code=trust_remote_code,
         adapter_name=name,
     )
+    if as_json:
+        echo_json(as_plain(result))
+        return
     m = result.metrics
     click.echo(
         f"trained {result.adapter_name}: {m.get('global_step')} steps, "
@@ -184,8 +207,9 @@ def train_dpo_cmd(
 @click.option(
     "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
 )
+@json_option
 @click.pass_context
-def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code):
+def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code, as_json):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
         result = merge_adapter(
@@ -198,6 +222,9 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, 
             max_shard_bytes=max_shard_mb << 20,
             trust_remote_code=trust_remote_code,
         )
+    if as_json:
+        echo_json(as_plain(result))
+        return
     click.echo(
         f"merged {result.merged_modules} LoRA modules ({result.method}) -> {result.out_dir}; "
         f"registered checkpoint {result.name}"
@@ -250,6 +277,7 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, 
 @click.option(
     "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
 )
+@json_option
 @click.pass_context
 def train_sample_cmd(
     ctx,
@@ -265,6 +293,7 @@ def train_sample_cmd(
     engine,
     model_name,
     trust_remote_code,
+    as_json,
 ):
     """Answer items the way the bundle is served; store outputs with verdicts and loop flags."""
     decoding = {"repetition_penalty": repetition_penalty, "no_repeat_ngram_size": no_repeat_ngram_size}
@@ -283,6 +312,9 @@ def train_sample_cmd(
             engine=engine,
             trust_remote_code=trust_remote_code,
         )
+    if as_json:
+        echo_json(as_plain(r))
+        return
     click.echo(
         f"{r.model}: {r.generations} generations for {r.items} items ({r.added} new), "
         f"loop-flagged {r.loop_flagged}"
@@ -332,9 +364,10 @@ def train_sample_cmd(
     help="Do not register the checkpoint (by default it is registered when --db/PAIRSTORE_DB is "
     "given or the default store file exists).",
 )
+@json_option
 @click.pass_context
 def train_soup_cmd(
-    ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, hash_output, no_register
+    ctx, a_dir, b_dir, alpha, out_dir, name, a_name, b_name, slice_mb, hash_output, no_register, as_json
 ):
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
 
@@ -354,6 +387,9 @@ def train_soup_cmd(
                 register_folder(store, folder, parent)
     else:
         evidence = soup(a_dir, b_dir, alpha, out_dir, **options)
+    if as_json:
+        echo_json({"evidence": evidence, "registered": name if register else None})
+        return
     out = evidence["output"]
     click.echo(
         f"soup: {out['tensors']} tensors, {out['total_size']} bytes in {len(out['shards'])} "

@@ -18,6 +18,7 @@ import pyarrow as pa
 import rapidfuzz
 
 from pairstore import __version__
+from pairstore.export.paths import EVIDENCE_SUFFIX, evidence_name  # noqa: F401  (the names live there)
 from pairstore.export.registry import ExportedFile
 from pairstore.export.writer import COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_ROWS
 from pairstore.keys import sha256_text
@@ -26,14 +27,9 @@ from pairstore.rounds.recipes import Recipe
 if TYPE_CHECKING:
     from pairstore.store.store import Store
 
-EVIDENCE_SUFFIX = ".training_evidence.json"
 ROW_ORDER = (
     "blocks in recipe order; within a block pairs in store order (pairs.rowid); copies of a pair adjacent"
 )
-
-
-def evidence_name(round_name: str) -> str:
-    return f"{round_name}{EVIDENCE_SUFFIX}"
 
 
 def library_versions(store: Store) -> dict:

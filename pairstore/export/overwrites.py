@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
+from pairstore.export.paths import CARD_NAME
 from pairstore.export.registry import active_at
 from pairstore.files import leftover_temps, publish_point
 from pairstore.keys import sha256_file
@@ -59,6 +60,11 @@ def recover_interrupted(store: Store, folder: Path, finals: list[Path]) -> list[
     if not folder.is_dir():
         return notes
     started = {f for e in started_exports(store) for f in e.get("files", [])}
+    # The dataset card is derived from the registry and rebuilt after every export: a temp of it is
+    # simply dropped.
+    for tmp in leftover_temps(folder, CARD_NAME):
+        tmp.unlink(missing_ok=True)
+        notes.append(f"{tmp}: removed the temp file of an interrupted dataset card")
     for final in finals:
         registered = {
             sha

@@ -35,15 +35,19 @@ import duckdb
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.export.evidence import evidence_name, export_evidence
+from pairstore.export.card import write_card
+from pairstore.export.evidence import export_evidence
 from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
+from pairstore.export.paths import export_paths
 from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import ExportedFile, record_export
 from pairstore.export.writer import write_mixture_file
 from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
+from pairstore.holdout.sets import removed_members
 from pairstore.keys import sha256_file
+from pairstore.progress import as_progress
 from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
 
 if TYPE_CHECKING:
@@ -63,6 +67,7 @@ class GateEvidence:
     fuzzy_pairs_scored: int
     exempted: list[dict]  # the exempted hits, each with its reason
     notes: list[str]
+    removed_members: list[dict] = field(default_factory=list)  # members removed at export time
     passed: bool = True
     fuzzy_threshold: float = FUZZY_THRESHOLD
     fuzzy_min_chars: int = FUZZY_MIN_CHARS
@@ -84,6 +89,7 @@ class ExportResult:
     export_ids: list = field(default_factory=list)
     superseded: list = field(default_factory=list)  # export ids this export replaced (--replace)
     notes: list = field(default_factory=list)  # leftovers of an interrupted export, ...
+    card_path: str | None = None  # the folder's dataset card (README.md), when pairstore may write it
 
 
 def resolve_system_prompt(
@@ -129,13 +135,8 @@ def resolve_system_prompt(
 
 def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
     out.mkdir(parents=True, exist_ok=True)
-    out_real = out.resolve()
-    finals = {"dpo": out_real / f"{name}.parquet", "sft": out_real / f"{name}.sft.parquet"}
-    evidence_path = out_real / evidence_name(name)
-    for p in [*finals.values(), evidence_path]:
-        if p.parent != out_real:
-            raise BadInput(f"round {name!r} would write outside {out_real}", field="out")
-    return out_real, finals, evidence_path
+    paths = export_paths(out, name)
+    return paths.folder, paths.mixture_files(), paths.evidence
 
 
 def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
@@ -161,11 +162,20 @@ def _check_writable(out: Path) -> None:
 
 
 def export_round(
-    store: Store, name: str, out_dir=".", *, bundle=None, system_prompt_file=None, replace: bool = False
+    store: Store,
+    name: str,
+    out_dir=".",
+    *,
+    bundle=None,
+    system_prompt_file=None,
+    replace: bool = False,
+    progress=None,
 ) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 
-    `replace`: supersede a registered file at those paths that would get other bytes (else BadInput)."""
+    `replace`: supersede a registered file at those paths that would get other bytes (else BadInput).
+    `progress` (pairstore.progress) hears the stages: plan, gate, write."""
+    progress = as_progress(progress)
     recipe = get_round(store, name)
     if not NAME_RE.fullmatch(recipe.name):
         raise BadInput(f"round name {recipe.name!r} is not a safe file name", field="round")
@@ -185,15 +195,20 @@ def export_round(
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
     plan_scope = ExitStack()  # the planned mixture lives until the export is done, whatever happens
     try:
-        mix = plan_scope.enter_context(planned_mixture(store, recipe))
-        plans = mix.blocks
-        if not mix.entries():
+        with progress.stage(f"export {name}: plan", unit="pairs") as stage:
+            mix = plan_scope.enter_context(planned_mixture(store, recipe))
+            plans = mix.blocks
+            mixture_entries = mix.entries()
+            stage.advance(mixture_entries)
+        if not mixture_entries:
             raise BadInput(
                 f"round {name!r}: the mixture selects no pairs "
                 f"({'; '.join(f'block {p.index + 1} {p.source}: {p.matched}' for p in plans)})",
                 field="mix",
             )
-        gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
+        with progress.stage(f"export {name}: holdout gate", total=mixture_entries, unit="pairs") as stage:
+            gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
+            stage.advance(mixture_entries)
         try:
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
@@ -214,7 +229,9 @@ def export_round(
                 if kind not in kinds_present:
                     continue
                 tmp = temps[kind] = temp_path(finals[kind])
-                rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
+                with progress.stage(f"export {name}: write {finals[kind].name}", unit="rows") as stage:
+                    rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
+                    stage.advance(rows)
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n
@@ -227,6 +244,7 @@ def export_round(
                 pairs_checked=gate.candidates,
                 fuzzy_pairs_scored=gate.fuzzy_pairs_scored,
                 exempted=exempted,
+                removed_members=removed_members(store),
                 notes=gate.notes,
             )
             evidence = export_evidence(
@@ -303,6 +321,15 @@ def export_round(
         finally:
             for tmp in temps.values():
                 tmp.unlink(missing_ok=True)
+        # After the commit: the card is derived from the registry, so a crash before this line leaves a
+        # card the next export into the folder rebuilds.
+        try:
+            card, why_not = write_card(store, out_real)
+        except OSError as e:
+            raise write_failure(out_real, e) from None
+        result.card_path = str(card) if card else None
+        if why_not:
+            result.notes.append(why_not)
         return result
     finally:
         plan_scope.close()

@@ -1,4 +1,5 @@
-"""The holdout gate on a planned mixture: every distinct pair of it against every held-out member.
+"""The holdout gate on a planned mixture: every distinct pair of it, every text,
+against every held-out member.
 
     with planned_mixture(store, recipe) as mix:    # pairstore.export.plan
         gate, exempted = run_gate(store, "m11a", mix)   # raises GateRefused on a hit
@@ -13,6 +14,7 @@ carries the hits; the refusal is logged; nothing is written.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pairstore.errors import GateRefused
@@ -21,23 +23,23 @@ from pairstore.holdout.sets import split_exempt
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
-    from pairstore.store.store import Store
 
 HITS_SHOWN = 50
 # The row that stands for the round's own system prompt (a literal or the bundle's), checked like a pair.
 SYSTEM_PROMPT_ROW = -1
 
 
-def _build_candidates(store: Store, mixture: MixturePlan, system_prompt: str | None) -> None:
-    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns,
-    plus a row holding the round's system prompt (which the export writes into every row). Only the ids are
-    materialized (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
+def _build_candidates(store, mixture_table: str, system_prompt: str | None) -> None:
+    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns
+    (every text of the pair: each turn of the prompt, chosen, rejected or the NLL completion), plus a row
+    holding the round's system prompt (which the export writes into every row). Only the ids are materialized
+    (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
     con = store.con
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _gate_ids AS
         WITH d AS (SELECT pair_id, (row_number() OVER (ORDER BY kind, block, prow) - 1)::BIGINT AS row_index
                    FROM (SELECT pair_id, min(kind) AS kind, min(block) AS block, min(prow) AS prow
-                         FROM {mixture.table} GROUP BY pair_id)),
+                         FROM {mixture_table} GROUP BY pair_id)),
         o AS (SELECT pair_id, list(origin_id ORDER BY origin_id) AS origin_ids
               FROM pair_origins WHERE pair_id IN (SELECT pair_id FROM d) GROUP BY pair_id)
         SELECT d.row_index, p.pair_id, coalesce(o.origin_ids, []::VARCHAR[]) AS origin_ids, \
@@ -51,8 +53,9 @@ p.match_key, p.task_key
         SELECT g.row_index, g.pair_id, g.origin_ids, g.match_key, g.task_key,
                list_transform(list_filter(p.prompt, lambda m: m.role = 'user'), \
 lambda m: m.content) AS user_turns,
-               list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), \
-lambda m: m.content) AS other_turns
+               list_concat(
+                   list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), lambda m: m.content),
+                   list_filter([p.chosen, p.rejected], lambda a: a IS NOT NULL)) AS other_turns
         FROM _gate_ids g JOIN pairs p USING (pair_id)
         UNION ALL
         SELECT row_index, NULL, []::VARCHAR[], NULL, NULL, []::VARCHAR[], [text] FROM _gate_system""")
@@ -65,12 +68,12 @@ def _hit_line(h) -> str:
     )
 
 
-def run_gate(
-    store: Store, round_name: str, mixture: MixturePlan, system_prompt: str | None = None
-) -> tuple[GateResult, list[dict]]:
-    """Check the planned mixture and the system prompt the export adds. Raises GateRefused on a hit
-    that is not exempted."""
-    _build_candidates(store, mixture, system_prompt)
+def _check_mixture(
+    store, mixture_table: str, system_prompt: str | None
+) -> tuple[GateResult, list, list[dict]]:
+    """(result, standing hits, exemptions that cleared a hit) of the mixture in the temp table
+    `mixture_table` (block, prow, pair_id, kind, ...)."""
+    _build_candidates(store, mixture_table, system_prompt)
     try:
         result = check_table(store, "_gate_cand")
     finally:
@@ -81,12 +84,26 @@ def run_gate(
         ):
             store.con.execute(f"DROP {drop}")
     standing, exempted = split_exempt(store, result.hits)
+    return result, standing, exempted
+
+
+def _hit_lines(standing: list) -> tuple[list[str], list[tuple[str, str]]]:
+    lines = [_hit_line(h) for h in standing[:HITS_SHOWN]]
+    if len(standing) > HITS_SHOWN:
+        lines.append(f"  ... and {len(standing) - HITS_SHOWN} more")
+    members = sorted({(h.set_name, h.item_id) for h in standing})
+    lines.append("held-out items: " + ", ".join(f"{s}/{i}" for s, i in members))
+    return lines, members
+
+
+def run_gate(
+    store, round_name: str, mixture: MixturePlan, system_prompt: str | None = None
+) -> tuple[GateResult, list[dict]]:
+    """Check the planned mixture and the system prompt the export adds. Raises GateRefused on a hit
+    that is not exempted."""
+    result, standing, exempted = _check_mixture(store, mixture.table, system_prompt)
     if standing:
-        lines = [_hit_line(h) for h in standing[:HITS_SHOWN]]
-        if len(standing) > HITS_SHOWN:
-            lines.append(f"  ... and {len(standing) - HITS_SHOWN} more")
-        members = sorted({(h.set_name, h.item_id) for h in standing})
-        lines.append("held-out items: " + ", ".join(f"{s}/{i}" for s, i in members))
+        lines, members = _hit_lines(standing)
         with store.transaction():
             store.audit(
                 "export.refused",
@@ -101,3 +118,87 @@ def run_gate(
             hits=standing,
         )
     return result, exempted
+
+
+def _member_since(store, set_name: str, item_id: str):
+    """When the member became what the gate checks: added to its set, its eval item or benchmark stored."""
+    if set_name.startswith("eval:"):
+        return store.scalar(
+            "SELECT created_at FROM eval_items WHERE suite = ? AND item_id = ?", [set_name[5:], item_id]
+        )
+    if set_name.startswith("benchmark:"):
+        return store.scalar(
+            "SELECT registered_at FROM benchmark_refs WHERE benchmark = ? AND item_id = ?",
+            [set_name[10:], item_id],
+        )
+    # The last time it was added or re-added (a re-add clears removed_at; the audit log keeps both).
+    last_add = store.scalar(
+        "SELECT max(logged_at) FROM audit_log WHERE action = 'holdout.add' AND subject = ? "
+        "AND list_contains(CAST(json_extract(detail, '$.items') AS VARCHAR[]), ?)",
+        [set_name, item_id],
+    )
+    added = store.scalar(
+        "SELECT added_at FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, item_id]
+    )
+    return max(x for x in (last_add, added) if x is not None) if (last_add or added) else None
+
+
+def exported_system_prompt(path) -> str | None:
+    """The system prompt an export wrote into its rows (the first row's leading system message), or None."""
+    import pyarrow.parquet as pq
+
+    if not Path(path).is_file():
+        return None
+    f = pq.ParquetFile(path)
+    if f.metadata.num_rows == 0:
+        return None
+    first = f.read_row_group(0, columns=["prompt"]).column("prompt")[0].as_py() or []
+    return first[0]["content"] if first and first[0].get("role") == "system" else None
+
+
+def regate_export(store, export_ids: list[str], system_prompt: str | None = None) -> GateResult:
+    """Today's gate on registered exports (their rows in export_rows, and the system prompt their rows
+    carry): the check `train dpo` runs before training and `audit mixtures` reports. Raises GateRefused
+    naming every standing hit and what changed since the export (members added, re-added or registered
+    after it; a member older than the export was found by a stronger gate). Read-only: nothing logged."""
+    con = store.con
+    created = store.scalar(
+        "SELECT min(created_at) FROM exports WHERE export_id IN (SELECT unnest(?::VARCHAR[]))", [export_ids]
+    )
+    rounds = sorted(
+        {
+            r
+            for (r,) in con.execute(
+                "SELECT DISTINCT round FROM exports WHERE export_id IN (SELECT unnest(?::VARCHAR[]))",
+                [export_ids],
+            ).fetchall()
+        }
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _regate_mix AS "
+        "SELECT pair_id, p.kind, 0 AS block, min(r.row_index) AS prow "
+        "FROM export_rows r JOIN pairs p USING (pair_id) "
+        "WHERE r.export_id IN (SELECT unnest(?::VARCHAR[])) GROUP BY pair_id, p.kind",
+        [export_ids],
+    )
+    try:
+        result, standing, _ = _check_mixture(store, "_regate_mix", system_prompt)
+    finally:
+        con.execute("DROP TABLE IF EXISTS _regate_mix")
+    if standing:
+        lines, members = _hit_lines(standing)
+        changes = []
+        for set_name, item_id in members:
+            since = _member_since(store, set_name, item_id)
+            if since is not None and created is not None and since > created:
+                changes.append(f"{set_name}/{item_id} added {since:%Y-%m-%d %H:%M:%S} after the export")
+            else:
+                changes.append(f"{set_name}/{item_id} held out at export time, now found by the gate")
+        raise GateRefused(
+            f"the mixture of round(s) {', '.join(rounds)} exported {created:%Y-%m-%d %H:%M:%S} would now be "
+            f"refused by the holdout gate: {len(standing)} hit(s) on {len(members)} held-out item(s). "
+            "Changed since the export: " + "; ".join(changes) + ". Re-export the round (or exempt the "
+            "(member, pair) with `pairstore holdout exempt`):\n" + "\n".join(lines),
+            hits=standing,
+        )
+    return result

@@ -50,22 +50,38 @@ from rapidfuzz import fuzz
 
 from pairstore.errors import BadInput
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, lookup_ngrams, registered_vocabulary
-from pairstore.holdout.normalize import TURN_SEP, compact_text, word_text
-from pairstore.holdout.scan import GRAM_WORDS, loose_hash, scan_candidates
+from pairstore.holdout.normalize import TURN_SEP, compact_text, sentences, word_text
+from pairstore.holdout.scan import GRAM_WORDS, loose_hash, loose_length, scan_candidates
 from pairstore.keys import canonical_messages, match_key, match_text, xxh128
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
 
-# Normalized text shorter than this is never fuzzy-matched (exact and embedded matches still apply).
+# A member's normalized text shorter than this is never fuzzy-matched (exact and
+# embedded matches still apply).
 FUZZY_MIN_CHARS = 64
-# rapidfuzz score (0..100) at or above which a long prompt is a near copy of a member.
-# Three words changed in a 250-character prompt score about 93; two different questions that share a
-# topic score well under 80.
-FUZZY_THRESHOLD = 88.0
+# rapidfuzz score (0..100) at or above which a long prompt is a near copy of a member, once the
+# distinctive-token rule (near_copy) holds. Chosen on the `tune` split of tests/fixtures/gate/
+# near_duplicates.jsonl (scripts/tune_gate.py; docs/design.md, "The holdout gate").
+FUZZY_THRESHOLD = 70.0
+# A cut tail: the row keeps at least this share of the member's words, and every distinctive token the
+# row misses lies in the member's last CUT_TAIL_SLACK words past the row's length.
+CUT_TAIL_MIN_SHARE = 0.6
+CUT_TAIL_SLACK = 3
+# A word found in at least this share of the store's texts (STORE_SAMPLE of them, seeded) is common: it
+# does not say what a question is about. Function words (STOPWORDS) are common in any store.
+COMMON_SHARE = 0.02
+STORE_SAMPLE = 5_000
+RARITY_MIN_TEXTS = 200  # fewer texts than this in the store: only STOPWORDS are common
 # A needle of at least this many words is also found inside longer text; shorter ones only as a whole
-# turn ("tell me a joke" inside "tell me a joke about cats" is another request).
+# turn, answer or sentence ("tell me a joke" inside "tell me a joke about cats" is another request).
 EMBED_MIN_WORDS = 5
+# A needle of at least this many words is found as a whole sentence or line of a row text ("Hi! Tell
+# me a joke. Thanks!"); shorter ones only as a whole turn or answer.
+SENTENCE_MIN_WORDS = 3
+# A member's answer (a battle's sides, an eval item's reference, a problem's solution) is looked for
+# when it has at least this many words: a short answer ("Paris.", "42") is any question's answer.
+ANSWER_MIN_WORDS = 8
 # Prefilter: a (row, needle) pair is looked at only if the row holds at least this share of the
 # needle's word 3-grams (a contained needle holds all; each changed word removes at most three).
 SHINGLE_MIN_SHARE = 0.3
@@ -88,7 +104,9 @@ CANDIDATE_SCHEMA = pa.schema(
         ("match_key", pa.string()),
         ("task_key", pa.string()),
         ("user_turns", _MESSAGES),
-        ("other_turns", _MESSAGES),  # system and assistant turns, in order
+        # every other text of the row: system and assistant turns in order, then chosen, rejected or the
+        # NLL completion
+        ("other_turns", _MESSAGES),
     ]
 )
 
@@ -130,10 +148,11 @@ class Needle:
     text: str  # normalized words, turns joined by spaces
     compact: str  # the match-key text
     task_key: str | None
+    answer: bool = False  # one of the member's answers, not its prompt
 
     @property
     def words(self) -> int:
-        return len(self.text.split())
+        return len(tokens(self.text))
 
     @property
     def embeddable(self) -> bool:
@@ -141,8 +160,14 @@ class Needle:
         return self.words >= EMBED_MIN_WORDS and not (self.kind == "benchmark" and self.words >= DEFAULT_N)
 
     @property
+    def sentence(self) -> bool:
+        return SENTENCE_MIN_WORDS <= self.words < EMBED_MIN_WORDS
+
+    @property
     def fuzzy(self) -> bool:
-        return self.kind != "benchmark" and self.task_key is None and len(self.text) >= FUZZY_MIN_CHARS
+        return (
+            self.kind != "benchmark" and self.task_key is None and text_length(self.text) >= FUZZY_MIN_CHARS
+        )
 
 
 # -- candidates ----------------------------------------------------------------
@@ -158,12 +183,16 @@ def split_turns(prompt, *, line: int | None = None) -> tuple[list[str], list[str
 
 
 def candidate_table(rows: Iterable) -> pa.Table:
-    """Rows (row_index, pair_id|None, origin_ids, prompt (str or messages), task_key|None) -> arrow table.
+    """Rows (row_index, pair_id|None, origin_ids, prompt (str or messages), task_key|None[, answers]) -> arrow
+    table; `answers`: the row's chosen, rejected or completion texts (None entries skipped).
 
     A prompt that is not a string or a list of messages raises BadInput naming the row."""
     cols: dict[str, list] = {name: [] for name in CANDIDATE_SCHEMA.names}
-    for row_index, pair_id, origin_ids, prompt, task_key in rows:
+    for row in rows:
+        row_index, pair_id, origin_ids, prompt, task_key = row[:5]
+        answers = [a for a in (row[5] if len(row) > 5 else ()) if isinstance(a, str)]
         users, others = split_turns(prompt, line=int(row_index))
+        others = others + answers
         cols["row_index"].append(int(row_index))
         cols["pair_id"].append(pair_id)
         cols["origin_ids"].append([str(o) for o in (origin_ids or [])])
@@ -178,15 +207,33 @@ def candidate_table(rows: Iterable) -> pa.Table:
 
 
 def _needles_of(
-    set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None
+    set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None, answers=()
 ) -> list[Needle]:
     """The needles of one member from its normalized user turns (always one: an empty text still matches
-    by origin id and task key)."""
+    by origin id and task key), and from each of its answers (raw texts) of ANSWER_MIN_WORDS words or more."""
     joined = " ".join(" ".join(turns).split())
     out = [Needle(set_name, item_id, kind, joined, compact_text(joined), task_key)]
-    if len(turns) > 1 and len(turns[0].split()) >= EMBED_MIN_WORDS:
-        out.append(Needle(set_name, item_id, kind, turns[0], compact_text(turns[0]), task_key))
+    if len(turns) > 1:
+        for turn in turns:
+            if len(turn.split()) >= EMBED_MIN_WORDS:
+                out.append(Needle(set_name, item_id, kind, turn, compact_text(turn), task_key))
+    seen = {joined}
+    for a in answers or ():
+        text = word_text(a) if isinstance(a, str) else ""
+        if len(text.split()) >= ANSWER_MIN_WORDS and text not in seen:
+            seen.add(text)
+            out.append(Needle(set_name, item_id, kind, text, compact_text(text), None, answer=True))
     return out
+
+
+# A holdout member's answers, as stored with the item it names: both sides of a battle, a problem's
+# solution, a task's chosen answer, an eval item's reference answer.
+MEMBER_ANSWERS_SQL = """(CASE h.item_kind
+    WHEN 'battle' THEN (SELECT list_concat(b.own_answers, b.opponent_answers) FROM battles b
+                        WHERE b.battle_id = h.item_id)
+    WHEN 'problem' THEN (SELECT [p.solution] FROM problems p WHERE p.problem_id = h.item_id)
+    WHEN 'eval_item' THEN (SELECT list(e.gold) FROM eval_items e WHERE e.item_id = h.item_id)
+    ELSE []::VARCHAR[] END)"""
 
 
 def member_needles(store: Store, set_name: str | None = None) -> tuple[list[Needle], dict]:
@@ -197,25 +244,28 @@ def member_needles(store: Store, set_name: str | None = None) -> tuple[list[Need
     want_holdout = set_name is None or not set_name.startswith(("eval:", "benchmark:"))
     if want_holdout:
         rows = con.execute(
-            "SELECT set_name, item_id, match_text, task_key FROM holdout WHERE removed_at IS NULL "
-            "AND (? IS NULL OR set_name = ?) ORDER BY set_name, item_id",
+            f"SELECT h.set_name, h.item_id, h.match_text, h.task_key, {MEMBER_ANSWERS_SQL} AS answers "
+            "FROM holdout h WHERE h.removed_at IS NULL "
+            "AND (? IS NULL OR h.set_name = ?) ORDER BY h.set_name, h.item_id",
             [set_name, set_name],
         ).fetchall()
-        for s, i, text, tk in rows:
+        for s, i, text, tk, answers in rows:
             counts["holdout"] += 1
             # Re-normalized here: a member added by hand, or by an older version, matches the same way.
-            needles += _needles_of(s, i, "holdout", [word_text(t) for t in (text or "").split(TURN_SEP)], tk)
+            needles += _needles_of(
+                s, i, "holdout", [word_text(t) for t in (text or "").split(TURN_SEP)], tk, answers
+            )
     if set_name is None or set_name.startswith("eval:"):
         suite = None if set_name is None else set_name[len("eval:") :]
         rows = con.execute(
-            "SELECT suite, item_id, prompt, task_key FROM eval_items WHERE (? IS NULL OR suite = ?) "
+            "SELECT suite, item_id, prompt, task_key, gold FROM eval_items WHERE (? IS NULL OR suite = ?) "
             "ORDER BY suite, item_id",
             [suite, suite],
         ).fetchall()
-        for s, i, prompt, tk in rows:
+        for s, i, prompt, tk, gold in rows:
             counts["eval"] += 1
             needles += _needles_of(
-                f"eval:{s}", i, "eval", match_text([dict(m) for m in prompt]).split(TURN_SEP), tk
+                f"eval:{s}", i, "eval", match_text([dict(m) for m in prompt]).split(TURN_SEP), tk, [gold]
             )
     if set_name is None or set_name.startswith("benchmark:"):
         bench = None if set_name is None else set_name[len("benchmark:") :]
@@ -232,26 +282,154 @@ def member_needles(store: Store, set_name: str | None = None) -> tuple[list[Need
 
 # -- scoring -------------------------------------------------------------------
 
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+# Function words of the languages the store sees most: they never say what a question is about.
+STOPWORDS = frozenset(
+    """a an the and or but if of to in on at by for with from as into onto about over under than then so
+    is are was were be been being am do does did have has had having will would shall should can could may
+    might must it its this that these those there here what which who whom whose when where why how i you
+    he she we they me him her us them my your his our their mine yours not no yes also just very too all
+    any some each every much many more most other such own same only both either neither please thanks
+    thank hi hello hey dear s t d ll re ve m y o
+    и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было
+    вот от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас
+    нибудь опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их
+    чем была сам чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой
+    совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда зачем всех никогда можно при
+    наконец два об другой хоть после над больше тот через эти нас про всего них какая много разве три
+    эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда конечно
+    всю между
+    el la los las un una unos unas y o de del al en con por para que es son se lo le su sus como más
+    der die das ein eine einen und oder zu im ist sind mit von für auf den dem des nicht
+    le la les un une des et ou de du au en avec pour que est sont ce qui dans sur par pas""".split()
+)
 
 
-def _numbers(text: str) -> Counter:
-    return Counter(_NUMBER.findall(text))
+@dataclass
+class Rarity:
+    """How many of `n` sampled store texts hold each word: a word in COMMON_SHARE of them is common."""
+
+    df: dict[str, int] = field(default_factory=dict)
+    n: int = 0
+
+    def common(self, token: str) -> bool:
+        if token in STOPWORDS:
+            return True
+        return self.n >= RARITY_MIN_TEXTS and self.df.get(token, 0) >= COMMON_SHARE * self.n
+
+    @classmethod
+    def of_texts(cls, texts: Iterable[str], vocabulary: set[str] | None = None) -> Rarity:
+        """Document frequencies of the tokens of normalized texts (only `vocabulary`'s, when given)."""
+        df: Counter = Counter()
+        n = 0
+        for t in texts:
+            n += 1
+            toks = set(tokens(t))
+            df.update(toks if vocabulary is None else toks & vocabulary)
+        return cls(dict(df), n)
 
 
-def fuzzy_score(member_text: str, row_text: str) -> float:
-    """rapidfuzz similarity of two normalized texts, 0..100.
+def _unspaced(ch: str) -> bool:
+    """A character of a script written without spaces (CJK, kana, Hangul syllables are spaced; Thai, Lao,
+    Khmer, Myanmar): each is a token of its own."""
+    cp = ord(ch)
+    return (
+        0x2E80 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF or 0x0E00 <= cp <= 0x109F or 0x1780 <= cp <= 0x17FF
+    )
 
-    `ratio` (normalized Indel similarity) catches a few words changed; when the row is longer than the
-    member, `partial_ratio` (the member against the best-aligned window of the row) catches the member
-    with a sentence added. The same question with other numbers ("63 times 31" vs "64 times 30") is
-    another question: a near copy keeps every number of the member."""
-    if not _numbers(member_text) <= _numbers(row_text):
-        return 0.0
+
+def tokens(text: str) -> list[str]:
+    """The words of a normalized text; a run of a script written without spaces, one token per character."""
+    out = []
+    for w in text.replace(TURN_SEP, " ").split():
+        if not w.isascii() and any(_unspaced(c) for c in w):
+            buf = ""
+            for c in w:
+                if _unspaced(c):
+                    if buf:
+                        out.append(buf)
+                        buf = ""
+                    out.append(c)
+                else:
+                    buf += c
+            if buf:
+                out.append(buf)
+        else:
+            out.append(w)
+    return out
+
+
+def text_length(text: str) -> int:
+    """Characters, a character of a script written without spaces counting two (it carries a word's worth)."""
+    return len(text) + sum(1 for c in text if not c.isascii() and _unspaced(c))
+
+
+def _is_number(token: str) -> bool:
+    return any(c.isdigit() for c in token)
+
+
+def _number_parts(toks: Iterable[str]) -> Counter:
+    """The numbers of a text as a multiset of digit runs: 13.00 and 13:00 (13 00) compare equal, 3 3 is
+    not 13."""
+    out: Counter = Counter()
+    for t in toks:
+        if _is_number(t):
+            out.update(p for p in re.split(r"[^0-9]+", t) if p)
+    return out
+
+
+def distinctive(toks: Iterable[str], rarity: Rarity) -> set[str]:
+    """What a question is about: its words that are not common in the store (numbers: _number_parts)."""
+    return {t for t in toks if not _is_number(t) and (len(t) > 1 or _unspaced(t)) and not rarity.common(t)}
+
+
+def similarity(member_text: str, row_text: str) -> float:
+    """rapidfuzz similarity of two normalized texts, 0..100: `ratio` (normalized Indel similarity) for a few
+    words changed; when the row is longer, `partial_ratio` (the member against the best-aligned window of
+    the row) for the member with a sentence added."""
     score = fuzz.ratio(member_text, row_text)
     if len(row_text) > len(member_text):
         score = max(score, fuzz.partial_ratio(member_text, row_text))
     return float(score)
+
+
+def near_copy(member_text: str, row_text: str, rarity: Rarity | None = None) -> float:
+    """The fuzzy score of a row text against a member: its similarity when the distinctive-token rule holds,
+    else 0.
+
+    The rule: every distinctive token of the member (numbers, rare content words; `distinctive`) is in
+    the row, or the row is the member with its tail cut (the row's own distinctive tokens are all the
+    member's, it keeps CUT_TAIL_MIN_SHARE of its words, and what it misses is the member's tail). So
+    function words changed, numbers written another way (normalized away before) or a cut tail still
+    match, and the same template with another number or another content word does not."""
+    rarity = rarity or Rarity()
+    a, b = tokens(member_text), tokens(row_text)
+    missing = distinctive(a, rarity) - set(b)
+    numbers_a, numbers_b = _number_parts(a), _number_parts(b)
+    missing_numbers = numbers_a - numbers_b
+    if missing or missing_numbers:
+        first_missing = min(
+            (
+                i
+                for i, t in enumerate(a)
+                if t in missing or (_is_number(t) and _number_parts([t]) - numbers_b)
+            ),
+            default=len(a),
+        )
+        cut_tail = (
+            len(b) < len(a)
+            and len(b) >= CUT_TAIL_MIN_SHARE * len(a)
+            and distinctive(b, rarity) <= set(a)
+            and not (numbers_b - numbers_a)
+            and first_missing >= len(b) - CUT_TAIL_SLACK
+        )
+        if not cut_tail:
+            return 0.0
+    return similarity(member_text, row_text)
+
+
+def fuzzy_score(member_text: str, row_text: str, rarity: Rarity | None = None) -> float:
+    """near_copy with the function words of STOPWORDS as the only common words (no store at hand)."""
+    return near_copy(member_text, row_text, rarity)
 
 
 def embedded_in(needle_text: str, row_text: str) -> bool:
@@ -260,13 +438,30 @@ def embedded_in(needle_text: str, row_text: str) -> bool:
 
 
 @dataclass
-class _RowText:
+class RowText:
+    """Every text of one candidate row, normalized."""
+
     user: str  # the match text of the user turns (TURN_SEP between turns)
-    others: list  # word_text of each system and assistant turn
-    hay: str  # every turn's words, joined by spaces
+    others: list  # word_text of each system and assistant turn and each answer
+    hay: str  # every text's words, joined by spaces
+    sentences: set = field(default_factory=set)  # the word text of every sentence and line of every text
+    texts: list = field(default_factory=list)  # word_text of each text (user turns, then the others)
+
+    @classmethod
+    def of(cls, users: list[str], others: list[str]) -> RowText:
+        user = TURN_SEP.join(word_text(t) for t in users or [])
+        other = [word_text(t) for t in others or []]
+        sents = {x for t in [*(users or []), *(others or [])] for x in sentences(t)}
+        return cls(
+            user,
+            other,
+            " ".join(" ".join([user.replace(TURN_SEP, " "), *other]).split()),
+            sents,
+            [*user.split(TURN_SEP), *other] if user else other,
+        )
 
 
-def _row_texts(store: Store, cand: str, row_indexes: set[int]) -> dict[int, _RowText]:
+def _row_texts(store: Store, cand: str, row_indexes: set[int]) -> dict[int, RowText]:
     if not row_indexes:
         return {}
     ids = pa.table({"row_index": pa.array(sorted(row_indexes), pa.int64())})
@@ -275,14 +470,55 @@ def _row_texts(store: Store, cand: str, row_indexes: set[int]) -> dict[int, _Row
             f"SELECT c.row_index, c.user_turns, c.other_turns FROM {cand} c "
             "SEMI JOIN _pm_rows USING (row_index)"
         ).fetchall()
-    out = {}
-    for row_index, users, others in rows:
-        user = TURN_SEP.join(word_text(t) for t in users or [])
-        other = [word_text(t) for t in others or []]
-        out[int(row_index)] = _RowText(
-            user, other, " ".join(" ".join([user.replace(TURN_SEP, " "), *other]).split())
-        )
-    return out
+    return {int(r): RowText.of(users, others) for r, users, others in rows}
+
+
+def match_texts(needle: Needle, row: RowText, rarity: Rarity | None = None) -> tuple[str, float] | None:
+    """How one row's texts hold one needle, by the text stages (the strongest kind first), or None:
+    its match key (`match_key`), a whole text, sentence or line (`embedded`; sentences for needles of
+    SENTENCE_MIN_WORDS words or more), its words inside a text (`embedded`, EMBED_MIN_WORDS or more),
+    a near copy (`fuzzy`, near_copy at FUZZY_THRESHOLD or more)."""
+    if not needle.compact:
+        return None
+    if not needle.answer and compact_text(row.user) == needle.compact:
+        return "match_key", 100.0
+    if needle.compact in {compact_text(t) for t in row.texts if t}:
+        return "embedded", 100.0
+    if needle.sentence and needle.text in row.sentences:
+        return "embedded", 100.0
+    if needle.embeddable and embedded_in(needle.text, row.hay):
+        return "embedded", 100.0
+    if needle.fuzzy:
+        best = 0.0
+        for text in {row.user.replace(TURN_SEP, " "), *row.others, row.hay}:
+            if text_length(text) >= CUT_TAIL_MIN_SHARE * FUZZY_MIN_CHARS:
+                best = max(best, near_copy(needle.text, text, rarity))
+        if best >= FUZZY_THRESHOLD:
+            return "fuzzy", round(best, 2)
+    return None
+
+
+def store_rarity(store, words: set[str]) -> Rarity:
+    """Rarity of `words` in a seeded sample of the store's prompts (battles, pairs, problems, eval items)."""
+    con = store.con
+    texts: list[str] = []
+    for sql in (
+        "SELECT array_to_string(list_transform(prompt, lambda m: m.content), chr(10)) FROM pairs",
+        "SELECT array_to_string(list_transform(prompt, lambda m: m.content), chr(10)) FROM battles",
+        "SELECT question FROM problems",
+        "SELECT array_to_string(list_transform(prompt, lambda m: m.content), chr(10)) FROM eval_items",
+    ):
+        left = STORE_SAMPLE - len(texts)
+        if left <= 0:
+            break
+        texts += [
+            r[0]
+            for r in con.execute(
+                f"SELECT * FROM ({sql}) t(x) USING SAMPLE reservoir({left} ROWS) REPEATABLE (21)"
+            ).fetchall()
+            if r[0]
+        ]
+    return Rarity.of_texts((word_text(t) for t in texts), words)
 
 
 # -- the stages ------------------------------------------------------------------
@@ -309,7 +545,7 @@ def _id_and_task_hits(store: Store, cand: str, needles: list[Needle]) -> list[tu
 
 def _needle_grams(needles: list[Needle]) -> tuple[Vocabulary, pa.Table] | None:
     """(vocabulary of the words, table nid, ngram) of the needles that embedded or fuzzy matching reads."""
-    idx = [i for i, n in enumerate(needles) if n.embeddable or n.fuzzy]
+    idx = [i for i, n in enumerate(needles) if n.embeddable or n.fuzzy or n.sentence]
     if not idx:
         return None
     vocab = Vocabulary.of_texts([needles[i].text for i in idx])
@@ -347,17 +583,19 @@ any_value(u.n_used)))))
             ORDER BY 1, 2""").fetchall()
 
 
-def _score(needle: Needle, row: _RowText) -> tuple[str, float] | None:
-    if needle.embeddable and embedded_in(needle.text, row.hay):
-        return "embedded", 100.0
-    if needle.fuzzy and len(row.hay) >= FUZZY_MIN_CHARS:
-        user = row.user.replace(TURN_SEP, " ")
-        score = fuzzy_score(needle.text, user) if user else 0.0
-        if row.hay != user:  # the needle may sit in a system or assistant turn
-            score = max(score, fuzzy_score(needle.text, row.hay))
-        if score >= FUZZY_THRESHOLD:
-            return "fuzzy", round(score, 2)
-    return None
+def _cached_rarity(store, needles: list[Needle]) -> Rarity:
+    """store_rarity of the fuzzy needles' words, kept on the store object until its tables change size."""
+    words = {t for n in needles if n.fuzzy for t in tokens(n.text)}
+    stamp = tuple(
+        store.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+        for t in ("pairs", "battles", "problems", "eval_items")
+    )
+    cached = getattr(store, "_gate_rarity", None)
+    if cached is not None and cached[0] == stamp and words <= cached[1]:
+        return cached[2]
+    rarity = store_rarity(store, words)
+    store._gate_rarity = (stamp, words, rarity)
+    return rarity
 
 
 def check_table(
@@ -388,7 +626,7 @@ def check_table(
     # Spared rows (tasks the store generated) are compared by their stored match key only.
     keys: dict[str, list[int]] = {}
     for i, n in enumerate(needles):
-        if n.compact:
+        if n.compact and not n.answer:
             keys.setdefault(xxh128(n.compact), []).append(i)
     for row_index, pair_id, key in con.execute(
         f"SELECT c.row_index, c.pair_id, c.match_key FROM {cand} c WHERE {SPARED_SQL} "
@@ -398,7 +636,13 @@ def check_table(
         found += [
             (needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]
         ]
-    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench)
+    lengths = {loose_length(n.text) for n in needles if n.compact}
+    # A whole system, assistant or answer text equal to a needle: needles of SENTENCE_MIN_WORDS words or
+    # more are found through their 3-grams, so the exact stage reads only texts short enough to be one of
+    # the shorter needles (padding of up to three bytes per character and 64 more allowed).
+    short = [loose_length(n.text) for n in needles if n.compact and n.words < SENTENCE_MIN_WORDS]
+    other_max = (4 * max(short) + 64 if short else 0) if grams is not None else None
+    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench, lengths, other_max)
     pairs = _gram_pairs(store, grams[1], scan.gram_table(), scan.rows) if grams else []
     result.fuzzy_pairs_scored = len(pairs)
     texts = _row_texts(store, cand, {r for r, _, _ in scan.exact} | {r for r, _ in pairs})
@@ -418,13 +662,15 @@ def check_table(
         for i in by_hash[h]:
             n = needles[i]
             if where == "user" and compact_text(row.user) == n.compact:
-                found.append((n.set_name, n.item_id, row_index, pair_of.get(row_index), "match_key"))
+                how = "embedded" if n.answer else "match_key"
+                found.append((n.set_name, n.item_id, row_index, pair_of.get(row_index), how))
             elif where == "other" and n.compact in {compact_text(o) for o in row.others}:
                 found.append((n.set_name, n.item_id, row_index, pair_of.get(row_index), "embedded"))
     hits = [Hit(s, i, int(r), p, how, 100.0) for s, i, r, p, how in found]
+    rarity = _cached_rarity(store, needles) if any(needles[nid].fuzzy for _, nid in pairs) else None
     for row_index, nid in pairs:
         n = needles[nid]
-        scored = _score(n, texts[row_index])
+        scored = match_texts(n, texts[row_index], rarity)
         if scored:
             hits.append(Hit(n.set_name, n.item_id, row_index, pair_of.get(row_index), *scored))
     for row_index, bench_name, item_id in scan.benchmark:

@@ -7,9 +7,12 @@
 
 CLI: `pairstore audit decontam --benchmark gsm8k-test --path test.jsonl --register`.
 
-Normalization follows lm-evaluation-harness's decontamination janitor: ASCII
-letters lower-cased, ASCII punctuation (`string.punctuation`) deleted, then
-split on whitespace; an n-gram is n consecutive words of one text. Items with
+Normalization follows lm-evaluation-harness's decontamination janitor (ASCII
+letters lower-cased, ASCII punctuation (`string.punctuation`) removed, then
+split on whitespace), with one change: punctuation becomes a word break instead
+of being deleted, as in pairstore.holdout.normalize, so "Question:What" is two
+words and a member glued to markup is still found. An n-gram is n consecutive
+words of one text. Items with
 fewer than n words have no n-gram (the holdout matcher still finds them by
 match key, and embedded in a longer prompt from five words on).
 
@@ -62,16 +65,15 @@ Q = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2**64
 Q_INV = pow(Q, -1, 1 << 64)
 _CHUNK_BYTES = 4 << 20  # normalize/split at most this much text at once (memory stays modest)
 
-# ASCII upper -> lower, the ASCII separators \x1c-\x1f (whitespace to str.split) -> space, and ASCII
-# punctuation deleted, as bytes.translate tables: bytes >= 0x80 never hold ASCII characters inside
-# UTF-8, so working on the raw UTF-8 buffer keeps multi-byte characters intact. One translate call
-# covers a whole chunk of rows (C speed).
-_LOWER_TABLE = bytes.maketrans(
-    string.ascii_uppercase.encode() + bytes(range(0x1C, 0x20)), string.ascii_lowercase.encode() + b" " * 4
-)
+# ASCII upper -> lower, the ASCII separators \x1c-\x1f (whitespace to str.split) and ASCII
+# punctuation -> space, as one bytes.translate table: bytes >= 0x80 never hold ASCII characters
+# inside UTF-8, so working on the raw UTF-8 buffer keeps multi-byte characters intact, and every text
+# keeps its length (offsets unchanged).
 _PUNCT_BYTES = string.punctuation.encode()
-# The same bytes -> 1 (punctuation) or 0, also through translate: a C-speed indicator buffer.
-_PUNCT_FLAGS = bytes(1 if b in _PUNCT_BYTES else 0 for b in range(256))
+_LOWER_TABLE = bytes.maketrans(
+    string.ascii_uppercase.encode() + bytes(range(0x1C, 0x20)) + _PUNCT_BYTES,
+    string.ascii_lowercase.encode() + b" " * (4 + len(_PUNCT_BYTES)),
+)
 # Lead bytes of the multi-byte characters str.split() treats as whitespace: U+0085, U+00A0 (C2 ..),
 # U+1680 (E1 ..), U+2000-200A, U+2028, U+2029, U+202F, U+205F (E2 ..), U+3000 (E3 ..).
 _SPACE_LEAD = np.zeros(256, dtype=bool)
@@ -102,7 +104,7 @@ def _blank_unicode_spaces(data: bytes) -> bytes:
 
 
 def normalize_texts(texts) -> pa.LargeStringArray:
-    """lm-eval janitor normalization of many texts at once (ASCII lower-case, punctuation deleted).
+    """The janitor normalization of many texts at once (ASCII lower-case, punctuation to spaces).
 
     Unicode whitespace becomes ASCII spaces as well (same split, see words()).
     """
@@ -115,18 +117,8 @@ def normalize_texts(texts) -> pa.LargeStringArray:
     offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
     start, end = int(offsets[0]), int(offsets[-1])
     raw = (bufs[2][start:end] if bufs[2] is not None else pa.py_buffer(b"")).to_pybytes()
-    new_data = _blank_unicode_spaces(raw.translate(_LOWER_TABLE, _PUNCT_BYTES))
-    # Each text's new length: its length minus its punctuation bytes (one reduceat over the flags).
-    lengths = np.diff(offsets)
-    deleted = np.zeros(n, dtype=np.int64)
-    nonempty = lengths > 0
-    if nonempty.any():
-        flags = np.frombuffer(raw.translate(_PUNCT_FLAGS), dtype=np.uint8)
-        acc = np.int32 if len(flags) < (1 << 31) else np.int64  # int32 sums run ~3x faster
-        deleted[nonempty] = np.add.reduceat(flags, (offsets[:-1] - start)[nonempty], dtype=acc)
-    new_offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths - deleted, out=new_offsets[1:])
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(new_offsets), pa.py_buffer(new_data))
+    new_data = _blank_unicode_spaces(raw.translate(_LOWER_TABLE))
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets - start), pa.py_buffer(new_data))
 
 
 def words(texts) -> tuple[pa.Array, np.ndarray]:

@@ -1,49 +1,62 @@
-"""Text normalization behind the match key: what a disguise changes, this takes away.
+"""Text normalization behind the match key: what a disguise or a tool's encoding changes, this takes away.
 
-    from pairstore.holdout.normalize import word_text, compact_text
-    word_text("Wh\u200bat is the саpital of Peru??")     # -> "what is the capital of peru"
-    compact_text(word_text("What is 12 + 7?"))            # -> "whatis12+7"
+    from pairstore.holdout.normalize import word_text, compact_text, STEPS
+    word_text("Wh\u200bat is the саpital of Peru??")          # -> "what is the capital of peru"
+    word_text("<|im_start|>user\nWhat&#39;s 1,250 + 3?<|im_end|>")  # -> "what s 1 250 + 3"
+    compact_text(word_text("What is 12 + 7?"))                 # -> "whatis12+7"
 
-`word_text(text)`, in order:
+`word_text(text)` runs one pipeline of ordered, named steps (STEPS), the same on both sides of every
+comparison (held-out members and training rows), each a pure function tested on its own
+(tests/test_normalize.py):
 
-1. Unicode NFKC (fullwidth, ligatures, compatibility forms) and case folding;
-2. one pass of a translation table (`fold_table`), per character:
-   - removed: invisible and format characters (category Cf: zero-width space, joiners, word joiner,
-     soft hyphen, BOM, bidi controls, ...; the other default-ignorable code points: variation
-     selectors, the combining grapheme joiner, Hangul fillers, tag characters), control characters,
-     lone surrogates, combining marks (so a letter with an accent, or a pile of marks, is its base
-     letter), and punctuation;
-   - to a space: every kind of whitespace;
-   - to its prototype: every non-ASCII character that Unicode's confusables data (UTS #39, shipped in
-     pairstore/data/confusables.tsv) says looks like another, e.g. Cyrillic "а" -> "a", Greek "ο" ->
-     "o". ASCII itself is never remapped: 0/O, 1/l and rn/m are different text there, and digits carry
-     the question;
-3. the arithmetic signs `+ - * / = < > ^ %` are kept where a digit stands next to them (across at most
-   one space: "12 + 7", "-5", "20%") and removed elsewhere ("**bold**", "well-known"); a dot is kept
-   only between two digits ("3.5");
-4. whitespace collapsed to single spaces, trimmed.
+1. ``decode_escapes`` - the layers tools add, undone until nothing changes (at most 3 rounds): HTML
+   entities (`&#39;`, `&amp;`, `&nbsp;`), JSON / C backslash escapes of a double JSON encoding (`\\n`,
+   `\\"`, `\\u00e9`), spreadsheet (OOXML) escapes `_x000D_`;
+2. ``strip_markup`` - rendered chat templates and prompt formats become line breaks: ChatML
+   `<|im_start|>user` / `<|im_end|>`, Llama `[INST]` `<<SYS>>` `<s>`, Llama-3 `<|start_header_id|>user
+   <|end_header_id|>` `<|eot_id|>`, Gemma `<start_of_turn>model`, Alpaca `### Instruction:` /
+   `### Response:`, `Question:` / `Answer:` / `Human:` / `User:` at the start of a line, HTML tags;
+3. ``nfkc`` - Unicode NFKC (fullwidth, ligatures, compatibility forms);
+4. ``ascii_digits`` - a decimal digit of any script (Arabic-Indic, Devanagari, ...) becomes its ASCII digit;
+5. ``fold`` - case folding that holds for every script, with the translation table (`fold_table`):
+   invisible and format characters, controls and combining marks removed; every non-ASCII character
+   that Unicode's confusables data (UTS #39, pairstore/data/confusables.tsv) maps to a prototype replaced
+   by it; non-ASCII punctuation becomes a space (or its ASCII look-alike). A text written in its own
+   script (it holds a letter with no ASCII look-alike in either case: Cyrillic "л", Greek "λ") is case-
+   folded *before* the table, so upper, title and lower case give one key; a Latin text with look-alike
+   letters slipped in (no such letter) is mapped by each letter's own shape first (Greek "Η" is "h").
+   ASCII itself is never remapped: 0/O, 1/l and rn/m are different text there;
+6. ``number_forms`` - numbers made comparable: thousands separators (`1,250`, `1.250`, `1'250`) become a
+   word break inside the number ("1 250", so the key reads 1250), a decimal comma (`1,5`) a decimal
+   point, a time `3.15 pm` is `3:15 pm`;
+7. ``punctuation`` - every ASCII punctuation character becomes a word break (never glueing two words);
+   the arithmetic signs `+ - * / = < > ^` are kept between two numbers ("12 + 7", "2^10"), `+`/`-` as the
+   sign of a number ("-5"), `%` after one ("20%"), a dot between two digits ("3.5");
+8. ``spaces`` - whitespace collapsed to single spaces, trimmed.
 
 `compact_text` drops the spaces too: the text behind the match key, so spacing and punctuation do not
-matter ("What is the capital, of Peru!!" and "what is the capital of peru" have one key). The same
-question with other numbers, another operator or another word keeps a key of its own.
+matter. The same question with other numbers, another operator or another word keeps a key of its own.
+`sentences(text)` is the word text of each sentence and line (the unit a short member is looked for as).
 
-Plain ASCII text takes a fast path (a small table, no Unicode work); the full table is built once, the
-first time non-ASCII text is normalized (about half a second).
+Plain ASCII text skips the Unicode steps; the full table is built once, the first time non-ASCII text is
+normalized (about half a second).
 """
 
 from __future__ import annotations
 
 import functools
+import html
 import re
 import string
 import unicodedata
+from collections.abc import Callable
 from importlib import resources
 
 TURN_SEP = "\x1e"  # separates turns inside a match text; whitespace to every normalizer
 OPERATORS = "+-*/=<>^%"
 _ASCII_WS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 _ASCII_CONTROLS = "".join(chr(c) for c in [*range(0, 9), *range(0x0E, 0x1C), 0x7F])
-# ASCII punctuation that is always removed: everything but the operators and the dot (step 3 decides those).
+# ASCII punctuation that always becomes a space: everything but the operators and the dot (step 7 decides).
 _ASCII_PUNCT = "".join(c for c in string.punctuation if c not in OPERATORS + ".")
 
 # Default-ignorable code points that are not in category Cf (DerivedCoreProperties.txt): the combining
@@ -63,10 +76,100 @@ _IGNORABLE_RANGES = (
 # Blank-looking symbols that are not whitespace to Unicode: read as a space.
 _BLANKS = (0x2800,)
 
-# Step 3: an operator with no digit beside it (one space allowed), a dot not between two digits.
-_NOT_NUMERIC = re.compile(r"(?<![0-9])\.|\.(?![0-9])|(?<![0-9])(?<![0-9] )[-+*/=<>^%](?! ?[0-9])")
+ASCII_TABLE = str.maketrans(
+    _ASCII_WS + _ASCII_PUNCT, " " * (len(_ASCII_WS) + len(_ASCII_PUNCT)), _ASCII_CONTROLS
+)
 
-ASCII_TABLE = str.maketrans(_ASCII_WS, " " * len(_ASCII_WS), _ASCII_CONTROLS + _ASCII_PUNCT)
+# -- step 1: decode_escapes ------------------------------------------------------------------------------
+
+_BACKSLASH = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"'/\\])")
+_BACKSLASH_CHARS = {
+    "n": "\n",
+    "r": "\n",
+    "t": " ",
+    "b": " ",
+    "f": " ",
+    '"': '"',
+    "'": "'",
+    "/": "/",
+    "\\": "\\",
+}
+_OOXML = re.compile(r"_x([0-9A-Fa-f]{4})_")
+
+
+def _unbackslash(m: re.Match) -> str:
+    s = m.group(1)
+    if s[0] == "u":
+        cp = int(s[1:], 16)
+        return " " if 0xD800 <= cp <= 0xDFFF else chr(cp)
+    return _BACKSLASH_CHARS[s]
+
+
+def decode_escapes(text: str) -> str:
+    """HTML entities, backslash escapes and spreadsheet escapes, decoded until nothing changes (3 rounds
+    at most: `&amp;#39;` is two layers)."""
+    for _ in range(3):
+        if "&" not in text and "\\" not in text and "_x" not in text:
+            return text
+        new = html.unescape(text) if "&" in text else text
+        if "\\" in new:
+            new = _BACKSLASH.sub(_unbackslash, new)
+        if "_x" in new:
+            new = _OOXML.sub(lambda m: chr(int(m.group(1), 16)), new)
+        if new == text:
+            return text
+        text = new
+    return text
+
+
+# -- step 2: strip_markup --------------------------------------------------------------------------------
+
+# Written for both Python's re and RE2 (pairstore.holdout.scan runs it over Arrow arrays): no lookaround.
+MARKUP_PATTERN = (
+    r"<\|im_start\|>[ \t]*(?:system|user|assistant|tool)?"
+    r"|<\|start_header_id\|>[^<]{0,20}<\|end_header_id\|>"
+    r"|<\|[a-z_]{1,24}\|>"
+    r"|<start_of_turn>[ \t]*(?:user|model|system)?|<end_of_turn>"
+    r"|\[/?INST\]|<</?SYS>>|</?s>|<bos>|<eos>"
+    r"|</?[a-z][a-z0-9]{0,15}(?:[ \t][^<>]{0,200})?/?>"
+    r"|(?m:^[ \t]*(?:#{1,4}[ \t]*)?(?:instruction|input|response|question|answer|human|user|assistant"
+    r"|system|context|q|a)[ \t]*:)"
+)
+_MARKUP = re.compile(MARKUP_PATTERN, re.IGNORECASE)
+
+
+def strip_markup(text: str) -> str:
+    """Chat-template markup, role markers of common prompt formats and HTML tags -> a line break."""
+    if "<" not in text and "[" not in text and ":" not in text:
+        return text
+    return _MARKUP.sub("\n", text)
+
+
+# -- step 3: nfkc ----------------------------------------------------------------------------------------
+
+
+def nfkc(text: str) -> str:
+    return text if text.isascii() else unicodedata.normalize("NFKC", text)
+
+
+# -- step 4: ascii_digits ----------------------------------------------------------------------------------
+
+
+@functools.cache
+def _digits_table() -> dict[int, str]:
+    return {
+        cp: str(unicodedata.decimal(chr(cp)))
+        for cp in range(0x80, 0x323B0)
+        if unicodedata.category(chr(cp)) == "Nd"
+    }
+
+
+def ascii_digits(text: str) -> str:
+    """Decimal digits of every script (Unicode category Nd) as ASCII digits."""
+    return text if text.isascii() else text.translate(_digits_table())
+
+
+# -- step 5: fold ----------------------------------------------------------------------------------------
 
 
 def _load_confusables() -> dict[int, str]:
@@ -85,7 +188,8 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
     if cp < 0x80:
         if ch in _ASCII_WS:
             return " "
-        return None if ch in _ASCII_CONTROLS or ch in _ASCII_PUNCT else 0
+        # ASCII punctuation is left to steps 6 and 7 (a comma may be a number's separator)
+        return None if ch in _ASCII_CONTROLS else 0
     cat = unicodedata.category(ch)
     if cat in ("Cf", "Cs", "Mn", "Me") or any(lo <= cp <= hi for lo, hi in _IGNORABLE_RANGES):
         return None
@@ -93,10 +197,13 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
         return " " if ch.isspace() else None
     if cat[0] == "Z" or cp in _BLANKS:
         return " "
+    if cat == "Nd":
+        return str(unicodedata.decimal(ch))  # step 4 did it; the table alone is right too
     if cat[0] == "P":
-        # Punctuation goes, unless it looks like an arithmetic sign or a dot ("‐" U+2010 in "12 ‐ 7").
+        # Punctuation is a word break, unless it looks like an arithmetic sign or a dot ("‐" U+2010 in
+        # "12 ‐ 7"): step 7 decides those.
         proto = confusables.get(cp, "")
-        return proto if len(proto) == 1 and proto in OPERATORS + "." else None
+        return proto if len(proto) == 1 and proto in OPERATORS + "." else " "
     if cp in confusables:
         proto = confusables[cp]
         # A capital that looks like I has the prototype "l" (TR39 maps I, l, 1 and | to it); after case
@@ -151,22 +258,158 @@ def fold_table() -> dict[int, str | None]:
     return {cp: v for cp, v in resolved.items() if v != chr(cp)}
 
 
-def fold(text: str) -> str:
-    """Steps 1 and 2: NFKC, case folding, the translation table."""
-    if text.isascii():
-        return text.lower().translate(ASCII_TABLE)
-    # The table before case folding (a capital look-alike has the prototype of its own shape: Greek "Η" is
-    # "H", its small "η" is "n"), and again after it for what folding made.
+@functools.cache
+def own_script_letters() -> frozenset[int]:
+    """Letters with no ASCII look-alike in either case (Cyrillic "л", Greek "λ", every CJK letter): a text
+    holding one is written in its own script, not a Latin text in disguise."""
     table = fold_table()
-    return unicodedata.normalize("NFKC", text).translate(table).casefold().translate(table)
+    out = set()
+    for lo, hi in _SCANNED:
+        for cp in range(max(lo, 0x80), hi + 1):
+            ch = chr(cp)
+            if not unicodedata.category(ch).startswith("L"):
+                continue
+            forms = {ch, ch.lower(), ch.upper()}
+            if not any((table.get(ord(f[0]), f) or "x").isascii() for f in forms if len(f) == 1):
+                out.add(cp)
+    return frozenset(out)
+
+
+def _own_script(text: str) -> bool:
+    letters = own_script_letters()
+    return any(ord(c) in letters for c in text if not c.isascii())
+
+
+_WORDS = re.compile(r"(\s+)")
+
+
+def fold(text: str) -> str:
+    """Step 5: case folding and the translation table, so that case holds for every script."""
+    if text.isascii():
+        return text.lower()
+    table = fold_table()
+    if _own_script(text):
+        # Fold, map, fold again: upper- and lower-case Cyrillic or Greek have different look-alikes
+        # ("М" looks like M, "м" like ʍ), so the case goes first. Words holding ASCII letters are Latin
+        # words with look-alikes slipped in: their letters are mapped by their own shape.
+        return "".join(
+            w.translate(table).casefold().translate(table)
+            if any(c.isascii() and c.isalpha() for c in w)
+            else w.casefold().translate(table).casefold().translate(table)
+            for w in _WORDS.split(text)
+        )
+    # A Latin text in disguise: each look-alike by its own shape first (Greek "Η" is "H", its small "η" is
+    # "n"), then folded, then the table again for what folding made.
+    return text.translate(table).casefold().translate(table)
+
+
+# -- step 6: number_forms --------------------------------------------------------------------------------
+
+# 1,250 / 1.250 / 1'250 / 12,345,678: groups of three digits after a separator, one separator kind.
+_THOUSANDS = re.compile(r"(?<![\d.,'])(\d{1,3})((?:([,.'])\d{3})(?:\3\d{3})*)(?![\d]|[.,']\d)")
+# 1,5 / 3,14: a decimal comma (one or two digits after it, not a list "1,2,3") is a decimal point.
+_DECIMAL_COMMA = re.compile(r"(?<![\d,.])(\d+),(\d{1,2})(?![\d]|[.,]\d)")
+_TIME = re.compile(r"(?<![\d.:])(\d{1,2})[.:](\d{2})(?=\s*(?:[ap]\.?\s?m\b|h\b|hrs?\b|o'?clock\b))", re.I)
+
+
+def number_forms(text: str) -> str:
+    """Thousands separators as a word break inside the number; `3.15 pm` as `3:15 pm`."""
+    if not any(c.isdigit() for c in text):
+        return text
+    text = _TIME.sub(r"\1:\2", text)
+    text = _DECIMAL_COMMA.sub(r"\1.\2", text)
+    return _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(m.group(3), " "), text)
+
+
+# -- step 7: punctuation ---------------------------------------------------------------------------------
+
+_SIGN = re.compile(r"[+\-*/=<>^%.]")
+
+
+def _keep_sign(text: str, i: int) -> bool:
+    c = text[i]
+    before = text[i - 1] if i else " "
+    before2 = text[i - 2] if i > 1 else " "
+    after = text[i + 1] if i + 1 < len(text) else " "
+    after2 = text[i + 2] if i + 2 < len(text) else " "
+    digit_before = before.isdigit() or (before == " " and before2.isdigit())
+    digit_after = after.isdigit() or (after == " " and after2.isdigit())
+    if c == ".":
+        return before.isdigit() and after.isdigit()
+    if c == "%":
+        return digit_before
+    if c in "+-" and digit_after and not (before.isalnum()):
+        return True  # a sign: "-5", "x = -5", "(+3)"
+    return digit_before and digit_after
+
+
+def punctuation(text: str) -> str:
+    """ASCII punctuation -> a word break; arithmetic signs and the decimal dot kept beside numbers."""
+    text = text.translate(ASCII_TABLE)
+    if not any(c in text for c in OPERATORS + "."):
+        return text
+    return _SIGN.sub(lambda m: m.group(0) if _keep_sign(text, m.start()) else " ", text)
+
+
+# -- step 8: spaces ---------------------------------------------------------------------------------------
+
+
+def spaces(text: str) -> str:
+    return " ".join(text.split())
+
+
+STEPS: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("decode_escapes", decode_escapes),
+    ("strip_markup", strip_markup),
+    ("nfkc", nfkc),
+    ("ascii_digits", ascii_digits),
+    ("fold", fold),
+    ("number_forms", number_forms),
+    ("punctuation", punctuation),
+    ("spaces", spaces),
+)
 
 
 def word_text(text: str) -> str:
-    """The normalized words of one text (steps 1-4, see the module docstring)."""
-    t = " ".join(fold(text).split())
-    if any(c in t for c in OPERATORS + "."):
-        t = " ".join(_NOT_NUMERIC.sub("", t).split())
-    return t
+    """The normalized words of one text: every step of STEPS in order (see the module docstring)."""
+    for _, step in STEPS:
+        text = step(text)
+    return text
+
+
+# Sentence ends, line breaks, turn breaks, a colon ("Practice question: ..."), and the answer marker of
+# a question/answer format inside a line ("... Answer: ...").
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;:])\s+|(?<=[\u3002\uff01\uff1f\uff1b\uff1a])|\n+|\x1e|\s(?=(?:answer|a|response|output)\s*:)",
+    re.IGNORECASE,
+)
+
+
+# Greetings and thanks around a request ("Hi! Tell me a joke thanks a lot"): a sentence is also read
+# without them.
+POLITE_WORDS = frozenset(
+    "hi hello hey there dear please pls thanks thank thx you a lot so much very in advance kindly".split()
+)
+
+
+def sentences(text: str) -> list[str]:
+    """The word text of each sentence and line of a raw text (markup and role markers are line breaks),
+    and of each sentence without the greetings and thanks around it (POLITE_WORDS)."""
+    raw = strip_markup(decode_escapes(text))
+    out = []
+    for s in _SENTENCE_END.split(raw):
+        words = word_text(s).split()
+        if not words:
+            continue
+        out.append(" ".join(words))
+        lo, hi = 0, len(words)
+        while lo < hi and words[lo] in POLITE_WORDS:
+            lo += 1
+        while hi > lo and words[hi - 1] in POLITE_WORDS:
+            hi -= 1
+        if 0 < hi - lo < len(words):
+            out.append(" ".join(words[lo:hi]))
+    return out
 
 
 def compact_text(text: str) -> str:
@@ -174,7 +417,16 @@ def compact_text(text: str) -> str:
     return text.replace(" ", "").replace(TURN_SEP, "")
 
 
+# Plain ASCII text holding one of these reads differently through word_text than through the lm-eval style
+# reading of pairstore.holdout.scan (ASCII lower case, punctuation to spaces): escapes and markup. Written
+# for RE2 too (the scan runs it over Arrow arrays).
+NEEDS_WORD_TEXT_PATTERN = r"&[#a-z]|\\[unrtbf\"'/\\]|_x[0-9a-f]{4}_|" + MARKUP_PATTERN
+_NEEDS_WORD_TEXT = re.compile(NEEDS_WORD_TEXT_PATTERN, re.IGNORECASE)
+
+
 def needs_fold(text: str) -> bool:
-    """True when the lm-eval style normalization alone (ASCII lower case, punctuation removed) is not enough:
-    non-ASCII characters or control characters. Such text goes through word_text before n-gram matching."""
-    return not text.isascii() or any(c in text for c in _ASCII_CONTROLS)
+    """True when the lm-eval style reading (ASCII lower case, punctuation to spaces) is not enough: non-ASCII
+    or control characters, escapes, markup. Such text goes through word_text first."""
+    if not text.isascii() or any(c in text for c in _ASCII_CONTROLS):
+        return True
+    return _NEEDS_WORD_TEXT.search(text) is not None

@@ -8,10 +8,12 @@
 
 Rows stay in DuckDB and arrive CHUNK_ROWS at a time as Arrow; nothing here loops over characters in
 Python. Every text is read with the lm-evaluation-harness normalization (ASCII lower case, ASCII
-punctuation removed, split on whitespace; pairstore.holdout.ngrams), which for plain ASCII text gives the same
-words as pairstore.holdout.normalize.word_text (tests/test_normalize.py checks it). A text holding anything
-else (non-ASCII or control characters) is first put through word_text in Python, so look-alike
-letters, invisible characters and Unicode punctuation are undone before it is read.
+punctuation to spaces, split on whitespace; pairstore.holdout.ngrams), which for plain ASCII text without
+escapes or markup gives the same words as pairstore.holdout.normalize.word_text (tests/test_normalize.py
+checks it). A text holding anything else (non-ASCII or control characters, an HTML entity, a backslash
+escape, a chat-template or prompt-format marker, an HTML tag: normalize.needs_fold) is first put through
+word_text in Python, so look-alike letters, invisible characters, escapes and markup are undone before it
+is read.
 
 - exact: the "loose compact hash" of the user turns (xxh3-64 of the normalized words with the spaces
   left out) and of each system or assistant turn, compared with the needles'. It is coarser than the
@@ -36,7 +38,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from pairstore.holdout.ngrams import Vocabulary, text_ngram_table
-from pairstore.holdout.normalize import word_text
+from pairstore.holdout.normalize import NEEDS_WORD_TEXT_PATTERN, word_text
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -81,25 +83,46 @@ def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
 
 
 def needs_fold_mask(arr: pa.Array) -> np.ndarray:
-    """Per row: the text holds a byte that needs pairstore.holdout.normalize.word_text first."""
+    """Per row: the text needs pairstore.holdout.normalize.word_text first (a non-ASCII or control byte, an
+    escape or markup: normalize.needs_fold, the pattern run by RE2 over the whole array)."""
     data, offsets = _buffers(arr)
-    return _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
+    mask = _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
+    if len(arr):
+        arr = pc.fill_null(arr.cast(pa.large_string()), "")
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        found = pc.match_substring_regex(arr, NEEDS_WORD_TEXT_PATTERN, ignore_case=True)
+        mask |= found.to_numpy(zero_copy_only=False)
+    return mask
 
 
-def loose_hashes(arr: pa.Array) -> np.ndarray:
-    """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row)."""
+def loose_hashes(arr: pa.Array, lengths: np.ndarray | None = None) -> np.ndarray:
+    """xxh3-64 of each text lower-cased with ASCII punctuation and whitespace removed (uint64 per row).
+
+    Given `lengths` (sorted byte lengths of that loose form), only texts of one of those lengths are
+    hashed (a text of another length cannot equal a needle); the others read 0."""
     data, offsets = _buffers(arr)
     squeezed = data.translate(_LOWER, _LOOSE_DELETE)
     kept = np.diff(offsets) - _rows_of(data.translate(_DELETE_FLAGS), offsets)
     new = np.zeros(len(offsets), dtype=np.int64)
     np.cumsum(kept, out=new[1:])
-    starts: list[int] = new.tolist()
     view = memoryview(squeezed)
+    if lengths is not None:
+        out = np.zeros(len(kept), dtype=np.uint64)
+        for i in np.flatnonzero(np.isin(kept, lengths)).tolist():
+            out[i] = xxhash.xxh3_64_intdigest(view[int(new[i]) : int(new[i + 1])])
+        return out
+    starts: list[int] = new.tolist()
     return np.fromiter(
         (xxhash.xxh3_64_intdigest(view[starts[i] : starts[i + 1]]) for i in range(len(starts) - 1)),
         dtype=np.uint64,
         count=len(starts) - 1,
     )
+
+
+def loose_length(text: str) -> int:
+    """The byte length of a text's loose form (what loose_hashes hashes)."""
+    return len(text.encode("utf-8").translate(_LOWER, _LOOSE_DELETE))
 
 
 def loose_hash(text: str) -> int:
@@ -133,11 +156,13 @@ class Scan:
         return pa.concat_tables(self.grams)
 
 
-def _exact(out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str) -> None:
+def _exact(
+    out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str, lengths=None
+) -> None:
     """Rows whose (already folded) text has a wanted loose hash."""
     if not len(wanted) or len(texts) == 0:
         return
-    hashes = loose_hashes(texts)
+    hashes = loose_hashes(texts, lengths)
     for i in np.flatnonzero(np.isin(hashes, wanted)).tolist():
         out.exact.append((int(row_index[i]), int(hashes[i]), where))
 
@@ -154,7 +179,12 @@ def _grams(
     grams = table["ngram"].to_numpy()
     if wanted is not None:
         # Only what some needle holds can count; random windows of common words would fill memory.
-        keep = np.isin(grams, wanted, assume_unique=False)
+        if not len(wanted):
+            return None
+        # searchsorted against the sorted needle grams: half the time of np.isin at these sizes
+        at = np.searchsorted(wanted, grams)
+        at[at == len(wanted)] = 0
+        keep = wanted[at] == grams
         docs, grams = docs[keep], grams[keep]
         if not len(docs):
             return None
@@ -163,24 +193,28 @@ def _grams(
     )
 
 
-def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
+def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None, other_max_bytes=None) -> None:
     for batch in reader:
         rows = batch.column("row_index").to_numpy(zero_copy_only=False)
         out.rows += len(rows)
         user = folded(batch.column("user_text"))
-        _exact(out, rows, user, wanted, "user")
+        _exact(out, rows, user, wanted, "user", lengths)
         others = batch.column("other_turns")
         has_other = pc.fill_null(pc.greater(pc.list_value_length(others), 0), False)
         hay = user
         if pc.any(has_other).as_py():
             flat = folded(pc.list_flatten(others))
-            _exact(
-                out,
-                rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)],
-                flat,
-                wanted,
-                "other",
-            )
+            parents = rows[pc.list_parent_indices(others).to_numpy(zero_copy_only=False)]
+            if other_max_bytes is None:
+                _exact(out, parents, flat, wanted, "other", lengths)
+            elif other_max_bytes > 0:
+                # Only texts short enough to be a short needle (longer needles are found through the
+                # 3-grams and compared whole by matching): the answers, most of the bytes, are skipped.
+                short = np.flatnonzero(
+                    pc.binary_length(flat).to_numpy(zero_copy_only=False) <= other_max_bytes
+                )
+                if len(short):
+                    _exact(out, parents[short], flat.take(pa.array(short)), wanted, "other", lengths)
             newline = pa.scalar("\n", pa.large_string())
             offsets = pc.subtract(others.offsets, others.offsets[0])
             joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
@@ -192,19 +226,30 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench) -> None:
 
 
 def scan_candidates(
-    store: Store, cand: str, row_filter: str, needle_hashes: set[int], vocab3=None, bench=None
+    store: Store,
+    cand: str,
+    row_filter: str,
+    needle_hashes: set[int],
+    vocab3=None,
+    bench=None,
+    needle_lengths=None,
+    other_max_bytes: int | None = None,
 ) -> Scan:
     """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the
     SQL condition of a row to read) through the cheap stages, in whatever order DuckDB gives them (nothing is
     sorted or held). `vocab3`: (vocabulary of the needles' words, sorted array of their 3-gram hashes), or
-    None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None."""
+    None; `bench`: (vocabulary, n, lookup) of the registered benchmarks, or None; `needle_lengths`: the
+    loose lengths of the needles (loose_length), so only texts of those lengths are hashed;
+    `other_max_bytes`: only system / assistant / answer texts of at most this many bytes go through the
+    exact stage (None: all; 0: none)."""
     out = Scan()
     reader = store.con.sql(f"""
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
         FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
     wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
     try:
-        _stream(out, reader, wanted, vocab3, bench)
+        lengths = None if needle_lengths is None else np.array(sorted(needle_lengths), dtype=np.int64)
+        _stream(out, reader, wanted, vocab3, bench, lengths, other_max_bytes)
     finally:
         reader.close()  # an open result would block every later statement on the connection
         # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.

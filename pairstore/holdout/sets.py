@@ -11,6 +11,7 @@ the export gate and leak audits find them in any form. Removal keeps the row
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -328,14 +329,63 @@ def list_sets(store: Store) -> list[dict]:
         GROUP BY ALL ORDER BY s.set_name""")
 
 
+def member_history(store: Store, set_name: str) -> dict[str, list[dict]]:
+    """Every member's changes, oldest first, from the audit log (a re-added member's removal stays here,
+    though its row is active again): {"action": "added" | "removed", "at", "reason"}."""
+    out: dict[str, list[dict]] = {}
+    for action, at, detail in store.con.execute(
+        "SELECT action, logged_at, detail FROM audit_log WHERE subject = ? "
+        "AND action IN ('holdout.add', 'holdout.remove') ORDER BY seq",
+        [set_name],
+    ).fetchall():
+        d = json.loads(detail) if isinstance(detail, str) else (detail or {})
+        if action == "holdout.add":
+            for item in d.get("items") or []:
+                out.setdefault(item, []).append({"action": "added", "at": str(at), "reason": d.get("method")})
+        else:
+            out.setdefault(str(d.get("item_id")), []).append(
+                {"action": "removed", "at": str(at), "reason": d.get("reason")}
+            )
+    return out
+
+
 def show_set(store: Store, set_name: str) -> list[dict]:
+    """The members of a set with their status and their history (member_history)."""
     if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [set_name]):
         raise NotFound(f"no holdout set {set_name!r}")
-    return store.rows(
+    rows = store.rows(
         "SELECT item_id, item_kind, status, match_key, removed_reason FROM holdout_status "
         "WHERE set_name = ? ORDER BY item_id",
         [set_name],
     )
+    history = member_history(store, set_name)
+    for r in rows:
+        r["history"] = history.get(r["item_id"], [])
+    return rows
+
+
+def removed_members(store) -> list[dict]:
+    """Every member removal in the audit log, whether or not the member was added back since: what an
+    export's evidence lists (set, id, when, reason)."""
+    out = []
+    for subject, at, detail in store.con.execute(
+        "SELECT subject, logged_at, detail FROM audit_log WHERE action = 'holdout.remove' ORDER BY seq"
+    ).fetchall():
+        d = json.loads(detail) if isinstance(detail, str) else (detail or {})
+        active = store.scalar(
+            "SELECT removed_at IS NULL FROM holdout WHERE set_name = ? AND item_id = ?",
+            [subject, d.get("item_id")],
+        )
+        out.append(
+            {
+                "set": subject,
+                "item_id": d.get("item_id"),
+                "removed_at": str(at),
+                "reason": d.get("reason"),
+                "active_now": bool(active),
+            }
+        )
+    return out
 
 
 def remove_member(store: Store, set_name: str, item_id: str, *, reason: str) -> None:

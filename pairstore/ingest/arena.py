@@ -276,6 +276,26 @@ def other_pair(b: ArenaBattle) -> Pair | str:
     )
 
 
+# The columns that tell each public form apart: a record holding all of one set is that form.
+SIGNATURES = {
+    "arena55k": {"model_a", "model_b", "response_a", "response_b", "winner_model_a"},
+    "arena": {"model_a", "model_b", "conversation_a", "conversation_b", "winner"},
+}
+
+
+def format_hint(record: dict) -> str | None:
+    """'; the columns ... look like --format X' when a record given as native battles has the columns of
+    a public Arena form (a wrong --format guess), else None."""
+    keys = set(record)
+    for fmt, needed in SIGNATURES.items():
+        if needed <= keys:
+            return (
+                f"; its columns ({', '.join(sorted(needed))}) are those of --format {fmt}: "
+                f"pairstore ingest battles FILE --format {fmt} --own-model NAME"
+            )
+    return None
+
+
 def check_options(fmt: str, own_models, others: str) -> set[str]:
     """The own model names, after checking the options of an Arena ingest."""
     if fmt not in FORMATS:

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-from tqdm import tqdm
+import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
+from pairstore.ingest.bulk import count_lines
 from pairstore.keys import sha256_file
+from pairstore.progress import NO_PROGRESS, as_progress
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -46,11 +49,31 @@ class IngestResult:
         }
 
 
-def progress_bar(iterable, enabled: bool, desc: str):
-    if not enabled:
+def progress_bar(iterable, progress, desc: str, *, path=None):
+    """`iterable` reported to `progress` (a pairstore.progress.Progress, or True for a bar) as stage
+    `desc`, with the file's record count as the total when it is cheap to know."""
+    progress = as_progress(progress)
+    if progress is NO_PROGRESS:
         return iterable
+    return progress.track(
+        iterable, f"ingest {desc}", total=records_in(path) if path else None, unit="records"
+    )
 
-    return tqdm(iterable, desc=desc, unit=" rec", leave=False)
+
+def records_in(path) -> int | None:
+    """Records in a JSONL file (its non-blank lines are at most its lines) or a parquet file; None else."""
+    p = Path(path)
+    try:
+        if not p.is_file():
+            return None
+        suffix = p.suffix.lower()
+        if suffix in (".jsonl", ".ndjson", ".json"):
+            return count_lines(p)
+        if suffix == ".parquet":
+            return pq.ParquetFile(p).metadata.num_rows
+    except (OSError, pa.ArrowException):
+        return None
+    return None
 
 
 def log_ingest(

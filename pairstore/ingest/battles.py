@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.arena import battle_fields, check_options, other_pair, own_side, parse_row
+from pairstore.ingest.arena import battle_fields, check_options, format_hint, other_pair, own_side, parse_row
 from pairstore.ingest.base import (
     VOTES,
     IngestResult,
@@ -200,13 +200,19 @@ def ingest_battles(
     else:
         own = check_options(fmt, own_models, others)
     files = fastchat_log_files(path) if fmt == "fastchat-log" else dataset_files(path, split="train")
-    records = progress_bar(read_files(path, files), progress, "battles")
+    records = progress_bar(read_files(path, files), progress, "battles", path=path)
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
     rows, pairs = [], []
     if fmt == "native":
         for r in records:
             result.read += 1
-            row = parse_battle(r.record, r.path, r.line)
+            try:
+                row = parse_battle(r.record, r.path, r.line)
+            except BadInput as e:
+                hint = format_hint(r.record) if isinstance(r.record, dict) else None
+                if hint:
+                    raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
+                raise
             row["source_file"] = r.source
             rows.append(row)
     else:

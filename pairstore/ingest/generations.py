@@ -6,8 +6,13 @@ pairstore ingest generations outs.jsonl --model so7a
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from xxhash import xxh3_128_hexdigest
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import (
@@ -16,9 +21,13 @@ from pairstore.ingest.base import (
     dedup_in_file,
     log_ingest,
     progress_bar,
+    records_in,
 )
-from pairstore.ingest.records import Fields, read_records
-from pairstore.tables.generations import generation_id, insert_generations
+from pairstore.ingest.bulk import NotVectorized, count_lines, iter_jsonl_batches
+from pairstore.ingest.records import INT_BITS, Fields, read_records
+from pairstore.keys import nfc
+from pairstore.progress import as_progress
+from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -83,16 +92,192 @@ def parse_generation(store: Store, rec: dict, path, line: int, model: str) -> di
     }
 
 
-def ingest_generations(store: Store, path, *, model: str, progress: bool = False) -> IngestResult:
+# The columns the vectorized path reads; any other non-null field a record carries for the ingest
+# (a prompt to canonicalize, decoding settings) sends the file down the per-record path.
+_BULK_SCHEMA = pa.schema(
+    [
+        ("item_kind", pa.string()),
+        ("item_id", pa.string()),
+        ("suite", pa.string()),
+        ("output", pa.string()),
+        ("sample_index", pa.int64()),
+        ("temperature", pa.float64()),
+        ("top_p", pa.float64()),
+        ("max_new_tokens", pa.int64()),
+        ("seed", pa.int64()),
+    ]
+)
+_BULK_BATCH = 1 << 16
+# What the vectorized insert writes; the verifier's and the scanner's columns stay NULL, as below.
+_BULK_COLUMNS = [
+    "gen_id",
+    "model",
+    "item_kind",
+    "item_id",
+    "suite",
+    "prompt",
+    "output",
+    "sample_index",
+    "temperature",
+    "top_p",
+    "max_new_tokens",
+    "seed",
+    "source_file",
+]
+# The item's prompt, joined in SQL: the same messages _item_prompt builds row by row.
+_ITEM_JOIN_SQL = """
+    SELECT i._row, CASE
+            WHEN p.problem_id IS NOT NULL THEN [{'role': 'user', 'content': p.question}]
+            WHEN t.task_id IS NOT NULL THEN [{'role': 'user', 'content': t.prompt}]
+            WHEN e.item_id IS NOT NULL THEN e.prompt END AS prompt
+    FROM _bulk_items i
+    LEFT JOIN problems p ON i.item_kind = 'problem' AND p.problem_id = i.item_id
+    LEFT JOIN tasks t ON i.item_kind = 'task' AND t.task_id = i.item_id
+    LEFT JOIN eval_items e ON i.item_kind = 'eval_item' AND e.item_id = i.item_id AND e.suite = i.suite
+"""
+
+
+def _vector_checks_pass(table: pa.Table) -> bool:
+    """Arrow-compute versions of parse_generation's field checks, for files where every record names a
+    stored problem, task or eval item (with its suite). False: some record needs the per-record path,
+    which either accepts it the same way or raises naming its line and field."""
+    kind = table.column("item_kind")
+    if kind.null_count or not pc.all(pc.is_in(kind, pa.array(["problem", "task", "eval_item"]))).as_py():
+        return False
+    item_id, output = table.column("item_id"), table.column("output")
+    if item_id.null_count or output.null_count:
+        return False
+    if pc.any(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(item_id)), 0)).as_py():
+        return False
+    evals = pc.equal(kind, "eval_item")
+    if pc.any(pc.and_(evals, pc.is_null(table.column("suite")))).as_py():
+        return False  # an eval item without its suite: the per-record path picks among suites
+    if pc.any(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(table.column("suite"))), 0)).as_py():
+        return False
+    low, high = INT_BITS[32]
+    for name in ("sample_index", "max_new_tokens"):
+        col = table.column(name)
+        if col.null_count != len(col) and (pc.min(col).as_py() < low or pc.max(col).as_py() > high):
+            return False
+    return True
+
+
+def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
+    """generation_id of every row, batch by batch (xxh3-128 has no DuckDB function). The id's text is
+    built the way pairstore.keys.content_id builds it (json.dumps of the NFC parts, ensure_ascii off,
+    whose strings json encodes with encode_basestring), with the parts every row shares encoded once;
+    tests/test_ingest_bulk.py checks the ids against generation_id."""
+    head = "[" + encode_basestring(nfc(model)) + ", "
+    kinds = {k: head + encode_basestring(nfc(k)) + ", " for k in ("problem", "task", "eval_item")}
+    ids: list[str] = []
+    for batch in table.to_batches(_BULK_BATCH):
+        rows = zip(
+            batch.column("item_kind").to_pylist(),
+            batch.column("item_id").to_pylist(),
+            batch.column("sample_index").to_pylist(),
+            batch.column("temperature").to_pylist(),
+            batch.column("output").to_pylist(),
+        )
+        ids.extend(
+            xxh3_128_hexdigest(
+                (
+                    kinds[k]
+                    + encode_basestring(nfc(i))
+                    + ", "
+                    + encode_basestring(str(0 if s is None else s))
+                    + ", "
+                    + encode_basestring(repr(temp))
+                    + ", "
+                    + encode_basestring(nfc(o))
+                    + "]"
+                ).encode("utf-8")
+            )
+            for k, i, s, temp, o in rows
+        )
+    return pa.array(ids, type=pa.string())
+
+
+# DuckDB's buffer memory during the vectorized ingest (it spills the staged rows to disk beyond this).
+BULK_MEMORY_LIMIT = "512MB"
+_STAGE = "_bulk_stage"
+
+
+def _stage_batch(store, model: str, table: pa.Table, first_row: int) -> None:
+    """One batch of the vectorized path: checked with Arrow compute, keyed, appended to the staging
+    table. NotVectorized when a value needs the per-record path."""
+    if not _vector_checks_pass(table):
+        raise NotVectorized("a value the vectorized checks refuse")
+    n = table.num_rows
+    table = table.append_column("_row", pa.array(range(first_row, first_row + n), type=pa.int64()))
+    table = table.append_column("gen_id", _bulk_gen_ids(table, model))
+    with store.registered("_bulk_batch", table):
+        if first_row == 0:
+            store.con.execute(f"CREATE TEMP TABLE {_STAGE} AS SELECT * FROM _bulk_batch")
+        else:
+            store.con.execute(f"INSERT INTO {_STAGE} SELECT * FROM _bulk_batch")
+
+
+def _insert_staged(store, path, model: str) -> int:
+    """The staged rows joined to their items in SQL and inserted (one join, one insert, whatever the
+    file's size); NotVectorized when an item is not in the store."""
+    items = _ITEM_JOIN_SQL.replace("_bulk_items", _STAGE)
+    if store.con.execute(f"SELECT count(*) FROM ({items}) WHERE prompt IS NULL").fetchall()[0][0]:
+        raise NotVectorized("an item that is not in the store")
+    select = f"""
+        SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
+            coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
+            g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
+        FROM {_STAGE} g JOIN ({items}) j USING (_row)"""
+    return insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
+
+
+def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) -> bool:
+    """The file streamed in Arrow batches into a staging table, then joined and inserted, all in one
+    transaction; False (nothing written) when any record needs the per-record path."""
+    con = store.con
+    read = 0
+    memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
+    try:
+        with store.transaction():
+            with progress.stage("ingest generations: read", total=records_in(path), unit="records") as stage:
+                for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=("prompt", "decoding")):
+                    _stage_batch(store, model, table, read)
+                    read += table.num_rows
+                    stage.advance(table.num_rows)
+            if read == 0 or read != count_lines(Path(path)):
+                raise NotVectorized("blank lines: line numbers would not be row numbers")
+            with progress.stage("ingest generations: join and insert", total=read, unit="records") as stage:
+                added = _insert_staged(store, path, model)
+                stage.advance(read)
+            result.read, result.added = read, added
+            if read - added:
+                result.skipped["already present"] = read - added
+            log_ingest(store, path, "generations", result.read, result.added)
+    except NotVectorized:
+        return False
+    finally:
+        con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+        con.execute(f"SET memory_limit = '{memory_limit}'")
+    return True
+
+
+def ingest_generations(store: Store, path, *, model: str, progress=None) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
 
-    Verdicts and loop flags are left NULL here: the miners and `train sample` compute them with the
-    verifier and the scanner (which live outside the store package)."""
+    A JSONL file whose records all name stored items is streamed in Arrow batches, checked with Arrow compute
+    and joined to its items in SQL (pairstore.ingest.bulk), in one transaction; any other file, or one with a
+    record those checks refuse, is read record by record, whose errors name the file, line and field. Verdicts
+    and loop flags are left NULL here: the miners and `train sample` compute them with the verifier and the
+    scanner (which live outside the store package)."""
     if not model or not model.strip():
         raise BadInput("--model is required and must not be empty", field="model")
     result = IngestResult("generations", str(path))
+    if _ingest_vectorized(store, path, model, result, as_progress(progress)):
+        return result
+    result = IngestResult("generations", str(path))
     rows = []
-    for line, rec in progress_bar(read_records(path), progress, "generations"):
+    for line, rec in progress_bar(read_records(path), progress, "generations", path=path):
         result.read += 1
         row = parse_generation(store, rec, path, line, model)
         row["source_file"] = Path(path).name

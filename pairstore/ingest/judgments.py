@@ -157,7 +157,7 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     optionally annotator, prompt_hash, item_kind, flaws_a/b, origin)."""
     result = IngestResult("judgments", str(path))
     rows = []
-    for line, rec in progress_bar(read_records(path), progress, "judgments"):
+    for line, rec in progress_bar(read_records(path), progress, "judgments", path=path):
         result.read += 1
         row = parse_judgment(rec, path, line)
         row["source_file"] = Path(path).name

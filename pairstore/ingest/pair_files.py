@@ -9,17 +9,26 @@ A pair file is parquet or JSONL (anything pairstore.ingest.records reads), made 
 - the prompt as a string or chat messages under one of PROMPT_FIELDS, with an optional `system` /
   `system_prompt` field put in front; or only inside a conversation (CONVERSATION_FIELDS: every
   message before the last assistant one is the prompt, that one the chosen answer);
+- the instruction formats, every field in the prompt: Alpaca (`instruction` + `input`, `output` the
+  answer, `history` the earlier [instruction, answer] turns), Dolly (`instruction` + `context`,
+  `response`);
 - chosen and rejected as strings or message lists (UltraFeedback-binarized rows carry the user turn
-  inside them: the last assistant message is the answer); `completion` for an NLL-only row;
-- ShareGPT turns ({"from": "human", "value": ...}) anywhere a message list goes;
-- ids: `pair_id`, `origin_ids` and the usual id columns (ID_FIELDS), which the holdout matcher compares
-  with held-out item ids; `source`, `family` and `task_key` when present.
+  inside them: the last assistant message is the answer); HH-RLHF's chosen / rejected dialogue strings
+  ("\n\nHuman: ... \n\nAssistant: ..."), the shared turns the prompt; `completion` (or `output`,
+  `response`) for an NLL-only row;
+- ShareGPT turns ({"from": "human", "value": ...}) anywhere a message list goes; OpenAI content-part
+  lists ([{"type": "text", "text": ...}]) as a message's content, their texts joined;
+- ids: `pair_id`, `origin_ids` and every usual id column (ID_FIELDS), which the holdout matcher compares
+  with held-out item ids and `ingest pairs` keeps as origins; `source`, `family` and `task_key`.
 
+Read whole or refused: a field that carries prompt text the reader would not put in the prompt
+(`input` or `context` beside a `prompt`, a content part that is not text) is a BadInput naming it.
 Every problem raises BadInput naming the file, the line (or row) and the field.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,7 +43,27 @@ if TYPE_CHECKING:
 
 PROMPT_FIELDS = ("prompt", "question", "instruction", "input", "query")
 CONVERSATION_FIELDS = ("chosen", "messages", "conversations")
-ID_FIELDS = ("battle_id", "origin_id", "item_id", "source_id", "task_id", "id")
+ID_FIELDS = (
+    "battle_id",
+    "origin_id",
+    "item_id",
+    "source_id",
+    "task_id",
+    "question_id",
+    "prompt_id",
+    "problem_id",
+    "conversation_id",
+    "unique_id",
+    "doc_id",
+    "sample_id",
+    "example_id",
+    "uid",
+    "id",
+)
+# Extra prompt text of the instruction formats, joined after the instruction (Alpaca input, Dolly context).
+INSTRUCTION_EXTRAS = ("input", "context")
+ANSWER_FIELDS = ("completion", "output", "response")
+_HH_TURN = re.compile(r"(?:^|\n\n)(Human|Assistant):[ ]?")
 _ROLE_ALIASES = {"human": "user", "gpt": "assistant", "bot": "assistant", "model": "assistant"}
 
 
@@ -71,14 +100,83 @@ def _sharegpt(value):
     return value
 
 
+def _content_parts(value, f: Fields, name: str):
+    """Messages whose content is an OpenAI content-part list, with the parts' texts joined; a part that is
+    not text would be lost: BadInput naming it."""
+    if not isinstance(value, list):
+        return value
+    out = []
+    for i, m in enumerate(value):
+        if isinstance(m, dict) and isinstance(m.get("content"), list):
+            texts = []
+            for j, part in enumerate(m["content"]):
+                if isinstance(part, str):
+                    texts.append(part)
+                elif isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
+                    if not isinstance(part.get("text"), str):
+                        raise f.error(f"{name}[{i}].content[{j}].text", "expected a string")
+                    texts.append(part["text"])
+                else:
+                    kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+                    raise f.error(
+                        f"{name}[{i}].content[{j}]",
+                        f"a {kind!r} content part would be lost: only text parts can be read",
+                    )
+            m = {**m, "content": "\n".join(texts)}
+        out.append(m)
+    return out
+
+
 def _messages(value, f: Fields, name: str) -> list[dict]:
-    return canonical_messages(value, where=name, path=f.path, line=f.line)
+    return canonical_messages(_content_parts(value, f, name), where=name, path=f.path, line=f.line)
+
+
+def _hh_dialogue(text: str) -> list[dict] | None:
+    """An HH-RLHF dialogue string ("\n\nHuman: ...\n\nAssistant: ...") as messages;
+    None when it is not one."""
+    parts = _HH_TURN.split(text)
+    if len(parts) < 3 or parts[0].strip():
+        return None
+    roles = {"Human": "user", "Assistant": "assistant"}
+    return [{"role": roles[r], "content": c.strip()} for r, c in zip(parts[1::2], parts[2::2])]
+
+
+def _hh_pair(rec: dict, f: Fields):
+    """(prompt, chosen, rejected) of an HH-RLHF row (chosen and rejected whole dialogues sharing every turn
+    but the last answer), or None when the row is not one."""
+    chosen, rejected = rec.get("chosen"), rec.get("rejected")
+    if not isinstance(chosen, str) or "\n\nHuman:" not in chosen:
+        return None
+    c = _hh_dialogue(chosen)
+    r = _hh_dialogue(rejected) if isinstance(rejected, str) else None
+    if c is None or c[-1]["role"] != "assistant":
+        raise f.error("chosen", "an HH-RLHF dialogue must end with an Assistant turn")
+    if isinstance(rejected, str) and (r is None or r[-1]["role"] != "assistant"):
+        raise f.error("rejected", "an HH-RLHF dialogue must end with an Assistant turn")
+    if r is not None and r[:-1] != c[:-1]:
+        raise f.error("rejected", "the rejected dialogue's turns before its last answer differ from chosen's")
+    return c[:-1], c[-1]["content"], (r[-1]["content"] if r is not None else None)
+
+
+def _history_turns(value, f: Fields) -> list[dict]:
+    """Alpaca `history`: [[instruction, answer], ...] before the current instruction."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(
+        isinstance(h, (list, tuple)) and len(h) == 2 and all(isinstance(x, str) for x in h) for h in value
+    ):
+        raise f.error("history", "expected a list of [instruction, answer] string pairs")
+    return [
+        m for q, a in value for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})
+    ]
 
 
 def _answer(value, f: Fields, name: str) -> str | None:
     """An answer given as a string, or as messages (the last assistant message; None when there is none)."""
     if value is None or isinstance(value, str):
         return value
+    if isinstance(value, dict) and isinstance(value.get("content"), (str, list)):
+        value = [{"role": value.get("role", "assistant"), "content": value["content"]}]
     answers = [m["content"] for m in _messages(value, f, name) if m["role"] == "assistant"]
     return answers[-1] if answers else None
 
@@ -94,10 +192,24 @@ def pair_row_from_record(rec: dict, path, line: int, row_index: int) -> PairRow:
     f = Fields(rec, path, line)
     prompt = None
     conversation_answer = None
-    for name in PROMPT_FIELDS:
-        if rec.get(name) is not None:
-            prompt = _messages(rec[name], f, name)
-            break
+    hh = None if any(rec.get(n) is not None for n in PROMPT_FIELDS) else _hh_pair(rec, f)
+    extras = [n for n in INSTRUCTION_EXTRAS if isinstance(rec.get(n), str) and rec[n].strip()]
+    if hh is not None:
+        prompt = hh[0]
+    elif isinstance(rec.get("instruction"), str):
+        # Alpaca / Dolly: the instruction, then its input or context, after any earlier turns
+        text = "\n\n".join([rec["instruction"], *(rec[n] for n in extras)])
+        prompt = _history_turns(rec.get("history"), f) + [{"role": "user", "content": text}]
+    else:
+        for name in PROMPT_FIELDS:
+            if rec.get(name) is not None:
+                lost = [n for n in extras if n != name]
+                if lost:
+                    raise f.error(
+                        lost[0], f"{lost[0]!r} beside {name!r} would be lost: put it in the prompt or drop it"
+                    )
+                prompt = _messages(rec[name], f, name)
+                break
     if prompt is None:
         for name in CONVERSATION_FIELDS:
             if rec.get(name) is not None and not isinstance(rec[name], str):
@@ -121,17 +233,22 @@ def pair_row_from_record(rec: dict, path, line: int, row_index: int) -> PairRow:
     extra = rec.get("origin_ids")
     if isinstance(extra, (list, tuple)):
         origin_ids += [str(v) for v in extra if v is not None]
-    chosen = _answer(rec.get("chosen"), f, "chosen")
-    if chosen is None and isinstance(rec.get("completion"), (str, list)):
-        chosen = _answer(rec.get("completion"), f, "completion")
-    if chosen is None:
-        chosen = conversation_answer
+    if hh is not None:
+        chosen, rejected = hh[1], hh[2]
+    else:
+        chosen = _answer(rec.get("chosen"), f, "chosen")
+        for name in ANSWER_FIELDS:
+            if chosen is None and isinstance(rec.get(name), (str, list)):
+                chosen = _answer(rec.get(name), f, name)
+        if chosen is None:
+            chosen = conversation_answer
+        rejected = _answer(rec.get("rejected"), f, "rejected")
     return PairRow(
         row_index=row_index,
         line=line,
         prompt=prompt,
         chosen=chosen,
-        rejected=_answer(rec.get("rejected"), f, "rejected"),
+        rejected=rejected,
         pair_id=_optional_str(rec, "pair_id"),
         origin_ids=origin_ids,
         source=f.str("source", required=False),

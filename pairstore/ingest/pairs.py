@@ -107,9 +107,10 @@ def ingest_pairs(
     miner_version: str = "1",
     progress: bool = False,
 ) -> IngestResult:
-    """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origin is (file
-    SHA-256 prefix, line). A missing or null `rejected` makes an NLL-only `sft` row. A row with an empty side,
-    identical sides or an empty prompt is refused (BadInput naming its line and field)."""
+    """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origins are (file
+    SHA-256 prefix, line) and every id the row carries (`battle_id`, `id`, `question_id`, ...). A missing or
+    null `rejected` makes an NLL-only `sft` row. A row with an empty side, identical sides or an empty prompt
+    is refused (BadInput naming its line and field)."""
     if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
         raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")
     result = IngestResult("pairs", str(path))
@@ -125,7 +126,12 @@ def ingest_pairs(
             source=source,
             family=r.family,
             task_key=r.task_key,
-            origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")],
+            # the file line, and every id the row carries (a held-out battle_id is found by id at export)
+            origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")]
+            + [
+                Origin("file_id", oid, f"ingest pairs --source {source}")
+                for oid in dict.fromkeys(r.origin_ids)
+            ],
         )
         _refuse_unusable_pair(pair, path, r.line)
         pairs.append(pair)

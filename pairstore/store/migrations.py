@@ -440,6 +440,59 @@ def m007_votes_from_the_browser(con):
     """)
 
 
+def m008_keys_of_the_normalization_pipeline(con):
+    """Match keys and texts recomputed for the normalization pipeline of pairstore.holdout.normalize (escapes
+    and markup decoded, digits of every script, case folding for every script, number forms, punctuation
+    as a word break), for every stored row, holdout member and benchmark n-gram."""
+    for table, id_cols, text_col in (
+        ("battles", ("battle_id",), "prompt"),
+        ("problems", ("problem_id",), "question"),
+        ("tasks", ("task_id",), "prompt"),
+        ("pairs", ("pair_id",), "prompt"),
+        ("eval_items", ("suite", "item_id"), "prompt"),
+    ):
+        _rekey(con, table, id_cols, text_col)
+    # Members from the item they name where the store has it, else re-normalized from the stored text.
+    rows = con.execute("""
+        SELECT h.set_name, h.item_id, h.match_text, b.prompt, t.prompt, p.question, e.prompt FROM holdout h
+        LEFT JOIN battles b ON h.item_kind = 'battle' AND b.battle_id = h.item_id
+        LEFT JOIN tasks t ON h.item_kind = 'task' AND t.task_id = h.item_id
+        LEFT JOIN problems p ON h.item_kind = 'problem' AND p.problem_id = h.item_id
+        LEFT JOIN (SELECT item_id, any_value(prompt) AS prompt FROM eval_items GROUP BY item_id) e
+               ON h.item_kind = 'eval_item' AND e.item_id = h.item_id""").fetchall()
+    for set_name, item_id, old_text, battle, task, question, item in rows:
+        if battle is not None or item is not None:
+            text = match_text([dict(m) for m in (battle if battle is not None else item)])
+        elif task is not None or question is not None:
+            text = match_text(task if task is not None else question)
+        else:
+            text = TURN_SEP.join(word_text(t) for t in old_text.split(TURN_SEP))
+        con.execute(
+            "UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
+            [text, key_of_text(text), set_name, item_id],
+        )
+    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
+        items = con.execute(
+            "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
+        ).fetchall()
+        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
+        con.register("_m008_refs", refs)
+        con.register("_m008_ngrams", ngrams)
+        try:
+            con.execute(
+                "UPDATE benchmark_refs SET match_key = r.match_key FROM _m008_refs r "
+                "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
+                [bench],
+            )
+            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
+            con.execute(
+                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m008_ngrams", [bench]
+            )
+        finally:
+            con.unregister("_m008_refs")
+            con.unregister("_m008_ngrams")
+
+
 # The ordered list. Append only.
 MIGRATIONS = [
     m001_core,
@@ -449,5 +502,6 @@ MIGRATIONS = [
     m005_scratch_schema_for_sql_write,
     m006_three_verdicts,
     m007_votes_from_the_browser,
+    m008_keys_of_the_normalization_pipeline,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

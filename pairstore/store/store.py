@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 
 from pairstore.errors import BadInput, NotFound, PairstoreError, StoreBusy
+from pairstore.store.comments import apply_comments
 from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from pairstore.store.recognize import damaged_store, recognize
 
@@ -64,6 +65,18 @@ class Store:
             raise
         self._depth = 0
         self.con.execute("COMMIT")
+
+    # -- queries --------------------------------------------------------------
+    def sql(self, query: str, params=None) -> duckdb.DuckDBPyRelation:
+        """A DuckDB relation over `query`: `.df()`, `.arrow()`, `.pl()`, `.fetchall()`, `.show()`, or
+        more SQL on it (`.filter`, `.aggregate`). Any result an earlier `con.execute` left half-read is
+        run to its end first, so a relation never meets "unfinished result from execute()"."""
+        self.con.complete()
+        return self.con.sql(query, params=params)
+
+    def __repr__(self) -> str:
+        mode = "read-only" if self.read_only else "read-write"
+        return f"<pairstore.Store {self.path} ({mode}, schema version {self.schema_version()})>"
 
     # -- small helpers ------------------------------------------------------
     def rows(self, sql: str, params=None) -> list[dict]:
@@ -112,16 +125,45 @@ class Store:
         self.close()
 
 
+# The on-disk format a new store is written in. The duckdb 2.x package writes format 69 by default,
+# which no 1.x client (the DuckDB CLI, DBeaver's JDBC driver, R and Node bindings of 1.x) opens;
+# v1.4.0 is the newest format both current 1.x lines read (1.4 LTS and 1.5; checked with the
+# duckdb-cli 1.4.4 and 1.5.6 binaries, tests/test_clients.py). A file keeps the format it was created
+# in: this setting decides new stores only.
+STORAGE_COMPATIBILITY_VERSION = "v1.4.0"
+
+
+# DuckDB draws its own progress bar on long statements; pairstore reports progress itself
+# (pairstore.progress, on stderr), and stdout must hold nothing but a command's output (--json).
+def quiet_connection(con: duckdb.DuckDBPyConnection) -> duckdb.DuckDBPyConnection:
+    con.execute("SET enable_progress_bar = false")
+    return con
+
+
+def storage_config() -> dict[str, str | bool | int | float | list[str]]:
+    """The connection settings that make DuckDB write a store 1.x clients read."""
+    return {"storage_compatibility_version": STORAGE_COMPATIBILITY_VERSION}
+
+
+def storage_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The storage format of the open database as DuckDB names it (e.g. 'v1.4.0+'), or None."""
+    rows = con.execute(
+        "SELECT tags['storage_version'] FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return rows[0][0] if rows else None
+
+
 def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
-    """The one value a query returns (a query with no row is a bug here: these always return one)."""
-    row = con.execute(sql).fetchone()
-    assert row is not None
-    return row[0]
+    """The one value a query returns (a query with no row is a bug here: these always return one).
+    fetchall, not fetchone: a half-read result would make the caller's next con.sql() fail."""
+    rows = con.execute(sql).fetchall()
+    assert rows
+    return rows[0][0]
 
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
     try:
-        return duckdb.connect(path, read_only=read_only)
+        return quiet_connection(duckdb.connect(path, read_only=read_only, config=storage_config()))
     except duckdb.IOException as e:
         msg = str(e)
         if "lock" in msg.lower():
@@ -157,6 +199,7 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
             con.execute("ROLLBACK")
             raise
         con.execute("COMMIT")
+    apply_comments(con)
     return SCHEMA_VERSION
 
 
