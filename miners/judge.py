@@ -18,7 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from multiprocessing import get_context
 
-from audits.loops import LoopReport, scan
+from audits.loops import LoopReport, scan, scan_many
 from miners.registry import MineResult, write_pairs
 from miners.verify import UNKNOWN, Verdict, Verifier, extract_answer
 from pairstore.holdout.sets import HoldoutFilter
@@ -72,6 +72,7 @@ class OutputJudge:
         self.verifier = Verifier()
         self._scan = scan
         self._judged: dict[tuple, Judged] = {}
+        self._reports: dict[str, LoopReport] = {}  # scanned ahead in batches (prescan)
         self.verify_s = 0.0
         self.scan_s = 0.0
 
@@ -88,10 +89,24 @@ class OutputJudge:
         return verdict
 
     def scan(self, output: str):
+        report = self._reports.pop(output, None)
+        if report is not None:
+            return report
         t0 = time.perf_counter()
         report = self._scan(output)
         self.scan_s += time.perf_counter() - t0
         return report
+
+    def prescan(self, outputs: list[str]) -> None:
+        """Scan the outputs not judged yet in batches (audits.loops.scan_many): one numpy pass over
+        many texts costs a fraction of a scan() per text. judge() then takes each report from here."""
+        judged = {key[0] for key in self._judged}
+        todo = list(dict.fromkeys(o for o in outputs if o not in judged and o not in self._reports))
+        t0 = time.perf_counter()
+        for start in range(0, len(todo), PRESCAN_BATCH):
+            batch = todo[start : start + PRESCAN_BATCH]
+            self._reports.update(zip(batch, scan_many(batch)))
+        self.scan_s += time.perf_counter() - t0
 
     def judge(self, output: str, gold: str, kind: str) -> Judged:
         key = (output, gold, kind)
@@ -114,7 +129,10 @@ class OutputJudge:
         if workers is None:
             workers = min(4, os.cpu_count() or 1) if len(items) >= PARALLEL_MIN else 1
         if workers <= 1 or len(items) < 2 * workers:
-            return [self.judge(*it) for it in items]
+            self.prescan([it[0] for it in items])
+            out = [self.judge(*it) for it in items]
+            self._reports.clear()
+            return out
         n_chunks = workers * 4
         size = -(-len(items) // n_chunks)
         chunks = [items[i : i + size] for i in range(0, len(items), size)]
@@ -131,13 +149,16 @@ class OutputJudge:
 
 # Below this many outputs one process is faster than starting workers (about a second each).
 PARALLEL_MIN = 20_000
+# Outputs per scan_many call in prescan: large enough for numpy to pay off, small enough to bound
+# the memory of one pass.
+PRESCAN_BATCH = 4096
 
 
 def _judge_chunk(items):
     """Worker side of OutputJudge.judge_all: (judged items, verifier seconds, scanner seconds, the
     verifier's counts)."""
     judge = OutputJudge()
-    return [judge.judge(*it) for it in items], judge.verify_s, judge.scan_s, judge.verifier.stats
+    return judge.judge_all(items, workers=1), judge.verify_s, judge.scan_s, judge.verifier.stats
 
 
 def readings_json(verdict: Verdict) -> str | None:
