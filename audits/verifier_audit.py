@@ -9,8 +9,10 @@ generations or any labelled file, per dataset and per reason, with the disagreem
 Store rows: the model's generations on problems (dataset gsm8k / math, gold from `problems`), on
 loop-fix tasks (dataset "task:<family>", gold from `tasks`) and on eval items with a gold (dataset
 "eval:<suite>"). A file: JSONL/parquet/CSV records with the output (`pred` or `output`), `gold`,
-`kind` (gsm8k, math or task; default math), and optionally `dataset` and a label (`equal` or
-`label`, a boolean) -- with labels, each verifier's wrong verdicts against them are counted too.
+`kind` (gsm8k, math or task; default math), and optionally `dataset`, a label (`equal` or
+`label`, a boolean) -- with labels, each verifier's wrong verdicts against them are counted too --
+and `options` (a multiple-choice problem's choices, A first: an answer that states an option's
+value is read as that option's letter).
 
 Per dataset: rows, our correct / wrong / unknown (unknowns by reason), math-verify alone's correct
 / wrong, where the two disagree (ours definite and math-verify the other way), and examples of the
@@ -103,16 +105,17 @@ def math_verify_alone(output: str, gold: str) -> bool:
 
 
 def audit_verifier_rows(source: str, rows, examples: int = 3) -> VerifierAudit:
-    """rows: (row id, dataset, output, gold, kind, label or None). Groups in order of first appearance."""
+    """rows: (row id, dataset, output, gold, kind, label or None, options or None). Groups in order of
+    first appearance."""
     logging.getLogger("math_verify").setLevel(logging.ERROR)  # it logs every timeout
     verifier = Verifier()
     groups: dict[str, DatasetAudit] = {}
     shown: dict[str, Counter] = {}
-    for row_id, dataset, output, gold, kind, label in rows:
+    for row_id, dataset, output, gold, kind, label, options in rows:
         g = groups.setdefault(dataset, DatasetAudit(dataset))
         seen = shown.setdefault(dataset, Counter())
         g.rows += 1
-        v = verifier.verify(output, gold, kind)
+        v = verifier.verify(output, gold, kind, options=options)
         # task golds are generator strings ("253 R 9", digits to N places): not math-verify's domain
         mv = math_verify_alone(output, gold) if kind != "task" else None
         g.ours[v.label] += 1
@@ -150,7 +153,7 @@ def store_rows(store, model: str):
     if not store.rows("SELECT 1 FROM generations WHERE model = ? LIMIT 1", [model]):
         raise BadInput(f"no generations of model {model!r} in the store", field="model")
     yield from (
-        (r["gen_id"], r["dataset"], r["output"], r["gold"], r["kind"], None)
+        (r["gen_id"], r["dataset"], r["output"], r["gold"], r["kind"], None, None)
         for r in store.rows(
             """
             SELECT g.gen_id, p.dataset AS dataset, g.output, p.gold, p.dataset AS kind
@@ -191,8 +194,25 @@ def read_labelled(path) -> list[tuple]:
         if label is not None and not isinstance(label, bool):
             field_name = "equal" if "equal" in rec else "label"
             raise BadInput("a label is true or false", path=str(path), line=line, field=field_name)
+        options = rec.get("options")
+        if options is not None and not (
+            isinstance(options, list) and all(isinstance(o, str | int | float) for o in options)
+        ):
+            raise BadInput(
+                "options are a list of the choices, A first", path=str(path), line=line, field="options"
+            )
         dataset = rec.get("dataset") or kind
-        rows.append((str(rec.get("id", f"{path}:{line}")), str(dataset), output, str(gold), kind, label))
+        rows.append(
+            (
+                str(rec.get("id", f"{path}:{line}")),
+                str(dataset),
+                output,
+                str(gold),
+                kind,
+                label,
+                [str(o) for o in options] if options is not None else None,
+            )
+        )
     if not rows:
         raise BadInput("no records", path=str(path))
     return rows

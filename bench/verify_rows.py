@@ -1,7 +1,7 @@
 """The labelled verifier corpora of bench/data, read one way for the benchmark and the regression test.
 
     from verify_rows import corpora, load, verdict_table, EXPECTED
-    rows = load(DATA / "verify_outside_outputs.jsonl")   # [{id, pred, gold, kind, equal, tag, heldout}]
+    rows = load(DATA / "verify_outside_outputs.jsonl")  # [{id, pred, gold, kind, equal, tag, options...}]
     verdict_table()                                      # {(corpus, id): (label, reason)} of today's verifier
 
 EXPECTED (bench/data/verify_expected.jsonl) holds the verdict of every labelled row, one per line:
@@ -41,7 +41,7 @@ def corpora() -> list[str]:
 
 
 def load(path: Path) -> list[dict]:
-    """Rows as {id, pred, gold, kind, equal, tag, heldout}; the regression corpus's older field names
+    """Rows as {id, pred, gold, kind, equal, tag, heldout, options}; the regression corpus's older field names
     (output, label, form) are read too."""
     rows = []
     with open(path, encoding="utf-8") as fh:
@@ -60,6 +60,7 @@ def load(path: Path) -> list[dict]:
                         "tag": r.get("tag", r.get("form")),
                         "heldout": bool(r.get("heldout")),
                         "source": r.get("source", ""),
+                        "options": r.get("options"),  # a multiple-choice problem's options, A first
                     }
                 )
             except KeyError as e:
@@ -84,7 +85,7 @@ def verdict_table(names: list[str] | None = None) -> dict[tuple[str, str], tuple
     out = {}
     for name in names or corpora():
         for r in load(DATA / name):
-            v = verifier.verify(r["pred"], r["gold"], r["kind"])
+            v = verifier.verify(r["pred"], r["gold"], r["kind"], options=r["options"])
             out[(name, r["id"])] = (v.label, v.reason)
     return out
 

@@ -130,9 +130,9 @@ class OutputJudge:
             workers = min(4, os.cpu_count() or 1) if len(items) >= PARALLEL_MIN else 1
         if workers <= 1 or len(items) < 2 * workers:
             self.prescan([it[0] for it in items])
-            out = [self.judge(*it) for it in items]
+            in_order = [self.judge(*it) for it in items]
             self._reports.clear()
-            return out
+            return in_order
         n_chunks = workers * 4
         size = -(-len(items) // n_chunks)
         chunks = [items[i : i + size] for i in range(0, len(items), size)]

@@ -140,9 +140,10 @@ def cut_turn(text: str) -> str:
     return text
 
 
-def read_answer(text: str, kind: str = "math") -> Extraction:
+def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction:
     """What the output finally commits to (module doc): the answer, the rule, whether the form is
-    strong, or why there is none."""
+    strong, or why there is none. whole=False: text is the part of an output before it was cut off,
+    never a short output that is its own answer ("The total is" before a cut-off box is none)."""
     if not text or not text.strip():
         return Extraction(None, missing=EMPTY_OUTPUT)
     text = cut_turn(text)
@@ -174,7 +175,13 @@ def read_answer(text: str, kind: str = "math") -> Extraction:
         return Extraction(answer, last.rule, rule.strong and not weak)
     stripped = text.strip()
     # a short one-line output is its own answer, unless it is a box the model never closed
-    if "\n" not in stripped and len(stripped) <= 80 and "\\boxed" not in stripped and not looping(stripped):
+    if (
+        whole
+        and "\n" not in stripped
+        and len(stripped) <= 80
+        and "\\boxed" not in stripped
+        and not looping(stripped)
+    ):
         answer, weak = _finish(stripped, "short", kind)
         if answer:
             # a bare value ("18", "\\frac12") is its own answer; a sentence read for its value is weak

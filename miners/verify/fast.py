@@ -46,10 +46,11 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
         return _task_equal(pred_answer, gold_text, pred, gold, pred_pct, gold_pct)
     if pred == gold and pred_pct == gold_pct:
         return True
-    # multiple choice: a gold that is one letter A-E
+    # multiple choice: a gold that is one letter A-E. An answer that names no letter may be the value
+    # of an option (the verifier compares it with the options, where it has them): undecided here.
     if re.fullmatch(r"\(?[A-E]\)?", gold):
         letter = choice_letter(pred)
-        return letter is not None and letter == gold.strip("()")
+        return None if letter is None else letter == gold.strip("()")
     if kind == "gsm8k" and re.fullmatch(r"-?\d+(?:\.\d+)?", gold):
         verdict = value_verdict(pred, gold, pred_pct, gold_pct, kind)
         if verdict is not None:
@@ -114,6 +115,28 @@ def _task_text(s: str) -> str:
     s = unwrap_text_commands(s).strip().strip("*_`$ \t").rstrip(".")
     s = s.strip("\"'“”‘’ ")
     return re.sub(r"\s+", " ", s)
+
+
+_CHOICE_GOLD_RE = re.compile(r"\(?([A-E])\)?")
+_OPTION_LABEL_RE = re.compile(r"^\s*\(?[A-E]\s*[).:]\s+")
+
+
+def choice_gold(gold_text: str, kind: str) -> str | None:
+    """The letter of a multiple-choice gold ("C", "(C)"), or None."""
+    if kind == "task":
+        return None
+    m = _CHOICE_GOLD_RE.fullmatch(normalize(gold_text, kind)[0])
+    return m.group(1) if m else None
+
+
+def names_a_choice(pred_answer: str, kind: str) -> bool:
+    """Whether an answer names an option by its letter ("C", "(C)", "Option C: 12")."""
+    return choice_letter(normalize(pred_answer, kind)[0]) is not None
+
+
+def option_value(option: str) -> str:
+    """An option as a value to compare with: "$10 \\pi$" -> "10 \\pi", "(B) 17" -> "17"."""
+    return strip_answer(_OPTION_LABEL_RE.sub("", option, count=1))
 
 
 def gold_answer(gold: str, kind: str) -> str:

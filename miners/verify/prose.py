@@ -158,6 +158,14 @@ def _first_value(text: str) -> str | None:
     """The first math segment, number or run of number words in text."""
     best: tuple[int, str] | None = None
     m = _MATH_SEG_RE.search(text)
+    if m and not _NUMBER_RE.search(text, 0, m.start()):
+        seg = next(g for g in m.groups() if g is not None)
+        if "=" in seg and not _value_like(seg):
+            # "is \\( 6 \\, \\text{miles} + 12 \\, \\text{miles} = 18 \\, \\text{miles} \\)": the
+            # working's result, after its last "=", not the first number of the working
+            result = _first_value(seg.rsplit("=", 1)[1])
+            if result is not None:
+                return result
     if m and _value_like(next(g for g in m.groups() if g is not None)):
         best = (m.start(), next(g for g in m.groups() if g is not None).strip())
     m = _NUMBER_RE.search(text)

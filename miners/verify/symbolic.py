@@ -19,11 +19,13 @@ or "unknown"), never "not equal"; each is counted in the caller's counter (`call
 
 from __future__ import annotations
 
+import functools
 import re
 import signal
 import threading
 
 from miners.verify.brackets import max_depth
+from miners.verify.fast import fast_compare
 
 SYMBOLIC_TIMEOUT_S = 0.8  # one pair of spans
 OUTPUT_TIMEOUT_S = 2.0  # a whole output: extraction over its text, then the comparison
@@ -103,6 +105,20 @@ def _bounded(run, seconds: float, stats):
             signal.setitimer(signal.ITIMER_REAL, max(old_timer[0] - seconds, 0.001), old_timer[1])
 
 
+_SPAN_GOLD, _OUTPUT_GOLD = "span", "output"
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_gold(gold: str, how: str):
+    """math-verify's parse of a gold span, once per gold: many samples of one problem share it. A
+    parse cut short by the time bound raises, and so is never cached."""
+    mv = _load_math_verify()
+    if how == _SPAN_GOLD:
+        cfg = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
+        return mv.parse("$" + gold + "$", extraction_config=cfg, parsing_timeout=None)
+    return mv.parse("$" + gold + "$", parsing_timeout=None)
+
+
 def span_verdict(pred: str, gold: str, stats) -> bool | None:
     """math-verify's verdict on two answer spans (LaTeX or plain), bounded; None when refused, timed
     out, unparsable or failed (each counted in stats)."""
@@ -114,7 +130,7 @@ def span_verdict(pred: str, gold: str, stats) -> bool | None:
 
     def run():
         cfg = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
-        g = mv.parse("$" + gold + "$", extraction_config=cfg, parsing_timeout=None)
+        g = _parsed_gold(gold, _SPAN_GOLD)
         p = mv.parse("$" + pred + "$", extraction_config=cfg, parsing_timeout=None)
         if not g or not p:
             stats["failures"] += 1
@@ -124,10 +140,23 @@ def span_verdict(pred: str, gold: str, stats) -> bool | None:
     return _bounded(run, SYMBOLIC_TIMEOUT_S, stats)
 
 
-def output_reading(output: str, gold: str, stats) -> tuple[str, str | None]:
+def output_reading(
+    output: str,
+    gold: str,
+    stats,
+    ours: tuple[str, str] | None = None,
+    kind: str = "math",
+) -> tuple[str, str | None]:
     """(label, answer) as math-verify reads a whole output against a gold span, the way it is
     normally used (its default extraction of the output's last answer-like expression): "correct",
-    "wrong", or "unknown" when it extracts nothing, cannot parse the gold, refuses or times out."""
+    "wrong", or "unknown" when it extracts nothing, cannot parse the gold, refuses or times out.
+
+    ours: (our answer, our label). The question a second opinion answers is which value the output
+    commits to: math-verify's extraction is the independent part. Where it extracts the same value as
+    ours (the fast path says so with certainty), its comparison would repeat ours: ours is its label
+    (counted as `output_same_value`). Otherwise its answer is compared with the gold by the fast path
+    where that is certain (`output_fast_compared`, the same comparison every strong form gets), and
+    by math-verify's own verify where it is not; the gold's parse is cached."""
     if too_complex(gold):
         stats["refused"] += 1
         return "unknown", None
@@ -135,15 +164,39 @@ def output_reading(output: str, gold: str, stats) -> tuple[str, str | None]:
     mv = _load_math_verify()
 
     def run():
-        g = mv.parse("$" + gold + "$", parsing_timeout=None)
         p = mv.parse(output[-OUTPUT_TAIL_CHARS:], parsing_timeout=None)
-        if not g or not p:
+        if not p:
             return "unknown", None
         answer = str(p[-1]) if len(p) > 1 else str(p[0])
         if too_complex(answer):
             stats["refused"] += 1
             return "unknown", answer
+        if ours is not None and _fast_equal(answer, ours[0], kind):
+            stats["output_same_value"] += 1
+            return ours[1], answer
+        decided = _fast_equal(answer, gold, kind, decided_only=True)
+        if decided is not None:
+            stats["output_fast_compared"] += 1
+            return ("correct" if decided else "wrong"), answer
+        g = _parsed_gold(gold, _OUTPUT_GOLD)
+        if not g:
+            return "unknown", None
         return ("correct" if mv.verify(g, p, timeout_seconds=None) else "wrong"), answer
 
     got = _bounded(run, OUTPUT_TIMEOUT_S, stats)
     return got if got is not None else ("unknown", None)
+
+
+def _fast_equal(theirs: str, ours: str, kind: str, decided_only: bool = False) -> bool | None:
+    """The fast path's comparison of math-verify's extracted answer with another answer or the gold:
+    True/False where it is certain; where it is not, None (decided_only) or False."""
+    try:
+        got = fast_compare(theirs, ours, "math" if kind == "task" else kind)
+    except Exception:
+        got = None
+    return got if decided_only else got is True
+
+
+def clear_caches() -> None:
+    """Forget the parsed golds (a benchmark's fresh start)."""
+    _parsed_gold.cache_clear()

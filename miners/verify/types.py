@@ -28,7 +28,9 @@ DISAGREE = "verifiers disagree"
 UNDECIDED = "comparison undecided"  # a timeout, an unparsable expression, an unforeseen error
 WEAK_UNCONFIRMED = "weak form unconfirmed"  # read out of prose, and math-verify could not read it
 RUNAWAY = "answer too long"  # a runaway span: no verifier reads 2,000 characters of "answer"
-UNKNOWN_REASONS = (NO_ANSWER, AMBIGUOUS, DISAGREE, UNDECIDED, WEAK_UNCONFIRMED, RUNAWAY)
+# a value against a letter gold ("18" against "D") without the options to say which letter it is
+OPTIONS_UNKNOWN = "option values unknown"
+UNKNOWN_REASONS = (NO_ANSWER, AMBIGUOUS, DISAGREE, UNDECIDED, WEAK_UNCONFIRMED, RUNAWAY, OPTIONS_UNKNOWN)
 
 FAST, MATH_VERIFY = "fast", "math-verify"
 

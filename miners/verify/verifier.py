@@ -32,14 +32,16 @@ comparison per (answer, gold, kind), so many samples of one problem pay once per
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from dataclasses import replace
 from typing import NamedTuple
 
 from audits.loops import scan
 from miners.verify import symbolic
 from miners.verify.brackets import closing_index
 from miners.verify.extract import cut_turn, read_answer
-from miners.verify.fast import fast_compare, gold_answer
+from miners.verify.fast import choice_gold, fast_compare, gold_answer, names_a_choice, option_value
 from miners.verify.types import (
     AMBIGUOUS,
     CORRECT,
@@ -51,6 +53,7 @@ from miners.verify.types import (
     LOOPED,
     MATH_VERIFY,
     NO_ANSWER,
+    OPTIONS_UNKNOWN,
     RUNAWAY,
     TRUNCATED,
     UNDECIDED,
@@ -79,20 +82,62 @@ def check_kind(kind: str) -> None:
         raise BadInput(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", field="kind")
 
 
-def truncated(text: str) -> bool:
-    """The output stops inside something it opened: a \\boxed{ never closed, a code block, or on an
-    operator or an open bracket. (A sentence that merely lacks its full stop is
-    not taken for truncation: too many finished outputs end that way.)"""
+def cut_point(text: str) -> int | None:
+    """Where an output that stops inside something it opened begins its unfinished part, or None.
+
+    Cut off: a \\boxed{ never closed (the cut is at the box), a code block never closed (at its
+    opening fence), or a last line ending on an operator or an open bracket (at that line's start).
+    Several: the earliest. (A sentence that merely lacks its full stop is not taken for truncation:
+    too many finished outputs end that way.)"""
     body = cut_turn(text).rstrip()
     if not body:
-        return False
+        return None
+    cuts = []
     last_box = max(body.rfind("\\boxed{"), body.rfind("\\fbox{"))
-    if last_box >= 0:
-        if closing_index(body, body.index("{", last_box)) < 0:
-            return True
+    if last_box >= 0 and closing_index(body, body.index("{", last_box)) < 0:
+        cuts.append(last_box)
     if body.count("```") % 2 == 1:
-        return True
-    return body.endswith(_DANGLING_END)
+        cuts.append(body.rfind("```"))
+    if body.endswith(_DANGLING_END):
+        cuts.append(body.rfind("\n") + 1)
+    return min(cuts) if cuts else None
+
+
+def truncated(text: str) -> bool:
+    """The output stops inside something it opened (cut_point)."""
+    return cut_point(text) is not None
+
+
+# A last sentence that only announces a check or a program ("Let's confirm this with a simple Python
+# code.", "Now, let's write the Python code to confirm this calculation:", "Let's correct the code:").
+_CODE_ANNOUNCED_RE = re.compile(
+    r"(?i)(?:^|\n|(?<=[.!?:])[ \t]+)[ \t*_#>-]*(?:(?:now|next|finally|then)[ \t]*,?[ \t]*)?"
+    r"(?:let'?s|let\s+us|we\s+(?:can|will|could|should)|we'll|i\s+(?:will|can)|i'll)\b"
+    r"[^\n.!?]{0,120}\b(?:confirm|verify|double[- ]check|check|code|python|program|script)\b"
+    r"[^\n.!?]{0,120}[.!:]?[ \t]*$"
+)
+_CLOSED_BLOCK_END_RE = re.compile(r"```[^`]*```\s*$")
+
+
+def before_cut(text: str, cut: int) -> tuple[str, bool]:
+    """(the text before the cut that commits to the answer, whether a program or a check of the result
+    followed the working there).
+
+    What follows the working and commits to nothing new is dropped from its end, repeatedly: closed
+    code blocks (a program and its printed output) and a sentence that announces one or a check
+    ("Let's confirm this with Python code."). The answer is then read from what is left, by the
+    same rules as a finished output."""
+    head = cut_turn(text).rstrip()[:cut].rstrip()
+    dropped = False
+    for _ in range(8):  # a few program/output/announcement rounds; more is a loop, not working
+        m = _CLOSED_BLOCK_END_RE.search(head) if head.endswith("```") else None
+        if m is None:
+            m = _CODE_ANNOUNCED_RE.search(head, max(0, len(head) - 300))
+        if m is None:
+            break
+        head = head[: m.start()].rstrip()
+        dropped = True
+    return head, dropped
 
 
 def looped(text: str) -> bool:
@@ -102,11 +147,17 @@ def looped(text: str) -> bool:
 
 
 class Comparison(NamedTuple):
-    """An extracted answer compared with the gold: the label, and math-verify's reading of the two
-    spans where the fast path could not decide (None where it did)."""
+    """An extracted answer compared with the gold: the label, math-verify's reading of the two spans
+    where the fast path could not decide (None where it did), and the gold a second opinion compares
+    with (the gold letter's option where the answer was a value against a letter gold; else None)."""
 
     label: str
     span_reading: Reading | None
+    reason: str | None = None  # an unknown's reason where it is not UNDECIDED
+    gold_value: str | None = None
+
+
+Options = tuple[str, ...]
 
 
 class Verifier:
@@ -115,16 +166,16 @@ class Verifier:
     def __init__(self, second_opinion: bool = True):
         self.second_opinion = second_opinion
         self.stats: Counter = Counter()
-        self._compared: dict[tuple[str, str, str], Comparison] = {}
+        self._compared: dict[tuple[str, str, str, Options], Comparison] = {}
 
     # -- the comparison of an extracted answer, cached ------------------------------------------------
 
-    def compare(self, answer: str, gold: str, kind: str) -> Comparison:
-        """An extracted answer against a gold answer (cached per (answer, gold, kind))."""
-        key = (answer, gold, kind)
+    def compare(self, answer: str, gold: str, kind: str, options: Options = ()) -> Comparison:
+        """An extracted answer against a gold answer (cached per (answer, gold, kind, options))."""
+        key = (answer, gold, kind, options)
         got = self._compared.get(key)
         if got is None:
-            got = self._compare(answer, gold, kind)
+            got = self._compare(answer, gold, kind, options)
             if len(self._compared) >= CACHE_SIZE:
                 self._compared.clear()
             self._compared[key] = got
@@ -132,7 +183,10 @@ class Verifier:
             self.stats["cache hits"] += 1
         return got
 
-    def _compare(self, answer: str, gold: str, kind: str) -> Comparison:
+    def _compare(self, answer: str, gold: str, kind: str, options: Options) -> Comparison:
+        letter = choice_gold(gold, kind)
+        if letter is not None and not names_a_choice(answer, kind):
+            return self._compare_with_options(answer, letter, kind, options)
         try:
             fast = fast_compare(answer, gold, kind)
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
@@ -143,54 +197,98 @@ class Verifier:
             return Comparison(CORRECT if fast else WRONG, None)
         self.stats["fast path undecided"] += 1
         if kind == "task":
-            return Comparison(
-                UNKNOWN, None
-            )  # task golds are plain strings and numbers: nothing for sympy to add
+            # task golds are plain strings and numbers: nothing for sympy to add
+            return Comparison(UNKNOWN, None)
         span = symbolic.span_verdict(answer, gold, self.stats)
         label = UNKNOWN if span is None else CORRECT if span else WRONG
         return Comparison(label, Reading(MATH_VERIFY, label, answer))
 
+    def _compare_with_options(self, answer: str, letter: str, kind: str, options: Options) -> Comparison:
+        """A value against a letter gold ("18" against "D"): the answer is the option whose value it
+        equals. Equal to the gold letter's option (and to no other) is correct; unequal to it, or equal
+        to another option, is wrong; without the options, or where no comparison decides, unknown."""
+        index = ord(letter) - ord("A")
+        if index >= len(options):
+            self.stats["choice value without options"] += 1
+            return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN)
+        values = [option_value(o) for o in options]
+        labels = [self.compare(answer, v, kind).label if v else UNKNOWN for v in values]
+        others = [lab for k, lab in enumerate(labels) if k != index]
+        gold_value = values[index]
+        if labels[index] == CORRECT:
+            if CORRECT in others:  # two options of one value: which letter the answer means is open
+                return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN, gold_value)
+            return Comparison(CORRECT, None, None, gold_value)
+        if labels[index] == WRONG or CORRECT in others:
+            return Comparison(WRONG, None, None, gold_value)
+        return Comparison(UNKNOWN, None, None, gold_value)
+
     # -- the verdict ----------------------------------------------------------------------------------
 
     def verify(
-        self, output: str | None, gold: str | None, kind: str = "math", *, looped: bool | None = None
+        self,
+        output: str | None,
+        gold: str | None,
+        kind: str = "math",
+        *,
+        looped: bool | None = None,
+        options: list[str] | tuple[str, ...] | None = None,
     ) -> Verdict:
         """The verdict on one output. `looped`: the caller's repetition-scanner finding, when it has
-        scanned the output already (the miners do); otherwise the scanner runs here when needed."""
+        scanned the output already (the miners do); otherwise the scanner runs here when needed.
+        `options`: a multiple-choice problem's options in letter order (A first), where known: an
+        answer that states an option's value instead of its letter is read as that option."""
         check_kind(kind)
         if gold is None or not str(gold).strip():
             return self._count(Verdict(UNKNOWN, UNDECIDED))
         if output is None:
             output = ""
+        opts = tuple(str(o) for o in options or ())
         try:
             gold_text = gold_answer(gold, kind)
         except Exception:  # counted, and the gold is compared as written
             self.stats["gold exceptions"] += 1
             gold_text = gold
-        try:
-            extraction = read_answer(output, kind)
-        except Exception:  # no span: as if none were found, and counted
-            self.stats["extraction exceptions"] += 1
-            extraction = Extraction(None, missing=NO_ANSWER)
+        extraction = self._read(output, kind)
+        text = output
+        if (extraction.answer is None and extraction.missing == NO_ANSWER) or (
+            extraction.rule in FALLBACK_RULES
+        ):
+            # Cut off: what the text before the cut committed to is the answer (convention 4); a
+            # sentence read past the cut, or nothing at all, is not.
+            cut = cut_point(output)
+            if cut is not None:
+                text, code_followed = before_cut(output, cut)
+                extraction = (
+                    self._read(text, kind, whole=False)
+                    if text.strip()
+                    else Extraction(None, missing=NO_ANSWER)
+                )
+                if extraction.answer is None:
+                    if code_followed:  # the working was done and a program followed it: no reading
+                        return self._count(Verdict(UNKNOWN, NO_ANSWER))
+                    return self._count(Verdict(WRONG, TRUNCATED))
+                self.stats["read before a cut"] += 1
+                extraction = replace(extraction, strong=False)  # read from a cut-off text: confirm it
         if extraction.answer is None:
             return self._count(self._without_answer(output, extraction, looped))
         answer = extraction.answer
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule))
-        if extraction.rule in FALLBACK_RULES and truncated(output):
-            return self._count(
-                Verdict(WRONG, TRUNCATED)
-            )  # a sentence read from a cut-off text commits to nothing
-        label, span_reading = self.compare(answer, gold_text, kind)
+        label, span_reading, unknown_reason, gold_value = self.compare(answer, gold_text, kind, opts)
         fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
         readings = (fast,) if span_reading is None else (fast, span_reading)
         if label == UNKNOWN:
-            return self._count(Verdict(UNKNOWN, UNDECIDED, answer, extraction.rule, readings))
+            reason = unknown_reason or UNDECIDED
+            return self._count(Verdict(UNKNOWN, reason, answer, extraction.rule, readings))
         reason = EQUAL if label == CORRECT else UNEQUAL
         if extraction.strong or kind == "task" or not self.second_opinion:
             return self._count(Verdict(label, reason, answer, extraction.rule, readings))
         # a weak form: math-verify reads the whole output on its own
-        mv_label, mv_answer = symbolic.output_reading(cut_turn(output), gold_text, self.stats)
+        mv_gold = gold_value or gold_text
+        mv_label, mv_answer = symbolic.output_reading(
+            cut_turn(text), mv_gold, self.stats, (answer, label), kind
+        )
         readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
         if mv_label == label:
             self.stats["second opinion agreed"] += 1
@@ -203,7 +301,16 @@ class Verifier:
         self.stats["second opinion disagreed"] += 1
         return self._count(Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings))
 
-    def verify_answer(self, answer: str, gold: str, kind: str = "math") -> Verdict:
+    def _read(self, text: str, kind: str, whole: bool = True) -> Extraction:
+        try:
+            return read_answer(text, kind, whole)
+        except Exception:  # no span: as if none were found, and counted
+            self.stats["extraction exceptions"] += 1
+            return Extraction(None, missing=NO_ANSWER)
+
+    def verify_answer(
+        self, answer: str, gold: str, kind: str = "math", options: list[str] | tuple[str, ...] | None = None
+    ) -> Verdict:
         """The verdict on an answer already extracted (no output around it: no second opinion)."""
         check_kind(kind)
         try:
@@ -215,10 +322,14 @@ class Verifier:
             return self._count(Verdict(WRONG, EMPTY_ANSWER, answer))
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200]))
-        label, span_reading = self.compare(answer, gold_text, kind)
+        opts = tuple(str(o) for o in options or ())
+        label, span_reading, unknown_reason, _ = self.compare(answer, gold_text, kind, opts)
         fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
         readings = (fast,) if span_reading is None else (fast, span_reading)
-        reason = UNDECIDED if label == UNKNOWN else EQUAL if label == CORRECT else UNEQUAL
+        if label == UNKNOWN:
+            reason = unknown_reason or UNDECIDED
+        else:
+            reason = EQUAL if label == CORRECT else UNEQUAL
         return self._count(Verdict(label, reason, answer, None, readings))
 
     def _without_answer(self, output: str, extraction: Extraction, loop_seen: bool | None) -> Verdict:
@@ -227,11 +338,8 @@ class Verifier:
         if extraction.missing == EMPTY_ANSWER:
             return Verdict(WRONG, EMPTY_ANSWER, "", extraction.rule)
         reason = AMBIGUOUS if extraction.missing == AMBIGUOUS else NO_ANSWER
-        if reason == NO_ANSWER:
-            if truncated(output):
-                return Verdict(WRONG, TRUNCATED)
-            if looped(output) if loop_seen is None else loop_seen:
-                return Verdict(WRONG, LOOPED)
+        if reason == NO_ANSWER and (looped(output) if loop_seen is None else loop_seen):
+            return Verdict(WRONG, LOOPED)
         # math-verify is not asked here: with no committed answer its reading is the output's last
         # expression, and on the labelled corpora every "correct" it gave such an output was wrong
         return Verdict(UNKNOWN, reason, None, extraction.rule)
