@@ -25,19 +25,33 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 DATA = BENCH / "data"
 EXPECTED = DATA / "verify_expected.jsonl"
-# Every labelled corpus the project holds, in report order; the held-out corpus once it is present.
-CORPORA = (
+# The labelled corpora the verifier was fixed against, in report order; then every held-out corpus:
+# each *.jsonl in a folder bench/data/verify_heldout*/ (adding such a folder is enough).
+FIXED_CORPORA = (
     "verify_outside_outputs.jsonl",
     "verify_outside_cases.jsonl",
     "verify_audit_round2.jsonl",
     "verify_corpus.jsonl",
-    "verify_heldout/heldout.jsonl",
 )
+HELDOUT_GLOB = "verify_heldout*/*.jsonl"
+# Held-out corpora the verifier was fixed on after their one held-out measurement: their figures
+# since are not held-out figures (bench/data/README.md says what was fixed).
+FIXED_AFTER_MEASUREMENT = {"verify_heldout/heldout.jsonl"}
+
+
+def heldout_corpora() -> list[str]:
+    """Every held-out corpus present, by folder and file name."""
+    return sorted(p.relative_to(DATA).as_posix() for p in DATA.glob(HELDOUT_GLOB))
+
+
+def is_heldout(name: str) -> bool:
+    """A corpus measured on, never fixed against (a held-out folder, not fixed after its measurement)."""
+    return name in heldout_corpora() and name not in FIXED_AFTER_MEASUREMENT
 
 
 def corpora() -> list[str]:
-    """The corpora present under bench/data."""
-    return [name for name in CORPORA if (DATA / name).exists()]
+    """The corpora present under bench/data: the fixed ones, then every held-out corpus."""
+    return [name for name in FIXED_CORPORA if (DATA / name).exists()] + heldout_corpora()
 
 
 def load(path: Path) -> list[dict]:

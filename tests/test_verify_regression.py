@@ -57,10 +57,29 @@ def test_no_recorded_verdict_contradicts_its_label(tables):
     expected, _ = tables
     bad = []
     for name in verify_rows.corpora():
-        if name.startswith("verify_heldout/"):
+        if verify_rows.is_heldout(name):
             continue
         for r in verify_rows.load(verify_rows.DATA / name):
             label, _reason = expected[(name, r["id"])]
             if label == ("wrong" if r["equal"] else "correct"):
                 bad.append(f"{name} {r['id']}: labelled {r['equal']}, recorded {label}")
     assert not bad, "\n".join(bad)
+
+
+def test_a_new_held_out_folder_is_a_corpus_by_being_there(tmp_path, monkeypatch):
+    """Every *.jsonl under bench/data/verify_heldout*/ is measured, regressed and reported as held-out
+    (unless it was fixed on after its measurement); no list to edit."""
+    (tmp_path / "verify_corpus.jsonl").write_text("")
+    for folder, name in (("verify_heldout", "heldout.jsonl"), ("verify_heldout7", "rows.jsonl")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / name).write_text("")
+    (tmp_path / "verify_heldout7" / "labels.tsv").write_text("")  # not a corpus
+    monkeypatch.setattr(verify_rows, "DATA", tmp_path)
+    assert verify_rows.corpora() == [
+        "verify_corpus.jsonl",
+        "verify_heldout/heldout.jsonl",
+        "verify_heldout7/rows.jsonl",
+    ]
+    assert verify_rows.is_heldout("verify_heldout7/rows.jsonl")
+    assert not verify_rows.is_heldout("verify_heldout/heldout.jsonl")  # fixed on since
+    assert not verify_rows.is_heldout("verify_corpus.jsonl")
