@@ -44,6 +44,7 @@ from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan  # noqa: E402
 from generators.tasks import generate_tasks, write_tasks  # noqa: E402
+from miners.judge import PRESCAN_BATCH  # noqa: E402
 from miners.loopfix import mine_loopfix  # noqa: E402
 from miners.self_repair import mine_self_repair  # noqa: E402
 from miners.verify import Verifier  # noqa: E402
@@ -389,8 +390,10 @@ and `mine_loopfix` — everything
 
 The verifier column is the three-way verdict on every distinct output: extraction, one comparison per distinct
 (answer, gold), math-verify on the weak forms; unknowns are dropped by reason (below); \
-the scanner column is audits.loops.scan on every distinct output (the miner judges a
-text repeated word for word once). Default runs: {", ".join(f"{r['total']:.1f}" for r in runs)} s; the
+the scanner column is audits.loops.scan_many over every distinct output, in batches of \
+{PRESCAN_BATCH:,} (the miner judges a text repeated word for word once; the baseline's scan() per \
+text pays numpy's per-call overhead on every one). \
+Default runs: {", ".join(f"{r['total']:.1f}" for r in runs)} s; the
 `--workers {args.workers}` run produced the same pair ids \
 (judging wall time {parallel["judge"]:.1f} s). Worker
 processes pay only where cores are idle: on this shared machine they were no faster, so one process is the

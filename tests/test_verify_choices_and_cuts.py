@@ -175,3 +175,15 @@ def test_the_audit_reads_the_options_of_a_labelled_file(tmp_path, run_cli, write
     bad = write_jsonl(tmp_path / "bad.jsonl", [{**rec, "options": "A or B"}])
     r = run_cli("audit", "verifier", "--path", str(bad))
     assert r.exit_code == 2 and "options" in r.output and "line 1" in r.output
+
+
+def test_ten_options_go_by_ten_letters():
+    """MMLU-Pro's options run to J: a letter past E is a choice where the problem has that many."""
+    options = [f"${k}$" for k in range(10, 20)]  # A = 10, ..., H = 17, J = 19
+    v = Verifier()
+    assert v.verify("The answer is (H).", "H", "math", options=options).label == "correct"
+    assert v.verify("The answer is (B).", "H", "math", options=options).label == "wrong"
+    assert v.verify("The answer is \\boxed{17}.", "H", "math", options=options).label == "correct"
+    assert v.verify("The answer is \\boxed{19}.", "H", "math", options=options).label == "wrong"
+    # without options a gold past E is no choice letter: compared as written
+    assert v.verify("The answer is H.", "H", "math").label == "correct"

@@ -56,9 +56,15 @@ def text_key(s: str) -> str:
     return re.sub(r"[^0-9a-z]+", "", s.lower())
 
 
-def choice_letter(s: str) -> str | None:
-    m = _CHOICE_RE.match(s.strip())
-    return m.group(1).upper() if m else None
+_CHOICE_ANY_RE = re.compile(r"^(?:option|choice|answer)?\s*[({\[]?\s*([A-Za-z])\s*[)}\]]?(?:[.:)\s]|$)")
+
+
+def choice_letter(s: str, letters: str = "ABCDE") -> str | None:
+    """The option letter an answer names ("C", "(c)", "Option C: 12"), among `letters`, or None."""
+    m = (_CHOICE_RE if letters == "ABCDE" else _CHOICE_ANY_RE).match(s.strip())
+    if m is None or m.group(1).upper() not in letters:
+        return None
+    return m.group(1).upper()
 
 
 def _has_letters(s: str) -> bool:

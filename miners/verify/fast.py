@@ -117,21 +117,27 @@ def _task_text(s: str) -> str:
     return re.sub(r"\s+", " ", s)
 
 
-_CHOICE_GOLD_RE = re.compile(r"\(?([A-E])\)?")
-_OPTION_LABEL_RE = re.compile(r"^\s*\(?[A-E]\s*[).:]\s+")
+_OPTION_LABEL_RE = re.compile(r"^\s*\(?[A-Z]\s*[).:]\s+")
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def choice_gold(gold_text: str, kind: str) -> str | None:
-    """The letter of a multiple-choice gold ("C", "(C)"), or None."""
+def choice_letters(options: tuple[str, ...]) -> str:
+    """The letters a multiple-choice gold may be: A to E (the usual five), and one per option past
+    that (MMLU-Pro has ten). A letter past the last option is a gold the options cannot read."""
+    return LETTERS[: max(len(options), 5)]
+
+
+def choice_gold(gold_text: str, kind: str, letters: str = "ABCDE") -> str | None:
+    """The letter of a multiple-choice gold ("C", "(C)") among `letters`, or None."""
     if kind == "task":
         return None
-    m = _CHOICE_GOLD_RE.fullmatch(normalize(gold_text, kind)[0])
-    return m.group(1) if m else None
+    m = re.fullmatch(r"\(?([A-Z])\)?", normalize(gold_text, kind)[0])
+    return m.group(1) if m and m.group(1) in letters else None
 
 
-def names_a_choice(pred_answer: str, kind: str) -> bool:
-    """Whether an answer names an option by its letter ("C", "(C)", "Option C: 12")."""
-    return choice_letter(normalize(pred_answer, kind)[0]) is not None
+def named_choice(pred_answer: str, kind: str, letters: str = "ABCDE") -> str | None:
+    """The option letter an answer names ("C", "(C)", "Option C: 12") among `letters`, or None."""
+    return choice_letter(normalize(pred_answer, kind)[0], letters)
 
 
 def option_value(option: str) -> str:

@@ -41,7 +41,14 @@ from audits.loops import scan
 from miners.verify import symbolic
 from miners.verify.brackets import closing_index
 from miners.verify.extract import cut_turn, read_answer
-from miners.verify.fast import choice_gold, fast_compare, gold_answer, names_a_choice, option_value
+from miners.verify.fast import (
+    choice_gold,
+    choice_letters,
+    fast_compare,
+    gold_answer,
+    named_choice,
+    option_value,
+)
 from miners.verify.types import (
     AMBIGUOUS,
     CORRECT,
@@ -184,9 +191,15 @@ class Verifier:
         return got
 
     def _compare(self, answer: str, gold: str, kind: str, options: Options) -> Comparison:
-        letter = choice_gold(gold, kind)
-        if letter is not None and not names_a_choice(answer, kind):
-            return self._compare_with_options(answer, letter, kind, options)
+        letters = choice_letters(options)
+        letter = choice_gold(gold, kind, letters)
+        if letter is not None:
+            named = named_choice(answer, kind, letters)
+            if named is None:
+                return self._compare_with_options(answer, letter, kind, options)
+            if options:  # a letter among the problem's own
+                self.stats["fast path decided"] += 1
+                return Comparison(CORRECT if named == letter else WRONG, None)
         try:
             fast = fast_compare(answer, gold, kind)
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
