@@ -7,13 +7,17 @@ HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_verify_choices_and_cuts.p
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 import pytest
 
 from audits.loops import scan
 from miners.judge import OutputJudge
-from miners.verify import Verifier, verify
+from miners.verify import Verifier, symbolic, verify
 from miners.verify.verifier import before_cut, cut_point
+
+# an answer tag around a sentence with several numbers: a weak form, which math-verify confirms
+DISAGREE_FREE = "<think>x = 8 or x = -6</think> <answer>The sum of the solutions is $8+(-6)=2$.</answer>"
 
 OPTIONS = ["$15$", "$17$", "$\\frac{35}{2}$", "$18$", "$\\frac{55}{3}$"]
 
@@ -187,3 +191,26 @@ def test_ten_options_go_by_ten_letters():
     assert v.verify("The answer is \\boxed{19}.", "H", "math", options=options).label == "wrong"
     # without options a gold past E is no choice letter: compared as written
     assert v.verify("The answer is H.", "H", "math").label == "correct"
+
+
+# ------------------------------------------------------------------------------ the second opinion
+
+
+def test_math_verify_reading_our_value_reuses_our_comparison():
+    """A weak form confirmed: math-verify extracts the same value, so its label is ours and sympy is not
+    asked to compare again; its reading is still recorded."""
+    v = Verifier()
+    verdict = v.verify(DISAGREE_FREE, "2", "math")
+    assert verdict.label == "correct"
+    readings = {r.verifier: r for r in verdict.readings}
+    assert readings["math-verify"].label == "correct" and readings["math-verify"].answer
+    assert v.stats["output_same_value"] == 1
+
+
+def test_a_gold_is_parsed_once():
+    symbolic.clear_caches()
+    stats: Counter = Counter()
+    assert symbolic.span_verdict("x^2+2x+1", "(x+1)^2", stats) is True
+    assert symbolic.span_verdict("x^2+1", "(x+1)^2", stats) is False
+    info = symbolic.gold_cache_info()
+    assert (info.misses, info.hits) == (1, 1)

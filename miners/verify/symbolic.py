@@ -200,3 +200,8 @@ def _fast_equal(theirs: str, ours: str, kind: str, decided_only: bool = False) -
 def clear_caches() -> None:
     """Forget the parsed golds (a benchmark's fresh start)."""
     _parsed_gold.cache_clear()
+
+
+def gold_cache_info():
+    """How often a parsed gold was reused: functools' CacheInfo (hits, misses, maxsize, currsize)."""
+    return _parsed_gold.cache_info()
