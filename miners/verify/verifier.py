@@ -218,23 +218,38 @@ class Verifier:
 
     def _compare_with_options(self, answer: str, letter: str, kind: str, options: Options) -> Comparison:
         """A value against a letter gold ("18" against "D"): the answer is the option whose value it
-        equals. Equal to the gold letter's option (and to no other) is correct; unequal to it, or equal
-        to another option, is wrong; without the options, or where no comparison decides, unknown."""
+        equals. Equal to the gold letter's option (and certainly to no other) is correct; unequal to
+        it, or (where that cannot be decided) equal to another option, is wrong; without the options,
+        or where no comparison decides, unknown."""
         index = ord(letter) - ord("A")
         if index >= len(options):
             self.stats["choice value without options"] += 1
             return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN)
         values = [option_value(o) for o in options]
-        labels = [self.compare(answer, v, kind).label if v else UNKNOWN for v in values]
-        others = [lab for k, lab in enumerate(labels) if k != index]
         gold_value = values[index]
-        if labels[index] == CORRECT:
-            if CORRECT in others:  # two options of one value: which letter the answer means is open
+        if not gold_value:
+            return Comparison(UNKNOWN, None, None, gold_value)
+        # the gold letter's option first: unequal to it decides, and sympy is asked about the others
+        # only where that comparison could not decide (a problem may have ten options)
+        own = self.compare(answer, gold_value, kind).label
+        if own == WRONG:
+            return Comparison(WRONG, None, None, gold_value)
+        others = [v for k, v in enumerate(values) if k != index and v]
+        if own == CORRECT:
+            # another option the answer is certainly equal to as well: which letter it means is open
+            if any(self._fast_equal(answer, v, kind) for v in others):
                 return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN, gold_value)
             return Comparison(CORRECT, None, None, gold_value)
-        if labels[index] == WRONG or CORRECT in others:
+        if any(self.compare(answer, v, kind).label == CORRECT for v in others):
             return Comparison(WRONG, None, None, gold_value)
         return Comparison(UNKNOWN, None, None, gold_value)
+
+    def _fast_equal(self, answer: str, gold: str, kind: str) -> bool:
+        try:
+            return fast_compare(answer, gold, kind) is True
+        except Exception:
+            self.stats["fast path exceptions"] += 1
+            return False
 
     # -- the verdict ----------------------------------------------------------------------------------
 
