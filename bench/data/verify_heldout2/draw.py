@@ -28,6 +28,7 @@ MMLU_PRO = "TIGER-AI-Lab/MMLU-Pro"
 POT = "TIGER-AI-Lab/Program-of-Thoughts"
 GAOKAO = "OpenLMLab/GAOKAO-Bench"
 THEOREMQA = "TIGER-AI-Lab/TheoremQA"
+ABEL = "GAIR-NLP/abel"
 
 # MMLU-Pro's per-model output dumps (5-shot chain of thought, "The answer is (X)"), math category.
 # (model as the file names it, family); the path is eval_results/model_outputs_{model}_5shots.zip
@@ -69,6 +70,9 @@ THEOREMQA_FILES = [
     ("outputs/internlm2_20b_5shots_short.jsonl", "InternLM2-20B", "InternLM", 15),
     ("outputs/Mistral_7B_v0.1_5shots_mistral.jsonl", "Mistral-7B-v0.1", "Mistral", 10),
 ]
+
+# Abel-13B's GSM8K outputs on the perturbed ("robust") test set: numbered steps, "[Final solution] ... #### N"
+ABEL_FILES = [("outputs/gsm8k_robust/13b.jsonl", "Abel-13B (Llama-2)", "Llama", 20)]
 
 
 class Mirror:
@@ -202,9 +206,29 @@ def theoremqa_rows(mirror: Mirror) -> list[dict]:
     return out
 
 
+def abel_rows(mirror: Mirror) -> list[dict]:
+    out = []
+    for path, model, family, n in ABEL_FILES:
+        rows = [json.loads(line) for line in mirror.read(ABEL, path).splitlines() if line.strip()]
+        for i in sorted(rng_for(ABEL, path).sample(range(len(rows)), n)):
+            r = rows[i]
+            out.append(
+                {
+                    "pred": r["response"],
+                    "gold": str(r["gold"]),
+                    "kind": "gsm8k",
+                    "source": f"{ABEL} {path} record {i} (id {r['id']}) model={model} family={family} "
+                    "(GSM8K with perturbed numbers)",
+                    "source_label": r.get("result"),
+                }
+            )
+    return out
+
+
 def draw(mirror: Mirror) -> list[dict]:
     # new sources go at the end, so that the ids of the rows drawn before stay as they are
     rows = mmlu_pro_rows(mirror) + pot_aqua_rows(mirror) + gaokao_rows(mirror) + theoremqa_rows(mirror)
+    rows += abel_rows(mirror)
     return [{"id": f"k{n:04d}", **row} for n, row in enumerate(rows, 1)]
 
 
