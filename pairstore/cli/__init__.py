@@ -27,6 +27,7 @@ from pairstore.cli.round import round_group
 from pairstore.cli.sql import sql_cmd
 from pairstore.cli.train import train_group
 from pairstore.cli.votes import judge_cmd, ratings_cmd, serve_cmd
+from pairstore.progress import for_terminal, reporting
 
 
 @click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,6 +54,8 @@ def cli(ctx, db, quiet):
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
     ctx.obj["quiet"] = quiet
+    # Every library call under the command reports to this (pairstore.progress.current): stderr only.
+    ctx.with_resource(reporting(for_terminal(quiet=quiet)))
 
 
 def main(argv=None):
