@@ -146,6 +146,44 @@ def _keyed_battle(row: dict, path, line: int) -> dict:
     return row
 
 
+def _native_rows(records, result: IngestResult) -> list[dict]:
+    """Battle rows from native records (parse_battle); a record that fails with the columns of an Arena
+    form gets the hint naming that --format."""
+    rows = []
+    for r in records:
+        result.read += 1
+        try:
+            row = parse_battle(r.record, r.path, r.line)
+        except BadInput as e:
+            hint = format_hint(r.record) if isinstance(r.record, dict) else None
+            if hint:
+                raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
+            raise
+        row["source_file"] = r.source
+        rows.append(row)
+    return rows
+
+
+def _store_battles(store: Store, rows: list[dict], result: IngestResult, path) -> None:
+    """The one write of battle rows, whatever read them (a file in any form, the Arena page's votes): a
+    battle_id twice in the input with other content, or known with other content, is refused naming its
+    line; the same content again is counted 'already present'. Call inside the ingest's transaction."""
+    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
+    added, same = insert_new(
+        store,
+        "battles",
+        ["battle_id"],
+        rows,
+        _BATTLE_SCHEMA,
+        "i.record_hash <> t.record_hash",
+        "battle_id",
+        path,
+    )
+    result.added = added
+    if same + dup:
+        result.skipped["already present"] = same + dup
+
+
 def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[str], others: str):
     """Battle rows and `arena` pairs from Arena records (pairstore.ingest.arena); every
     row not kept is counted."""
@@ -202,36 +240,12 @@ def ingest_battles(
     files = fastchat_log_files(path) if fmt == "fastchat-log" else dataset_files(path, split="train")
     records = progress_bar(read_files(path, files), progress, "battles", path=path)
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
-    rows, pairs = [], []
     if fmt == "native":
-        for r in records:
-            result.read += 1
-            try:
-                row = parse_battle(r.record, r.path, r.line)
-            except BadInput as e:
-                hint = format_hint(r.record) if isinstance(r.record, dict) else None
-                if hint:
-                    raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
-                raise
-            row["source_file"] = r.source
-            rows.append(row)
+        rows, pairs = _native_rows(records, result), []
     else:
         rows, pairs = _arena_rows(store, records, result, fmt, own, others)
-    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
     with store.transaction():
-        added, same = insert_new(
-            store,
-            "battles",
-            ["battle_id"],
-            rows,
-            _BATTLE_SCHEMA,
-            "i.record_hash <> t.record_hash",
-            "battle_id",
-            path,
-        )
-        result.added = added
-        if same + dup:
-            result.skipped["already present"] = same + dup
+        _store_battles(store, rows, result, path)
         if others == "pairs":
             got = add_pairs(store, pairs, miner="ingest-arena", miner_version="1")
             result.pairs = got.added
@@ -252,21 +266,8 @@ def add_battle_records(store, records: list[dict], *, source: str) -> IngestResu
         row = parse_battle(rec, source, line)
         row["source_file"] = source
         rows.append(row)
-    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", source)
     with store.transaction():
-        added, same = insert_new(
-            store,
-            "battles",
-            ["battle_id"],
-            rows,
-            _BATTLE_SCHEMA,
-            "i.record_hash <> t.record_hash",
-            "battle_id",
-            source,
-        )
-        result.added = added
-        if same + dup:
-            result.skipped["already present"] = same + dup
+        _store_battles(store, rows, result, source)
     return result
 
 
