@@ -6,9 +6,11 @@ pairstore ingest battles battles.jsonl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
@@ -20,11 +22,23 @@ from pairstore.ingest.base import (
     insert_new,
     log_ingest,
     progress_bar,
+    records_in,
+)
+from pairstore.ingest.bulk import (
+    FlaggedRecord,
+    NotVectorized,
+    count_lines,
+    first_flagged,
+    first_record_error,
+    flag_choice,
+    flag_text,
+    iter_jsonl_batches,
 )
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, match_key
+from pairstore.progress import as_progress
 from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
 
@@ -102,20 +116,35 @@ def parse_battle(rec: dict, path, line: int) -> dict:
             prompt = [{"role": "system", "content": system}] + prompt
         own = [f.str("own_answer", allow_empty=True)]
         opp = [f.str("opponent_answer", allow_empty=True)]
-    row = {
+    row = _battle_row(
+        battle_id,
+        prompt,
+        own,
+        opp,
+        vote,
+        f.str("category", required=False),
+        f.str("own_model", required=False),
+        f.str("opponent_model", required=False),
+        f.timestamp("voted_at"),
+    )
+    row.update(_battle_extras(f))
+    return _keyed_battle(row, path, line)
+
+
+def _battle_row(battle_id, prompt, own, opp, vote, category, own_model, opponent_model, voted_at) -> dict:
+    """The columns of a native battle, from checked values (both ingest paths build rows here)."""
+    return {
         "battle_id": battle_id,
         "prompt": prompt,
         "own_answers": own,
         "opponent_answers": opp,
         "n_turns": len(own),
         "vote": vote,
-        "category": f.str("category", required=False),
-        "own_model": f.str("own_model", required=False),
-        "opponent_model": f.str("opponent_model", required=False),
-        "voted_at": f.timestamp("voted_at"),
+        "category": category,
+        "own_model": own_model,
+        "opponent_model": opponent_model,
+        "voted_at": voted_at,
     }
-    row.update(_battle_extras(f))
-    return _keyed_battle(row, path, line)
 
 
 def _battle_extras(f: Fields) -> dict:
@@ -161,6 +190,93 @@ def _native_rows(records, result: IngestResult) -> list[dict]:
             raise
         row["source_file"] = r.source
         rows.append(row)
+    return rows
+
+
+# The columns the vectorized path reads: a single-turn battle with a string prompt, the common form. A
+# record with any field of _PER_RECORD (several turns, a system message, who voted and how it was
+# shown) sends the file down the per-record path.
+_BULK_SCHEMA = pa.schema(
+    [
+        ("battle_id", pa.string()),
+        ("vote", pa.string()),
+        ("prompt", pa.string()),
+        ("own_answer", pa.string()),
+        ("opponent_answer", pa.string()),
+        ("category", pa.string()),
+        ("own_model", pa.string()),
+        ("opponent_model", pa.string()),
+        ("voted_at", pa.string()),
+    ]
+)
+_PER_RECORD = ("turns", "system", "annotator", "origin", "own_position", "decoding", "shown_at")
+
+
+def _flags(table: pa.Table, times: dict) -> list:
+    """The vectorized versions of parse_battle's checks (pairstore.ingest.bulk): a flagged row is left
+    to parse_battle. `times` gets each distinct voted_at text parsed once, None where it is refused."""
+    for text in table.column("voted_at").unique().to_pylist():
+        if text is not None and text not in times:
+            try:
+                times[text] = Fields({"voted_at": text}, "", 0).timestamp("voted_at")
+            except BadInput:
+                times[text] = None
+    bad_times = [t for t, v in times.items() if v is None]
+    col = table.column
+    return [
+        flag_text(col("battle_id")),
+        flag_choice(col("vote"), VOTES),
+        pc.is_null(col("prompt")),
+        flag_text(col("own_answer"), allow_empty=True),
+        flag_text(col("opponent_answer"), allow_empty=True),
+        *(flag_text(col(n), required=False) for n in ("category", "own_model", "opponent_model")),
+        pc.fill_null(pc.is_in(col("voted_at"), pa.array(bad_times, pa.string())), False),
+    ]
+
+
+def _vectorized_rows(path, files, result: IngestResult, progress) -> list[dict] | None:
+    """The battle rows of a native JSONL file read in Arrow batches and checked with Arrow compute, or
+    None when the file (or a record the checks leave to parse_battle) takes the per-record path. A
+    flagged record that parse_battle refuses raises its error here, naming its line and field."""
+    if len(files) != 1:
+        return None
+    progress = as_progress(progress)
+    rows: list[dict] = []
+    times: dict = {}
+    source = Path(files[0]).name
+    try:
+        with progress.stage("ingest battles: read", total=records_in(path), unit="records") as stage:
+            for table in iter_jsonl_batches(files[0], _BULK_SCHEMA, refuse=_PER_RECORD):
+                hit = first_flagged(*_flags(table, times))
+                if hit is not None:
+                    raise FlaggedRecord(len(rows) + hit)
+                columns = (table.column(n).to_pylist() for n in _BULK_SCHEMA.names)
+                for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
+                    row = _battle_row(
+                        bid,
+                        [{"role": "user", "content": prompt}],
+                        [own],
+                        [opp],
+                        vote,
+                        cat,
+                        own_model,
+                        opp_model,
+                        None if voted is None else times[voted],
+                    )
+                    row = _keyed_battle(row, files[0], len(rows) + 1)
+                    row["source_file"] = source
+                    rows.append(row)
+                stage.advance(table.num_rows)
+        if not rows or len(rows) != count_lines(Path(files[0])):
+            return None  # blank lines: row numbers would not be line numbers
+    except FlaggedRecord as flagged:
+        first_record_error(
+            read_files(path, files), flagged.index, lambda r: _native_rows([r], IngestResult("", ""))
+        )
+        return None
+    except NotVectorized:
+        return None
+    result.read = len(rows)
     return rows
 
 
@@ -241,7 +357,10 @@ def ingest_battles(
     records = progress_bar(read_files(path, files), progress, "battles", path=path)
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
     if fmt == "native":
-        rows, pairs = _native_rows(records, result), []
+        rows = _vectorized_rows(path, files, result, progress)
+        if rows is None:
+            rows = _native_rows(records, result)
+        pairs: list = []
     else:
         rows, pairs = _arena_rows(store, records, result, fmt, own, others)
     with store.transaction():

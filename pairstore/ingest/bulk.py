@@ -17,7 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
+
+from pairstore.ingest.records import INT_BITS
 
 # The streaming reader's blocks: what is in memory at once (a few tens of thousands of records). A
 # record longer than a block is an error, and the file then takes the per-record path.
@@ -57,6 +60,88 @@ def iter_jsonl_batches(path, schema: pa.Schema, *, refuse: tuple[str, ...] = ())
             for name in refuse:
                 if name in table.column_names and table.column(name).null_count != table.num_rows:
                     raise NotVectorized(name)
-            yield table.select(schema.names)
+            table = table.select(schema.names)
+            # pyarrow's JSON reader does not check that strings are UTF-8; the full validation does, so
+            # a file with bytes that are not takes the per-record path, which names their line.
+            table.validate(full=True)
+            yield table
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError, StopIteration) as e:
         raise NotVectorized(str(e)) from None
+
+
+# -- the vectorized checks every table's ingest shares -------------------------------------------------
+#
+# Each returns a boolean mask of the rows the per-record checks might refuse or treat otherwise (True:
+# this row takes the per-record path). A row no mask flags is one the per-record path accepts and turns
+# into the same stored row; that is what lets a flagged row's error come from the per-record parser
+# itself (first_record_error), so both paths name the same file, line and field.
+
+
+# What str.strip() removes, exactly: Arrow's own notion of whitespace is not Python's.
+PY_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def _or(*masks) -> pa.Array:
+    out = masks[0]
+    for m in masks[1:]:
+        out = pc.or_kleene(out, m)
+    return pc.fill_null(out, True)
+
+
+def _none(table_or_col) -> pa.Array:
+    return pa.nulls(len(table_or_col), pa.bool_()).fill_null(False)
+
+
+def flag_text(col, *, required: bool = True, allow_empty: bool = False) -> pa.Array:
+    """Rows whose string is missing (when required) or blank as str.strip() sees it (unless allow_empty):
+    what Fields.str refuses."""
+    flagged = pc.is_null(col) if required else _none(col)
+    if not allow_empty:
+        blank = pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0)
+        flagged = pc.or_(flagged, pc.fill_null(blank, False))
+    return flagged
+
+
+def flag_choice(col, choices: tuple[str, ...], *, required: bool = True) -> pa.Array:
+    """Rows whose value is missing (when required) or not one of `choices`: what Fields.choice refuses."""
+    unknown = pc.and_(pc.invert(pc.is_null(col)), pc.invert(pc.is_in(col, pa.array(list(choices)))))
+    return pc.or_(unknown, pc.is_null(col)) if required else unknown
+
+
+def flag_int(col, bits: int) -> pa.Array:
+    """Rows whose integer does not fit a signed `bits`-bit column: what Fields.int refuses."""
+    low, high = INT_BITS[bits]
+    return pc.fill_null(pc.or_(pc.less(col, low), pc.greater(col, high)), False)
+
+
+def flag_present(table: pa.Table, names: tuple[str, ...]) -> pa.Array:
+    """Rows that carry any of `names` (fields only the per-record path handles)."""
+    masks = [pc.invert(pc.is_null(table.column(n))) for n in names if n in table.column_names]
+    return _or(*masks) if masks else _none(table)
+
+
+def first_flagged(*masks: pa.Array) -> int | None:
+    """Index of the first row any mask flags, or None."""
+    if not masks:
+        return None
+    hit = pc.index(_or(*masks), True).as_py()
+    return None if hit < 0 else hit
+
+
+class FlaggedRecord(NotVectorized):
+    """Record number `index` (0-based, in file order) is one the vectorized checks leave to the parser."""
+
+    def __init__(self, index: int):
+        super().__init__(f"record {index + 1} takes the per-record path")
+        self.index = index
+
+
+def first_record_error(records, index: int, parse) -> None:
+    """Run the per-record parser over records 0..index (the flagged one last). Rows before the flagged
+    one passed every vectorized check, but the parser reads them again so that anything only it sees
+    (a duplicate key, a bad escape) is still found first. Raises the parser's BadInput, naming the file,
+    line and field, as the per-record path would; returns when the flagged record was fine after all."""
+    for i, rec in enumerate(records):
+        parse(rec)
+        if i >= index:
+            return
