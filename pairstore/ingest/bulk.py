@@ -1,15 +1,22 @@
-"""Reading a JSONL file as a stream of Arrow tables at C speed, for the ingests' vectorized path.
+"""The ingests' one vectorized path: a JSONL file as a stream of Arrow tables, checked with Arrow compute.
 
-    for table in iter_jsonl_batches(path, schema, refuse=("prompt", "decoding")):  # NotVectorized: per record
+    for table in iter_jsonl_batches(path, schema, refuse=("turns", "system")):  # NotVectorized: per record
+        hit = first_flagged(flag_text(table.column("battle_id")), flag_choice(table.column("vote"), VOTES))
+        if hit is not None:
+            raise FlaggedRecord(rows_so_far + hit)
         ...
 
-The vectorized path of an ingest (pairstore.ingest.generations) streams the file through pyarrow's JSON reader
-in blocks, into the columns it expects, checks every column with Arrow compute and joins item ids in DuckDB.
-It takes a file only when its rows are exactly its lines (no blank lines, so row i is line i + 1) and every
-value has the column's JSON type; anything else - a number where a string belongs, a lone surrogate, a field
-that needs per-record handling - raises NotVectorized and the ingest reads the file record by record, whose
-checks name the file, line and field of the first bad record. Both paths store the same rows with the same
-keys (tests/test_ingest_bulk.py).
+Generations (pairstore.ingest.generations), native battles (pairstore.ingest.battles) and pair files in
+the plain layout (pairstore.ingest.pair_files) stream the file through pyarrow's JSON reader in blocks, into
+the columns they expect, flag with the shared checks below every row the per-record parser might refuse or
+treat otherwise, and key and join the rest (item ids in DuckDB, the content ids and match keys that no SQL
+function computes in Python). A file is taken only when its rows are exactly its lines (no blank lines, so
+row i is line i + 1), its strings are UTF-8 and every value has the column's JSON type; anything else - a
+number where a string belongs, a key twice in one object, a field that needs per-record handling - raises
+NotVectorized and the ingest reads the file record by record. A flagged row raises FlaggedRecord: the ingest
+then runs its per-record parser over the records up to that one (first_record_error), which raises the
+per-record path's own error naming the file, line and field, or finds the row fine after all and sends the
+file down the per-record path. Both paths store the same rows with the same keys (tests/test_ingest_bulk*.py).
 """
 
 from __future__ import annotations

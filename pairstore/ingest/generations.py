@@ -232,7 +232,10 @@ def _insert_staged(store, path, model: str) -> int:
             coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
             g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
         FROM {_STAGE} g JOIN ({items}) j USING (_row)"""
-    return insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
+    repeats = store.con.execute(f"SELECT count(*) - count(DISTINCT gen_id) FROM {_STAGE}").fetchall()[0][0]
+    return insert_generations_select(
+        store, select, _BULK_COLUMNS, [model, Path(path).name], distinct=repeats == 0
+    )
 
 
 def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) -> bool:
