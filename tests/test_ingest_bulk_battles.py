@@ -64,14 +64,14 @@ def write(path, records) -> str:
 
 def paths_taken(monkeypatch) -> list[bool]:
     taken: list[bool] = []
-    real = battle_ingest._vectorized_rows
+    real = battle_ingest._ingest_vectorized
 
     def spy(*args):
-        rows = real(*args)
-        taken.append(rows is not None)
-        return rows
+        took = real(*args)
+        taken.append(took)
+        return took
 
-    monkeypatch.setattr(battle_ingest, "_vectorized_rows", spy)
+    monkeypatch.setattr(battle_ingest, "_ingest_vectorized", spy)
     return taken
 
 

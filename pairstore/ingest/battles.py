@@ -18,6 +18,7 @@ from pairstore.ingest.arena import battle_fields, check_options, format_hint, ot
 from pairstore.ingest.base import (
     VOTES,
     IngestResult,
+    StagedRows,
     dedup_in_file,
     insert_new,
     log_ingest,
@@ -234,50 +235,66 @@ def _flags(table: pa.Table, times: dict) -> list:
     ]
 
 
-def _vectorized_rows(path, files, result: IngestResult, progress) -> list[dict] | None:
-    """The battle rows of a native JSONL file read in Arrow batches and checked with Arrow compute, or
-    None when the file (or a record the checks leave to parse_battle) takes the per-record path. A
-    flagged record that parse_battle refuses raises its error here, naming its line and field."""
+def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress) -> bool:
+    """A native JSONL file read in Arrow batches, checked with Arrow compute, each batch's rows keyed and
+    staged in DuckDB (pairstore.ingest.base.StagedRows), then deduplicated and inserted in SQL with the
+    ingests log, in one transaction. False (nothing written) when the file, or a record the checks
+    leave to parse_battle, takes the per-record path; a flagged record that parse_battle refuses
+    raises its error here, naming its line and field."""
     if len(files) != 1:
-        return None
+        return False
     progress = as_progress(progress)
-    rows: list[dict] = []
+    file = files[0]
+    staged = StagedRows(store, "battles", ["battle_id"], _BATTLE_SCHEMA, "record_hash", "battle_id", file)
     times: dict = {}
-    source = Path(files[0]).name
+    source = Path(file).name
+    read = 0
     try:
-        with progress.stage("ingest battles: read", total=records_in(path), unit="records") as stage:
-            for table in iter_jsonl_batches(files[0], _BULK_SCHEMA, refuse=_PER_RECORD):
-                hit = first_flagged(*_flags(table, times))
-                if hit is not None:
-                    raise FlaggedRecord(len(rows) + hit)
-                columns = (table.column(n).to_pylist() for n in _BULK_SCHEMA.names)
-                for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
-                    row = _battle_row(
-                        bid,
-                        [{"role": "user", "content": prompt}],
-                        [own],
-                        [opp],
-                        vote,
-                        cat,
-                        own_model,
-                        opp_model,
-                        None if voted is None else times[voted],
-                    )
-                    row = _keyed_battle(row, files[0], len(rows) + 1)
-                    row["source_file"] = source
-                    rows.append(row)
-                stage.advance(table.num_rows)
-        if not rows or len(rows) != count_lines(Path(files[0])):
-            return None  # blank lines: row numbers would not be line numbers
+        with store.transaction():
+            with progress.stage("ingest battles: read", total=records_in(path), unit="records") as stage:
+                for table in iter_jsonl_batches(file, _BULK_SCHEMA, refuse=_PER_RECORD):
+                    hit = first_flagged(*_flags(table, times))
+                    if hit is not None:
+                        raise FlaggedRecord(read + hit)
+                    rows = []
+                    columns = (table.column(n).to_pylist() for n in _BULK_SCHEMA.names)
+                    for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
+                        row = _battle_row(
+                            bid,
+                            [{"role": "user", "content": prompt}],
+                            [own],
+                            [opp],
+                            vote,
+                            cat,
+                            own_model,
+                            opp_model,
+                            None if voted is None else times[voted],
+                        )
+                        row = _keyed_battle(row, file, read + len(rows) + 1)
+                        row["source_file"] = source
+                        rows.append(row)
+                    staged.add(rows)
+                    read += len(rows)
+                    stage.advance(len(rows))
+            if not read or read != count_lines(Path(file)):
+                raise NotVectorized("blank lines: row numbers would not be line numbers")
+            with progress.stage("ingest battles: insert", total=read, unit="records") as stage:
+                added, repeated = staged.insert("i.record_hash <> t.record_hash")
+                stage.advance(read)
+            result.read, result.added = read, added
+            if repeated:
+                result.skipped["already present"] = repeated
+            log_ingest(store, path, result.kind, read, added, sha256=files_sha256(path, files))
     except FlaggedRecord as flagged:
+        staged.close()
         first_record_error(
             read_files(path, files), flagged.index, lambda r: _native_rows([r], IngestResult("", ""))
         )
-        return None
+        return False
     except NotVectorized:
-        return None
-    result.read = len(rows)
-    return rows
+        staged.close()
+        return False
+    return True
 
 
 def _store_battles(store: Store, rows: list[dict], result: IngestResult, path) -> None:
@@ -357,10 +374,9 @@ def ingest_battles(
     records = progress_bar(read_files(path, files), progress, "battles", path=path)
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
     if fmt == "native":
-        rows = _vectorized_rows(path, files, result, progress)
-        if rows is None:
-            rows = _native_rows(records, result)
-        pairs: list = []
+        if _ingest_vectorized(store, path, files, result, progress):
+            return result
+        rows, pairs = _native_rows(records, result), []
     else:
         rows, pairs = _arena_rows(store, records, result, fmt, own, others)
     with store.transaction():
