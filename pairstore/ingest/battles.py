@@ -28,6 +28,7 @@ from pairstore.ingest.base import (
 from pairstore.ingest.bulk import (
     FlaggedRecord,
     NotVectorized,
+    bounded_memory,
     count_lines,
     first_flagged,
     first_record_error,
@@ -250,7 +251,7 @@ def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress
     source = Path(file).name
     read = 0
     try:
-        with store.transaction():
+        with bounded_memory(store.con), store.transaction():
             with progress.stage("ingest battles: read", total=records_in(path), unit="records") as stage:
                 for table in iter_jsonl_batches(file, _BULK_SCHEMA, refuse=_PER_RECORD):
                     hit = first_flagged(*_flags(table, times))

@@ -21,6 +21,7 @@ file down the per-record path. Both paths store the same rows with the same keys
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -32,6 +33,21 @@ from pairstore.ingest.records import INT_BITS
 # The streaming reader's blocks: what is in memory at once (a few tens of thousands of records). A
 # record longer than a block is an error, and the file then takes the per-record path.
 STREAM_BLOCK_SIZE = 16 << 20
+
+
+# DuckDB's buffer memory during a vectorized ingest (it spills the staged rows to disk beyond this).
+BULK_MEMORY_LIMIT = "512MB"
+
+
+@contextmanager
+def bounded_memory(con):
+    """DuckDB's memory limit at BULK_MEMORY_LIMIT for the block, the connection's own restored after."""
+    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{before}'")
 
 
 class NotVectorized(Exception):

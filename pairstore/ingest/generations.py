@@ -26,6 +26,7 @@ from pairstore.ingest.base import (
 from pairstore.ingest.bulk import (
     FlaggedRecord,
     NotVectorized,
+    bounded_memory,
     count_lines,
     first_flagged,
     first_record_error,
@@ -199,8 +200,6 @@ def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
     return pa.array(ids, type=pa.string())
 
 
-# DuckDB's buffer memory during the vectorized ingest (it spills the staged rows to disk beyond this).
-BULK_MEMORY_LIMIT = "512MB"
 _STAGE = "_bulk_stage"
 
 
@@ -243,10 +242,8 @@ def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) 
     transaction; False (nothing written) when any record needs the per-record path."""
     con = store.con
     read = 0
-    memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
     try:
-        with store.transaction():
+        with bounded_memory(con), store.transaction():
             with progress.stage("ingest generations: read", total=records_in(path), unit="records") as stage:
                 for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=("prompt", "decoding")):
                     _stage_batch(store, model, table, read)
@@ -263,7 +260,6 @@ def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) 
             log_ingest(store, path, "generations", result.read, result.added)
     except FlaggedRecord as flagged:
         con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
-        con.execute(f"SET memory_limit = '{memory_limit}'")
         first_record_error(
             read_records(path), flagged.index, lambda r: parse_generation(store, r[1], path, r[0], model)
         )
@@ -272,7 +268,6 @@ def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) 
         return False
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
-        con.execute(f"SET memory_limit = '{memory_limit}'")
     return True
 
 
