@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from pairstore.cli.audit import audit_group
-from pairstore.cli.base import PairstoreGroup
+from pairstore.cli.base import PairstoreGroup, quiet_libraries
 from pairstore.cli.demo import demo_cmd
 from pairstore.cli.eval import eval_cmd
 from pairstore.cli.export import export_cmd
@@ -56,6 +56,7 @@ def cli(ctx, db, quiet):
     ctx.obj["quiet"] = quiet
     # Every library call under the command reports to this (pairstore.progress.current): stderr only.
     ctx.with_resource(reporting(for_terminal(quiet=quiet)))
+    ctx.with_resource(quiet_libraries(quiet))
 
 
 def main(argv=None):
