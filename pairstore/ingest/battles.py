@@ -257,7 +257,7 @@ def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress
                     hit = first_flagged(*_flags(table, times))
                     if hit is not None:
                         raise FlaggedRecord(read + hit)
-                    rows = []
+                    rows: list[dict] = []
                     columns = (table.column(n).to_pylist() for n in _BULK_SCHEMA.names)
                     for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
                         row = _battle_row(
