@@ -23,7 +23,7 @@ The loop-fix pairs come with the generated tasks they were mined from (rows of
 spares them from text matching. The export child also times the gate itself
 (pairstore.holdout.gate.run_gate), to report its share of the export.
 
-Then the text matching of the gate alone (pairstore.holdout.matching.check_table:
+Then the text matching of the gate alone (pairstore.holdout.matching.members_in_rows:
 normalized exact keys, 3-gram prefilter, sentence, embedded and near-copy scoring)
 over every text of all pairs (prompt, chosen, rejected), task keys ignored,
 against the 34 holdout members and against 3,000 eval prompts registered as
@@ -303,18 +303,16 @@ from pairstore.holdout import matching
 store = open_store(sys.argv[1], read_only=True)
 con = store.con
 t0 = time.perf_counter()
-# every pair's prompt as a text-matching candidate (task keys dropped, so nothing is spared)
+# every pair, every text, as the gate reads it (task keys dropped, so nothing is spared)
 con.execute('''CREATE TEMP TABLE cand AS
     SELECT rowid AS row_index, pair_id, []::VARCHAR[] AS origin_ids, match_key, NULL::VARCHAR AS task_key,
-           list_transform(list_filter(prompt, lambda m: m.role = 'user'), lambda m: m.content) AS user_turns,
-           list_concat(list_transform(list_filter(prompt, lambda m: m.role <> 'user'), lambda m: m.content),
-                       list_filter([chosen, rejected], lambda a: a IS NOT NULL)) AS other_turns
+           prompt, [chosen, rejected] AS answers
     FROM pairs''')
 build = time.perf_counter() - t0
 out = {"candidates": con.execute("SELECT count(*) FROM cand").fetchall()[0][0], "build_s": build}
 for label, set_name in (("34", "judge34"), ("3000", "eval:bench")):
     t = time.perf_counter()
-    result = matching.check_table(store, "cand", set_name=set_name, benchmarks=False)
+    result = matching.members_in_rows(store, "cand", set_name=set_name)
     out[label] = {"members": sum(result.members.values()), "seconds": time.perf_counter() - t,
                   "hits": len(result.hits), "scored": result.fuzzy_pairs_scored}
 out["rss_mb"] = peak_rss_mb()
@@ -518,7 +516,7 @@ def main() -> None:
         "",
         f"All {fuzzy['candidates']:,} pairs, every text (prompt, chosen, rejected; task keys dropped, "
         f"so no row is spared); candidate table built in {fuzzy['build_s']:.1f} s. "
-        "pairstore.holdout.matching.check_table: "
+        "pairstore.holdout.matching.members_in_rows: "
         "normalized exact keys, word 3-gram prefilter (streamed in chunks), sentence, embedded and near-copy "
         "checks on what passes.",
         "",
