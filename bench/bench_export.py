@@ -280,6 +280,10 @@ import json, sys
 import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
 limit, out = int(sys.argv[2]), sys.argv[3]
+# Spill to the work folder under a bound rather than grow until the machine's memory runs out (an
+# unbounded COPY of the full-size mixture was killed on a shared machine).
+con.execute(f"SET temp_directory = '{sys.argv[5]}'")
+con.execute("SET memory_limit = '4GB'")
 con.execute(f'''COPY (
     (SELECT prompt, chosen, rejected, pair_id, source, family FROM pairs WHERE source = 'loopfix'
      ORDER BY hash(12076, pair_id) LIMIT {limit})
@@ -417,7 +421,14 @@ def main() -> None:
             results["ours"].append(run_child(CHILD_OURS, work / "bench.duckdb", out_dir))
             print("ours", results["ours"][-1], flush=True)
             results["copy"].append(
-                run_child(CHILD_COPY, work / "bench.duckdb", limit, work / "copy.parquet", HOLDOUT_WHERE)
+                run_child(
+                    CHILD_COPY,
+                    work / "bench.duckdb",
+                    limit,
+                    work / "copy.parquet",
+                    HOLDOUT_WHERE,
+                    work / "duckdb_tmp",
+                )
             )
             print("copy", results["copy"][-1], flush=True)
             if not args.skip_datasets:
