@@ -463,7 +463,8 @@ def main() -> None:
         "",
         "Command: `.venv/bin/python bench/bench_export.py"
         f"{'' if args.scale == 1 else f' --scale {args.scale:g}'}"
-        f"{'' if args.runs == 1 else f' --runs {args.runs}'}`  ",
+        f"{'' if args.runs == 1 else f' --runs {args.runs}'}"
+        f"{' --skip-datasets' if args.skip_datasets else ''}`  ",
         f"Machine: {machine()}; shared with other engineers' jobs while measuring (load average "
         f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end), so absolute times are noisy.  ",
         f"Store: {info['pairs']:,} synthetic pairs "
