@@ -22,6 +22,7 @@ from audits.loops import LoopReport, scan, scan_many
 from miners.registry import MineResult, write_pairs
 from miners.verify import UNKNOWN, Verdict, Verifier, extract_answer
 from pairstore.holdout.sets import HoldoutFilter
+from pairstore.progress import current as current_progress
 from pairstore.tables.generations import record_verdicts
 from pairstore.tables.pairs import Pair
 
@@ -72,7 +73,7 @@ class OutputJudge:
         self.verifier = Verifier()
         self._scan = scan
         self._judged: dict[tuple, Judged] = {}
-        self._reports: dict[str, LoopReport] = {}  # scanned ahead in batches (prescan)
+        self._reports: dict[str, LoopReport] = {}  # per distinct text; scanned ahead in batches (prescan)
         self.verify_s = 0.0
         self.scan_s = 0.0
 
@@ -89,19 +90,19 @@ class OutputJudge:
         return verdict
 
     def scan(self, output: str):
-        report = self._reports.pop(output, None)
+        report = self._reports.get(output)
         if report is not None:
             return report
         t0 = time.perf_counter()
-        report = self._scan(output)
+        report = self._reports[output] = self._scan(output)
         self.scan_s += time.perf_counter() - t0
         return report
 
     def prescan(self, outputs: list[str]) -> None:
-        """Scan the outputs not judged yet in batches (audits.loops.scan_many): one numpy pass over
-        many texts costs a fraction of a scan() per text. judge() then takes each report from here."""
-        judged = {key[0] for key in self._judged}
-        todo = list(dict.fromkeys(o for o in outputs if o not in judged and o not in self._reports))
+        """Scan the outputs not scanned yet in batches (audits.loops.scan_many): one numpy pass over
+        many texts costs a fraction of a scan() per text. judge() then takes each report from here
+        (a text is scanned once, whichever golds it is judged against)."""
+        todo = list(dict.fromkeys(o for o in outputs if o not in self._reports))
         t0 = time.perf_counter()
         for start in range(0, len(todo), PRESCAN_BATCH):
             batch = todo[start : start + PRESCAN_BATCH]
@@ -128,22 +129,33 @@ class OutputJudge:
         """
         if workers is None:
             workers = min(4, os.cpu_count() or 1) if len(items) >= PARALLEL_MIN else 1
-        if workers <= 1 or len(items) < 2 * workers:
-            self.prescan([it[0] for it in items])
-            in_order = [self.judge(*it) for it in items]
-            self._reports.clear()
-            return in_order
-        n_chunks = workers * 4
-        size = -(-len(items) // n_chunks)
-        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        with current_progress().stage("mine: verify and scan", total=len(items), unit="outputs") as stage:
+            if workers <= 1 or len(items) < 2 * workers:
+                return self.judge_in_order(items, stage.advance)
+            n_chunks = workers * 4
+            size = -(-len(items) // n_chunks)
+            chunks = [items[i : i + size] for i in range(0, len(items), size)]
+            out: list[Judged] = []
+            # spawn, not fork: the parent holds an open DuckDB connection and threads.
+            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                for judged, verify_s, scan_s, stats in pool.map(_judge_chunk, chunks):
+                    out.extend(judged)
+                    stage.advance(len(judged))
+                    self.verify_s += verify_s
+                    self.scan_s += scan_s
+                    self.verifier.stats.update(stats)
+            return out
+
+    def judge_in_order(self, items: list[tuple[str, str, str]], advance=None) -> list[Judged]:
+        """judge() over the items in this process, in order: each batch of PRESCAN_BATCH outputs is
+        scanned in one scan_many pass first; advance(n) (a progress stage's) after each batch."""
         out: list[Judged] = []
-        # spawn, not fork: the parent holds an open DuckDB connection and threads.
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            for judged, verify_s, scan_s, stats in pool.map(_judge_chunk, chunks):
-                out.extend(judged)
-                self.verify_s += verify_s
-                self.scan_s += scan_s
-                self.verifier.stats.update(stats)
+        for start in range(0, len(items), PRESCAN_BATCH):
+            batch = items[start : start + PRESCAN_BATCH]
+            self.prescan([it[0] for it in batch])
+            out.extend(self.judge(*it) for it in batch)
+            if advance is not None:
+                advance(len(batch))
         return out
 
 
@@ -158,7 +170,7 @@ def _judge_chunk(items):
     """Worker side of OutputJudge.judge_all: (judged items, verifier seconds, scanner seconds, the
     verifier's counts)."""
     judge = OutputJudge()
-    return judge.judge_all(items, workers=1), judge.verify_s, judge.scan_s, judge.verifier.stats
+    return judge.judge_in_order(items), judge.verify_s, judge.scan_s, judge.verifier.stats
 
 
 def readings_json(verdict: Verdict) -> str | None:

@@ -16,6 +16,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -279,6 +280,40 @@ def complete(kind: str):
         return [CompletionItem(n) for n in store_names(db, kind) if n.startswith(incomplete)]
 
     return callback
+
+
+@contextmanager
+def quiet_libraries(quiet: bool):
+    """With --quiet, the progress bars of the libraries a command loads (transformers' "Loading
+    weights", the Hub's downloads, datasets' maps) are off too: through the Hub's environment switch for
+    a library not yet imported, through their own switches for one that is. Restored afterwards."""
+    if not quiet:
+        yield
+        return
+    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    undo = []
+    hub = sys.modules.get("huggingface_hub.utils")
+    if hub is not None and not hub.are_progress_bars_disabled():
+        hub.disable_progress_bars()
+        undo.append(hub.enable_progress_bars)
+    tf_logging = sys.modules.get("transformers.utils.logging")
+    if tf_logging is not None and tf_logging.is_progress_bar_enabled():
+        tf_logging.disable_progress_bar()
+        undo.append(tf_logging.enable_progress_bar)
+    ds = sys.modules.get("datasets")
+    if ds is not None and not ds.are_progress_bars_disabled():
+        ds.disable_progress_bars()
+        undo.append(ds.enable_progress_bars)
+    try:
+        yield
+    finally:
+        for restore in undo:
+            restore()
+        if before is None:
+            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+        else:
+            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = before
 
 
 def cli_progress(ctx: click.Context):
