@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from pairstore.cli.audit import audit_group
-from pairstore.cli.base import PairstoreGroup
+from pairstore.cli.base import PairstoreGroup, silence_library_progress
 from pairstore.cli.demo import demo_cmd
 from pairstore.cli.eval import eval_cmd
 from pairstore.cli.export import export_cmd
@@ -53,6 +53,8 @@ def cli(ctx, db, quiet):
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
     ctx.obj["quiet"] = quiet
+    if quiet:
+        silence_library_progress()
 
 
 def main(argv=None):

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -285,6 +286,30 @@ def cli_progress(ctx: click.Context):
     """The progress a command shows (pairstore.progress): a bar on a terminal, stage lines on stderr
     otherwise, nothing with --quiet."""
     return for_terminal(quiet=bool((ctx.find_root().obj or {}).get("quiet")))
+
+
+# The environment switches of the libraries' own progress bars (read when each is first imported), and the
+# calls that turn off those already imported: transformers' weight loading, datasets' maps, the Hub's.
+_LIBRARY_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+_LIBRARY_BAR_OFF = {
+    "transformers.utils.logging": "disable_progress_bar",
+    "datasets.utils.tqdm": "disable_progress_bars",
+    "huggingface_hub.utils": "disable_progress_bars",
+}
+
+
+def silence_library_progress() -> None:
+    """--quiet reaches the progress bars libraries draw on their own and their deprecation notices (about
+    their own calls into each other, nothing a user can act on), so a failing command's stderr is its one
+    line. Nothing is imported here: a library not loaded yet reads the environment when it is."""
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    for name in _LIBRARY_BAR_SWITCHES:
+        os.environ.setdefault(name, "1")
+    for module, function in _LIBRARY_BAR_OFF.items():
+        loaded = sys.modules.get(module)
+        if loaded is not None and hasattr(loaded, function):
+            getattr(loaded, function)()
 
 
 def stderr_is_tty() -> bool:
