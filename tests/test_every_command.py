@@ -102,7 +102,7 @@ def _no_wal_or_an_empty_one(db: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)  # train dpo trains twice (a step each): minutes on a loaded machine
 @pytest.mark.parametrize("name", WRITERS)
 def test_a_full_disk_under_every_writing_command(workspace, small_disk, name):
     case = CASES[name]
@@ -177,7 +177,7 @@ def test_every_command_with_its_store_and_output_in_a_read_only_folder(workspace
         r = _invoke(db, case.argv(workspace, read_only_folder / "out"))
         if case.writes:
             line = _one_line(r, 1)
-            assert str(read_only_folder) in line and "read-only" in line, (name, line)
+            assert str(read_only_folder) in line and "read-only" in line.lower(), (name, line)
         else:
             assert r.exit_code == 0 and "Traceback" not in r.output, (name, r.output)
         assert _sha(db) == before_sha and _files(read_only_folder) == before, name

@@ -240,6 +240,12 @@ def echo_table(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
     click.echo(render_table(columns, rows, color=sys.stdout.isatty()), nl=False)
 
 
+def echo_notes(notes) -> None:
+    """Notes on stderr, one line each (what a command cleaned up before its work): stdout stays its result."""
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+
+
 def echo_counts(title: str, counts: dict) -> None:
     """'title: a=1, b=2' — kept/dropped tallies of ingests and miners."""
     body = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
