@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from pairstore.export.overwrites import recover_interrupted
+from pairstore.files import recover_folder
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
@@ -304,3 +305,67 @@ def test_audit_mixtures_rehashes_registered_bundles(tiny, tmp_path, store, run_c
     weights.write_bytes(bytes(data))
     r = run_cli("audit", "mixtures")
     assert r.exit_code == 3 and "model.safetensors" in r.output, r.output
+
+
+# ---------------------------------------------------------------------------- a folder replaced whole
+
+# What `audit report --out` and the tiny base do (audits/report.py, train/tiny.py): clean what a killed run
+# left, write the whole folder staged beside it, publish it over the old one.
+_REPLACE_FOLDER = """
+import sys
+from pathlib import Path
+from pairstore.files import publish_folder, recover_folder, staged_folder
+out, tag = Path(sys.argv[1]), sys.argv[2]
+for note in recover_folder(out):
+    print(note, file=sys.stderr)
+with staged_folder(out) as stage:
+    for name in ("report.md", "report.html", "chart.png"):
+        (stage / name).write_text(f"{name} of run {tag}\\n")
+    publish_folder(stage, out, replace=True)
+"""
+
+
+def _folder_state(out: Path) -> tuple:
+    files = {p.name: p.read_text() for p in sorted(out.iterdir())} if out.is_dir() else {}
+    return files, sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+
+def test_kill_at_every_point_of_a_folder_replaced_whole_leaves_old_or_new(tmp_path):
+    out = tmp_path / "report"
+
+    def replace_it(tag, env=None):
+        return subprocess.run(
+            [sys.executable, "-c", _REPLACE_FOLDER, str(out), tag],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            timeout=60,
+        )
+
+    assert replace_it("old").returncode == 0
+    old = _folder_state(out)
+    trace = tmp_path / "trace.txt"
+    shutil.copytree(out, tmp_path / "pristine")
+    assert replace_it("new", {"PAIRSTORE_FAULT_TRACE": str(trace)}).returncode == 0
+    new = _folder_state(out)
+    labels = [line.split("\t", 1)[1] for line in trace.read_text().splitlines()]
+    assert old != new and any("aside" in label for label in labels), labels
+    outcomes = []
+    for n in range(1, len(labels) + 1):
+        shutil.rmtree(out)
+        for p in tmp_path.glob(".report.*"):
+            shutil.rmtree(p)
+        shutil.copytree(tmp_path / "pristine", out)
+        r = replace_it("new", {"PAIRSTORE_FAULT_KILL_AT": str(n)})
+        assert r.returncode == -signal.SIGKILL, (n, r.stderr)
+        left = _folder_state(out)[1]
+        notes = recover_folder(out)
+        assert len(notes) == len(left), (left, notes)  # one line naming each thing cleaned
+        state = _folder_state(out)
+        outcomes.append(
+            (labels[n - 1], "old" if state == old else "new" if state == new else f"MIXED {state}")
+        )
+        r = replace_it("new")
+        assert r.returncode == 0 and _folder_state(out) == new, r.stderr
+    print(f"\nkill points of a folder replaced whole: {outcomes}")
+    assert {o for _, o in outcomes} == {"old", "new"}, outcomes
