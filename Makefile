@@ -37,7 +37,7 @@ test: lint typecheck
 	$(OFFLINE) $(BIN)/python -m pytest
 
 test-fast: $(STAMP)
-	$(OFFLINE) $(BIN)/python -m pytest -m "not slow"
+	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" -n auto
 
 clean:
 	rm -rf $(VENV) demo-run

@@ -149,6 +149,15 @@ def to_elo(s: np.ndarray) -> np.ndarray:
 
 
 def ratings(games: list[Game], *, bootstrap: int = 1000, seed: int = 0) -> list[Rating]:
+    from threadpoolctl import threadpool_limits
+
+    # Thousands of fits of a few numbers each: BLAS threads would only wait on each other (eight times
+    # slower on a busy machine), and one thread sums in one order on every machine.
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _ratings(games, bootstrap=bootstrap, seed=seed)
+
+
+def _ratings(games: list[Game], *, bootstrap: int, seed: int) -> list[Rating]:
     models = sorted({g.a for g in games} | {g.b for g in games})
     if not models:
         return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from click.testing import CliRunner
@@ -39,8 +40,18 @@ def db_path(tmp_path):
     return tmp_path / "store.duckdb"
 
 
+@pytest.fixture(scope="session")
+def new_store_file(tmp_path_factory):
+    """A store open_store just made (every migration run), closed: copied, it is a new store for the
+    price of a file copy."""
+    path = tmp_path_factory.mktemp("new-store") / "store.duckdb"
+    open_store(path).close()
+    return path
+
+
 @pytest.fixture
-def store(db_path):
+def store(db_path, new_store_file):
+    shutil.copyfile(new_store_file, db_path)
     s = open_store(db_path)
     yield s
     s.close()

@@ -126,6 +126,30 @@ def test_fold_table_values_are_final():
             assert value.casefold().translate(table) == value, hex(cp)
 
 
+@pytest.mark.slow
+def test_fold_table_entries_do_not_depend_on_the_order_they_are_first_needed():
+    """Entries are computed as texts need them: look-alike chains must resolve the same whichever
+    character of a chain comes first."""
+    from pairstore.holdout.normalize import _SCANNED, _FoldTable
+
+    cps = [cp for lo, hi in _SCANNED for cp in range(lo, hi + 1)]
+    forward, backward = _FoldTable(), _FoldTable()
+    for cp in cps:
+        forward[cp]
+    for cp in reversed(cps):
+        backward[cp]
+    assert dict(forward) == dict(backward)
+
+
+def test_own_script_letters_are_told_from_latin_look_alikes():
+    from pairstore.holdout.normalize import own_script_letter
+
+    for ch in "лλ中あ":
+        assert own_script_letter(ord(ch)), ch
+    for ch in "aAМмΗηé1.":  # Latin, and Cyrillic/Greek letters that look like Latin ones in some case
+        assert not own_script_letter(ord(ch)), ch
+
+
 def _random_ascii(rng: random.Random) -> str:
     alphabet = (
         string.ascii_letters + string.digits + string.punctuation + " \t\n\r\x0b\x0c\x1c\x1e" + "  +-*/.,"

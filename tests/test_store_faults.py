@@ -119,6 +119,28 @@ def test_a_missing_store_is_created_and_an_empty_duckdb_file_is_taken(tmp_path):
         assert s.scalar("SELECT count(*) FROM holdout") == 0
 
 
+def test_a_new_store_whose_migrations_fail_is_left_empty_and_made_on_the_next_open(tmp_path, monkeypatch):
+    """A new store takes every migration in one transaction: one that fails leaves no table of the
+    others, and the next open makes the store from the start."""
+    from pairstore.store import store as store_module
+
+    def broken(con):
+        raise RuntimeError("disk went away")
+
+    path = tmp_path / "new.duckdb"
+    monkeypatch.setattr(store_module, "MIGRATIONS", [*store_module.MIGRATIONS[:-1], broken])
+    with pytest.raises(RuntimeError):
+        open_store(path)
+    con = duckdb.connect(str(path))
+    tables = {t for (t,) in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
+    con.close()
+    assert tables == {"schema_version"}
+    monkeypatch.undo()
+    s = open_store(path)
+    assert s.schema_version() == len(store_module.MIGRATIONS)
+    s.close()
+
+
 def test_no_traceback_from_a_subprocess_on_a_read_only_store_folder(tmp_path):
     """A store in a folder the process cannot write (read-only bind: chmod is no barrier for root, so the
     folder is made unwritable with a read-only tmpfs where root can mount one)."""

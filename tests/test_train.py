@@ -121,6 +121,12 @@ def add_round(
     return files[0][0]
 
 
+def train_dpo_cli(db: Path, tiny, out: Path, *extra: str):
+    """`pairstore train dpo --round r1` on the tiny base, through the CLI."""
+    args = ["--db", str(db), "train", "dpo", "--round", ROUND, "--base", str(tiny), "--out", str(out)]
+    return CliRunner().invoke(cli, [*args, *extra])
+
+
 @pytest.fixture(scope="session")
 def trained(tmp_path_factory, tiny):
     """One DPO+NLL run of a few steps, a checkpoint every 2 steps."""
@@ -242,21 +248,7 @@ def test_tampered_mixture_is_refused_with_exit_3(tiny, tmp_path):
     table = pq.read_table(export).to_pylist()
     table[0]["chosen"] = [{"role": "assistant", "content": "tampered"}]
     pq.write_table(pa.Table.from_pylist(table), export)
-    res = CliRunner().invoke(
-        cli,
-        [
-            "--db",
-            str(db),
-            "train",
-            "dpo",
-            "--round",
-            ROUND,
-            "--base",
-            str(tiny),
-            "--out",
-            str(tmp_path / "lora"),
-        ],
-    )
+    res = train_dpo_cli(db, tiny, tmp_path / "lora")
     assert res.exit_code == 3, res.output
     assert "changed after export" in res.output and str(export) in res.output
     assert not (tmp_path / "lora").exists()
@@ -628,23 +620,7 @@ def test_emit_sbatch_for_four_gpus(tiny, tmp_path):
     with open_store(db) as store:
         add_round(store, tmp_path, train={"global_batch": 32, "per_device_batch": 1, "max_steps": 250})
     script = tmp_path / "r1.sbatch"
-    res = CliRunner().invoke(
-        cli,
-        [
-            "--db",
-            str(db),
-            "train",
-            "dpo",
-            "--round",
-            ROUND,
-            "--base",
-            str(tiny),
-            "--out",
-            str(tmp_path / "lora"),
-            "--emit-sbatch",
-            str(script),
-        ],
-    )
+    res = train_dpo_cli(db, tiny, tmp_path / "lora", "--emit-sbatch", str(script))
     assert res.exit_code == 0, res.output
     text = script.read_text()
     assert text.startswith("#!/bin/bash\n")
@@ -669,26 +645,16 @@ def test_accelerate_launch_with_one_cpu_process(tiny, tmp_path):
     db = tmp_path / "s.duckdb"
     with open_store(db) as store:
         add_round(store, tmp_path)
-    res = CliRunner().invoke(
-        cli,
-        [
-            "--db",
-            str(db),
-            "train",
-            "dpo",
-            "--round",
-            ROUND,
-            "--base",
-            str(tiny),
-            "--out",
-            str(tmp_path / "lora"),
-            "--launcher",
-            "accelerate",
-            "--accelerate-config",
-            "cpu",
-            "--max-steps",
-            "2",
-        ],
+    res = train_dpo_cli(
+        db,
+        tiny,
+        tmp_path / "lora",
+        "--launcher",
+        "accelerate",
+        "--accelerate-config",
+        "cpu",
+        "--max-steps",
+        "2",
     )
     assert res.exit_code == 0, res.output
     assert "trained r1-lora: 2 steps" in res.output

@@ -38,8 +38,8 @@ comparison (held-out members and training rows), each a pure function tested on 
 matter. The same question with other numbers, another operator or another word keeps a key of its own.
 `sentences(text)` is the word text of each sentence and line (the unit a short member is looked for as).
 
-Plain ASCII text skips the Unicode steps; the full table is built once, the first time non-ASCII text is
-normalized (about half a second).
+Plain ASCII text skips the Unicode steps; the table's entry for a character is computed the first time a
+text holds it.
 """
 
 from __future__ import annotations
@@ -222,62 +222,69 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
 _SCANNED = ((0, 0x323AF), (0xE0000, 0xE0FFF))  # every assigned character outside private use
 
 
-@functools.cache
-def fold_table() -> dict[int, str | None]:
-    """Step 2's translation table (only the code points it changes), each value already final."""
-    confusables = _load_confusables()
-    actions: dict[int, str | int | None] = {}
-    for lo, hi in _SCANNED:
-        for cp in range(lo, hi + 1):
-            action = _base_action(cp, confusables)
-            if action != 0:
-                actions[cp] = action
-    resolved: dict[int, str | None] = {}
+class _FoldTable(dict):
+    """Step 5's translation table, each code point's entry computed the first time a text holds it (a
+    text holds a few hundred distinct characters; the whole table is 200,000 and takes seconds). An
+    entry is the final replacement: a string (the character itself where step 5 leaves it), or None
+    (removed). `str.translate` reads it as it is."""
 
-    def resolve(cp: int, visiting: frozenset = frozenset()) -> str | None:
+    def __init__(self) -> None:
+        super().__init__()
+        self._confusables = _load_confusables()
+
+    def __missing__(self, cp: int) -> str | None:
+        return self._resolve(cp, frozenset())
+
+    def _resolve(self, cp: int, visiting: frozenset) -> str | None:
         """The final replacement of one code point: its action, folded, each character resolved in turn."""
-        if cp in resolved:
-            return resolved[cp]
-        action = actions.get(cp, 0)
-        if action == 0 or cp in visiting:
-            return chr(cp)
-        if action is None:
+        if cp in self:
+            return dict.__getitem__(self, cp)
+        scanned = any(lo <= cp <= hi for lo, hi in _SCANNED)
+        action = _base_action(cp, self._confusables) if scanned else 0
+        if cp in visiting:
+            return chr(cp)  # a cycle of look-alikes: the character stands for itself
+        if action == 0:
+            value: str | None = chr(cp)
+        elif action is None:
             value = None
         else:
             assert isinstance(action, str)
             parts = (
-                resolve(ord(c), visiting | {cp}) if ord(c) != cp else c
+                self._resolve(ord(c), visiting | {cp}) if ord(c) != cp else c
                 for c in unicodedata.normalize("NFKC", action).casefold()
             )
             value = "".join(p for p in parts if p is not None)
-        resolved[cp] = value
+        self[cp] = value
         return value
-
-    for cp in actions:
-        resolve(cp)
-    return {cp: v for cp, v in resolved.items() if v != chr(cp)}
 
 
 @functools.cache
-def own_script_letters() -> frozenset[int]:
-    """Letters with no ASCII look-alike in either case (Cyrillic "л", Greek "λ", every CJK letter): a text
+def _table() -> _FoldTable:
+    return _FoldTable()
+
+
+def fold_table() -> dict[int, str | None]:
+    """Step 5's whole translation table (only the code points it changes), each value already final."""
+    table = _table()
+    return {cp: v for lo, hi in _SCANNED for cp in range(lo, hi + 1) if (v := table[cp]) != chr(cp)}
+
+
+@functools.lru_cache(maxsize=65536)
+def own_script_letter(cp: int) -> bool:
+    """A letter with no ASCII look-alike in either case (Cyrillic "л", Greek "λ", every CJK letter): a text
     holding one is written in its own script, not a Latin text in disguise."""
-    table = fold_table()
-    out = set()
-    for lo, hi in _SCANNED:
-        for cp in range(max(lo, 0x80), hi + 1):
-            ch = chr(cp)
-            if not unicodedata.category(ch).startswith("L"):
-                continue
-            forms = {ch, ch.lower(), ch.upper()}
-            if not any((table.get(ord(f[0]), f) or "x").isascii() for f in forms if len(f) == 1):
-                out.add(cp)
-    return frozenset(out)
+    if cp < 0x80 or not any(lo <= cp <= hi for lo, hi in _SCANNED):
+        return False
+    ch = chr(cp)
+    if not unicodedata.category(ch).startswith("L"):
+        return False
+    table = _table()
+    forms = {ch, ch.lower(), ch.upper()}
+    return not any((table[ord(f)] or "x").isascii() for f in forms if len(f) == 1)
 
 
 def _own_script(text: str) -> bool:
-    letters = own_script_letters()
-    return any(ord(c) in letters for c in text if not c.isascii())
+    return any(own_script_letter(ord(c)) for c in text if not c.isascii())
 
 
 _WORDS = re.compile(r"(\s+)")
@@ -287,7 +294,7 @@ def fold(text: str) -> str:
     """Step 5: case folding and the translation table, so that case holds for every script."""
     if text.isascii():
         return text.lower()
-    table = fold_table()
+    table = _table()
     if _own_script(text):
         # Fold, map, fold again: upper- and lower-case Cyrillic or Greek have different look-alikes
         # ("М" looks like M, "м" like ʍ), so the case goes first. Words holding ASCII letters are Latin

@@ -292,12 +292,52 @@ def _rekey(con, table: str, id_cols: tuple[str, ...], text_col: str) -> None:
     if not keys:
         return
     new = pa.table({**{c: pa.array(v) for c, v in ids.items()}, "k": pa.array(keys, pa.string())})
-    con.register("_m003_keys", new)
+    con.register("_rekeyed_keys", new)
     try:
         on = " AND ".join(f"{table}.{c} = k.{c}" for c in id_cols)
-        con.execute(f"UPDATE {table} SET match_key = k.k FROM _m003_keys k WHERE {on}")
+        con.execute(f"UPDATE {table} SET match_key = k.k FROM _rekeyed_keys k WHERE {on}")
     finally:
-        con.unregister("_m003_keys")
+        con.unregister("_rekeyed_keys")
+
+
+# Every table with a match_key column: (table, its key columns, the text the key is of).
+_KEYED_TABLES = (
+    ("battles", ("battle_id",), "prompt"),
+    ("problems", ("problem_id",), "question"),
+    ("tasks", ("task_id",), "prompt"),
+    ("pairs", ("pair_id",), "prompt"),
+    ("eval_items", ("suite", "item_id"), "prompt"),
+)
+
+
+def _rekey_stored_rows(con) -> None:
+    """Every stored row's match key recomputed by today's normalization (a migration that changes keys)."""
+    for table, id_cols, text_col in _KEYED_TABLES:
+        _rekey(con, table, id_cols, text_col)
+
+
+def _rekey_benchmarks(con) -> None:
+    """Every registered benchmark's keys and n-grams rebuilt by today's normalization."""
+    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
+        items = con.execute(
+            "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
+        ).fetchall()
+        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
+        con.register("_rekeyed_refs", refs)
+        con.register("_rekeyed_ngrams", ngrams)
+        try:
+            con.execute(
+                "UPDATE benchmark_refs SET match_key = r.match_key FROM _rekeyed_refs r "
+                "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
+                [bench],
+            )
+            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
+            con.execute(
+                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _rekeyed_ngrams", [bench]
+            )
+        finally:
+            con.unregister("_rekeyed_refs")
+            con.unregister("_rekeyed_ngrams")
 
 
 def _evidence_sha(evidence) -> str | None:
@@ -311,14 +351,7 @@ def _evidence_sha(evidence) -> str | None:
 def m003_disguise_proof_keys_and_evidence(con):
     """Match keys that survive disguise (pairstore.holdout.normalize), recomputed for every stored row; the
     registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
-    for table, id_cols, text_col in (
-        ("battles", ("battle_id",), "prompt"),
-        ("problems", ("problem_id",), "question"),
-        ("tasks", ("task_id",), "prompt"),
-        ("pairs", ("pair_id",), "prompt"),
-        ("eval_items", ("suite", "item_id"), "prompt"),
-    ):
-        _rekey(con, table, id_cols, text_col)
+    _rekey_stored_rows(con)
     # Holdout members: from the battle or task itself where there is one, else from the stored match text
     # (normalized the old way, which the new normalization folds further).
     rows = con.execute("""
@@ -337,26 +370,7 @@ def m003_disguise_proof_keys_and_evidence(con):
             [text, key_of_text(text), set_name, item_id],
         )
     # Benchmark references: keys and n-grams read through the same normalization.
-    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
-        items = con.execute(
-            "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
-        ).fetchall()
-        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
-        con.register("_m003_refs", refs)
-        con.register("_m003_ngrams", ngrams)
-        try:
-            con.execute(
-                "UPDATE benchmark_refs SET match_key = r.match_key FROM _m003_refs r "
-                "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
-                [bench],
-            )
-            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
-            con.execute(
-                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m003_ngrams", [bench]
-            )
-        finally:
-            con.unregister("_m003_refs")
-            con.unregister("_m003_ngrams")
+    _rekey_benchmarks(con)
     con.execute("""
         ALTER TABLE exports ADD COLUMN evidence_path VARCHAR;
         ALTER TABLE exports ADD COLUMN evidence_sha256 VARCHAR;
@@ -444,14 +458,7 @@ def m008_keys_of_the_normalization_pipeline(con):
     """Match keys and texts recomputed for the normalization pipeline of pairstore.holdout.normalize (escapes
     and markup decoded, digits of every script, case folding for every script, number forms, punctuation
     as a word break), for every stored row, holdout member and benchmark n-gram."""
-    for table, id_cols, text_col in (
-        ("battles", ("battle_id",), "prompt"),
-        ("problems", ("problem_id",), "question"),
-        ("tasks", ("task_id",), "prompt"),
-        ("pairs", ("pair_id",), "prompt"),
-        ("eval_items", ("suite", "item_id"), "prompt"),
-    ):
-        _rekey(con, table, id_cols, text_col)
+    _rekey_stored_rows(con)
     # Members from the item they name where the store has it, else re-normalized from the stored text.
     rows = con.execute("""
         SELECT h.set_name, h.item_id, h.match_text, b.prompt, t.prompt, p.question, e.prompt FROM holdout h
@@ -471,26 +478,7 @@ def m008_keys_of_the_normalization_pipeline(con):
             "UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
             [text, key_of_text(text), set_name, item_id],
         )
-    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
-        items = con.execute(
-            "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
-        ).fetchall()
-        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
-        con.register("_m008_refs", refs)
-        con.register("_m008_ngrams", ngrams)
-        try:
-            con.execute(
-                "UPDATE benchmark_refs SET match_key = r.match_key FROM _m008_refs r "
-                "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
-                [bench],
-            )
-            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
-            con.execute(
-                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _m008_ngrams", [bench]
-            )
-        finally:
-            con.unregister("_m008_refs")
-            con.unregister("_m008_ngrams")
+    _rekey_benchmarks(con)
 
 
 # The ordered list. Append only.

@@ -85,18 +85,27 @@ def _schema_of(con, database: str | None = None) -> dict[str, frozenset]:
     return {t: frozenset(c) for t, c in out.items()}
 
 
-def shadowing_functions(con) -> list[str]:
+def user_functions(con) -> list[tuple[str, str]]:
+    """(schema, name) of every user-defined function and macro in the file, sorted."""
+    return con.execute(
+        f"""SELECT DISTINCT schema_name, function_name FROM system.main.duckdb_functions()
+        WHERE NOT internal AND {_FILE_OBJECTS} ORDER BY 1, 2"""
+    ).fetchall()
+
+
+def shadowing_functions(con, user: list[tuple[str, str]] | None = None) -> list[str]:
     """User-defined functions and macros in the file whose names are built-ins' (schema.name)."""
-    return [
-        f"{schema}.{name}"
-        for schema, name in con.execute(
-            f"""SELECT DISTINCT u.schema_name, u.function_name FROM system.main.duckdb_functions() u
-            WHERE NOT u.internal AND u.{_FILE_OBJECTS}
-              AND u.function_name IN (SELECT b.function_name FROM system.main.duckdb_functions() b
-                                      WHERE b.internal)
-            ORDER BY 1, 2"""
+    user = user_functions(con) if user is None else user
+    if not user:
+        return []  # the common case: listing the built-ins (thousands) costs a scan of them
+    # Compared in Python: any SQL function called here by its plain name could itself be shadowed.
+    builtins = {
+        name
+        for (name,) in con.execute(
+            "SELECT DISTINCT function_name FROM system.main.duckdb_functions() WHERE internal"
         ).fetchall()
-    ]
+    }
+    return [f"{schema}.{name}" for schema, name in user if name in builtins]
 
 
 def recognize(con, path: str, *, new: bool) -> int:
@@ -104,7 +113,8 @@ def recognize(con, path: str, *, new: bool) -> int:
     from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
 
     try:
-        shadows = shadowing_functions(con)
+        user = user_functions(con)
+        shadows = shadowing_functions(con, user)
         if shadows:
             raise PairstoreError(
                 f"store {path} holds user-defined function {shadows[0]} with a built-in's name; pairstore's "
@@ -113,11 +123,10 @@ def recognize(con, path: str, *, new: bool) -> int:
             )
         objects = con.execute(
             f"""SELECT table_name FROM system.main.duckdb_tables() WHERE {_FILE_OBJECTS}
-            UNION ALL SELECT view_name FROM system.main.duckdb_views() WHERE NOT internal AND {_FILE_OBJECTS}
-            UNION ALL SELECT function_name FROM system.main.duckdb_functions()
+            UNION ALL SELECT view_name FROM system.main.duckdb_views()
                 WHERE NOT internal AND {_FILE_OBJECTS}"""
         ).fetchall()
-        names = {n for (n,) in objects}
+        names = {n for (n,) in objects} | {name for _, name in user}
         if not names:
             return 0  # a new file, or an empty DuckDB file: nothing in it to mistake for a store
         if "schema_version" not in names:

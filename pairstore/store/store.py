@@ -178,7 +178,8 @@ def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> int:
-    """Apply pending migrations, each in one transaction. Returns the schema version."""
+    """Apply pending migrations, each in its own transaction (a new store: all in one). Returns the schema
+    version."""
     con.execute("""CREATE TABLE IF NOT EXISTS schema_version (
         version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,
         applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)""")
@@ -188,13 +189,18 @@ def migrate(con: duckdb.DuckDBPyConnection) -> int:
             f"store schema version {current} is newer than this pairstore ({SCHEMA_VERSION}); "
             "upgrade pairstore"
         )
-    for version, fn in enumerate(MIGRATIONS, start=1):
-        if version <= current:
-            continue
+    pending = [(version, fn) for version, fn in enumerate(MIGRATIONS, start=1) if version > current]
+    # Each migration is its own transaction, except on a new store: there all of them are one (one commit
+    # instead of one each; a crash leaves an empty store, which the next open treats as new again).
+    batches = [pending] if current == 0 else [[step] for step in pending]
+    for batch in batches:
         con.execute("BEGIN TRANSACTION")
         try:
-            fn(con)
-            con.execute("INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__])
+            for version, fn in batch:
+                fn(con)
+                con.execute(
+                    "INSERT INTO schema_version (version, name) VALUES (?, ?)", [version, fn.__name__]
+                )
         except BaseException:
             con.execute("ROLLBACK")
             raise
