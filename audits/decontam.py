@@ -35,6 +35,7 @@ from pairstore.holdout.normalize import word_text
 from pairstore.holdout.scan import folded
 from pairstore.ingest.dataset_files import read_dataset
 from pairstore.ingest.pair_files import read_pair_file
+from pairstore.progress import current as current_progress
 from pairstore.tables.evals import lm_eval_doc_text
 
 FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval")
@@ -309,9 +310,18 @@ def decontam(
     register_benchmark, which `pairstore audit decontam --register` calls first (`registered` says so)."""
     if not isinstance(n, int) or n < 1:
         raise BadInput(f"--n must be a positive integer, got {n!r}", field="n")
-    items = path if isinstance(path, list) else load_benchmark(path, fmt)
-    texts, notes = training_texts(store, all_pairs=all_pairs)
-    found = overlap(store.con, items, texts["text"], n)
+    progress = current_progress()
+    with progress.stage(f"decontam {benchmark}: read", unit="items") as stage:
+        items = path if isinstance(path, list) else load_benchmark(path, fmt)
+        stage.advance(len(items))
+    with progress.stage(f"decontam {benchmark}: training rows", unit="rows") as stage:
+        texts, notes = training_texts(store, all_pairs=all_pairs)
+        stage.advance(texts.num_rows)
+    with progress.stage(
+        f"decontam {benchmark}: {n}-gram overlap", total=texts.num_rows, unit="rows"
+    ) as stage:
+        found = overlap(store.con, items, texts["text"], n)
+        stage.advance(texts.num_rows)
     src = texts["source"].to_pylist()
     rnd = texts["round"].to_pylist()
     idx = texts["row_index"].to_pylist()

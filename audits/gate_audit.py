@@ -32,6 +32,7 @@ from pairstore.errors import NotFound
 from pairstore.holdout.matching import STOPWORDS, candidate_table, check_candidates
 from pairstore.holdout.normalize import TURN_SEP, word_text
 from pairstore.keys import seeded_rank
+from pairstore.progress import current as current_progress
 
 CYRILLIC = str.maketrans("aceopxyiACEHKMOPTXBjs", "асеорхуіАСЕНКМОРТХВјѕ")
 GREEK = str.maketrans("ABEHIKMNOPTXYZov", "ΑΒΕΗΙΚΜΝΟΡΤΧΥΖον")
@@ -254,7 +255,8 @@ def audit_gate(store, *, set_name: str | None = None, seed: int = 0, limit: int 
     members = _members(store, set_name, limit, seed)
     rows: list[tuple] = []
     meta: list[tuple[str, str, str, str]] = []  # (kind "t"|"m", name, set, item id)
-    for s, item, q, a in members:
+    progress = current_progress()
+    for s, item, q, a in progress.track(members, "audit gate: disguise members", unit="members"):
         for name, (_, fn) in TRANSFORMS.items():
             rng = random.Random(seeded_rank(seed, s, item, name))
             got = fn(q, a, rng)
@@ -271,9 +273,11 @@ def audit_gate(store, *, set_name: str | None = None, seed: int = 0, limit: int 
             rows.append((len(rows), None, [], _users(mutated), None, []))
             meta.append(("m", name, s, item))
     found: dict[int, set] = defaultdict(set)
-    if rows:
-        for h in check_candidates(store, candidate_table(rows)).hits:
-            found[h.row_index].add((h.set_name, h.item_id))
+    with progress.stage("audit gate: check disguises", total=len(rows), unit="prompts") as stage:
+        if rows:
+            for h in check_candidates(store, candidate_table(rows)).hits:
+                found[h.row_index].add((h.set_name, h.item_id))
+        stage.advance(len(rows))
     per: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for i, (kind, name, s, item) in enumerate(meta):
         c = per[(kind, name)]

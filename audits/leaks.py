@@ -26,6 +26,7 @@ from pairstore.export.registry import registered_mixtures, rows_of_export
 from pairstore.holdout.matching import candidate_table, find_holdout_hits
 from pairstore.ingest.pair_files import PairRow, add_store_origins, read_pair_file
 from pairstore.keys import sha256_file
+from pairstore.progress import current as current_progress
 
 EXACT_HOW = ("id", "match_key", "task_key")
 
@@ -96,13 +97,14 @@ def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakRepo
     size = store.scalar("SELECT count(*) FROM holdout WHERE set_name = ? AND removed_at IS NULL", [holdout])
     files: list[FileLeaks] = []
     if paths:
-        for p in paths:
+        for p in current_progress().track(paths, f"audit leaks {holdout}: files", unit="files"):
             if not Path(p).exists():
                 raise BadInput("no such file", path=str(p))
             rows = _read_with_origins(store, p)
             files.append(_file_leaks(str(p), sha256_file(p), rows, _scan_rows(store, holdout, rows)))
     else:
-        for ex in registered_mixtures(store):
+        mixtures = registered_mixtures(store)
+        for ex in current_progress().track(mixtures, f"audit leaks {holdout}: mixtures", unit="files"):
             p = ex["path"]
             if ex["superseded_by"] is not None:  # its path now holds the newer export's bytes
                 rows = rows_of_export(store, ex["export_id"])

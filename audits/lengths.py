@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from pairstore.errors import BadInput, NotFound
+from pairstore.progress import current as current_progress
 
 CHARS_PER_TOKEN = 4
 
@@ -231,7 +232,7 @@ def audit_lengths(
             raise NotFound(f"no registered mixture for round(s) {', '.join(missing)}")
         found = [f for f in found if f["name"] in rounds]
     report = LengthReport(counter.name, [])
-    for f in found:
+    for f in current_progress().track(found, "audit lengths: rounds", unit="rounds"):
         src, (prompts, chosen, rejected) = _round_texts(store, f["export_id"], f["path"])
         max_length = (max_lengths or {}).get(f["name"]) or _recipe_max_length(f["recipe"])
         if max_length is None:

@@ -7,8 +7,11 @@
 
 from __future__ import annotations
 
+from contextlib import ExitStack
+
 from audits.loops import scan_many
 from pairstore.errors import NotFound
+from pairstore.progress import current as current_progress
 
 LOOP_TABLE_COLUMNS = (
     "model",
@@ -52,7 +55,12 @@ def loop_table(
     sql = "SELECT model, suite, output, loop_flagged, loop_catastrophic, n_tokens FROM generations" + (
         " WHERE " + " AND ".join(where) if where else ""
     )
+    total = store.con.execute(f"SELECT count(*) FROM ({sql})", params).fetchall()[0][0]
     cur = store.con.cursor()
+    stages = ExitStack()
+    stage = stages.enter_context(
+        current_progress().stage("audit loops: outputs", total=total, unit="outputs")
+    )
     try:
         cur.execute(sql, params)
         totals: dict[tuple, list[int]] = {}
@@ -60,6 +68,7 @@ def loop_table(
             rows = cur.fetchmany(batch_rows)
             if not rows:
                 break
+            stage.advance(len(rows))
             need = [i for i, r in enumerate(rows) if rescan or r[3] is None or r[4] is None or r[5] is None]
             scanned = dict(zip(need, scan_many([rows[i][2] for i in need])))
             for i, (m, s, output, flagged, catastrophic, n_tokens) in enumerate(rows):
@@ -80,6 +89,7 @@ def loop_table(
                 acc[5] += n_tokens or 0
     finally:
         cur.close()
+        stages.close()
     if not totals and (model is not None or suite is not None):
         asked = ", ".join(f"{k} {v!r}" for k, v in (("model", model), ("suite", suite)) if v is not None)
         raise NotFound(f"no generations for {asked}")

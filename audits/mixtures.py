@@ -36,6 +36,7 @@ from pairstore.export.overwrites import leftovers, started_exports
 from pairstore.export.paths import evidence_beside, is_sft_file, relocated
 from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
+from pairstore.progress import current as current_progress
 
 FAILING = ("changed", "missing", "refused")
 
@@ -145,10 +146,12 @@ def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
     """Every recorded file hash, recomputed; with `gate`, every round's latest export through today's
     holdout gate too (_gate_checks). Never raises for a mismatch (see audit_mixtures)."""
     checks: list[FileCheck] = []
-    for ex in store.rows(
+    exports = store.rows(
         "SELECT export_id, round, kind, path, sha256, evidence_path, evidence_sha256, "
         "superseded_by FROM exports ORDER BY created_at, export_id"
-    ):
+    )
+    progress = current_progress()
+    for ex in progress.track(exports, "audit mixtures: exports", unit="files"):
         path = Path(ex["path"])
         if ex["superseded_by"] is not None:
             checks.append(FileCheck(ex["kind"], ex["round"], str(path), ex["sha256"], None, "superseded"))
@@ -179,7 +182,11 @@ def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
             checks.append(_bundle_evidence_check(ck["name"], Path(ck["path"]), evidence))
         for what, name, sha in _recorded_files(evidence):
             checks.append(_check(what, ck["name"], Path(ck["path"]) / name, sha, store.path))
-    return checks + (_gate_checks(store) if gate else []) + _leftovers(store)
+    if gate:
+        with progress.stage("audit mixtures: latest exports through the gate", unit="checks") as stage:
+            gate_checks = _gate_checks(store)
+            stage.advance(len(gate_checks))
+    return checks + (gate_checks if gate else []) + _leftovers(store)
 
 
 def _gate_checks(store) -> list[FileCheck]:

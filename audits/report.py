@@ -50,6 +50,7 @@ from pairstore.files import (
     write_failure,
 )
 from pairstore.holdout.ngrams import arrow_query, benchmark_hits
+from pairstore.progress import current as current_progress
 from pairstore.rounds.lineage import describe, lineage
 
 # -- data ------------------------------------------------------------------------
@@ -1129,15 +1130,23 @@ def build_report(
         for st in stages
         if st.get("run") and (st["run"].get("hyperparameters") or {}).get("max_length")
     }
-    comp = _composition(store, rounds)
-    lineage_s = _lineage_section(store, model, stages)
-    comp_s = _composition_section(comp)
-    holdout_s, leak_reports = _holdout_section(store)
-    summary_s, _ = _summary_section(store, model, incumbent, leak_reports)
-    decon_s, decon_rows = _decontam_section(store, rounds)
-    hash_s, checks = _hash_section(store)
-    loops_s = _loops_section(store, None if models is None else set(models))
-    eval_s = _evaluation_section(store, model, models)
+    with current_progress().stage(f"audit report {model}: sections", total=8, unit="sections") as stage:
+        comp = _composition(store, rounds)
+        lineage_s = _lineage_section(store, model, stages)
+        comp_s = _composition_section(comp)
+        stage.advance(2)
+        holdout_s, leak_reports = _holdout_section(store)
+        stage.advance()
+        summary_s, _ = _summary_section(store, model, incumbent, leak_reports)
+        stage.advance()
+        decon_s, decon_rows = _decontam_section(store, rounds)
+        stage.advance()
+        hash_s, checks = _hash_section(store)
+        stage.advance()
+        loops_s = _loops_section(store, None if models is None else set(models))
+        stage.advance()
+        eval_s = _evaluation_section(store, model, models)
+        stage.advance()
     sections = [
         summary_s,
         lineage_s,

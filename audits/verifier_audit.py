@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from miners.verify import KINDS, Verifier
 from pairstore.errors import BadInput
 from pairstore.ingest.records import read_records
+from pairstore.progress import current as current_progress
 
 EXAMPLE_CHARS = 160
 
@@ -108,7 +109,10 @@ def audit_verifier_rows(source: str, rows, examples: int = 3) -> VerifierAudit:
     verifier = Verifier()
     groups: dict[str, DatasetAudit] = {}
     shown: dict[str, Counter] = {}
-    for row_id, dataset, output, gold, kind, label in rows:
+    total = len(rows) if hasattr(rows, "__len__") else None
+    for row_id, dataset, output, gold, kind, label in current_progress().track(
+        rows, f"audit verifier {source}", total, "outputs"
+    ):
         g = groups.setdefault(dataset, DatasetAudit(dataset))
         seen = shown.setdefault(dataset, Counter())
         g.rows += 1

@@ -42,6 +42,7 @@ from miners.registry import MineResult, new_result, option, register, write_pair
 from pairstore.errors import BadInput
 from pairstore.holdout.matching import candidate_table, find_holdout_hits
 from pairstore.holdout.sets import HoldoutFilter
+from pairstore.progress import current as current_progress
 from pairstore.store.sql_guard import check_condition
 from pairstore.tables.pairs import Origin, Pair, battle_pair_prompt
 
@@ -92,7 +93,7 @@ def mine_battles(store, options: BattleOptions) -> MineResult:
         raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
     pairs = []
     matched = _matched_battles(store, battles)
-    for b in battles:
+    for b in current_progress().track(battles, "mine battle: battles", unit="battles"):
         result.stats["battles"] += 1
         prompt = [dict(m) for m in b["prompt"]]
         if b["battle_id"] in matched or holdout.holds(

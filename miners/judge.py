@@ -22,6 +22,7 @@ from audits.loops import LoopReport, scan
 from miners.registry import MineResult, write_pairs
 from miners.verify import UNKNOWN, Verdict, Verifier, extract_answer
 from pairstore.holdout.sets import HoldoutFilter
+from pairstore.progress import current as current_progress
 from pairstore.tables.generations import record_verdicts
 from pairstore.tables.pairs import Pair
 
@@ -113,20 +114,26 @@ class OutputJudge:
         """
         if workers is None:
             workers = min(4, os.cpu_count() or 1) if len(items) >= PARALLEL_MIN else 1
-        if workers <= 1 or len(items) < 2 * workers:
-            return [self.judge(*it) for it in items]
-        n_chunks = workers * 4
-        size = -(-len(items) // n_chunks)
-        chunks = [items[i : i + size] for i in range(0, len(items), size)]
-        out: list[Judged] = []
-        # spawn, not fork: the parent holds an open DuckDB connection and threads.
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            for judged, verify_s, scan_s, stats in pool.map(_judge_chunk, chunks):
-                out.extend(judged)
-                self.verify_s += verify_s
-                self.scan_s += scan_s
-                self.verifier.stats.update(stats)
-        return out
+        with current_progress().stage("mine: verify and scan", total=len(items), unit="outputs") as stage:
+            if workers <= 1 or len(items) < 2 * workers:
+                out: list[Judged] = []
+                for it in items:
+                    out.append(self.judge(*it))
+                    stage.advance()
+                return out
+            n_chunks = workers * 4
+            size = -(-len(items) // n_chunks)
+            chunks = [items[i : i + size] for i in range(0, len(items), size)]
+            out = []
+            # spawn, not fork: the parent holds an open DuckDB connection and threads.
+            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                for judged, verify_s, scan_s, stats in pool.map(_judge_chunk, chunks):
+                    out.extend(judged)
+                    stage.advance(len(judged))
+                    self.verify_s += verify_s
+                    self.scan_s += scan_s
+                    self.verifier.stats.update(stats)
+            return out
 
 
 # Below this many outputs one process is faster than starting workers (about a second each).

@@ -41,6 +41,7 @@ from miners.registry import WORKERS_HELP, MineResult, new_result, option, regist
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import seeded_rank
+from pairstore.progress import current as current_progress
 from pairstore.tables.pairs import Origin, Pair
 
 
@@ -83,7 +84,7 @@ def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
         [model, model],
     )
     todo = []
-    for r in rows:
+    for r in current_progress().track(rows, "mine loopfix: generations", unit="outputs"):
         result.stats["generations"] += 1
         if holdout.holds("task", r["task_id"], stored_match_key=r["task_match_key"], task_key=r["task_key"]):
             result.dropped["holdout"] += 1

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from audits.loops import scan
 from pairstore.errors import BadInput, NotFound
 from pairstore.ingest.judgments import HEAVY_FLAWS, add_judgment_records
+from pairstore.progress import current as current_progress
 
 RULE_JUDGE = "rule judge (loops and empty answers are heavy flaws)"
 
@@ -171,7 +172,8 @@ def judge_set(
     result = JudgeResult(set_name, model_a, model_b, name)
     records: list[dict] = []
     outcomes: Counter[str] = Counter()
-    for battle_id, prompt in _members(store, set_name):
+    members = _members(store, set_name)
+    for battle_id, prompt in current_progress().track(members, "judge: held-out battles", unit="battles"):
         found = {m: _answer(store, m, battle_id) for m in (model_a, model_b)}
         answers = {m: a for m, a in found.items() if a is not None}
         if len(answers) < 2:

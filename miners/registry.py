@@ -48,6 +48,7 @@ from typing import Any, TypeVar, Union
 
 from pairstore.errors import BadInput, NotFound, PairstoreError
 from pairstore.ingest.pairs import PairsResult, write_pairs
+from pairstore.progress import current as current_progress
 from pairstore.store.store import Store
 from pairstore.tables.pairs import add_source_loader, declare_sources
 
@@ -209,7 +210,11 @@ def register(name: str, *, version: str, options: type, sources: tuple[str, ...]
                 options_obj = spec.make_options(values)
             elif values:
                 raise BadInput(f"miner {name}: give an options object or keywords, not both")
-            return fn(store, options_obj)
+            # The miner's own stages (reading, verifying) report inside this one; its line is the total.
+            with current_progress().stage(f"mine {name}", unit="pairs") as stage:
+                result = fn(store, options_obj)
+                stage.advance(result.kept)
+            return result
 
         if name in _REGISTRY and _REGISTRY[name].fn.__wrapped__ is not fn:  # type: ignore[attr-defined]
             raise PairstoreError(f"miner {name!r} registered twice")

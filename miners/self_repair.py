@@ -60,6 +60,7 @@ from miners.registry import WORKERS_HELP, MineResult, new_result, option, regist
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
+from pairstore.progress import current as current_progress
 from pairstore.tables.pairs import Origin, Pair
 
 DATASETS = ("gsm8k", "math")
@@ -135,7 +136,10 @@ where all are wrong."""
     for r in rows:
         by_problem[r["problem_id"]].append(r)
     mined: dict[str, list[dict]] = {}
-    for problem_id, samples in by_problem.items():
+    problems = current_progress().track(
+        by_problem.items(), "mine self_repair: problems", len(by_problem), "problems"
+    )
+    for problem_id, samples in problems:
         result.stats["problems"] += 1
         first = samples[0]
         if holdout.holds(

@@ -42,6 +42,7 @@ from miners.verify import extract_answer
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import user_turns
+from pairstore.progress import current as current_progress
 from pairstore.tables.pairs import Origin, Pair
 
 
@@ -85,11 +86,12 @@ def mine_style(store, options: StyleOptions) -> MineResult:
 def _from_pairs(store, result: MineResult, source: str | None) -> list[Pair]:
 
     out = []
-    for p in store.rows(
+    rows = store.rows(
         """SELECT pair_id, prompt, chosen, family FROM pairs
                            WHERE source <> 'style' AND (? IS NULL OR source = ?) ORDER BY pair_id""",
         [source, source],
-    ):
+    )
+    for p in current_progress().track(rows, "mine style: pairs", unit="pairs"):
         result.stats["pairs"] += 1
         prompt = without_system([dict(m) for m in p["prompt"]])
         fixed, fixes, reason = style_fix(p["chosen"], prompt, lambda t: extract_answer(t, "math"))
@@ -126,7 +128,7 @@ def _from_generations(store, result: MineResult, model: str | None, holdout: Hol
     )
     judge = OutputJudge()
     out = []
-    for g in rows:
+    for g in current_progress().track(rows, "mine style: generations", unit="outputs"):
         result.stats["generations"] += 1
         prompt = [dict(m) for m in g["prompt"]]
         if g["item_kind"] == "eval_item" or holdout.holds(

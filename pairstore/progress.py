@@ -9,15 +9,22 @@
 
 A library function takes an optional Progress and never prints: the CLI picks what it shows
 (`for_terminal`): a tqdm bar with the total and the rate on stderr when stderr is a terminal, one line
-per stage with its count and time ("export gate: 34 members, 2.1 s") when it is not (a log, CI), and
-nothing with --quiet. Nothing goes to stdout, so `--json` output stays one JSON object.
+per stage with its count, total and time ("export r9: holdout gate: 34 of 34 pairs in 2.1 s") when it is
+not (a log, CI), and nothing with --quiet. Nothing goes to stdout, so `--json` output stays one JSON object.
+
+A function deep in a call (a miner's verification, an audit's scan) that is not handed a Progress reports
+to `current()`: the Progress the caller installed with `reporting(progress)` (the CLI installs its own
+for every command), else none. `as_progress(None)` is that same current Progress, so a library call from
+a notebook stays silent unless it asks for a bar.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 
 class Stage:
@@ -67,9 +74,12 @@ class LineProgress(Progress):
         yield stage
         seconds = stage.elapsed()
         count = stage.done or stage.total or 0
+        of = f" of {stage.total:,}" if stage.total is not None and stage.total != count else ""
         rate = f", {count / seconds:,.0f} {unit}/s" if count and seconds > 0 else ""
         print(
-            f"{name}: {count:,} {unit} in {seconds:.1f} s{rate}", file=self.stream or sys.stderr, flush=True
+            f"{name}: {count:,}{of} {unit} in {seconds:.1f} s{rate}",
+            file=self.stream or sys.stderr,
+            flush=True,
         )
 
 
@@ -103,8 +113,29 @@ def for_terminal(*, quiet: bool = False, stream=None) -> Progress:
     return BarProgress() if stream.isatty() else LineProgress(stream)
 
 
+_CURRENT: ContextVar[Progress] = ContextVar("pairstore_progress", default=NO_PROGRESS)
+
+
+def current() -> Progress:
+    """The Progress installed by the nearest `reporting` around this call; NO_PROGRESS when none is."""
+    return _CURRENT.get()
+
+
+@contextmanager
+def reporting(progress: Progress) -> Iterator[Progress]:
+    """Install `progress` as current() for the calls inside the block."""
+    token = _CURRENT.set(progress)
+    try:
+        yield progress
+    finally:
+        _CURRENT.reset(token)
+
+
 def as_progress(progress) -> Progress:
-    """A Progress from what callers pass: None or False (nothing), True (a bar), or a Progress."""
+    """A Progress from what callers pass: None (the current one), False (nothing), True (a bar), or a
+    Progress."""
     if isinstance(progress, Progress):
         return progress
+    if progress is None:
+        return current()
     return BarProgress() if progress else NO_PROGRESS

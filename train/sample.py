@@ -27,6 +27,7 @@ from miners.verify import Verifier, extract_answer, verify
 from pairstore.errors import BadInput, NotFound
 from pairstore.ingest.records import read_records
 from pairstore.keys import canonical_messages, messages_content_id
+from pairstore.progress import current as current_progress
 from pairstore.tables.generations import generation_id, insert_generations
 from train.serving import DECODING_KEYS, bundle_name, load_model, load_serving
 
@@ -269,7 +270,7 @@ def _generate_transformers(
     if temperature <= 0 and samples == 1:
         return _greedy_batched(serving, model, prompts, kwargs, pad)
     outputs = []
-    for it, ids in zip(items, prompts):
+    for it, ids in current_progress().track(list(zip(items, prompts)), "generate", unit="prompts"):
         if ids is None:
             outputs.append(None)
             continue
@@ -288,24 +289,29 @@ def greedy_batched(model, prompts: list, kwargs: dict, pad: int, batch: int = GR
     """Greedy decoding in left-padded batches of similar length (no randomness, so batching is free to
     reorder; sampling keeps one call per item for per-item seeds). Per prompt (a list of ids, or None to
     skip): the new ids after it, or None."""
-    import torch
-
     outputs: list = [None] * len(prompts)
     todo = sorted((i for i, ids in enumerate(prompts) if ids is not None), key=lambda i: (len(prompts[i]), i))
-    for start in range(0, len(todo), batch):
-        rows = todo[start : start + batch]
-        width = max(len(prompts[i]) for i in rows)
-        ids = torch.tensor(
-            [[pad] * (width - len(prompts[i])) + prompts[i] for i in rows], device=model.device
-        )
-        mask = torch.tensor(
-            [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in rows], device=model.device
-        )
-        with torch.no_grad():
-            seqs = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
-        for i, seq in zip(rows, seqs):
-            outputs[i] = seq[width:].tolist()
+    with current_progress().stage("generate (greedy)", total=len(todo), unit="prompts") as stage:
+        for start in range(0, len(todo), batch):
+            rows = todo[start : start + batch]
+            _greedy_batch(model, prompts, kwargs, pad, rows, outputs)
+            stage.advance(len(rows))
     return outputs
+
+
+def _greedy_batch(model, prompts: list, kwargs: dict, pad: int, rows: list[int], outputs: list) -> None:
+    """One left-padded batch of greedy_batched: the new ids of prompts `rows` into `outputs`."""
+    import torch
+
+    width = max(len(prompts[i]) for i in rows)
+    ids = torch.tensor([[pad] * (width - len(prompts[i])) + prompts[i] for i in rows], device=model.device)
+    mask = torch.tensor(
+        [[0] * (width - len(prompts[i])) + [1] * len(prompts[i]) for i in rows], device=model.device
+    )
+    with torch.no_grad():
+        seqs = model.generate(input_ids=ids, attention_mask=mask, **kwargs)
+    for i, seq in zip(rows, seqs):
+        outputs[i] = seq[width:].tolist()
 
 
 def _greedy_batched(serving, model, prompts, kwargs, pad: int):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from pairstore.cli.audit import audit_group
-from pairstore.cli.base import PairstoreGroup, silence_library_progress
+from pairstore.cli.base import PairstoreGroup, quiet_libraries
 from pairstore.cli.demo import demo_cmd
 from pairstore.cli.eval import eval_cmd
 from pairstore.cli.export import export_cmd
@@ -27,6 +27,7 @@ from pairstore.cli.round import round_group
 from pairstore.cli.sql import sql_cmd
 from pairstore.cli.train import train_group
 from pairstore.cli.votes import judge_cmd, ratings_cmd, serve_cmd
+from pairstore.progress import for_terminal, reporting
 
 
 @click.group(cls=PairstoreGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -53,8 +54,9 @@ def cli(ctx, db, quiet):
     ctx.ensure_object(dict)
     ctx.obj["db"] = db
     ctx.obj["quiet"] = quiet
-    if quiet:
-        silence_library_progress()
+    # Every library call under the command reports to this (pairstore.progress.current): stderr only.
+    ctx.with_resource(reporting(for_terminal(quiet=quiet)))
+    ctx.with_resource(quiet_libraries(quiet))
 
 
 def main(argv=None):

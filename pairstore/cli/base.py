@@ -17,6 +17,7 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -288,34 +289,49 @@ def complete(kind: str):
     return callback
 
 
+@contextmanager
+def quiet_libraries(quiet: bool):
+    """With --quiet, the progress bars of the libraries a command loads (transformers' "Loading
+    weights", the Hub's downloads, datasets' maps) are off too: through the Hub's environment switch for
+    a library not yet imported, through their own switches for one that is; and their deprecation notices
+    (about their calls into each other, nothing a user can act on), so a failing command's stderr is its
+    one line. Restored afterwards."""
+    if not quiet:
+        yield
+        return
+    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    undo = []
+    hub = sys.modules.get("huggingface_hub.utils")
+    if hub is not None and not hub.are_progress_bars_disabled():
+        hub.disable_progress_bars()
+        undo.append(hub.enable_progress_bars)
+    tf_logging = sys.modules.get("transformers.utils.logging")
+    if tf_logging is not None and tf_logging.is_progress_bar_enabled():
+        tf_logging.disable_progress_bar()
+        undo.append(tf_logging.enable_progress_bar)
+    ds = sys.modules.get("datasets")
+    if ds is not None and not ds.are_progress_bars_disabled():
+        ds.disable_progress_bars()
+        undo.append(ds.enable_progress_bars)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            yield
+    finally:
+        for restore in undo:
+            restore()
+        if before is None:
+            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
+        else:
+            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = before
+
+
 def cli_progress(ctx: click.Context):
     """The progress a command shows (pairstore.progress): a bar on a terminal, stage lines on stderr
     otherwise, nothing with --quiet."""
     return for_terminal(quiet=bool((ctx.find_root().obj or {}).get("quiet")))
-
-
-# The environment switches of the libraries' own progress bars (read when each is first imported), and the
-# calls that turn off those already imported: transformers' weight loading, datasets' maps, the Hub's.
-_LIBRARY_BAR_SWITCHES = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
-_LIBRARY_BAR_OFF = {
-    "transformers.utils.logging": "disable_progress_bar",
-    "datasets.utils.tqdm": "disable_progress_bars",
-    "huggingface_hub.utils": "disable_progress_bars",
-}
-
-
-def silence_library_progress() -> None:
-    """--quiet reaches the progress bars libraries draw on their own and their deprecation notices (about
-    their own calls into each other, nothing a user can act on), so a failing command's stderr is its one
-    line. Nothing is imported here: a library not loaded yet reads the environment when it is."""
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", category=DeprecationWarning)
-    for name in _LIBRARY_BAR_SWITCHES:
-        os.environ.setdefault(name, "1")
-    for module, function in _LIBRARY_BAR_OFF.items():
-        loaded = sys.modules.get(module)
-        if loaded is not None and hasattr(loaded, function):
-            getattr(loaded, function)()
 
 
 def stderr_is_tty() -> bool:

@@ -11,7 +11,6 @@ from click.core import ParameterSource
 from pairstore.cli.base import (
     as_plain,
     check_seed,
-    cli_progress,
     complete,
     echo_counts,
     echo_json,
@@ -225,7 +224,6 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, 
             base_name=base_name,
             max_shard_bytes=max_shard_mb << 20,
             trust_remote_code=trust_remote_code,
-            progress=cli_progress(ctx),
         )
     if as_json:
         echo_json(as_plain(result))
@@ -381,7 +379,7 @@ def train_soup_cmd(
     register = given and not no_register
     name = name or Path(out_dir).resolve().name
     parents = [a_name or Path(a_dir).resolve().name, b_name or Path(b_dir).resolve().name]
-    options = {"slice_bytes": slice_mb << 20, "hash_output": hash_output, "progress": cli_progress(ctx)}
+    options = {"slice_bytes": slice_mb << 20, "hash_output": hash_output}
     if register:
         # The store is opened (and checked) before the first byte of the soup is written.
         with open_db(ctx) as store:

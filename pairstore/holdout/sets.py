@@ -22,6 +22,7 @@ import duckdb
 from pairstore.errors import BadInput, NotFound
 from pairstore.holdout.matching import Hit
 from pairstore.keys import match_key, match_text, seeded_rank
+from pairstore.progress import current as current_progress
 from pairstore.store.sql_guard import check_condition
 from pairstore.tables.pairs import Pair
 
@@ -244,8 +245,10 @@ def sample_holdout(store: Store, set_name: str, *, n: int, seed: int, where: str
             taken += len(groups[mk])
         if taken == n:
             break
-    members = [_battle_member(r[:3]) for mk in chosen for r in groups[mk]]
-    add_members(store, set_name, members, method=f"sample n={n} stratified by vote,category", seed=seed)
+    with current_progress().stage(f"holdout sample {set_name}", total=len(rows), unit="battles") as stage:
+        members = [_battle_member(r[:3]) for mk in chosen for r in groups[mk]]
+        add_members(store, set_name, members, method=f"sample n={n} stratified by vote,category", seed=seed)
+        stage.advance(len(rows))
     return sorted(m["item_id"] for m in members)
 
 

@@ -102,32 +102,121 @@ def insert_new(
     if not rows:
         return 0, 0
     tbl = pa.Table.from_pylist(rows, schema=schema)
-    con = store.con
-    con.register("_incoming", tbl)
-    try:
-        on = " AND ".join(f"i.{k} = t.{k}" for k in key_cols)
-        file_col = "i._file" if "_file" in schema.names else "NULL::VARCHAR"
-        order = "i._file, i._line" if "_file" in schema.names else "i._line"
-        clashes = con.execute(
-            f"SELECT i.{key_cols[-1]}, i._line, {file_col} FROM _incoming i JOIN {table} t ON {on} "
-            f"WHERE {differs} ORDER BY {order} LIMIT 1"
-        ).fetchall()
-        if clashes:
-            clash = clashes[0]
-            raise BadInput(
-                f"{what} {clash[0]!r} is already in the store with different content",
-                path=str(clash[2] or path),
-                line=clash[1],
-                field=key_cols[-1],
-            )
-        cols = [c for c in schema.names if not c.startswith("_")]
-        n = con.execute(
-            f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
-            f"FROM _incoming i ANTI JOIN {table} t ON {on}"
-        ).fetchall()[0][0]
-    finally:
-        con.unregister("_incoming")
+    with store.registered("_incoming", tbl):
+        n = _insert_new_from(store, "_incoming", table, key_cols, schema, differs, what, path)
     return n, len(rows) - n
+
+
+def _insert_new_from(
+    store: Store,
+    incoming: str,
+    table: str,
+    key_cols: list[str],
+    schema: pa.Schema,
+    differs: str,
+    what: str,
+    path,
+) -> int:
+    """insert_new's work on rows already in DuckDB (`incoming`: a table or view with `schema`'s columns,
+    one row per key), in file order."""
+    con = store.con
+    on = " AND ".join(f"i.{k} = t.{k}" for k in key_cols)
+    file_col = "i._file" if "_file" in schema.names else "NULL::VARCHAR"
+    order = "i._file, i._line" if "_file" in schema.names else "i._line"
+    clashes = con.execute(
+        f"SELECT i.{key_cols[-1]}, i._line, {file_col} FROM {incoming} i JOIN {table} t ON {on} "
+        f"WHERE {differs} ORDER BY {order} LIMIT 1"
+    ).fetchall()
+    if clashes:
+        clash = clashes[0]
+        raise BadInput(
+            f"{what} {clash[0]!r} is already in the store with different content",
+            path=str(clash[2] or path),
+            line=clash[1],
+            field=key_cols[-1],
+        )
+    cols = [c for c in schema.names if not c.startswith("_")]
+    return con.execute(
+        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
+        f"FROM {incoming} i ANTI JOIN {table} t ON {on} ORDER BY {order}"
+    ).fetchall()[0][0]
+
+
+class StagedRows:
+    """Rows of one file staged in a DuckDB temp table batch by batch (so they never all live in Python),
+    then deduplicated and inserted in SQL with what dedup_in_file and insert_new would do to the same
+    rows in a list: the same counts, the same errors naming the same line.
+
+        staged = StagedRows(store, "battles", ["battle_id"], SCHEMA, "record_hash", "battle_id", path)
+        for batch in batches:
+            staged.add(rows_of(batch))
+        added, repeated = staged.insert("i.record_hash <> t.record_hash")
+
+    `hash_col` is the column that says whether two rows with one key are the same content. Use inside
+    the ingest's transaction; the temp table is dropped on insert or close."""
+
+    def __init__(
+        self, store: Store, table: str, key_cols: list[str], schema: pa.Schema, hash_col: str, what: str, path
+    ):
+        self.store, self.table, self.key_cols, self.schema = store, table, key_cols, schema
+        self.hash_col, self.what, self.path = hash_col, what, path
+        self.name = f"_staged_{table}"
+        self.rows = 0
+
+    def add(self, rows: list[dict]) -> None:
+        if not rows:
+            return
+        batch = pa.Table.from_pylist(rows, schema=self.schema)
+        with self.store.registered("_staged_batch", batch):
+            if self.rows == 0:
+                self.store.con.execute(f"CREATE OR REPLACE TEMP TABLE {self.name} AS FROM _staged_batch")
+            else:
+                self.store.con.execute(f"INSERT INTO {self.name} FROM _staged_batch")
+        self.rows += len(rows)
+
+    def insert(self, differs: str) -> tuple[int, int]:
+        """(rows added, rows not added: repeats within the file and keys already stored with the same
+        content). Raises BadInput for a key twice with different content (dedup_in_file's message) or
+        known with different content (insert_new's)."""
+        if self.rows == 0:
+            return 0, 0
+        con, key = self.store.con, ", ".join(self.key_cols)
+        try:
+            first = f"first_value({{}}) OVER (PARTITION BY {key} ORDER BY _line)"  # the first of each key
+            clash = con.execute(
+                f"SELECT {self.key_cols[-1]}, _line, first_line FROM (SELECT {key}, _line, "
+                f"{self.hash_col} AS h, {first.format(self.hash_col)} AS first_h, "
+                f"{first.format('_line')} AS first_line "
+                f"FROM {self.name}) WHERE h <> first_h ORDER BY _line LIMIT 1"
+            ).fetchall()
+            if clash:
+                k, line, first_line = clash[0]
+                raise BadInput(
+                    f"{self.what} {k!r} appears twice with different content (first at line {first_line})",
+                    path=str(self.path),
+                    line=line,
+                )
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW {self.name}_first AS SELECT * FROM {self.name} "
+                f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _line) = 1"
+            )
+            added = _insert_new_from(
+                self.store,
+                f"{self.name}_first",
+                self.table,
+                self.key_cols,
+                self.schema,
+                differs,
+                self.what,
+                self.path,
+            )
+        finally:
+            self.close()
+        return added, self.rows - added
+
+    def close(self) -> None:
+        self.store.con.execute(f"DROP VIEW IF EXISTS {self.name}_first")
+        self.store.con.execute(f"DROP TABLE IF EXISTS {self.name}")
 
 
 def dedup_in_file(rows: list[dict], key, hash_col: str, what: str, path) -> tuple[list[dict], int]:

@@ -6,9 +6,11 @@ pairstore ingest battles battles.jsonl
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
@@ -16,15 +18,29 @@ from pairstore.ingest.arena import battle_fields, check_options, format_hint, ot
 from pairstore.ingest.base import (
     VOTES,
     IngestResult,
+    StagedRows,
     dedup_in_file,
     insert_new,
     log_ingest,
     progress_bar,
+    records_in,
+)
+from pairstore.ingest.bulk import (
+    FlaggedRecord,
+    NotVectorized,
+    bounded_memory,
+    count_lines,
+    first_flagged,
+    first_record_error,
+    flag_choice,
+    flag_text,
+    iter_jsonl_batches,
 )
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, match_key
+from pairstore.progress import as_progress
 from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
 
@@ -102,20 +118,35 @@ def parse_battle(rec: dict, path, line: int) -> dict:
             prompt = [{"role": "system", "content": system}] + prompt
         own = [f.str("own_answer", allow_empty=True)]
         opp = [f.str("opponent_answer", allow_empty=True)]
-    row = {
+    row = _battle_row(
+        battle_id,
+        prompt,
+        own,
+        opp,
+        vote,
+        f.str("category", required=False),
+        f.str("own_model", required=False),
+        f.str("opponent_model", required=False),
+        f.timestamp("voted_at"),
+    )
+    row.update(_battle_extras(f))
+    return _keyed_battle(row, path, line)
+
+
+def _battle_row(battle_id, prompt, own, opp, vote, category, own_model, opponent_model, voted_at) -> dict:
+    """The columns of a native battle, from checked values (both ingest paths build rows here)."""
+    return {
         "battle_id": battle_id,
         "prompt": prompt,
         "own_answers": own,
         "opponent_answers": opp,
         "n_turns": len(own),
         "vote": vote,
-        "category": f.str("category", required=False),
-        "own_model": f.str("own_model", required=False),
-        "opponent_model": f.str("opponent_model", required=False),
-        "voted_at": f.timestamp("voted_at"),
+        "category": category,
+        "own_model": own_model,
+        "opponent_model": opponent_model,
+        "voted_at": voted_at,
     }
-    row.update(_battle_extras(f))
-    return _keyed_battle(row, path, line)
 
 
 def _battle_extras(f: Fields) -> dict:
@@ -144,6 +175,147 @@ def _keyed_battle(row: dict, path, line: int) -> dict:
     row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
     row["_line"], row["_file"] = line, str(path)
     return row
+
+
+def _native_rows(records, result: IngestResult) -> list[dict]:
+    """Battle rows from native records (parse_battle); a record that fails with the columns of an Arena
+    form gets the hint naming that --format."""
+    rows = []
+    for r in records:
+        result.read += 1
+        try:
+            row = parse_battle(r.record, r.path, r.line)
+        except BadInput as e:
+            hint = format_hint(r.record) if isinstance(r.record, dict) else None
+            if hint:
+                raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
+            raise
+        row["source_file"] = r.source
+        rows.append(row)
+    return rows
+
+
+# The columns the vectorized path reads: a single-turn battle with a string prompt, the common form. A
+# record with any field of _PER_RECORD (several turns, a system message, who voted and how it was
+# shown) sends the file down the per-record path.
+_BULK_SCHEMA = pa.schema(
+    [
+        ("battle_id", pa.string()),
+        ("vote", pa.string()),
+        ("prompt", pa.string()),
+        ("own_answer", pa.string()),
+        ("opponent_answer", pa.string()),
+        ("category", pa.string()),
+        ("own_model", pa.string()),
+        ("opponent_model", pa.string()),
+        ("voted_at", pa.string()),
+    ]
+)
+_PER_RECORD = ("turns", "system", "annotator", "origin", "own_position", "decoding", "shown_at")
+
+
+def _flags(table: pa.Table, times: dict) -> list:
+    """The vectorized versions of parse_battle's checks (pairstore.ingest.bulk): a flagged row is left
+    to parse_battle. `times` gets each distinct voted_at text parsed once, None where it is refused."""
+    for text in table.column("voted_at").unique().to_pylist():
+        if text is not None and text not in times:
+            try:
+                times[text] = Fields({"voted_at": text}, "", 0).timestamp("voted_at")
+            except BadInput:
+                times[text] = None
+    bad_times = [t for t, v in times.items() if v is None]
+    col = table.column
+    return [
+        flag_text(col("battle_id")),
+        flag_choice(col("vote"), VOTES),
+        pc.is_null(col("prompt")),
+        flag_text(col("own_answer"), allow_empty=True),
+        flag_text(col("opponent_answer"), allow_empty=True),
+        *(flag_text(col(n), required=False) for n in ("category", "own_model", "opponent_model")),
+        pc.fill_null(pc.is_in(col("voted_at"), pa.array(bad_times, pa.string())), False),
+    ]
+
+
+def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress) -> bool:
+    """A native JSONL file read in Arrow batches, checked with Arrow compute, each batch's rows keyed and
+    staged in DuckDB (pairstore.ingest.base.StagedRows), then deduplicated and inserted in SQL with the
+    ingests log, in one transaction. False (nothing written) when the file, or a record the checks
+    leave to parse_battle, takes the per-record path; a flagged record that parse_battle refuses
+    raises its error here, naming its line and field."""
+    if len(files) != 1:
+        return False
+    progress = as_progress(progress)
+    file = files[0]
+    staged = StagedRows(store, "battles", ["battle_id"], _BATTLE_SCHEMA, "record_hash", "battle_id", file)
+    times: dict = {}
+    source = Path(file).name
+    read = 0
+    try:
+        with bounded_memory(store.con), store.transaction():
+            with progress.stage("ingest battles: read", total=records_in(path), unit="records") as stage:
+                for table in iter_jsonl_batches(file, _BULK_SCHEMA, refuse=_PER_RECORD):
+                    hit = first_flagged(*_flags(table, times))
+                    if hit is not None:
+                        raise FlaggedRecord(read + hit)
+                    rows: list[dict] = []
+                    columns = (table.column(n).to_pylist() for n in _BULK_SCHEMA.names)
+                    for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
+                        row = _battle_row(
+                            bid,
+                            [{"role": "user", "content": prompt}],
+                            [own],
+                            [opp],
+                            vote,
+                            cat,
+                            own_model,
+                            opp_model,
+                            None if voted is None else times[voted],
+                        )
+                        row = _keyed_battle(row, file, read + len(rows) + 1)
+                        row["source_file"] = source
+                        rows.append(row)
+                    staged.add(rows)
+                    read += len(rows)
+                    stage.advance(len(rows))
+            if not read or read != count_lines(Path(file)):
+                raise NotVectorized("blank lines: row numbers would not be line numbers")
+            with progress.stage("ingest battles: insert", total=read, unit="records") as stage:
+                added, repeated = staged.insert("i.record_hash <> t.record_hash")
+                stage.advance(read)
+            result.read, result.added = read, added
+            if repeated:
+                result.skipped["already present"] = repeated
+            log_ingest(store, path, result.kind, read, added, sha256=files_sha256(path, files))
+    except FlaggedRecord as flagged:
+        staged.close()
+        first_record_error(
+            read_files(path, files), flagged.index, lambda r: _native_rows([r], IngestResult("", ""))
+        )
+        return False
+    except NotVectorized:
+        staged.close()
+        return False
+    return True
+
+
+def _store_battles(store: Store, rows: list[dict], result: IngestResult, path) -> None:
+    """The one write of battle rows, whatever read them (a file in any form, the Arena page's votes): a
+    battle_id twice in the input with other content, or known with other content, is refused naming its
+    line; the same content again is counted 'already present'. Call inside the ingest's transaction."""
+    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
+    added, same = insert_new(
+        store,
+        "battles",
+        ["battle_id"],
+        rows,
+        _BATTLE_SCHEMA,
+        "i.record_hash <> t.record_hash",
+        "battle_id",
+        path,
+    )
+    result.added = added
+    if same + dup:
+        result.skipped["already present"] = same + dup
 
 
 def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[str], others: str):
@@ -202,36 +374,14 @@ def ingest_battles(
     files = fastchat_log_files(path) if fmt == "fastchat-log" else dataset_files(path, split="train")
     records = progress_bar(read_files(path, files), progress, "battles", path=path)
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
-    rows, pairs = [], []
     if fmt == "native":
-        for r in records:
-            result.read += 1
-            try:
-                row = parse_battle(r.record, r.path, r.line)
-            except BadInput as e:
-                hint = format_hint(r.record) if isinstance(r.record, dict) else None
-                if hint:
-                    raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
-                raise
-            row["source_file"] = r.source
-            rows.append(row)
+        if _ingest_vectorized(store, path, files, result, progress):
+            return result
+        rows, pairs = _native_rows(records, result), []
     else:
         rows, pairs = _arena_rows(store, records, result, fmt, own, others)
-    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
     with store.transaction():
-        added, same = insert_new(
-            store,
-            "battles",
-            ["battle_id"],
-            rows,
-            _BATTLE_SCHEMA,
-            "i.record_hash <> t.record_hash",
-            "battle_id",
-            path,
-        )
-        result.added = added
-        if same + dup:
-            result.skipped["already present"] = same + dup
+        _store_battles(store, rows, result, path)
         if others == "pairs":
             got = add_pairs(store, pairs, miner="ingest-arena", miner_version="1")
             result.pairs = got.added
@@ -252,21 +402,8 @@ def add_battle_records(store, records: list[dict], *, source: str) -> IngestResu
         row = parse_battle(rec, source, line)
         row["source_file"] = source
         rows.append(row)
-    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", source)
     with store.transaction():
-        added, same = insert_new(
-            store,
-            "battles",
-            ["battle_id"],
-            rows,
-            _BATTLE_SCHEMA,
-            "i.record_hash <> t.record_hash",
-            "battle_id",
-            source,
-        )
-        result.added = added
-        if same + dup:
-            result.skipped["already present"] = same + dup
+        _store_battles(store, rows, result, source)
     return result
 
 

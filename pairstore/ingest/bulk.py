@@ -1,27 +1,53 @@
-"""Reading a JSONL file as a stream of Arrow tables at C speed, for the ingests' vectorized path.
+"""The ingests' one vectorized path: a JSONL file as a stream of Arrow tables, checked with Arrow compute.
 
-    for table in iter_jsonl_batches(path, schema, refuse=("prompt", "decoding")):  # NotVectorized: per record
+    for table in iter_jsonl_batches(path, schema, refuse=("turns", "system")):  # NotVectorized: per record
+        hit = first_flagged(flag_text(table.column("battle_id")), flag_choice(table.column("vote"), VOTES))
+        if hit is not None:
+            raise FlaggedRecord(rows_so_far + hit)
         ...
 
-The vectorized path of an ingest (pairstore.ingest.generations) streams the file through pyarrow's JSON reader
-in blocks, into the columns it expects, checks every column with Arrow compute and joins item ids in DuckDB.
-It takes a file only when its rows are exactly its lines (no blank lines, so row i is line i + 1) and every
-value has the column's JSON type; anything else - a number where a string belongs, a lone surrogate, a field
-that needs per-record handling - raises NotVectorized and the ingest reads the file record by record, whose
-checks name the file, line and field of the first bad record. Both paths store the same rows with the same
-keys (tests/test_ingest_bulk.py).
+Generations (pairstore.ingest.generations), native battles (pairstore.ingest.battles) and pair files in
+the plain layout (pairstore.ingest.pair_files) stream the file through pyarrow's JSON reader in blocks, into
+the columns they expect, flag with the shared checks below every row the per-record parser might refuse or
+treat otherwise, and key and join the rest (item ids in DuckDB, the content ids and match keys that no SQL
+function computes in Python). A file is taken only when its rows are exactly its lines (no blank lines, so
+row i is line i + 1), its strings are UTF-8 and every value has the column's JSON type; anything else - a
+number where a string belongs, a key twice in one object, a field that needs per-record handling - raises
+NotVectorized and the ingest reads the file record by record. A flagged row raises FlaggedRecord: the ingest
+then runs its per-record parser over the records up to that one (first_record_error), which raises the
+per-record path's own error naming the file, line and field, or finds the row fine after all and sends the
+file down the per-record path. Both paths store the same rows with the same keys (tests/test_ingest_bulk*.py).
 """
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pa_json
+
+from pairstore.ingest.records import INT_BITS
 
 # The streaming reader's blocks: what is in memory at once (a few tens of thousands of records). A
 # record longer than a block is an error, and the file then takes the per-record path.
 STREAM_BLOCK_SIZE = 16 << 20
+
+
+# DuckDB's buffer memory during a vectorized ingest (it spills the staged rows to disk beyond this).
+BULK_MEMORY_LIMIT = "512MB"
+
+
+@contextmanager
+def bounded_memory(con):
+    """DuckDB's memory limit at BULK_MEMORY_LIMIT for the block, the connection's own restored after."""
+    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{before}'")
 
 
 class NotVectorized(Exception):
@@ -57,6 +83,88 @@ def iter_jsonl_batches(path, schema: pa.Schema, *, refuse: tuple[str, ...] = ())
             for name in refuse:
                 if name in table.column_names and table.column(name).null_count != table.num_rows:
                     raise NotVectorized(name)
-            yield table.select(schema.names)
+            table = table.select(schema.names)
+            # pyarrow's JSON reader does not check that strings are UTF-8; the full validation does, so
+            # a file with bytes that are not takes the per-record path, which names their line.
+            table.validate(full=True)
+            yield table
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError, StopIteration) as e:
         raise NotVectorized(str(e)) from None
+
+
+# -- the vectorized checks every table's ingest shares -------------------------------------------------
+#
+# Each returns a boolean mask of the rows the per-record checks might refuse or treat otherwise (True:
+# this row takes the per-record path). A row no mask flags is one the per-record path accepts and turns
+# into the same stored row; that is what lets a flagged row's error come from the per-record parser
+# itself (first_record_error), so both paths name the same file, line and field.
+
+
+# What str.strip() removes, exactly: Arrow's own notion of whitespace is not Python's.
+PY_WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+def _or(*masks) -> pa.Array:
+    out = masks[0]
+    for m in masks[1:]:
+        out = pc.or_kleene(out, m)
+    return pc.fill_null(out, True)
+
+
+def _none(table_or_col) -> pa.Array:
+    return pa.nulls(len(table_or_col), pa.bool_()).fill_null(False)
+
+
+def flag_text(col, *, required: bool = True, allow_empty: bool = False) -> pa.Array:
+    """Rows whose string is missing (when required) or blank as str.strip() sees it (unless allow_empty):
+    what Fields.str refuses."""
+    flagged = pc.is_null(col) if required else _none(col)
+    if not allow_empty:
+        blank = pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0)
+        flagged = pc.or_(flagged, pc.fill_null(blank, False))
+    return flagged
+
+
+def flag_choice(col, choices: tuple[str, ...], *, required: bool = True) -> pa.Array:
+    """Rows whose value is missing (when required) or not one of `choices`: what Fields.choice refuses."""
+    unknown = pc.and_(pc.invert(pc.is_null(col)), pc.invert(pc.is_in(col, pa.array(list(choices)))))
+    return pc.or_(unknown, pc.is_null(col)) if required else unknown
+
+
+def flag_int(col, bits: int) -> pa.Array:
+    """Rows whose integer does not fit a signed `bits`-bit column: what Fields.int refuses."""
+    low, high = INT_BITS[bits]
+    return pc.fill_null(pc.or_(pc.less(col, low), pc.greater(col, high)), False)
+
+
+def flag_present(table: pa.Table, names: tuple[str, ...]) -> pa.Array:
+    """Rows that carry any of `names` (fields only the per-record path handles)."""
+    masks = [pc.invert(pc.is_null(table.column(n))) for n in names if n in table.column_names]
+    return _or(*masks) if masks else _none(table)
+
+
+def first_flagged(*masks: pa.Array) -> int | None:
+    """Index of the first row any mask flags, or None."""
+    if not masks:
+        return None
+    hit = pc.index(_or(*masks), True).as_py()
+    return None if hit < 0 else hit
+
+
+class FlaggedRecord(NotVectorized):
+    """Record number `index` (0-based, in file order) is one the vectorized checks leave to the parser."""
+
+    def __init__(self, index: int):
+        super().__init__(f"record {index + 1} takes the per-record path")
+        self.index = index
+
+
+def first_record_error(records, index: int, parse) -> None:
+    """Run the per-record parser over records 0..index (the flagged one last). Rows before the flagged
+    one passed every vectorized check, but the parser reads them again so that anything only it sees
+    (a duplicate key, a bad escape) is still found first. Raises the parser's BadInput, naming the file,
+    line and field, as the per-record path would; returns when the flagged record was fine after all."""
+    for i, rec in enumerate(records):
+        parse(rec)
+        if i >= index:
+            return

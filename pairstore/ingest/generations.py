@@ -23,8 +23,19 @@ from pairstore.ingest.base import (
     progress_bar,
     records_in,
 )
-from pairstore.ingest.bulk import NotVectorized, count_lines, iter_jsonl_batches
-from pairstore.ingest.records import INT_BITS, Fields, read_records
+from pairstore.ingest.bulk import (
+    FlaggedRecord,
+    NotVectorized,
+    bounded_memory,
+    count_lines,
+    first_flagged,
+    first_record_error,
+    flag_choice,
+    flag_int,
+    flag_text,
+    iter_jsonl_batches,
+)
+from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import nfc
 from pairstore.progress import as_progress
 from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
@@ -137,29 +148,21 @@ _ITEM_JOIN_SQL = """
 """
 
 
-def _vector_checks_pass(table: pa.Table) -> bool:
-    """Arrow-compute versions of parse_generation's field checks, for files where every record names a
-    stored problem, task or eval item (with its suite). False: some record needs the per-record path,
-    which either accepts it the same way or raises naming its line and field."""
-    kind = table.column("item_kind")
-    if kind.null_count or not pc.all(pc.is_in(kind, pa.array(["problem", "task", "eval_item"]))).as_py():
-        return False
-    item_id, output = table.column("item_id"), table.column("output")
-    if item_id.null_count or output.null_count:
-        return False
-    if pc.any(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(item_id)), 0)).as_py():
-        return False
-    evals = pc.equal(kind, "eval_item")
-    if pc.any(pc.and_(evals, pc.is_null(table.column("suite")))).as_py():
-        return False  # an eval item without its suite: the per-record path picks among suites
-    if pc.any(pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(table.column("suite"))), 0)).as_py():
-        return False
-    low, high = INT_BITS[32]
-    for name in ("sample_index", "max_new_tokens"):
-        col = table.column(name)
-        if col.null_count != len(col) and (pc.min(col).as_py() < low or pc.max(col).as_py() > high):
-            return False
-    return True
+def _flags(table: pa.Table) -> list:
+    """The vectorized versions of parse_generation's checks (pairstore.ingest.bulk), for files where every
+    record names a stored problem, task or eval item (with its suite). A flagged row is left to
+    parse_generation, which either accepts it the same way or raises naming its line and field."""
+    col = table.column
+    return [
+        flag_choice(col("item_kind"), ("problem", "task", "eval_item")),
+        flag_text(col("item_id")),
+        flag_text(col("output"), allow_empty=True),
+        # an eval item without its suite: the per-record path picks among suites
+        pc.and_(pc.equal(col("item_kind"), "eval_item"), pc.is_null(col("suite"))),
+        flag_text(col("suite"), required=False),
+        flag_int(col("sample_index"), 32),
+        flag_int(col("max_new_tokens"), 32),
+    ]
 
 
 def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
@@ -197,16 +200,15 @@ def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
     return pa.array(ids, type=pa.string())
 
 
-# DuckDB's buffer memory during the vectorized ingest (it spills the staged rows to disk beyond this).
-BULK_MEMORY_LIMIT = "512MB"
 _STAGE = "_bulk_stage"
 
 
 def _stage_batch(store, model: str, table: pa.Table, first_row: int) -> None:
     """One batch of the vectorized path: checked with Arrow compute, keyed, appended to the staging
     table. NotVectorized when a value needs the per-record path."""
-    if not _vector_checks_pass(table):
-        raise NotVectorized("a value the vectorized checks refuse")
+    hit = first_flagged(*_flags(table))
+    if hit is not None:
+        raise FlaggedRecord(first_row + hit)
     n = table.num_rows
     table = table.append_column("_row", pa.array(range(first_row, first_row + n), type=pa.int64()))
     table = table.append_column("gen_id", _bulk_gen_ids(table, model))
@@ -221,14 +223,18 @@ def _insert_staged(store, path, model: str) -> int:
     """The staged rows joined to their items in SQL and inserted (one join, one insert, whatever the
     file's size); NotVectorized when an item is not in the store."""
     items = _ITEM_JOIN_SQL.replace("_bulk_items", _STAGE)
-    if store.con.execute(f"SELECT count(*) FROM ({items}) WHERE prompt IS NULL").fetchall()[0][0]:
-        raise NotVectorized("an item that is not in the store")
+    missing = store.con.execute(f"SELECT min(_row) FROM ({items}) WHERE prompt IS NULL").fetchall()[0][0]
+    if missing is not None:
+        raise FlaggedRecord(missing)  # an item that is not in the store
     select = f"""
         SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
             coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
             g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
         FROM {_STAGE} g JOIN ({items}) j USING (_row)"""
-    return insert_generations_select(store, select, _BULK_COLUMNS, [model, Path(path).name])
+    repeats = store.con.execute(f"SELECT count(*) - count(DISTINCT gen_id) FROM {_STAGE}").fetchall()[0][0]
+    return insert_generations_select(
+        store, select, _BULK_COLUMNS, [model, Path(path).name], distinct=repeats == 0
+    )
 
 
 def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) -> bool:
@@ -236,10 +242,8 @@ def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) 
     transaction; False (nothing written) when any record needs the per-record path."""
     con = store.con
     read = 0
-    memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
     try:
-        with store.transaction():
+        with bounded_memory(con), store.transaction():
             with progress.stage("ingest generations: read", total=records_in(path), unit="records") as stage:
                 for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=("prompt", "decoding")):
                     _stage_batch(store, model, table, read)
@@ -254,11 +258,16 @@ def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) 
             if read - added:
                 result.skipped["already present"] = read - added
             log_ingest(store, path, "generations", result.read, result.added)
+    except FlaggedRecord as flagged:
+        con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
+        first_record_error(
+            read_records(path), flagged.index, lambda r: parse_generation(store, r[1], path, r[0], model)
+        )
+        return False
     except NotVectorized:
         return False
     finally:
         con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
-        con.execute(f"SET memory_limit = '{memory_limit}'")
     return True
 
 

@@ -92,19 +92,23 @@ def insert_generations(store: Store, rows: list[dict]) -> int:
         ).fetchall()[0][0]
 
 
-def insert_generations_select(store: Store, select_sql: str, columns: list[str], params=()) -> int:
+def insert_generations_select(
+    store: Store, select_sql: str, columns: list[str], params=(), *, distinct: bool = False
+) -> int:
     """Insert the rows of `select_sql` (the GEN_SCHEMA `columns` by name, plus `_row`: the order to store
     them in; the other columns are NULL) whose gen_id is new, the first of each gen_id by `_row`;
-    returns how many were added. The vectorized ingest uses it so its rows never become Python objects."""
+    returns how many were added. The vectorized ingest uses it so its rows never become Python objects.
+    `distinct`: the caller knows no gen_id repeats in the rows, so the window that keeps the first of
+    each is skipped (it sorts every row)."""
     unknown = set(columns) - set(GEN_SCHEMA.names)
     if unknown or "gen_id" not in columns:
         raise ValueError(f"not generation columns: {sorted(unknown)}" if unknown else "gen_id is required")
     cols = ", ".join(c for c in GEN_SCHEMA.names if c in columns)
+    first = "" if distinct else "QUALIFY row_number() OVER (PARTITION BY gen_id ORDER BY _row) = 1"
     with store.transaction():
         return store.con.execute(
             f"INSERT INTO generations ({cols}) SELECT {cols} FROM ("
-            f"  SELECT * FROM ({select_sql}) "
-            "QUALIFY row_number() OVER (PARTITION BY gen_id ORDER BY _row) = 1"
+            f"  SELECT * FROM ({select_sql}) {first}"
             ") n ANTI JOIN generations g USING (gen_id) ORDER BY n._row",
             list(params),
         ).fetchall()[0][0]

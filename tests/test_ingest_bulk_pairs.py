@@ -1,0 +1,108 @@
+"""The vectorized read of plain-layout pair files gives exactly the rows the record-by-record reader gives
+(so `ingest pairs` stores the same pairs and origins), and a bad record the same one-line error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pairstore.errors import BadInput
+from pairstore.ingest import pair_files
+from pairstore.ingest.pair_files import read_pair_file
+from pairstore.ingest.pairs import ingest_pairs
+from pairstore.store.store import open_store
+
+
+def varied_pairs() -> list[dict]:
+    """Plain-layout rows as tools write them: ids under several usual names or none, NLL-only rows
+    (rejected missing or null), source and family sometimes given, NFC-sensitive and non-Latin text."""
+    prompts = ["What is 17 times 23?", "Cafe\u0301 or café?", "Сколько будет 2 + 2?", " spaced \u200b "]
+    out = []
+    for i in range(30):
+        rec: dict = {"prompt": prompts[i % 4], "chosen": f"Answer {i}: {i * 17} 😀"}
+        if i % 5:
+            rec["rejected"] = None if i % 7 == 0 else f"I think it is {i + 1}"
+        if i % 2:
+            rec["id"] = f"row-{i}"
+        if i % 3 == 0:
+            rec["battle_id"], rec["question_id"] = f"b{i}", ""
+        if i % 4 == 1:
+            rec["family"], rec["task_key"] = "arith", f"tk{i}"
+        if i % 6 == 5:
+            rec["pair_id"] = "" if i % 12 == 5 else f"pid{i}"
+        if i % 8 == 0:
+            rec["meta"] = {"kept": "out of the prompt", "n": [1, 2]}
+        out.append(rec)
+    return out
+
+
+def write(path, records) -> str:
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def spy(monkeypatch) -> list[bool]:
+    taken: list[bool] = []
+    real = pair_files._vectorized_rows
+    monkeypatch.setattr(
+        pair_files, "_vectorized_rows", lambda *a: taken.append(real(*a) is not None) or real(*a)
+    )
+    return taken
+
+
+@pytest.mark.parametrize("require_chosen", [True, False])
+def test_vectorized_and_per_record_reads_give_the_same_rows(tmp_path, monkeypatch, require_chosen):
+    from pairstore.ingest import bulk
+
+    monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 1024)  # several batches
+    taken = spy(monkeypatch)
+    recs = varied_pairs()
+    fast = read_pair_file(write(tmp_path / "p.jsonl", recs), require_chosen=require_chosen)
+    slow = read_pair_file(write(tmp_path / "p.json", recs), require_chosen=require_chosen)
+    assert taken == [True, False]
+    assert fast == slow and len(fast) == 30
+
+
+def test_ingest_pairs_stores_the_same_pairs_and_origins_either_way(tmp_path):
+    recs = varied_pairs()
+    got = []
+    for name in ("p.jsonl", "p.json"):
+        with open_store(tmp_path / f"{name}.duckdb") as store:
+            result = ingest_pairs(store, write(tmp_path / name, recs), source="attached")
+            pairs = store.con.execute(
+                "SELECT pair_id, kind, prompt, chosen, rejected, source, family, match_key, task_key "
+                "FROM pairs ORDER BY pair_id"
+            ).fetchall()
+            origins = store.con.execute(
+                "SELECT pair_id, origin_kind, origin_id, rule FROM pair_origins ORDER BY ALL"
+            ).fetchall()
+        got.append((result.read, result.added, dict(result.skipped), pairs, origins))
+    assert got[0] == got[1]
+    assert got[0][1] > 0 and any(o[2] == "b0" for o in got[0][4])
+
+
+BAD = [
+    ({"prompt": None}, "field 'prompt': no prompt"),
+    ({"chosen": None}, "field 'chosen': missing field (chosen, or completion for an NLL row)"),
+    ({"source": " "}, "field 'source': empty value"),
+    ({"family": "\x1f"}, "field 'family': empty value"),
+    ({"chosen": 7}, "field 'chosen'"),
+    ({"prompt": [{"role": "robot", "content": "x"}]}, "prompt[0].role: unknown role 'robot'"),
+    ({"input": "more text"}, "field 'input': 'input' beside 'prompt' would be lost"),
+]
+
+
+@pytest.mark.parametrize("bad, message", BAD, ids=[m for _, m in BAD])
+def test_a_bad_pair_row_gets_the_same_error_either_way(tmp_path, bad, message):
+    recs = varied_pairs()[:9]
+    recs[4] = {**recs[4], **bad}
+    errors = []
+    for name in ("bad.jsonl", "bad.json"):
+        with pytest.raises(BadInput) as err:
+            read_pair_file(write(tmp_path / name, recs), require_chosen=True)
+        errors.append(str(err.value).replace("bad.json,", "bad.jsonl,", 1))
+    assert errors[0] == errors[1]
+    assert "line 5" in errors[0] and message in errors[0], errors[0]
