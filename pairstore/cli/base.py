@@ -299,8 +299,10 @@ def quiet_libraries(quiet: bool):
     if not quiet:
         yield
         return
-    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    # datasets reads its own switch when it is imported, not the Hub's (TRL's "Tokenizing train dataset").
+    switches = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+    before = {name: os.environ.get(name) for name in switches}
+    os.environ.update(dict.fromkeys(switches, "1"))
     undo = []
     hub = sys.modules.get("huggingface_hub.utils")
     if hub is not None and not hub.are_progress_bars_disabled():
@@ -322,10 +324,11 @@ def quiet_libraries(quiet: bool):
     finally:
         for restore in undo:
             restore()
-        if before is None:
-            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-        else:
-            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def cli_progress(ctx: click.Context):
