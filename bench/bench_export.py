@@ -23,7 +23,7 @@ The loop-fix pairs come with the generated tasks they were mined from (rows of
 spares them from text matching. The export child also times the gate itself
 (pairstore.holdout.gate.run_gate), to report its share of the export.
 
-Then the text matching of the gate alone (pairstore.holdout.matching.check_table:
+Then the text matching of the gate alone (pairstore.holdout.matching.members_in_rows:
 normalized exact keys, 3-gram prefilter, sentence, embedded and near-copy scoring)
 over every text of all pairs (prompt, chosen, rejected), task keys ignored,
 against the 34 holdout members and against 3,000 eval prompts registered as
@@ -280,6 +280,10 @@ import json, sys
 import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
 limit, out = int(sys.argv[2]), sys.argv[3]
+# Spill to the work folder under a bound rather than grow until the machine's memory runs out (an
+# unbounded COPY of the full-size mixture was killed on a shared machine).
+con.execute(f"SET temp_directory = '{sys.argv[5]}'")
+con.execute("SET memory_limit = '4GB'")
 con.execute(f'''COPY (
     (SELECT prompt, chosen, rejected, pair_id, source, family FROM pairs WHERE source = 'loopfix'
      ORDER BY hash(12076, pair_id) LIMIT {limit})
@@ -303,18 +307,16 @@ from pairstore.holdout import matching
 store = open_store(sys.argv[1], read_only=True)
 con = store.con
 t0 = time.perf_counter()
-# every pair's prompt as a text-matching candidate (task keys dropped, so nothing is spared)
+# every pair, every text, as the gate reads it (task keys dropped, so nothing is spared)
 con.execute('''CREATE TEMP TABLE cand AS
     SELECT rowid AS row_index, pair_id, []::VARCHAR[] AS origin_ids, match_key, NULL::VARCHAR AS task_key,
-           list_transform(list_filter(prompt, lambda m: m.role = 'user'), lambda m: m.content) AS user_turns,
-           list_concat(list_transform(list_filter(prompt, lambda m: m.role <> 'user'), lambda m: m.content),
-                       list_filter([chosen, rejected], lambda a: a IS NOT NULL)) AS other_turns
+           prompt, [chosen, rejected] AS answers
     FROM pairs''')
 build = time.perf_counter() - t0
 out = {"candidates": con.execute("SELECT count(*) FROM cand").fetchall()[0][0], "build_s": build}
 for label, set_name in (("34", "judge34"), ("3000", "eval:bench")):
     t = time.perf_counter()
-    result = matching.check_table(store, "cand", set_name=set_name, benchmarks=False)
+    result = matching.members_in_rows(store, "cand", set_name=set_name)
     out[label] = {"members": sum(result.members.values()), "seconds": time.perf_counter() - t,
                   "hits": len(result.hits), "scored": result.fuzzy_pairs_scored}
 out["rss_mb"] = peak_rss_mb()
@@ -419,7 +421,14 @@ def main() -> None:
             results["ours"].append(run_child(CHILD_OURS, work / "bench.duckdb", out_dir))
             print("ours", results["ours"][-1], flush=True)
             results["copy"].append(
-                run_child(CHILD_COPY, work / "bench.duckdb", limit, work / "copy.parquet", HOLDOUT_WHERE)
+                run_child(
+                    CHILD_COPY,
+                    work / "bench.duckdb",
+                    limit,
+                    work / "copy.parquet",
+                    HOLDOUT_WHERE,
+                    work / "duckdb_tmp",
+                )
             )
             print("copy", results["copy"][-1], flush=True)
             if not args.skip_datasets:
@@ -454,7 +463,8 @@ def main() -> None:
         "",
         "Command: `.venv/bin/python bench/bench_export.py"
         f"{'' if args.scale == 1 else f' --scale {args.scale:g}'}"
-        f"{'' if args.runs == 1 else f' --runs {args.runs}'}`  ",
+        f"{'' if args.runs == 1 else f' --runs {args.runs}'}"
+        f"{' --skip-datasets' if args.skip_datasets else ''}`  ",
         f"Machine: {machine()}; shared with other engineers' jobs while measuring (load average "
         f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end), so absolute times are noisy.  ",
         f"Store: {info['pairs']:,} synthetic pairs "
@@ -518,7 +528,7 @@ def main() -> None:
         "",
         f"All {fuzzy['candidates']:,} pairs, every text (prompt, chosen, rejected; task keys dropped, "
         f"so no row is spared); candidate table built in {fuzzy['build_s']:.1f} s. "
-        "pairstore.holdout.matching.check_table: "
+        "pairstore.holdout.matching.members_in_rows: "
         "normalized exact keys, word 3-gram prefilter (streamed in chunks), sentence, embedded and near-copy "
         "checks on what passes.",
         "",

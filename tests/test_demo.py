@@ -64,6 +64,8 @@ def test_demo_gate_refuses_the_leaking_file_and_exports_m11a(demo_run):
         r"judge34: (\d+) clean, (\d+) leaked, all in s2_pairs_lf1.parquet", step_text(demo_run, "audit leaks")
     )
     assert leaks and int(leaks.group(2)) >= 13 and int(leaks.group(1)) + int(leaks.group(2)) == 34
+    # The gate and the audit run one matcher over the same texts: they name the same number.
+    assert int(leaks.group(2)) == int(refused.group(1))
     evidence = json.loads((demo_run.out_dir / "mixtures" / "m11a.training_evidence.json").read_text())
     assert evidence["round"] == "m11a"
     with open_store(demo_run.store_path, read_only=True) as s:

@@ -4,8 +4,9 @@ against every held-out member.
     with planned_mixture(store, recipe) as mix:    # pairstore.export.plan
         gate, exempted = run_gate(store, "m11a", mix)   # raises GateRefused on a hit
 
-The candidate rows are built in SQL (a million pairs never become Python objects) in the columns of
-pairstore.holdout.matching, which decides what is a hit (origin id, match key, task key, embedded, fuzzy,
+The rows are a view over `pairs` (a million pairs never become Python objects) in the shape
+pairstore.holdout.matching.members_in_rows reads, the function `audit leaks` calls on a file's rows; it
+decides what is a hit (origin id, match key, task key, embedded, fuzzy,
 benchmark 13-grams). The round's system prompt is checked as one more row: a held-out prompt pasted into
 a recipe's `system_prompt` would otherwise reach every row of the mixture. A hit that is not exempted
 (pairstore.holdout.sets exemptions) refuses the export: GateRefused (exit 3) lists every held-out item and
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pairstore.errors import GateRefused
-from pairstore.holdout.matching import GateResult, check_table
+from pairstore.holdout.matching import GateResult, members_in_rows
 from pairstore.holdout.sets import split_exempt
 
 if TYPE_CHECKING:
@@ -29,11 +30,11 @@ HITS_SHOWN = 50
 SYSTEM_PROMPT_ROW = -1
 
 
-def _build_candidates(store, mixture_table: str, system_prompt: str | None) -> None:
-    """The view _gate_cand: one row per distinct pair of the mixture, in pairstore.holdout.matching's columns
-    (every text of the pair: each turn of the prompt, chosen, rejected or the NLL completion), plus a row
-    holding the round's system prompt (which the export writes into every row). Only the ids are materialized
-    (_gate_ids); the turns are read from `pairs` as the matcher streams them."""
+def _build_rows(store, mixture_table: str, system_prompt: str | None) -> None:
+    """The view _gate_rows: one row per distinct pair of the mixture, in pairstore.holdout.matching's
+    ROW_SCHEMA (the pair's prompt messages and its answers: chosen, rejected or the NLL completion), plus a
+    row holding the round's system prompt (which the export writes into every row). Only the ids are
+    materialized (_gate_ids); the texts are read from `pairs` as the matcher streams them."""
     con = store.con
     con.execute(f"""
         CREATE OR REPLACE TEMP TABLE _gate_ids AS
@@ -49,16 +50,14 @@ p.match_key, p.task_key
     if system_prompt is not None:
         con.execute("INSERT INTO _gate_system VALUES (?, ?)", [SYSTEM_PROMPT_ROW, system_prompt])
     con.execute("""
-        CREATE OR REPLACE TEMP VIEW _gate_cand AS
-        SELECT g.row_index, g.pair_id, g.origin_ids, g.match_key, g.task_key,
-               list_transform(list_filter(p.prompt, lambda m: m.role = 'user'), \
-lambda m: m.content) AS user_turns,
-               list_concat(
-                   list_transform(list_filter(p.prompt, lambda m: m.role <> 'user'), lambda m: m.content),
-                   list_filter([p.chosen, p.rejected], lambda a: a IS NOT NULL)) AS other_turns
+        CREATE OR REPLACE TEMP VIEW _gate_rows AS
+        SELECT g.row_index, g.pair_id, g.origin_ids, g.match_key, g.task_key, p.prompt,
+               [p.chosen, p.rejected] AS answers
         FROM _gate_ids g JOIN pairs p USING (pair_id)
         UNION ALL
-        SELECT row_index, NULL, []::VARCHAR[], NULL, NULL, []::VARCHAR[], [text] FROM _gate_system""")
+        SELECT row_index, NULL, []::VARCHAR[], NULL, NULL,
+               [{'role': 'system', 'content': text}]::STRUCT(role VARCHAR, content VARCHAR)[], []::VARCHAR[]
+        FROM _gate_system""")
 
 
 def _hit_line(h) -> str:
@@ -73,12 +72,12 @@ def _check_mixture(
 ) -> tuple[GateResult, list, list[dict]]:
     """(result, standing hits, exemptions that cleared a hit) of the mixture in the temp table
     `mixture_table` (block, prow, pair_id, kind, ...)."""
-    _build_candidates(store, mixture_table, system_prompt)
+    _build_rows(store, mixture_table, system_prompt)
     try:
-        result = check_table(store, "_gate_cand")
+        result = members_in_rows(store, "_gate_rows")
     finally:
         for drop in (
-            "VIEW IF EXISTS _gate_cand",
+            "VIEW IF EXISTS _gate_rows",
             "TABLE IF EXISTS _gate_ids",
             "TABLE IF EXISTS _gate_system",
         ):

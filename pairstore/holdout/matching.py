@@ -1,7 +1,8 @@
 """Holdout matching: which candidate rows are held-out items in disguise.
 
-Shared by the export gate (pairstore/holdout/gate.py) and the leak audit (audits/leaks.py), so both find the
-same members in the same rows:
+Shared by the export gate (pairstore/holdout/gate.py), the leak audit (audits/leaks.py), the battle miner and
+`audit gate` through one function, members_in_rows (training rows in the shape of a stored pair: ROW_SCHEMA),
+so all find the same members in the same rows:
 
     from pairstore.holdout.matching import candidate_table, find_holdout_hits
     cands = candidate_table([(0, "p1", ["b17"], [{"role": "user", "content": "Hi"}], None)])
@@ -111,6 +112,22 @@ CANDIDATE_SCHEMA = pa.schema(
 )
 
 
+_PROMPT = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
+# A training row as members_in_rows reads it: the shape of a stored pair (its prompt messages, its answers).
+ROW_SCHEMA = pa.schema(
+    [
+        ("row_index", pa.int64()),
+        ("pair_id", pa.string()),
+        ("origin_ids", pa.list_(pa.string())),
+        ("match_key", pa.string()),
+        ("task_key", pa.string()),
+        ("prompt", _PROMPT),
+        # chosen, rejected or the NLL completion (None entries skipped)
+        ("answers", pa.list_(pa.string())),
+    ]
+)
+
+
 @dataclass(frozen=True)
 class Hit:
     set_name: str
@@ -173,34 +190,61 @@ class Needle:
 # -- candidates ----------------------------------------------------------------
 
 
-def split_turns(prompt, *, line: int | None = None) -> tuple[list[str], list[str]]:
-    """(user turns, system and assistant turns) of a prompt (string or messages)."""
-    msgs = canonical_messages(prompt, line=line)
-    return (
-        [m["content"] for m in msgs if m["role"] == "user"],
-        [m["content"] for m in msgs if m["role"] != "user"],
-    )
-
-
 def candidate_table(rows: Iterable) -> pa.Table:
-    """Rows (row_index, pair_id|None, origin_ids, prompt (str or messages), task_key|None[, answers]) -> arrow
-    table; `answers`: the row's chosen, rejected or completion texts (None entries skipped).
+    """Rows (row_index, pair_id|None, origin_ids, prompt (str or messages), task_key|None[, answers]) -> an
+    arrow table of ROW_SCHEMA (what members_in_rows reads); `answers`: the row's chosen, rejected or
+    completion texts (None entries skipped).
 
     A prompt that is not a string or a list of messages raises BadInput naming the row."""
-    cols: dict[str, list] = {name: [] for name in CANDIDATE_SCHEMA.names}
+    cols: dict[str, list] = {name: [] for name in ROW_SCHEMA.names}
     for row in rows:
         row_index, pair_id, origin_ids, prompt, task_key = row[:5]
-        answers = [a for a in (row[5] if len(row) > 5 else ()) if isinstance(a, str)]
-        users, others = split_turns(prompt, line=int(row_index))
-        others = others + answers
+        msgs = canonical_messages(prompt, line=int(row_index))
         cols["row_index"].append(int(row_index))
         cols["pair_id"].append(pair_id)
         cols["origin_ids"].append([str(o) for o in (origin_ids or [])])
-        cols["match_key"].append(match_key(prompt))
+        cols["match_key"].append(match_key(msgs))
         cols["task_key"].append(task_key)
-        cols["user_turns"].append(users)
-        cols["other_turns"].append(others)
-    return pa.Table.from_pydict(cols, schema=CANDIDATE_SCHEMA)
+        cols["prompt"].append([{"role": m["role"], "content": m["content"]} for m in msgs])
+        cols["answers"].append([a for a in (row[5] if len(row) > 5 else ()) if isinstance(a, str)])
+    return pa.Table.from_pydict(cols, schema=ROW_SCHEMA)
+
+
+def candidates_sql(rows: str) -> str:
+    """The candidate rows (CANDIDATE_SCHEMA) of a relation of training rows (ROW_SCHEMA): the one place that
+    says which texts of a row are read, and as what. User turns are matched as the prompt; every other text
+    (system and assistant turns in order, then the answers) as an other turn. The gate (a mixture's pairs),
+    `audit leaks` (a file's rows), the battle miner and `audit gate` all go through it (members_in_rows)."""
+    return f"""
+        SELECT r.row_index, r.pair_id, coalesce(r.origin_ids, []::VARCHAR[]) AS origin_ids, r.match_key,
+               r.task_key,
+               coalesce(list_transform(list_filter(r.prompt, lambda m: m.role = 'user'), lambda m: m.content),
+                        []::VARCHAR[]) AS user_turns,
+               list_concat(
+                   coalesce(list_transform(list_filter(r.prompt, lambda m: m.role <> 'user'),
+                                           lambda m: m.content), []::VARCHAR[]),
+                   coalesce(list_filter(r.answers, lambda a: a IS NOT NULL), []::VARCHAR[])) AS other_turns
+        FROM {rows} r"""
+
+
+def members_in_rows(
+    store: Store, rows: str | pa.Table, *, set_name: str | None = None, fuzzy: bool = True
+) -> GateResult:
+    """Which held-out members (every set, eval item and benchmark, or only `set_name`) are in these training
+    rows: a table or view of the store's connection, or an arrow table, of ROW_SCHEMA. The export gate, the
+    check before training, `audit leaks`, the battle miner and `audit gate` all call this, so what one
+    finds in a row the others find too."""
+    if isinstance(rows, pa.Table):
+        missing = [n for n in ROW_SCHEMA.names if n not in rows.column_names]
+        if missing:
+            raise BadInput(f"row table lacks columns {', '.join(missing)}", field=missing[0])
+        with store.registered("_pm_input", rows.select(ROW_SCHEMA.names).cast(ROW_SCHEMA)):
+            return members_in_rows(store, "_pm_input", set_name=set_name, fuzzy=fuzzy)
+    store.con.execute(f"CREATE OR REPLACE TEMP VIEW _pm_cand AS {candidates_sql(rows)}")
+    try:
+        return check_table(store, "_pm_cand", set_name=set_name, fuzzy=fuzzy)
+    finally:
+        store.con.execute("DROP VIEW IF EXISTS _pm_cand")
 
 
 # -- members -------------------------------------------------------------------
@@ -702,13 +746,9 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
 
 def find_holdout_hits(store: Store, candidates: pa.Table, *, set_name: str | None = None) -> list[Hit]:
     """Every (member, row) hit of `candidates` (see candidate_table), strongest kind of match first."""
-    return check_candidates(store, candidates, set_name=set_name).hits
+    return members_in_rows(store, candidates, set_name=set_name).hits
 
 
 def check_candidates(store: Store, candidates: pa.Table, *, set_name: str | None = None) -> GateResult:
     """find_holdout_hits with the counts and notes the export evidence reports."""
-    missing = [n for n in CANDIDATE_SCHEMA.names if n not in candidates.column_names]
-    if missing:
-        raise BadInput(f"candidate table lacks columns {', '.join(missing)}", field=missing[0])
-    with store.registered("_pm_input", candidates.select(CANDIDATE_SCHEMA.names).cast(CANDIDATE_SCHEMA)):
-        return check_table(store, "_pm_input", set_name=set_name)
+    return members_in_rows(store, candidates, set_name=set_name)
