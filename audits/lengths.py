@@ -75,7 +75,7 @@ def make_counter(store=None, *, tokenizer: str | None = None, model: str | None 
     from transformers import AutoTokenizer
 
     try:
-        tok = AutoTokenizer.from_pretrained(str(tokenizer))
+        tok = AutoTokenizer.from_pretrained(str(tokenizer), trust_remote_code=False)
     except (OSError, ValueError) as e:
         raise BadInput(f"cannot load a tokenizer ({str(e).splitlines()[0]})", path=str(tokenizer)) from None
     return Counter(f"tokenizer: {tokenizer}", tok)

@@ -108,6 +108,24 @@ def leftover_temps(folder, final_name: str | None = None) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(TEMP_SUFFIX))
 
 
+def missing_folders(path) -> list[Path]:
+    """`path` and its parents that do not exist yet, deepest first: what mkdir(parents=True) makes."""
+    missing = []
+    p = Path(path).absolute()
+    while not p.exists() and not p.is_symlink() and p != p.parent:
+        missing.append(p)
+        p = p.parent
+    return missing
+
+
+def remove_empty_folders(folders) -> None:
+    """rmdir each of `folders` (deepest first) that is empty: a failed write leaves no empty folder it made
+    at a final path (one that holds anything stays)."""
+    for folder in folders:
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
 # ---------------------------------------------------------------------------- publishing points
 
 _points = 0

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from pairstore.export.overwrites import recover_interrupted
+from pairstore.files import recover_folder
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
@@ -194,8 +195,10 @@ def _kill_every_point(db: Path, args: list, out: Path, work: Path, tmp_path: Pat
         restore(pristine, work)
         r = pairstore(db, *args, env={"PAIRSTORE_FAULT_KILL_AT": str(n)})
         assert r.returncode == -signal.SIGKILL, (n, labels[n - 1], r.stderr)
+        left = _bundle_state(db, out)[2]
         with open_store(db) as s:  # what the next soup or merge into `out` does first
-            recover_bundle(s, out)
+            notes = recover_bundle(s, out)
+        assert len(notes) == len(left), (left, notes)  # one line naming each thing it cleaned
         state = _bundle_state(db, out)
         outcomes.append(
             (labels[n - 1], "old" if state == old else "new" if state == new else f"MIXED {state}")
@@ -203,6 +206,14 @@ def _kill_every_point(db: Path, args: list, out: Path, work: Path, tmp_path: Pat
         r = pairstore(db, *args)
         assert r.returncode == 0, r.stderr
         assert _bundle_state(db, out) == new
+    # The command itself names what a crash left: kill at the first point, then run it again.
+    restore(pristine, work)
+    pairstore(db, *args, env={"PAIRSTORE_FAULT_KILL_AT": "1"})
+    left = _bundle_state(db, out)[2]
+    r = pairstore(db, *args)
+    assert r.returncode == 0 and _bundle_state(db, out) == new, r.stderr
+    assert left and all(f"{out.name}" in line for line in r.stderr.strip().splitlines()), r.stderr
+    assert len(r.stderr.strip().splitlines()) == len(left), r.stderr
     print(f"\nkill points of {args[0]} {args[1]}: {outcomes}")
     assert not [o for o in outcomes if o[1] not in ("old", "new")], outcomes
     assert {o for _, o in outcomes} == {"old", "new"}, outcomes
@@ -211,7 +222,8 @@ def _kill_every_point(db: Path, args: list, out: Path, work: Path, tmp_path: Pat
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_kill_at_every_publish_point_of_a_soup_leaves_old_or_new(tiny, tmp_path):
+@pytest.mark.parametrize("replace", [False, True], ids=["new folder", "over an existing soup"])
+def test_kill_at_every_publish_point_of_a_soup_leaves_old_or_new(tiny, tmp_path, replace):
     from train.tiny import make_tiny_bundle
 
     work = tmp_path / "work"
@@ -223,36 +235,53 @@ def test_kill_at_every_publish_point_of_a_soup_leaves_old_or_new(tiny, tmp_path)
     open_store(db).close()
     out = work / "soup"
     args = ["train", "soup", a, b, "--alpha", "0.5", "--out", out, "--name", "s1"]
+    if replace:  # the old state: a registered soup of other weights in the same folder, same name
+        pairstore(db, *args[:5], "0.25", *args[6:], check=True)
     outcomes = _kill_every_point(db, args, out, work, tmp_path)
-    assert len(outcomes) >= 3
+    assert len(outcomes) >= (4 if replace else 3)
+    if replace:
+        assert any("aside" in label for label, _ in outcomes), outcomes
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(900)
-def test_kill_at_every_publish_point_of_a_merge_leaves_old_or_new(tiny, tmp_path):
+def _adapter(base: Path, folder: Path, seed: int) -> Path:
     import torch
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    work = tmp_path / "work"
-    work.mkdir()
-    base = work / "base"
-    shutil.copytree(tiny, base)
     model = get_peft_model(
         AutoModelForCausalLM.from_pretrained(base), LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"])
     )
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "lora_B" in name:
                 p.normal_()
-    model.save_pretrained(work / "adapter")
+    model.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("replace", [False, True], ids=["new folder", "over an existing merge"])
+def test_kill_at_every_publish_point_of_a_merge_leaves_old_or_new(tiny, tmp_path, replace):
+    work = tmp_path / "work"
+    work.mkdir()
+    base = work / "base"
+    shutil.copytree(tiny, base)
+    adapter = _adapter(base, work / "adapter", seed=0)
     db = work / "store.duckdb"
     open_store(db).close()
     out = work / "merged"
-    args = ["train", "merge", "--base", base, "--adapter", work / "adapter", "--out", out, "--name", "m1"]
+    args = ["train", "merge", "--base", base, "--adapter", adapter, "--out", out, "--name", "m1"]
+    if replace:  # the old state: a registered merge of another adapter in the same folder, same name
+        other = _adapter(base, work / "other-adapter", seed=1)
+        pairstore(
+            db, "train", "merge", "--base", base, "--adapter", other, "--out", out, "--name", "m1", check=True
+        )
     outcomes = _kill_every_point(db, args, out, work, tmp_path)
-    assert len(outcomes) >= 3
+    assert len(outcomes) >= (4 if replace else 3)
+    if replace:
+        assert any("aside" in label for label, _ in outcomes), outcomes
 
 
 def test_audit_mixtures_rehashes_registered_bundles(tiny, tmp_path, store, run_cli):
@@ -276,3 +305,67 @@ def test_audit_mixtures_rehashes_registered_bundles(tiny, tmp_path, store, run_c
     weights.write_bytes(bytes(data))
     r = run_cli("audit", "mixtures")
     assert r.exit_code == 3 and "model.safetensors" in r.output, r.output
+
+
+# ---------------------------------------------------------------------------- a folder replaced whole
+
+# What `audit report --out` and the tiny base do (audits/report.py, train/tiny.py): clean what a killed run
+# left, write the whole folder staged beside it, publish it over the old one.
+_REPLACE_FOLDER = """
+import sys
+from pathlib import Path
+from pairstore.files import publish_folder, recover_folder, staged_folder
+out, tag = Path(sys.argv[1]), sys.argv[2]
+for note in recover_folder(out):
+    print(note, file=sys.stderr)
+with staged_folder(out) as stage:
+    for name in ("report.md", "report.html", "chart.png"):
+        (stage / name).write_text(f"{name} of run {tag}\\n")
+    publish_folder(stage, out, replace=True)
+"""
+
+
+def _folder_state(out: Path) -> tuple:
+    files = {p.name: p.read_text() for p in sorted(out.iterdir())} if out.is_dir() else {}
+    return files, sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
+
+
+def test_kill_at_every_point_of_a_folder_replaced_whole_leaves_old_or_new(tmp_path):
+    out = tmp_path / "report"
+
+    def replace_it(tag, env=None):
+        return subprocess.run(
+            [sys.executable, "-c", _REPLACE_FOLDER, str(out), tag],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **(env or {})},
+            timeout=60,
+        )
+
+    assert replace_it("old").returncode == 0
+    old = _folder_state(out)
+    trace = tmp_path / "trace.txt"
+    shutil.copytree(out, tmp_path / "pristine")
+    assert replace_it("new", {"PAIRSTORE_FAULT_TRACE": str(trace)}).returncode == 0
+    new = _folder_state(out)
+    labels = [line.split("\t", 1)[1] for line in trace.read_text().splitlines()]
+    assert old != new and any("aside" in label for label in labels), labels
+    outcomes = []
+    for n in range(1, len(labels) + 1):
+        shutil.rmtree(out)
+        for p in tmp_path.glob(".report.*"):
+            shutil.rmtree(p)
+        shutil.copytree(tmp_path / "pristine", out)
+        r = replace_it("new", {"PAIRSTORE_FAULT_KILL_AT": str(n)})
+        assert r.returncode == -signal.SIGKILL, (n, r.stderr)
+        left = _folder_state(out)[1]
+        notes = recover_folder(out)
+        assert len(notes) == len(left), (left, notes)  # one line naming each thing cleaned
+        state = _folder_state(out)
+        outcomes.append(
+            (labels[n - 1], "old" if state == old else "new" if state == new else f"MIXED {state}")
+        )
+        r = replace_it("new")
+        assert r.returncode == 0 and _folder_state(out) == new, r.stderr
+    print(f"\nkill points of a folder replaced whole: {outcomes}")
+    assert {o for _, o in outcomes} == {"old", "new"}, outcomes

@@ -17,23 +17,17 @@ from click.testing import CliRunner
 
 from pairstore.cli import cli
 from pairstore.store.store import open_store
+from tests.command_table import CASES, build_workspace
 
-# Every command that opens the store, with arguments that would otherwise get it to its work.
-COMMANDS = [
-    ["sql", "SELECT 1"],
-    ["sql", "--write", "CREATE TABLE scratch.t AS SELECT 1 AS a"],
-    ["ingest", "battles", "{battles}"],
-    ["holdout", "list"],
-    ["holdout", "sample", "h", "--n", "3", "--seed", "1"],
-    ["round", "list"],
-    ["round", "add", "{recipe}"],
-    ["lineage", "base"],
-    ["export", "--round", "base", "--out", "{out}"],
-    ["audit", "mixtures"],
-    ["audit", "leaks", "--holdout", "h", "{battles}"],
-    ["mine", "battle"],
-    ["generate", "loopfix", "--n", "3", "--seed", "1"],
-]
+# Every command that opens the store, with arguments that would otherwise get it to its work (the table
+# tests/test_every_command.py checks against the Click tree).
+OPENS_STORE = [name for name, case in CASES.items() if case.opens_store]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """The input files every command of the table reads (its store is not used here)."""
+    return build_workspace(tmp_path_factory.mktemp("inputs") / "ws", model_inputs=True)
 
 
 def _sha(p) -> str:
@@ -97,25 +91,24 @@ EXPECTED = {
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", list(EXPECTED))
-def test_every_command_on_a_bad_store_is_one_line_and_leaves_it_unchanged(stores, kind, tmp_path):
+def test_every_command_on_a_bad_store_is_one_line_and_leaves_it_unchanged(stores, kind, tmp_path, workspace):
     db = tmp_path / "store.duckdb"
     shutil.copy(stores[kind], db)
     before = _sha(db)
-    recipe = tmp_path / "r.toml"
-    recipe.write_text('name = "base"\nkind = "base"\n')
-    battles = os.path.join(os.path.dirname(__file__), "..", "pairstore", "sample_data", "battles.jsonl")
     code, words = EXPECTED[kind]
     runner = CliRunner()
-    for command in COMMANDS:
-        args = [a.format(battles=battles, recipe=recipe, out=tmp_path / "out") for a in command]
+    for name in OPENS_STORE:
+        args = CASES[name].argv(workspace, tmp_path / "out")
         r = runner.invoke(cli, ["--db", str(db), *args], catch_exceptions=False)
-        lines = r.stderr.strip().splitlines() if hasattr(r, "stderr") else r.output.strip().splitlines()
-        assert r.exit_code == code, (kind, args, r.output)
-        assert len(lines) == 1 and words in lines[0] and "Traceback" not in r.output, (kind, args, r.output)
-        assert _sha(db) == before, (kind, args)
-        assert not [p for p in tmp_path.iterdir() if p.name.startswith("store.duckdb.")], (kind, args)
+        lines = r.stderr.strip().splitlines()
+        assert r.exit_code == code, (kind, name, r.output)
+        assert len(lines) == 1 and words in lines[0] and "Traceback" not in r.output, (kind, name, r.output)
+        assert _sha(db) == before, (kind, name)
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith("store.duckdb.")], (kind, name)
+        assert not (tmp_path / "out").exists(), (kind, name)
+    assert len(OPENS_STORE) >= 40
 
 
 def test_a_missing_store_is_created_and_an_empty_duckdb_file_is_taken(tmp_path):

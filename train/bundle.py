@@ -157,23 +157,30 @@ def check_bundle(bundle_dir, *, trust_remote_code: bool = False) -> list[Path]:
         read_shard_header(shard)  # dtype, integer shapes and offsets, no overlap, within the file
     check_bundle_files(bundle)
     if not trust_remote_code:
-        for name in ("config.json", "tokenizer_config.json"):
-            p = bundle / name
-            if p.is_file() and "auto_map" in read_json_file(p):
-                raise BadInput(
-                    "bundle asks to run its own code (auto_map); refused unless trust_remote_code "
-                    "is asked for explicitly",
-                    path=str(p),
-                    field="auto_map",
-                )
-        code = sorted(p.name for p in bundle.glob("*.py"))
-        if code:
-            raise BadInput(
-                f"bundle carries Python code ({code[0]}); refused unless trust_remote_code is asked "
-                "for explicitly",
-                path=str(bundle / code[0]),
-            )
+        refuse_remote_code(bundle)
     return shards
+
+
+def refuse_remote_code(folder) -> None:
+    """BadInput (exit 2) naming the file when the folder (a bundle, a tokenizer) asks transformers to run
+    its own code: `auto_map` in config.json or tokenizer_config.json, or any *.py file in it."""
+    folder = Path(folder)
+    for name in ("config.json", "tokenizer_config.json"):
+        p = folder / name
+        if p.is_file() and "auto_map" in read_json_file(p):
+            raise BadInput(
+                "bundle asks to run its own code (auto_map); refused unless trust_remote_code "
+                "is asked for explicitly",
+                path=str(p),
+                field="auto_map",
+            )
+    code = sorted(p.name for p in folder.glob("*.py"))
+    if code:
+        raise BadInput(
+            f"bundle carries Python code ({code[0]}); refused unless trust_remote_code is asked "
+            "for explicitly",
+            path=str(folder / code[0]),
+        )
 
 
 def from_pretrained_kwargs(*, trust_remote_code: bool = False) -> dict:

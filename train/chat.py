@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 
+from train.bundle import check_bundle
 from train.sample import Item, generate
 from train.serving import load_model, load_serving
 
@@ -16,6 +17,9 @@ from train.serving import load_model, load_serving
 class BundleChat:
     def __init__(self, name: str, path, *, max_new_tokens: int | None = None):
         self.name, self.path = name, str(path)
+        # Checked when named, not at the first question: a server or a judging run refuses a bundle
+        # (remote code, damaged headers) before it starts, not halfway.
+        check_bundle(self.path)
         self.max_new_tokens = max_new_tokens
         self._serving = self._model = None
         self._lock = threading.Lock()  # one generate at a time per loaded model

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
@@ -28,7 +29,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput, PairstoreError
-from pairstore.files import atomic_write_json
+from pairstore.files import atomic_write_json, missing_folders, remove_empty_folders, write_failure
 from pairstore.keys import canonical_messages, sha256_file
 from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
 from pairstore.store.store import open_store
@@ -117,7 +118,7 @@ def run_job(job: TrainingJob) -> dict:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from transformers import TrainerCallback, set_seed
+    from transformers import PrinterCallback, TrainerCallback, set_seed
     from trl import DPOConfig, DPOTrainer
 
     for mixture in (job.mixture, job.sft_mixture):
@@ -213,6 +214,9 @@ def run_job(job: TrainingJob) -> dict:
         peft_config=lora,
         callbacks=[KeepLogs()],
     )
+    # Without a terminal the Trainer prints every log dict to stdout (PrinterCallback), which is a
+    # command's output (`--json`); KeepLogs records them in the evidence instead.
+    trainer.remove_callback(PrinterCallback)
     resume_from = _last_checkpoint(out_dir) if job.resume else None
     train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     trainer.save_model(str(out_dir))
@@ -318,7 +322,21 @@ def train_dpo(
 def execute_job(
     job: TrainingJob, *, launcher: str | None = None, accelerate_config: str | None = None
 ) -> dict:
-    """Run a prepared job in this process or through `accelerate launch`; returns its evidence."""
+    """Run a prepared job in this process or through `accelerate launch`; returns its evidence. A write that
+    fails (a full disk) is one line naming the run folder. A run folder this run made goes again unless it
+    holds a checkpoint-N to resume from (`--resume`): nothing it half-wrote stays behind for nothing."""
+    made = missing_folders(job.out_dir)
+    try:
+        return _execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
+    except OSError as e:
+        out = Path(job.out_dir)
+        if made and _last_checkpoint(out) is None:
+            shutil.rmtree(out, ignore_errors=True)
+        remove_empty_folders(made)
+        raise write_failure(out, e) from None
+
+
+def _execute_job(job: TrainingJob, *, launcher: str | None, accelerate_config: str | None) -> dict:
     if launcher is None:
         return run_job(job)
 

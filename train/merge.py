@@ -30,6 +30,7 @@ from pairstore.files import (
     write_failure,
 )
 from pairstore.keys import sha256_file
+from pairstore.progress import Progress, as_progress
 from pairstore.rounds.checkpoints import checkpoint_at, checkpoint_name, register_checkpoint, register_folder
 from train.bundle import (
     EVIDENCE_FILE,
@@ -183,7 +184,9 @@ def _as_bytes(t):
     return t.contiguous().view(torch.uint8).numpy() if t.numel() else b""
 
 
-def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_bytes: int) -> int:
+def _stream_merge(
+    base, weights_path: Path, config: dict, out: Path, max_shard_bytes: int, progress: Progress
+) -> int:
     from safetensors import safe_open
 
     modules, replace = _adapter_modules(weights_path, config)
@@ -194,7 +197,10 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
         raise _Unmappable(f"base shards hold no tensor {unknown[0]}")
     merged = 0
     handles: dict[Path, Any] = {}
-    with ShardedWriter(out, max_shard_bytes=max_shard_bytes) as writer:
+    with (
+        ShardedWriter(out, max_shard_bytes=max_shard_bytes) as writer,
+        progress.stage("merge", total=len(tensors), unit="tensors") as stage,
+    ):
         for shard, info in tensors:
             if shard not in handles:
                 handles.clear()  # shards are read in order: one open at a time
@@ -226,6 +232,7 @@ def _stream_merge(base, weights_path: Path, config: dict, out: Path, max_shard_b
             if dtype is None:
                 raise PairstoreError(f"tensor {info.name}: dtype {t.dtype} has no safetensors name here")
             writer.add(info.name, dtype, tuple(t.shape), _as_bytes(t))
+            stage.advance()
     return merged
 
 
@@ -255,13 +262,15 @@ def merge_adapter(
     base_name: str | None = None,
     max_shard_bytes: int = 2 << 30,
     trust_remote_code: bool = False,
+    progress: Progress | None = None,
 ) -> MergeResult:
     """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store.
 
     Every input is checked (train.bundle.check_bundle, the adapter's config and header) and the output
     folder and free space before the first byte is written; the bundle is written whole into a staged
     folder beside `out_dir` and published by one rename inside the transaction that registers it
-    (pairstore.files.publish_folder), so a crash leaves the old state or the new one."""
+    (pairstore.files.publish_folder), so a crash leaves the old state or the new one. `progress`
+    (pairstore.progress) follows the tensors written."""
 
     base, out = Path(base_bundle), Path(out_dir)
     check_bundle(base, trust_remote_code=trust_remote_code)
@@ -292,6 +301,7 @@ def merge_adapter(
             trust_remote_code,
             replace,
             base_name,
+            as_progress(progress),
         )
     except OSError as e:
         raise write_failure(out.parent, e) from None
@@ -309,15 +319,18 @@ def _write_and_publish(
     trust_remote_code,
     replace,
     base_name,
+    progress,
 ):
     with staged_folder(out) as stage:
         try:
-            merged, method = _stream_merge(base, weights_path, config, stage, max_shard_bytes), "stream"
+            merged = _stream_merge(base, weights_path, config, stage, max_shard_bytes, progress)
+            method = "stream"
         except _Unmappable as why:
-            merged, method = (
-                peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code),
-                f"peft ({why})",
-            )
+            with progress.stage("merge through PEFT", unit="modules") as peft_stage:
+                merged = peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code)
+                peft_stage.advance(merged)
+            method = f"peft ({why})"
+
         copied = copy_serving_files(base, stage)
         return _publish_merge(
             store,

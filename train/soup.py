@@ -52,6 +52,7 @@ from pairstore.files import (
 )
 from pairstore.keys import sha256_file
 from pairstore.prefetch import prefetch
+from pairstore.progress import Progress, as_progress
 from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
     EVIDENCE_FILE,
@@ -345,8 +346,20 @@ class _ShardWriter(_Worker):
             self.out_fd = -1
 
 
-def _run_pipeline(job: _Job, kernel: SoupKernel, slice_bytes: int, n_buffers: int) -> None:
-    """read -> hash A | hash B | compute -> write, over every slice of the job; raises the first failure."""
+def _run_pipeline(
+    job: _Job, kernel: SoupKernel, slice_bytes: int, n_buffers: int, progress: Progress | None = None
+) -> None:
+    """read -> hash A | hash B | compute -> write, over every slice of the job; raises the first failure.
+    `progress` advances by the bytes of each slice computed (one stage, its total A's tensor bytes)."""
+    with as_progress(progress).stage(
+        "soup", total=sum(sl.length for plan in job.plans for sl in plan), unit="bytes"
+    ) as stage:
+        _run_stages(job, kernel, slice_bytes, n_buffers, stage.advance)
+
+
+def _run_stages(
+    job: _Job, kernel: SoupKernel, slice_bytes: int, n_buffers: int, advance: Callable[[int], None]
+) -> None:
     failure = _Failure()
     buffers = _Buffers(n_buffers, max(2, n_buffers - 1), slice_bytes)
     files = OpenFiles()
@@ -369,6 +382,7 @@ def _run_pipeline(job: _Job, kernel: SoupKernel, slice_bytes: int, n_buffers: in
                 job.out_hashes[item.sl.shard_index].update(memoryview(obuf)[: item.sl.length])
             buffers.done_with(item)
             writer.submit((item.sl, obuf))
+            advance(item.sl.length)
         for w in workers:
             w.submit(None)
         for w in workers:
@@ -495,6 +509,7 @@ def soup(
     store=None,
     name: str | None = None,
     parents: tuple[str, ...] | list[str] = (),
+    progress: Progress | None = None,
 ) -> dict:
     """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
     out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do
@@ -507,7 +522,8 @@ def soup(
     Both inputs are checked (train.bundle.check_bundle), the output folder and the free space before the
     first byte is written; the bundle is written whole into a staged folder beside `out_dir` and published
     by one rename, inside the transaction that registers checkpoint `name` (with `parents`) when given a
-    `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one."""
+    `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one. `progress`
+    (pairstore.progress) follows the bytes computed."""
     started = time.perf_counter()
     a_dir, b_dir, out_dir = Path(a_dir), Path(b_dir), Path(out_dir)
     # A registered soup records its output's hashes: `audit mixtures` re-hashes every registered bundle.
@@ -547,6 +563,7 @@ def soup(
             name,
             parents,
             replace,
+            progress,
         )
     except OSError as e:
         raise write_failure(out_dir.parent, e) from None
@@ -570,6 +587,7 @@ def _write_and_publish(
     name,
     parents,
     replace,
+    progress,
 ) -> dict:
     with staged_folder(out_dir) as stage:
         job.tmp_paths = [stage / p.name for p in job.a_shards]
@@ -578,7 +596,7 @@ def _write_and_publish(
             if not plan:
                 with open(job.tmp_paths[i], "wb") as f:
                     f.write(job.a_headers[i].raw)
-        _run_pipeline(job, kernel, slice_bytes, buffers)
+        _run_pipeline(job, kernel, slice_bytes, buffers, progress)
         if has_index:
             write_index(stage, read_index(a_dir), total_size)
         serving = copy_serving_files(a_dir, stage)

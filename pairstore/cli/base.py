@@ -15,6 +15,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -240,6 +241,12 @@ def echo_table(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
     click.echo(render_table(columns, rows, color=sys.stdout.isatty()), nl=False)
 
 
+def echo_notes(notes) -> None:
+    """Notes on stderr, one line each (what a command cleaned up before its work): stdout stays its result."""
+    for note in notes:
+        click.echo(f"note: {note}", err=True)
+
+
 def echo_counts(title: str, counts: dict) -> None:
     """'title: a=1, b=2' — kept/dropped tallies of ingests and miners."""
     body = ", ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "none"
@@ -286,12 +293,16 @@ def complete(kind: str):
 def quiet_libraries(quiet: bool):
     """With --quiet, the progress bars of the libraries a command loads (transformers' "Loading
     weights", the Hub's downloads, datasets' maps) are off too: through the Hub's environment switch for
-    a library not yet imported, through their own switches for one that is. Restored afterwards."""
+    a library not yet imported, through their own switches for one that is; and their deprecation notices
+    (about their calls into each other, nothing a user can act on), so a failing command's stderr is its
+    one line. Restored afterwards."""
     if not quiet:
         yield
         return
-    before = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
-    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    # datasets reads its own switch when it is imported, not the Hub's (TRL's "Tokenizing train dataset").
+    switches = ("HF_HUB_DISABLE_PROGRESS_BARS", "HF_DATASETS_DISABLE_PROGRESS_BARS")
+    before = {name: os.environ.get(name) for name in switches}
+    os.environ.update(dict.fromkeys(switches, "1"))
     undo = []
     hub = sys.modules.get("huggingface_hub.utils")
     if hub is not None and not hub.are_progress_bars_disabled():
@@ -306,14 +317,18 @@ def quiet_libraries(quiet: bool):
         ds.disable_progress_bars()
         undo.append(ds.enable_progress_bars)
     try:
-        yield
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning)
+            warnings.filterwarnings("ignore", category=DeprecationWarning)
+            yield
     finally:
         for restore in undo:
             restore()
-        if before is None:
-            os.environ.pop("HF_HUB_DISABLE_PROGRESS_BARS", None)
-        else:
-            os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def cli_progress(ctx: click.Context):

@@ -14,6 +14,7 @@ from pairstore.cli.base import (
     complete,
     echo_counts,
     echo_json,
+    echo_notes,
     generation_options,
     json_option,
     open_db,
@@ -22,6 +23,7 @@ from pairstore.rounds.checkpoints import checkpoint_name, register_folder
 from train.dpo import train_dpo_at
 from train.launch import emit_sbatch
 from train.merge import merge_adapter
+from train.publish import recover_bundle
 from train.sample import sample
 from train.soup import soup
 
@@ -212,6 +214,7 @@ def train_dpo_cmd(
 def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code, as_json):
     """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
     with open_db(ctx) as store:
+        echo_notes(recover_bundle(store, out_dir))  # what a killed run left at --out, named and cleaned
         result = merge_adapter(
             base,
             adapter,
@@ -380,12 +383,14 @@ def train_soup_cmd(
     if register:
         # The store is opened (and checked) before the first byte of the soup is written.
         with open_db(ctx) as store:
+            echo_notes(recover_bundle(store, out_dir))  # what a killed run left at --out, named and cleaned
             # One name per checkpoint: the parents by the names their folders are registered under.
             parents = [checkpoint_name(store, a_dir, a_name), checkpoint_name(store, b_dir, b_name)]
             evidence = soup(a_dir, b_dir, alpha, out_dir, store=store, name=name, parents=parents, **options)
             for folder, parent in zip((a_dir, b_dir), parents):  # after the soup: a refusal changes nothing
                 register_folder(store, folder, parent)
     else:
+        echo_notes(recover_bundle(None, out_dir))
         evidence = soup(a_dir, b_dir, alpha, out_dir, **options)
     if as_json:
         echo_json({"evidence": evidence, "registered": name if register else None})

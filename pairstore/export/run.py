@@ -42,7 +42,16 @@ from pairstore.export.paths import export_paths
 from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import ExportedFile, record_export
 from pairstore.export.writer import write_mixture_file
-from pairstore.files import check_free_space, fsync_dir, fsync_file, publish_point, temp_path, write_failure
+from pairstore.files import (
+    check_free_space,
+    fsync_dir,
+    fsync_file,
+    missing_folders,
+    publish_point,
+    remove_empty_folders,
+    temp_path,
+    write_failure,
+)
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.holdout.sets import removed_members
@@ -196,6 +205,8 @@ def export_round(
     memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{EXPORT_MEMORY_LIMIT}'")
     plan_scope = ExitStack()  # the planned mixture lives until the export is done, whatever happens
+    # A failed export leaves no empty --out folder it made (a successful one has filled it).
+    plan_scope.callback(remove_empty_folders, missing_folders(out))
     try:
         with progress.stage(f"export {name}: plan", unit="pairs") as stage:
             mix = plan_scope.enter_context(planned_mixture(store, recipe))
@@ -211,11 +222,11 @@ def export_round(
         with progress.stage(f"export {name}: holdout gate", total=mixture_entries, unit="pairs") as stage:
             gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
             stage.advance(mixture_entries)
+        check_free_space(out, _size_estimate(con, mix.table), what=f"the export of {name}")
         try:
             out_real, finals, evidence_path = _out_paths(out, name)
         except OSError as e:
             raise write_failure(out, e) from None
-        check_free_space(out_real, _size_estimate(con, mix.table), what=f"the export of {name}")
         kinds_present = mix.kinds()
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
         every_file = [finals["dpo"], finals["sft"], evidence_path]

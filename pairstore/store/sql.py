@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from pairstore.errors import BadInput
+from pairstore.store.recognize import damaged_store
 from pairstore.store.sql_guard import USER_SCHEMA, check_write_statements
 
 if TYPE_CHECKING:
@@ -131,6 +132,10 @@ def _run(con, statements) -> tuple[list[str], list[tuple]]:
     return cols, rows
 
 
+# What in a DuckDB error says the machine failed, not the SQL (the commit's write of the WAL, mostly).
+_MACHINE_FAILURES = ("no space left", "disk is full", "could not write file", "read-only file system")
+
+
 def run_sql(
     store: Store, query: str, *, write: bool = False, allow_files: bool = False
 ) -> tuple[list[str], list[tuple]]:
@@ -185,4 +190,7 @@ def run_sql(
             raise BadInput(
                 f"files and other databases are out of reach without --allow-files ({first})"
             ) from None
+        if isinstance(e, duckdb.IOException) or any(w in first.lower() for w in _MACHINE_FAILURES):
+            # The disk, not the statement: exit 1 like every command's machine failure, not bad input.
+            raise damaged_store(str(store.path), e) from None
         raise BadInput(f"SQL error: {first}" + ("; nothing was committed" if write else "")) from None
