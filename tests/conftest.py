@@ -58,11 +58,14 @@ def store(db_path, new_store_file):
 
 
 @pytest.fixture
-def run_cli(db_path):
-    """run_cli(*args) -> click Result, against the test store."""
+def run_cli(db_path, new_store_file):
+    """run_cli(*args) -> click Result, against the test store (a new store the first time, copied: the
+    same file migrations would make)."""
     runner = CliRunner()
 
     def run(*args, db=None):
+        if db is None and not db_path.exists():
+            shutil.copyfile(new_store_file, db_path)
         return runner.invoke(cli, ["--db", str(db or db_path), *map(str, args)], catch_exceptions=False)
 
     return run

@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from audits.report import write_report
 from audits.report_render import SECTIONS
@@ -172,6 +173,7 @@ def build_store(store, tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_report_renders_every_section(store, db_path, tmp_path, run_cli):
     build_store(store, tmp_path)
     store.close()
@@ -208,6 +210,7 @@ def test_report_renders_every_section(store, db_path, tmp_path, run_cli):
     assert "![Lineage](lineage.png)" in md
 
 
+@pytest.mark.slow
 def test_report_is_deterministic(store, tmp_path):
     build_store(store, tmp_path)
     first = write_report(store, "s1", tmp_path / "one")
@@ -254,6 +257,7 @@ def _lineage_rows(md: str) -> dict[str, list[str]]:
     return {r.split("|")[1].strip(): [c.strip() for c in r.split("|")[2:-1]] for r in rows if "---" not in r}
 
 
+@pytest.mark.slow
 def test_each_stage_row_says_what_ran_from_the_runs_evidence(store, tmp_path):
     from audits.report import run_summary
 
@@ -287,6 +291,7 @@ def test_each_stage_row_says_what_ran_from_the_runs_evidence(store, tmp_path):
     assert "1 step," in rows["m1"][1]
 
 
+@pytest.mark.slow
 def test_the_report_opens_with_the_verdict_and_every_leaked_id(store, tmp_path):
     build_store(store, tmp_path)
     _register_run(store, tmp_path)
@@ -317,6 +322,7 @@ def test_the_report_opens_with_the_verdict_and_every_leaked_id(store, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_evaluation_covers_the_chain_unless_asked_for_every_model(store, tmp_path):
     build_store(store, tmp_path)
     for i in range(10):

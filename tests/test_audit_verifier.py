@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.test_verdicts import DISAGREE, NO_ANSWER, _generations, _problem
 
 
@@ -73,6 +75,7 @@ def test_audit_verifier_bad_input(store, tmp_path, run_cli, write_jsonl):
     assert r.exit_code == 2 and "nobody" in r.output
 
 
+@pytest.mark.slow
 def test_report_shows_the_stored_verdicts_of_the_lineages_models(store, tmp_path):
     from audits.report import build_report
     from tests.test_audit_report import build_store

@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from pairstore.store.store import open_store
 
 HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib")
@@ -17,6 +19,7 @@ def _loaded_after(code: str) -> set[str]:
     return {m for m in last.split(",") if m}
 
 
+@pytest.mark.slow
 def test_help_and_store_commands_import_nothing_heavy(tmp_path):
     assert (
         _loaded_after(

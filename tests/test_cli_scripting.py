@@ -8,6 +8,7 @@ import sys
 from importlib import resources
 
 import click
+import pytest
 from click.testing import CliRunner
 
 from pairstore.cli import cli
@@ -127,6 +128,7 @@ def test_a_missing_extra_is_one_line_naming_the_install_command(tmp_path, monkey
     ]
 
 
+@pytest.mark.slow
 def test_shell_completion_offers_the_stores_round_and_holdout_names(tmp_path):
     import os
     import subprocess

@@ -165,6 +165,7 @@ def test_documented_command_exists_with_its_options(where, cmd):
             assert w.split("=", 1)[0] in opts, f"{where}: `{cmd}`: {command.name} has no option {w}"
 
 
+@pytest.mark.slow
 def test_readme_walkthrough_runs(tmp_path, monkeypatch):
     """Every command of README's "Using it" walkthrough, in order, against a fresh store."""
     body = section(README.read_text(encoding="utf-8"), "Using it")

@@ -330,6 +330,7 @@ def _folder_state(out: Path) -> tuple:
     return files, sorted(p.name for p in out.parent.iterdir() if p.name.startswith(f".{out.name}."))
 
 
+@pytest.mark.slow
 def test_kill_at_every_point_of_a_folder_replaced_whole_leaves_old_or_new(tmp_path):
     out = tmp_path / "report"
 

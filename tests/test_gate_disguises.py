@@ -12,6 +12,7 @@ from importlib import resources
 import pytest
 
 from pairstore.holdout.matching import EMBED_MIN_WORDS
+from tests.tiers import fast_share
 
 # Members: real-looking prompts of every size (two are the shipped sample battles sb0000 and sb0001).
 TINY = "Explain quantum tunneling simply."  # < EMBED_MIN_WORDS words
@@ -188,7 +189,7 @@ def record(prompt, i):
     return {"prompt": prompt, "chosen": f"A careful answer {i}.", "rejected": f"A sloppy answer {i}."}
 
 
-@pytest.mark.parametrize("disguise", sorted(DISGUISES))
+@pytest.mark.parametrize("disguise", fast_share(sorted(DISGUISES)))
 def test_every_disguise_of_every_member_is_refused_and_audited(
     disguise, run_cli, tmp_path, write_jsonl, dpo_recipe
 ):
@@ -417,6 +418,7 @@ def control_prompts() -> list[str]:
     return sorted(set(out))
 
 
+@pytest.mark.slow
 def test_control_corpus_of_5000_prompts_has_no_hit(run_cli, tmp_path, write_jsonl, dpo_recipe):
     prompts = control_prompts()
     assert len(prompts) >= 5000

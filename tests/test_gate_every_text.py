@@ -12,6 +12,8 @@ import re
 
 import pytest
 
+from tests.tiers import fast_share
+
 QUESTION = (
     "Which three temples in Kyoto would you visit in late autumn to see the maple leaves at their best?"
 )
@@ -102,7 +104,7 @@ ANSWER_LEAKS = {
 }
 
 
-@pytest.mark.parametrize("leak", sorted(ANSWER_LEAKS))
+@pytest.mark.parametrize("leak", fast_share(sorted(ANSWER_LEAKS)))
 def test_answers_are_read_against_every_member_text(leak, run_cli, tmp_path, write_jsonl, dpo_recipe):
     held_out(run_cli, tmp_path, write_jsonl)
     records = [ANSWER_LEAKS[leak](*m) for m in MEMBERS.values()]
@@ -161,7 +163,7 @@ TEXT_LEAKS = {
 }
 
 
-@pytest.mark.parametrize("leak", sorted(TEXT_LEAKS))
+@pytest.mark.parametrize("leak", fast_share(sorted(TEXT_LEAKS)))
 def test_escaped_templated_and_recased_members_are_refused(leak, run_cli, tmp_path, write_jsonl, dpo_recipe):
     held_out(run_cli, tmp_path, write_jsonl)
     records = [dpo(TEXT_LEAKS[leak](q)) for q, _, _ in MEMBERS.values()]
@@ -284,6 +286,7 @@ def _train_refusal(run_cli, tmp_path):
     return res.output
 
 
+@pytest.mark.slow
 def test_train_dpo_and_audit_mixtures_refuse_a_mixture_todays_gate_refuses(
     run_cli, tmp_path, write_jsonl, dpo_recipe
 ):

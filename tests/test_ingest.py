@@ -107,6 +107,7 @@ BAD_CASES = [
 
 
 @pytest.mark.parametrize("name, records, message", BAD_CASES, ids=[c[0] for c in BAD_CASES])
+@pytest.mark.slow
 def test_bad_battle_records_write_nothing(run_cli, store, tmp_path, name, records, message, write_jsonl):
     path = tmp_path / "bad.jsonl"
     if name == "truncated last line":

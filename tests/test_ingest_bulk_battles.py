@@ -11,6 +11,7 @@ from pairstore.errors import BadInput
 from pairstore.ingest import battles as battle_ingest
 from pairstore.ingest.battles import ingest_battles
 from pairstore.store.store import open_store
+from tests.tiers import fast_share
 
 COLUMNS = (
     "battle_id, prompt, own_answers, opponent_answers, n_turns, vote, category, own_model, opponent_model, "
@@ -129,7 +130,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize("bad, message", BAD, ids=[m for _, m in BAD])
+@pytest.mark.parametrize("bad, message", fast_share(BAD), ids=[m for _, m in BAD])
 def test_a_bad_battle_gets_the_same_error_from_both_paths(tmp_path, bad, message):
     recs = varied_battles()[:8]
     recs[5] = {**recs[5], **bad}

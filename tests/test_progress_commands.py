@@ -65,6 +65,7 @@ def mined_store(tmp_path, dpo_recipe):
     return db
 
 
+@pytest.mark.slow
 def test_holdout_sample_mine_export_and_audits_report_their_stages(tmp_path, mined_store, dpo_recipe):
     db = mined_store
     check_family(

@@ -129,6 +129,7 @@ def test_arena_rows_are_read_from_the_own_models_side(store):
     assert ingest_battles(store, ARENA_JSONL, fmt="arena", own_models=["koala-13b"]).added == 0
 
 
+@pytest.mark.slow
 def test_arena_in_every_form_gives_the_same_battles(tmp_path, saved):
     forms = {
         "jsonl": ARENA_JSONL,

@@ -193,6 +193,7 @@ def test_browse_shows_a_battle_its_pairs_and_hides_held_out_ones(store, tmp_path
         assert c.get("/browse/battle/nope")[0] == 404
 
 
+@pytest.mark.slow
 def test_a_bind_beyond_loopback_needs_tokens_and_tokens_name_the_annotator(db_path, tmp_path):
     with pytest.raises(BadInput, match="without annotator tokens"):
         _app(db_path, host="0.0.0.0")

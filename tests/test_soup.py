@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from pairstore.cli import cli
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.keys import sha256_file
+from tests.tiers import fast_share
 from train import bundle as B
 from train.bundle import EVIDENCE_FILE
 from train.bundle_identity import family_differences, tokenizer_identity
@@ -138,7 +139,7 @@ def test_native_kernel_is_built_where_a_compiler_is():
 
 @pytest.mark.parametrize("native", KERNELS)
 @pytest.mark.parametrize("dtype", ["BF16", "F16", "F32", "F64"])
-@pytest.mark.parametrize("alpha", [0.5, 0.3, 0.77, 1.5, -0.25])
+@pytest.mark.parametrize("alpha", fast_share([0.5, 0.3, 0.77, 1.5, -0.25], keep=1))
 def test_kernel_matches_fp32_reference_bit_exact(dtype, alpha, native):
     rng = np.random.default_rng(7)
     n = 200_003  # several compute blocks and a ragged tail

@@ -128,6 +128,7 @@ def test_holdout_sample_and_mine_battle_where_run_no_statement(store, tmp_path, 
     assert res.exit_code == 0, res.output
 
 
+@pytest.mark.slow
 def test_sql_read_only_default_cannot_reach_files_or_other_databases(store, tmp_path, run_cli, fill_pairs):
     fill_pairs(store)
     store.close()

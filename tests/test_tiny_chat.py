@@ -154,6 +154,7 @@ def test_stream_never_draws_a_held_out_key_and_repeats_itself():
 # ---------------------------------------------------------------------------- the training script
 
 
+@pytest.mark.slow
 def test_training_script_writes_a_bundle_served_like_the_others(small_bundle):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -202,6 +203,7 @@ def test_training_script_writes_a_bundle_served_like_the_others(small_bundle):
     assert out.shape[1] > ids.shape[1]
 
 
+@pytest.mark.slow
 def test_training_is_deterministic(tmp_path, small_bundle):
     again = train_small(tmp_path / "again", "--steps", "4", "--eval-every", "2")
     assert sha256_file(again / "model.safetensors") == sha256_file(small_bundle / "model.safetensors")
