@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,8 +58,15 @@ class Counter:
         return out
 
 
-def make_counter(store=None, *, tokenizer: str | None = None, model: str | None = None) -> Counter:
-    """A bundle's tokenizer (a directory, or a checkpoint's path) or the chars/4 estimate."""
+def make_counter(
+    store=None,
+    *,
+    tokenizer: str | None = None,
+    model: str | None = None,
+    check_folder: Callable[[str], None] | None = None,
+) -> Counter:
+    """A bundle's tokenizer (a directory, or a checkpoint's path) or the chars/4 estimate. `check_folder`
+    (the CLI passes the bundle check's remote-code refusal) sees the folder before anything loads it."""
     if model is not None and tokenizer is None:
         path = (
             store.scalar("SELECT path FROM checkpoints WHERE name = ?", [model])
@@ -72,6 +80,8 @@ def make_counter(store=None, *, tokenizer: str | None = None, model: str | None 
         return Counter(f"estimate: ceil(chars/{CHARS_PER_TOKEN})")
     if not Path(tokenizer).is_dir():
         raise BadInput("not a bundle directory", path=str(tokenizer), field="tokenizer")
+    if check_folder is not None:
+        check_folder(str(tokenizer))
     from transformers import AutoTokenizer
 
     try:

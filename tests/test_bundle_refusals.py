@@ -51,6 +51,8 @@ def _commands(hostile, tiny, tmp_path):
         ("train dpo", ["train", "dpo", "--round", "r1", "--base", hostile, "--out", out]),
         ("judge", ["judge", "--set", "h", "--a", "x", "--b", "y", "--judge", f"j={hostile}"]),
         ("serve", ["serve", "--model", f"m={hostile}", "--port", "0"]),
+        ("audit lengths", ["audit", "lengths", "--tokenizer", hostile]),
+        ("audit report", ["audit", "report", "--model", "r1", "--out", out, "--tokenizer", hostile]),
     ]
 
 
@@ -75,7 +77,7 @@ def test_every_command_that_loads_a_bundle_refuses_remote_code(
         assert not (tmp_path / "out").exists(), what  # nothing written
         assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")], what
         assert _sha(db) == before, what  # the store unchanged
-    assert len(commands) == 8
+    assert len(commands) == 10
 
 
 def test_trust_remote_code_is_what_lets_such_a_bundle_through_the_check(hostile):

@@ -255,6 +255,10 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
 def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models, as_json):
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
     verdict against the incumbent first, then what ran, the data and the evaluations."""
+    if tokenizer is not None:
+        from train.bundle import refuse_remote_code
+
+        refuse_remote_code(tokenizer)  # before the store opens and anything loads the folder
     with open_db(ctx, read_only=True) as store:
         result = write_report(
             store, model, out_dir, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models
@@ -281,10 +285,11 @@ def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
 
     Without --tokenizer or --model, tokens are estimated as ceil(characters / 4)."""
 
+    from train.bundle import refuse_remote_code
+
     with open_db(ctx, read_only=True) as store:
-        report = audit_lengths(
-            store, counter=make_counter(store, tokenizer=tokenizer, model=model), rounds=list(rounds) or None
-        )
+        counter = make_counter(store, tokenizer=tokenizer, model=model, check_folder=refuse_remote_code)
+        report = audit_lengths(store, counter=counter, rounds=list(rounds) or None)
     if as_json:
         echo_json(report.as_dict())
         return
