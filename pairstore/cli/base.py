@@ -165,6 +165,14 @@ def echo_json(obj) -> None:
     click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False))
 
 
+def trust_remote_code_option(fn):
+    """--trust-remote-code on a command that loads a bundle: off, the bundle check refuses a bundle that
+    asks to run its own Python code (train.bundle.refuse_remote_code)."""
+    return click.option(
+        "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
+    )(fn)
+
+
 def json_option(fn):
     """--json on a command: one JSON object (its shape in docs/cli.md) on stdout and nothing else."""
     return click.option(

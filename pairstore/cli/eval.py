@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import click
 
-from pairstore.cli.base import as_plain, echo_counts, echo_json, generation_options, json_option, open_db
+from pairstore.cli.base import (
+    as_plain,
+    echo_counts,
+    echo_json,
+    generation_options,
+    json_option,
+    open_db,
+    trust_remote_code_option,
+)
 from train.eval import run_eval
 
 
@@ -38,9 +46,7 @@ from train.eval import run_eval
     default=None,
     help="Model name for the scores (default: the bundle's checkpoint name).",
 )
-@click.option(
-    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-)
+@trust_remote_code_option
 @json_option
 @click.pass_context
 def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code, as_json):

@@ -18,6 +18,7 @@ from pairstore.cli.base import (
     generation_options,
     json_option,
     open_db,
+    trust_remote_code_option,
 )
 from pairstore.rounds.checkpoints import checkpoint_name, register_folder
 from train.dpo import train_dpo_at
@@ -96,9 +97,7 @@ def train_group():
 )
 @click.option("--partition", default=None, help="Slurm partition (--emit-sbatch).")
 @click.option("--name", default=None, help="Checkpoint name of the adapter (default: ROUND-lora).")
-@click.option(
-    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-)
+@trust_remote_code_option
 @json_option
 @click.pass_context
 def train_dpo_cmd(
@@ -206,9 +205,7 @@ def train_dpo_cmd(
 @click.option(
     "--max-shard-mb", type=int, default=2048, show_default=True, help="Largest output shard in MiB."
 )
-@click.option(
-    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-)
+@trust_remote_code_option
 @json_option
 @click.pass_context
 def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, trust_remote_code, as_json):
@@ -277,9 +274,7 @@ def train_merge_cmd(ctx, base, adapter, out_dir, name, base_name, max_shard_mb, 
     default=None,
     help="Model name for the generations (default: the bundle's checkpoint name).",
 )
-@click.option(
-    "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-)
+@trust_remote_code_option
 @json_option
 @click.pass_context
 def train_sample_cmd(
