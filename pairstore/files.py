@@ -205,6 +205,16 @@ def fsync_tree(folder) -> None:
 
 
 @contextlib.contextmanager
+def writes_into(where) -> Iterator[None]:
+    """An OSError inside the block (a full disk, a permission, a read-only folder) becomes
+    `write_failure`'s one line naming `where`."""
+    try:
+        yield
+    except OSError as e:
+        raise write_failure(where, e) from None
+
+
+@contextlib.contextmanager
 def staged_folder(final) -> Iterator[Path]:
     """A new empty folder beside `final` to write a whole artefact into; removed if the block fails.
     Publish it with `publish_folder` inside the block."""

@@ -27,7 +27,7 @@ from pairstore.files import (
     atomic_write_json,
     check_free_space,
     staged_folder,
-    write_failure,
+    writes_into,
 )
 from pairstore.keys import sha256_file
 from pairstore.progress import Progress, as_progress
@@ -288,65 +288,34 @@ def merge_adapter(
         sum(p.stat().st_size for p in list_shards(base)) + (1 << 20),
         what="the merged bundle",
     )
-    try:
-        return _write_and_publish(
-            store,
-            base,
-            adapter_dir,
-            weights_path,
-            config,
-            out,
-            name,
-            max_shard_bytes,
-            trust_remote_code,
-            replace,
-            base_name,
-            as_progress(progress),
-        )
-    except OSError as e:
-        raise write_failure(out.parent, e) from None
+    progress = as_progress(progress)
+    with writes_into(out.parent):
+        with staged_folder(out) as stage:
+            try:
+                merged = _stream_merge(base, weights_path, config, stage, max_shard_bytes, progress)
+                method = "stream"
+            except _Unmappable as why:
+                with progress.stage("merge through PEFT", unit="modules") as peft_stage:
+                    merged = peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code)
+                    peft_stage.advance(merged)
+                method = f"peft ({why})"
 
-
-def _write_and_publish(
-    store,
-    base,
-    adapter_dir,
-    weights_path,
-    config,
-    out,
-    name,
-    max_shard_bytes,
-    trust_remote_code,
-    replace,
-    base_name,
-    progress,
-):
-    with staged_folder(out) as stage:
-        try:
-            merged = _stream_merge(base, weights_path, config, stage, max_shard_bytes, progress)
-            method = "stream"
-        except _Unmappable as why:
-            with progress.stage("merge through PEFT", unit="modules") as peft_stage:
-                merged = peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code)
-                peft_stage.advance(merged)
-            method = f"peft ({why})"
-
-        copied = copy_serving_files(base, stage)
-        return _publish_merge(
-            store,
-            base,
-            adapter_dir,
-            weights_path,
-            config,
-            out,
-            stage,
-            name,
-            merged,
-            method,
-            copied,
-            replace,
-            base_name,
-        )
+            copied = copy_serving_files(base, stage)
+            return _publish_merge(
+                store,
+                base,
+                adapter_dir,
+                weights_path,
+                config,
+                out,
+                stage,
+                name,
+                merged,
+                method,
+                copied,
+                replace,
+                base_name,
+            )
 
 
 def _publish_merge(

@@ -48,7 +48,7 @@ from pairstore.files import (
     atomic_write_json,
     check_free_space,
     staged_folder,
-    write_failure,
+    writes_into,
 )
 from pairstore.keys import sha256_file
 from pairstore.prefetch import prefetch
@@ -544,95 +544,51 @@ def soup(
         out_dir.parent, sum(h.file_size for h in job.a_headers) + (1 << 20), what="the soup's bundle"
     )
     kernel = SoupKernel(alpha)
-    try:
-        return _write_and_publish(
-            job,
-            kernel,
-            a_dir,
-            b_dir,
-            out_dir,
-            alpha,
-            a_tensors,
-            fingerprint,
-            has_index,
-            total_size,
-            slice_bytes,
-            buffers,
-            started,
-            store,
-            name,
-            parents,
-            replace,
-            progress,
-        )
-    except OSError as e:
-        raise write_failure(out_dir.parent, e) from None
-
-
-def _write_and_publish(
-    job,
-    kernel,
-    a_dir,
-    b_dir,
-    out_dir,
-    alpha,
-    a_tensors,
-    fingerprint,
-    has_index,
-    total_size,
-    slice_bytes,
-    buffers,
-    started,
-    store,
-    name,
-    parents,
-    replace,
-    progress,
-) -> dict:
-    with staged_folder(out_dir) as stage:
-        job.tmp_paths = [stage / p.name for p in job.a_shards]
-        # Shards with no tensors have no slices: their header is the whole file.
-        for i, plan in enumerate(job.plans):
-            if not plan:
-                with open(job.tmp_paths[i], "wb") as f:
-                    f.write(job.a_headers[i].raw)
-        _run_pipeline(job, kernel, slice_bytes, buffers, progress)
-        if has_index:
-            write_index(stage, read_index(a_dir), total_size)
-        serving = copy_serving_files(a_dir, stage)
-        evidence = _evidence(
-            job,
-            a_dir,
-            b_dir,
-            out_dir,
-            alpha,
-            a_tensors,
-            fingerprint,
-            total_size,
-            serving,
-            kernel,
-            slice_bytes,
-            started,
-        )
-        atomic_write_json(stage / EVIDENCE_FILE, evidence)
-        publish_bundle(
-            store,
-            stage,
-            out_dir,
-            replace,
-            None
-            if name is None
-            else lambda: register_checkpoint(
+    with writes_into(out_dir.parent):
+        with staged_folder(out_dir) as stage:
+            job.tmp_paths = [stage / p.name for p in job.a_shards]
+            # Shards with no tensors have no slices: their header is the whole file.
+            for i, plan in enumerate(job.plans):
+                if not plan:
+                    with open(job.tmp_paths[i], "wb") as f:
+                        f.write(job.a_headers[i].raw)
+            _run_pipeline(job, kernel, slice_bytes, buffers, progress)
+            if has_index:
+                write_index(stage, read_index(a_dir), total_size)
+            serving = copy_serving_files(a_dir, stage)
+            evidence = _evidence(
+                job,
+                a_dir,
+                b_dir,
+                out_dir,
+                alpha,
+                a_tensors,
+                fingerprint,
+                total_size,
+                serving,
+                kernel,
+                slice_bytes,
+                started,
+            )
+            atomic_write_json(stage / EVIDENCE_FILE, evidence)
+            publish_bundle(
                 store,
-                name,
-                "soup",
-                list(parents),
-                alpha=alpha,
-                path=str(out_dir.resolve()),
-                evidence=evidence,
-            ),
-        )
-    return evidence
+                stage,
+                out_dir,
+                replace,
+                None
+                if name is None
+                else lambda: register_checkpoint(
+                    store,
+                    name,
+                    "soup",
+                    list(parents),
+                    alpha=alpha,
+                    path=str(out_dir.resolve()),
+                    evidence=evidence,
+                ),
+            )
+        return evidence
 
 
 def _evidence(
