@@ -69,12 +69,22 @@ def _button(driver, name):
 
 def _submit(driver, name):
     """Click the button named `name` and wait for the page it leads to."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
     button = _button(driver, name)
     button.click()
-    WebDriverWait(driver, 60).until(expected_conditions.staleness_of(button))
+
+    def left_the_page(_driver) -> bool:
+        # Chromium may answer a question about a node of the page just left with an inspector error
+        # ("does not belong to the document") instead of a stale-element one: both mean it is gone.
+        try:
+            return expected_conditions.staleness_of(button)(_driver)
+        except WebDriverException:
+            return True
+
+    WebDriverWait(driver, 60).until(left_the_page)
 
 
 def _app(db, tokens=None):
