@@ -5,12 +5,15 @@
     verdict_table()                                      # {(corpus, id): (label, reason)} of today's verifier
 
 EXPECTED (bench/data/verify_expected.jsonl) holds the verdict of every labelled row, one per line:
-{"corpus", "id", "label", "reason"}. tests/test_verify_regression.py fails on any row whose verdict
-differs from it; a rule change that flips rows rewrites it with
+{"corpus", "id", "label", "reason"}, and on a row whose verdict a rule change flipped, "was" (the
+verdict before, "label: reason") and "why" (the class of the change). tests/test_verify_regression.py
+fails on any row whose verdict differs from it; a rule change that flips rows rewrites it with
 
-    HF_HUB_OFFLINE=1 .venv/bin/python bench/verify_rows.py --write
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/verify_rows.py --write --why flips.json
 
-so the commit's diff of that file shows every flip.
+where flips.json maps "corpus id" to the reason of each flip (a flip without one is refused), so the
+commit's diff of that file shows every flip and why. A row no record holds yet (a new corpus) is
+recorded as measured, with no "was".
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ FIXED_CORPORA = (
 HELDOUT_GLOB = "verify_heldout*/*.jsonl"
 # Held-out corpora the verifier was fixed on after their one held-out measurement: their figures
 # since are not held-out figures (bench/data/README.md says what was fixed).
-FIXED_AFTER_MEASUREMENT = {"verify_heldout/heldout.jsonl"}
+FIXED_AFTER_MEASUREMENT = {"verify_heldout/heldout.jsonl", "verify_heldout2/heldout.jsonl"}
 
 
 def heldout_corpora() -> list[str]:
@@ -104,34 +107,65 @@ def verdict_table(names: list[str] | None = None) -> dict[tuple[str, str], tuple
     return out
 
 
-def read_expected(path: Path = EXPECTED) -> dict[tuple[str, str], tuple[str, str]]:
+def read_records(path: Path = EXPECTED) -> dict[tuple[str, str], dict]:
+    """Every record of the expected-verdicts file, whole (with "was" and "why" where a row flipped)."""
     out = {}
     with open(path, encoding="utf-8") as fh:
         for line in fh:
             if line.strip():
                 r = json.loads(line)
-                out[(r["corpus"], r["id"])] = (r["label"], r["reason"])
+                out[(r["corpus"], r["id"])] = r
     return out
 
 
-def write_expected(table: dict, path: Path = EXPECTED) -> None:
+def read_expected(path: Path = EXPECTED) -> dict[tuple[str, str], tuple[str, str]]:
+    return {k: (r["label"], r["reason"]) for k, r in read_records(path).items()}
+
+
+def expected_records(table: dict, previous: dict[tuple[str, str], dict], why: dict[str, str]) -> list[dict]:
+    """The records for today's verdicts: a flip (a verdict unlike the previous record's) carries the
+    verdict it was and why it flipped -- a flip with no reason in `why` ("corpus id" -> reason) is
+    refused; an unchanged row keeps its record; a row no record held is recorded as measured."""
+    out, unexplained = [], []
+    for (c, i), (label, reason) in sorted(table.items()):
+        record = {"corpus": c, "id": i, "label": label, "reason": reason}
+        before = previous.get((c, i))
+        if before is not None and (before["label"], before["reason"]) != (label, reason):
+            key = f"{c} {i}"
+            if key not in why:
+                unexplained.append(key)
+            record |= {"was": f"{before['label']}: {before['reason']}", "why": why.get(key, "")}
+        elif before is not None and "was" in before:
+            record |= {"was": before["was"], "why": before["why"]}
+        out.append(record)
+    if unexplained:
+        raise SystemExit(
+            f"{len(unexplained)} flips without a reason in --why (first: {', '.join(unexplained[:5])})"
+        )
+    return out
+
+
+def write_expected(table: dict, path: Path = EXPECTED, why: dict[str, str] | None = None) -> None:
     sys.path.insert(0, str(ROOT))
     from pairstore.files import atomic_write_text
 
-    lines = [
-        json.dumps({"corpus": c, "id": i, "label": label, "reason": reason}, ensure_ascii=False)
-        for (c, i), (label, reason) in sorted(table.items())
-    ]
+    previous = read_records(path) if path.exists() else {}
+    records = expected_records(table, previous, why or {})
+    lines = [json.dumps(r, ensure_ascii=False) for r in records]
     atomic_write_text(path, "\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--write", action="store_true", help=f"rewrite {EXPECTED.relative_to(ROOT)}")
+    ap.add_argument(
+        "--why", type=Path, help='with --write: a JSON file {"corpus id": "why it flipped"} for every flip'
+    )
     args = ap.parse_args(argv)
     table = verdict_table()
     if args.write:
-        write_expected(table)
+        why = json.loads(args.why.read_text(encoding="utf-8")) if args.why else {}
+        write_expected(table, why=why)
         print(f"wrote {len(table)} verdicts to {EXPECTED.relative_to(ROOT)}")
         return 0
     expected = read_expected()

@@ -83,3 +83,37 @@ def test_a_new_held_out_folder_is_a_corpus_by_being_there(tmp_path, monkeypatch)
     assert verify_rows.is_heldout("verify_heldout7/rows.jsonl")
     assert not verify_rows.is_heldout("verify_heldout/heldout.jsonl")  # fixed on since
     assert not verify_rows.is_heldout("verify_corpus.jsonl")
+
+
+def test_every_recorded_flip_says_what_it_was_and_why():
+    records = verify_rows.read_records()
+    flipped = [r for r in records.values() if "was" in r]
+    assert all(r["why"].strip() for r in flipped), [r["id"] for r in flipped if not r["why"].strip()]
+    assert all(r["was"] != f"{r['label']}: {r['reason']}" for r in flipped)
+
+
+def test_a_flip_without_a_reason_is_refused_and_one_with_a_reason_is_recorded():
+    previous = {
+        ("c.jsonl", "r1"): {"corpus": "c.jsonl", "id": "r1", "label": "wrong", "reason": "empty answer"},
+        ("c.jsonl", "r2"): {"corpus": "c.jsonl", "id": "r2", "label": "correct", "reason": "compared equal"},
+    }
+    table = {
+        ("c.jsonl", "r1"): ("correct", "compared equal"),  # flipped
+        ("c.jsonl", "r2"): ("correct", "compared equal"),  # unchanged
+        ("c.jsonl", "r3"): ("unknown", "no answer found"),  # a new row: recorded as measured
+    }
+    with pytest.raises(SystemExit, match="1 flips without a reason"):
+        verify_rows.expected_records(table, previous, {})
+    records = verify_rows.expected_records(table, previous, {"c.jsonl r1": "a cut statement"})
+    assert records[0] == {
+        "corpus": "c.jsonl",
+        "id": "r1",
+        "label": "correct",
+        "reason": "compared equal",
+        "was": "wrong: empty answer",
+        "why": "a cut statement",
+    }
+    assert "was" not in records[1] and "was" not in records[2]
+    # a later rewrite keeps the record of an earlier flip on a row that did not flip again
+    again = verify_rows.expected_records(table, {(r["corpus"], r["id"]): r for r in records}, {})
+    assert again == records

@@ -47,6 +47,11 @@ _FUNCTION_RE = re.compile(r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|exp|sqrt|arcsin|
 _FLIP = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
 
 
+class FormOpen(Exception):
+    """The two answers hold the same values in forms that may mean different things (a list against a
+    tuple): no comparison can decide, math-verify's included."""
+
+
 def is_texty(s: str) -> bool:
     """A word answer ("Monday", "no solution"): a run of 3+ letters that is not a LaTeX command."""
     return bool(re.search(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}", _ENV_RE.sub(" ", s)))
@@ -353,6 +358,10 @@ def value_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: st
                     kind,
                     ordered=True,
                 )
+            if _items(listed[1], seq[3], kind, ordered=True) is True:
+                # "1 and 3" against "(1,3)": two values, one pair or an interval -- the problem says
+                # which, neither answer does
+                raise FormOpen(f"{pred!r} against {gold!r}")
         if "scalar" in kinds:
             other = gs if ps[0] == "scalar" else ps
             raw = gold if gs[0] == "list" else pred

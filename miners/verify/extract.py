@@ -32,10 +32,11 @@ sentence that offered several is weak: the verifier asks math-verify), or why th
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
-from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value
-from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
-from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, Extraction
+from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value, sentences
+from miners.verify.rules import RULES_BY_NAME, Span, find_spans, option_labels, strip_answer
+from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, TRUNCATED, Extraction
 
 __all__ = ["cut_turn", "extract_answer", "read_answer", "strip_answer"]
 
@@ -160,6 +161,16 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
                 break
         # latest start wins; at an equal start the rule of higher priority
         cands.sort(key=lambda c: (c.start, RULES_BY_NAME[c.rule].priority))
+        cut = None
+        while cands and _cut_statement(text, cands[-1]):
+            cut = cands.pop()  # "... the final answer is" at the very end: cut off, it commits to nothing
+        if not cands and cut is not None:
+            # the output was certainly cut off (a statement of its answer broken off at the end):
+            # what came before commits to an answer, read as before any cut, or nothing does
+            before = read_answer(text[: cut.start], kind, whole=False) if text[: cut.start].strip() else None
+            if before is not None and before.answer is not None:
+                return replace(before, strong=False)
+            return Extraction(None, cut.rule, missing=TRUNCATED)
         last = cands[-1]
         rule = RULES_BY_NAME[last.rule]
         rivals = [
@@ -172,7 +183,10 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
                 return Extraction(None, last.rule, missing=AMBIGUOUS)
         if not answer:
             return Extraction(None, last.rule, missing=EMPTY_ANSWER)
-        return Extraction(answer, last.rule, rule.strong and not weak)
+        if _loops_after_other_answer(text, cands, kind):
+            return Extraction(None, last.rule, missing=AMBIGUOUS)
+        choices, listed = option_labels(last.text)
+        return Extraction(answer, last.rule, rule.strong and not weak, choices=choices, choice_list=listed)
     stripped = text.strip()
     # a short one-line output is its own answer, unless it is a box the model never closed
     if (
@@ -191,8 +205,52 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
         return Extraction(None, missing=NO_ANSWER)
     value = concluding(stripped, kind)
     if value and strip_answer(value):
-        return Extraction(strip_answer(value), "concluding_sentence", False)
+        choices, listed = option_labels(sentences(stripped)[-1])
+        return Extraction(
+            strip_answer(value), "concluding_sentence", False, choices=choices, choice_list=listed
+        )
     return Extraction(None, missing=NO_ANSWER)
+
+
+# Rules whose span is a marker and what follows it: a marker with nothing after it at the very end of
+# an output was cut off (tags and boxes say "empty" on their own: an empty box commits to nothing).
+_MARKER_RULES = frozenset(RULES_BY_NAME) - {"boxed", "answer_tag", "json_field"}
+_DANGLING = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",", "\\")
+
+
+def _cut_statement(text: str, span: Span) -> bool:
+    """A marker at the very end whose statement was cut off: "Now, considering all the above, the
+    final answer is", "The answer is -" (nothing, or a dangling operator, and nothing after it)."""
+    if span.rule not in _MARKER_RULES or text[span.end :].strip(" \t\r\n*_:："):
+        return False
+    answer = strip_answer(span.text)
+    return not answer or answer.endswith(_DANGLING)
+
+
+_LOOP_MIN_REPEATS = 3
+
+
+def _loops_after_other_answer(text: str, cands: list[Span], kind: str) -> bool:
+    """The output ends by repeating one answer statement (the same span, the same text between each
+    repeat: a loop) after it had stated a different answer: which one it commits to is open
+    ("The answer is True." then "Therefore, the answer is False." in a code block, forty times)."""
+    last = cands[-1]
+    run = 1
+    gap = None
+    while run < len(cands):
+        prev, nxt = cands[-run - 1], cands[-run]
+        if prev.rule != last.rule or prev.text != last.text:
+            break
+        between = text[prev.end : nxt.start]
+        if gap is None:
+            gap = between
+        elif between != gap:
+            break
+        run += 1
+    if run < _LOOP_MIN_REPEATS or run == len(cands):
+        return False
+    looped_answer, _ = _span_answer(text, cands, last, kind)
+    return any(_span_answer(text, cands, c, kind)[0] != looped_answer for c in cands[: len(cands) - run])
 
 
 def _span_answer(text: str, cands: list[Span], span: Span, kind: str) -> tuple[str, bool]:

@@ -19,6 +19,7 @@ import re
 from miners.verify.compare import choice_letter, value_verdict
 from miners.verify.exact import numeric_equal
 from miners.verify.extract import extract_answer, strip_answer
+from miners.verify.markers import boolean_value
 from miners.verify.normalize import normalize, unwrap_text_commands
 from miners.verify.parse import REPEATING_RE, TooHard, Unsupported, parse_scalar
 
@@ -46,6 +47,13 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
         return _task_equal(pred_answer, gold_text, pred, gold, pred_pct, gold_pct)
     if pred == gold and pred_pct == gold_pct:
         return True
+    gold_bool = boolean_value(gold_text)
+    if gold_bool is not None:
+        # a yes/no or true/false gold, in any language listed (miners.verify.markers): "Yes" against
+        # "True" says the same; a word that says neither is compared as text below
+        pred_bool = boolean_value(pred_answer)
+        if pred_bool is not None:
+            return pred_bool == gold_bool
     # multiple choice: a gold that is one letter A-E. An answer that names no letter may be the value
     # of an option (the verifier compares it with the options, where it has them): undecided here.
     if re.fullmatch(r"\(?[A-E]\)?", gold):
@@ -117,7 +125,7 @@ def _task_text(s: str) -> str:
     return re.sub(r"\s+", " ", s)
 
 
-_OPTION_LABEL_RE = re.compile(r"^\s*\(?[A-Z]\s*[).:]\s+")
+_OPTION_LABEL_RE = re.compile(r"^\s*\(?[A-Z]\s*(?:\)\s*|[.:]\s+)")  # "(B) 17", "E)$78.20", "C. 4"
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 

@@ -190,8 +190,12 @@ _OPEN = {"(": ")", "[": "]", "\x01": "\x02"}
 _REL_OPS = ("<=", ">=", "!=", "<", ">")
 
 
+# words that join the values of a list ("1 and 3", "1 和 3"); one inside a word ("总和") joins nothing
+_CONJUNCTIONS = ("and", "or", "和", "与", "與", "及", "或")
+
+
 def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> list[str]:
-    """s split at depth 0 on any of seps (and on the words "and"/"or" when words)."""
+    """s split at depth 0 on any of seps (and on the words "and"/"or", "和"/"或", when words)."""
     outside = depth_zero(s)
     parts, start = [], 0
     i, n = 0, len(s)
@@ -199,7 +203,7 @@ def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> li
         if outside[i]:
             hit = next((sep for sep in seps if s.startswith(sep, i)), None)
             if hit is None and words:
-                for w in ("and", "or"):
+                for w in _CONJUNCTIONS:
                     if (
                         s.startswith(w, i)
                         and (i == 0 or not (s[i - 1].isalpha() or s[i - 1] == "\\"))

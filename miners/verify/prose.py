@@ -67,10 +67,14 @@ _BOLD_RE = re.compile(r"\*\*([^*]*\d[^*]*)\*\*")
 _COPULA_RE = re.compile(
     r"(?i)\b(?:is|are|was|were|equals?|be|becomes?|it'?s|est|sont|égale?)\b|(?<!\d)[:：](?!\d)|[是为هو]"
 )
-_WORDS_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z\u00c0-\u024f]{3,}|[\u0600-\u06ff\u0900-\u097f\u4e00-\u9fff]")
+_WORDS_RE = re.compile(
+    r"(?<![\\a-zA-Z])[a-zA-Z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{3,}"
+    r"|[\u0600-\u06ff\u0900-\u097f\u0e00-\u0e7f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
+)
 _CUE_RE = re.compile(
     r"(?i)\b(?:therefore|thus|so|hence|in\s+total|altogether|in\s+conclusion|finally|total|answer|"
     r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*"
+    r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\))"  # "... is closest to option E) $78.20."
 )
 
 

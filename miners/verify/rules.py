@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
+from miners.verify.markers import ANSWER_MARKERS, AnswerMarker, marker_words
 
 
 class Span(NamedTuple):
@@ -80,8 +81,15 @@ _NOT_AN_ANSWER_RE = re.compile(
     r"indeed\s+correct|likely|probably|given|found|shown|simply|in|to|still|also|then|therefore|thus|so|"
     r"because|calculated|computed|consistent|reasonable|the\s+same|same|written\s+in)\b|\s*[,.:]?\s*$"
 )
-_SENTENCE_END_RE = re.compile(r"[.;!?](?=\s|$)")
+_SENTENCE_END_RE = re.compile(r"[.;!?](?=\s|$)|[。！？；]")
 _PLACEHOLDER_RE = re.compile(r"^[\s_.:：*-]*$")
+# markup a prompt format puts after the answer ("【答案】C <eoa>", "12 <|end|>"): not part of it
+_TRAILING_MARKUP_RE = re.compile(r"(?:\s*<\|?/?[A-Za-z_]{2,16}\|?>)+\s*$")
+# "the correct option is", "the best choice would be": a committed choice, like "the answer is"
+_OPTION_IS_RE = re.compile(
+    r"(?i)(?<![a-z])(?:correct|right|best|closest|final|only\s+possible)[ \t]+(?:option|choice)[ \t]+"
+    r"(?:is|would\s+be|should\s+be|=)[ \t]*[:：]?[ \t]*(?=(?P<ans>[^\n]{0,400}))"
+)
 
 
 def _json_string(s: str) -> str:
@@ -102,6 +110,8 @@ def _cut_sentence(span: str) -> str:
     for i, c, depth in walk(span, "{", "}"):
         if c == "$":
             in_math = not in_math
+        elif not in_math and depth <= 0 and c in "。！？；":
+            return span[:i]
         elif not in_math and depth <= 0 and c in ".;!?" and (i + 1 == len(span) or span[i + 1].isspace()):
             if c == "." and i > 0 and span[i - 1].isdigit() and i + 1 < len(span) and span[i + 1].isdigit():
                 continue
@@ -168,7 +178,47 @@ def strip_answer(ans: str) -> str:
             s = s[len(lo) : len(s) - len(hi)].strip()
     if len(s) >= 2 and s[0] == "$" and s[-1] == "$" and s.count("$") == 2:
         s = s[1:-1].strip()
-    return s.rstrip(" .;,").strip('*_` \t"“”')
+    s = _TRAILING_MARKUP_RE.sub("", s)
+    return s.rstrip(" .;,。").strip('*_` \t"“”')
+
+
+# --------------------------------------------------------------------------- option labels
+
+# An option letter named by an explicit label inside an answer: "option E", "choice (c)", "(B)",
+# "D) 3.85 miles", "B)After 12 minutes", "\\text{(C)}", "选D", "A. 12" (at the start only). A bare
+# capital in prose ("A train leaves...") is no label.
+_OPTION_LABEL_RES = (
+    re.compile(
+        r"(?i:option|choice|alternative|opción|opção|选项|選項)\s*[:：(]?\s*\(?([A-Za-z])\)?(?![A-Za-z])"
+    ),
+    re.compile(r"(?<![\w(\\])\(([A-Z])\)(?!\w)"),
+    re.compile(r"(?:^|(?<=[\s:：*'\"“‘]))([A-Z])\)"),
+    re.compile(r"\\text(?:bf|rm)?\s*\{\s*\(?([A-Z])\)?\s*\}"),
+    re.compile(r"[选選]\s*[:：]?\s*([A-Z])(?![A-Za-z])"),
+    re.compile(r"^\s*([A-Z])[.:：]\s"),
+)
+_LETTER = r"(?:\(\s*[A-Z]\s*\)|[A-Z]\)?|\\text(?:bf|rm)?\s*\{\s*\(?[A-Z]\)?\s*\})"
+_LETTER_LIST_RE = re.compile(
+    r"^\s*(?:(?i:options?|choices?)\s*)?"
+    + _LETTER
+    + r"(?:\s*(?:,|、|;|&|\band\b|\bor\b|和|及|以及|或)\s*(?:(?i:options?|choices?)\s*)?"
+    + _LETTER
+    + r")+\s*$"
+)
+
+
+def option_labels(answer: str) -> tuple[tuple[str, ...], bool]:
+    """(the option letters an answer names by an explicit label, in order; whether the answer is only
+    a list of letters): "D) 3.85 miles" -> (("D",), False), "(B) and (D)" -> (("B", "D"), True),
+    "closest to option E) $78.20" -> (("E",), False), "12" -> ((), False)."""
+    s = strip_answer(answer)
+    found: list[tuple[int, str]] = []
+    for regex in _OPTION_LABEL_RES:
+        found += [(m.start(1), m.group(1).upper()) for m in regex.finditer(s)]
+    if _LETTER_LIST_RE.match(s.replace("$", "")):  # "B, D", "(B) and (D)": nothing but letters
+        bare = re.sub(r"(?i:options?|choices?)|\\text(?:bf|rm)?", " ", s)
+        return tuple(dict.fromkeys(re.findall(r"[A-Z]", bare))), True
+    return tuple(dict.fromkeys(letter for _, letter in sorted(found))), False
 
 
 # ------------------------------------------------------------------------------------- the rules
@@ -270,6 +320,118 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
         yield Span(m.start(), m.end(), m.group("ans"), "hashes")
 
 
+def find_option_is(text: str, low: str, kind: str) -> Iterable[Span]:
+    """ "the correct option is X", "the best choice would be X", to the end of the sentence (or the
+    next line when the line ends there): "So, the correct option is:\\nB)After 12 minutes" ->
+    "B)After 12 minutes" (its option letter is the choice)."""
+    for m in _OPTION_IS_RE.finditer(text):
+        ans = _cut_sentence(m.group("ans"))
+        if _NOT_AN_ANSWER_RE.match(ans) and not _PLACEHOLDER_RE.match(ans):
+            continue
+        end = m.start("ans") + len(ans)
+        if _PLACEHOLDER_RE.match(ans):
+            ans = _cut_sentence(_next_line(text, m.start("ans")))
+        yield Span(m.start(), end, ans, "option_is")
+
+
+# ------------------------------------------------------------------ markers in other languages
+# Built from miners.verify.markers.ANSWER_MARKERS (data); English "answer" joins the bracket and
+# heading forms, which the English rules above do not read.
+_MARKERS = marker_words()
+_MARKER_ALT = "|".join(re.escape(w) for w, _ in _MARKERS)
+_MARKER_OF = {w: m for w, m in _MARKERS}
+_SAME_LINE = {w for m in ANSWER_MARKERS for w in m.same_line}
+# a marker word may not continue a word of a spaced script ("Responsable:", "ответственный")
+_NO_LETTER_BEFORE = r"(?<![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
+_NO_LETTER_AFTER = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
+_MARKER_COLON_RE = re.compile(
+    _NO_LETTER_BEFORE + r"(?P<w>" + _MARKER_ALT + r")" + _NO_LETTER_AFTER
+    + r"[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)",
+    re.I,
+)  # fmt: skip
+_MARKER_BRACKET_RE = re.compile(
+    r"[【〖\[]\s*(?P<w>" + _MARKER_ALT + r"|final\s+answer|answer)\s*[】〗\]]"
+    r"[ \t*_]*[:：]?[ \t*_]*(?P<ans>[^\n]*)",
+    re.I,
+)
+_MARKER_HEADING_RE = re.compile(
+    r"(?im)^[ \t]*(?:#{1,6}[ \t]*(?:\*\*|__)?|\*\*|__)[ \t]*(?P<w>" + _MARKER_ALT
+    + r"|final\s+answer|answer)[ \t]*(?:\*\*|__)?[ \t]*[:：]?[ \t]*(?:\*\*|__)?[ \t]*$"
+)  # fmt: skip
+_VALUE_LIKE_RE = re.compile(r"[0-9A-Za-z$\\]")
+
+
+def _copula_res(marker: AnswerMarker) -> re.Pattern | None:
+    if not marker.copulas:
+        return None
+    words = "|".join(re.escape(w) for w in sorted(marker.words, key=len, reverse=True))
+    # a copula of a spaced script may not begin a longer word ("est" in "estimate"); one of an
+    # unspaced script (是, は) stands right before the value
+    cops = "|".join(
+        re.escape(c) + (_NO_LETTER_AFTER if c.isascii() or c < "\u0530" else "") for c in marker.copulas
+    )
+    return re.compile(
+        _NO_LETTER_BEFORE + r"(?:" + words + r")[ \t]*(?:" + cops + r")"
+        + r"[ \t]*[:：]?[ \t]*(?=(?P<ans>[^\n]{0,400}))",
+        re.I,
+    )  # fmt: skip
+
+
+_COPULA_RES = tuple((m, _copula_res(m)) for m in ANSWER_MARKERS if m.copulas)
+
+
+_SENTENCE_MARK_RE = re.compile(r"[。！？]|[.!?](?=\s)")
+
+
+def _marker_value(text: str, m: re.Match) -> str | None:
+    """The value after a marker: the rest of its line, or the next line where the marker ends its
+    own -- unless that line is a paragraph (two sentences or more: working, or a refusal, not a
+    value), which is no value at all."""
+    ans = m.group("ans")
+    if not _PLACEHOLDER_RE.match(ans):
+        return ans
+    if m.group("w").lower() in _SAME_LINE:
+        return None  # "解答：" over a worked solution: a heading, not an empty answer
+    ans = _next_line(text, m.start("ans"))
+    return None if len(_SENTENCE_MARK_RE.findall(ans)) >= 2 else ans
+
+
+def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
+    """An answer marker of another language (miners.verify.markers) before a colon or in brackets,
+    to the end of the line: "Ответ: 12" -> "12", "【答案】: C <eoa>" -> "C", "Réponse : $\\frac{1}{2}$",
+    "[Answer] 7"; with the value on the next line where the marker ends its line (a paragraph there
+    is no value: "【答案】\\n首先，我们需要……因此无法直接给出具体的答案。" commits to none)."""
+    for regex in (_MARKER_COLON_RE, _MARKER_BRACKET_RE):
+        for m in regex.finditer(text):
+            value = _marker_value(text, m)
+            if value is not None:
+                yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+
+
+def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
+    """A heading or a bold line that is only an answer marker, the value on the next line:
+    "## Final Answer\\n\\n12" -> "12", "**Antwort**\\n$x = 3$" -> "x = 3"."""
+    for m in _MARKER_HEADING_RE.finditer(text):
+        if m.group("w").lower() not in _SAME_LINE:
+            value = _next_line(text, m.end() - 1)
+            if len(_SENTENCE_MARK_RE.findall(value)) < 2:
+                yield Span(m.start(), m.end(), value, "marker_heading")
+
+
+def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
+    """An answer marker of another language and its copula, to the end of the sentence: "所以答案是D。"
+    -> "D", "La réponse est 12." -> "12", "Die Antwort lautet $x=3$". Only where something value-like
+    follows ("答案是正确的" -- "the answer is right" -- is talk about an answer)."""
+    for marker, regex in _COPULA_RES:
+        if regex is None or not any(w in low for w in marker.words):
+            continue
+        for m in regex.finditer(text):
+            ans = _cut_sentence(m.group("ans"))
+            if not _VALUE_LIKE_RE.search(ans[:40]):
+                continue
+            yield Span(m.start(), m.start("ans") + len(ans), ans, "marker_copula")
+
+
 def _line_span(text: str, m: re.Match, rule: str) -> Span:
     ans = m.group("ans")
     end = m.start("ans") + len(ans)
@@ -289,6 +451,10 @@ SPAN_RULES: tuple[SpanRule, ...] = (
     SpanRule("answer_line", 1, True, ("answer",), find_answer_line),
     SpanRule("a_line", 1, True, ("a:",), find_a_line),
     SpanRule("answer_math", 0, True, ("answer",), find_answer_math),
+    SpanRule("option_is", 1, True, ("option", "choice"), find_option_is),
+    SpanRule("marker_line", 1, True, tuple(w for w, _ in _MARKERS) + ("answer]",), find_marker_line),
+    SpanRule("marker_heading", 1, True, tuple(w for w, _ in _MARKERS) + ("answer",), find_marker_heading),
+    SpanRule("marker_copula", 1, True, tuple(w for m in ANSWER_MARKERS for w in m.words), find_marker_copula),
 )
 RULES_BY_NAME = {r.name: r for r in SPAN_RULES}
 

@@ -43,7 +43,11 @@ class Extraction:
     answer: str | None
     rule: str | None = None
     strong: bool = False
-    missing: str | None = None  # EMPTY_OUTPUT, EMPTY_ANSWER, NO_ANSWER or AMBIGUOUS when answer is None
+    missing: str | None = None  # EMPTY_OUTPUT, EMPTY_ANSWER, TRUNCATED, NO_ANSWER or AMBIGUOUS (no answer)
+    # the option letters the answer names by an explicit label ("D) 3.85 miles", "option E) $78.20",
+    # "(B) and (D)"), in order; and whether the answer is nothing but those letters listed
+    choices: tuple[str, ...] = ()
+    choice_list: bool = False
 
 
 @dataclass(frozen=True)

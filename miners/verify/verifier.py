@@ -39,7 +39,8 @@ from typing import NamedTuple
 
 from audits.loops import scan
 from miners.verify import symbolic
-from miners.verify.brackets import closing_index
+from miners.verify.brackets import brace_pairs, closing_index
+from miners.verify.compare import FormOpen
 from miners.verify.extract import cut_turn, read_answer
 from miners.verify.fast import (
     choice_gold,
@@ -49,6 +50,7 @@ from miners.verify.fast import (
     named_choice,
     option_value,
 )
+from miners.verify.rules import RULES_BY_NAME
 from miners.verify.types import (
     AMBIGUOUS,
     CORRECT,
@@ -107,7 +109,57 @@ def cut_point(text: str) -> int | None:
         cuts.append(body.rfind("```"))
     if body.endswith(_DANGLING_END):
         cuts.append(body.rfind("\n") + 1)
+    cuts += _cut_in_tail(body)
     return min(cuts) if cuts else None
+
+
+# Signs in the text itself that it stops mid-way, each at the end of the output (never a sign
+# somewhere in its middle: a finished output may hold an unclosed group and go on to its answer).
+# A last line ending on one of these words, with no full stop, is a sentence cut off mid-way; the
+# words are ones no finished sentence ends on.
+_CUT_WORDS = frozenset(
+    "the an of to and or is are was were be by with for from that which than as at into we then if "
+    "because where when let whose each".split()
+)
+_LAST_WORD_RE = re.compile(r"(?:^|(?<=[ \t]))([a-z]+)[ \t]*$")  # a lowercase word: "A" may be an option
+_TAIL_CHARS = 400
+_CUT_SENTENCE_WORDS = 3  # "x = a" is an answer; "Therefore, the range of" a sentence cut off
+_COMMAND_BEFORE_RE = re.compile(r"\\[A-Za-z]+\s*$")
+
+
+def _cut_in_tail(body: str) -> list[int]:
+    """Where the output's unfinished end begins, for each sign that it was cut off there: a math
+    environment, a display block (\\[ or $$) or a brace group opened near the end and never closed, a
+    last line ending on a word no sentence ends on ("Therefore, the range of"), or a character cut in
+    half (U+FFFD)."""
+    cuts = []
+    tail_start = max(0, len(body) - _TAIL_CHARS)
+    line_start = body.rfind("\n") + 1
+
+    def open_to_the_end(opened: int) -> bool:  # opened near the end, no new paragraph after it
+        return opened >= tail_start and "\n\n" not in body[opened:]
+
+    begin, end = body.rfind("\\begin{"), body.rfind("\\end{")
+    if begin > end and open_to_the_end(begin):
+        cuts.append(begin)
+    opened, closed = body.rfind("\\["), body.rfind("\\]")
+    if opened > closed and open_to_the_end(opened):
+        cuts.append(opened)
+    if body.count("$$") % 2 == 1 and open_to_the_end(body.rfind("$$")):
+        cuts.append(body.rfind("$$"))
+    if body.rfind("{") >= line_start and closing_index(body, body.rfind("{")) < 0:
+        pairs = brace_pairs(body, line_start)
+        first_open = next(
+            (i for i in range(line_start, len(body)) if body[i] == "{" and i not in pairs), None
+        )
+        if first_open is not None:  # (None: the last "{" was an escaped one)
+            command = _COMMAND_BEFORE_RE.search(body, line_start, first_open)
+            cuts.append(command.start() if command else first_open)  # at "\\mathrm{ga", not the line
+    m = _LAST_WORD_RE.search(body, line_start)
+    sentence = m is not None and len(body[line_start:].split()) >= _CUT_SENTENCE_WORDS
+    if m is not None and sentence and m.group(1) in _CUT_WORDS or body.endswith("\ufffd"):
+        cuts.append(line_start)
+    return cuts
 
 
 def truncated(text: str) -> bool:
@@ -202,6 +254,9 @@ class Verifier:
                 return Comparison(CORRECT if named == letter else WRONG, None)
         try:
             fast = fast_compare(answer, gold, kind)
+        except FormOpen:
+            self.stats["fast path: forms open"] += 1
+            return Comparison(UNKNOWN, None)
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
@@ -301,6 +356,26 @@ class Verifier:
         if extraction.answer is None:
             return self._count(self._without_answer(output, extraction, looped))
         answer = extraction.answer
+        option_gold = None  # the chosen letter's option, where an answer named it by label
+        if extraction.choices:
+            letter = choice_gold(gold_text, kind, choice_letters(opts))
+            if letter is not None:
+                # a letter gold and an answer that names its option by label ("D) 3.85 miles",
+                # "closest to option E) $78.20"): the letter is the choice, the value a restatement
+                if extraction.choice_list and len(extraction.choices) > 1:
+                    # "(B) and (D)" against one letter: an extra option is not the answer (convention 5)
+                    fast = Reading(FAST, WRONG, answer)
+                    return self._count(Verdict(WRONG, UNEQUAL, answer, extraction.rule, (fast,)))
+                if len(extraction.choices) > 1:  # several letters in prose: which one is meant is open
+                    return self._count(Verdict(UNKNOWN, AMBIGUOUS, answer, extraction.rule))
+                answer = extraction.choices[0]
+                if extraction.rule is not None and extraction.rule not in FALLBACK_RULES:
+                    # a marker's sentence that names one option by label chose nothing out of it: the
+                    # numbers after the label restate the option ("A)1 hour and 31 minutes")
+                    extraction = replace(extraction, strong=RULES_BY_NAME[extraction.rule].strong)
+                index = ord(answer) - ord("A")
+                if index < len(opts):
+                    option_gold = option_value(opts[index]) or None
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule))
         label, span_reading, unknown_reason, gold_value = self.compare(answer, gold_text, kind, opts)
@@ -317,6 +392,12 @@ class Verifier:
         mv_label, mv_answer = symbolic.output_reading(
             cut_turn(text), mv_gold, self.stats, (answer, label), kind
         )
+        if option_gold is not None and mv_label != label:
+            # math-verify knows no options: an output that names option E and ends on E's value
+            # ("closest to option E) $78.20") agrees with E when that value is what it reads
+            by_value = symbolic.output_reading(cut_turn(text), option_gold, self.stats, None, kind)
+            if by_value[0] == label == CORRECT:
+                mv_label, mv_answer = by_value
         readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
         if mv_label == label:
             self.stats["second opinion agreed"] += 1
@@ -365,6 +446,8 @@ class Verifier:
             return Verdict(WRONG, EMPTY_OUTPUT)
         if extraction.missing == EMPTY_ANSWER:
             return Verdict(WRONG, EMPTY_ANSWER, "", extraction.rule)
+        if extraction.missing == TRUNCATED:  # a statement of the answer cut off, nothing before it
+            return Verdict(WRONG, TRUNCATED, None, extraction.rule)
         reason = AMBIGUOUS if extraction.missing == AMBIGUOUS else NO_ANSWER
         if reason == NO_ANSWER and (looped(output) if loop_seen is None else loop_seen):
             return Verdict(WRONG, LOOPED)
