@@ -273,3 +273,10 @@ def test_an_output_that_may_have_ended_is_never_truncated(output):
 def test_a_cut_off_output_with_an_answer_before_the_cut_keeps_it():
     text = "The answer is 7.\n\nLet me double-check: we have $$ x = \\frac{3}{"
     assert verdict(text, "7") == ("correct", "compared equal")
+
+
+@pytest.mark.parametrize("ending", ["The answer is: ...", "Final answer: ___", "Answer: [Answer]"])
+def test_a_blank_the_model_wrote_is_an_empty_answer_not_a_cut(ending):
+    """An output that ends on a template's blank ended normally: its answer is empty (convention 6),
+    and what it said before is not read as its answer."""
+    assert verdict(WORKING + ending, "12") == ("wrong", "empty answer")

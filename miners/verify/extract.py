@@ -14,10 +14,15 @@ bench/data/README.md):
      \\\\boxed 5 (boxes side by side, joined only by "and", commas or spacing, form one answer),
      <answer>...</answer>, "Final answer: X", "The answer is X" (also "the answer (arabic numerals)
      is" with the value on a later line), "Answer: X", "A: X", "#### X", unboxed math right after
-     "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\)), and a JSON field "answer": "X";
+     "Answer" ($ ... $, $$ ... $$, \\\\[ ... \\\\], \\\\( ... \\\\)), a JSON field "answer": "X", "the
+     correct option is X", and the answer markers of other languages (miners.verify.markers:
+     "【答案】C", "答案是 C", "Ответ: 12", "## Antwort" with the value below);
   3. the span that starts last wins (a self-correction, or the answer after a repetition loop); at
      an equal start the rule of higher priority, and two of equal priority that read differently
-     there make the extraction ambiguous;
+     there make the extraction ambiguous. A marker at the very end with nothing after it ("... the
+     final answer is") was cut off: it commits to nothing, and the span before it counts (with none
+     before it the output was cut before any answer). A loop that repeats one answer statement
+     after a different answer leaves which one it commits to open (ambiguous);
   4. a span in prose ("The largest $n$ is 34.", "Jake has 7 peaches.", "two hundred four dollars")
      is reduced to its value (miners.verify.prose: bold, else what follows the last "is"/"="/":",
      else the first value);
@@ -26,7 +31,8 @@ bench/data/README.md):
      is read as in 4.
 An empty box, an unclosed one, or an answer tag holding nothing commits to nothing (None).
 read_answer says which rule read the answer, whether that form is strong (a value chosen out of a
-sentence that offered several is weak: the verifier asks math-verify), or why there is no answer.
+sentence that offered several is weak: the verifier asks math-verify), the option letters the
+answer names by label ("D) 3.85 miles"), or why there is no answer.
 """
 
 from __future__ import annotations
@@ -216,6 +222,7 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
 # an output was cut off (tags and boxes say "empty" on their own: an empty box commits to nothing).
 _MARKER_RULES = frozenset(RULES_BY_NAME) - {"boxed", "answer_tag", "json_field"}
 _DANGLING = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",", "\\")
+_OPERATORS = "+-/=([{^,\\"  # an output that stops on one stopped mid-expression ("_" may be a blank)
 
 
 def _cut_statement(text: str, span: Span) -> bool:
@@ -224,7 +231,12 @@ def _cut_statement(text: str, span: Span) -> bool:
     if span.rule not in _MARKER_RULES or text[span.end :].strip(" \t\r\n*_:："):
         return False
     answer = strip_answer(span.text)
-    return not answer or answer.endswith(_DANGLING)
+    if answer and not answer.endswith(_DANGLING):
+        return False
+    # "The answer is: ..." or "Answer: ___" ends on a blank the model wrote (an empty answer, not a
+    # cut): a cut output stops on the marker itself, its colon or an operator
+    last = text.rstrip(" \t\r\n*")[-1:]
+    return last.isalpha() or last in ":：" or last in _OPERATORS
 
 
 _LOOP_MIN_REPEATS = 3

@@ -179,7 +179,7 @@ def strip_answer(ans: str) -> str:
     if len(s) >= 2 and s[0] == "$" and s[-1] == "$" and s.count("$") == 2:
         s = s[1:-1].strip()
     s = _TRAILING_MARKUP_RE.sub("", s)
-    return s.rstrip(" .;,。").strip('*_` \t"“”')
+    return s.rstrip(" .;,。．").strip('*_` \t"“”')
 
 
 # --------------------------------------------------------------------------- option labels
