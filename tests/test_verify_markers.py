@@ -80,6 +80,11 @@ def test_forms_a_fresh_source_brings(output, gold, expected):
         NEUTRAL + "我们检查了一遍，答案是正确的",
         # a marker that continues a word of a spaced script is no marker
         NEUTRAL + "Responsabilidad: 12 personas trabajan aquí y el resto no",
+        # a marker's colon in the middle of a sentence
+        NEUTRAL + "我们要找的答案：首先设它为 12 个单位，再看",
+        # words after a copula are talk about an answer, not one
+        NEUTRAL + "Wir prüfen alles. Die Antwort ist richtig",
+        NEUTRAL + "On vérifie. La réponse est correcte",
         # the marker ends its line and a paragraph follows: working or a refusal, not a value
         "【答案】\n首先，我们需要求出t。然后代入面积公式。因此无法直接给出具体的答案。",
         # a heading with a paragraph under it

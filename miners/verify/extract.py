@@ -41,7 +41,7 @@ import re
 from dataclasses import replace
 
 from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value, sentences
-from miners.verify.rules import RULES_BY_NAME, Span, find_spans, option_labels, strip_answer
+from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
 from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, TRUNCATED, Extraction
 
 __all__ = ["cut_turn", "extract_answer", "read_answer", "strip_answer"]
@@ -191,8 +191,7 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
             return Extraction(None, last.rule, missing=EMPTY_ANSWER)
         if _loops_after_other_answer(text, cands, kind):
             return Extraction(None, last.rule, missing=AMBIGUOUS)
-        choices, listed = option_labels(last.text)
-        return Extraction(answer, last.rule, rule.strong and not weak, choices=choices, choice_list=listed)
+        return Extraction(answer, last.rule, rule.strong and not weak, span_text=last.text)
     stripped = text.strip()
     # a short one-line output is its own answer, unless it is a box the model never closed
     if (
@@ -211,9 +210,8 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
         return Extraction(None, missing=NO_ANSWER)
     value = concluding(stripped, kind)
     if value and strip_answer(value):
-        choices, listed = option_labels(sentences(stripped)[-1])
         return Extraction(
-            strip_answer(value), "concluding_sentence", False, choices=choices, choice_list=listed
+            strip_answer(value), "concluding_sentence", False, span_text=sentences(stripped)[-1]
         )
     return Extraction(None, missing=NO_ANSWER)
 

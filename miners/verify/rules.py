@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
@@ -37,7 +38,8 @@ class SpanRule:
     name: str
     priority: int  # at an equal start the higher one wins
     strong: bool  # the form commits to an answer unmistakably: no second opinion needed
-    hints: tuple[str, ...]  # the rule looks only when one of these occurs (in the lowered text)
+    # the rule looks only when one of these occurs in the lowered text (or, a function: when it says so)
+    hints: tuple[str, ...] | Callable[[str], bool]
     find: Callable[[str, str, str], Iterable[Span]]  # (text, lowered text, kind) -> spans
 
 
@@ -358,7 +360,15 @@ _MARKER_HEADING_RE = re.compile(
     r"(?im)^[ \t]*(?:#{1,6}[ \t]*(?:\*\*|__)?|\*\*|__)[ \t]*(?P<w>" + _MARKER_ALT
     + r"|final\s+answer|answer)[ \t]*(?:\*\*|__)?[ \t]*[:：]?[ \t]*(?:\*\*|__)?[ \t]*$"
 )  # fmt: skip
-_VALUE_LIKE_RE = re.compile(r"[0-9A-Za-z$\\]")
+# after a copula, a value: a number, math, or an option letter ("答案是 D"). Words are talk about an
+# answer more often than one ("La réponse est correcte", "Die Antwort ist richtig").
+_VALUE_LIKE_RE = re.compile(r"[0-9$\\]|^[ \t*_(（]*[A-Z](?![A-Za-z])")
+# what may stand before a marker's colon: a line's start (after markup), a sentence's or a clause's
+# end, or a word that concludes ("故", "所以", "因此") -- not the middle of a sentence
+_MARKER_LEAD_RE = re.compile(
+    r"(?:^|\n)[ \t>*_#\-【\[]*$|[.!?。！？;；,，:：)）】\]][ \t*_]*$"
+    r"|(?:故|所以|因此|综上所述|综上|则|即|于是)[ \t]*$"
+)
 
 
 def _copula_res(marker: AnswerMarker) -> re.Pattern | None:
@@ -378,6 +388,21 @@ def _copula_res(marker: AnswerMarker) -> re.Pattern | None:
 
 
 _COPULA_RES = tuple((m, _copula_res(m)) for m in ANSWER_MARKERS if m.copulas)
+# The marker words an ASCII text can hold, none containing another ("respuesta final" holds
+# "respuesta"): an ASCII text with none of them holds no marker, which spares the three marker
+# regexes on most outputs; a text with any other character is read by them.
+_ASCII_MARKER_WORDS = tuple(
+    w for w, _ in _MARKERS if w.isascii() and not any(o != w and o in w for o, _ in _MARKERS if o.isascii())
+)
+
+
+@lru_cache(maxsize=8)  # the three marker rules ask about one text in turn (a str caches its hash)
+def _marker_hint(low: str) -> bool:
+    return not low.isascii() or any(w in low for w in _ASCII_MARKER_WORDS)
+
+
+def _heading_hint(low: str) -> bool:
+    return ("#" in low or "**" in low or "__" in low) and ("answer" in low or _marker_hint(low))
 
 
 _SENTENCE_MARK_RE = re.compile(r"[。！？]|[.!?](?=\s)")
@@ -401,11 +426,39 @@ def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
     to the end of the line: "Ответ: 12" -> "12", "【答案】: C <eoa>" -> "C", "Réponse : $\\frac{1}{2}$",
     "[Answer] 7"; with the value on the next line where the marker ends its line (a paragraph there
     is no value: "【答案】\\n首先，我们需要……因此无法直接给出具体的答案。" commits to none)."""
-    for regex in (_MARKER_COLON_RE, _MARKER_BRACKET_RE):
-        for m in regex.finditer(text):
+    for m in _marker_colons(text):
+        if _MARKER_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
             value = _marker_value(text, m)
             if value is not None:
                 yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+    if "[" in text or "【" in text or "〖" in text:
+        for m in _MARKER_BRACKET_RE.finditer(text):
+            value = _marker_value(text, m)
+            if value is not None:
+                yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+
+
+_MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 8  # a marker word and the markup before its colon
+_COLON_RE = re.compile("[:：]")
+_BEFORE_COLON_RE = re.compile(
+    _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$", re.I
+)
+
+
+def _marker_colons(text: str) -> Iterable[re.Match]:
+    """_MARKER_COLON_RE's matches, found from each colon back (a few short searches, where a scan of
+    the whole text would try every marker word at every character)."""
+    done = 0
+    for colon in _COLON_RE.finditer(text):
+        c = colon.start()
+        if c < done:
+            continue
+        before = _BEFORE_COLON_RE.search(text, max(done, c - _MARKER_WINDOW), c)
+        if before is not None:
+            m = _MARKER_COLON_RE.match(text, before.start())
+            if m is not None:
+                done = m.end()
+                yield m
 
 
 def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -452,9 +505,9 @@ SPAN_RULES: tuple[SpanRule, ...] = (
     SpanRule("a_line", 1, True, ("a:",), find_a_line),
     SpanRule("answer_math", 0, True, ("answer",), find_answer_math),
     SpanRule("option_is", 1, True, ("option", "choice"), find_option_is),
-    SpanRule("marker_line", 1, True, tuple(w for w, _ in _MARKERS) + ("answer]",), find_marker_line),
-    SpanRule("marker_heading", 1, True, tuple(w for w, _ in _MARKERS) + ("answer",), find_marker_heading),
-    SpanRule("marker_copula", 1, True, tuple(w for m in ANSWER_MARKERS for w in m.words), find_marker_copula),
+    SpanRule("marker_line", 1, True, lambda low: _marker_hint(low) or "answer]" in low, find_marker_line),
+    SpanRule("marker_heading", 1, True, _heading_hint, find_marker_heading),
+    SpanRule("marker_copula", 1, True, _marker_hint, find_marker_copula),
 )
 RULES_BY_NAME = {r.name: r for r in SPAN_RULES}
 
@@ -465,8 +518,16 @@ def find_spans(text: str, kind: str = "math", rules: tuple[SpanRule, ...] = SPAN
     low = text.lower()
     found: list[Span] = []
     for rule in rules:
-        if any(h in low for h in rule.hints):
-            found.extend(rule.find(text, low, kind))
+        hints = rule.hints  # (inline: this loop runs for every rule of every output)
+        if type(hints) is tuple:
+            for h in hints:
+                if h in low:
+                    break
+            else:
+                continue
+        elif not hints(low):  # type: ignore[operator]
+            continue
+        found.extend(rule.find(text, low, kind))
     objects = [(c.end, _json_fields_end(text, c.end)) for c in found if c.rule == "json_field"]
     if objects:
         found = [c for c in found if c.rule == "json_field" or not any(a <= c.start < b for a, b in objects)]

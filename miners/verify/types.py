@@ -44,10 +44,10 @@ class Extraction:
     rule: str | None = None
     strong: bool = False
     missing: str | None = None  # EMPTY_OUTPUT, EMPTY_ANSWER, TRUNCATED, NO_ANSWER or AMBIGUOUS (no answer)
-    # the option letters the answer names by an explicit label ("D) 3.85 miles", "option E) $78.20",
-    # "(B) and (D)"), in order; and whether the answer is nothing but those letters listed
-    choices: tuple[str, ...] = ()
-    choice_list: bool = False
+    # the text the answer was read from (a span, or a concluding sentence) before it was reduced to
+    # a value: where the gold is an option letter, the letters it names by label count
+    # ("D) 3.85 miles" -> D)
+    span_text: str | None = None
 
 
 @dataclass(frozen=True)

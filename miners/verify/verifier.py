@@ -52,7 +52,7 @@ from miners.verify.fast import (
     named_choice,
     option_value,
 )
-from miners.verify.rules import RULES_BY_NAME
+from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
     CORRECT,
@@ -359,25 +359,26 @@ class Verifier:
             return self._count(self._without_answer(output, extraction, looped))
         answer = extraction.answer
         option_gold = None  # the chosen letter's option, where an answer named it by label
-        if extraction.choices:
-            letter = choice_gold(gold_text, kind, choice_letters(opts))
-            if letter is not None:
-                # a letter gold and an answer that names its option by label ("D) 3.85 miles",
-                # "closest to option E) $78.20"): the letter is the choice, the value a restatement
-                if extraction.choice_list and len(extraction.choices) > 1:
-                    # "(B) and (D)" against one letter: an extra option is not the answer (convention 5)
-                    fast = Reading(FAST, WRONG, answer)
-                    return self._count(Verdict(WRONG, UNEQUAL, answer, extraction.rule, (fast,)))
-                if len(extraction.choices) > 1:  # several letters in prose: which one is meant is open
-                    return self._count(Verdict(UNKNOWN, AMBIGUOUS, answer, extraction.rule))
-                answer = extraction.choices[0]
-                if extraction.rule is not None and extraction.rule not in FALLBACK_RULES:
-                    # a marker's sentence that names one option by label chose nothing out of it: the
-                    # numbers after the label restate the option ("A)1 hour and 31 minutes")
-                    extraction = replace(extraction, strong=RULES_BY_NAME[extraction.rule].strong)
-                index = ord(answer) - ord("A")
-                if index < len(opts):
-                    option_gold = option_value(opts[index]) or None
+        span_text = extraction.span_text
+        letter = choice_gold(gold_text, kind, choice_letters(opts)) if span_text else None
+        choices, listed = option_labels(span_text) if span_text and letter is not None else ((), False)
+        if choices:
+            # a letter gold and an answer that names its option by label ("D) 3.85 miles",
+            # "closest to option E) $78.20"): the letter is the choice, the value a restatement
+            if listed and len(choices) > 1:
+                # "(B) and (D)" against one letter: an extra option is not the answer (convention 5)
+                fast = Reading(FAST, WRONG, answer)
+                return self._count(Verdict(WRONG, UNEQUAL, answer, extraction.rule, (fast,)))
+            if len(choices) > 1:  # several letters in prose: which one is meant is open
+                return self._count(Verdict(UNKNOWN, AMBIGUOUS, answer, extraction.rule))
+            answer = choices[0]
+            if extraction.rule is not None and extraction.rule not in FALLBACK_RULES:
+                # a marker's sentence that names one option by label chose nothing out of it: the
+                # numbers after the label restate the option ("A)1 hour and 31 minutes")
+                extraction = replace(extraction, strong=RULES_BY_NAME[extraction.rule].strong)
+            index = ord(answer) - ord("A")
+            if index < len(opts):
+                option_gold = option_value(opts[index]) or None
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule))
         label, span_reading, unknown_reason, gold_value = self.compare(answer, gold_text, kind, opts)
