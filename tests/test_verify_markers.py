@@ -285,3 +285,10 @@ def test_a_blank_the_model_wrote_is_an_empty_answer_not_a_cut(ending):
     """An output that ends on a template's blank ended normally: its answer is empty (convention 6),
     and what it said before is not read as its answer."""
     assert verdict(WORKING + ending, "12") == ("wrong", "empty answer")
+
+
+@pytest.mark.parametrize("cue", ["∴", "故", "综上，", "因此"])
+def test_a_concluding_sentence_after_a_therefore_sign_or_word(cue):
+    text = f"∵ AB=AC，∠A=108°\n\n由三角形内角和得到两个底角相等。\n{cue}∠B=36°。"
+    assert verdict(text, "36")[0] == "correct"
+    assert verdict(text, "72")[0] in ("wrong", "unknown")  # a weak form: never correct

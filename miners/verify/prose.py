@@ -73,7 +73,7 @@ _WORDS_RE = re.compile(
 )
 _CUE_RE = re.compile(
     r"(?i)\b(?:therefore|thus|so|hence|in\s+total|altogether|in\s+conclusion|finally|total|answer|"
-    r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*"
+    r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|综上|故|∴|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*"
     r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\))"  # "... is closest to option E) $78.20."
 )
 
