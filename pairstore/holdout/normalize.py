@@ -312,16 +312,23 @@ def fold(text: str) -> str:
 
 # -- step 6: number_forms --------------------------------------------------------------------------------
 
+# Each pattern starts with a digit (its "no digit or separator before" is a lookbehind after that digit),
+# so the engine skips to the next digit instead of trying every position.
 # 1,250 / 1.250 / 1'250 / 12,345,678: groups of three digits after a separator, one separator kind.
-_THOUSANDS = re.compile(r"(?<![\d.,'])(\d{1,3})((?:([,.'])\d{3})(?:\3\d{3})*)(?![\d]|[.,']\d)")
+_THOUSANDS = re.compile(r"(\d(?<![\d.,']\d)\d{0,2})((?:([,.'])\d{3})(?:\3\d{3})*)(?![\d]|[.,']\d)")
 # 1,5 / 3,14: a decimal comma (one or two digits after it, not a list "1,2,3") is a decimal point.
-_DECIMAL_COMMA = re.compile(r"(?<![\d,.])(\d+),(\d{1,2})(?![\d]|[.,]\d)")
-_TIME = re.compile(r"(?<![\d.:])(\d{1,2})[.:](\d{2})(?=\s*(?:[ap]\.?\s?m\b|h\b|hrs?\b|o'?clock\b))", re.I)
+_DECIMAL_COMMA = re.compile(r"(\d(?<![\d,.]\d)\d*),(\d{1,2})(?![\d]|[.,]\d)")
+_TIME = re.compile(r"(\d(?<![\d.:]\d)\d?)[.:](\d{2})(?=\s*(?:[ap]\.?\s?m\b|h\b|hrs?\b|o'?clock\b))", re.I)
+
+
+# Every match of the three patterns above holds a digit, a separator and a digit: a text without one is
+# left as it is without running them (most texts with numbers have no separators).
+_SEPARATED_DIGITS = re.compile(r"\d[.:,']\d")
 
 
 def number_forms(text: str) -> str:
     """Thousands separators as a word break inside the number; `3.15 pm` as `3:15 pm`."""
-    if not any(c.isdigit() for c in text):
+    if _SEPARATED_DIGITS.search(text) is None:
         return text
     text = _TIME.sub(r"\1:\2", text)
     text = _DECIMAL_COMMA.sub(r"\1.\2", text)
@@ -350,11 +357,30 @@ def _keep_sign(text: str, i: int) -> bool:
     return digit_before and digit_after
 
 
+# _keep_sign written as one pattern for ASCII text (where isdigit is [0-9] and isalnum [0-9A-Za-z]): a sign
+# that none of its rules keep. Lookarounds read the text as it was before the substitution, as
+# _keep_sign does; tests/test_normalize.py compares the two on every short text over the signs' alphabet.
+# Each rule reads the characters around the sign from just after it: the sign comes first in the pattern,
+# so the engine skips to the next sign instead of trying every position.
+_OP = r"[+\-*/=<>^]"
+_DIGIT_AFTER = r"(?:[0-9]| [0-9])"
+_DROPPED_ASCII_SIGN = re.compile(
+    r"[+\-*/=<>^%.]"
+    r"(?!(?<=[0-9]\.)[0-9])"  # the decimal dot: a digit on both sides
+    r"(?<![0-9]%)(?<![0-9] %)"  # percent after a number
+    rf"(?!(?<![0-9A-Za-z][+\-])(?<=[+\-]){_DIGIT_AFTER})"  # the sign of a number
+    rf"(?!(?:(?<=[0-9]{_OP})|(?<=[0-9] {_OP})){_DIGIT_AFTER})"  # an operator between two numbers
+)
+_ANY_SIGN = re.compile(r"[+\-*/=<>^%.]")
+
+
 def punctuation(text: str) -> str:
     """ASCII punctuation -> a word break; arithmetic signs and the decimal dot kept beside numbers."""
     text = text.translate(ASCII_TABLE)
-    if not any(c in text for c in OPERATORS + "."):
+    if _ANY_SIGN.search(text) is None:
         return text
+    if text.isascii():
+        return _DROPPED_ASCII_SIGN.sub(" ", text)
     return _SIGN.sub(lambda m: m.group(0) if _keep_sign(text, m.start()) else " ", text)
 
 
