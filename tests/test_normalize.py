@@ -472,3 +472,28 @@ def test_number_forms_equal_the_patterns_as_first_written_on_every_short_text():
         text = "".join(rng.choice(wide) for _ in range(rng.randint(1, 24)))
         text += rng.choice(["", " pm", " a.m.", " h", " hrs", " o'clock", " PM"])
         assert number_forms(text) == _number_forms_as_first_written(text), text
+
+
+# Pieces that steps 1-7 read across: numbers and their separators, times, role markers at a line start,
+# signs, escapes, markup, controls, non-ASCII letters and digits.
+_PIECES = [
+    "1", "25", "1,250", "3.15", " pm", "pm", "h", ",5", ".", ":", "-", "+", "%", "=", "*", " ", "\n", "\t",
+    "\r", "\x1e", "\x00", "\x01", "Question:", "answer :", "### Response:", "q:", "A:", "user", "What",
+    "x", "&amp;", "&#39;", "\\n", "_x000D_", "<b>", "</p>", "[INST]", "<|im_end|>", "\u0663", "Ж", "é",
+    "\u200b", "\uff11",
+]  # fmt: skip
+
+
+def test_word_texts_of_a_batch_equal_word_text_of_each():
+    """Texts built to interact with their neighbours once joined: a time cut before its "pm", a number cut
+    before its separator, a role marker at a text's start, a sign at its end, NUL and non-ASCII texts
+    between plain ones."""
+    from pairstore.holdout.normalize import word_texts
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        texts = [
+            "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 8))
+        ]
+        assert word_texts(texts) == [word_text(t) for t in texts], texts
+    assert word_texts([]) == []

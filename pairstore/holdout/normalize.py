@@ -124,6 +124,11 @@ def decode_escapes(text: str) -> str:
 
 # -- step 2: strip_markup --------------------------------------------------------------------------------
 
+# The role marker of a question/answer or instruction format at a line start ("Question:", "### Response:").
+ROLE_MARKER_PATTERN = (
+    r"(?m:^[ \t]*(?:#{1,4}[ \t]*)?(?:instruction|input|response|question|answer|human|user|assistant"
+    r"|system|context|q|a)[ \t]*:)"
+)
 # Written for both Python's re and RE2 (pairstore.holdout.scan runs it over Arrow arrays): no lookaround.
 MARKUP_PATTERN = (
     r"<\|im_start\|>[ \t]*(?:system|user|assistant|tool)?"
@@ -132,8 +137,7 @@ MARKUP_PATTERN = (
     r"|<start_of_turn>[ \t]*(?:user|model|system)?|<end_of_turn>"
     r"|\[/?INST\]|<</?SYS>>|</?s>|<bos>|<eos>"
     r"|</?[a-z][a-z0-9]{0,15}(?:[ \t][^<>]{0,200})?/?>"
-    r"|(?m:^[ \t]*(?:#{1,4}[ \t]*)?(?:instruction|input|response|question|answer|human|user|assistant"
-    r"|system|context|q|a)[ \t]*:)"
+    r"|" + ROLE_MARKER_PATTERN
 )
 _MARKUP = re.compile(MARKUP_PATTERN, re.IGNORECASE)
 
@@ -408,6 +412,43 @@ def word_text(text: str) -> str:
     for _, step in STEPS:
         text = step(text)
     return text
+
+
+# -- many texts at once -------------------------------------------------------------------------------------
+
+# A plain text: ASCII without what steps 1 and 2 decode or strip beyond a role marker at a line start
+# (entities, backslash and spreadsheet escapes, "<" and "[" markup) and without NUL, which separates the
+# texts of a batch. For such a text steps 1-5 are the role markers and lower case, and steps 6 and 7 read
+# nothing across a NUL (no pattern consumes or looks past one as a digit, a letter or a space).
+_NOT_PLAIN = re.compile(r"[&\\<\[\x00]|_x")
+_ROLE_MARKER = re.compile(ROLE_MARKER_PATTERN)  # on lower-cased text
+_BATCH_SEP = "\x00\n"  # the NUL ends a text for steps 6 and 7; the line break starts the next for ^
+_KEEP_NUL = {k: v for k, v in ASCII_TABLE.items() if k != 0}
+
+
+def word_texts(texts: list[str]) -> list[str]:
+    """[word_text(t) for t in texts], with the plain texts (_NOT_PLAIN) normalized together: each step runs
+    once over them all joined by _BATCH_SEP, which for short texts is several times faster than a call per
+    text and step. tests/test_normalize.py checks it equals word_text on texts built to cross the joins."""
+    out: list[str | None] = [None] * len(texts)
+    plain = []
+    for i, t in enumerate(texts):
+        if t.isascii() and _NOT_PLAIN.search(t) is None:
+            plain.append(i)
+        else:
+            out[i] = word_text(t)
+    if plain:
+        joined = _BATCH_SEP.join(texts[i] for i in plain).lower()
+        if ":" in joined:
+            joined = _ROLE_MARKER.sub("\n", joined)
+        joined = number_forms(joined).translate(_KEEP_NUL)
+        if _ANY_SIGN.search(joined) is not None:
+            joined = _DROPPED_ASCII_SIGN.sub(" ", joined)
+        parts = joined.split("\x00")
+        assert len(parts) == len(plain)  # a plain text holds no NUL and no step makes one
+        for i, part in zip(plain, parts):
+            out[i] = " ".join(part.split())
+    return out  # type: ignore[return-value]
 
 
 # Sentence ends, line breaks, turn breaks, a colon ("Practice question: ..."), and the answer marker of
