@@ -74,6 +74,10 @@ def normalize_for_match(text: str) -> str:
     return word_text(text)
 
 
+# json.dumps(..., ensure_ascii=False) without building an encoder per call.
+_JSON = json.JSONEncoder(ensure_ascii=False).encode
+
+
 def xxh128(text: str) -> str:
     return xxhash.xxh3_128_hexdigest(text.encode("utf-8"))
 
@@ -82,15 +86,13 @@ def content_id(*parts: str | None) -> str:
     """xxh3-128 of the exact text (NFC only). Several parts are joined unambiguously."""
     if len(parts) == 1 and isinstance(parts[0], str):
         return xxh128(nfc(parts[0]))
-    return xxh128(json.dumps([None if p is None else nfc(p) for p in parts], ensure_ascii=False))
+    return xxh128(_JSON([None if p is None else nfc(p) for p in parts]))
 
 
 def messages_content_id(messages: Sequence[dict], *more: str | None) -> str:
     """Content id of a message list plus further texts (e.g. chosen, rejected)."""
     flat = [f"{m['role']}:{m['content']}" for m in messages]
-    return xxh128(
-        json.dumps([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more], ensure_ascii=False)
-    )
+    return xxh128(_JSON([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more]))
 
 
 def user_turns(prompt) -> list[str]:

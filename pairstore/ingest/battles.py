@@ -168,11 +168,15 @@ def _battle_extras(f: Fields) -> dict:
     return extras
 
 
+# json.dumps(row, sort_keys=True, default=str, ensure_ascii=False), without building an encoder per row.
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False).encode
+
+
 def _keyed_battle(row: dict, path, line: int, key: str | None = None) -> dict:
     """The row with its match key (`key` where the caller computed it in a batch) and record hash (of every
     column given: a native row has no Arena columns, so its hash is what it always was)."""
     row["match_key"] = match_key(row["prompt"]) if key is None else key
-    row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
+    row["record_hash"] = content_id(_RECORD_JSON(row))
     row["_line"], row["_file"] = line, str(path)
     return row
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pairstore.keys import canonical_messages, match_key, messages_content_id
+from pairstore.keys import canonical_messages, match_keys, messages_content_id
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -44,13 +44,18 @@ class Pair:
     family: str | None = None
     task_key: str | None = None
     origins: list[Origin] = field(default_factory=list)
+    # (the prompt they were read from, its messages); read again when the prompt is replaced
+    _messages: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
         return "sft" if self.rejected is None else "dpo"
 
     def messages(self) -> list[dict]:
-        return canonical_messages(self.prompt)
+        """The prompt as checked messages, read once: checks, ids and keys all ask for them."""
+        if self._messages is None or self._messages[0] is not self.prompt:
+            self._messages = (self.prompt, canonical_messages(self.prompt))
+        return self._messages[1]
 
     @property
     def pair_id(self) -> str:
@@ -179,7 +184,7 @@ def add_pairs(store: Store, pairs, *, miner: str, miner_version: str) -> AddResu
                 "family": p.family,
                 "miner": miner,
                 "miner_version": miner_version,
-                "match_key": match_key(msgs),
+                "match_key": None,  # below, all prompts at once
                 "task_key": p.task_key,
             }
         for o in p.origins:
@@ -189,7 +194,10 @@ def add_pairs(store: Store, pairs, *, miner: str, miner_version: str) -> AddResu
             )
     if not new_rows and not origin_rows:
         return result
-    pair_tbl = pa.Table.from_pylist(list(new_rows.values()), schema=_PAIR_SCHEMA)
+    rows = list(new_rows.values())
+    for row, key in zip(rows, match_keys([r["prompt"] for r in rows])):
+        row["match_key"] = key
+    pair_tbl = pa.Table.from_pylist(rows, schema=_PAIR_SCHEMA)
     origin_tbl = pa.Table.from_pylist(list(origin_rows.values()), schema=_ORIGIN_SCHEMA)
     con = store.con
     with store.transaction():
