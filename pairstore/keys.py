@@ -115,6 +115,11 @@ def match_key(prompt) -> str:
     return key_of_text(match_text(prompt))
 
 
+def match_keys_of_texts(texts: Sequence[str]) -> list[str]:
+    """[match_key(t) for t in texts] for prompts that are one user text each, normalized in one batch."""
+    return [xxh128(compact_text(w)) for w in word_texts(list(texts))]
+
+
 def match_keys(prompts: Sequence) -> list[str]:
     """[match_key(p) for p in prompts], every user turn of them normalized in one batch (word_texts)."""
     turns = [user_turns(p) for p in prompts]

@@ -88,13 +88,19 @@ def test_content_hash_rows_depends_on_order_and_content():
 
 
 def test_match_keys_of_many_prompts_equal_match_key_of_each():
-    from pairstore.keys import match_keys
+    from pairstore.keys import match_keys, match_keys_of_texts
 
     prompts = [
         "What is 12 + 7?",
         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Question: 3.15 pm?"}],
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Ж 1,250"}],
+        [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Ж 1,250"},
+        ],
         "<|im_start|>user\nWhat&#39;s up?<|im_end|>",
         "",
     ]  # fmt: skip
     assert match_keys(prompts) == [match_key(p) for p in prompts]
+    texts = [p for p in prompts if isinstance(p, str)]
+    assert match_keys_of_texts(texts) == [match_key(t) for t in texts]

@@ -431,12 +431,16 @@ def word_texts(texts: list[str]) -> list[str]:
     once over them all joined by _BATCH_SEP, which for short texts is several times faster than a call per
     text and step. tests/test_normalize.py checks it equals word_text on texts built to cross the joins."""
     out: list[str | None] = [None] * len(texts)
-    plain = []
-    for i, t in enumerate(texts):
-        if t.isascii() and _NOT_PLAIN.search(t) is None:
-            plain.append(i)
-        else:
-            out[i] = word_text(t)
+    together = "\n".join(texts)
+    if together.isascii() and _NOT_PLAIN.search(together) is None:
+        plain = list(range(len(texts)))  # the common case, found with one search
+    else:
+        plain = []
+        for i, t in enumerate(texts):
+            if t.isascii() and _NOT_PLAIN.search(t) is None:
+                plain.append(i)
+            else:
+                out[i] = word_text(t)
     if plain:
         joined = _BATCH_SEP.join(texts[i] for i in plain).lower()
         if ":" in joined:

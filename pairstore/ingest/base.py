@@ -164,15 +164,19 @@ class StagedRows:
         self.rows = 0
 
     def add(self, rows: list[dict]) -> None:
-        if not rows:
+        if rows:
+            self.add_table(pa.Table.from_pylist(rows, schema=self.schema))
+
+    def add_table(self, batch: pa.Table) -> None:
+        """Stage rows already built as an Arrow table with the schema's columns."""
+        if not batch.num_rows:
             return
-        batch = pa.Table.from_pylist(rows, schema=self.schema)
         with self.store.registered("_staged_batch", batch):
             if self.rows == 0:
                 self.store.con.execute(f"CREATE OR REPLACE TEMP TABLE {self.name} AS FROM _staged_batch")
             else:
                 self.store.con.execute(f"INSERT INTO {self.name} FROM _staged_batch")
-        self.rows += len(rows)
+        self.rows += batch.num_rows
 
     def insert(self, differs: str) -> tuple[int, int]:
         """(rows added, rows not added: repeats within the file and keys already stored with the same
