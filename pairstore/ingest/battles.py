@@ -35,6 +35,8 @@ from pairstore.ingest.bulk import (
     flag_choice,
     flag_text,
     iter_jsonl_batches,
+    one_element_lists,
+    user_messages,
 )
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.fastchat import log_files as fastchat_log_files
@@ -259,11 +261,6 @@ def _record_jsons(bid, category, key, opponent, opponent_model, own, own_model, 
     ]
 
 
-def _one_each(values: pa.Array) -> pa.Array:
-    """Each value as a one-element list."""
-    return pa.ListArray.from_arrays(pa.array(range(len(values) + 1), pa.int32()), values)
-
-
 def _bulk_rows(table: pa.Table, times: dict, file, source: str, before: int) -> pa.Table:
     """The staged rows (_BATTLE_SCHEMA) of one checked batch, built as columns: what _battle_row and
     _keyed_battle make of each record, without a dict per row. `before`: records of the file before it."""
@@ -285,12 +282,11 @@ def _bulk_rows(table: pa.Table, times: dict, file, source: str, before: int) -> 
         py["vote"],
         [_NULL if v is None else voted_json[v] for v in py["voted_at"]],
     )
-    prompt = pa.StructArray.from_arrays([pa.array(["user"] * n), col["prompt"]], names=["role", "content"])
     given = {
         "battle_id": col["battle_id"],
-        "prompt": _one_each(prompt),
-        "own_answers": _one_each(col["own_answer"]),
-        "opponent_answers": _one_each(col["opponent_answer"]),
+        "prompt": user_messages(col["prompt"]),
+        "own_answers": one_element_lists(col["own_answer"]),
+        "opponent_answers": one_element_lists(col["opponent_answer"]),
         "n_turns": pa.array([1] * n, pa.int32()),
         "vote": col["vote"],
         "category": col["category"],
