@@ -69,6 +69,22 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def nfc_many(texts: Sequence[str]) -> list[str]:
+    """[nfc(t) for t in texts] in one call: NFC of the texts joined by NUL, split again. NUL is a starter
+    that composes with nothing, so nothing reorders or composes across it (tests/test_keys.py)."""
+    joined = "\x00".join(texts)
+    if joined.isascii():
+        return list(texts)
+    if joined.count("\x00") != len(texts) - 1:
+        return [nfc(t) for t in texts]  # a text holds NUL itself
+    return unicodedata.normalize("NFC", joined).split("\x00")
+
+
+def content_ids(texts: Sequence[str]) -> list[str]:
+    """[content_id(t) for t in texts] (each one text), NFC in one call."""
+    return [xxh128(t) for t in nfc_many(texts)]
+
+
 def normalize_for_match(text: str) -> str:
     """One text normalized for matching (pairstore.holdout.normalize.word_text)."""
     return word_text(text)

@@ -186,6 +186,19 @@ class StagedRows:
             return 0, 0
         con, key = self.store.con, ", ".join(self.key_cols)
         try:
+            repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {self.name}").fetchall()
+            if repeats[0][0] == 0:  # the common case: no key twice, nothing to compare or skip
+                added = _insert_new_from(
+                    self.store,
+                    self.name,
+                    self.table,
+                    self.key_cols,
+                    self.schema,
+                    differs,
+                    self.what,
+                    self.path,
+                )
+                return added, self.rows - added
             first = f"first_value({{}}) OVER (PARTITION BY {key} ORDER BY _line)"  # the first of each key
             clash = con.execute(
                 f"SELECT {self.key_cols[-1]}, _line, first_line FROM (SELECT {key}, _line, "

@@ -41,7 +41,7 @@ from pairstore.ingest.bulk import (
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.records import Fields
-from pairstore.keys import content_id, match_key, match_keys_of_texts
+from pairstore.keys import content_id, content_ids, match_key, match_keys_of_texts
 from pairstore.progress import as_progress
 from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
@@ -294,7 +294,7 @@ def _bulk_rows(table: pa.Table, times: dict, file, source: str, before: int) -> 
         "opponent_model": col["opponent_model"],
         "voted_at": pa.array(voted, pa.timestamp("us")),
         "match_key": pa.array(keys, pa.string()),
-        "record_hash": pa.array([content_id(j) for j in jsons], pa.string()),
+        "record_hash": pa.array(content_ids(jsons), pa.string()),
         "source_file": pa.array([source] * n, pa.string()),
         "_line": pa.array(range(before + 1, before + n + 1), pa.int64()),
         "_file": pa.array([str(file)] * n, pa.string()),

@@ -22,7 +22,7 @@ from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.base import IngestResult, log_ingest, records_in
 from pairstore.ingest.bulk import PY_WHITESPACE, NotVectorized, flag_text, user_messages
 from pairstore.ingest.pair_files import ID_FIELDS, PLAIN_SCHEMA, plain_batches, read_pair_file
-from pairstore.keys import match_keys_of_texts, nfc, sha256_file, xxh128
+from pairstore.keys import match_keys_of_texts, nfc_many, sha256_file, xxh128
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
 from pairstore.tables.pairs import (
@@ -177,11 +177,12 @@ _NULL = "null"
 def _pair_ids(prompts: list, chosen: list, rejected: list) -> list[str]:
     """pair_id_of([user message], chosen, rejected) of each row: the JSON list messages_content_id hashes,
     written out (tests/test_ingest_bulk_pairs.py compares)."""
-    sides = (
-        (_json_str(nfc("user:" + p)), _json_str(nfc(c)), _NULL if r is None else _json_str(nfc(r)))
-        for p, c, r in zip(prompts, chosen, rejected)
-    )
-    return [xxh128(f"[{p}, {c}, {r}]") for p, c, r in sides]
+    users = nfc_many(["user:" + p for p in prompts])
+    firsts, seconds = nfc_many(chosen), nfc_many([r or "" for r in rejected])
+    return [
+        xxh128(f"[{_json_str(u)}, {_json_str(c)}, {_NULL if r is None else _json_str(s)}]")
+        for u, c, s, r in zip(users, firsts, seconds, rejected)
+    ]
 
 
 def _plain_tables(table: pa.Table, before: int, prefix: str, source: str, miner: str, version: str):
