@@ -25,7 +25,7 @@ import numpy as np
 import xxhash
 
 from pairstore.errors import BadInput
-from pairstore.holdout.normalize import TURN_SEP, compact_text, word_text
+from pairstore.holdout.normalize import TURN_SEP, compact_text, word_text, word_texts
 
 ROLES = ("system", "user", "assistant")
 
@@ -111,6 +111,17 @@ def key_of_text(text: str) -> str:
 def match_key(prompt) -> str:
     """xxh3-128 of the normalized user turns, spaces and turn breaks left out (see module docstring)."""
     return key_of_text(match_text(prompt))
+
+
+def match_keys(prompts: Sequence) -> list[str]:
+    """[match_key(p) for p in prompts], every user turn of them normalized in one batch (word_texts)."""
+    turns = [user_turns(p) for p in prompts]
+    words = word_texts([t for ts in turns for t in ts])
+    keys, at = [], 0
+    for ts in turns:
+        keys.append(key_of_text(TURN_SEP.join(words[at : at + len(ts)])))
+        at += len(ts)
+    return keys
 
 
 def seeded_rank(seed: int, *parts: str) -> int:

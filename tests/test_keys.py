@@ -85,3 +85,16 @@ def test_content_hash_rows_depends_on_order_and_content():
     rows = [("a", 1), ("b", 2)]
     assert content_hash_rows(rows) == content_hash_rows([("a", 1), ("b", 2)])
     assert content_hash_rows(rows) != content_hash_rows(list(reversed(rows)))
+
+
+def test_match_keys_of_many_prompts_equal_match_key_of_each():
+    from pairstore.keys import match_keys
+
+    prompts = [
+        "What is 12 + 7?",
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Question: 3.15 pm?"}],
+        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Ж 1,250"}],
+        "<|im_start|>user\nWhat&#39;s up?<|im_end|>",
+        "",
+    ]  # fmt: skip
+    assert match_keys(prompts) == [match_key(p) for p in prompts]

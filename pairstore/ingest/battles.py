@@ -39,7 +39,7 @@ from pairstore.ingest.bulk import (
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.records import Fields
-from pairstore.keys import content_id, match_key
+from pairstore.keys import content_id, match_key, match_keys
 from pairstore.progress import as_progress
 from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
@@ -168,10 +168,10 @@ def _battle_extras(f: Fields) -> dict:
     return extras
 
 
-def _keyed_battle(row: dict, path, line: int) -> dict:
-    """The row with its match key and record hash (of every column given: a native row has no Arena columns,
-    so its hash is what it always was)."""
-    row["match_key"] = match_key(row["prompt"])
+def _keyed_battle(row: dict, path, line: int, key: str | None = None) -> dict:
+    """The row with its match key (`key` where the caller computed it in a batch) and record hash (of every
+    column given: a native row has no Arena columns, so its hash is what it always was)."""
+    row["match_key"] = match_key(row["prompt"]) if key is None else key
     row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
     row["_line"], row["_file"] = line, str(path)
     return row
@@ -258,7 +258,8 @@ def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress
                     if hit is not None:
                         raise FlaggedRecord(read + hit)
                     rows: list[dict] = []
-                    columns = (table.column(n).to_pylist() for n in _BULK_SCHEMA.names)
+                    columns = [table.column(n).to_pylist() for n in _BULK_SCHEMA.names]
+                    keys = iter(match_keys(columns[2]))
                     for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
                         row = _battle_row(
                             bid,
@@ -271,7 +272,7 @@ def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress
                             opp_model,
                             None if voted is None else times[voted],
                         )
-                        row = _keyed_battle(row, file, read + len(rows) + 1)
+                        row = _keyed_battle(row, file, read + len(rows) + 1, next(keys))
                         row["source_file"] = source
                         rows.append(row)
                     staged.add(rows)
