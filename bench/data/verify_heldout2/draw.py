@@ -12,13 +12,17 @@ grader is run here.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import random
-import subprocess
+import sys
 import zipfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
+
+import heldout_draw  # noqa: E402
+from heldout_draw import Mirror  # noqa: E402
 
 SEED = "22b"
 HERE = Path(__file__).parent
@@ -75,23 +79,8 @@ THEOREMQA_FILES = [
 ABEL_FILES = [("outputs/gsm8k_robust/13b.jsonl", "Abel-13B (Llama-2)", "Llama", 20)]
 
 
-class Mirror:
-    def __init__(self, root: Path):
-        self.root = root
-
-    def read_bytes(self, repo: str, path: str) -> bytes:
-        git_dir = self.root / repo.replace("/", "+") / "repo"
-        out = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "show", f"HEAD:{path}"], check=True, capture_output=True
-        )
-        return out.stdout
-
-    def read(self, repo: str, path: str) -> str:
-        return self.read_bytes(repo, path).decode("utf-8")
-
-
 def rng_for(repo: str, path: str) -> random.Random:
-    return random.Random(f"{SEED}:{repo}:{path}")
+    return heldout_draw.rng_for(SEED, repo, path)
 
 
 def strip_dollars(gold: str) -> str:
@@ -232,52 +221,8 @@ def draw(mirror: Mirror) -> list[dict]:
     return [{"id": f"k{n:04d}", **row} for n, row in enumerate(rows, 1)]
 
 
-def read_labels(path: Path) -> dict[str, dict]:
-    labels = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row_id, equal, tag, no_answer, note = (line.split("\t") + ["", "", ""])[:5]
-        labels[row_id] = {"equal": equal == "T", "tag": tag, "no_answer": no_answer == "NA", "note": note}
-    return labels
-
-
-def join(drawn: list[dict], labels: dict[str, dict]) -> list[dict]:
-    if set(labels) != {row["id"] for row in drawn}:
-        raise SystemExit("labels.tsv and the draw name different rows")
-    out = []
-    for row in drawn:
-        lab = labels[row["id"]]
-        joined = {k: row[k] for k in ("id", "pred", "gold", "kind")}
-        joined["equal"] = lab["equal"]
-        joined["source"] = row["source"]
-        joined["tag"] = lab["tag"]
-        if lab["no_answer"]:
-            joined["no_answer"] = True
-        if lab["note"]:
-            joined["note"] = lab["note"]
-        if row.get("options"):
-            joined["options"] = row["options"]
-        joined["source_label"] = row["source_label"]
-        joined["heldout"] = True
-        out.append(joined)
-    return out
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> None:
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--mirror", type=Path, required=True, help="folder of bare git copies (owner+name/repo)"
-    )
-    parser.add_argument("--drawn", type=Path, help="write the unlabelled draw here instead, and stop")
-    args = parser.parse_args()
-    drawn = draw(Mirror(args.mirror))
-    if args.drawn:
-        write_jsonl(args.drawn, drawn)
-        return
-    write_jsonl(HERE / "heldout.jsonl", join(drawn, read_labels(HERE / "labels.tsv")))
+    heldout_draw.main(__doc__.splitlines()[0], HERE, draw)
 
 
 if __name__ == "__main__":
