@@ -119,11 +119,11 @@ def cut_point(text: str) -> int | None:
 # somewhere in its middle: a finished output may hold an unclosed group and go on to its answer).
 # A last line ending on one of these words, with no full stop, is a sentence cut off mid-way; the
 # words are ones no finished sentence ends on.
+# (lowercase words only: a last "A" may be an option letter, "As" a title)
 _CUT_WORDS = frozenset(
     "the an of to and or is are was were be by with for from that which than as at into we then if "
     "because where when let whose each".split()
 )
-_LAST_WORD_RE = re.compile(r"(?:^|(?<=[ \t]))([a-z]+)[ \t]*$")  # a lowercase word: "A" may be an option
 _TAIL_CHARS = 400
 _CUT_SENTENCE_WORDS = 3  # "x = a" is an answer; "Therefore, the range of" a sentence cut off
 _COMMAND_BEFORE_RE = re.compile(r"\\[A-Za-z]+\s*$")
@@ -155,11 +155,15 @@ def _cut_in_tail(body: str) -> list[int]:
             (i for i in range(line_start, len(body)) if body[i] == "{" and i not in pairs), None
         )
         if first_open is not None:  # (None: the last "{" was an escaped one)
-            command = _COMMAND_BEFORE_RE.search(body, line_start, first_open)
+            # (a window: a search from the line's start would try every character of a long line)
+            window = max(line_start, first_open - 40)
+            command = _COMMAND_BEFORE_RE.search(body, window, first_open)
             cuts.append(command.start() if command else first_open)  # at "\\mathrm{ga", not the line
-    m = _LAST_WORD_RE.search(body, line_start)
-    sentence = m is not None and len(body[line_start:].split()) >= _CUT_SENTENCE_WORDS
-    if m is not None and sentence and m.group(1) in _CUT_WORDS or body.endswith("\ufffd"):
+    last_words = body[max(line_start, len(body) - 200) :].split()[-_CUT_SENTENCE_WORDS:]
+    last_word = last_words[-1] if last_words else ""
+    whole_line = body[line_start:] if len(body) - line_start <= 200 else None
+    sentence = whole_line is None or len(whole_line.split()) >= _CUT_SENTENCE_WORDS
+    if sentence and last_word in _CUT_WORDS or body.endswith("\ufffd"):
         cuts.append(line_start)
     return cuts
 
