@@ -220,13 +220,20 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
 # an output was cut off (tags and boxes say "empty" on their own: an empty box commits to nothing).
 _MARKER_RULES = frozenset(RULES_BY_NAME) - {"boxed", "answer_tag", "json_field"}
 _DANGLING = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",", "\\")
-_OPERATORS = "+-/=([{^,\\"  # an output that stops on one stopped mid-expression ("_" may be a blank)
+# an output that stops on one of these stopped mid-expression ("_" may be a blank the model wrote)
+_OPERATORS = "+-/=([{^,\\"
+# what strip_answer may take off an answer's end (or unwrap there), and the dangling operators
+_STRIPPED_OR_DANGLING = frozenset(' \t\r\n.;,。．*_`"“”>$])' + "".join(_DANGLING))
 
 
 def _cut_statement(text: str, span: Span) -> bool:
     """A marker at the very end whose statement was cut off: "Now, considering all the above, the
     final answer is", "The answer is -" (nothing, or a dangling operator, and nothing after it)."""
     if span.rule not in _MARKER_RULES or text[span.end :].strip(" \t\r\n*_:："):
+        return False
+    # the common case, an answer at the end: its last character is one strip_answer keeps and no
+    # operator, so the stripped answer ends on it too (no need to strip it)
+    if span.text and span.text[-1] not in _STRIPPED_OR_DANGLING:
         return False
     answer = strip_answer(span.text)
     if answer and not answer.endswith(_DANGLING):

@@ -180,7 +180,8 @@ def strip_answer(ans: str) -> str:
             s = s[len(lo) : len(s) - len(hi)].strip()
     if len(s) >= 2 and s[0] == "$" and s[-1] == "$" and s.count("$") == 2:
         s = s[1:-1].strip()
-    s = _TRAILING_MARKUP_RE.sub("", s)
+    if s.endswith(">"):
+        s = _TRAILING_MARKUP_RE.sub("", s)
     return s.rstrip(" .;,。．").strip('*_` \t"“”')
 
 
@@ -396,9 +397,22 @@ _ASCII_MARKER_WORDS = tuple(
 )
 
 
+# Every other marker word by its first non-ASCII character: a text holds such a word only if it
+# holds that character ("×" and "→" in an English output call for no marker search).
+_MARKER_WORDS_BY_CHAR: dict[str, list[str]] = {}
+for _w, _ in _MARKERS:
+    if not _w.isascii():
+        _MARKER_WORDS_BY_CHAR.setdefault(next(c for c in _w if not c.isascii()), []).append(_w)
+_MARKER_CHARS = frozenset(_MARKER_WORDS_BY_CHAR)
+
+
 @lru_cache(maxsize=8)  # the three marker rules ask about one text in turn (a str caches its hash)
 def _marker_hint(low: str) -> bool:
-    return not low.isascii() or any(w in low for w in _ASCII_MARKER_WORDS)
+    if any(w in low for w in _ASCII_MARKER_WORDS):
+        return True
+    if low.isascii():
+        return False
+    return any(w in low for c in _MARKER_CHARS.intersection(low) for w in _MARKER_WORDS_BY_CHAR[c])
 
 
 def _heading_hint(low: str) -> bool:
