@@ -6,8 +6,9 @@
             raise FlaggedRecord(rows_so_far + hit)
         ...
 
-Generations (pairstore.ingest.generations), native battles (pairstore.ingest.battles) and pair files in
-the plain layout (pairstore.ingest.pair_files) stream the file through pyarrow's JSON reader in blocks, into
+Generations (pairstore.ingest.generations), native battles (pairstore.ingest.battles), pair files in
+the plain layout (pairstore.ingest.pair_files), GSM8K/MATH problem files (pairstore.ingest.problems) and
+eval results (pairstore.ingest.evals) stream the file through pyarrow's JSON reader in blocks, into
 the columns they expect, flag with the shared checks below every row the per-record parser might refuse or
 treat otherwise, and key and join the rest (item ids in DuckDB, the content ids and match keys that no SQL
 function computes in Python). A file is taken only when its rows are exactly its lines (no blank lines, so
