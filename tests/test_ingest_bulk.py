@@ -135,3 +135,9 @@ def test_blank_lines_keep_line_numbers_right(store, tmp_path, write_jsonl):
     )
     with pytest.raises(BadInput, match="line 3, field 'item_id'"):
         ingest_generations(store, path, model="so7a")
+
+
+def test_py_whitespace_is_what_str_isspace_says_of_every_code_point():
+    from pairstore.ingest.bulk import PY_WHITESPACE
+
+    assert PY_WHITESPACE == "".join(chr(c) for c in range(0x110000) if chr(c).isspace())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import string
 import unicodedata
 
@@ -412,3 +413,87 @@ def test_spaces_and_sentences():
     assert "tell me a joke" in sentences("Hi there! Tell me a joke thanks a lot!")
     assert "tell me a joke" in sentences("Practice question: Tell me a joke Answer: it depends.")
     assert "tell me a joke" not in sentences("Tell me a joke about cats.")
+
+
+def _punctuation_by_rule(text: str) -> str:
+    """Step 7 by its per-character rule (normalize._keep_sign), the way non-ASCII text takes it."""
+    from pairstore.holdout import normalize as n
+
+    text = text.translate(n.ASCII_TABLE)
+    return n._SIGN.sub(lambda m: m.group(0) if n._keep_sign(text, m.start()) else " ", text)
+
+
+def test_the_ascii_sign_pattern_is_the_per_character_rule_on_every_short_text():
+    """The one-pattern ASCII path of step 7 against the rule, on every text of up to 6 characters over
+    digits, a letter, a space and the signs, and on random longer ones."""
+    import itertools
+
+    from pairstore.holdout.normalize import punctuation
+
+    alphabet = "1 a.+-%*"
+    for size in range(1, 7):
+        for chars in itertools.product(alphabet, repeat=size):
+            text = "".join(chars)
+            assert punctuation(text) == _punctuation_by_rule(text), text
+    rng = random.Random(7)
+    wide = "0123456789 aZ._+-*/=<>^%,:$(\t"
+    for _ in range(20_000):
+        text = "".join(rng.choice(wide) for _ in range(rng.randint(1, 24)))
+        assert punctuation(text) == _punctuation_by_rule(text), text
+
+
+# Step 6's patterns as first written (each starting with its lookbehind), run on every text: the
+# reference for the digit-first patterns and the check that skips texts without separated digits.
+_FIRST_TIME = re.compile(
+    r"(?<![\d.:])(\d{1,2})[.:](\d{2})(?=\s*(?:[ap]\.?\s?m\b|h\b|hrs?\b|o'?clock\b))", re.IGNORECASE
+)
+_FIRST_DECIMAL_COMMA = re.compile(r"(?<![\d,.])(\d+),(\d{1,2})(?![\d]|[.,]\d)")
+_FIRST_THOUSANDS = re.compile(r"(?<![\d.,'])(\d{1,3})((?:([,.'])\d{3})(?:\3\d{3})*)(?![\d]|[.,']\d)")
+
+
+def _number_forms_as_first_written(text: str) -> str:
+    text = _FIRST_TIME.sub(r"\1:\2", text)
+    text = _FIRST_DECIMAL_COMMA.sub(r"\1.\2", text)
+    return _FIRST_THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(m.group(3), " "), text)
+
+
+def test_number_forms_equal_the_patterns_as_first_written_on_every_short_text():
+    import itertools
+
+    from pairstore.holdout.normalize import number_forms
+
+    for size in range(1, 7):
+        for chars in itertools.product("12,.' :", repeat=size):
+            text = "".join(chars)
+            assert number_forms(text) == _number_forms_as_first_written(text), text
+    rng = random.Random(11)
+    wide = "0123456789,.':  pmhr\u0663\u00b2"
+    for _ in range(20_000):
+        text = "".join(rng.choice(wide) for _ in range(rng.randint(1, 24)))
+        text += rng.choice(["", " pm", " a.m.", " h", " hrs", " o'clock", " PM"])
+        assert number_forms(text) == _number_forms_as_first_written(text), text
+
+
+# Pieces that steps 1-7 read across: numbers and their separators, times, role markers at a line start,
+# signs, escapes, markup, controls, non-ASCII letters and digits.
+_PIECES = [
+    "1", "25", "1,250", "3.15", " pm", "pm", "h", ",5", ".", ":", "-", "+", "%", "=", "*", " ", "\n", "\t",
+    "\r", "\x1e", "\x00", "\x01", "Question:", "answer :", "### Response:", "q:", "A:", "user", "What",
+    "x", "&amp;", "&#39;", "\\n", "_x000D_", "<b>", "</p>", "[INST]", "<|im_end|>", "\u0663", "Ж", "é",
+    "\u200b", "\uff11",
+]  # fmt: skip
+
+
+def test_word_texts_of_a_batch_equal_word_text_of_each():
+    """Texts built to interact with their neighbours once joined: a time cut before its "pm", a number cut
+    before its separator, a role marker at a text's start, a sign at its end, NUL and non-ASCII texts
+    between plain ones."""
+    from pairstore.holdout.normalize import word_texts
+
+    rng = random.Random(3)
+    for _ in range(3000):
+        texts = [
+            "".join(rng.choice(_PIECES) for _ in range(rng.randint(0, 6))) for _ in range(rng.randint(1, 8))
+        ]
+        assert word_texts(texts) == [word_text(t) for t in texts], texts
+    assert word_texts([]) == []

@@ -124,6 +124,11 @@ def decode_escapes(text: str) -> str:
 
 # -- step 2: strip_markup --------------------------------------------------------------------------------
 
+# The role marker of a question/answer or instruction format at a line start ("Question:", "### Response:").
+ROLE_MARKER_PATTERN = (
+    r"(?m:^[ \t]*(?:#{1,4}[ \t]*)?(?:instruction|input|response|question|answer|human|user|assistant"
+    r"|system|context|q|a)[ \t]*:)"
+)
 # Written for both Python's re and RE2 (pairstore.holdout.scan runs it over Arrow arrays): no lookaround.
 MARKUP_PATTERN = (
     r"<\|im_start\|>[ \t]*(?:system|user|assistant|tool)?"
@@ -132,8 +137,7 @@ MARKUP_PATTERN = (
     r"|<start_of_turn>[ \t]*(?:user|model|system)?|<end_of_turn>"
     r"|\[/?INST\]|<</?SYS>>|</?s>|<bos>|<eos>"
     r"|</?[a-z][a-z0-9]{0,15}(?:[ \t][^<>]{0,200})?/?>"
-    r"|(?m:^[ \t]*(?:#{1,4}[ \t]*)?(?:instruction|input|response|question|answer|human|user|assistant"
-    r"|system|context|q|a)[ \t]*:)"
+    r"|" + ROLE_MARKER_PATTERN
 )
 _MARKUP = re.compile(MARKUP_PATTERN, re.IGNORECASE)
 
@@ -312,16 +316,23 @@ def fold(text: str) -> str:
 
 # -- step 6: number_forms --------------------------------------------------------------------------------
 
+# Each pattern starts with a digit (its "no digit or separator before" is a lookbehind after that digit),
+# so the engine skips to the next digit instead of trying every position.
 # 1,250 / 1.250 / 1'250 / 12,345,678: groups of three digits after a separator, one separator kind.
-_THOUSANDS = re.compile(r"(?<![\d.,'])(\d{1,3})((?:([,.'])\d{3})(?:\3\d{3})*)(?![\d]|[.,']\d)")
+_THOUSANDS = re.compile(r"(\d(?<![\d.,']\d)\d{0,2})((?:([,.'])\d{3})(?:\3\d{3})*)(?![\d]|[.,']\d)")
 # 1,5 / 3,14: a decimal comma (one or two digits after it, not a list "1,2,3") is a decimal point.
-_DECIMAL_COMMA = re.compile(r"(?<![\d,.])(\d+),(\d{1,2})(?![\d]|[.,]\d)")
-_TIME = re.compile(r"(?<![\d.:])(\d{1,2})[.:](\d{2})(?=\s*(?:[ap]\.?\s?m\b|h\b|hrs?\b|o'?clock\b))", re.I)
+_DECIMAL_COMMA = re.compile(r"(\d(?<![\d,.]\d)\d*),(\d{1,2})(?![\d]|[.,]\d)")
+_TIME = re.compile(r"(\d(?<![\d.:]\d)\d?)[.:](\d{2})(?=\s*(?:[ap]\.?\s?m\b|h\b|hrs?\b|o'?clock\b))", re.I)
+
+
+# Every match of the three patterns above holds a digit, a separator and a digit: a text without one is
+# left as it is without running them (most texts with numbers have no separators).
+_SEPARATED_DIGITS = re.compile(r"\d[.:,']\d")
 
 
 def number_forms(text: str) -> str:
     """Thousands separators as a word break inside the number; `3.15 pm` as `3:15 pm`."""
-    if not any(c.isdigit() for c in text):
+    if _SEPARATED_DIGITS.search(text) is None:
         return text
     text = _TIME.sub(r"\1:\2", text)
     text = _DECIMAL_COMMA.sub(r"\1.\2", text)
@@ -350,11 +361,30 @@ def _keep_sign(text: str, i: int) -> bool:
     return digit_before and digit_after
 
 
+# _keep_sign written as one pattern for ASCII text (where isdigit is [0-9] and isalnum [0-9A-Za-z]): a sign
+# that none of its rules keep. Lookarounds read the text as it was before the substitution, as
+# _keep_sign does; tests/test_normalize.py compares the two on every short text over the signs' alphabet.
+# Each rule reads the characters around the sign from just after it: the sign comes first in the pattern,
+# so the engine skips to the next sign instead of trying every position.
+_OP = r"[+\-*/=<>^]"
+_DIGIT_AFTER = r"(?:[0-9]| [0-9])"
+_DROPPED_ASCII_SIGN = re.compile(
+    r"[+\-*/=<>^%.]"
+    r"(?!(?<=[0-9]\.)[0-9])"  # the decimal dot: a digit on both sides
+    r"(?<![0-9]%)(?<![0-9] %)"  # percent after a number
+    rf"(?!(?<![0-9A-Za-z][+\-])(?<=[+\-]){_DIGIT_AFTER})"  # the sign of a number
+    rf"(?!(?:(?<=[0-9]{_OP})|(?<=[0-9] {_OP})){_DIGIT_AFTER})"  # an operator between two numbers
+)
+_ANY_SIGN = re.compile(r"[+\-*/=<>^%.]")
+
+
 def punctuation(text: str) -> str:
     """ASCII punctuation -> a word break; arithmetic signs and the decimal dot kept beside numbers."""
     text = text.translate(ASCII_TABLE)
-    if not any(c in text for c in OPERATORS + "."):
+    if _ANY_SIGN.search(text) is None:
         return text
+    if text.isascii():
+        return _DROPPED_ASCII_SIGN.sub(" ", text)
     return _SIGN.sub(lambda m: m.group(0) if _keep_sign(text, m.start()) else " ", text)
 
 
@@ -382,6 +412,54 @@ def word_text(text: str) -> str:
     for _, step in STEPS:
         text = step(text)
     return text
+
+
+# -- many texts at once -------------------------------------------------------------------------------------
+
+# A plain text: ASCII without what steps 1 and 2 decode or strip beyond a role marker at a line start
+# (entities, backslash and spreadsheet escapes, "<" and "[" markup) and without NUL, which separates the
+# texts of a batch. For such a text steps 1-5 are the role markers and lower case, and steps 6 and 7 read
+# nothing across a NUL (no pattern consumes or looks past one as a digit, a letter or a space).
+_NOT_PLAIN = re.compile(r"[&\\<\[\x00]|_x")
+_NOT_PLAIN_CHAR = re.compile(r"[&\\<\[\x00]")  # _NOT_PLAIN but "_x", found with `in` (a class scans faster)
+# ROLE_MARKER_PATTERN after a line break (kept): starting with a literal, the engine jumps from line to line
+# instead of trying every position, as (?m:^...) makes it do. The text's first line: _ROLE_MARKER.match.
+_ROLE_MARKER = re.compile(ROLE_MARKER_PATTERN)  # on lower-cased text
+_ROLE_MARKER_AFTER_BREAK = re.compile("\n" + ROLE_MARKER_PATTERN.removeprefix("(?m:^").removesuffix(")"))
+_BATCH_SEP = "\x00\n"  # the NUL ends a text for steps 6 and 7; the line break starts the next for ^
+_KEEP_NUL = {k: v for k, v in ASCII_TABLE.items() if k != 0}
+
+
+def word_texts(texts: list[str]) -> list[str]:
+    """[word_text(t) for t in texts], with the plain texts (_NOT_PLAIN) normalized together: each step runs
+    once over them all joined by _BATCH_SEP, which for short texts is several times faster than a call per
+    text and step. tests/test_normalize.py checks it equals word_text on texts built to cross the joins."""
+    out: list[str | None] = [None] * len(texts)
+    together = "\n".join(texts)
+    if together.isascii() and "_x" not in together and _NOT_PLAIN_CHAR.search(together) is None:
+        plain = list(range(len(texts)))  # the common case, found with one search
+    else:
+        plain = []
+        for i, t in enumerate(texts):
+            if t.isascii() and _NOT_PLAIN.search(t) is None:
+                plain.append(i)
+            else:
+                out[i] = word_text(t)
+    if plain:
+        joined = _BATCH_SEP.join(texts[i] for i in plain).lower()
+        if ":" in joined:
+            start = _ROLE_MARKER.match(joined)
+            rest = joined if start is None else joined[start.end() :]
+            rest = _ROLE_MARKER_AFTER_BREAK.sub("\n\n", rest)
+            joined = rest if start is None else "\n" + rest
+        joined = number_forms(joined).translate(_KEEP_NUL)
+        if _ANY_SIGN.search(joined) is not None:
+            joined = _DROPPED_ASCII_SIGN.sub(" ", joined)
+        parts = joined.split("\x00")
+        assert len(parts) == len(plain)  # a plain text holds no NUL and no step makes one
+        for i, part in zip(plain, parts):
+            out[i] = " ".join(part.split())
+    return out  # type: ignore[return-value]
 
 
 # Sentence ends, line breaks, turn breaks, a colon ("Practice question: ..."), and the answer marker of
