@@ -6,6 +6,7 @@ save_to_disk folder.
 
 from __future__ import annotations
 
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +43,7 @@ from pairstore.ingest.math_problems import (
     problem_fields,
 )
 from pairstore.ingest.records import Fields
-from pairstore.keys import content_id, match_key
+from pairstore.keys import content_id, match_key, match_keys_of_texts, nfc_many, xxh128
 from pairstore.progress import as_progress
 
 if TYPE_CHECKING:
@@ -205,9 +206,40 @@ def _batch_problems(dataset: str, table: pa.Table) -> list[ProblemFields] | int:
     return out
 
 
+def _bulk_rows(dataset: str, problems: list[ProblemFields], file: Path, before: int) -> pa.Table:
+    """The staged rows (_PROBLEM_SCHEMA) of one checked batch: what _problem_row makes of each problem, the
+    keys computed a batch at a time (pairstore.keys: NFC in one call, the match keys' normalization in one
+    batch). The (question, solution) hash is content_id's JSON of the two NFC texts, written out.
+    `before`: records of the file before the batch."""
+    n = len(problems)
+    questions = [p.question for p in problems]
+    nfc_questions = nfc_many(questions)
+    nfc_solutions = nfc_many([p.solution for p in problems])
+    given = {
+        "problem_id": [f"{dataset}:{xxh128(q)}" for q in nfc_questions],
+        "dataset": [dataset] * n,
+        "subject": [p.subject for p in problems],
+        "level": [p.level for p in problems],
+        "split": ["train"] * n,
+        "question": questions,
+        "solution": [p.solution for p in problems],
+        "gold": [p.gold for p in problems],
+        "unique_id": [p.unique_id for p in problems],
+        "match_key": match_keys_of_texts(questions),
+        "source_file": [file.name] * n,
+        "_line": range(before + 1, before + n + 1),
+        "_hash": [
+            xxh128(f"[{encode_basestring(q)}, {encode_basestring(s)}]")
+            for q, s in zip(nfc_questions, nfc_solutions)
+        ],
+        "_file": [str(file)] * n,
+    }
+    return pa.table([pa.array(given[f.name], f.type) for f in _PROBLEM_SCHEMA], schema=_PROBLEM_SCHEMA)
+
+
 def _ingest_vectorized(store: Store, dataset: str, path, files, result: IngestResult, progress) -> bool:
     """A single JSONL file read in Arrow batches, checked with Arrow compute, each batch's rows keyed in
-    Python (the content ids and match keys no SQL function computes) and staged in DuckDB
+    Python a batch at a time (the content ids and match keys no SQL function computes) and staged in DuckDB
     (pairstore.ingest.base.StagedRows), then deduplicated and inserted in SQL with the ingests log, in one
     transaction. False (nothing written) when the file, or a record the checks leave to problem_fields,
     takes the per-record path; a flagged record that problem_fields refuses raises its error here,
@@ -226,12 +258,7 @@ def _ingest_vectorized(store: Store, dataset: str, path, files, result: IngestRe
                     problems = _batch_problems(dataset, table)
                     if isinstance(problems, int):
                         raise FlaggedRecord(read + problems)
-                    staged.add(
-                        [
-                            _problem_row(dataset, p, file.name, file, read + i + 1)
-                            for i, p in enumerate(problems)
-                        ]
-                    )
+                    staged.add_table(_bulk_rows(dataset, problems, file, read))
                     read += table.num_rows
                     stage.advance(table.num_rows)
             if not read or read != count_lines(file):
