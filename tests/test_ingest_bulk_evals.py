@@ -79,7 +79,10 @@ def lm_eval_records(shape: str = "gsm8k") -> list[dict]:
                 "doc": doc,
                 "target": f"{doc_id}",
                 "arguments": {
-                    "gen_args_0": {"arg_0": "Q: ...\nA:", "arg_1": {"until": ["Q:"], "do_sample": False}}
+                    "gen_args_0": {
+                        "arg_0": "Q: ...\nA:",
+                        "arg_1": {"until": ["Q:"], "do_sample": False, "temperature": 0.0},
+                    }
                 },
                 "resps": [[OUTPUTS[(doc_id + n) % len(OUTPUTS)]]],
                 "filtered_resps": [str(doc_id) if n else "[invalid]"],
@@ -87,6 +90,7 @@ def lm_eval_records(shape: str = "gsm8k") -> list[dict]:
                 "doc_hash": f"dh{doc_id}",
                 "prompt_hash": f"ph{doc_id}",
                 "target_hash": "t",
+                "metrics": ["prompt_level_strict_acc"] if shape == "ifeval" else ["exact_match"],
             }
             if shape == "ifeval":
                 rec["prompt_level_strict_acc"] = doc_id % 3 == 0
