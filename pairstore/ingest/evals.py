@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Protocol
@@ -107,6 +107,8 @@ class OutputReport(Protocol):
 
 
 OutputScanner = Callable[[str], OutputReport]
+# The same judgement of many outputs at once, in order (audits.loops.scan_many is one).
+BatchScanner = Callable[[list[str]], Sequence[OutputReport]]
 
 
 @dataclass(frozen=True)
@@ -363,8 +365,6 @@ _STAGE_SCHEMA = pa.schema(
         ("_doc", pa.string()),  # lm-eval: the doc's question text
     ]
 )
-
-BatchScanner = Callable[[list[str]], list[OutputReport]]
 
 
 def _column(table: pa.Table, name: str) -> pa.ChunkedArray:
