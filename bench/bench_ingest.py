@@ -1,7 +1,8 @@
 """Bulk ingest of generations, battles and pairs: `pairstore ingest ...` vs DuckDB's read_json.
 
     .venv/bin/python bench/bench_ingest.py                 # full size: 1,000,000 generations, 200,000
-                                                           # battles, pairs, problems and evals
+                                                           # battles, pairs, problems, evals and
+                                                           # lm-eval records
     .venv/bin/python bench/bench_ingest.py --scale 0.05    # a quick run at 5%
     .venv/bin/python bench/bench_ingest.py --tables generations
 
@@ -31,7 +32,9 @@ ours is `ingest problems` / `ingest evals` (Arrow batches and the shared vectori
 Python only the gold after `####`, the question's content id and match key, and the repetition scanner
 over each output, audits.loops.scan_many, as the CLI runs it); DuckDB's is `INSERT ... SELECT ... FROM
 read_json(file)` with md5 keys, the gold cut out in SQL, the output's character count for its length
-and no scanner, no checks, no log.
+and no scanner, no checks, no log. lm-eval is `ingest evals --format lm-eval` on a GSM8K samples log
+(two records per doc, one per filter): every doc held out as an eval item with its match key, the
+first filter's scores kept; DuckDB's is the same two inserts from read_json, md5 keys, no scanner.
 
 Goal: ours at most 3x duckdb, peak memory under 1.5 GB. Writes bench/results/ingest.md and deletes
 the work folder unless --keep.
@@ -141,6 +144,28 @@ FROM read_json(?, format = 'newline_delimited', columns = {
         gold: 'VARCHAR', output: 'VARCHAR'}) j
 """
 
+# lm-eval samples: every doc held out as an eval item, the scores of the first filter.
+DUCKDB_LM_EVAL_ITEMS_SQL = """
+INSERT INTO eval_items (suite, item_id, kind, prompt, gold, match_key)
+SELECT 'v6', j.doc_id, 'lm-eval', [{'role': 'user', 'content': j.doc.question}], j.target,
+       md5(lower(j.doc.question))
+FROM read_json(?, format = 'newline_delimited', columns = {
+        doc_id: 'VARCHAR', doc: 'STRUCT(question VARCHAR, answer VARCHAR)', target: 'VARCHAR',
+        filter: 'VARCHAR'}) j
+WHERE j.filter = 'strict-match'
+"""
+
+DUCKDB_LM_EVAL_SQL = """
+INSERT INTO evals (model, suite, item_id, score, correct, extracted_answer, gold, output_len, empty,
+                   doc_hash, prompt_hash, origin)
+SELECT 'sm11a', 'v6', j.doc_id, j.exact_match, j.exact_match >= 0.5, j.filtered_resps[1], j.target,
+       length(j.resps[1][1]), j.resps[1][1] = '', j.doc_hash, j.prompt_hash, 'samples.jsonl'
+FROM read_json(?, format = 'newline_delimited', columns = {
+        doc_id: 'VARCHAR', target: 'VARCHAR', resps: 'VARCHAR[][]', filtered_resps: 'VARCHAR[]',
+        filter: 'VARCHAR', doc_hash: 'VARCHAR', prompt_hash: 'VARCHAR', exact_match: 'DOUBLE'}) j
+WHERE j.filter = 'strict-match'
+"""
+
 FILLER = "Let me think about it step by step and give a careful answer. "
 
 
@@ -235,6 +260,42 @@ def build_evals(work: Path, n_rows: int) -> tuple[Path, Path]:
     return db, path
 
 
+def build_lm_eval(work: Path, n_rows: int) -> tuple[Path, Path]:
+    """An lm-evaluation-harness samples log of a GSM8K run: two records per doc (the strict-match and
+    flexible-extract filters), with the doc, the generation arguments, the response and the metric."""
+    db = _empty_store(work, "lm-eval")
+    path = work / "samples_gsm8k.jsonl"
+    with open(path, "w", encoding="utf-8") as f:
+        for i in range(n_rows):
+            doc_id, strict = i // 2, i % 2 == 0
+            a, b = 10 + doc_id % 89, 2 + doc_id % 7
+            question = (
+                f"Natalia sold clips to {a} of her friends in month {doc_id}, and then she sold {b} times "
+                "as many clips the month after. How many clips did Natalia sell altogether?"
+            )
+            rec = {
+                "doc_id": doc_id,
+                "doc": {"question": question, "answer": f"Work.\n#### {a + a * b}"},
+                "target": f"Work.\n#### {a + a * b}",
+                "arguments": {
+                    "gen_args_0": {
+                        "arg_0": f"Question: {question}\nAnswer:",
+                        "arg_1": {"until": ["Question:", "</s>"], "do_sample": False, "temperature": 0.0},
+                    }
+                },
+                "resps": [[f"{FILLER * 4}The total is {a + a * b}.\n#### {a + a * b}"]],
+                "filtered_resps": [str(a + a * b) if strict else f"{a + a * b}"],
+                "filter": "strict-match" if strict else "flexible-extract",
+                "metrics": ["exact_match"],
+                "doc_hash": f"{doc_id:064x}",
+                "prompt_hash": f"{doc_id + 1:064x}",
+                "target_hash": f"{doc_id + 2:064x}",
+                "exact_match": float(doc_id % 3 != 0),
+            }
+            f.write(json.dumps(rec) + "\n")
+    return db, path
+
+
 def child(table: str, which: str, db: str, path: str) -> None:
     from pairstore.store.store import open_store
 
@@ -261,20 +322,23 @@ def child(table: str, which: str, db: str, path: str) -> None:
                 from audits.loops import scan, scan_many
                 from pairstore.ingest.evals import ingest_evals
 
+                fmt = "lm-eval" if table == "lm-eval" else "jsonl"
                 added = ingest_evals(
-                    store, path, model="sm11a", suite="v6", scan=scan, scan_many=scan_many
+                    store, path, model="sm11a", suite="v6", scan=scan, scan_many=scan_many, fmt=fmt
                 ).added
         else:
             sql = {
-                "generations": DUCKDB_SQL,
-                "battles": DUCKDB_BATTLES_SQL,
-                "pairs": DUCKDB_PAIRS_SQL,
-                "problems": DUCKDB_PROBLEMS_SQL,
-                "evals": DUCKDB_EVALS_SQL,
+                "generations": [DUCKDB_SQL],
+                "battles": [DUCKDB_BATTLES_SQL],
+                "pairs": [DUCKDB_PAIRS_SQL],
+                "problems": [DUCKDB_PROBLEMS_SQL],
+                "evals": [DUCKDB_EVALS_SQL],
+                "lm-eval": [DUCKDB_LM_EVAL_ITEMS_SQL, DUCKDB_LM_EVAL_SQL],  # the scores' count last
             }[table]
             with store.transaction():
-                added = store.con.execute(sql, [path]).fetchall()[0][0]
-        rows = store.scalar(f"SELECT count(*) FROM {table}")
+                for statement in sql:
+                    added = store.con.execute(statement, [path]).fetchall()[0][0]
+        rows = store.scalar(f"SELECT count(*) FROM {STORED_IN.get(table, table)}")
     print(
         json.dumps(
             {
@@ -324,14 +388,21 @@ WHAT = {
         "pairstore ingest evals (checks, loop scanner on every output, log)",
         "DuckDB read_json (no checks, no scanner)",
     ),
+    "lm-eval": (
+        "pairstore ingest evals --format lm-eval (checks, docs held out with match keys, scanner, log)",
+        "DuckDB read_json into eval_items and evals (no checks, md5 keys, no scanner)",
+    ),
 }
-TABLES = "generations,battles,pairs,problems,evals"
+# An arm's rows land in the table of its name, but for these.
+STORED_IN = {"lm-eval": "evals"}
+TABLES = "generations,battles,pairs,problems,evals,lm-eval"
 BUILDERS = {
     "generations": build,
     "battles": build_battles,
     "pairs": build_pairs,
     "problems": build_problems,
     "evals": build_evals,
+    "lm-eval": build_lm_eval,
 }
 
 
@@ -350,7 +421,9 @@ def main() -> None:
         return
     tables = [t for t in args.tables.split(",") if t]
     sizes = {"generations": int(FULL_ROWS * args.scale)}
-    sizes.update(dict.fromkeys(("battles", "pairs", "problems", "evals"), int(args.table_rows * args.scale)))
+    sizes.update(
+        dict.fromkeys(("battles", "pairs", "problems", "evals", "lm-eval"), int(args.table_rows * args.scale))
+    )
     work = ROOT / "bench" / "_work" / "ingest"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -388,6 +461,7 @@ def main() -> None:
         "pairs": "plain-layout pairs",
         "problems": "a GSM8K-shaped train file",
         "evals": "simple-form eval results with outputs",
+        "lm-eval": "an lm-eval GSM8K samples log (two filters per doc: the rows/s count records)",
     }
     what_ran = "Inputs (JSONL files): " + "; ".join(shapes[t] for t in tables)
     built = ", ".join(f"{t} {builds[t]:.1f} s ({files_mb[t]:,.0f} MB)" for t in tables)
