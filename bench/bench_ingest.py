@@ -1,4 +1,4 @@
-"""Bulk ingest of generations, battles and pairs: `pairstore ingest ...` vs DuckDB's read_json.
+"""Bulk ingest of generations, battles, pairs, problems and eval results: `pairstore ingest ...` vs DuckDB.
 
     .venv/bin/python bench/bench_ingest.py                 # full size: 1,000,000 generations, 200,000
                                                            # battles, pairs, problems, evals and
