@@ -27,7 +27,7 @@ def gsm8k_records() -> list[dict]:
     """GSM8K rows as the dataset publishes them, with what real copies add: NFC-sensitive and non-Latin
     text, thousands separators in the answer, spaces around it, an extra field, a repeated row."""
     questions = [
-        "Janet has {} \"ducks\"\\t. How many eggs?",
+        'Janet has {} "ducks"\\t. How many eggs?',
         "Cafe\u0301 sells {} cups. How many?",
         "Сколько будет {} + 2?",
         "  Leading and trailing spaces {} \u200b ",
@@ -149,7 +149,7 @@ BAD = {
         ({"question": " \x1c "}, "field 'question': empty value"),  # blank to str.strip, not to Arrow
         ({"answer": "The answer is 4."}, "field 'answer': no '#### <answer>' line"),
         ({"answer": 4}, "field 'answer': expected a string, got int"),
-        ({"question": "Janet has 0 \"ducks\"\\t. How many eggs?"}, "appears twice with different content"),
+        ({"question": 'Janet has 0 "ducks"\\t. How many eggs?'}, "appears twice with different content"),
     ],
     "math": [
         ({"solution": "No box here.", "answer": None}, "field 'solution': no \\boxed{...} answer"),
