@@ -20,11 +20,11 @@ seed). Each contender runs in its own subprocess on its own copy of the store, t
 
 Battles (native single-turn records: prompt, both answers, vote, category, models, time) and pairs
 (the plain layout: prompt, chosen, rejected, an id) the same way: ours is `ingest battles` / `ingest
-pairs` (Arrow batches and the shared vectorized checks, then the match key of every prompt through the
-holdout's normalization and the xxh3 content ids in Python, the one writer of the table); DuckDB's is
-`INSERT ... SELECT ... FROM read_json(file)` with md5 keys and no checks. They run at a fifth of the
-generations' size (--table-rows): their per-row keying is what the goal cannot reach, and the profile
-says so.
+pairs` (Arrow batches and the shared vectorized checks, each batch's rows built as Arrow columns; in
+Python only the match keys, each batch's prompts normalized together (normalize.word_texts), and the
+xxh3 content ids over JSON written out per column; then the insert in SQL, the one writer of the
+table); DuckDB's is `INSERT ... SELECT ... FROM read_json(file)` with md5 keys and no checks. They run
+at a fifth of the generations' size (--table-rows).
 
 Problems (a GSM8K train file: question, answer ending in `#### <n>`) and evals (the simple JSONL form:
 item_id, correct, score, extracted_answer, gold, an output of about 300 characters) at the same size:
@@ -486,12 +486,12 @@ def main() -> None:
         + table_md
         + textwrap.dedent(f"""
 
-        Goal: ours at most 3x DuckDB's wall clock, peak memory under 1,500 MB. Battles, pairs and
-        problems key every prompt (question) with the holdout's normalization
-        (pairstore.holdout.normalize, Python regular expressions) and hash every row with xxh3 in
-        Python; evals run the repetition scanner (audits.loops.scan_many) over every output. No DuckDB
-        function computes any of these, so their ratio is bound by that per-row work, not by reading
-        or checking.
+        Goal: ours at most 3x DuckDB's wall clock, peak memory under 1,500 MB (the issue's goal names
+        generations, battles and pairs). Battles, pairs and problems key every prompt (question) with
+        the holdout's normalization (pairstore.holdout.normalize, Python regular expressions, each
+        batch's plain ASCII texts normalized together) and hash every row with xxh3 in Python; evals
+        run the repetition scanner (audits.loops.scan_many) over every output. No DuckDB function
+        computes any of these: that per-row work is most of what is left of each ratio.
 
         `{cmd}`
         """)
