@@ -150,3 +150,28 @@ def test_eval_reports_generation_with_the_prompt_count(tmp_path, tiny):
         "--db", db, "eval", "--model", tiny, "--suite", "gsm8k", "--path", suite, "--name", "tiny",
         expect={"generate (greedy)": 3},
     )  # fmt: skip
+
+
+def test_ingest_problems_and_evals_report_their_stages_with_counts(tmp_path):
+    db = tmp_path / "s.duckdb"
+    problems = tmp_path / "train.jsonl"
+    problems.write_text(
+        "".join(
+            json.dumps({"question": f"What is {i} + 1?", "answer": f"#### {i + 1}"}) + "\n" for i in range(7)
+        )
+    )
+    check_family(
+        "--db", db, "ingest", "problems", "--dataset", "gsm8k", "--path", problems,
+        expect={"ingest problems: read": 7, "ingest problems: insert": 7},
+    )  # fmt: skip
+    results = tmp_path / "results.jsonl"
+    results.write_text(
+        "".join(
+            json.dumps({"item_id": f"q{i}", "correct": i % 2 == 0, "output": "x " * i}) + "\n"
+            for i in range(5)
+        )
+    )
+    check_family(
+        "--db", db, "ingest", "evals", results, "--model", "m", "--suite", "s",
+        expect={"ingest evals: read": 5, "ingest evals: insert": 5},
+    )  # fmt: skip

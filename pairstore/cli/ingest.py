@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from audits.loops import scan
+from audits.loops import scan, scan_many
 from pairstore.cli.base import (
     check_seed,
     cli_progress,
@@ -159,7 +159,16 @@ def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name, as_json)
     with open_db(ctx) as store:
         # The domain's repetition scanner judges each output: the core ingest takes it as a function.
         result = ingest_evals(
-            store, file, model=model, suite=suite, scan=scan, fmt=fmt, metric=metric, filter_name=filter_name
+            store,
+            file,
+            model=model,
+            suite=suite,
+            scan=scan,
+            scan_many=scan_many,
+            fmt=fmt,
+            metric=metric,
+            filter_name=filter_name,
+            progress=cli_progress(ctx),
         )
     if as_json:
         echo_json(result)

@@ -6,8 +6,9 @@
             raise FlaggedRecord(rows_so_far + hit)
         ...
 
-Generations (pairstore.ingest.generations), native battles (pairstore.ingest.battles) and pair files in
-the plain layout (pairstore.ingest.pair_files) stream the file through pyarrow's JSON reader in blocks, into
+Generations (pairstore.ingest.generations), native battles (pairstore.ingest.battles), pair files in
+the plain layout (pairstore.ingest.pair_files), GSM8K/MATH problem files (pairstore.ingest.problems) and
+eval results (pairstore.ingest.evals) stream the file through pyarrow's JSON reader in blocks, into
 the columns they expect, flag with the shared checks below every row the per-record parser might refuse or
 treat otherwise, and key and join the rest (item ids in DuckDB, the content ids and match keys that no SQL
 function computes in Python). A file is taken only when its rows are exactly its lines (no blank lines, so
@@ -28,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from pairstore.ingest.records import INT_BITS
+from pairstore.ingest.records import INT_BITS, MAX_DEPTH
 
 # The streaming reader's blocks: what is in memory at once (a few tens of thousands of records). A
 # record longer than a block is an error, and the file then takes the per-record path.
@@ -64,11 +65,23 @@ def count_lines(path: Path) -> int:
     return n + (last != b"\n")
 
 
-def iter_jsonl_batches(path, schema: pa.Schema, *, refuse: tuple[str, ...] = ()):
+def _type_depth(t: pa.DataType) -> int:
+    """How many lists and objects a value of type `t` nests."""
+    if pa.types.is_struct(t):
+        return 1 + max((_type_depth(t.field(i).type) for i in range(t.num_fields)), default=0)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return 1 + _type_depth(t.value_type)
+    return 0
+
+
+def iter_jsonl_batches(path, schema: pa.Schema, *, refuse: tuple[str, ...] = (), keep: tuple[str, ...] = ()):
     """The JSONL file at `path` as a stream of tables with `schema`'s columns, one per block of about
-    STREAM_BLOCK_SIZE bytes, so memory stays bounded whatever the file's size. Raises NotVectorized
-    where read_jsonl_arrow returns None; the caller checks the row count against count_lines at the
-    end (blank lines) and takes the per-record path on NotVectorized."""
+    STREAM_BLOCK_SIZE bytes, so memory stays bounded whatever the file's size; the fields named in `keep`
+    come too, with the type pyarrow infers, where any record of the file has them. Raises NotVectorized
+    for a file the reader refuses or one with a field in `refuse`; every field of a record is read
+    (the ones no column keeps too), so bytes that are not UTF-8 or nesting deeper than MAX_DEPTH anywhere
+    in it raise NotVectorized, as the per-record reader refuses them. The caller checks the row count
+    against count_lines at the end (blank lines) and takes the per-record path on NotVectorized."""
     path = Path(path)
     if path.suffix.lower() not in (".jsonl", ".ndjson") or not path.is_file() or path.stat().st_size == 0:
         raise NotVectorized(str(path))
@@ -83,10 +96,13 @@ def iter_jsonl_batches(path, schema: pa.Schema, *, refuse: tuple[str, ...] = ())
             for name in refuse:
                 if name in table.column_names and table.column(name).null_count != table.num_rows:
                     raise NotVectorized(name)
-            table = table.select(schema.names)
-            # pyarrow's JSON reader does not check that strings are UTF-8; the full validation does, so
-            # a file with bytes that are not takes the per-record path, which names their line.
+            # pyarrow's JSON reader does not check that strings are UTF-8; the full validation of every
+            # field does, so a file with bytes that are not takes the per-record path, which names their
+            # line. The same for values nested deeper than the per-record reader takes.
             table.validate(full=True)
+            if any(1 + _type_depth(f.type) >= MAX_DEPTH for f in table.schema):
+                raise NotVectorized("nested too deep")
+            table = table.select(schema.names + [n for n in keep if n in table.column_names])
             yield table
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, UnicodeDecodeError, OSError, StopIteration) as e:
         raise NotVectorized(str(e)) from None

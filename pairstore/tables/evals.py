@@ -75,6 +75,19 @@ SCORE_SCHEMA = pa.schema(
 )
 
 
+_ITEM_SCHEMA = pa.schema(
+    [
+        ("suite", pa.string()),
+        ("item_id", pa.string()),
+        ("kind", pa.string()),
+        ("prompt", pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))),
+        ("gold", pa.string()),
+        ("task_key", pa.string()),
+        ("match_key", pa.string()),
+    ]
+)
+
+
 def lm_eval_doc_text(doc) -> str | None:
     """The question text of an lm-evaluation-harness doc (the held-out part; the few-shot examples in a
     sample's `arguments` are training items and are not taken). None when the doc holds no text."""
@@ -117,22 +130,24 @@ def add_eval_items(store: Store, suite: str, items: list[dict]) -> int:
                 continue
             seen.add(it["item_id"])
             new.append(
-                [
-                    suite,
-                    it["item_id"],
-                    it["kind"],
-                    it["prompt"],
-                    it["gold"],
-                    it.get("task_key"),
-                    match_key(it["prompt"]),
-                ]
+                {
+                    "suite": suite,
+                    "item_id": it["item_id"],
+                    "kind": it["kind"],
+                    "prompt": it["prompt"],
+                    "gold": it["gold"],
+                    "task_key": it.get("task_key"),
+                    "match_key": match_key(it["prompt"]),
+                }
             )
         if new:
-            store.con.executemany(
-                "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                new,
-            )
+            # One insert from an Arrow table, in the items' order (executemany is a statement per row).
+            table = pa.Table.from_pylist(new, schema=_ITEM_SCHEMA)
+            with store.registered("_new_eval_items", table):
+                store.con.execute(
+                    "INSERT INTO eval_items (suite, item_id, kind, prompt, gold, task_key, match_key) "
+                    "SELECT suite, item_id, kind, prompt, gold, task_key, match_key FROM _new_eval_items"
+                )
     return len(new)
 
 
@@ -158,28 +173,36 @@ def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin
     """Scores made elsewhere (rows with item_id, SCORE_COLUMNS and `_line`): new ones are inserted; one
     already stored with another result is an error naming its line, never a silent overwrite."""
     table = _score_table(model, suite, rows, origin)
+    with store.transaction(), store.registered("_scores", table):
+        return add_staged_scores(store, "_scores", path=path)
+
+
+def add_staged_scores(store: Store, incoming: str, *, path) -> int:
+    """add_scores of rows already in DuckDB: `incoming` is a table or view with SCORE_SCHEMA's columns, one
+    row per (model, suite, item); they are inserted in `_line` order. Call inside a transaction."""
     cols = [c for c in SCORE_SCHEMA.names if not c.startswith("_")]
     compared = [c for c in SCORE_COLUMNS if c != "gen_id"]
     con = store.con
-    with store.transaction(), store.registered("_scores", table):
-        differs = " OR ".join(f"i.{c} IS DISTINCT FROM e.{c}" for c in compared)
-        clash = con.execute(f"""
-            SELECT i.item_id, i._line FROM _scores i
-            JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
-            WHERE {differs} ORDER BY i._line LIMIT 1""").fetchall()
-        if clash:
-            raise BadInput(
-                f"model {model!r} suite {suite!r} item {clash[0][0]!r} is already stored with a "
-                "different result (use another --model or --suite name for a re-run)",
-                path=str(path),
-                line=clash[0][1],
-                field="item_id",
-            )
-        return con.execute(f"""
-            INSERT INTO evals ({", ".join(cols)})
-            SELECT {", ".join("i." + c for c in cols)} FROM _scores i
-            ANTI JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
-            """).fetchall()[0][0]
+    differs = " OR ".join(f"i.{c} IS DISTINCT FROM e.{c}" for c in compared)
+    clash = con.execute(f"""
+        SELECT i.model, i.suite, i.item_id, i._line FROM {incoming} i
+        JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
+        WHERE {differs} ORDER BY i._line LIMIT 1""").fetchall()
+    if clash:
+        model, suite, item, line = clash[0]
+        raise BadInput(
+            f"model {model!r} suite {suite!r} item {item!r} is already stored with a "
+            "different result (use another --model or --suite name for a re-run)",
+            path=str(path),
+            line=line,
+            field="item_id",
+        )
+    return con.execute(f"""
+        INSERT INTO evals ({", ".join(cols)})
+        SELECT {", ".join("i." + c for c in cols)} FROM {incoming} i
+        ANTI JOIN evals e ON e.model = i.model AND e.suite = i.suite AND e.item_id = i.item_id
+        ORDER BY i._line
+        """).fetchall()[0][0]
 
 
 def _score_table(model: str, suite: str, rows: list[dict], origin: str) -> pa.Table:
