@@ -176,3 +176,31 @@ def test_the_column_path_stores_what_the_row_path_stores_across_ingests(tmp_path
     results = got["columns"][0]
     assert results[0][2] == {"duplicate": 1} and results[2][1] == 0
     assert any(o[2] == "x1" for o in got["columns"][2])
+
+
+def test_a_late_fallback_or_a_callers_transaction_stores_what_the_row_path_stores(tmp_path, monkeypatch):
+    """Batches inserted while the file is still read must go again when a blank line at the end sends
+    the file down the row path; inside a caller's transaction the batches wait for the whole file."""
+    from pairstore.ingest import bulk
+
+    monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 1024)
+    recs = varied_pairs()
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs)
+    (tmp_path / "blank.jsonl").write_text(text + "\n", encoding="utf-8")  # a blank last line
+    write(tmp_path / "rows.json", recs)
+    write(tmp_path / "plain.jsonl", recs)
+    got = []
+    for name, outer in (("rows.json", False), ("blank.jsonl", False), ("plain.jsonl", True)):
+        with open_store(tmp_path / f"{name}.duckdb") as store:
+            if outer:
+                with store.transaction():
+                    r = ingest_pairs(store, str(tmp_path / name), source="attached")
+            else:
+                r = ingest_pairs(store, str(tmp_path / name), source="attached")
+            pairs = store.con.execute("SELECT pair_id, match_key FROM pairs ORDER BY ALL").fetchall()
+            origins = store.con.execute(
+                "SELECT pair_id, origin_kind, origin_id FROM pair_origins WHERE origin_kind <> 'import' "
+                "ORDER BY ALL"
+            ).fetchall()
+        got.append(((r.read, r.added, dict(r.skipped)), pairs, origins))
+    assert got[0] == got[1] == got[2]

@@ -23,6 +23,7 @@ from pairstore.ingest.base import IngestResult, log_ingest, records_in
 from pairstore.ingest.bulk import PY_WHITESPACE, NotVectorized, flag_text, user_messages
 from pairstore.ingest.pair_files import ID_FIELDS, PLAIN_SCHEMA, plain_batches, read_pair_file
 from pairstore.keys import match_keys_of_texts, nfc_many, sha256_file, xxh128
+from pairstore.prefetch import prefetch
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
 from pairstore.tables.pairs import (
@@ -189,7 +190,7 @@ def _plain_tables(table: pa.Table, before: int, prefix: str, source: str, miner:
     """The pairs and origins (PAIR_TABLE_SCHEMA, ORIGIN_TABLE_SCHEMA) of one checked batch, as the row
     path builds them: origins the file line and every id the row carries, once each."""
     n = table.num_rows
-    col = {name: table.column(name).combine_chunks() for name in PLAIN_SCHEMA.names}
+    col = {name: table.column(name) for name in PLAIN_SCHEMA.names}
     prompts, chosen, rejected = (col[c].to_pylist() for c in ("prompt", "chosen", "rejected"))
     ids = pa.array(_pair_ids(prompts, chosen, rejected), pa.string())
     order = pa.array(range(before, before + n), pa.int64())
@@ -197,7 +198,7 @@ def _plain_tables(table: pa.Table, before: int, prefix: str, source: str, miner:
     given = {
         "pair_id": ids,
         "kind": pc.if_else(pc.is_null(col["rejected"]), "sft", "dpo"),
-        "prompt": user_messages(col["prompt"]),
+        "prompt": user_messages(col["prompt"].combine_chunks()),
         "chosen": col["chosen"],
         "rejected": col["rejected"],
         "source": pa.array([source] * n, pa.string()),
@@ -231,21 +232,26 @@ def _ingest_plain(store: Store, path, source, miner, version, result: IngestResu
     """A plain-layout JSONL pair file (prompt, chosen and rejected as strings) read in Arrow batches and
     written as columns (add_pair_tables), the same pairs and origins the row path writes. False (nothing
     written) where the file or a row needs the row path, which reads it again and names the first bad
-    row's line and field."""
+    row's line and field. The next batch is read and checked in a thread (pairstore.prefetch; Arrow's
+    reader works without the GIL) while this one is keyed."""
     if not Path(path).is_file():
         return False  # the row path names what is missing
     lines = records_in(path)
-    prefix = sha256_file(path)[:16]
+    sha = sha256_file(path)
     pairs, origins = [], []
     read = 0
     try:
         with as_progress(progress).stage("ingest pairs: read", total=lines, unit="records") as stage:
-            for table in plain_batches(path, True, _unusable):
-                batch_pairs, batch_origins = _plain_tables(table, read, prefix, source, miner, version)
-                pairs.append(batch_pairs)
-                origins.append(batch_origins)
-                read += table.num_rows
-                stage.advance(table.num_rows)
+            batches = prefetch(plain_batches(path, True, _unusable), depth=1, name="pairstore-ingest-pairs")
+            try:
+                for table in batches:
+                    batch_pairs, batch_origins = _plain_tables(table, read, sha[:16], source, miner, version)
+                    pairs.append(batch_pairs)
+                    origins.append(batch_origins)
+                    read += table.num_rows
+                    stage.advance(table.num_rows)
+            finally:
+                batches.close()
     except NotVectorized:  # FlaggedRecord too: the row path raises that record's error
         return False
     if not read or read != lines:
@@ -258,5 +264,5 @@ def _ingest_plain(store: Store, path, source, miner, version, result: IngestResu
         )
         result.read, result.added = read, added.added
         result.skipped.update(added.dropped)
-        log_ingest(store, path, "pairs", result.read, result.added)
+        log_ingest(store, path, "pairs", result.read, result.added, sha256=sha)
     return True
