@@ -47,7 +47,7 @@ from pairstore.files import (
     publish_folder,
     recover_folder,
     staged_folder,
-    write_failure,
+    writes_into,
 )
 from pairstore.holdout.ngrams import arrow_query, benchmark_hits
 from pairstore.progress import current as current_progress
@@ -1244,7 +1244,7 @@ def write_report(
     files["report.md"] = render_markdown(rep).encode("utf-8")
     files["report.html"] = render_html(rep).encode("utf-8")
     images = [str(out / name) for s in rep.sections for name, _ in s.images]
-    try:
+    with writes_into(out):
         if _only_a_report(out):
             # The whole folder at once: a reader sees the old report or the new one, never half.
             with staged_folder(out) as stage:
@@ -1254,8 +1254,6 @@ def write_report(
         else:  # a folder with other files in it: each file replaced atomically, the rest left alone
             for name, data in files.items():
                 atomic_write_bytes(out / name, data)
-    except OSError as e:
-        raise write_failure(out, e) from None
     return {
         "html": str(out / "report.html"),
         "md": str(out / "report.md"),

@@ -69,9 +69,29 @@ def nfc(text: str) -> str:
     return unicodedata.normalize("NFC", text)
 
 
+def nfc_many(texts: Sequence[str]) -> list[str]:
+    """[nfc(t) for t in texts] in one call: NFC of the texts joined by NUL, split again. NUL is a starter
+    that composes with nothing, so nothing reorders or composes across it (tests/test_keys.py)."""
+    joined = "\x00".join(texts)
+    if joined.isascii():
+        return list(texts)
+    if joined.count("\x00") != len(texts) - 1:
+        return [nfc(t) for t in texts]  # a text holds NUL itself
+    return unicodedata.normalize("NFC", joined).split("\x00")
+
+
+def content_ids(texts: Sequence[str]) -> list[str]:
+    """[content_id(t) for t in texts] (each one text), NFC in one call."""
+    return [xxh128(t) for t in nfc_many(texts)]
+
+
 def normalize_for_match(text: str) -> str:
     """One text normalized for matching (pairstore.holdout.normalize.word_text)."""
     return word_text(text)
+
+
+# json.dumps(..., ensure_ascii=False) without building an encoder per call.
+_JSON = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def xxh128(text: str) -> str:
@@ -82,15 +102,13 @@ def content_id(*parts: str | None) -> str:
     """xxh3-128 of the exact text (NFC only). Several parts are joined unambiguously."""
     if len(parts) == 1 and isinstance(parts[0], str):
         return xxh128(nfc(parts[0]))
-    return xxh128(json.dumps([None if p is None else nfc(p) for p in parts], ensure_ascii=False))
+    return xxh128(_JSON([None if p is None else nfc(p) for p in parts]))
 
 
 def messages_content_id(messages: Sequence[dict], *more: str | None) -> str:
     """Content id of a message list plus further texts (e.g. chosen, rejected)."""
     flat = [f"{m['role']}:{m['content']}" for m in messages]
-    return xxh128(
-        json.dumps([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more], ensure_ascii=False)
-    )
+    return xxh128(_JSON([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more]))
 
 
 def user_turns(prompt) -> list[str]:
@@ -111,6 +129,11 @@ def key_of_text(text: str) -> str:
 def match_key(prompt) -> str:
     """xxh3-128 of the normalized user turns, spaces and turn breaks left out (see module docstring)."""
     return key_of_text(match_text(prompt))
+
+
+def match_keys_of_texts(texts: Sequence[str]) -> list[str]:
+    """[match_key(t) for t in texts] for prompts that are one user text each, normalized in one batch."""
+    return [xxh128(compact_text(w)) for w in word_texts(list(texts))]
 
 
 def match_keys(prompts: Sequence) -> list[str]:

@@ -429,3 +429,21 @@ def test_benchmark_items_are_found_in_disguise_and_short_ones_embedded(gated, tm
     )
     hits, _ = refused(gated, tmp_path)
     assert {(s, i) for s, i, _ in hits} == {("benchmark:bench", "long"), ("benchmark:bench", "short")}
+
+
+def test_gram_lookup_answers_what_np_isin_answers():
+    """The bit table only passes grams on to the sorted array: hashes that share its low bits with a
+    needle's (all of them here, half the time) must still be told apart."""
+    import numpy as np
+
+    from pairstore.holdout.scan import GramLookup
+
+    rng = np.random.default_rng(9)
+    needles = np.unique(rng.integers(0, 2**64, 500, dtype=np.uint64))
+    lookup = GramLookup(needles)
+    same_low_bits = (rng.integers(0, 2**40, 2000, dtype=np.uint64) << np.uint64(24)) | (
+        needles[rng.integers(0, len(needles), 2000)] & lookup.mask
+    )
+    grams = np.concatenate([needles, same_low_bits, rng.integers(0, 2**64, 5000, dtype=np.uint64)])
+    assert (lookup.contains(grams) == np.isin(grams, needles)).all()
+    assert not GramLookup(np.array([], np.uint64)).contains(grams).any()

@@ -34,6 +34,8 @@ def varied_battles() -> list[dict]:
         "Сколько будет 2 + 2?",
         "  Leading and trailing spaces \u200b ",
         "**What is 17 times 23?** Thanks!",
+        'A "quote", a back\\slash, a tab\t, a bell \x07 and a / in JSON',
+        "Line\u2028separator and <b>markup</b> &amp; escapes \\n",
     ]
     out = []
     for i in range(40):

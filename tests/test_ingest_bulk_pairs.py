@@ -106,3 +106,73 @@ def test_a_bad_pair_row_gets_the_same_error_either_way(tmp_path, bad, message):
         errors.append(str(err.value).replace("bad.json,", "bad.jsonl,", 1))
     assert errors[0] == errors[1]
     assert "line 5" in errors[0] and message in errors[0], errors[0]
+
+
+UNUSABLE = [
+    ({"chosen": " \u3000"}, "field 'chosen': empty or whitespace-only answer"),
+    ({"rejected": "\t"}, "field 'rejected': empty or whitespace-only answer"),
+    ({"chosen": "Same", "rejected": " Same\n"}, "field 'rejected': the same answer as chosen"),
+    ({"prompt": "\u2003"}, "field 'prompt': no user message with text"),
+]
+
+
+@pytest.mark.parametrize("bad, message", UNUSABLE, ids=[m for _, m in UNUSABLE])
+def test_an_unusable_pair_is_refused_by_ingest_with_its_line_either_way(tmp_path, bad, message):
+    recs = varied_pairs()[:9]
+    recs[4] = {**recs[4], **bad}
+    errors = []
+    for name in ("bad.jsonl", "bad.json"):
+        with open_store(tmp_path / f"{name}.duckdb") as store:
+            with pytest.raises(BadInput) as err:
+                ingest_pairs(store, write(tmp_path / name, recs), source="attached")
+            assert store.scalar("SELECT count(*) FROM pairs") == 0
+        errors.append(str(err.value).replace("bad.json,", "bad.jsonl,", 1))
+    assert errors[0] == errors[1]
+    assert "line 5" in errors[0] and message in errors[0], errors[0]
+
+
+def test_the_column_path_stores_what_the_row_path_stores_across_ingests(tmp_path, monkeypatch):
+    """A plain JSONL file goes in as Arrow columns (pairs.add_pair_tables); forced down the row path
+    (add_pairs) the same files give the same counts, pairs and origins: repeats inside a file, a second
+    file that repeats pairs of the first under other ids, an id given under two names, a re-ingest."""
+    from pairstore.ingest import bulk
+    from pairstore.ingest import pairs as pairs_ingest
+
+    monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 1024)  # several batches, a repeat in a later one
+    first = varied_pairs()
+    first.append(dict(first[3]))  # the same row twice
+    first.append({"prompt": "Twice named", "chosen": "a", "rejected": "b", "id": "x1", "uid": "x1"})
+    second = [{**r, "id": f"again-{i}"} for i, r in enumerate(first[:10])] + [
+        {"prompt": "New in the second file", "chosen": "yes", "rejected": "no"}
+    ]
+    real = pairs_ingest._ingest_plain
+    got = {}
+    for way in ("columns", "rows"):
+        taken: list[bool] = []
+
+        def plain(*args, way=way, taken=taken):
+            took = way == "columns" and real(*args)
+            taken.append(took)
+            return took
+
+        monkeypatch.setattr(pairs_ingest, "_ingest_plain", plain)
+        folder = tmp_path / way
+        folder.mkdir()
+        results = []
+        with open_store(folder / "s.duckdb") as store:
+            for name, recs in (("first.jsonl", first), ("second.jsonl", second), ("first.jsonl", first)):
+                r = ingest_pairs(store, write(folder / name, recs), source="attached")
+                results.append((r.read, r.added, dict(r.skipped)))
+            pairs = store.con.execute(
+                "SELECT pair_id, kind, prompt, chosen, rejected, source, family, miner, miner_version, "
+                "match_key, task_key FROM pairs ORDER BY pair_id"
+            ).fetchall()
+            origins = store.con.execute(
+                "SELECT pair_id, origin_kind, origin_id, rule, miner FROM pair_origins ORDER BY ALL"
+            ).fetchall()
+        assert taken == [way == "columns"] * 3
+        got[way] = (results, pairs, origins)
+    assert got["columns"] == got["rows"]
+    results = got["columns"][0]
+    assert results[0][2] == {"duplicate": 1} and results[2][1] == 0
+    assert any(o[2] == "x1" for o in got["columns"][2])

@@ -88,13 +88,38 @@ def test_content_hash_rows_depends_on_order_and_content():
 
 
 def test_match_keys_of_many_prompts_equal_match_key_of_each():
-    from pairstore.keys import match_keys
+    from pairstore.keys import match_keys, match_keys_of_texts
 
     prompts = [
         "What is 12 + 7?",
         [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Question: 3.15 pm?"}],
-        [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}, {"role": "user", "content": "Ж 1,250"}],
+        [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Ж 1,250"},
+        ],
         "<|im_start|>user\nWhat&#39;s up?<|im_end|>",
         "",
     ]  # fmt: skip
     assert match_keys(prompts) == [match_key(p) for p in prompts]
+    texts = [p for p in prompts if isinstance(p, str)]
+    assert match_keys_of_texts(texts) == [match_key(t) for t in texts]
+
+
+def test_nfc_of_many_texts_at_once_equals_nfc_of_each():
+    """Combining marks, Hangul jamo and starters that compose with what follows, at the ends of texts
+    where a join would put them next to each other."""
+    import random
+
+    from pairstore.keys import content_ids, nfc, nfc_many
+
+    pieces = ["e", "\u0301", "\u0327", "\u0308", "a", "\u1100", "\u1161", "\u11a8", "\u0b47", "\u0b3e", " ",
+              "\x00", "\u00e9", "\u212b", "\u0344", "x", "\u0f73", "\u0300\u0315"]  # fmt: skip
+    rng = random.Random(5)
+    for _ in range(3000):
+        texts = [
+            "".join(rng.choice(pieces) for _ in range(rng.randint(0, 5))) for _ in range(rng.randint(1, 6))
+        ]
+        assert nfc_many(texts) == [nfc(t) for t in texts], texts
+        assert content_ids(texts) == [content_id(t) for t in texts]
+    assert nfc_many(["ascii", "only"]) == ["ascii", "only"]

@@ -51,6 +51,7 @@ from pairstore.files import (
     remove_empty_folders,
     temp_path,
     write_failure,
+    writes_into,
 )
 from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
@@ -223,10 +224,8 @@ def export_round(
             gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
             stage.advance(mixture_entries)
         check_free_space(out, _size_estimate(con, mix.table), what=f"the export of {name}")
-        try:
+        with writes_into(out):
             out_real, finals, evidence_path = _out_paths(out, name)
-        except OSError as e:
-            raise write_failure(out, e) from None
         kinds_present = mix.kinds()
         result = ExportResult(round=name, out_dir=str(out_real), blocks=[p.as_dict() for p in plans])
         every_file = [finals["dpo"], finals["sft"], evidence_path]
@@ -336,10 +335,8 @@ def export_round(
                 tmp.unlink(missing_ok=True)
         # After the commit: the card is derived from the registry, so a crash before this line leaves a
         # card the next export into the folder rebuilds.
-        try:
+        with writes_into(out_real):
             card, why_not = write_card(store, out_real)
-        except OSError as e:
-            raise write_failure(out_real, e) from None
         result.card_path = str(card) if card else None
         if why_not:
             result.notes.append(why_not)

@@ -167,8 +167,35 @@ def _exact(
         out.exact.append((int(row_index[i]), int(hashes[i]), where))
 
 
+class GramLookup:
+    """Membership in a sorted array of n-gram hashes, for the hundreds of millions of row grams a scan looks
+    up: a bit table indexed by the low bits of the hash answers "not a needle's" for almost every gram
+    with one memory read, and only the few that pass are looked up in the sorted array."""
+
+    def __init__(self, sorted_hashes: np.ndarray):
+        self.sorted = sorted_hashes
+        size = 1 << max(16, min(24, (64 * max(len(sorted_hashes), 1)).bit_length()))
+        self.mask = np.uint64(size - 1)
+        self.table = np.zeros(size, dtype=bool)
+        self.table[sorted_hashes & self.mask] = True
+
+    def __len__(self) -> int:
+        return len(self.sorted)
+
+    def contains(self, grams: np.ndarray) -> np.ndarray:
+        """A boolean mask: which of `grams` (uint64) are in the array."""
+        found = np.zeros(len(grams), dtype=bool)
+        maybe = np.flatnonzero(self.table[grams & self.mask])
+        if len(maybe) and len(self.sorted):
+            some = grams[maybe]
+            at = np.searchsorted(self.sorted, some)
+            at[at == len(self.sorted)] = 0
+            found[maybe] = self.sorted[at] == some
+        return found
+
+
 def _grams(
-    row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int, wanted: np.ndarray | None = None
+    row_index: np.ndarray, hay: pa.Array, vocab: Vocabulary, n: int, wanted: GramLookup | None = None
 ) -> pa.Table | None:
     """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words and, given `wanted`
     (sorted), among those (on a few threads: Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
@@ -181,10 +208,7 @@ def _grams(
         # Only what some needle holds can count; random windows of common words would fill memory.
         if not len(wanted):
             return None
-        # searchsorted against the sorted needle grams: half the time of np.isin at these sizes
-        at = np.searchsorted(wanted, grams)
-        at[at == len(wanted)] = 0
-        keep = wanted[at] == grams
+        keep = wanted.contains(grams)
         docs, grams = docs[keep], grams[keep]
         if not len(docs):
             return None
@@ -247,6 +271,8 @@ def scan_candidates(
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
         FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
     wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
+    if vocab3 is not None:
+        vocab3 = (vocab3[0], GramLookup(vocab3[1]))
     try:
         lengths = None if needle_lengths is None else np.array(sorted(needle_lengths), dtype=np.int64)
         _stream(out, reader, wanted, vocab3, bench, lengths, other_max_bytes)

@@ -164,15 +164,19 @@ class StagedRows:
         self.rows = 0
 
     def add(self, rows: list[dict]) -> None:
-        if not rows:
+        if rows:
+            self.add_table(pa.Table.from_pylist(rows, schema=self.schema))
+
+    def add_table(self, batch: pa.Table) -> None:
+        """Stage rows already built as an Arrow table with the schema's columns."""
+        if not batch.num_rows:
             return
-        batch = pa.Table.from_pylist(rows, schema=self.schema)
         with self.store.registered("_staged_batch", batch):
             if self.rows == 0:
                 self.store.con.execute(f"CREATE OR REPLACE TEMP TABLE {self.name} AS FROM _staged_batch")
             else:
                 self.store.con.execute(f"INSERT INTO {self.name} FROM _staged_batch")
-        self.rows += len(rows)
+        self.rows += batch.num_rows
 
     def insert(self, differs: str) -> tuple[int, int]:
         """(rows added, rows not added: repeats within the file and keys already stored with the same
@@ -182,6 +186,19 @@ class StagedRows:
             return 0, 0
         con, key = self.store.con, ", ".join(self.key_cols)
         try:
+            repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {self.name}").fetchall()
+            if repeats[0][0] == 0:  # the common case: no key twice, nothing to compare or skip
+                added = _insert_new_from(
+                    self.store,
+                    self.name,
+                    self.table,
+                    self.key_cols,
+                    self.schema,
+                    differs,
+                    self.what,
+                    self.path,
+                )
+                return added, self.rows - added
             first = f"first_value({{}}) OVER (PARTITION BY {key} ORDER BY _line)"  # the first of each key
             clash = con.execute(
                 f"SELECT {self.key_cols[-1]}, _line, first_line FROM (SELECT {key}, _line, "

@@ -6,6 +6,7 @@ pairstore ingest battles battles.jsonl
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,17 +30,18 @@ from pairstore.ingest.bulk import (
     FlaggedRecord,
     NotVectorized,
     bounded_memory,
-    count_lines,
     first_flagged,
     first_record_error,
     flag_choice,
     flag_text,
     iter_jsonl_batches,
+    one_element_lists,
+    user_messages,
 )
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.fastchat import log_files as fastchat_log_files
 from pairstore.ingest.records import Fields
-from pairstore.keys import content_id, match_key, match_keys
+from pairstore.keys import content_id, content_ids, match_key, match_keys_of_texts
 from pairstore.progress import as_progress
 from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
@@ -168,11 +170,18 @@ def _battle_extras(f: Fields) -> dict:
     return extras
 
 
+# json.dumps(row, sort_keys=True, default=str, ensure_ascii=False), without building an encoder per row.
+_RECORD_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False).encode
+# What that encoder writes for one string, and for None.
+_json_str = encode_basestring
+_NULL = "null"
+
+
 def _keyed_battle(row: dict, path, line: int, key: str | None = None) -> dict:
     """The row with its match key (`key` where the caller computed it in a batch) and record hash (of every
     column given: a native row has no Arena columns, so its hash is what it always was)."""
     row["match_key"] = match_key(row["prompt"]) if key is None else key
-    row["record_hash"] = content_id(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False))
+    row["record_hash"] = content_id(_RECORD_JSON(row))
     row["_line"], row["_file"] = line, str(path)
     return row
 
@@ -236,6 +245,63 @@ def _flags(table: pa.Table, times: dict) -> list:
     ]
 
 
+def _record_jsons(bid, category, key, opponent, opponent_model, own, own_model, prompt, vote, voted_at):
+    """json.dumps(row, sort_keys=True, default=str, ensure_ascii=False) of each single-turn row the bulk path
+    makes (_battle_row with a one-message prompt, and match_key), written out directly: the JSON of every
+    column once (`voted_at` as JSON already), the keys in sorted order. tests/test_ingest_bulk_battles.py
+    compares it with json.dumps of the per-record row."""
+    cols = [[_NULL if v is None else _json_str(v) for v in c] for c in (bid, category, key, opponent)]
+    cols += [[_NULL if v is None else _json_str(v) for v in c] for c in (opponent_model, own, own_model)]
+    cols += [[_json_str(v) for v in prompt], [_json_str(v) for v in vote], voted_at]
+    return [
+        f'{{"battle_id": {b}, "category": {c}, "match_key": {k}, "n_turns": 1, "opponent_answers": [{o}], '
+        f'"opponent_model": {om}, "own_answers": [{w}], "own_model": {wm}, '
+        f'"prompt": [{{"content": {p}, "role": "user"}}], "vote": {v}, "voted_at": {t}}}'
+        for b, c, k, o, om, w, wm, p, v, t in zip(*cols)
+    ]
+
+
+def _bulk_rows(table: pa.Table, times: dict, file, source: str, before: int) -> pa.Table:
+    """The staged rows (_BATTLE_SCHEMA) of one checked batch, built as columns: what _battle_row and
+    _keyed_battle make of each record, without a dict per row. `before`: records of the file before it."""
+    n = table.num_rows
+    col = {name: table.column(name).combine_chunks() for name in _BULK_SCHEMA.names}
+    py = {name: col[name].to_pylist() for name in _BULK_SCHEMA.names}
+    keys = match_keys_of_texts(py["prompt"])
+    voted = [None if v is None else times[v] for v in py["voted_at"]]
+    voted_json = {v: _json_str(str(times[v])) for v in set(py["voted_at"]) if v is not None}
+    jsons = _record_jsons(
+        py["battle_id"],
+        py["category"],
+        keys,
+        py["opponent_answer"],
+        py["opponent_model"],
+        py["own_answer"],
+        py["own_model"],
+        py["prompt"],
+        py["vote"],
+        [_NULL if v is None else voted_json[v] for v in py["voted_at"]],
+    )
+    given = {
+        "battle_id": col["battle_id"],
+        "prompt": user_messages(col["prompt"]),
+        "own_answers": one_element_lists(col["own_answer"]),
+        "opponent_answers": one_element_lists(col["opponent_answer"]),
+        "n_turns": pa.array([1] * n, pa.int32()),
+        "vote": col["vote"],
+        "category": col["category"],
+        "own_model": col["own_model"],
+        "opponent_model": col["opponent_model"],
+        "voted_at": pa.array(voted, pa.timestamp("us")),
+        "match_key": pa.array(keys, pa.string()),
+        "record_hash": pa.array(content_ids(jsons), pa.string()),
+        "source_file": pa.array([source] * n, pa.string()),
+        "_line": pa.array(range(before + 1, before + n + 1), pa.int64()),
+        "_file": pa.array([str(file)] * n, pa.string()),
+    }
+    return pa.table([given.get(f.name, pa.nulls(n, f.type)) for f in _BATTLE_SCHEMA], schema=_BATTLE_SCHEMA)
+
+
 def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress) -> bool:
     """A native JSONL file read in Arrow batches, checked with Arrow compute, each batch's rows keyed and
     staged in DuckDB (pairstore.ingest.base.StagedRows), then deduplicated and inserted in SQL with the
@@ -252,33 +318,17 @@ def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress
     read = 0
     try:
         with bounded_memory(store.con), store.transaction():
-            with progress.stage("ingest battles: read", total=records_in(path), unit="records") as stage:
+            lines = records_in(file)  # the file's lines: a JSONL file reaches the loop only
+            with progress.stage("ingest battles: read", total=lines, unit="records") as stage:
                 for table in iter_jsonl_batches(file, _BULK_SCHEMA, refuse=_PER_RECORD):
                     hit = first_flagged(*_flags(table, times))
                     if hit is not None:
                         raise FlaggedRecord(read + hit)
-                    rows: list[dict] = []
-                    columns = [table.column(n).to_pylist() for n in _BULK_SCHEMA.names]
-                    keys = iter(match_keys(columns[2]))
-                    for bid, vote, prompt, own, opp, cat, own_model, opp_model, voted in zip(*columns):
-                        row = _battle_row(
-                            bid,
-                            [{"role": "user", "content": prompt}],
-                            [own],
-                            [opp],
-                            vote,
-                            cat,
-                            own_model,
-                            opp_model,
-                            None if voted is None else times[voted],
-                        )
-                        row = _keyed_battle(row, file, read + len(rows) + 1, next(keys))
-                        row["source_file"] = source
-                        rows.append(row)
-                    staged.add(rows)
-                    read += len(rows)
-                    stage.advance(len(rows))
-            if not read or read != count_lines(Path(file)):
+                    batch = _bulk_rows(table, times, file, source, read)
+                    staged.add_table(batch)
+                    read += batch.num_rows
+                    stage.advance(batch.num_rows)
+            if not read or read != lines:
                 raise NotVectorized("blank lines: row numbers would not be line numbers")
             with progress.stage("ingest battles: insert", total=read, unit="records") as stage:
                 added, repeated = staged.insert("i.record_hash <> t.record_hash")

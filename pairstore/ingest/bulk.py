@@ -156,6 +156,17 @@ def first_flagged(*masks: pa.Array) -> int | None:
     return None if hit < 0 else hit
 
 
+def one_element_lists(values: pa.Array) -> pa.Array:
+    """Each value as a one-element list (a single-turn prompt's messages, a battle's one answer)."""
+    return pa.ListArray.from_arrays(pa.array(range(len(values) + 1), pa.int32()), values)
+
+
+def user_messages(texts: pa.Array) -> pa.Array:
+    """Each text as a prompt of one user message (pairstore.tables.generations.MSG_TYPE)."""
+    roles = pa.array(["user"] * len(texts), pa.string())
+    return one_element_lists(pa.StructArray.from_arrays([roles, texts], names=["role", "content"]))
+
+
 class FlaggedRecord(NotVectorized):
     """Record number `index` (0-based, in file order) is one the vectorized checks leave to the parser."""
 

@@ -292,7 +292,7 @@ def _checked_row(rec: dict, path, line: int, row_index: int, require_chosen: boo
 
 # The plain layout the vectorized path reads. A record with a field of _PER_RECORD (another prompt or
 # answer form, a system prompt, listed origin ids) sends the file down the per-record path.
-_BULK_SCHEMA = pa.schema(
+PLAIN_SCHEMA = pa.schema(
     [(n, pa.string()) for n in ("prompt", "chosen", "rejected", "pair_id", "source", "family", "task_key")]
     + [(n, pa.string()) for n in ID_FIELDS]
 )
@@ -317,18 +317,29 @@ def _flags(table: pa.Table, require_chosen: bool) -> list:
     ]
 
 
+def plain_batches(path, require_chosen: bool, *more_flags):
+    """A plain-layout JSONL pair file as Arrow tables (PLAIN_SCHEMA's columns) whose rows passed the
+    vectorized checks (and `more_flags`: functions of a table giving masks). Raises NotVectorized where
+    the file takes the per-record path, FlaggedRecord (its index in the file) at the first flagged row.
+    The caller compares the rows with count_lines (blank lines)."""
+    seen = 0
+    for table in iter_jsonl_batches(path, PLAIN_SCHEMA, refuse=_PER_RECORD):
+        hit = first_flagged(*_flags(table, require_chosen), *(f(table) for f in more_flags))
+        if hit is not None:
+            raise FlaggedRecord(seen + hit)
+        seen += table.num_rows
+        yield table
+
+
 def _vectorized_rows(path, require_chosen: bool) -> list[PairRow] | None:
     """The rows of a plain-layout JSONL pair file, read in Arrow batches and checked with Arrow compute;
     None when the file takes the per-record path. A flagged record that the per-record reader refuses
     raises its error here (file, line, field)."""
     rows: list[PairRow] = []
     try:
-        for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=_PER_RECORD):
-            hit = first_flagged(*_flags(table, require_chosen))
-            if hit is not None:
-                raise FlaggedRecord(len(rows) + hit)
+        for table in plain_batches(path, require_chosen):
             ids = [table.column(n).to_pylist() for n in ID_FIELDS]
-            columns = [table.column(n).to_pylist() for n in _BULK_SCHEMA.names[:7]]
+            columns = [table.column(n).to_pylist() for n in PLAIN_SCHEMA.names[:7]]
             for k, (prompt, chosen, rejected, pair_id, source, family, task_key) in enumerate(zip(*columns)):
                 i = len(rows)
                 rows.append(

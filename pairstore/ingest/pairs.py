@@ -10,18 +10,30 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring as _json_str  # what json.dumps writes for a string
+from pathlib import Path
 from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.base import (
-    IngestResult,
-    log_ingest,
-)
-from pairstore.ingest.pair_files import read_pair_file
-from pairstore.keys import sha256_file
+from pairstore.ingest.base import IngestResult, log_ingest, records_in
+from pairstore.ingest.bulk import PY_WHITESPACE, NotVectorized, flag_text, user_messages
+from pairstore.ingest.pair_files import ID_FIELDS, PLAIN_SCHEMA, plain_batches, read_pair_file
+from pairstore.keys import match_keys_of_texts, nfc_many, sha256_file, xxh128
+from pairstore.progress import as_progress
 from pairstore.store.store import Store
-from pairstore.tables.pairs import Origin, Pair, add_pairs, check_pair
+from pairstore.tables.pairs import (
+    ORIGIN_TABLE_SCHEMA,
+    PAIR_TABLE_SCHEMA,
+    Origin,
+    Pair,
+    add_pair_tables,
+    add_pairs,
+    check_pair,
+)
 
 
 @dataclass
@@ -114,6 +126,8 @@ def ingest_pairs(
     if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
         raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")
     result = IngestResult("pairs", str(path))
+    if _ingest_plain(store, path, source, miner, miner_version, result, progress):
+        return result
     rows = read_pair_file(path, require_chosen=True)
     prefix = sha256_file(path)[:16]
     result.read = len(rows)
@@ -141,3 +155,108 @@ def ingest_pairs(
         result.skipped.update(added.dropped)
         log_ingest(store, path, "pairs", result.read, result.added)
     return result
+
+
+# -- the plain layout as Arrow columns ----------------------------------------------------------------------
+
+
+def _unusable(table: pa.Table) -> pa.Array:
+    """Rows _refuse_unusable_pair refuses (an empty side, identical sides, an empty prompt): the row path
+    then names the first one's line and field."""
+    chosen, rejected = (
+        pc.utf8_trim(table.column(n), characters=PY_WHITESPACE) for n in ("chosen", "rejected")
+    )
+    blank = pc.or_kleene(pc.equal(pc.utf8_length(chosen), 0), pc.equal(pc.utf8_length(rejected), 0))
+    same = pc.equal(chosen, rejected)
+    return pc.fill_null(pc.or_kleene(pc.or_kleene(blank, same), flag_text(table.column("prompt"))), False)
+
+
+_NULL = "null"
+
+
+def _pair_ids(prompts: list, chosen: list, rejected: list) -> list[str]:
+    """pair_id_of([user message], chosen, rejected) of each row: the JSON list messages_content_id hashes,
+    written out (tests/test_ingest_bulk_pairs.py compares)."""
+    users = nfc_many(["user:" + p for p in prompts])
+    firsts, seconds = nfc_many(chosen), nfc_many([r or "" for r in rejected])
+    return [
+        xxh128(f"[{_json_str(u)}, {_json_str(c)}, {_NULL if r is None else _json_str(s)}]")
+        for u, c, s, r in zip(users, firsts, seconds, rejected)
+    ]
+
+
+def _plain_tables(table: pa.Table, before: int, prefix: str, source: str, miner: str, version: str):
+    """The pairs and origins (PAIR_TABLE_SCHEMA, ORIGIN_TABLE_SCHEMA) of one checked batch, as the row
+    path builds them: origins the file line and every id the row carries, once each."""
+    n = table.num_rows
+    col = {name: table.column(name).combine_chunks() for name in PLAIN_SCHEMA.names}
+    prompts, chosen, rejected = (col[c].to_pylist() for c in ("prompt", "chosen", "rejected"))
+    ids = pa.array(_pair_ids(prompts, chosen, rejected), pa.string())
+    order = pa.array(range(before, before + n), pa.int64())
+    no_task = pc.fill_null(pc.equal(col["task_key"], ""), False)
+    given = {
+        "pair_id": ids,
+        "kind": pc.if_else(pc.is_null(col["rejected"]), "sft", "dpo"),
+        "prompt": user_messages(col["prompt"]),
+        "chosen": col["chosen"],
+        "rejected": col["rejected"],
+        "source": pa.array([source] * n, pa.string()),
+        "family": col["family"],
+        "miner": pa.array([miner] * n, pa.string()),
+        "miner_version": pa.array([version] * n, pa.string()),
+        "match_key": pa.array(match_keys_of_texts(prompts), pa.string()),
+        "task_key": pc.if_else(no_task, pa.scalar(None, pa.string()), col["task_key"]),
+        "_order": order,
+    }
+    pairs = pa.table([given[f.name] for f in PAIR_TABLE_SCHEMA], schema=PAIR_TABLE_SCHEMA)
+    rule = f"ingest pairs --source {source}"
+    lines = [f"{prefix}:{i + 1}" for i in range(before, before + n)]
+    parts = [(ids, "import", pa.array(lines, pa.string()), order)]
+    for name in ID_FIELDS:
+        present = pc.invert(pc.is_null(col[name]))
+        if pc.any(present).as_py():
+            parts.append((ids.filter(present), "file_id", col[name].filter(present), order.filter(present)))
+    origins = pa.concat_tables(
+        pa.table(
+            [pid, pa.array([kind] * len(pid), pa.string()), oid, pa.array([rule] * len(pid), pa.string()),
+             pa.array([miner] * len(pid), pa.string()), at],
+            schema=ORIGIN_TABLE_SCHEMA,
+        )
+        for pid, kind, oid, at in parts
+    )  # fmt: skip
+    return pairs, origins
+
+
+def _ingest_plain(store: Store, path, source, miner, version, result: IngestResult, progress) -> bool:
+    """A plain-layout JSONL pair file (prompt, chosen and rejected as strings) read in Arrow batches and
+    written as columns (add_pair_tables), the same pairs and origins the row path writes. False (nothing
+    written) where the file or a row needs the row path, which reads it again and names the first bad
+    row's line and field."""
+    if not Path(path).is_file():
+        return False  # the row path names what is missing
+    lines = records_in(path)
+    prefix = sha256_file(path)[:16]
+    pairs, origins = [], []
+    read = 0
+    try:
+        with as_progress(progress).stage("ingest pairs: read", total=lines, unit="records") as stage:
+            for table in plain_batches(path, True, _unusable):
+                batch_pairs, batch_origins = _plain_tables(table, read, prefix, source, miner, version)
+                pairs.append(batch_pairs)
+                origins.append(batch_origins)
+                read += table.num_rows
+                stage.advance(table.num_rows)
+    except NotVectorized:  # FlaggedRecord too: the row path raises that record's error
+        return False
+    if not read or read != lines:
+        return False  # blank lines: row numbers would not be line numbers
+    with store.transaction():
+        added = add_pair_tables(
+            store,
+            pa.concat_tables(pairs, promote_options="none"),
+            pa.concat_tables(origins, promote_options="none"),
+        )
+        result.read, result.added = read, added.added
+        result.skipped.update(added.dropped)
+        log_ingest(store, path, "pairs", result.read, result.added)
+    return True

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pairstore.keys import canonical_messages, match_key, messages_content_id
+from pairstore.keys import canonical_messages, match_keys, messages_content_id
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -44,13 +44,18 @@ class Pair:
     family: str | None = None
     task_key: str | None = None
     origins: list[Origin] = field(default_factory=list)
+    # (the prompt they were read from, its messages); read again when the prompt is replaced
+    _messages: tuple | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def kind(self) -> str:
         return "sft" if self.rejected is None else "dpo"
 
     def messages(self) -> list[dict]:
-        return canonical_messages(self.prompt)
+        """The prompt as checked messages, read once: checks, ids and keys all ask for them."""
+        if self._messages is None or self._messages[0] is not self.prompt:
+            self._messages = (self.prompt, canonical_messages(self.prompt))
+        return self._messages[1]
 
     @property
     def pair_id(self) -> str:
@@ -179,7 +184,7 @@ def add_pairs(store: Store, pairs, *, miner: str, miner_version: str) -> AddResu
                 "family": p.family,
                 "miner": miner,
                 "miner_version": miner_version,
-                "match_key": match_key(msgs),
+                "match_key": None,  # below, all prompts at once
                 "task_key": p.task_key,
             }
         for o in p.origins:
@@ -189,32 +194,73 @@ def add_pairs(store: Store, pairs, *, miner: str, miner_version: str) -> AddResu
             )
     if not new_rows and not origin_rows:
         return result
-    pair_tbl = pa.Table.from_pylist(list(new_rows.values()), schema=_PAIR_SCHEMA)
+    rows = list(new_rows.values())
+    for row, key in zip(rows, match_keys([r["prompt"] for r in rows])):
+        row["match_key"] = key
+    pair_tbl = pa.Table.from_pylist(rows, schema=_PAIR_SCHEMA)
     origin_tbl = pa.Table.from_pylist(list(origin_rows.values()), schema=_ORIGIN_SCHEMA)
+    with (
+        store.transaction(),
+        store.registered("_new_pairs", pair_tbl),
+        store.registered("_new_origins", origin_tbl),
+    ):
+        _insert_new(store, "_new_pairs", "_new_origins", len(new_rows), result)
+    if result.dropped.get("duplicate") == 0:
+        del result.dropped["duplicate"]
+    return result
+
+
+def _insert_new(store: Store, pairs: str, origins: str, n_pairs: int, result: AddResult) -> None:
+    """The pairs of `pairs` (one row per pair_id, _PAIR_SCHEMA's columns) not stored yet, and the origins
+    of `origins` (one per key, _ORIGIN_SCHEMA's) not stored yet; counts into `result`."""
     con = store.con
-    with store.transaction():
-        con.register("_new_pairs", pair_tbl)
-        con.register("_new_origins", origin_tbl)
+    existing = con.execute(f"SELECT count(*) FROM {pairs} n JOIN pairs p USING (pair_id)").fetchall()[0][0]
+    result.dropped["duplicate"] += existing
+    result.added = n_pairs - existing
+    con.execute(f"""
+        INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner,
+                           miner_version, match_key, task_key)
+        SELECT n.pair_id, n.kind, n.prompt, n.chosen, n.rejected, n.source, n.family, n.miner,
+               n.miner_version, n.match_key, n.task_key
+        FROM {pairs} n ANTI JOIN pairs p USING (pair_id)""")
+    result.new_origins = con.execute(f"""
+        INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
+        SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
+        FROM {origins} o ANTI JOIN pair_origins x USING (pair_id, origin_kind, origin_id)
+        """).fetchall()[0][0]
+
+
+# add_pair_tables' inputs: _PAIR_SCHEMA's columns and the row's position, and the origins with the
+# position of the row that gave them.
+PAIR_TABLE_SCHEMA = pa.schema([*_PAIR_SCHEMA, ("_order", pa.int64())])
+ORIGIN_TABLE_SCHEMA = pa.schema([*_ORIGIN_SCHEMA, ("_order", pa.int64())])
+
+
+def add_pair_tables(store: Store, pairs: pa.Table, origins: pa.Table) -> AddResult:
+    """add_pairs for pairs already built as Arrow columns (PAIR_TABLE_SCHEMA, ORIGIN_TABLE_SCHEMA), checked
+    as check_pair checks them, with their ids and keys: the first row of each pair_id (by `_order`) is
+    kept and the later ones counted as duplicates, the first origin of each key kept, as add_pairs does
+    with a list. One transaction (joins an open one). `pair_ids` is left empty."""
+    result = AddResult()
+    con = store.con
+    with store.transaction(), store.registered("_in_pairs", pairs), store.registered("_in_origins", origins):
         try:
-            existing = con.execute(
-                "SELECT count(*) FROM _new_pairs n JOIN pairs p USING (pair_id)"
-            ).fetchall()[0][0]
-            result.dropped["duplicate"] += existing
-            result.added = len(new_rows) - existing
-            con.execute("""
-                INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner,
-                                   miner_version, match_key, task_key)
-                SELECT n.pair_id, n.kind, n.prompt, n.chosen, n.rejected, n.source, n.family, n.miner,
-                       n.miner_version, n.match_key, n.task_key
-                FROM _new_pairs n ANTI JOIN pairs p USING (pair_id)""")
-            result.new_origins = con.execute("""
-                INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
-                SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
-                FROM _new_origins o ANTI JOIN pair_origins x USING (pair_id, origin_kind, origin_id)
-                """).fetchall()[0][0]
+            firsts = []
+            for name, key in (("pairs", "pair_id"), ("origins", "pair_id, origin_kind, origin_id")):
+                repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM _in_{name}").fetchall()
+                if repeats[0][0] == 0:  # the common case: read as it is, nothing copied
+                    firsts.append(f"(SELECT * EXCLUDE (_order) FROM _in_{name})")
+                    continue
+                con.execute(f"""CREATE OR REPLACE TEMP TABLE _first_{name} AS
+                    SELECT * EXCLUDE (_order) FROM _in_{name}
+                    QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1""")
+                firsts.append(f"_first_{name}")
+            distinct = con.execute(f"SELECT count(*) FROM {firsts[0]}").fetchall()[0][0]
+            result.dropped["duplicate"] = pairs.num_rows - distinct
+            _insert_new(store, firsts[0], firsts[1], distinct, result)
         finally:
-            con.unregister("_new_pairs")
-            con.unregister("_new_origins")
+            con.execute("DROP TABLE IF EXISTS _first_pairs")
+            con.execute("DROP TABLE IF EXISTS _first_origins")
     if result.dropped.get("duplicate") == 0:
         del result.dropped["duplicate"]
     return result
