@@ -75,6 +75,9 @@ NOTES = """Notes on reading these figures:
   `verify_heldout2/heldout.jsonl` was then fixed on too (six classes, bench/data/README.md "Fixed
   after the second held-out measurement"): its figures here are no longer held-out figures either;
   its held-out measurement is recorded below.
+  `verify_heldout3/heldout.jsonl` was then fixed on (two classes, bench/data/README.md "Fixed
+  after the third held-out measurement"): its figures here are no longer held-out figures; its
+  held-out measurement is recorded below.
 - A multiple-choice row carries its options (`options`), which the verifier is given; math-verify
   alone compares with the gold letter, as it is normally called.
 - Timing: before the timed runs both verifiers run once, untimed, over the first rows of every

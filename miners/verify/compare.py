@@ -90,6 +90,32 @@ def _name_like(s: str) -> bool:
     return True
 
 
+# A named function of one symbol or number: \\cos(A), \\sin\\theta, \\tan \\angle ABC, \\log_2 8, \\sin^2 x.
+# Its argument is one atom (a name, a Greek letter, an angle, a number), never an arithmetic
+# expression: \\cos(2x) = 0.5 is an equation in x.
+_ATOM = (
+    r"(?:(?:\\angle|∠)\s*[A-Z]{1,3}|[A-Za-z](?:_\{?\w+\}?)?'?|\\[a-zA-Z]+(?:_\{?\w+\}?)?|[A-Z]{2,3}"
+    r"|\d+(?:\.\d+)?)"
+)
+_FUNCTION_OF_SYMBOL_RE = re.compile(
+    r"\\(?:sin|cos|tan|cot|sec|csc|log|ln|lg|exp|arcsin|arccos|arctan|sinh|cosh|tanh)"
+    r"(?:_\{?\w+\}?)?(?:\^\{?\d+\}?)?\s*"
+    rf"(?:\(\s*{_ATOM}\s*\)|\\left\(\s*{_ATOM}\s*\\right\)|\{{\s*{_ATOM}\s*\}}|(?:(?<![a-zA-Z])|(?=\\|∠)){_ATOM})"
+)
+
+
+def is_function_label(lhs: str, rhs: str) -> bool:
+    """A named function of one symbol on the left of a number is a label, not an equation: in
+    "\\cos(A) = 0.96" or "\\log_2 8 = 3" the value is the answer (convention 3). The right side must be
+    a number and the left one function of one atom: "\\cos(A) + \\sin(B) = 1", "2\\cos x = 1" and
+    "\\cos(2x) = 0.5" combine or transform unknowns and stay equations."""
+    lhs = lhs.strip()
+    if _has_letters(rhs) or not _evaluable(rhs.strip()):
+        return False
+    # the atom a command names must be a symbol (\\theta), not a second function (\\sin\\cos x)
+    return _FUNCTION_OF_SYMBOL_RE.fullmatch(lhs) is not None and len(_FUNCTION_RE.findall(lhs)) <= 1
+
+
 def reduce_assignment(s: str) -> tuple[str, Any]:
     """('value', v) for a labelled value or a chain, ('equation', (lhs, rhs)), or ('scalar', s)."""
     segs = [p.strip() for p in split_top(s, ("\\approx",))]
@@ -312,6 +338,12 @@ def value_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: st
     if ps[0] == "scalar" or gs[0] == "scalar":
         rp = reduce_assignment(pred) if ps[0] == "scalar" and not relation_parts(pred) else ("scalar", pred)
         rg = reduce_assignment(gold) if gs[0] == "scalar" and not relation_parts(gold) else ("scalar", gold)
+        # a function label against a plain value ("\\cos(A) = 0.96" for 0.96) gives its value; against
+        # another equation ("\\sin(x) = 42/59") the left sides are part of the answer and stay
+        if rp[0] == "equation" and rg[0] != "equation" and is_function_label(*rp[1]):
+            rp = ("value", rp[1][1])
+        elif rg[0] == "equation" and rp[0] != "equation" and is_function_label(*rg[1]):
+            rg = ("value", rg[1][1])
         if "equation" in (rp[0], rg[0]):
             sides_p, sides_g = _equation_sides(pred), _equation_sides(gold)
             if sides_p and sides_g:  # 2x+4y-3=0 against y=-x/2+3/4, or two equations

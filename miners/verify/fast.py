@@ -148,6 +148,21 @@ def named_choice(pred_answer: str, kind: str, letters: str = "ABCDE") -> str | N
     return choice_letter(normalize(pred_answer, kind)[0], letters)
 
 
+_BARE_OPTION_LETTER_RE = re.compile(r"(?:(?i:option|choice)\s*)?[({\[]?\s*[A-E]\s*[)}\]]?\.?")
+
+
+def is_bare_option_letter(answer: str) -> bool:
+    """An answer that is an option letter and nothing else: "A", "(B)", "C.", "Option D", "\\text{E}"
+    (a capital A-E; a lower-case letter may be a variable or e)."""
+    text = unwrap_text_commands(answer).strip().strip("$*` ")
+    return _BARE_OPTION_LETTER_RE.fullmatch(text) is not None
+
+
+def is_letter_gold(gold_text: str, kind: str) -> bool:
+    """A gold that is one letter of either case ("C", "(d)"): a choice, or a name, never a value."""
+    return re.fullmatch(r"\(?[A-Za-z]\)?", normalize(gold_text, kind)[0]) is not None
+
+
 def option_value(option: str) -> str:
     """An option as a value to compare with: "$10 \\pi$" -> "10 \\pi", "(B) 17" -> "17"."""
     return strip_answer(_OPTION_LABEL_RE.sub("", option, count=1))

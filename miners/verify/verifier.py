@@ -49,6 +49,8 @@ from miners.verify.fast import (
     choice_letters,
     fast_compare,
     gold_answer,
+    is_bare_option_letter,
+    is_letter_gold,
     named_choice,
     option_value,
 )
@@ -258,6 +260,16 @@ class Verifier:
             if options:  # a letter among the problem's own
                 self.stats["fast path decided"] += 1
                 return Comparison(CORRECT if named == letter else WRONG, None)
+        elif (
+            not options
+            and kind != "task"
+            and is_bare_option_letter(answer)
+            and not is_letter_gold(gold, kind)
+        ):
+            # "Answer: A" for a question asked without options, against a value: the letter names an
+            # option nobody gave, so what it stands for cannot be read -- unequal would be a guess
+            self.stats["option letter without options"] += 1
+            return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN)
         try:
             fast = fast_compare(answer, gold, kind)
         except FormOpen:
