@@ -11,7 +11,8 @@ two answer spans to the symbolic back end (math-verify). The fast path decides:
   * scalars the exact evaluator reads (numbers, radicals, pi, expressions in variables), texts
     (compared as words), multiple-choice letters, ratios (7:32, 1:2:3:\\\\ldots), base-n numerals
     (10001_2; a bare 10001 is read in the other's base);
-  * labelled values: "x = 3", "(p,q) = (3,2)", "|AB| = 1", "S_{MBCN}:S = 7:32" give their value; a
+  * labelled values: "x = 3", "(p,q) = (3,2)", "|AB| = 1", "S_{MBCN}:S = 7:32" give their value, and
+    a named function of one symbol "\\\\cos(A) = 0.96" does against a plain value; a
     chain "= 12 + 6 = 18" gives its last value ("\\\\approx" keeps the exact value before it);
   * equations (2x+4y-3=0 against y=-x/2+3/4: one side minus the other, up to a constant factor);
   * relations with one variable as intervals (-2 <= x <= 7 is [-2,7]; x > 3 is (3,\\\\infty)), and
@@ -80,7 +81,7 @@ def _name_like(s: str) -> bool:
     """A label rather than an expression: x, y_1, f(x), |AB|, (p,q), \\\\frac{NO}{BO}, (x+y)^2, A:B."""
     s = s.strip()
     if not s or not _has_letters(s) or s[0].isdigit() or s[0] in "+-" or _FUNCTION_RE.search(s):
-        return False  # \\cos(x) = 42/59 is an equation, not a label
+        return False  # \\cos(x) = 42/59 is an equation here; is_function_label reads it against a value
     in_abs = False
     for _i, c, depth in walk(s):
         if c == "|":
