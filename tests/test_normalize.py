@@ -424,14 +424,14 @@ def _punctuation_by_rule(text: str) -> str:
 
 
 def test_the_ascii_sign_pattern_is_the_per_character_rule_on_every_short_text():
-    """The one-pattern ASCII path of step 7 against the rule, on every text of up to 6 characters over
+    """The one-pattern ASCII path of step 7 against the rule, on every text of up to 5 characters over
     digits, a letter, a space and the signs, and on random longer ones."""
     import itertools
 
     from pairstore.holdout.normalize import punctuation
 
     alphabet = "1 a.+-%*"
-    for size in range(1, 7):
+    for size in range(1, 6):
         for chars in itertools.product(alphabet, repeat=size):
             text = "".join(chars)
             assert punctuation(text) == _punctuation_by_rule(text), text
@@ -462,7 +462,7 @@ def test_number_forms_equal_the_patterns_as_first_written_on_every_short_text():
 
     from pairstore.holdout.normalize import number_forms
 
-    for size in range(1, 7):
+    for size in range(1, 6):
         for chars in itertools.product("12,.' :", repeat=size):
             text = "".join(chars)
             assert number_forms(text) == _number_forms_as_first_written(text), text
