@@ -463,10 +463,10 @@ def main() -> None:
     for table in tables:
         ours, duck = results[table]["ours"], results[table]["duckdb"]
         rows = sizes[table]
-        for label, r, ratio in ((WHAT[table][0], ours, f"**{ours['wall_s'] / duck['wall_s']:.1f}x**"),
+        for label, r, ratio in ((WHAT[table][0], ours, f"**{ours['wall_s'] / duck['wall_s']:.2f}x**"),
                                 (WHAT[table][1], duck, "")):  # fmt: skip
             lines.append(
-                f"| {table} | {rows:,} | {label} | {r['wall_s']:.1f} | {rows / r['wall_s']:,.0f} | "
+                f"| {table} | {rows:,} | {label} | {r['wall_s']:.2f} | {rows / r['wall_s']:,.0f} | "
                 f"{r['peak_rss_mb']:,.0f} | {r['added']:,} | {ratio} |"
             )
     table_md = "\n".join(lines)
