@@ -50,6 +50,17 @@ def new_store_file(tmp_path_factory):
 
 
 @pytest.fixture
+def new_store(new_store_file):
+    """new_store(path): an open new store at `path` (not there yet), a copy of new_store_file."""
+
+    def make(path):
+        shutil.copyfile(new_store_file, path)
+        return open_store(path)
+
+    return make
+
+
+@pytest.fixture
 def store(db_path, new_store_file):
     shutil.copyfile(new_store_file, db_path)
     s = open_store(db_path)

@@ -151,7 +151,7 @@ def stored(db) -> tuple[list, list, list]:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_vectorized_and_per_record_paths_store_the_same_results(tmp_path, monkeypatch, shape):
+def test_vectorized_and_per_record_paths_store_the_same_results(tmp_path, monkeypatch, shape, new_store):
     monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 2048)  # several batches; repeats in later ones
     taken = paths_taken(monkeypatch)
     fmt, records = SHAPES[shape]
@@ -159,7 +159,7 @@ def test_vectorized_and_per_record_paths_store_the_same_results(tmp_path, monkey
     for name in ("samples.jsonl", "samples.json"):  # .json: the per-record path only
         db = tmp_path / f"{name}.duckdb"
         path = write(tmp_path / name, records())
-        with open_store(db) as store:
+        with new_store(db) as store:
             results[name] = ingest(store, path, fmt)
             again = ingest(store, path, fmt)
         assert again.added == 0 and again.skipped == again.items and again.eval_items_added == 0
@@ -177,7 +177,7 @@ def test_vectorized_and_per_record_paths_store_the_same_results(tmp_path, monkey
         assert len(fast_items) == 12 and fast_items[0][3][0]["content"].startswith("Janet")
 
 
-def test_the_filter_and_metric_options_give_the_same_rows(tmp_path):
+def test_the_filter_and_metric_options_give_the_same_rows(tmp_path, new_store):
     recs = lm_eval_records()
     for r in recs[::5]:
         r["acc"] = 0.5  # a second metric on some records only: --metric acc flags the others
@@ -185,7 +185,7 @@ def test_the_filter_and_metric_options_give_the_same_rows(tmp_path):
     for kw in ({"filter_name": "flexible-extract"}, {"metric": "exact_match"}, {"metric": "acc"}):
         got = []
         for name in ("s.jsonl", "s.json"):
-            with open_store(tmp_path / f"{name}-{len(out)}.duckdb") as store:
+            with new_store(tmp_path / f"{name}-{len(out)}.duckdb") as store:
                 try:
                     got.append(ingest(store, write(tmp_path / name, recs), "lm-eval", **kw))
                 except BadInput as e:
@@ -223,7 +223,9 @@ CASES = [(fmt, bad, message, at) for fmt in BAD for bad, message in BAD[fmt] for
 @pytest.mark.parametrize(
     "fmt, bad, message, at", fast_share(CASES, keep=6), ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in CASES]
 )
-def test_a_bad_record_gets_the_same_error_from_both_paths(tmp_path, monkeypatch, fmt, bad, message, at):
+def test_a_bad_record_gets_the_same_error_from_both_paths(
+    tmp_path, monkeypatch, fmt, bad, message, at, new_store
+):
     monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 2048)
     recs = simple_records() if fmt == "jsonl" else lm_eval_records()
     if "appears" in message and at == 0:
@@ -233,7 +235,7 @@ def test_a_bad_record_gets_the_same_error_from_both_paths(tmp_path, monkeypatch,
     recs[at] = {**recs[at], **bad}
     errors = []
     for name in ("bad.jsonl", "bad.json"):
-        with open_store(tmp_path / f"{name}.duckdb") as store:
+        with new_store(tmp_path / f"{name}.duckdb") as store:
             with pytest.raises(BadInput) as err:
                 ingest(store, write(tmp_path / name, recs), fmt)
             assert store.scalar("SELECT count(*) FROM evals") == 0
@@ -244,10 +246,10 @@ def test_a_bad_record_gets_the_same_error_from_both_paths(tmp_path, monkeypatch,
     assert f"line {at + 1}" in errors[0] and message in errors[0], errors[0]
 
 
-def test_a_result_already_stored_with_another_value_is_the_same_error(tmp_path):
+def test_a_result_already_stored_with_another_value_is_the_same_error(tmp_path, new_store):
     errors = []
     for name in ("b.jsonl", "b.json"):
-        with open_store(tmp_path / f"{name}.duckdb") as store:
+        with new_store(tmp_path / f"{name}.duckdb") as store:
             ingest(store, write(tmp_path / "a.jsonl", simple_records()), "jsonl")
             recs = simple_records()
             recs[9]["correct"], recs[9]["score"] = not recs[9].get("correct", False), 0.9
@@ -259,7 +261,7 @@ def test_a_result_already_stored_with_another_value_is_the_same_error(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["blank line", "key twice", "mixed id types", "filter only later"])
-def test_files_the_arrow_path_cannot_take_whole_store_the_same_rows(tmp_path, monkeypatch, damage):
+def test_files_the_arrow_path_cannot_take_whole_store_the_same_rows(tmp_path, monkeypatch, damage, new_store):
     taken = paths_taken(monkeypatch)
     fmt = "lm-eval" if damage == "filter only later" else "jsonl"
     recs: list = simple_records() if fmt == "jsonl" else lm_eval_records()
@@ -273,7 +275,7 @@ def test_files_the_arrow_path_cannot_take_whole_store_the_same_rows(tmp_path, mo
         del recs[0]["filter"]  # the per-record loop keeps it and takes the next record's filter
     results = []
     for name in ("d.jsonl", "d.json"):
-        with open_store(tmp_path / f"{name}.duckdb") as store:
+        with new_store(tmp_path / f"{name}.duckdb") as store:
             try:
                 results.append(ingest(store, write(tmp_path / name, recs), fmt))
             except BadInput as e:

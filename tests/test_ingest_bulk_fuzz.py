@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 
 import pytest
 
@@ -91,7 +92,7 @@ def outcome(store, kind: str, path: str):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", SHAPES)
-def test_random_files_get_the_per_record_outcome(tmp_path, monkeypatch, kind):
+def test_random_files_get_the_per_record_outcome(tmp_path, monkeypatch, kind, new_store_file):
     monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 1024)
     module = problem_ingest if kind in ("gsm8k", "math") else eval_ingest
     stored_by_it: list = []  # what each call of the vectorized path returned
@@ -110,7 +111,9 @@ def test_random_files_get_the_per_record_outcome(tmp_path, monkeypatch, kind):
         for name in ("f.jsonl", "f.json"):  # .json: the per-record path only
             path = tmp_path / f"{n}-{name}"
             path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs), encoding="utf-8")
-            with open_store(tmp_path / f"{n}-{name}.duckdb") as store:
+            db = tmp_path / f"{n}-{name}.duckdb"
+            shutil.copyfile(new_store_file, db)  # a new store for the price of a copy
+            with open_store(db) as store:
                 got.append(outcome(store, kind, str(path)))
         assert got[0] == got[1], (n, recs)
         outcomes.add(isinstance(got[0], str))

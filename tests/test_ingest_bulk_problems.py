@@ -112,7 +112,7 @@ def paths_taken(monkeypatch) -> list:
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_vectorized_and_per_record_paths_store_the_same_problems(tmp_path, monkeypatch, shape):
+def test_vectorized_and_per_record_paths_store_the_same_problems(tmp_path, monkeypatch, shape, new_store):
     monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 1024)  # several batches; the repeat in a later one
     taken = paths_taken(monkeypatch)
     dataset, records = SHAPES[shape]
@@ -120,7 +120,7 @@ def test_vectorized_and_per_record_paths_store_the_same_problems(tmp_path, monke
     for name in ("train.jsonl", "train.json"):  # .json: the per-record path only
         db = tmp_path / f"{name}.duckdb"
         path = write(tmp_path / name, records())
-        with open_store(db) as store:
+        with new_store(db) as store:
             results[name] = ingest_problems(store, dataset, path=path)
             again = ingest_problems(store, dataset, path=path)
             logged = store.con.execute("SELECT kind, rows_read, rows_added FROM ingests").fetchall()
@@ -171,7 +171,9 @@ CASES = [(d, bad, message, at) for d in BAD for bad, message in BAD[d] for at in
 @pytest.mark.parametrize(
     "dataset, bad, message, at", fast_share(CASES, keep=6), ids=[f"{c[0]}-{c[2]}-{c[3]}" for c in CASES]
 )
-def test_a_bad_problem_gets_the_same_error_from_both_paths(tmp_path, monkeypatch, dataset, bad, message, at):
+def test_a_bad_problem_gets_the_same_error_from_both_paths(
+    tmp_path, monkeypatch, dataset, bad, message, at, new_store
+):
     monkeypatch.setattr(bulk, "STREAM_BLOCK_SIZE", 1024)
     recs = RECORDS[dataset]()
     if at == 0 and "appears twice" in message:
@@ -179,7 +181,7 @@ def test_a_bad_problem_gets_the_same_error_from_both_paths(tmp_path, monkeypatch
     recs[at] = {**recs[at], **bad}
     errors = []
     for name in ("bad.jsonl", "bad.json"):
-        with open_store(tmp_path / f"{name}.duckdb") as store:
+        with new_store(tmp_path / f"{name}.duckdb") as store:
             with pytest.raises(BadInput) as err:
                 ingest_problems(store, dataset, path=write(tmp_path / name, recs))
             assert store.scalar("SELECT count(*) FROM problems") == 0
@@ -193,7 +195,9 @@ def test_a_bad_problem_gets_the_same_error_from_both_paths(tmp_path, monkeypatch
     "damage",
     ["blank line", "key twice", "non-finite number", "not UTF-8 in an unread field", "too deep"],
 )
-def test_files_the_arrow_reader_cannot_take_whole_get_the_per_record_error(tmp_path, monkeypatch, damage):
+def test_files_the_arrow_reader_cannot_take_whole_get_the_per_record_error(
+    tmp_path, monkeypatch, damage, new_store
+):
     taken = paths_taken(monkeypatch)
     recs: list = gsm8k_records()[:6]
     if damage == "blank line":
@@ -219,7 +223,7 @@ def test_files_the_arrow_reader_cannot_take_whole_get_the_per_record_error(tmp_p
         lines = path.read_bytes().split(b"\n")
         lines[3] = lines[3][:-1] + b', "extra": "\xff\xfe"}'
         path.write_bytes(b"\n".join(lines))
-    with open_store(tmp_path / "s.duckdb") as store:
+    with new_store(tmp_path / "s.duckdb") as store:
         with pytest.raises(BadInput, match=message):
             ingest_problems(store, "gsm8k", path=str(path))
         assert store.scalar("SELECT count(*) FROM problems") == 0
@@ -227,7 +231,7 @@ def test_files_the_arrow_reader_cannot_take_whole_get_the_per_record_error(tmp_p
     assert taken == [False] or (damage == "blank line" and isinstance(taken[0], BadInput)), taken
 
 
-def test_only_records_up_to_the_flagged_one_are_parsed(tmp_path, monkeypatch):
+def test_only_records_up_to_the_flagged_one_are_parsed(tmp_path, monkeypatch, new_store):
     parsed: list[int] = []
     real = problem_ingest.problem_fields
     monkeypatch.setattr(
@@ -235,7 +239,7 @@ def test_only_records_up_to_the_flagged_one_are_parsed(tmp_path, monkeypatch):
     )
     recs = gsm8k_records()
     recs[5]["answer"] = "no marker"
-    with open_store(tmp_path / "s.duckdb") as store:
+    with new_store(tmp_path / "s.duckdb") as store:
         with pytest.raises(BadInput, match="line 6, field 'answer'"):
             ingest_problems(store, "gsm8k", path=write(tmp_path / "train.jsonl", recs))
     assert parsed == [1, 2, 3, 4, 5, 6]  # found by the batch checks; the parser names it
