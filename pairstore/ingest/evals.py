@@ -55,6 +55,7 @@ from pairstore.store.store import Store
 from pairstore.tables.evals import (
     LM_EVAL_QUESTION_FIELDS,
     SCORE_COLUMNS,
+    SCORE_SCHEMA,
     add_eval_items,
     add_scores,
     add_staged_scores,
@@ -346,21 +347,26 @@ _LM_EVAL_INFERRED = (
     *METRICS,
 )
 _STAGE = "_evals_stage"
+# The score columns as the evals table takes them (SCORE_SCHEMA), between the record's position and what
+# only the lm-eval reading needs.
+_STAGED_SCORES = (
+    "item_id",
+    "score",
+    "correct",
+    "extracted_answer",
+    "gold",
+    "output_len",
+    "empty",
+    "loop_flagged",
+    "loop_catastrophic",
+    "doc_hash",
+    "prompt_hash",
+)
 _STAGE_SCHEMA = pa.schema(
     [
         ("_row", pa.int64()),
         ("_line", pa.int64()),
-        ("item_id", pa.string()),
-        ("score", pa.float64()),
-        ("correct", pa.bool_()),
-        ("extracted_answer", pa.string()),
-        ("gold", pa.string()),
-        ("output_len", pa.int32()),
-        ("empty", pa.bool_()),
-        ("loop_flagged", pa.bool_()),
-        ("loop_catastrophic", pa.bool_()),
-        ("doc_hash", pa.string()),
-        ("prompt_hash", pa.string()),
+        *(SCORE_SCHEMA.field(n) for n in _STAGED_SCORES),
         ("_kept", pa.bool_()),  # lm-eval: the record is of the filter kept
         ("_doc", pa.string()),  # lm-eval: the doc's question text
     ]
