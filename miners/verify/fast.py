@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from miners.verify.compare import choice_letter, value_verdict
+from miners.verify.compare import TooLarge, choice_letter, value_verdict
 from miners.verify.exact import numeric_equal
 from miners.verify.extract import extract_answer, strip_answer
 from miners.verify.markers import boolean_value
@@ -42,7 +42,9 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
     if not gold:
         return None  # a gold that normalizes to nothing: nothing to compare against
     if not pred:
-        return False
+        # the answer normalizes to nothing ("dollars", "\\text{}", "\\quad"): nothing was read to
+        # call unequal; math-verify is asked, and cannot read it either
+        return None
     if kind == "task":  # before the shortcut: normalization drops trailing words, which task text keeps
         return _task_equal(pred_answer, gold_text, pred, gold, pred_pct, gold_pct)
     if pred == gold and pred_pct == gold_pct:
@@ -65,12 +67,16 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
             return verdict
         number = _gsm8k_number(pred)
         if number is None:
-            return False  # no number at all against a numeric gold
+            # no numeral against a numeric gold: a word ("twelve", "zwölf", "no solution") this path
+            # cannot read as a number or rule out as one -- undecided, never unequal
+            return None
         if number == pred:
             return None
         try:
             return numeric_equal(number, gold, pred_pct, gold_pct)
-        except (Unsupported, TooHard):
+        except TooHard as exc:
+            raise TooLarge(f"{number!r} against {gold!r}") from exc
+        except Unsupported:
             return None
     return value_verdict(pred, gold, pred_pct, gold_pct, kind)
 

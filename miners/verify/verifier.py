@@ -42,7 +42,7 @@ from typing import NamedTuple
 from audits.loops import scan
 from miners.verify import symbolic
 from miners.verify.brackets import brace_pairs, closing_index
-from miners.verify.compare import FormOpen
+from miners.verify.compare import FormOpen, TooLarge
 from miners.verify.extract import cut_turn, read_answer
 from miners.verify.fast import (
     choice_gold,
@@ -63,6 +63,7 @@ from miners.verify.types import (
     EMPTY_OUTPUT,
     EQUAL,
     FAST,
+    GOLD_UNREADABLE,
     LOOPED,
     MATH_VERIFY,
     NO_ANSWER,
@@ -72,6 +73,7 @@ from miners.verify.types import (
     UNDECIDED,
     UNEQUAL,
     UNKNOWN,
+    UNREADABLE,
     WEAK_UNCONFIRMED,
     WRONG,
     Extraction,
@@ -275,6 +277,9 @@ class Verifier:
         except FormOpen:
             self.stats["fast path: forms open"] += 1
             return Comparison(UNKNOWN, None)
+        except TooLarge:
+            self.stats["fast path: too large"] += 1
+            return Comparison(UNKNOWN, None)
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
@@ -285,9 +290,9 @@ class Verifier:
         if kind == "task":
             # task golds are plain strings and numbers: nothing for sympy to add
             return Comparison(UNKNOWN, None)
-        span = symbolic.span_verdict(answer, gold, self.stats)
+        span, unread = symbolic.span_compare(answer, gold, self.stats)
         label = UNKNOWN if span is None else CORRECT if span else WRONG
-        return Comparison(label, Reading(MATH_VERIFY, label, answer))
+        return Comparison(label, Reading(MATH_VERIFY, label, answer), UNREADABLE if unread else None)
 
     def _compare_with_options(self, answer: str, letter: str, kind: str, options: Options) -> Comparison:
         """A value against a letter gold ("18" against "D"): the answer is the option whose value it
@@ -347,9 +352,9 @@ class Verifier:
         opts = tuple(str(o) for o in options or ())
         try:
             gold_text = gold_answer(gold, kind)
-        except Exception:  # counted, and the gold is compared as written
+        except Exception:  # counted: a gold its reader fails on is no reference to call anything wrong by
             self.stats["gold exceptions"] += 1
-            gold_text = gold
+            return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE))
         extraction = self._read(output, kind)
         text = output
         if (extraction.answer is None and extraction.missing == NO_ANSWER) or (
@@ -445,7 +450,7 @@ class Verifier:
             gold_text = gold_answer(gold, kind)
         except Exception:
             self.stats["gold exceptions"] += 1
-            gold_text = gold
+            return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE, answer))
         if not answer or not answer.strip():
             return self._count(Verdict(WRONG, EMPTY_ANSWER, answer))
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
