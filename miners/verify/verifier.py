@@ -54,6 +54,7 @@ from miners.verify.fast import (
     named_choice,
     option_value,
 )
+from miners.verify.readable import glued_signs
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
@@ -272,6 +273,10 @@ class Verifier:
             # option nobody gave, so what it stands for cannot be read -- unequal would be a guess
             self.stats["option letter without options"] += 1
             return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN)
+        if kind != "task" and (glued_signs(answer) or glued_signs(gold)):
+            # braces lost ("\\beginpmatrix1\\\\2\\endpmatrix", "\\frac125"): any reading is a guess
+            self.stats["glued span"] += 1
+            return Comparison(UNKNOWN, None, UNREADABLE)
         try:
             fast = fast_compare(answer, gold, kind)
         except FormOpen:
