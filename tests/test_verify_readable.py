@@ -121,11 +121,21 @@ UNKNOWN_CASES = [
     ("Final answer: no solution", "12", "gsm8k"),
 ]
 
+UNDECIDED_CASES = [
+    # several numbers and no '=': the first would be a guess at which one is the answer
+    ("\\boxed{2 hours 30 minutes}", "150", "gsm8k"),
+]
+
 
 @pytest.mark.parametrize("output,gold,kind", UNKNOWN_CASES)
 def test_unread_answers_are_unknown(output, gold, kind):
     verdict = Verifier().verify(output, gold, kind)
     assert (verdict.label, verdict.reason) == ("unknown", "verifiers cannot read the answer")
+
+
+@pytest.mark.parametrize("output,gold,kind", UNDECIDED_CASES)
+def test_unread_values_are_never_wrong(output, gold, kind):
+    assert Verifier().verify(output, gold, kind).label == "unknown"
 
 
 WRONG_CASES = [
@@ -136,6 +146,9 @@ WRONG_CASES = [
     ("\\boxed{(1,2]}", "(1,3]", "math"),
     ("\\boxed{\\text{red}}", "\\text{blue}", "math"),
     ("Final answer: 13", "12", "gsm8k"),
+    ("\\boxed{18 dollars per day}", "19", "gsm8k"),  # one number, read
+    ("\\boxed{3 \\times 12 = 36}", "35", "gsm8k"),  # the result after '='
+    ("Final answer: 13", "12", "task"),
 ]
 
 

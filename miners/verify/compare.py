@@ -412,7 +412,7 @@ def value_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: st
             scalar = pred if ps[0] == "scalar" else gold
             # one value against several: unequal, unless the single one is something the evaluator
             # cannot read and may stand for several ("\\pm 3", "x^2 = 4")
-            if scalar is pred and is_texty(pred) and not _evaluable(pred):
+            if scalar is pred and kind != "task" and is_texty(pred) and not _evaluable(pred):
                 return None  # words against several values: words this path cannot read as values
             return False if _evaluable(scalar) or is_texty(scalar) else None
         if kinds == {"union", "seq"}:
@@ -439,12 +439,13 @@ def scalar_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: s
         return True
     if relation_parts(pred) or relation_parts(gold):
         return _relation_verdict(pred, gold, kind)
-    if is_texty(pred) and not is_texty(gold):
+    if is_texty(pred) and not is_texty(gold) and kind != "task":
         # a word against a value ("twelve", "zwölf" for 12): a number in words this path does not
         # read is not unequal to it -- undecided (math-verify reads words as symbol products, which
-        # miners.verify.readable refuses, so the verdict is unknown)
+        # miners.verify.readable refuses, so the verdict is unknown). A loop-fix task asks for a
+        # number in its format: words there are unequal, as below.
         return None
-    if is_texty(gold):
+    if is_texty(pred) or is_texty(gold):
         # words are compared as words, never as products of one-letter variables
         return text_key(pred) == text_key(gold) and text_key(gold) != ""
     if _RATIO_RE.match(pred) and _RATIO_RE.match(gold):

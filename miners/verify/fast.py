@@ -28,11 +28,15 @@ _GSM_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
 
 def _gsm8k_number(s: str) -> str | None:
     """The number a GSM8K answer span states: the whole span when it is one, else the result
-    after the last '=' or the first number ("18 dollars per day" -> 18)."""
+    after the last '=' or its one number ("18 dollars per day" -> 18). A span with several numbers
+    and no '=' ("2 hours 30 minutes", "5 apples and 3 oranges") states none of them alone: the
+    first would be a guess at which one is the answer, so there is none."""
     if "=" in s:
         s = s.rsplit("=", 1)[1]
-    m = _GSM_NUMBER_RE.search(s)
-    return m.group(0).replace(" ", "") if m else None
+    found = _GSM_NUMBER_RE.findall(s)
+    if len(found) != 1:
+        return None
+    return found[0].replace(" ", "")
 
 
 def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
@@ -67,8 +71,9 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
             return verdict
         number = _gsm8k_number(pred)
         if number is None:
-            # no numeral against a numeric gold: a word ("twelve", "zwölf", "no solution") this path
-            # cannot read as a number or rule out as one -- undecided, never unequal
+            # no numeral against a numeric gold -- a word ("twelve", "zwölf", "no solution") this
+            # path cannot read as a number or rule out as one -- or several with none stated alone:
+            # undecided, never unequal
             return None
         if number == pred:
             return None
@@ -93,7 +98,7 @@ _QR_PRED_RE = re.compile(
 
 def _task_equal(
     pred_answer: str, gold_answer: str, pred: str, gold: str, pred_pct: bool, gold_pct: bool
-) -> bool:
+) -> bool | None:
     """Loop-fix task golds (generators/): the format is part of the answer where the task asks for one.
 
     "253 R 9" (quotient and remainder; "253 remainder 9" reads the same); a decimal to N places
@@ -120,8 +125,11 @@ def _task_equal(
         try:
             parse_scalar(pred)
         except (Unsupported, TooHard, RecursionError):
+            # not a number ("not the gold", "I cannot count."): the task asks for one, and its format
+            # is part of the answer (the generator's convention) -- unequal
             return False
-        return value_verdict(pred, gold, pred_pct, gold_pct, "task") is True
+        # a number the evaluator reads but cannot compare with the gold: undecided, never unequal
+        return value_verdict(pred, gold, pred_pct, gold_pct, "task")
     return _task_text(pred_answer) == _task_text(gold_answer)
 
 
