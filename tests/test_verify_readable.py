@@ -191,3 +191,18 @@ def test_a_second_opinion_that_could_not_parse_confirms_nothing():
     # read properly, its reading counts both ways
     good = "So the vector is $\\begin{pmatrix} 1/5 \\\\ -17/5 \\end{pmatrix}$."
     assert symbolic.output_reading(good, GOLD_VECTOR, Counter())[0] == "wrong"
+
+
+def test_a_vector_against_a_tuple_of_the_same_entries_is_open():
+    # the same entries as a column, a row and a point: the problem says which form it asks for
+    v = Verifier()
+    column, row = "\\begin{pmatrix}1\\\\2\\end{pmatrix}", "\\begin{pmatrix}1 & 2\\end{pmatrix}"
+    assert v.verify(f"\\boxed{{{column}}}", "(1,2)", "math").label == "unknown"
+    assert v.verify(f"\\boxed{{{row}}}", "(1,2)", "math").label == "unknown"
+    assert v.verify("\\boxed{(1,2)}", column, "math").label == "unknown"
+    assert v.stats["fast path: forms open"] == 3
+    # other entries, or another length, are unequal in either reading
+    assert v.verify("\\boxed{\\begin{pmatrix}1\\\\3\\end{pmatrix}}", "(1,2)", "math").label == "wrong"
+    assert v.verify("\\boxed{(1,2,3)}", column, "math").label == "wrong"
+    square = "\\begin{pmatrix}1 & 2\\\\3 & 4\\end{pmatrix}"
+    assert v.verify(f"\\boxed{{{square}}}", "(1,2)", "math").label == "wrong"

@@ -319,6 +319,20 @@ def _items(ps, gs, kind: str, ordered: bool) -> bool | None:
     return None if undecided else True
 
 
+def _vector_against_tuple(matrix, seq, kind: str) -> bool | None:
+    """A one-row or one-column matrix against a tuple: with the same entries in order, the same
+    vector written as a point or as coordinates -- the problem says which it asks for, neither
+    answer does (FormOpen); with other entries or another length, unequal either way."""
+    rows = matrix[1]
+    entries = rows[0] if len(rows) == 1 else [r[0] for r in rows] if all(len(r) == 1 for r in rows) else None
+    if entries is None:
+        return False  # a matrix of several rows and columns is no tuple
+    got = _items(tuple(entries), tuple(seq[3]), kind, ordered=True)
+    if got is True:
+        raise FormOpen("a vector against a tuple of the same entries")
+    return got
+
+
 def _shape(s: str):
     """structure(), with a one-variable relation read as an interval and a top-level \\pm as the
     two values it stands for."""
@@ -417,6 +431,10 @@ def value_verdict(pred: str, gold: str, pred_pct: bool, gold_pct: bool, kind: st
             return False if _evaluable(scalar) or is_texty(scalar) else None
         if kinds == {"union", "seq"}:
             return _union_against_interval(ps if ps[0] == "union" else gs)
+        if kinds == {"matrix", "seq"}:
+            return _vector_against_tuple(
+                ps if ps[0] == "matrix" else gs, gs if ps[0] == "matrix" else ps, kind
+            )
         return False
     if ps[0] in ("set", "list"):
         return _items(ps[1], gs[1], kind, ordered=False)
