@@ -41,6 +41,8 @@ UNREAD = [
     ("\\sqrt25", readable.GLUED_ARGUMENTS),  # parses, to 5 sqrt(2)
     ("the answer is red", readable.WORD_AS_PRODUCT),  # E*E*E*a*d*h*...
     ("Monday", readable.WORD_AS_PRODUCT),
+    ("doce", readable.WORD_AS_PRODUCT),  # E*c*do: a two-letter symbol among them
+    ("dix", readable.WORD_AS_PRODUCT),  # di*x
     ("12 apples", readable.PARTIAL),  # read as 12: the unit is dropped
 ]
 
@@ -58,6 +60,8 @@ READ = [
     "\\text{blue}",  # one symbol named blue, not a product
     "\\left(1,2\\right)",
     "\\pi",
+    "sqrt(2)/2",  # plain-text math: function names are no words
+    "3*log(x)",
 ]
 
 

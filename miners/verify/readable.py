@@ -79,14 +79,22 @@ def glued_signs(span: str) -> str | None:
     return None
 
 
-def _single_letter_symbols(obj) -> bool:
-    symbols = getattr(obj, "free_symbols", None) or ()
-    return sum(1 for s in symbols if len(str(s)) == 1) >= 2
+# names plain-text math writes as words ("sqrt(2)/2", "3*log(x)"): read as functions, not as letters
+_FUNCTION_WORDS = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log exp sqrt abs max min mod gcd lcm "
+    "det sgn floor ceil inf infty oo".split()
+)
+
+
+def _has_symbols(obj) -> bool:
+    return bool(getattr(obj, "free_symbols", None))
 
 
 def _has_bare_word(span: str) -> bool:
-    """A run of three or more letters that is neither a LaTeX command nor inside \\text{...}."""
-    return _WORD_RE.search(_COMMAND_RE.sub(" ", _TEXT_COMMAND_RE.sub(" ", span))) is not None
+    """A run of three or more letters that is neither a LaTeX command, nor inside \\text{...}, nor a
+    function name: math-verify has no words, so its letters became symbols ("doce" is E*c*do)."""
+    plain = _COMMAND_RE.sub(" ", _TEXT_COMMAND_RE.sub(" ", span))
+    return any(w.lower() not in _FUNCTION_WORDS for w in _WORD_RE.findall(plain))
 
 
 def kind_of(obj) -> str | None:
@@ -110,7 +118,7 @@ def unread_reason(parsed, span: str) -> str | None:
     reason = span_signs(span) or span_signs(extracted)
     if reason:
         return reason
-    if _has_bare_word(extracted) and _single_letter_symbols(parsed[0]):
+    if _has_bare_word(extracted) and _has_symbols(parsed[0]):
         return WORD_AS_PRODUCT
     whole = len(_NOISE_RE.sub("", span))
     kept = len(_NOISE_RE.sub("", extracted))
