@@ -210,3 +210,25 @@ def test_a_vector_against_a_tuple_of_the_same_entries_is_open():
     assert v.verify("\\boxed{(1,2,3)}", column, "math").label == "wrong"
     square = "\\begin{pmatrix}1 & 2\\\\3 & 4\\end{pmatrix}"
     assert v.verify(f"\\boxed{{{square}}}", "(1,2)", "math").label == "wrong"
+
+
+@pytest.mark.parametrize(
+    "answer,gold",
+    [("1.000", "1000"), ("12.500", "12500"), ("2,500", "2.5"), ("1.234.567", "1234567")],
+)
+def test_digits_grouped_the_other_way_are_ambiguous_not_wrong(answer, gold):
+    verdict = Verifier().verify(f"Final answer: {answer}", gold, "gsm8k")
+    assert (verdict.label, verdict.reason) == ("unknown", "ambiguous answer")
+
+
+@pytest.mark.parametrize(
+    "answer,gold,label",
+    [
+        ("1.000", "1", "correct"),
+        ("2,500", "2500", "correct"),
+        ("1.000", "999", "wrong"),
+        ("2,500", "25", "wrong"),
+    ],
+)
+def test_digit_grouping_decides_where_neither_reading_is_the_gold(answer, gold, label):
+    assert Verifier().verify(f"Final answer: {answer}", gold, "gsm8k").label == label

@@ -86,6 +86,23 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
     return value_verdict(pred, gold, pred_pct, gold_pct, kind)
 
 
+# a numeral grouped by dots ("1.000", "12.500.000") or by one comma ("2,500"): thousands in one
+# convention, a decimal in the other
+_DOT_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.,])")
+_ONE_COMMA_GROUP_RE = re.compile(r"(?<![\d.,])\d{1,3},\d{3}(?![\d.,])")
+
+
+def other_grouping(answer: str) -> str | None:
+    """The answer with its one grouped numeral read the other way -- "1.000" as 1000, "2,500" as
+    2.5 -- or None where it holds no such numeral (or several: no single other reading)."""
+    dots, commas = _DOT_GROUPS_RE.findall(answer), _ONE_COMMA_GROUP_RE.findall(answer)
+    if len(dots) + len(commas) != 1:
+        return None
+    if dots:
+        return answer.replace(dots[0], dots[0].replace(".", ""), 1)
+    return answer.replace(commas[0], commas[0].replace(",", "."), 1)
+
+
 # ---------------------------------------------------------------------------------- task golds
 
 _TASK_NUMBER_RE = re.compile(r"-?\d+(?:/\d+)?")

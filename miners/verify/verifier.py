@@ -53,6 +53,7 @@ from miners.verify.fast import (
     is_letter_gold,
     named_choice,
     option_value,
+    other_grouping,
 )
 from miners.verify.readable import glued_signs
 from miners.verify.rules import RULES_BY_NAME, option_labels
@@ -288,6 +289,11 @@ class Verifier:
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
+        if fast is False and kind != "task" and self._other_grouping_equal(answer, gold, kind):
+            # "1.000" against 1000, "2,500" against 2.5: equal in the other convention of grouping
+            # digits, and nothing in the answer says which one it uses
+            self.stats["digit grouping ambiguous"] += 1
+            return Comparison(UNKNOWN, None, AMBIGUOUS)
         if fast is not None:
             self.stats["fast path decided"] += 1
             return Comparison(CORRECT if fast else WRONG, None)
@@ -326,6 +332,10 @@ class Verifier:
         if any(self.compare(answer, v, kind).label == CORRECT for v in others):
             return Comparison(WRONG, None, None, gold_value)
         return Comparison(UNKNOWN, None, None, gold_value)
+
+    def _other_grouping_equal(self, answer: str, gold: str, kind: str) -> bool:
+        other = other_grouping(answer)
+        return other is not None and self._fast_equal(other, gold, kind)
 
     def _fast_equal(self, answer: str, gold: str, kind: str) -> bool:
         try:
