@@ -183,3 +183,17 @@ def test_fold_mask_and_loose_hashes_agree_with_the_python_rule(seed):
     ]
     assert got.tolist() == want
     assert loose_hashes(arr).tolist() == [xxhash.xxh3_64_intdigest(loose(t)) for t in texts]
+
+
+def test_every_character_breaks_words_exactly_where_str_split_breaks_them():
+    """Each code point up to U+3100 (and every 7th beyond, to U+FFFF) between two known words: the
+    compiled pass sees two words exactly when str.split() does, and reads the punctuation and upper case
+    of ASCII as the janitor does."""
+    points = [*range(1, 0x3100), *range(0x3100, 0x10000, 7)]
+    texts = [f"ab{chr(c)}cd" for c in points if not 0xD800 <= c <= 0xDFFF]
+    vocab = Vocabulary.of_texts(["ab cd"])
+    arr = pa.array(texts, pa.large_string())
+    docs, hashes = vocab.ngrams(arr, 2)
+    py_docs, py_hashes = python_ngrams(vocab, texts, 2)
+    assert docs.tolist() == py_docs and hashes.tolist() == py_hashes
+    assert 40 < len(py_docs) < 100  # the separators of str.split and ASCII punctuation, nothing else
