@@ -197,3 +197,15 @@ def test_every_character_breaks_words_exactly_where_str_split_breaks_them():
     py_docs, py_hashes = python_ngrams(vocab, texts, 2)
     assert docs.tolist() == py_docs and hashes.tolist() == py_hashes
     assert 40 < len(py_docs) < 100  # the separators of str.split and ASCII punctuation, nothing else
+
+
+def test_many_one_byte_texts_fill_the_output_without_overrunning_it():
+    """The compiled pass writes into an array sized from the text's bytes and count (no bounds checks in
+    compiled code): one-byte texts, each a word and a window, are the most windows per byte there are."""
+    texts = ["a", "b", "a", "b"] * 5000 + ["a b a b a"]
+    vocab = Vocabulary.of_texts(["a b"])
+    arr = pa.array(texts, pa.large_string())
+    docs, hashes = vocab.ngrams(arr, 1)
+    assert len(docs) == 20005
+    assert docs.tolist() == vocab.ngrams_by_words(arr, 1)[0].tolist()
+    assert hashes.tolist() == vocab.ngrams_by_words(arr, 1)[1].tolist()
