@@ -183,3 +183,29 @@ def test_fold_mask_and_loose_hashes_agree_with_the_python_rule(seed):
     ]
     assert got.tolist() == want
     assert loose_hashes(arr).tolist() == [xxhash.xxh3_64_intdigest(loose(t)) for t in texts]
+
+
+def test_every_character_breaks_words_exactly_where_str_split_breaks_them():
+    """Each code point up to U+3100 (and every 7th beyond, to U+FFFF) between two known words: the
+    compiled pass sees two words exactly when str.split() does, and reads the punctuation and upper case
+    of ASCII as the janitor does."""
+    points = [*range(1, 0x3100), *range(0x3100, 0x10000, 7)]
+    texts = [f"ab{chr(c)}cd" for c in points if not 0xD800 <= c <= 0xDFFF]
+    vocab = Vocabulary.of_texts(["ab cd"])
+    arr = pa.array(texts, pa.large_string())
+    docs, hashes = vocab.ngrams(arr, 2)
+    py_docs, py_hashes = python_ngrams(vocab, texts, 2)
+    assert docs.tolist() == py_docs and hashes.tolist() == py_hashes
+    assert 40 < len(py_docs) < 100  # the separators of str.split and ASCII punctuation, nothing else
+
+
+def test_many_one_byte_texts_fill_the_output_without_overrunning_it():
+    """The compiled pass writes into an array sized from the text's bytes and count (no bounds checks in
+    compiled code): one-byte texts, each a word and a window, are the most windows per byte there are."""
+    texts = ["a", "b", "a", "b"] * 5000 + ["a b a b a"]
+    vocab = Vocabulary.of_texts(["a b"])
+    arr = pa.array(texts, pa.large_string())
+    docs, hashes = vocab.ngrams(arr, 1)
+    assert len(docs) == 20005
+    assert docs.tolist() == vocab.ngrams_by_words(arr, 1)[0].tolist()
+    assert hashes.tolist() == vocab.ngrams_by_words(arr, 1)[1].tolist()

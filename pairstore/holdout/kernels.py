@@ -101,7 +101,9 @@ def vocabulary_table(vdata: np.ndarray, voff: np.ndarray) -> tuple[np.ndarray, n
 @njit(nogil=True, cache=True)
 def _ngrams(data, offsets, vdata, voff, packed, slots, tok, n, qpow, bits, bmask, wanted, filtered):
     total = offsets[len(offsets) - 1] - offsets[0]
-    cap = total // 2 + 1  # words are at least one byte and one separator apart
+    # In one text, words are at least one byte and one separator apart; each text adds at most one more
+    # (a text of one byte is a word). No bounds checks run in compiled code: this bound must hold.
+    cap = total // 2 + len(offsets)
     out_doc = np.empty(cap, dtype=np.int64)
     out_hash = np.empty(cap, dtype=np.uint64)
     ring = np.zeros(n, dtype=np.uint64)
@@ -171,6 +173,8 @@ def _ngrams(data, offsets, vdata, voff, packed, slots, tok, n, qpow, bits, bmask
                         hi = mid
                 if lo == nw or wanted[lo] != g:
                     continue
+            if count == cap:  # cannot happen (see cap); checked, as compiled code checks no bounds
+                raise IndexError("vocabulary_ngrams: more windows than the output holds")
             out_doc[count] = d
             out_hash[count] = g
             count += 1
