@@ -41,11 +41,12 @@ SCORE_DIR = "answers/answer_data"
 CJK = re.compile(r"[\u3000-\u303f\u4e00-\u9fff\uff00-\uffef]")
 
 KAROU = "karou1182001/finalProjectNLP"
-# GSM8K test runs of the course project's fine-tuned models: the whole generation is `pred_full`
-# (calculator marks, `#### N`, often cut at the token limit). (path, model, family, rows)
+# GSM8K test runs of a course project's small models: the whole generation is `pred_full`, written the
+# way GSM8K's solutions are (calculator marks, `#### N`) and often cut at the token limit. The README
+# names the models, not whether these two runs were fine-tuned. (path, model, family, rows)
 KAROU_FILES = [
-    ("phiModel/all_predictions_phi.json", "Phi-1.5 (fine-tuned on GSM8K)", "Phi", 15),
-    ("gpt2BaseModel/all_predictions.json", "GPT-2 (fine-tuned on GSM8K)", "GPT", 6),
+    ("phiModel/all_predictions_phi.json", "Phi-1.5", "Phi", 15),
+    ("gpt2BaseModel/all_predictions.json", "GPT-2 (base size)", "GPT", 6),
 ]
 
 BBH = "suzgunmirac/BIG-Bench-Hard"
@@ -109,7 +110,7 @@ def karou_rows(mirror: Mirror) -> list[dict]:
                     "gold": r["gold_number"],
                     "kind": "gsm8k",
                     "source": f"{KAROU} {path} record {i} model={model} family={family} "
-                    "(GSM8K test, few-shot chain of thought, `#### N`)",
+                    "(GSM8K test, solution with calculator marks and `#### N`)",
                     "source_label": str(r["correct"]) == "True",
                 }
             )
@@ -153,7 +154,7 @@ def icml_rows(mirror: Mirror) -> list[dict]:
                 "kind": "gsm8k",
                 "source": f"{ICML} {ICML_PATH} v6 record {i} ({r['id']}) model=Llama-3.2-3B-Instruct "
                 "family=Llama (GSM8K, the answer alone as an integer, raw text with <|eot_id|>)",
-                "source_label": r["gen"].get("extracted_correct"),
+                "source_label": r["extracted_correct"],
             }
         )
     return out
