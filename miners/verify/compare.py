@@ -123,6 +123,10 @@ def is_function_label(lhs: str, rhs: str) -> bool:
     return _FUNCTION_OF_SYMBOL_RE.fullmatch(lhs) is not None and len(_FUNCTION_RE.findall(lhs)) <= 1
 
 
+# a left side that is a definite integral, sum, product or limit (its letters are bound)
+_DEFINITE_RE = re.compile(r"\\(?:int|iint|iiint|sum|prod)\s*_|\\lim\s*_")
+
+
 def reduce_assignment(s: str) -> tuple[str, Any]:
     """('value', v) for a labelled value or a chain, ('equation', (lhs, rhs)), or ('scalar', s)."""
     segs = [p.strip() for p in split_top(s, ("\\approx",))]
@@ -143,6 +147,10 @@ def reduce_assignment(s: str) -> tuple[str, Any]:
         return ("value", rhs)
     if not _has_letters(lhs) and not _has_letters(rhs):
         return ("value", rhs)  # a computation: "60+15+30=105"
+    if _DEFINITE_RE.match(lhs) and not _has_letters(rhs):
+        # "\int_{-4}^{4} \sin x \, dx = 0": a definite integral, sum or limit binds its letters, so
+        # the left side is a computation whose value the right side states
+        return ("value", rhs)
     if not _has_letters(lhs) and _name_like(rhs):
         return ("value", lhs)  # "-1 = x"
     return ("equation", (lhs, rhs))

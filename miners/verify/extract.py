@@ -42,6 +42,7 @@ from dataclasses import replace
 
 from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value, sentences
 from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
+from miners.verify.selfrating import is_self_rating, might_rate
 from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, TRUNCATED, Extraction
 
 __all__ = ["cut_turn", "extract_answer", "read_answer", "strip_answer"]
@@ -167,6 +168,9 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
                 break
         # latest start wins; at an equal start the rule of higher priority
         cands.sort(key=lambda c: (c.start, RULES_BY_NAME[c.rule].priority))
+        cands = _without_self_ratings(text, cands)
+        if not cands:  # every span rated the answer: none states one
+            return Extraction(None, missing=NO_ANSWER)
         cut = None
         while cands and _cut_statement(text, cands[-1]):
             cut = cands.pop()  # "... the final answer is" at the very end: cut off, it commits to nothing
@@ -192,6 +196,35 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
         if _loops_after_other_answer(text, cands, kind):
             return Extraction(None, last.rule, missing=AMBIGUOUS)
         return Extraction(answer, last.rule, rule.strong and not weak, span_text=last.text)
+    return _without_spans(text, kind, whole)
+
+
+def _without_self_ratings(text: str, cands: list[Span]) -> list[Span]:
+    """The candidates (sorted by start) less the model's ratings of its own answer ("my confidence
+    level is \\boxed{99\\%}": miners.verify.selfrating): a rating is never an answer."""
+    if not might_rate(text):
+        return cands
+    kept: list[Span] = []
+    rated: list[Span] = []
+    for c in cands:
+        # a box before it in the same clause ends that clause ("\\boxed{5} and my confidence is 90%")
+        floor = max((o.end for o in cands if o.rule == "boxed" and o.end <= c.start), default=0)
+        (rated if is_self_rating(text, c.start, c.end, c.text, floor) else kept).append(c)
+    # a statement whose only box is a rating ("Confidence in this answer is at a \\boxed{100\\%}
+    # level") states the rating, not an answer
+    boxes = [c for c in rated if c.rule == "boxed"]
+    return [
+        c
+        for c in kept
+        if c.rule == "boxed"
+        or not any(c.start <= b.start < c.end for b in boxes)
+        or any(o.rule == "boxed" and c.start <= o.start < c.end for o in kept)
+    ]
+
+
+def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
+    """The answer of an output no span rule read: a short one-line output is its own answer, else a
+    concluding sentence."""
     stripped = text.strip()
     # a short one-line output is its own answer, unless it is a box the model never closed
     if (

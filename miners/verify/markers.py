@@ -103,3 +103,33 @@ def marker_words() -> list[tuple[str, AnswerMarker]]:
     """Every marker word with its row, the longest first (so "réponse finale" is tried before "réponse")."""
     pairs = [(w, m) for m in ANSWER_MARKERS for w in (*m.words, *m.same_line)]
     return sorted(pairs, key=lambda p: -len(p[0]))
+
+
+# A model's rating of its own answer ("my confidence level is 99%", "I am 100% sure"), per language:
+# `nouns` name the rating ("confidence", "certainty"); `adjectives` say the model is sure of its
+# answer ("confident", "sure"). A value the model rates itself with is never its answer
+# (miners.verify.selfrating). Lowercase; matched as whole words in spaced scripts.
+_SELF_RATING: tuple[tuple[str, str, str], ...] = (
+    (
+        "en",
+        "confidence|certainty|probability that i|probability that my|likelihood that my",
+        "confident|sure|certain",
+    ),
+    ("fr", "confiance|certitude", "confiant|confiante|sûr|sûre|certain|certaine"),
+    ("de", "konfidenz|zuversicht|sicherheit|gewissheit", "zuversichtlich|sicher"),
+    ("es", "confianza|certeza|seguridad", "seguro|segura|confiado|confiada"),
+    ("pt", "confiança|certeza", "confiante|seguro|segura|certo|certa"),
+    ("it", "fiducia|certezza|confidenza", "sicuro|sicura|certo|certa"),
+    ("nl", "zekerheid|vertrouwen", "zeker"),
+    ("ru", "уверенность|уверенности|уверенностью|достоверность", "уверен|уверена"),
+    ("uk", "впевненість|впевненості", "впевнений|впевнена"),
+    ("pl", "pewność|pewności", "pewny|pewna|pewien"),
+    ("tr", "güven|emin olma", "eminim|emin"),
+    ("id", "keyakinan|tingkat kepercayaan", "yakin"),
+    ("vi", "độ tin cậy|mức độ tự tin", "chắc chắn|tự tin"),
+    ("zh", "置信度|信心|把握|确信度|確信度", "确信|確信|肯定|有信心"),
+    ("ja", "確信度|自信度|信頼度", "確信|自信"),
+    ("ko", "신뢰도|확신도", "확신"),
+)
+SELF_RATING_NOUNS: tuple[str, ...] = tuple(w for _, nouns, _ in _SELF_RATING for w in nouns.split("|"))
+SELF_RATING_ADJECTIVES: tuple[str, ...] = tuple(w for _, _, adj in _SELF_RATING for w in adj.split("|"))

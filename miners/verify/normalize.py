@@ -122,11 +122,21 @@ def _encloses_all(s: str, open_: str, close: str) -> bool:
     return encloses(s, open_, close)
 
 
+# A function name written without its backslash ("sec x", "sin(x)", "ln^2 x"), where a name stands
+# alone and an argument follows: read as the function (a bare "sec" after a number is a unit)
+_BARE_FUNCTION_RE = re.compile(
+    r"(?<![\\A-Za-z])(arcsin|arccos|arctan|sinh|cosh|tanh|sin|cos|tan|sec|csc|cot|ln|log|exp)"
+    r"(?=\s*[(^]|\s+[A-Za-z\\])"
+)
+
+
 @lru_cache(maxsize=CACHE_SIZE)
 def normalize(ans: str, kind: str) -> tuple[str, bool]:
     """(canonical string, is_percent). Pure string work; no evaluation."""
     s = ans.translate(_UNICODE)
     s = unwrap_text_commands(s)
+    if kind == "math":
+        s = _BARE_FUNCTION_RE.sub(r"\\\1", s)  # "(sec x)^2" is (\sec x)^2, not s*e*c*x squared
     s = re.sub(r"(?<=\d)(,?)\\!\s*(?=\d)", r"\1", s)  # 11,\! 111 and 1\!000
     s = re.sub(r"(?<=\d)\s?\{\s*,\s*\}\s*(?=\d{3}(?!\d))", ",", s)  # 14{,}916 and 14 {, }916
     s = re.sub(r"(?<=\d)(?:\\,|\\ )(?=\d{3}(?!\d))", "", s)  # 1\,000

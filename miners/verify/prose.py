@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from miners.verify.selfrating import is_self_rating_sentence
+
 _NUMBER_WORDS = {
     "zero": 0,
     "one": 1,
@@ -278,6 +280,14 @@ def looping(text: str) -> bool:
     return Counter(zip(words, words[1:], words[2:])).most_common(1)[0][1] >= 4
 
 
+def _without_closing_ratings(body: str) -> str:
+    """body, or nothing where its last sentence rates the answer ("I am 100% confident in this
+    answer.", "Confidence level: 100%"): a rating concludes nothing, and which sentence before it
+    concludes is a guess (the working there states intermediate values too)."""
+    said = sentences(body)
+    return "" if said and is_self_rating_sentence(said[-1]) else body
+
+
 def concluding(text: str, kind: str) -> str | None:
     """The value of a concluding last sentence or of a display block after a colon, or None."""
     body = text.rstrip()
@@ -292,6 +302,9 @@ def concluding(text: str, kind: str) -> str | None:
         body = parts[-1].strip()
         if not body:
             return None
+    body = _without_closing_ratings(body)
+    if not body:
+        return None
     for opener, closer in (("\\[", "\\]"), ("$$", "$$")):
         if body.endswith(closer):  # "... is worth \\$675:\n\\[ V = \\$675 \\]"
             start = body.rfind(opener, 0, len(body) - len(closer))

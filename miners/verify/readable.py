@@ -130,3 +130,33 @@ def unread_reason(parsed, span: str) -> str | None:
 def comparable(parsed_a, parsed_b) -> bool:
     """Both parses hold objects of the same kind (both matrices, or both values)."""
     return kind_of(parsed_a[0]) == kind_of(parsed_b[0]) is not None
+
+
+# Words a mathematical gold may hold and still state a value: function and operator names, and units.
+_MATH_WORDS = frozenset(
+    "sin cos tan sec csc cot arcsin arccos arctan sinh cosh tanh log ln lg exp lim sqrt frac dfrac tfrac "
+    "pi infty inf det tr max min gcd lcm mod deg circ cdot times div pm mp le ge leq geq neq approx "
+    "begin end pmatrix bmatrix matrix vmatrix array left right text mathrm mbox operatorname emptyset "
+    "cup cap in notin subset mathbb or and no yes true false none undefined dne "
+    "cm mm km kg mg ml ft mi mph kmh hr hrs min sec cents dollars dollar euros degrees degree units "
+    "meters metres inches feet hours minutes seconds days weeks years months percent".split()
+)
+_LOWER_WORD_RE = re.compile(r"[a-z]{2,}")
+_PLAIN_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])")
+
+
+def states_no_value(gold: str, answer: str) -> bool:
+    """A gold written in words that no reader takes as mathematics ("all 1", "just B", "na"), against
+    an answer written as mathematics (a matrix, a number): an unequal comparison of the two compares
+    a description with a value, not two values. A gold of words against an answer of words (a yes/no,
+    a name) is a comparison of words and stays decided."""
+    if not any(_is_plain_word(token) for token in gold.split()):
+        return False
+    return not any(w.lower() not in _MATH_WORDS for w in _PLAIN_WORD_RE.findall(answer))
+
+
+def _is_plain_word(token: str) -> bool:
+    """A token that is a lowercase word standing on its own ("all", "just", "na"), not a product of
+    symbols glued into an expression ("Cx", "lny+C/lny", "arctanx-x") nor a function name."""
+    word = token.rstrip(".,;:")
+    return _LOWER_WORD_RE.fullmatch(word) is not None and word not in _MATH_WORDS

@@ -123,9 +123,16 @@ def _cut_sentence(span: str) -> str:
 
 def _next_line(text: str, pos: int) -> str:
     """The first non-empty line after pos ("The answer (arabic numerals) is\\n\\n8")."""
-    for line in text[pos:].split("\n", 4)[1:4]:
+    lines = text[pos:].split("\n", 8)[1:8]
+    for k, line in enumerate(lines[:3]):
         if not _PLACEHOLDER_RE.match(line):
-            return line.strip()[:400]
+            opener = line.strip()
+            if opener in ("\\[", "$$"):  # a display block opened on its own line: its content
+                closer = _MATH_CLOSE[opener]
+                for j in range(k + 1, len(lines)):
+                    if lines[j].strip().endswith(closer):
+                        return "\n".join(x.strip() for x in lines[k : j + 1])[:400]
+            return opener[:400]
     return ""
 
 

@@ -55,7 +55,7 @@ from miners.verify.fast import (
     option_value,
     other_grouping,
 )
-from miners.verify.readable import glued_signs
+from miners.verify.readable import glued_signs, states_no_value
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
@@ -294,6 +294,10 @@ class Verifier:
             # digits, and nothing in the answer says which one it uses
             self.stats["digit grouping ambiguous"] += 1
             return Comparison(UNKNOWN, None, AMBIGUOUS)
+        if fast is False and kind != "task" and states_no_value(gold, answer):
+            # "all 1" or "just B" against a matrix: a description against a value, nothing compared
+            self.stats["gold in words"] += 1
+            return Comparison(UNKNOWN, None, GOLD_UNREADABLE)
         if fast is not None:
             self.stats["fast path decided"] += 1
             return Comparison(CORRECT if fast else WRONG, None)
@@ -303,6 +307,8 @@ class Verifier:
             return Comparison(UNKNOWN, None)
         span, unread = symbolic.span_compare(answer, gold, self.stats)
         label = UNKNOWN if span is None else CORRECT if span else WRONG
+        if label == WRONG and states_no_value(gold, answer):
+            return Comparison(UNKNOWN, Reading(MATH_VERIFY, label, answer), GOLD_UNREADABLE)
         return Comparison(label, Reading(MATH_VERIFY, label, answer), UNREADABLE if unread else None)
 
     def _compare_with_options(self, answer: str, letter: str, kind: str, options: Options) -> Comparison:
