@@ -44,6 +44,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout2/heldout.jsonl",
     "verify_heldout3/heldout.jsonl",
     "verify_heldout4/heldout.jsonl",
+    "verify_heldout5/heldout.jsonl",
 }
 
 

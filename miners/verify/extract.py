@@ -193,6 +193,8 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
                 return Extraction(None, last.rule, missing=AMBIGUOUS)
         if not answer:
             return Extraction(None, last.rule, missing=EMPTY_ANSWER)
+        if last.rule == "boxed" and _rival_boxes(text, cands, answer, kind):
+            return Extraction(None, last.rule, missing=AMBIGUOUS)
         if _loops_after_other_answer(text, cands, kind):
             return Extraction(None, last.rule, missing=AMBIGUOUS)
         return Extraction(answer, last.rule, rule.strong and not weak, span_text=last.text)
@@ -301,6 +303,31 @@ def _loops_after_other_answer(text: str, cands: list[Span], kind: str) -> bool:
         return False
     looped_answer, _ = _span_answer(text, cands, last, kind)
     return any(_span_answer(text, cands, c, kind)[0] != looped_answer for c in cands[: len(cands) - run])
+
+
+_CONCLUDES_RE = re.compile(
+    r"(?i)\b(?:final|answer|therefore|thus|hence|so|in\s+conclusion|consequently|overall|altogether|"
+    r"result|solution|total)\b|因此|所以|综上|答案|故|∴"
+)
+
+
+def _rival_boxes(text: str, cands: list[Span], answer: str, kind: str) -> bool:
+    """Two boxes that state different values, and nothing in the output saying the last is final:
+    the last box wins ("\\boxed{6} per hour ... total \\boxed{42}") only where the output marks
+    it -- a marker span holds it or a concluding word ("final", "answer", "therefore", "so") stands
+    before it in its sentence -- or it stands on the last line."""
+    boxes = [c for c in cands if c.rule == "boxed"]
+    last = boxes[-1]
+    others = {_span_answer(text, cands, b, kind)[0] for b in boxes[:-1] if b.end <= last.start}
+    others -= {answer, "", *answer.split(", ")}  # the boxes of a group ("1, 2") are one answer
+    if not others:
+        return False
+    if any(c.rule != "boxed" and c.start <= last.start <= c.end + 2 for c in cands):
+        return False  # "The final answer is \\boxed{42}": a marker says it
+    if not text[last.end :].strip(" \t\r\n.$)]}\\*"):
+        return False  # the last thing the output says
+    start = max(text.rfind(". ", 0, last.start), text.rfind("\n\n", 0, last.start), 0)
+    return _CONCLUDES_RE.search(text, start, last.start) is None
 
 
 def _span_answer(text: str, cands: list[Span], span: Span, kind: str) -> tuple[str, bool]:

@@ -23,11 +23,11 @@ import re
 from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS
 
 # a word of a spaced script ends where its letters do ("probability that i" is not "... that it")
-_END = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
-_NOUN_RE = re.compile(r"(?<![^\W\d_])(?:" + "|".join(map(re.escape, SELF_RATING_NOUNS)) + ")" + _END, re.I)
-_ADJ_RE = re.compile(
-    r"(?<![^\W\d_])(?:" + "|".join(map(re.escape, SELF_RATING_ADJECTIVES)) + ")" + _END, re.I
-)
+_LETTERS = r"A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
+_START = r"(?<![" + _LETTERS + "])"
+_END = r"(?![" + _LETTERS + "])"
+_NOUN_RE = re.compile(_START + "(?:" + "|".join(map(re.escape, SELF_RATING_NOUNS)) + ")" + _END, re.I)
+_ADJ_RE = re.compile(_START + "(?:" + "|".join(map(re.escape, SELF_RATING_ADJECTIVES)) + ")" + _END, re.I)
 _ANY_RE = re.compile(_NOUN_RE.pattern + "|" + _ADJ_RE.pattern, re.I)
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
