@@ -30,6 +30,8 @@ _NOUN_RE = re.compile(_START + "(?:" + "|".join(map(re.escape, SELF_RATING_NOUNS
 _ADJ_RE = re.compile(_START + "(?:" + "|".join(map(re.escape, SELF_RATING_ADJECTIVES)) + ")" + _END, re.I)
 _ANY_RE = re.compile(_NOUN_RE.pattern + "|" + _ADJ_RE.pattern, re.I)
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
+_RATING_WORDS = tuple(dict.fromkeys(w.lower() for w in (*SELF_RATING_NOUNS, *SELF_RATING_ADJECTIVES)))
+_RATING_STEMS = tuple(sorted({w[:4] for w in _RATING_WORDS}))
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
 _PERCENT_RE = re.compile(r"^[~≈]?\s*(\d{1,3}(?:\.\d+)?)\s*(?:\\?%|％|percent\b|per\s*cent\b)", re.I)
 _NUMBER_RE = re.compile(r"^(\d{1,3}(?:\.\d+)?)$")
@@ -69,7 +71,10 @@ def _clause_before(text: str, start: int, floor: int = 0) -> str:
 
 def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
-    return _ANY_RE.search(text) is not None
+    # substring tests, first of the words' first letters: a regex tried at every character of every
+    # output costs more than the rest of the extraction
+    low = text.lower()
+    return any(s in low for s in _RATING_STEMS) and any(w in low for w in _RATING_WORDS)
 
 
 def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int = 0) -> bool:
@@ -100,7 +105,7 @@ def is_self_rating_sentence(sentence: str) -> bool:
     """Whether a whole sentence rates the answer: a percentage, or a number after a rating noun, in a
     sentence that names a rating ("I am 100% confident in this answer because ...", "Confidence
     level: 100%", "I would rate my confidence at 100%")."""
-    if not _ANY_RE.search(sentence):
+    if not might_rate(sentence):
         return False
     numbers = list(re.finditer(r"\d+(?:\.\d+)?", sentence))
     if not numbers:
