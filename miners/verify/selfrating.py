@@ -105,7 +105,7 @@ def is_self_rating_sentence(sentence: str) -> bool:
     """Whether a whole sentence rates the answer: a percentage, or a number after a rating noun, in a
     sentence that names a rating ("I am 100% confident in this answer because ...", "Confidence
     level: 100%", "I would rate my confidence at 100%")."""
-    if not might_rate(sentence):
+    if not might_rate(sentence) or not _ANY_RE.search(sentence):
         return False
     numbers = list(re.finditer(r"\d+(?:\.\d+)?", sentence))
     if not numbers:
