@@ -164,3 +164,22 @@ def test_two_different_boxes_with_none_marked_final_are_ambiguous(verifier):
 )
 def test_a_last_box_the_output_marks_final_wins(output):
     assert extract_answer(output, "math") == "42"
+
+
+def test_constants_named_differently_are_undecided(verifier):
+    out = "Therefore, the general solution is $\\boxed{ s = -0.1x^2 + C_1 x + C_2 }$."
+    verdict = verifier.verify(out, "s=-0.1x^2+Cx+D", "math")
+    assert (verdict.label, verdict.reason) == ("unknown", "comparison undecided")
+    # the same constant names on both sides: compared, and decided
+    assert verifier.verify("The answer is $\\boxed{x^2 + C}$.", "x^3 + C", "math").label == "wrong"
+    assert verifier.verify("The answer is $\\boxed{x^2 + C}$.", "x^2+C", "math").label == "correct"
+
+
+def test_a_matrix_gold_in_bracket_rows_is_undecided(verifier):
+    out = "So $\\boxed{\\begin{bmatrix} -3 & 2 \\\\ \\frac{5}{2} & -\\frac{3}{2}\\end{bmatrix}}$."
+    verdict = verifier.verify(out, "[-3,2\\\\5/2,-3/2]", "math")
+    assert (verdict.label, verdict.reason) == ("unknown", "comparison undecided")
+    gold = "\\begin{pmatrix} -3 & 2 \\\\ 5/2 & -3/2 \\end{pmatrix}"
+    assert verifier.verify(out, gold, "math").label == "correct"
+    wrong = "So $\\boxed{\\begin{bmatrix} -3 & 2 \\\\ 1 & -\\frac{3}{2}\\end{bmatrix}}$."
+    assert verifier.verify(wrong, gold, "math").label == "wrong"

@@ -160,3 +160,19 @@ def _is_plain_word(token: str) -> bool:
     symbols glued into an expression ("Cx", "lny+C/lny", "arctanx-x") nor a function name."""
     word = token.rstrip(".,;:")
     return _LOWER_WORD_RE.fullmatch(word) is not None and word not in _MATH_WORDS
+
+
+_CONSTANT_RE = re.compile(r"(?<![A-Za-z\\])C(?:_\{?\d+\}?)?(?![a-z]{2})")
+_MATRIX_ENV_RE = re.compile(r"\\begin\s*\{[pbvBV]?matrix\}")
+
+
+def undecidable_forms(gold: str, answer: str) -> bool:
+    """An unequal comparison that compared names or notations, not values: arbitrary constants named
+    differently on the two sides (`C_1 x + C_2` against `Cx + D`: the same general solution), or a
+    gold matrix written in rows split by `\\\\` with no environment (`[-3,2\\\\5/2,-3/2]`) against a
+    matrix environment, a notation neither reader parses as a matrix."""
+    gold_constants = set(_CONSTANT_RE.findall(gold))
+    answer_constants = set(_CONSTANT_RE.findall(answer))
+    if gold_constants and answer_constants and gold_constants != answer_constants:
+        return True
+    return "\\\\" in gold and not _MATRIX_ENV_RE.search(gold) and bool(_MATRIX_ENV_RE.search(answer))

@@ -55,7 +55,7 @@ from miners.verify.fast import (
     option_value,
     other_grouping,
 )
-from miners.verify.readable import glued_signs, states_no_value
+from miners.verify.readable import glued_signs, states_no_value, undecidable_forms
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
@@ -298,6 +298,10 @@ class Verifier:
             # "all 1" or "just B" against a matrix: a description against a value, nothing compared
             self.stats["gold in words"] += 1
             return Comparison(UNKNOWN, None, GOLD_UNREADABLE)
+        if fast is False and kind != "task" and undecidable_forms(gold, answer):
+            # constants named differently, a matrix in a notation not read: names compared, not values
+            self.stats["forms compared, not values"] += 1
+            return Comparison(UNKNOWN, None, UNDECIDED)
         if fast is not None:
             self.stats["fast path decided"] += 1
             return Comparison(CORRECT if fast else WRONG, None)
