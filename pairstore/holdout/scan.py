@@ -29,6 +29,7 @@ compares their stored match keys in SQL.
 from __future__ import annotations
 
 import string
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -247,6 +248,30 @@ def _grams(
 
 
 def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None, other_max_bytes=None) -> None:
+    # The n-gram pass of a chunk (compiled, without the GIL) runs in a thread while the next chunk is
+    # read, folded and hashed here: the two halves of the work then share the cores. The results are
+    # collected in chunk order.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pairstore-gate-grams") as pool:
+        pending: list[Future] = []
+        try:
+            _stream_chunks(out, reader, wanted, vocab3, bench, lengths, other_max_bytes, pool, pending)
+            for future in pending:
+                kind, table = future.result()
+                (out.bench_grams if kind == "bench" else out.grams).append(table)
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _stream_chunks(
+    out: Scan, reader, wanted, vocab3, bench, lengths, other_max_bytes, pool, pending: list
+) -> None:
+    def collect_ready() -> None:
+        # keep at most one chunk's n-gram pass in flight: memory stays one chunk ahead
+        while len(pending) > 2:
+            kind, table = pending.pop(0).result()
+            (out.bench_grams if kind == "bench" else out.grams).append(table)
+
     for batch in reader:
         rows = batch.column("row_index").to_numpy(zero_copy_only=False)
         out.rows += len(rows)
@@ -273,9 +298,14 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None, 
             joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
             hay = pc.if_else(has_other, pc.binary_join_element_wise(user, joined, newline), user)
         if bench is not None:
-            out.bench_grams.append(_grams(rows, hay, bench[0], bench[1]))
+            pending.append(pool.submit(lambda r, h: ("bench", _grams(r, h, bench[0], bench[1])), rows, hay))
         if vocab3 is not None:
-            out.grams.append(_grams(rows, hay, vocab3[0], GRAM_WORDS, vocab3[1]))
+            pending.append(
+                pool.submit(
+                    lambda r, h: ("holdout", _grams(r, h, vocab3[0], GRAM_WORDS, vocab3[1])), rows, hay
+                )
+            )
+        collect_ready()
 
 
 def scan_candidates(
