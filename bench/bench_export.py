@@ -49,7 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from machine import cpu_model, ram_text  # noqa: E402
+from machine import cpu_model, priority_text, ram_text  # noqa: E402
 
 from pairstore.files import atomic_write_text  # noqa: E402
 
@@ -466,7 +466,8 @@ def main() -> None:
         f"{'' if args.runs == 1 else f' --runs {args.runs}'}"
         f"{' --skip-datasets' if args.skip_datasets else ''}`  ",
         f"Machine: {machine()}; shared with other engineers' jobs while measuring (load average "
-        f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end), so absolute times are noisy.  ",
+        f"{load0[0]:.1f} at the start, {load1[0]:.1f} at the end; this run's scheduling: "
+        f"{priority_text() or 'unknown'}, the contenders alike), so absolute times are noisy.  ",
         f"Store: {info['pairs']:,} synthetic pairs "
         f"({', '.join(f'{k} {v:,}' for k, v in info['by_source'].items())}), "
         f"{info['avg_text_bytes']:,} bytes of text per pair on average; "

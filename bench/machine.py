@@ -43,3 +43,21 @@ def nproc() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+def priority_text() -> str:
+    """How this process was scheduled against the machine's other jobs: its nice value and, where the
+    kernel groups processes by session (autogroup, where nice only orders the jobs of one session),
+    its session group's nice. Empty where neither can be read."""
+    parts = []
+    try:
+        parts.append(f"nice {os.nice(0)}")
+    except OSError:
+        pass
+    try:
+        group = Path("/proc/self/autogroup").read_text().split()
+        if len(group) >= 3 and group[1] == "nice":
+            parts.append(f"session group nice {group[2]}")
+    except OSError:
+        pass
+    return ", ".join(parts)

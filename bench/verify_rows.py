@@ -43,6 +43,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout/heldout.jsonl",
     "verify_heldout2/heldout.jsonl",
     "verify_heldout3/heldout.jsonl",
+    "verify_heldout4/heldout.jsonl",
 }
 
 

@@ -155,11 +155,39 @@ def seeded_rank(seed: int, *parts: str) -> int:
     return xxhash.xxh3_64_intdigest("\x1f".join([str(seed), *parts]).encode("utf-8"))
 
 
-def seeded_order(seed: int, ids: Sequence[str], *parts: str):
-    """Positions of `ids` sorted by seeded_rank(seed, *parts, id); a stable sort, so equal ranks keep the
-    given order. Returns a numpy array of positions."""
-    ranks = np.fromiter((seeded_rank(seed, *parts, i) for i in ids), dtype=np.uint64, count=len(ids))
-    return np.argsort(ranks, kind="stable")
+def seeded_ranks(seed: int, ids, *parts: str) -> np.ndarray:
+    """seeded_rank(seed, *parts, id) of each id (a list of strings or an Arrow string array), as uint64.
+
+    The joined texts are built by Arrow in one buffer and hashed slice by slice: a plan's limit ranks
+    hundreds of thousands of pair ids."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arr = ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(ids), pa.large_string())
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
+    if arr.null_count:
+        raise BadInput("seeded_ranks: an id is null", field="id")
+    prefix = "\x1f".join([str(seed), *parts, ""])
+    joined = pc.binary_join_element_wise(
+        pa.scalar(prefix, pa.large_string()), arr.cast(pa.large_string()), pa.scalar("", pa.large_string())
+    )
+    joined = joined.cast(pa.large_string())
+    n = len(joined)
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)[
+        joined.offset : joined.offset + n + 1
+    ].tolist()
+    data = memoryview(joined.buffers()[2]) if n else memoryview(b"")
+    digest = xxhash.xxh3_64_intdigest
+    return np.fromiter(
+        (digest(data[offsets[i] : offsets[i + 1]]) for i in range(n)), dtype=np.uint64, count=n
+    )
+
+
+def seeded_order(seed: int, ids, *parts: str):
+    """Positions of `ids` (strings, or an Arrow string array) sorted by seeded_rank(seed, *parts, id); a
+    stable sort, so equal ranks keep the given order. Returns a numpy array of positions."""
+    return np.argsort(seeded_ranks(seed, ids, *parts), kind="stable")
 
 
 def sha256_file(path, chunk_size: int = 1 << 20) -> str:

@@ -123,3 +123,24 @@ def test_nfc_of_many_texts_at_once_equals_nfc_of_each():
         assert nfc_many(texts) == [nfc(t) for t in texts], texts
         assert content_ids(texts) == [content_id(t) for t in texts]
     assert nfc_many(["ascii", "only"]) == ["ascii", "only"]
+
+
+def test_seeded_ranks_are_seeded_rank_of_each_id_whatever_the_container():
+    import random
+
+    import pyarrow as pa
+    import xxhash
+
+    from pairstore.keys import seeded_order, seeded_rank, seeded_ranks
+
+    rng = random.Random(3)
+    ids = ["", "a", "é\x1f", "x" * 300] + [f"p{rng.random()}" for _ in range(500)]
+    want = [seeded_rank(12076, "limit", i) for i in ids]
+    # the documented rank, written out: xxh3-64 of seed, parts and id joined by U+001F
+    assert want[1] == xxhash.xxh3_64_intdigest(b"12076\x1flimit\x1fa")
+    assert seeded_ranks(12076, ids, "limit").tolist() == want
+    chunked = pa.chunked_array([pa.array(ids[:100]), pa.array(ids[100:])])
+    assert seeded_ranks(12076, chunked, "limit").tolist() == want
+    assert seeded_order(12076, chunked, "limit").tolist() == sorted(range(len(ids)), key=lambda k: want[k])
+    with pytest.raises(BadInput):
+        seeded_ranks(1, pa.array(["a", None]))

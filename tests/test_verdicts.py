@@ -147,6 +147,8 @@ UNKNOWN_OUTPUTS = {
     "unknown: no answer found": NO_ANSWER,
     "unknown: weak form unconfirmed": WEAK,
     "unknown: answer too long": "Final answer: " + "9" * 2500,
+    # a number in words neither verifier reads: math-verify takes the word for a product of symbols
+    "unknown: verifiers cannot read the answer": "Das sind zusammen sieben.\nFinal answer: sieben",
 }
 
 
@@ -183,8 +185,9 @@ def test_self_repair_never_pairs_an_unknown(unknown_store):
     assert res.dropped["unknown: no answer found"] == 3
     assert res.dropped["unknown: weak form unconfirmed"] == 2
     assert res.dropped["unknown: answer too long"] == 2
+    assert res.dropped["unknown: verifiers cannot read the answer"] == 2
     assert res.dropped["every sample unknown"] == 1  # p2: no pair at all, not even a gold repair
-    assert res.stats["unknown"] == 7
+    assert res.stats["unknown"] == 9
     assert "unknown: no answer found" in res.as_dict()["dropped"]  # what --json prints
     stored = store.rows("SELECT output, verdict, verdict_reason FROM generations WHERE item_id = 'p2'")
     assert {(r["verdict"], r["verdict_reason"]) for r in stored} == {

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from miners.verify.compare import choice_letter, value_verdict
+from miners.verify.compare import TooLarge, choice_letter, value_verdict
 from miners.verify.exact import numeric_equal
 from miners.verify.extract import extract_answer, strip_answer
 from miners.verify.markers import boolean_value
@@ -28,11 +28,15 @@ _GSM_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
 
 def _gsm8k_number(s: str) -> str | None:
     """The number a GSM8K answer span states: the whole span when it is one, else the result
-    after the last '=' or the first number ("18 dollars per day" -> 18)."""
+    after the last '=' or its one number ("18 dollars per day" -> 18). A span with several numbers
+    and no '=' ("2 hours 30 minutes", "5 apples and 3 oranges") states none of them alone: the
+    first would be a guess at which one is the answer, so there is none."""
     if "=" in s:
         s = s.rsplit("=", 1)[1]
-    m = _GSM_NUMBER_RE.search(s)
-    return m.group(0).replace(" ", "") if m else None
+    found = _GSM_NUMBER_RE.findall(s)
+    if len(found) != 1:
+        return None
+    return found[0].replace(" ", "")
 
 
 def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
@@ -42,7 +46,9 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
     if not gold:
         return None  # a gold that normalizes to nothing: nothing to compare against
     if not pred:
-        return False
+        # the answer normalizes to nothing ("dollars", "\\text{}", "\\quad"): nothing was read to
+        # call unequal; math-verify is asked, and cannot read it either
+        return None
     if kind == "task":  # before the shortcut: normalization drops trailing words, which task text keeps
         return _task_equal(pred_answer, gold_text, pred, gold, pred_pct, gold_pct)
     if pred == gold and pred_pct == gold_pct:
@@ -65,14 +71,36 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
             return verdict
         number = _gsm8k_number(pred)
         if number is None:
-            return False  # no number at all against a numeric gold
+            # no numeral against a numeric gold -- a word ("twelve", "zwölf", "no solution") this
+            # path cannot read as a number or rule out as one -- or several with none stated alone:
+            # undecided, never unequal
+            return None
         if number == pred:
             return None
         try:
             return numeric_equal(number, gold, pred_pct, gold_pct)
-        except (Unsupported, TooHard):
+        except TooHard as exc:
+            raise TooLarge(f"{number!r} against {gold!r}") from exc
+        except Unsupported:
             return None
     return value_verdict(pred, gold, pred_pct, gold_pct, kind)
+
+
+# a numeral grouped by dots ("1.000", "12.500.000") or by one comma ("2,500"): thousands in one
+# convention, a decimal in the other
+_DOT_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.,])")
+_ONE_COMMA_GROUP_RE = re.compile(r"(?<![\d.,])\d{1,3},\d{3}(?![\d.,])")
+
+
+def other_grouping(answer: str) -> str | None:
+    """The answer with its one grouped numeral read the other way -- "1.000" as 1000, "2,500" as
+    2.5 -- or None where it holds no such numeral (or several: no single other reading)."""
+    dots, commas = _DOT_GROUPS_RE.findall(answer), _ONE_COMMA_GROUP_RE.findall(answer)
+    if len(dots) + len(commas) != 1:
+        return None
+    if dots:
+        return answer.replace(dots[0], dots[0].replace(".", ""), 1)
+    return answer.replace(commas[0], commas[0].replace(",", "."), 1)
 
 
 # ---------------------------------------------------------------------------------- task golds
@@ -87,7 +115,7 @@ _QR_PRED_RE = re.compile(
 
 def _task_equal(
     pred_answer: str, gold_answer: str, pred: str, gold: str, pred_pct: bool, gold_pct: bool
-) -> bool:
+) -> bool | None:
     """Loop-fix task golds (generators/): the format is part of the answer where the task asks for one.
 
     "253 R 9" (quotient and remainder; "253 remainder 9" reads the same); a decimal to N places
@@ -114,8 +142,11 @@ def _task_equal(
         try:
             parse_scalar(pred)
         except (Unsupported, TooHard, RecursionError):
+            # not a number ("not the gold", "I cannot count."): the task asks for one, and its format
+            # is part of the answer (the generator's convention) -- unequal
             return False
-        return value_verdict(pred, gold, pred_pct, gold_pct, "task") is True
+        # a number the evaluator reads but cannot compare with the gold: undecided, never unequal
+        return value_verdict(pred, gold, pred_pct, gold_pct, "task")
     return _task_text(pred_answer) == _task_text(gold_answer)
 
 

@@ -28,7 +28,8 @@ class Unsupported(Exception):
 
 
 class TooHard(Exception):
-    """Evaluating would build an enormous number: the verdict is False, sympy is not asked."""
+    """Evaluating would build an enormous number: the comparison is undecided, never unequal, and
+    sympy is not asked (miners.verify.compare.TooLarge)."""
 
 
 _TOKEN_RE = re.compile(

@@ -13,8 +13,10 @@ The work is bounded three ways: a size/complexity guard (exponent towers, huge l
 never reach sympy), a wall-clock limit in the main thread (an interval timer; math-verify's own
 timeout uses whole-second signal.alarm and is turned off), and, in other threads, the guard alone
 (signals only reach the main thread). A refused, timed-out or failed comparison is undecided (None,
-or "unknown"), never "not equal"; each is counted in the caller's counter (`calls`, `refused`,
-`timeouts`, `failures`, `output_calls`).
+or "unknown"), never "not equal"; so is one where math-verify did not read both sides as mathematics
+of one kind (miners.verify.readable: the raw string of a span it could not parse, a partial parse, a
+matrix against a number). Each is counted in the caller's counter (`calls`, `refused`, `timeouts`,
+`failures`, `unread`, `output_calls`, `output_unread`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import threading
 
 from miners.verify.brackets import max_depth
 from miners.verify.fast import fast_compare
+from miners.verify.readable import KINDS_DIFFER, comparable, unread_reason
 
 SYMBOLIC_TIMEOUT_S = 0.8  # one pair of spans
 OUTPUT_TIMEOUT_S = 2.0  # a whole output: extraction over its text, then the comparison
@@ -121,10 +124,19 @@ def _parsed_gold(gold: str, how: str):
 
 def span_verdict(pred: str, gold: str, stats) -> bool | None:
     """math-verify's verdict on two answer spans (LaTeX or plain), bounded; None when refused, timed
-    out, unparsable or failed (each counted in stats)."""
+    out, unread or failed (each counted in stats)."""
+    return span_compare(pred, gold, stats)[0]
+
+
+def span_compare(pred: str, gold: str, stats) -> tuple[bool | None, str | None]:
+    """(math-verify's verdict on two answer spans, why there is none). The verdict is None when the
+    spans were refused by the size guard, timed out, or math-verify failed (the reason None: the
+    comparison undecided), and when it did not read both spans as mathematics of one kind (the reason
+    miners.verify.readable gives, counted as `unread`): its "unequal" between a matrix and the raw
+    string of a span it could not parse is a comparison of strings, not of answers."""
     if too_complex(pred) or too_complex(gold):
         stats["refused"] += 1
-        return None
+        return None, None
     stats["calls"] += 1
     mv = _load_math_verify()
 
@@ -132,12 +144,17 @@ def span_verdict(pred: str, gold: str, stats) -> bool | None:
         cfg = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
         g = _parsed_gold(gold, _SPAN_GOLD)
         p = mv.parse("$" + pred + "$", extraction_config=cfg, parsing_timeout=None)
-        if not g or not p:
-            stats["failures"] += 1
-            return None
-        return bool(mv.verify(g, p, timeout_seconds=None))
+        why = unread_reason(g, gold) or unread_reason(p, pred)
+        if why is None and not comparable(g, p):
+            why = KINDS_DIFFER
+        if why is not None:
+            stats["unread"] += 1
+            stats[f"unread: {why}"] += 1
+            return None, why
+        return bool(mv.verify(g, p, timeout_seconds=None)), None
 
-    return _bounded(run, SYMBOLIC_TIMEOUT_S, stats)
+    got = _bounded(run, SYMBOLIC_TIMEOUT_S, stats)
+    return got if got is not None else (None, None)
 
 
 def output_reading(
@@ -168,6 +185,10 @@ def output_reading(
         if not p:
             return "unknown", None
         answer = str(p[-1]) if len(p) > 1 else str(p[0])
+        if unread_reason(p, answer) is not None:
+            # the raw string of what it could not parse (or a partial reading of it): no reading
+            stats["output_unread"] += 1
+            return "unknown", answer
         if too_complex(answer):
             stats["refused"] += 1
             return "unknown", answer
@@ -179,8 +200,9 @@ def output_reading(
             stats["output_fast_compared"] += 1
             return ("correct" if decided else "wrong"), answer
         g = _parsed_gold(gold, _OUTPUT_GOLD)
-        if not g:
-            return "unknown", None
+        if unread_reason(g, gold) is not None or not comparable(g, p):
+            stats["output_unread"] += 1
+            return "unknown", answer
         return ("correct" if mv.verify(g, p, timeout_seconds=None) else "wrong"), answer
 
     got = _bounded(run, OUTPUT_TIMEOUT_S, stats)

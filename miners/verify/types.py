@@ -30,7 +30,23 @@ WEAK_UNCONFIRMED = "weak form unconfirmed"  # read out of prose, and math-verify
 RUNAWAY = "answer too long"  # a runaway span: no verifier reads 2,000 characters of "answer"
 # a value against a letter gold ("18" against "D") without the options to say which letter it is
 OPTIONS_UNKNOWN = "option values unknown"
-UNKNOWN_REASONS = (NO_ANSWER, AMBIGUOUS, DISAGREE, UNDECIDED, WEAK_UNCONFIRMED, RUNAWAY, OPTIONS_UNKNOWN)
+# the fast path could not decide and math-verify did not read both sides as mathematics: it kept the
+# raw string of a span it could not parse, parsed part of one, or read a matrix against a number
+# (miners.verify.readable); its "unequal" there compares strings, not answers
+UNREADABLE = "verifiers cannot read the answer"
+# the gold could not be reduced to an answer (its reader failed): nothing to compare with
+GOLD_UNREADABLE = "gold cannot be read"
+UNKNOWN_REASONS = (
+    NO_ANSWER,
+    AMBIGUOUS,
+    DISAGREE,
+    UNDECIDED,
+    WEAK_UNCONFIRMED,
+    RUNAWAY,
+    OPTIONS_UNKNOWN,
+    UNREADABLE,
+    GOLD_UNREADABLE,
+)
 
 FAST, MATH_VERIFY = "fast", "math-verify"
 

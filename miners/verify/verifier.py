@@ -42,7 +42,7 @@ from typing import NamedTuple
 from audits.loops import scan
 from miners.verify import symbolic
 from miners.verify.brackets import brace_pairs, closing_index
-from miners.verify.compare import FormOpen
+from miners.verify.compare import FormOpen, TooLarge
 from miners.verify.extract import cut_turn, read_answer
 from miners.verify.fast import (
     choice_gold,
@@ -53,7 +53,9 @@ from miners.verify.fast import (
     is_letter_gold,
     named_choice,
     option_value,
+    other_grouping,
 )
+from miners.verify.readable import glued_signs
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
@@ -63,6 +65,7 @@ from miners.verify.types import (
     EMPTY_OUTPUT,
     EQUAL,
     FAST,
+    GOLD_UNREADABLE,
     LOOPED,
     MATH_VERIFY,
     NO_ANSWER,
@@ -72,6 +75,7 @@ from miners.verify.types import (
     UNDECIDED,
     UNEQUAL,
     UNKNOWN,
+    UNREADABLE,
     WEAK_UNCONFIRMED,
     WRONG,
     Extraction,
@@ -270,14 +274,26 @@ class Verifier:
             # option nobody gave, so what it stands for cannot be read -- unequal would be a guess
             self.stats["option letter without options"] += 1
             return Comparison(UNKNOWN, None, OPTIONS_UNKNOWN)
+        if kind != "task" and (glued_signs(answer) or glued_signs(gold)):
+            # braces lost ("\\beginpmatrix1\\\\2\\endpmatrix", "\\frac125"): any reading is a guess
+            self.stats["glued span"] += 1
+            return Comparison(UNKNOWN, None, UNREADABLE)
         try:
             fast = fast_compare(answer, gold, kind)
         except FormOpen:
             self.stats["fast path: forms open"] += 1
             return Comparison(UNKNOWN, None)
+        except TooLarge:
+            self.stats["fast path: too large"] += 1
+            return Comparison(UNKNOWN, None)
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
+        if fast is False and kind != "task" and self._other_grouping_equal(answer, gold, kind):
+            # "1.000" against 1000, "2,500" against 2.5: equal in the other convention of grouping
+            # digits, and nothing in the answer says which one it uses
+            self.stats["digit grouping ambiguous"] += 1
+            return Comparison(UNKNOWN, None, AMBIGUOUS)
         if fast is not None:
             self.stats["fast path decided"] += 1
             return Comparison(CORRECT if fast else WRONG, None)
@@ -285,9 +301,9 @@ class Verifier:
         if kind == "task":
             # task golds are plain strings and numbers: nothing for sympy to add
             return Comparison(UNKNOWN, None)
-        span = symbolic.span_verdict(answer, gold, self.stats)
+        span, unread = symbolic.span_compare(answer, gold, self.stats)
         label = UNKNOWN if span is None else CORRECT if span else WRONG
-        return Comparison(label, Reading(MATH_VERIFY, label, answer))
+        return Comparison(label, Reading(MATH_VERIFY, label, answer), UNREADABLE if unread else None)
 
     def _compare_with_options(self, answer: str, letter: str, kind: str, options: Options) -> Comparison:
         """A value against a letter gold ("18" against "D"): the answer is the option whose value it
@@ -316,6 +332,10 @@ class Verifier:
         if any(self.compare(answer, v, kind).label == CORRECT for v in others):
             return Comparison(WRONG, None, None, gold_value)
         return Comparison(UNKNOWN, None, None, gold_value)
+
+    def _other_grouping_equal(self, answer: str, gold: str, kind: str) -> bool:
+        other = other_grouping(answer)
+        return other is not None and self._fast_equal(other, gold, kind)
 
     def _fast_equal(self, answer: str, gold: str, kind: str) -> bool:
         try:
@@ -347,9 +367,9 @@ class Verifier:
         opts = tuple(str(o) for o in options or ())
         try:
             gold_text = gold_answer(gold, kind)
-        except Exception:  # counted, and the gold is compared as written
+        except Exception:  # counted: a gold its reader fails on is no reference to call anything wrong by
             self.stats["gold exceptions"] += 1
-            gold_text = gold
+            return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE))
         extraction = self._read(output, kind)
         text = output
         if (extraction.answer is None and extraction.missing == NO_ANSWER) or (
@@ -445,7 +465,7 @@ class Verifier:
             gold_text = gold_answer(gold, kind)
         except Exception:
             self.stats["gold exceptions"] += 1
-            gold_text = gold
+            return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE, answer))
         if not answer or not answer.strip():
             return self._count(Verdict(WRONG, EMPTY_ANSWER, answer))
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:

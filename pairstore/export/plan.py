@@ -129,7 +129,7 @@ def _plan_into(store: Store, recipe: DpoRecipe, table: str) -> list[BlockPlan]:
                     f"SELECT prow, pair_id, kind FROM {rows} ORDER BY pair_id", params=[blk.source]
                 ).to_arrow_table()
                 plan.matched = tbl.num_rows
-                ids = tbl.column("pair_id").to_pylist()
+                ids = tbl.column("pair_id")
                 keep = np.arange(len(ids))
                 if blk.limit is not None and len(ids) > blk.limit:
                     keep = np.sort(seeded_order(seed, ids, "limit")[: blk.limit])
@@ -139,7 +139,7 @@ def _plan_into(store: Store, recipe: DpoRecipe, table: str) -> list[BlockPlan]:
                 copies = np.full(tbl.num_rows, whole, dtype=np.int32)
                 if frac:
                     extra = int(np.floor(frac * tbl.num_rows + 0.5))
-                    part = seeded_order(seed, tbl.column("pair_id").to_pylist(), "copy")[:extra]
+                    part = seeded_order(seed, tbl.column("pair_id"), "copy")[:extra]
                     copies[part] += 1
                 sel = pa.table(
                     {

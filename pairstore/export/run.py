@@ -157,7 +157,7 @@ def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
         "SELECT coalesce(sum((coalesce(list_sum(list_transform(p.prompt, "
         "lambda m: strlen(m.role) + strlen(m.content) + 32)), 0) + strlen(p.chosen) "
         f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) "
-        f"FROM {plan_table} m JOIN pairs p USING (pair_id)"
+        f"FROM {plan_table} m JOIN pairs p ON p.rowid = m.prow"
     ).fetchall()[0][0]
     return int(raw) + (1 << 20)
 

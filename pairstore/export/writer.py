@@ -178,6 +178,55 @@ def _as_messages(texts: pa.Array, role: str) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), msgs)
 
 
+def _file_rows(
+    tbl: pa.Table, prows: np.ndarray, copies: np.ndarray, kind: str, schema: pa.Schema, answer_col: str
+) -> tuple[pa.Table, bytes, Counter]:
+    """One fetched chunk as (its rows of the file, copies adjacent; the lines content_hash_rows hashes for
+    them; rows by (source, family)). `prows` (ascending) and `copies` are the chunk's plan entries."""
+    got = tbl.column("prow").to_numpy()
+    if not np.array_equal(got, prows):  # DuckDB's scan usually keeps rowid order: then nothing is moved
+        order = np.argsort(got, kind="stable")
+        if not np.array_equal(got[order], prows):
+            raise PairstoreError(
+                f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed while exporting"
+            )
+        tbl = tbl.take(pa.array(order))
+    digests = _json_digests(tbl.column("_json").combine_chunks())
+    odd = tbl.column("_odd").to_numpy(zero_copy_only=False)
+    if odd.any():
+        sub = tbl.filter(pa.array(odd)).select(["_prompt", "chosen", "rejected"]).to_pylist()
+        for i, r in zip(np.flatnonzero(odd), sub):
+            digests[i] = row_digest(r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None)
+    # the bytes content_hash_rows([d] for d in digests) hashes: a one-string JSON list per line
+    hash_lines = "".join(f'["{d}"]\n' * c for d, c in zip(digests, copies.tolist())).encode()
+    grouped = (
+        pa.table({"source": tbl.column("source"), "family": tbl.column("family"), "copies": pa.array(copies)})
+        .group_by(["source", "family"])
+        .aggregate([("copies", "sum")])
+    )
+    counts: Counter = Counter()
+    for s, f, n in zip(*(grouped.column(c).to_pylist() for c in ("source", "family", "copies_sum"))):
+        counts[(s, f)] += n
+    columns = {
+        "prompt": tbl.column("_prompt"),
+        answer_col: _as_messages(tbl.column("chosen").combine_chunks(), "assistant"),
+    }
+    if kind == "dpo":
+        columns["rejected"] = _as_messages(tbl.column("rejected").combine_chunks(), "assistant")
+    tbl = pa.table(
+        {
+            **columns,
+            "pair_id": tbl.column("pair_id"),
+            "source": tbl.column("source"),
+            "family": tbl.column("family"),
+        }
+    )
+    if (copies != 1).any():
+        # copies adjacent: the compressor sees a repeat, not new data, so upsampling is nearly free
+        tbl = tbl.take(pa.array(np.repeat(np.arange(tbl.num_rows), copies)))
+    return tbl.cast(schema), hash_lines, counts
+
+
 def write_mixture_file(
     store: Store, path: Path, mixture: MixturePlan, kind: str, system_prompt: str | None
 ) -> tuple[int, str, Counter]:
@@ -213,9 +262,6 @@ def write_mixture_file(
         WHERE p.rowid BETWEEN $lo AND $hi
           AND p.rowid IN (SELECT prow FROM {mixture.table} WHERE kind = $kind AND block = $block \
 AND prow BETWEEN $lo AND $hi)"""
-    h = hashlib.sha256()
-    counts: Counter = Counter()
-    rows = 0
     jobs = [
         (block, *piece)
         for block in range(len(mixture.blocks))
@@ -223,69 +269,36 @@ AND prow BETWEEN $lo AND $hi)"""
     ]
 
     def fetch():
-        # Only this thread touches the connection while the loop below digests and writes (both release
-        # the GIL for their heavy parts), so DuckDB fetches the next chunk meanwhile.
+        # Only this thread touches the connection while the stages below run (Arrow, xxhash and the
+        # parquet writer release the GIL for their heavy parts), so DuckDB fetches the next chunk meanwhile.
         for block, lo, hi, prows, copies in jobs:
             params = {"kind": kind, "block": block, "lo": lo, "hi": hi}
             if system_prompt is not None:
                 params["sys"] = system_prompt
             yield con.sql(sql, params=params).to_arrow_table(), prows, copies
 
+    def prepared():
+        """(file rows, the content-hash lines, rows by (source, family)) of each fetched chunk, made in a
+        thread of its own while the writer compresses the chunk before."""
+        chunks = prefetch(fetch(), depth=1, name="pairstore-export-fetch")
+        try:
+            for tbl, prows, copies in chunks:
+                yield _file_rows(tbl, prows, copies, kind, schema, answer_col)
+        finally:
+            chunks.close()  # stops and joins the fetch thread before anything else uses the connection
+
+    h = hashlib.sha256()
+    counts: Counter = Counter()
+    rows = 0
     writer = _RowGroupWriter(path, schema)
-    chunks = prefetch(fetch(), depth=1, name="pairstore-export-fetch")
+    pieces = prefetch(prepared(), depth=1, name="pairstore-export-prepare")
     try:
-        for tbl, prows, copies in chunks:
-            got = tbl.column("prow").to_numpy()
-            order = np.argsort(got, kind="stable")
-            if not np.array_equal(got[order], prows):
-                raise PairstoreError(
-                    f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed while exporting"
-                )
-            tbl = tbl.take(pa.array(order))
-            digests = _json_digests(tbl.column("_json").combine_chunks())
-            odd = tbl.column("_odd").to_numpy(zero_copy_only=False)
-            if odd.any():
-                sub = tbl.filter(pa.array(odd)).select(["_prompt", "chosen", "rejected"]).to_pylist()
-                for i, r in zip(np.flatnonzero(odd), sub):
-                    digests[i] = row_digest(
-                        r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None
-                    )
-            # the bytes content_hash_rows([d] for d in digests) hashes: a one-string JSON list per line
-            h.update("".join(f'["{d}"]\n' * c for d, c in zip(digests, copies.tolist())).encode())
-            grouped = (
-                pa.table(
-                    {
-                        "source": tbl.column("source"),
-                        "family": tbl.column("family"),
-                        "copies": pa.array(copies),
-                    }
-                )
-                .group_by(["source", "family"])
-                .aggregate([("copies", "sum")])
-            )
-            for s, f, n in zip(*(grouped.column(c).to_pylist() for c in ("source", "family", "copies_sum"))):
-                counts[(s, f)] += n
-            columns = {
-                "prompt": tbl.column("_prompt"),
-                answer_col: _as_messages(tbl.column("chosen").combine_chunks(), "assistant"),
-            }
-            if kind == "dpo":
-                columns["rejected"] = _as_messages(tbl.column("rejected").combine_chunks(), "assistant")
-            tbl = pa.table(
-                {
-                    **columns,
-                    "pair_id": tbl.column("pair_id"),
-                    "source": tbl.column("source"),
-                    "family": tbl.column("family"),
-                }
-            )
-            if (copies != 1).any():
-                # copies adjacent: the compressor sees a repeat, not new data, so upsampling is nearly free
-                tbl = tbl.take(pa.array(np.repeat(np.arange(tbl.num_rows), copies)))
-            out = tbl.cast(schema)
+        for out, hash_lines, piece_counts in pieces:
+            h.update(hash_lines)
+            counts.update(piece_counts)
             writer.write(out)
             rows += out.num_rows
     finally:
-        chunks.close()  # stops and joins the fetch thread before anything else uses the connection
+        pieces.close()  # stops and joins both threads (the fetch one first) before the connection is used
         writer.close()
     return rows, h.hexdigest(), counts

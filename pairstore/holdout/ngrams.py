@@ -44,7 +44,7 @@ import os
 import string
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -185,12 +185,23 @@ def window_hashes(
         return doc[:starts][ok], sums[ok]
 
 
+def _utf8_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(UTF-8 bytes as uint8, int64 offsets from 0) of a large_string array without nulls."""
+    n = len(arr)
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + n + 1]
+    start, end = (int(offsets[0]), int(offsets[-1])) if n else (0, 0)
+    data = np.frombuffer(bufs[2], dtype=np.uint8)[start:end] if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offsets - start
+
+
 @dataclass
 class Vocabulary:
     """A benchmark's distinct normalized words and their hashes (sorted for index_in)."""
 
     words: pa.Array
     hashes: np.ndarray
+    _table: tuple | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of_texts(cls, texts) -> Vocabulary:
@@ -198,8 +209,50 @@ class Vocabulary:
         uniq = pc.unique(flat) if len(flat) else pa.array([], type=pa.large_string())
         return cls(uniq, word_hashes(uniq))
 
-    def ngrams(self, texts, n: int = DEFAULT_N, *, doc_base: int = 0) -> tuple[np.ndarray, np.ndarray]:
-        """(doc index + doc_base, hash) of the n-grams of `texts` made only of vocabulary words."""
+    def kernel_table(self) -> tuple:
+        """(word bytes, word offsets, packed first bytes, slots, token hashes) for the kernel (made once)."""
+        if self._table is None:
+            from pairstore.holdout.kernels import vocabulary_table
+
+            words_arr = self.words.cast(pa.large_string())
+            if isinstance(words_arr, pa.ChunkedArray):
+                words_arr = words_arr.combine_chunks()
+            vdata, voff = _utf8_buffers(words_arr)
+            vdata, voff = np.ascontiguousarray(vdata), np.ascontiguousarray(voff)
+            packed, slots = vocabulary_table(vdata, voff)
+            self._table = (vdata, voff, packed, slots, np.ascontiguousarray(self.hashes, dtype=np.uint64))
+        return self._table
+
+    def ngrams(
+        self, texts, n: int = DEFAULT_N, *, doc_base: int = 0, lookup=None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(doc index + doc_base, hash) of the n-grams of `texts` made only of vocabulary words (and, given
+        `lookup`, a pairstore.holdout.scan.GramLookup, only those among its hashes).
+
+        The words are those of words(texts) and the hashes those of window_hashes over them
+        (tests/test_kernels.py compares the two paths); pairstore.holdout.kernels reads them in one
+        compiled pass over the normalized bytes."""
+        if len(self.words) == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.uint64)
+        from pairstore.holdout.kernels import vocabulary_ngrams
+
+        normalized = normalize_texts(texts)
+        data, offsets = _utf8_buffers(normalized)
+        docs, hashes = vocabulary_ngrams(
+            np.ascontiguousarray(data),
+            np.ascontiguousarray(offsets),
+            self.kernel_table(),
+            n,
+            np.ascontiguousarray(_powers(Q, n, "q")),
+            lookup,
+        )
+        return docs + doc_base, hashes
+
+    def ngrams_by_words(
+        self, texts, n: int = DEFAULT_N, *, doc_base: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """ngrams() the vectorized way (the word list, index_in, prefix sums): the reference the compiled
+        pass is tested against."""
         flat, doc = words(texts)
         if len(flat) < n or len(self.words) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)
@@ -227,7 +280,9 @@ def iter_text_chunks(texts: pa.Array, max_bytes: int | None = None):
         start = stop
 
 
-def text_ngram_table(vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: int | None = None) -> pa.Table:
+def text_ngram_table(
+    vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: int | None = None, lookup=None
+) -> pa.Table:
     """pa.Table(doc int64, ngram uint64): the candidate n-grams of each text (position in `texts`).
 
     Chunks of about 4 MB run on a thread pool of `threads` workers (default: the CPU count, at most
@@ -241,10 +296,10 @@ def text_ngram_table(vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: i
     pieces = list(iter_text_chunks(arr))
     workers = max(1, min(threads, len(pieces)))
     if workers == 1:
-        parts = [vocab.ngrams(piece, n, doc_base=first) for first, piece in pieces]
+        parts = [vocab.ngrams(piece, n, doc_base=first, lookup=lookup) for first, piece in pieces]
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            parts = list(pool.map(lambda fp: vocab.ngrams(fp[1], n, doc_base=fp[0]), pieces))
+            parts = list(pool.map(lambda fp: vocab.ngrams(fp[1], n, doc_base=fp[0], lookup=lookup), pieces))
     # Chunked columns: no copy to concatenate; DuckDB and Arrow read chunked tables as they are.
     return pa.table(
         {

@@ -37,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from pairstore.holdout.ngrams import Vocabulary, text_ngram_table
+from pairstore.holdout.ngrams import Vocabulary, _utf8_buffers, text_ngram_table
 from pairstore.holdout.normalize import NEEDS_WORD_TEXT_PATTERN, word_text
 
 if TYPE_CHECKING:
@@ -54,6 +54,14 @@ _DELETE_FLAGS = bytes(1 if b in _LOOSE_DELETE else 0 for b in range(256))
 _FOLD_FLAGS = bytes(
     1 if b >= 0x80 or b in (*range(0, 9), *range(0x0E, 0x1C), 0x7F) else 0 for b in range(256)
 )
+_FOLD_TABLE = np.frombuffer(_FOLD_FLAGS, dtype=np.uint8).astype(bool)
+_DELETE_TABLE = np.frombuffer(_DELETE_FLAGS, dtype=np.uint8).astype(bool)
+# Every alternative of NEEDS_WORD_TEXT_PATTERN holds one of these bytes (an entity's "&", an escape's
+# backslash, "_x", markup's "<" or "[", a role marker's ":"; tests/test_kernels.py checks it on the pattern
+# itself), so a text without any cannot match and RE2 reads only the texts that hold one.
+NEEDS_WORD_TEXT_TRIGGERS = b"&\\_<[:"
+_TRIGGER_TABLE = np.zeros(256, dtype=bool)
+_TRIGGER_TABLE[list(NEEDS_WORD_TEXT_TRIGGERS)] = True
 
 
 def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
@@ -82,18 +90,28 @@ def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
     return counts
 
 
+def _large_strings(arr) -> pa.Array:
+    """A string array as one large_string array, nulls read as empty."""
+    arr = pc.fill_null(arr.cast(pa.large_string()), "")
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
+    return arr
+
+
 def needs_fold_mask(arr: pa.Array) -> np.ndarray:
     """Per row: the text needs pairstore.holdout.normalize.word_text first (a non-ASCII or control byte, an
-    escape or markup: normalize.needs_fold, the pattern run by RE2 over the whole array)."""
-    data, offsets = _buffers(arr)
-    mask = _rows_of(data.translate(_FOLD_FLAGS), offsets) > 0
-    if len(arr):
-        arr = pc.fill_null(arr.cast(pa.large_string()), "")
-        if isinstance(arr, pa.ChunkedArray):
-            arr = arr.combine_chunks()
-        found = pc.match_substring_regex(arr, NEEDS_WORD_TEXT_PATTERN, ignore_case=True)
-        mask |= found.to_numpy(zero_copy_only=False)
-    return mask
+    escape or markup: normalize.needs_fold; the pattern is run by RE2 on the texts that hold one of its
+    trigger bytes)."""
+    from pairstore.holdout.kernels import rows_with_bytes
+
+    arr = _large_strings(arr)
+    data, offsets = _utf8_buffers(arr)
+    flagged, triggered = rows_with_bytes(data, np.ascontiguousarray(offsets), _FOLD_TABLE, _TRIGGER_TABLE)
+    ask = np.flatnonzero(triggered & ~flagged)
+    if len(ask):
+        found = pc.match_substring_regex(arr.take(pa.array(ask)), NEEDS_WORD_TEXT_PATTERN, ignore_case=True)
+        flagged[ask] = found.to_numpy(zero_copy_only=False)
+    return flagged
 
 
 def loose_hashes(arr: pa.Array, lengths: np.ndarray | None = None) -> np.ndarray:
@@ -101,17 +119,23 @@ def loose_hashes(arr: pa.Array, lengths: np.ndarray | None = None) -> np.ndarray
 
     Given `lengths` (sorted byte lengths of that loose form), only texts of one of those lengths are
     hashed (a text of another length cannot equal a needle); the others read 0."""
-    data, offsets = _buffers(arr)
-    squeezed = data.translate(_LOWER, _LOOSE_DELETE)
-    kept = np.diff(offsets) - _rows_of(data.translate(_DELETE_FLAGS), offsets)
+    if lengths is not None:
+        from pairstore.holdout.kernels import rows_kept_bytes
+
+        arr = _large_strings(arr)
+        data, offsets = _utf8_buffers(arr)
+        kept = rows_kept_bytes(data, np.ascontiguousarray(offsets), _DELETE_TABLE)
+        out = np.zeros(len(kept), dtype=np.uint64)
+        for i in np.flatnonzero(np.isin(kept, lengths)).tolist():
+            text = data[int(offsets[i]) : int(offsets[i + 1])].tobytes()
+            out[i] = xxhash.xxh3_64_intdigest(text.translate(_LOWER, _LOOSE_DELETE))
+        return out
+    data_bytes, offsets = _buffers(arr)
+    squeezed = data_bytes.translate(_LOWER, _LOOSE_DELETE)
+    kept = np.diff(offsets) - _rows_of(data_bytes.translate(_DELETE_FLAGS), offsets)
     new = np.zeros(len(offsets), dtype=np.int64)
     np.cumsum(kept, out=new[1:])
     view = memoryview(squeezed)
-    if lengths is not None:
-        out = np.zeros(len(kept), dtype=np.uint64)
-        for i in np.flatnonzero(np.isin(kept, lengths)).tolist():
-            out[i] = xxhash.xxh3_64_intdigest(view[int(new[i]) : int(new[i + 1])])
-        return out
     starts: list[int] = new.tolist()
     return np.fromiter(
         (xxhash.xxh3_64_intdigest(view[starts[i] : starts[i + 1]]) for i in range(len(starts) - 1)),
@@ -132,14 +156,15 @@ def loose_hash(text: str) -> int:
 
 def folded(arr: pa.Array) -> pa.Array:
     """The texts (as large strings), with every one that needs it replaced by its word_text."""
-    arr = pc.fill_null(arr.cast(pa.large_string()), "")
+    arr = _large_strings(arr)
     mask = needs_fold_mask(arr)
     if not mask.any():
         return arr
-    texts = arr.to_pylist()
-    for i in np.flatnonzero(mask).tolist():
-        texts[i] = word_text(texts[i])
-    return pa.array(texts, pa.large_string())
+    # only the texts that need it go to Python and back
+    texts = arr.filter(pa.array(mask)).to_pylist()
+    return pc.replace_with_mask(
+        arr, pa.array(mask), pa.array([word_text(t) for t in texts], pa.large_string())
+    )
 
 
 @dataclass
@@ -173,7 +198,8 @@ class GramLookup:
     with one memory read, and only the few that pass are looked up in the sorted array."""
 
     def __init__(self, sorted_hashes: np.ndarray):
-        self.sorted = sorted_hashes
+        self.sorted = np.ascontiguousarray(sorted_hashes, dtype=np.uint64)
+        self._kernel_bits: tuple[np.ndarray, np.uint64] | None = None
         size = 1 << max(16, min(24, (64 * max(len(sorted_hashes), 1)).bit_length()))
         self.mask = np.uint64(size - 1)
         self.table = np.zeros(size, dtype=bool)
@@ -181,6 +207,14 @@ class GramLookup:
 
     def __len__(self) -> int:
         return len(self.sorted)
+
+    def kernel_bits(self) -> tuple[np.ndarray, np.uint64]:
+        """The packed bit table pairstore.holdout.kernels filters with (made once)."""
+        if self._kernel_bits is None:
+            from pairstore.holdout.kernels import gram_bits
+
+            self._kernel_bits = gram_bits(self.sorted)
+        return self._kernel_bits
 
     def contains(self, grams: np.ndarray) -> np.ndarray:
         """A boolean mask: which of `grams` (uint64) are in the array."""
@@ -199,19 +233,14 @@ def _grams(
 ) -> pa.Table | None:
     """(row_index, ngram) of the n-grams of `hay` made only of the vocabulary's words and, given `wanted`
     (sorted), among those (on a few threads: Arrow and numpy release the GIL, ngrams.text_ngram_table)."""
-    table = text_ngram_table(vocab, hay, n)
+    if wanted is not None and not len(wanted):
+        return None
+    # Only what some needle holds can count (`lookup`); random windows of common words would fill memory.
+    table = text_ngram_table(vocab, hay, n, lookup=wanted)
     if not table.num_rows:
         return None
     docs = table["doc"].to_numpy()
     grams = table["ngram"].to_numpy()
-    if wanted is not None:
-        # Only what some needle holds can count; random windows of common words would fill memory.
-        if not len(wanted):
-            return None
-        keep = wanted.contains(grams)
-        docs, grams = docs[keep], grams[keep]
-        if not len(docs):
-            return None
     return pa.table(
         {"row_index": pa.array(row_index[docs], pa.int64()), "ngram": pa.array(grams, pa.uint64())}
     )

@@ -1,0 +1,132 @@
+"""Whether math-verify read a span as mathematics: the condition for its "unequal" to be a verdict.
+
+    from math_verify import parse
+    unread_reason(parse("$\\\\beginpmatrix1/5\\\\\\\\-18/5\\\\endpmatrix$"), "\\\\beginpmatrix1/5...")
+    # -> "no mathematical object": math-verify kept only the raw string
+    unread_reason(parse("$\\\\begin{pmatrix} 1/5 \\\\\\\\ -18/5 \\\\end{pmatrix}$"), "...")   # -> None: read
+
+What math-verify's `parse` reports (math_verify/parser.py): a list holding the parsed object (a sympy
+expression, relation, set, interval or matrix) followed by the extracted string it came from; where
+its LaTeX and expression parsers both fail on every match, only that string is left (the
+"first_match" fallback), and an empty list where nothing matched at all. Its `verify` then compares
+every element with every other, the raw strings included: two spans it could not read compare as two
+different strings, "unequal". So an "unequal" says something only where both sides hold a parsed
+object, and where that object is the whole span and not what was left of it.
+
+A reading is refused (the reason is returned) when:
+  - the parse holds no mathematical object (nothing matched, or the raw string alone);
+  - the span has signs that any reading of it is a guess: braces or brackets that do not balance
+    ("\\\\frac{1}{2", "1/2)" read as 1), an environment name glued to its contents
+    ("\\\\beginpmatrix1\\\\\\\\2\\\\endpmatrix", a file that lost its braces), a fraction glued to
+    three or more digits or a root to two ("\\\\frac125" is 1/25, 12/5 or 5/2 depending on where the
+    braces were, "\\\\sqrt25" 5 or 5 sqrt(2); "\\\\frac12", "\\\\fracab" and "\\\\frac34i" are plain TeX
+    and read), or a word read as a product of one-letter
+    symbols ("the answer is red" as E*E*a*d*...);
+  - the parse dropped most of the span: the string math-verify extracted keeps under half of the
+    span's characters ("12 apples" read as 12: the unit is a part of the answer it did not read);
+  - the two sides are objects of different kinds (a matrix against a number): "unequal" there is a
+    statement about the forms, not about the values.
+"""
+
+from __future__ import annotations
+
+import re
+
+NO_OBJECT = "no mathematical object"
+UNBALANCED = "unbalanced brackets"
+GLUED_ENVIRONMENT = "environment name glued to its contents"
+GLUED_ARGUMENTS = "fraction or root glued to its arguments"
+WORD_AS_PRODUCT = "a word read as a product of symbols"
+PARTIAL = "parse dropped most of the span"
+KINDS_DIFFER = "objects of different kinds"
+
+_GLUED_ENV_RE = re.compile(r"\\(?:begin|end)(?![a-zA-Z]*\s*\{)(?=[a-zA-Z])")
+_GLUED_ARGS_RE = re.compile(r"\\(?:[dt]?frac|binom)(?=\d{3})")
+_GLUED_ROOT_RE = re.compile(r"\\sqrt(?=\d{2})")
+_TEXT_COMMAND_RE = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
+_COMMAND_RE = re.compile(r"\\[a-zA-Z]+")
+_WORD_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
+# what carries no content of its own: spacing, sizing, math delimiters
+_NOISE_RE = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg|displaystyle|[,;:! ]|q?quad)|[\s$]")
+MIN_KEPT_SHARE = 0.5
+
+
+def _unescaped(span: str, ch: str) -> int:
+    return len(re.findall(r"(?<!\\)" + re.escape(ch), span))
+
+
+def span_signs(span: str) -> str | None:
+    """The reason no parse of this span can be trusted, from the span alone; None when there is none."""
+    if _unescaped(span, "{") != _unescaped(span, "}"):
+        return UNBALANCED
+    if span.count("\\{") != span.count("\\}"):
+        return UNBALANCED
+    # an interval may pair "(" with "]": only the totals have to agree
+    if span.count("(") + span.count("[") != span.count(")") + span.count("]"):
+        return UNBALANCED
+    return glued_signs(span)
+
+
+def glued_signs(span: str) -> str | None:
+    """An environment name glued to its contents, a fraction glued to three or more digits or a root
+    to two: a span whose braces were lost, which no reader can take at its word (TeX reads
+    "\\frac125" as 5/2, math-verify as 1/25, the author may have meant 12/5). The fast path asks this
+    of both sides before it compares."""
+    if _GLUED_ENV_RE.search(span):
+        return GLUED_ENVIRONMENT
+    if _GLUED_ARGS_RE.search(span) or _GLUED_ROOT_RE.search(span):
+        return GLUED_ARGUMENTS
+    return None
+
+
+# names plain-text math writes as words ("sqrt(2)/2", "3*log(x)"): read as functions, not as letters
+_FUNCTION_WORDS = frozenset(
+    "sin cos tan cot sec csc arcsin arccos arctan sinh cosh tanh log exp sqrt abs max min mod gcd lcm "
+    "det sgn floor ceil inf infty oo".split()
+)
+
+
+def _has_symbols(obj) -> bool:
+    return bool(getattr(obj, "free_symbols", None))
+
+
+def _has_bare_word(span: str) -> bool:
+    """A run of three or more letters that is neither a LaTeX command, nor inside \\text{...}, nor a
+    function name: math-verify has no words, so its letters became symbols ("doce" is E*c*do)."""
+    plain = _COMMAND_RE.sub(" ", _TEXT_COMMAND_RE.sub(" ", span))
+    return any(w.lower() not in _FUNCTION_WORDS for w in _WORD_RE.findall(plain))
+
+
+def kind_of(obj) -> str | None:
+    """ "matrix", "value" (any other sympy object: number, expression, relation, set, interval,
+    tuple), or None for what is not a mathematical object (a raw string)."""
+    if isinstance(obj, str) or obj is None:
+        return None
+    try:
+        from sympy.matrices import MatrixBase
+    except ImportError:  # pragma: no cover - math-verify depends on sympy
+        return None
+    return "matrix" if isinstance(obj, MatrixBase) else "value"
+
+
+def unread_reason(parsed, span: str) -> str | None:
+    """Why math-verify's parse of `span` is not a reading of it (module docstring), or None when it is.
+    `parsed` is what math_verify.parse returned for the span (or for an output whose answer it is)."""
+    if not parsed or kind_of(parsed[0]) is None:
+        return NO_OBJECT
+    extracted = parsed[-1] if isinstance(parsed[-1], str) else str(parsed[0])
+    reason = span_signs(span) or span_signs(extracted)
+    if reason:
+        return reason
+    if _has_bare_word(extracted) and _has_symbols(parsed[0]):
+        return WORD_AS_PRODUCT
+    whole = len(_NOISE_RE.sub("", span))
+    kept = len(_NOISE_RE.sub("", extracted))
+    if whole and kept < MIN_KEPT_SHARE * whole:
+        return PARTIAL
+    return None
+
+
+def comparable(parsed_a, parsed_b) -> bool:
+    """Both parses hold objects of the same kind (both matrices, or both values)."""
+    return kind_of(parsed_a[0]) == kind_of(parsed_b[0]) is not None
