@@ -33,11 +33,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Both run on every core (pytest-xdist, one worker per core); --dist loadgroup keeps the tests of a costly
+# shared fixture (the demo, a training run: tests/conftest.py's SHARED_BUILDS) on one worker, which builds
+# it once. --durations names the slowest tests in every CI log.
+PYTEST_PARALLEL := -n auto --dist loadgroup
+
 test: lint typecheck
-	$(OFFLINE) $(BIN)/python -m pytest
+	$(OFFLINE) $(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15
 
 test-fast: $(STAMP)
-	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" -n auto
+	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_PARALLEL)
 
 clean:
 	rm -rf $(VENV) demo-run

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import atexit
 import json
+import os
 import shutil
+import tempfile
 
 import pytest
 from click.testing import CliRunner
@@ -12,13 +15,50 @@ from pairstore.cli import cli
 from pairstore.store.store import open_store
 from pairstore.tables.pairs import Origin, Pair, add_pairs
 
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+# Under pytest-xdist (`make test`, `make test-fast`) every worker is a process with its own BLAS and OpenMP
+# pools, each sized to every core by default: two workers on two cores would run four compute threads that
+# preempt each other mid-operation. A worker gets its share of the cores instead, set before anything
+# imports torch or numpy, and the test subprocesses it starts inherit it. A variable already set wins.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    _threads = str(max(1, _cores() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, _threads)
+
+# The `datasets` library's cache is a per-process temporary folder: no test reads what another session (or
+# the user's own work in $HOME) left there, and none leaves anything behind. Set before `datasets` is
+# imported, which reads it once.
+os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="pairstore-tests-datasets-")
+atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
+
 # Fixtures of the slow tier: the demo (the whole chain, training included, minutes) and the tiny random
 # Llama (a model: what needs one loads, samples or trains it). Every test that uses one, directly or
 # through another fixture, is slow, and its limit covers building the fixture (the first test to ask for a
 # session fixture pays for it).
 SLOW_FIXTURES = {"demo_run": 900, "tiny": 300}
 
+# Fixtures that take seconds to minutes to build and that several tests share (session- or module-scoped).
+# Under `pytest -n N --dist loadgroup` the tests of each one go to one worker, which builds it once; spread
+# over two workers, the demo alone would run twice. The module name is part of the group where the fixture
+# is module-scoped (two modules' `workspace` fixtures are two builds anyway).
+SHARED_BUILDS = {
+    "demo_run": "session",  # the whole demo, minutes
+    "trained": "session",  # tests/test_train.py: a DPO+NLL run
+    "merged_and_souped": "module",  # tests/test_bundle_compat.py: a merge and a soup of the tiny model
+    "small_bundle": "module",  # tests/test_tiny_chat.py: a short tiny-chat training run
+    "workspace": "module",  # tests/command_table.py's workspace: every input of every command
+    "stores": "module",  # tests/test_store_faults.py: damaged and foreign stores
+    "browser": "module",  # tests/test_serve_browser.py: one headless Chromium
+}
 
+
+# tryfirst: pytest-xdist reads the xdist_group marks in its own pytest_collection_modifyitems, which would
+# otherwise run before this one.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         limits = [s for name, s in SLOW_FIXTURES.items() if name in item.fixturenames]
@@ -26,6 +66,34 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(max(limits)))
+        shared = [name for name in SHARED_BUILDS if name in item.fixturenames]
+        if shared and item.get_closest_marker("xdist_group") is None:
+            # One group per test: the first shared build it uses (the demo, where it uses the demo).
+            name = shared[0]
+            where = "" if SHARED_BUILDS[name] == "session" else f"{item.module.__name__}::"
+            item.add_marker(pytest.mark.xdist_group(f"{where}{name}"))
+    if getattr(config.option, "loadgroup", False):
+        _name_groups_in_node_ids(items)
+
+
+def _name_groups_in_node_ids(items) -> None:
+    """What pytest-xdist's worker does for --dist loadgroup, for pytest versions where it has no effect.
+
+    The scheduler sees only node ids: xdist 3.8 appends "@GROUP" to a grouped test's id by assigning
+    `item._nodeid`, but pytest 9.2 keeps the id in `item._id` (a NodeId), so that assignment is ignored and
+    every group is spread over the workers (the demo ran once per worker). Here the id is set where pytest
+    now keeps it; under a pytest without `_id` xdist's own renaming works and this does nothing."""
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        marks = item.iter_markers("xdist_group")
+        groups = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default")) for m in marks})
+        if (
+            groups
+            and "@" not in item.nodeid.rpartition("]")[2]
+            and isinstance(getattr(item, "_id", None), NodeId)
+        ):
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.fixture(autouse=True)

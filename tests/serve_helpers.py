@@ -24,12 +24,6 @@ TINY_BUNDLE = ROOT / "pairstore" / "sample_data" / "so7a"
 SAMPLE_BATTLES = ROOT / "pairstore" / "sample_data" / "battles.jsonl"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def openai_server(chat, *, served_name: str = "tiny"):
     """POST /v1/chat/completions and GET /v1/models over `chat` (complete(messages) -> text); yields
@@ -85,9 +79,13 @@ def running(app, *, host: str = "127.0.0.1"):
     """The ASGI app under uvicorn on a free loopback port; yields its base URL."""
     import uvicorn
 
-    port = free_port()
+    # The socket is bound here and handed to uvicorn: a port probed free and bound later could be taken in
+    # between by another test process (pytest-xdist workers run these side by side).
+    sock = socket.socket()
+    sock.bind((host, 0))
+    port = sock.getsockname()[1]
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
     while not server.started:
@@ -99,6 +97,7 @@ def running(app, *, host: str = "127.0.0.1"):
     finally:
         server.should_exit = True
         thread.join(10)
+        sock.close()
 
 
 class Client:
