@@ -55,7 +55,7 @@ MATH_LLM_FILES = [
         "Mixtral-8x7B-Instruct-v0.1",
         "Mistral",
         "MultiArith",
-        25,
+        30,
     ),
 ]
 
@@ -63,7 +63,7 @@ ALGOVERSE = "StanchPillow55/Algoverse-Self-Correction-Classification"
 # a self-correction study's full-scale GSM8K runs: the first turn's whole response to "Show your
 # complete reasoning and work ... then state your final answer." (path, model, family, rows)
 ALGOVERSE_FILES = [
-    ("runs/fullscale_gpt-4o-mini_gsm8k_20250916T023606Z/traces.jsonl", "gpt-4o-mini", "GPT", 60),
+    ("runs/fullscale_gpt-4o-mini_gsm8k_20250916T023606Z/traces.jsonl", "gpt-4o-mini", "GPT", 70),
     (
         "runs/fullscale_claude-haiku_gsm8k_20250916T065436Z/traces.jsonl",
         "claude-3-haiku-20240307",
