@@ -148,6 +148,24 @@ disagree 1 ("4 hours to dig 30 small holes and 15 large holes" read by math-veri
 four model families (GPT, Qwen, Llama, DeepSeek) where the issue asks six for a new held-out
 corpus: it is extra evidence, not a substitute for the third corpus.""",
     ),
+    (
+        "verify_heldout5/heldout.jsonl",
+        """The fifth held-out corpus (340 rows, six model families, labelled on branch s4-22data5 before
+any verifier ran on them) was measured once (`bench/bench_verify.py --show 12`, median of 3 runs,
+load average 1.30 at the start on 2 cores, under `flock /work/bench.lock`), after the verifier's
+code was final (the fixes for the fourth corpus committed) and before any change for it. Goals on
+it: wrong definite verdicts 66/340 (19.41%, goal <= 1%) NOT met; right answers called wrong 65/340
+(19.12%, goal <= 0.5%) NOT met; wrong answers called right 1; coverage 307/340 (90.3%, goal >=
+90%) met; 12.4x math-verify's throughput (goal >= 5x) met; math-verify alone 88 wrong (25.88%).
+The misses are few classes, most from one source (Score-LLMs-in-Mathematics, whose prompt asks
+for the answer and a confidence level): a confidence level boxed after the boxed answer, or
+stated in prose, read as the answer (`\\boxed{5432}` then `\\boxed{99\\%}`; "I would rate my
+confidence at 100%"), 44 rows; a gold written in words (`all 1`, `just B`) compared unequal with
+the matrix or value it names, 9; and single rows (`\\sec^2 x` against `(sec x)^2`, an equation, a
+unit, an interval, a complex number). Unknowns 33: no answer found 25, verifiers disagree 3,
+verifiers cannot read the answer 2, weak form unconfirmed 2, comparison undecided 1. Its rows
+entered `verify_expected.jsonl` as measured.""",
+    ),
 )
 
 

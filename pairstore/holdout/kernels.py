@@ -23,7 +23,21 @@ pairstore.holdout.scan.GramLookup), only windows whose hash is among the needles
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit as _numba_njit
+
+
+def njit(**options):
+    """numba.njit with the compiled code cached beside this module (or in the user's cache folder); where
+    neither can be written, each process compiles once instead of failing."""
+
+    def compile_later(fn):
+        try:
+            return _numba_njit(cache=True, **options)(fn)
+        except RuntimeError:  # numba finds no writable place for its cache
+            return _numba_njit(cache=False, **options)(fn)
+
+    return compile_later
+
 
 _M0 = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -47,13 +61,13 @@ def gram_bits(sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.uint64]:
     return words, mask
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, inline="always")
 def _is_space(b: int) -> bool:
     # What Arrow's ascii_split_whitespace splits on: space, \t, \n, \v, \f, \r.
     return b == 32 or (9 <= b <= 13)
 
 
-@njit(nogil=True, cache=True, inline="always")
+@njit(nogil=True, inline="always")
 def _slot_hash(p0, p1, length):
     # the low bits of a product depend only on the low bits of its factors (a word's first bytes): mixed
     # down from the high bits before the table's mask takes the low ones
@@ -63,7 +77,7 @@ def _slot_hash(p0, p1, length):
     return h ^ (h >> np.uint64(29))
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True)
 def _table_of(vdata, voff):
     # A word is known by its first 16 bytes packed into two integers and its length (exact for words of
     # up to 16 bytes; longer ones are compared byte by byte as well).
@@ -98,7 +112,7 @@ def vocabulary_table(vdata: np.ndarray, voff: np.ndarray) -> tuple[np.ndarray, n
     return _table_of(vdata, voff)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True)
 def _ngrams(data, offsets, vdata, voff, packed, slots, tok, n, qpow, bits, bmask, wanted, filtered):
     total = offsets[len(offsets) - 1] - offsets[0]
     # In one text, words are at least one byte and one separator apart; each text adds at most one more
@@ -203,7 +217,7 @@ def vocabulary_ngrams(
     return _ngrams(data, offsets, vdata, voff, packed, slots, tok, n, qpow, bits, bmask, wanted, filtered)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True)
 def _rows_with_bytes(data, offsets, flag_table, trigger_table):
     rows = len(offsets) - 1
     flagged = np.zeros(rows, dtype=np.bool_)
@@ -231,7 +245,7 @@ def rows_with_bytes(
     return _rows_with_bytes(data, offsets, flag_table, trigger_table)
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True)
 def _rows_kept_bytes(data, offsets, delete_table):
     rows = len(offsets) - 1
     kept = np.zeros(rows, dtype=np.int64)
