@@ -30,12 +30,14 @@ versions; stored as UBIGINT in `benchmark_ngrams.ngram`):
 mixing is needed, which saves passes over every window).
 
 Computed without a per-word Python loop: the texts' bytes are normalized with
-numpy lookup tables on the Arrow buffer, split by Arrow, words are mapped to
-the benchmark vocabulary (`pyarrow.compute.index_in`; only the vocabulary's
-distinct words are hashed in Python), and the windowed sum is a prefix sum
-over uint64 (wrap-around arithmetic) times inverse powers of Q. A window
-holding a word the benchmark never uses cannot match and is dropped before
-the join, which runs in DuckDB.
+a lookup table on the Arrow buffer, and one compiled pass
+(pairstore.holdout.kernels.vocabulary_ngrams) splits them into words, maps each
+to the vocabulary (only the vocabulary's distinct words are hashed, with
+xxh3, in Python) and sums the windows (uint64, wrap-around arithmetic). A
+window holding a word the vocabulary lacks cannot match and is never formed;
+the join with the registered n-grams runs in DuckDB. Vocabulary.ngrams_by_words
+is the same reading vectorized with Arrow's split, `index_in` and prefix sums
+times inverse powers of Q: the reference the compiled pass is tested against.
 """
 
 from __future__ import annotations
@@ -286,9 +288,9 @@ def text_ngram_table(
     """pa.Table(doc int64, ngram uint64): the candidate n-grams of each text (position in `texts`).
 
     Chunks of about 4 MB run on a thread pool of `threads` workers (default: the CPU count, at most
-    DEFAULT_THREADS); Arrow's split and lookup and numpy's prefix sums release the GIL. On an idle
-    2-core machine two workers took the 96 MB benchmark corpus from 1.6 s to 1.25 s; on a busy one
-    they cost nothing. The result is in text order whatever the number of workers.
+    DEFAULT_THREADS); the compiled pass releases the GIL. The result is in text order whatever the
+    number of workers. Given `lookup` (a pairstore.holdout.scan.GramLookup), only the windows among
+    its hashes are returned.
     """
     if threads is None:
         threads = min(DEFAULT_THREADS, os.cpu_count() or 1)
