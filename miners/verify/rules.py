@@ -256,18 +256,28 @@ def find_final_line(text: str, low: str, kind: str) -> Iterable[Span]:
         yield _line_span(text, m, "final_line")
 
 
+def _sentence_span(text: str, m: re.Match, rule: str) -> Span | None:
+    """The answer group of `m` to the end of its sentence, or of the next line's where it holds a
+    placeholder ("the answer is:" then the value below); None where it talks about an answer instead
+    of giving one ("the answer is correct")."""
+    ans = _cut_sentence(m.group("ans"))
+    placeholder = _PLACEHOLDER_RE.match(ans) is not None
+    if _NOT_AN_ANSWER_RE.match(ans) and not placeholder:
+        return None
+    end = m.start("ans") + len(ans)
+    if placeholder:
+        ans = _cut_sentence(_next_line(text, m.start("ans")))
+    return Span(m.start(), end, ans, rule)
+
+
 def find_answer_is(text: str, low: str, kind: str) -> Iterable[Span]:
     """ "the answer is X", "answer would be X", "answer (arabic numerals) is\\n\\n8", to the end of the
     sentence: "So the answer is 18 dollars." -> "18 dollars" (prose: reduced to 18). Talk about an
     answer ("the answer is correct") is none."""
     for m in _matches(_ANSWER_IS_RE, text, low, "answer"):
-        ans = _cut_sentence(m.group("ans"))
-        if _NOT_AN_ANSWER_RE.match(ans) and not _PLACEHOLDER_RE.match(ans):
-            continue
-        end = m.start("ans") + len(ans)
-        if _PLACEHOLDER_RE.match(ans):
-            ans = _cut_sentence(_next_line(text, m.start("ans")))
-        yield Span(m.start(), end, ans, "answer_is")
+        span = _sentence_span(text, m, "answer_is")
+        if span is not None:
+            yield span
 
 
 def find_answer_line(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -335,13 +345,9 @@ def find_option_is(text: str, low: str, kind: str) -> Iterable[Span]:
     next line when the line ends there): "So, the correct option is:\\nB)After 12 minutes" ->
     "B)After 12 minutes" (its option letter is the choice)."""
     for m in _OPTION_IS_RE.finditer(text):
-        ans = _cut_sentence(m.group("ans"))
-        if _NOT_AN_ANSWER_RE.match(ans) and not _PLACEHOLDER_RE.match(ans):
-            continue
-        end = m.start("ans") + len(ans)
-        if _PLACEHOLDER_RE.match(ans):
-            ans = _cut_sentence(_next_line(text, m.start("ans")))
-        yield Span(m.start(), end, ans, "option_is")
+        span = _sentence_span(text, m, "option_is")
+        if span is not None:
+            yield span
 
 
 # ------------------------------------------------------------------ markers in other languages

@@ -187,7 +187,7 @@ def window_hashes(
         return doc[:starts][ok], sums[ok]
 
 
-def _utf8_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def utf8_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(UTF-8 bytes as uint8, int64 offsets from 0) of a large_string array without nulls."""
     n = len(arr)
     bufs = arr.buffers()
@@ -219,7 +219,7 @@ class Vocabulary:
             words_arr = self.words.cast(pa.large_string())
             if isinstance(words_arr, pa.ChunkedArray):
                 words_arr = words_arr.combine_chunks()
-            vdata, voff = _utf8_buffers(words_arr)
+            vdata, voff = utf8_buffers(words_arr)
             vdata, voff = np.ascontiguousarray(vdata), np.ascontiguousarray(voff)
             packed, slots = vocabulary_table(vdata, voff)
             self._table = (vdata, voff, packed, slots, np.ascontiguousarray(self.hashes, dtype=np.uint64))
@@ -239,7 +239,7 @@ class Vocabulary:
         from pairstore.holdout.kernels import vocabulary_ngrams
 
         normalized = normalize_texts(texts)
-        data, offsets = _utf8_buffers(normalized)
+        data, offsets = utf8_buffers(normalized)
         docs, hashes = vocabulary_ngrams(
             np.ascontiguousarray(data),
             np.ascontiguousarray(offsets),

@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from pairstore.holdout.ngrams import Vocabulary, _utf8_buffers, text_ngram_table
+from pairstore.holdout.ngrams import Vocabulary, text_ngram_table, utf8_buffers
 from pairstore.holdout.normalize import NEEDS_WORD_TEXT_PATTERN, word_text
 
 if TYPE_CHECKING:
@@ -65,32 +65,6 @@ _TRIGGER_TABLE = np.zeros(256, dtype=bool)
 _TRIGGER_TABLE[list(NEEDS_WORD_TEXT_TRIGGERS)] = True
 
 
-def _buffers(arr: pa.Array) -> tuple[bytes, np.ndarray]:
-    """(text bytes, offsets from 0) of a string array (nulls read as empty)."""
-    arr = pc.fill_null(arr.cast(pa.large_string()), "")
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    start, end = int(offsets[0]), int(offsets[-1])
-    data = bufs[2][start:end].to_pybytes() if bufs[2] is not None and end > start else b""
-    return data, offsets - start
-
-
-def _rows_of(flags: bytes, offsets: np.ndarray) -> np.ndarray:
-    """Per row: how many of its bytes are flagged (flags: one 0/1 byte per text byte)."""
-    counts = np.zeros(len(offsets) - 1, dtype=np.int64)
-    if flags.find(1) < 0:  # nothing flagged: the usual case, one memchr
-        return counts
-    starts = offsets[:-1]
-    nonempty = offsets[1:] > starts
-    if nonempty.any():
-        counts[nonempty] = np.add.reduceat(
-            np.frombuffer(flags, dtype=np.uint8), starts[nonempty], dtype=np.int32
-        )
-    return counts
-
-
 def _large_strings(arr) -> pa.Array:
     """A string array as one large_string array, nulls read as empty."""
     arr = pc.fill_null(arr.cast(pa.large_string()), "")
@@ -106,7 +80,7 @@ def needs_fold_mask(arr: pa.Array) -> np.ndarray:
     from pairstore.holdout.kernels import rows_with_bytes
 
     arr = _large_strings(arr)
-    data, offsets = _utf8_buffers(arr)
+    data, offsets = utf8_buffers(arr)
     flagged, triggered = rows_with_bytes(data, np.ascontiguousarray(offsets), _FOLD_TABLE, _TRIGGER_TABLE)
     ask = np.flatnonzero(triggered & ~flagged)
     if len(ask):
@@ -120,29 +94,17 @@ def loose_hashes(arr: pa.Array, lengths: np.ndarray | None = None) -> np.ndarray
 
     Given `lengths` (sorted byte lengths of that loose form), only texts of one of those lengths are
     hashed (a text of another length cannot equal a needle); the others read 0."""
-    if lengths is not None:
-        from pairstore.holdout.kernels import rows_kept_bytes
+    from pairstore.holdout.kernels import rows_kept_bytes
 
-        arr = _large_strings(arr)
-        data, offsets = _utf8_buffers(arr)
-        kept = rows_kept_bytes(data, np.ascontiguousarray(offsets), _DELETE_TABLE)
-        out = np.zeros(len(kept), dtype=np.uint64)
-        for i in np.flatnonzero(np.isin(kept, lengths)).tolist():
-            text = data[int(offsets[i]) : int(offsets[i + 1])].tobytes()
-            out[i] = xxhash.xxh3_64_intdigest(text.translate(_LOWER, _LOOSE_DELETE))
-        return out
-    data_bytes, offsets = _buffers(arr)
-    squeezed = data_bytes.translate(_LOWER, _LOOSE_DELETE)
-    kept = np.diff(offsets) - _rows_of(data_bytes.translate(_DELETE_FLAGS), offsets)
-    new = np.zeros(len(offsets), dtype=np.int64)
-    np.cumsum(kept, out=new[1:])
-    view = memoryview(squeezed)
-    starts: list[int] = new.tolist()
-    return np.fromiter(
-        (xxhash.xxh3_64_intdigest(view[starts[i] : starts[i + 1]]) for i in range(len(starts) - 1)),
-        dtype=np.uint64,
-        count=len(starts) - 1,
-    )
+    data, offsets = utf8_buffers(_large_strings(arr))
+    offsets = np.ascontiguousarray(offsets)
+    kept = rows_kept_bytes(data, offsets, _DELETE_TABLE)
+    out = np.zeros(len(kept), dtype=np.uint64)
+    rows = np.arange(len(kept)) if lengths is None else np.flatnonzero(np.isin(kept, lengths))
+    for i in rows.tolist():
+        text = data[int(offsets[i]) : int(offsets[i + 1])].tobytes()
+        out[i] = xxhash.xxh3_64_intdigest(text.translate(_LOWER, _LOOSE_DELETE))
+    return out
 
 
 def loose_length(text: str) -> int:
@@ -203,8 +165,7 @@ class GramLookup:
         self._kernel_bits: tuple[np.ndarray, np.uint64] | None = None
         size = 1 << max(16, min(24, (64 * max(len(sorted_hashes), 1)).bit_length()))
         self.mask = np.uint64(size - 1)
-        self.table = np.zeros(size, dtype=bool)
-        self.table[sorted_hashes & self.mask] = True
+        self._table: np.ndarray | None = None  # contains()'s bit table, made when first asked
 
     def __len__(self) -> int:
         return len(self.sorted)
@@ -219,8 +180,11 @@ class GramLookup:
 
     def contains(self, grams: np.ndarray) -> np.ndarray:
         """A boolean mask: which of `grams` (uint64) are in the array."""
+        if self._table is None:  # the kernels filter with their own packed table (kernel_bits)
+            self._table = np.zeros(int(self.mask) + 1, dtype=bool)
+            self._table[self.sorted & self.mask] = True
         found = np.zeros(len(grams), dtype=bool)
-        maybe = np.flatnonzero(self.table[grams & self.mask])
+        maybe = np.flatnonzero(self._table[grams & self.mask])
         if len(maybe) and len(self.sorted):
             some = grams[maybe]
             at = np.searchsorted(self.sorted, some)

@@ -53,8 +53,8 @@ from pairstore.keys import sha256_file
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
 from pairstore.tables.evals import (
+    COMPARED_COLUMNS,
     LM_EVAL_QUESTION_FIELDS,
-    SCORE_COLUMNS,
     SCORE_SCHEMA,
     add_eval_items,
     add_scores,
@@ -75,8 +75,6 @@ METRICS = (
     "em",
 )
 FORMATS = ("jsonl", "lm-eval")
-
-_COMPARED = tuple(c for c in SCORE_COLUMNS if c != "gen_id")
 
 
 def _text(v) -> str | None:
@@ -242,7 +240,7 @@ def _read_per_record(
             row["_line"] = line
             prev = rows.get(row["item_id"])
             if prev is not None:
-                if any(prev[k] != row[k] for k in _COMPARED):
+                if any(prev[k] != row[k] for k in COMPARED_COLUMNS):
                     raise BadInput(
                         f"item {row['item_id']!r} appears twice with different results (first at line "
                         f"{prev['_line']})",
@@ -349,19 +347,7 @@ _LM_EVAL_INFERRED = (
 _STAGE = "_evals_stage"
 # The score columns as the evals table takes them (SCORE_SCHEMA), between the record's position and what
 # only the lm-eval reading needs.
-_STAGED_SCORES = (
-    "item_id",
-    "score",
-    "correct",
-    "extracted_answer",
-    "gold",
-    "output_len",
-    "empty",
-    "loop_flagged",
-    "loop_catastrophic",
-    "doc_hash",
-    "prompt_hash",
-)
+_STAGED_SCORES = ("item_id", *COMPARED_COLUMNS)
 _STAGE_SCHEMA = pa.schema(
     [
         ("_row", pa.int64()),
@@ -659,7 +645,7 @@ def _first_conflict(con, fmt: str) -> int | None:
     """The first record (0-based) that the per-record loop refuses for what it saw before it: a result
     for an item of the kept filter other than the item's first, or (lm-eval) a doc text other than the
     first one of its doc id."""
-    differs = " OR ".join(f"{c} IS DISTINCT FROM first_value({c}) OVER w" for c in _COMPARED)
+    differs = " OR ".join(f"{c} IS DISTINCT FROM first_value({c}) OVER w" for c in COMPARED_COLUMNS)
     rows = [
         con.execute(f"""
             SELECT min(_row) FROM (SELECT _row, ({differs}) AS differs FROM {_STAGE} WHERE _kept

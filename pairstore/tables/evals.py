@@ -53,6 +53,8 @@ SCORE_COLUMNS = (
     "doc_hash",
     "prompt_hash",
 )
+# What two readings of one score are compared on (gen_id links a stored generation, not the score).
+COMPARED_COLUMNS = tuple(c for c in SCORE_COLUMNS if c != "gen_id")
 SCORE_SCHEMA = pa.schema(
     [
         ("model", pa.string()),
@@ -181,7 +183,7 @@ def add_staged_scores(store: Store, incoming: str, *, path) -> int:
     """add_scores of rows already in DuckDB: `incoming` is a table or view with SCORE_SCHEMA's columns, one
     row per (model, suite, item); they are inserted in `_line` order. Call inside a transaction."""
     cols = [c for c in SCORE_SCHEMA.names if not c.startswith("_")]
-    compared = [c for c in SCORE_COLUMNS if c != "gen_id"]
+    compared = list(COMPARED_COLUMNS)
     con = store.con
     differs = " OR ".join(f"i.{c} IS DISTINCT FROM e.{c}" for c in compared)
     clash = con.execute(f"""
