@@ -17,6 +17,10 @@ or "unknown"), never "not equal"; so is one where math-verify did not read both 
 of one kind (miners.verify.readable: the raw string of a span it could not parse, a partial parse, a
 matrix against a number). Each is counted in the caller's counter (`calls`, `refused`, `timeouts`,
 `failures`, `unread`, `output_calls`, `output_unread`).
+
+While ours asks it, math-verify's parser reads plain numbers through plain_number (the object
+sympy.Number would build, without sympy's string parser: half a second opinion's time went there);
+math-verify called by anyone else is untouched.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ _SYMBOLIC_SUM_RE = re.compile(r"\\(?:sum|prod)_\{[^{}]*\}\^\{?[^{}$]*[a-zA-Z]")
 _POWER_RE = re.compile(r"\^\s*\{?\s*-?(\d+)")
 
 _math_verify = None
+_sympy_number = None  # sympy.Number, which math-verify's parser calls on every plain number it reads
+
+# A number as math-verify's parser hands it to sympy.Number: its digits, and its decimals if any
+# (thousands separators gone, leading zeros stripped).
+_PLAIN_NUMBER_RE = re.compile(r"(-?)(0|[1-9]\d*)(\.\d+)?")
 
 
 class _SymbolicTimeout(BaseException):
@@ -69,11 +78,14 @@ def _raise_timeout(signum, frame):
 
 
 def _load_math_verify():
-    global _math_verify
+    global _math_verify, _sympy_number
     if _math_verify is None:
         import math_verify
         import math_verify.grader
         import math_verify.parser
+        import sympy
+
+        _sympy_number = sympy.Number
 
         # We bound the time ourselves (below); silence its one-time "timeout disabled" warning.
         math_verify.parser.TIMEOUT_WARNING_SHOWN = True
@@ -82,15 +94,56 @@ def _load_math_verify():
     return _math_verify
 
 
+def plain_number(text: str):
+    """sympy.Number(text), built the way sympy's own parser builds it for a plain decimal
+    ("12" -> Integer(12), "-3.25" -> -Float("3.25")) without the parser; anything else goes to
+    sympy.Number itself.
+
+    Why: math-verify's parser reads every plain number through sympy.Number(str), which runs
+    sympy's parse_expr, which executes `from sympy import *` into a fresh namespace on every call
+    (about 0.35 ms: the largest single cost of a second opinion). For these strings parse_expr's
+    tokens are Integer(digits) or Float("digits.decimals"), negated by a unary minus; the objects
+    built here are the same (tests/test_verify_speed.py compares them, srepr and precision)."""
+    m = _PLAIN_NUMBER_RE.fullmatch(text)
+    if m is None:
+        return _sympy_number(text)  # type: ignore[misc]
+    import sympy
+
+    value = sympy.Float(m[2] + m[3]) if m[3] else sympy.Integer(m[2])
+    return -value if m[1] else value
+
+
+def _swap_numbers() -> bool:
+    """math-verify's parser reads plain numbers through plain_number while ours asks it; True when
+    swapped. Never for math-verify called by anyone else: _restore_numbers puts sympy.Number itself
+    back (a thread that finds it swapped already leaves it to the one that swapped it)."""
+    if _math_verify is None:
+        return False
+    parser = _math_verify.parser
+    if parser.Number is not _sympy_number:  # swapped by another thread, or a math-verify we do not know
+        return False
+    parser.Number = plain_number
+    return True
+
+
+def _restore_numbers(swapped: bool) -> None:
+    if swapped:
+        _math_verify.parser.Number = _sympy_number  # type: ignore[union-attr]
+
+
 def _bounded(run, seconds: float, stats):
     """run() under a wall-clock bound in the main thread (the guard alone elsewhere); None when it
     timed out or raised (counted)."""
     if threading.current_thread() is not threading.main_thread():
+        swapped = _swap_numbers()
         try:
             return run()
         except Exception:  # math-verify raised: counted, and undecided
             stats["failures"] += 1
             return None
+        finally:
+            _restore_numbers(swapped)
+    swapped = _swap_numbers()
     old_handler = signal.signal(signal.SIGALRM, _raise_timeout)
     old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
@@ -103,6 +156,7 @@ def _bounded(run, seconds: float, stats):
         return None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        _restore_numbers(swapped)  # (after the timer is off: a timeout cannot skip it)
         signal.signal(signal.SIGALRM, old_handler)
         if old_timer[0] > 0:  # somebody else's timer was running: give it back what was left
             signal.setitimer(signal.ITIMER_REAL, max(old_timer[0] - seconds, 0.001), old_timer[1])

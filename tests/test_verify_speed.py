@@ -1,0 +1,150 @@
+"""Tests for the verifier's speed-ups: each one must give what the slow way gives, object for object.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/test_verify_speed.py -q
+
+No test here measures time (bench/bench_verify.py does); they check that a faster way of reaching a
+result reaches the same result.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from miners.verify import Verifier, symbolic
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from verify_rows import DATA, corpora, load  # noqa: E402 (bench/verify_rows.py)
+
+
+def _reading(make, text):
+    """(type, srepr, precision) of make(text), or the class of what it raised."""
+    import sympy
+
+    try:
+        value = make(text)
+    except Exception as e:  # both must fail alike
+        return ("raised", type(e).__name__)
+    return (type(value), sympy.srepr(value), getattr(value, "_prec", None), getattr(value, "_mpf_", None))
+
+
+def _number_strings(seed: int, n: int) -> list[str]:
+    """Strings of the shapes math-verify's parser hands to sympy.Number (its integer and decimal
+    groups, separators gone, leading zeros stripped) and shapes around them."""
+    rnd = random.Random(seed)
+    fixed = ["0", "-0", "0.0", "-0.0", "5", "-5", "3.25", "-3.25", "0.5", "-0.5", "10", "1.10", "100.000"]
+    fixed += ["123456789012345678901234567890", "1." + "0" * 30 + "1", "-0012", "0012.5", "00.5", "1e5"]
+    fixed += ["", "-", ".5", "5.", "1,5", "nan", "inf", "-inf", "3/4", " 7", "7 ", "٣", "1_000"]
+    out = list(fixed)
+    for _ in range(n):
+        s = str(rnd.randrange(10 ** rnd.randrange(1, 30)))
+        if rnd.random() < 0.5:
+            s += "." + "".join(rnd.choice("0123456789") for _ in range(rnd.randrange(1, 30)))
+        if rnd.random() < 0.3:
+            s = "-" + s
+        out.append(s)
+    return out
+
+
+def test_plain_number_builds_what_sympy_number_builds():
+    """Every string, plain decimal or not: the same type, srepr, precision and binary value as
+    sympy.Number(text), or the same failure."""
+    import sympy
+
+    symbolic._load_math_verify()
+    for text in _number_strings(seed=7, n=3000):
+        assert _reading(symbolic.plain_number, text) == _reading(sympy.Number, text), text
+
+
+def _outputs() -> list[str]:
+    return [r["pred"] for name in corpora() for r in load(DATA / name) if r["pred"]]
+
+
+@pytest.mark.slow
+def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers():
+    """math-verify's reading of every labelled output in bench/data (the tail a second opinion
+    hands it) is the same, object for object, with plain_number in its parser as with sympy.Number."""
+    import sympy
+
+    mv = symbolic._load_math_verify()
+
+    def parsed(text):
+        try:
+            got = mv.parse(text[-symbolic.OUTPUT_TAIL_CHARS :], parsing_timeout=None)
+        except Exception as e:
+            return ("raised", type(e).__name__)
+        return [sympy.srepr(x) if isinstance(x, sympy.Basic) else repr(x) for x in got]
+
+    outputs = _outputs()
+    assert len(outputs) > 2000  # every corpus, not a sample
+    plain = []
+    swapped = symbolic._swap_numbers()
+    assert swapped
+    try:
+        plain = [parsed(t) for t in outputs]
+    finally:
+        symbolic._restore_numbers(swapped)
+    assert mv.parser.Number is sympy.Number
+    slow = [parsed(t) for t in outputs]
+    differ = [t[:80] for t, a, b in zip(outputs, plain, slow) if a != b]
+    assert not differ
+
+
+def test_math_verify_called_by_anyone_else_keeps_sympy_number():
+    """The swap lasts only while ours asks math-verify: after a second opinion, a span comparison, a
+    failure inside math-verify or a timeout, its parser reads numbers through sympy.Number again."""
+    import sympy
+
+    mv = symbolic._load_math_verify()
+    v = Verifier()
+    v.verify("He had seven apples and ate two, so 5 are left.", "12", "gsm8k")  # weak: a second opinion
+    assert v.stats["output_calls"] >= 1
+    assert mv.parser.Number is sympy.Number
+    stats: Counter = Counter()
+    assert symbolic.output_reading("so the answer is 3.5", "3.5", stats)[0] == "correct"
+    assert mv.parser.Number is sympy.Number
+
+    seen = []
+
+    def failing():
+        seen.append(mv.parser.Number)
+        raise ValueError("inside math-verify")
+
+    assert symbolic._bounded(failing, 1.0, stats) is None
+    assert seen == [symbolic.plain_number] and stats["failures"] == 1
+    assert mv.parser.Number is sympy.Number
+
+    def endless():
+        while True:
+            pass
+
+    assert symbolic._bounded(endless, 0.05, stats) is None
+    assert stats["timeouts"] == 1
+    assert mv.parser.Number is sympy.Number
+
+
+def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_that_swapped():
+    """Two callers at once: the second finds plain_number in place and does not swap; the first puts
+    sympy.Number back; math-verify never stays swapped."""
+    import sympy
+
+    mv = symbolic._load_math_verify()
+    inner: dict[str, object] = {}
+    first = symbolic._swap_numbers()
+    try:
+        th = threading.Thread(target=lambda: inner.setdefault("swapped", symbolic._swap_numbers()))
+        th.start()
+        th.join(timeout=60)
+        assert inner["swapped"] is False
+        symbolic._restore_numbers(False)  # the second caller's restore is a no-op
+        assert mv.parser.Number is symbolic.plain_number
+    finally:
+        symbolic._restore_numbers(first)
+    assert first is True and mv.parser.Number is sympy.Number
