@@ -148,3 +148,70 @@ def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_th
     finally:
         symbolic._restore_numbers(first)
     assert first is True and mv.parser.Number is sympy.Number
+
+
+# -- the bracket and separator scans: a short cut where nothing is to be found ------------------------
+
+
+def _random_spans(seed: int, n: int) -> list[str]:
+    """Short strings over the characters the scans look at (brackets, the \\left( placeholders,
+    separators, relations, escapes) and characters they pass over; about half hold none of them."""
+    rnd = random.Random(seed)
+    plain = "ab1 2.x\\y"
+    marked = plain + "()[]{}\x01\x02,;=<>!" + "&"
+    out = ["", "=", "<", "(", ")", "\\{", "a and b", "1 or 2", "x<=3", "f(x)=2", "\\approx 3"]
+    for _ in range(n):
+        alphabet = plain if rnd.random() < 0.5 else marked
+        out.append("".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 14))))
+    return out
+
+
+def test_depth_zero_agrees_with_the_bracket_scanner():
+    from miners.verify.brackets import CLOSE, OPEN, depth_zero, walk
+
+    for s in _random_spans(seed=11, n=4000):
+        expected = [depth == 0 and c not in OPEN and c not in CLOSE for _i, c, depth in walk(s)]
+        assert depth_zero(s) == expected, repr(s)
+        assert depth_zero(s, "(", ")") == [
+            depth == 0 and c not in "(" and c not in ")" for _i, c, depth in walk(s, "(", ")")
+        ], repr(s)
+
+
+def _split_reference(s: str, seps: tuple[str, ...]) -> list[str]:
+    """split_top without words, written from its definition: the leftmost separator at depth 0."""
+    from miners.verify.brackets import depth_zero
+
+    outside, parts, start, i = depth_zero(s), [], 0, 0
+    while i < len(s):
+        hit = next((sep for sep in seps if outside[i] and s.startswith(sep, i)), None)
+        if hit:
+            parts.append(s[start:i])
+            start = i = i + len(hit)
+        else:
+            i += 1
+    return parts + [s[start:]]
+
+
+def _relations_reference(s: str):
+    from miners.verify.brackets import depth_zero
+
+    outside, sides, ops, start, i = depth_zero(s), [], [], 0, 0
+    while i < len(s):
+        two = s[i : i + 2]
+        op = two if two in ("<=", ">=", "!=") else s[i] if s[i] in "<>" else None
+        if outside[i] and op:
+            sides.append(s[start:i])
+            ops.append(op)
+            start = i = i + len(op)
+        else:
+            i += 1
+    return ([p.strip() for p in sides + [s[start:]]], ops) if ops else None
+
+
+def test_split_top_and_relation_parts_agree_with_their_definitions():
+    from miners.verify.normalize import relation_parts, split_top
+
+    for s in _random_spans(seed=13, n=4000):
+        for seps in ((",",), ("=",), (";",), ("\\approx",), (",", ";")):
+            assert split_top(s, seps) == _split_reference(s, seps), (repr(s), seps)
+        assert relation_parts(s) == _relations_reference(s), repr(s)

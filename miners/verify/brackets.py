@@ -79,6 +79,8 @@ def top_level(s: str, chars: str, opens: str = OPEN, closes: str = CLOSE) -> lis
 def depth_zero(s: str, opens: str = OPEN, closes: str = CLOSE) -> list[bool]:
     """For each index of s: whether that character stands outside every bracket (brackets themselves:
     False)."""
+    if not any(c in s for c in opens) and not any(c in s for c in closes):
+        return [True] * len(s)  # no bracket: every character stands outside (most answers)
     out = [False] * len(s)
     for i, c, depth in walk(s, opens, closes):
         out[i] = depth == 0 and c not in opens and c not in closes

@@ -206,6 +206,8 @@ _CONJUNCTIONS = ("and", "or", "和", "与", "與", "及", "或")
 
 def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> list[str]:
     """s split at depth 0 on any of seps (and on the words "and"/"or", "和"/"或", when words)."""
+    if not words and not any(sep in s for sep in seps):
+        return [s]  # nothing to split at (most answers: the scan below costs a test per character)
     outside = depth_zero(s)
     parts, start = [], 0
     i, n = 0, len(s)
@@ -238,6 +240,8 @@ def _encloses(s: str) -> bool:
 
 def relation_parts(s: str) -> tuple[list[str], list[str]] | None:
     """(sides, operators) of a chain of <, >, <=, >=, != at depth 0, or None when there is none."""
+    if "<" not in s and ">" not in s and "!" not in s:
+        return None  # no operator at any depth (most answers)
     outside = depth_zero(s)
     sides, ops, start = [], [], 0
     i, n = 0, len(s)
