@@ -215,3 +215,23 @@ def test_split_top_and_relation_parts_agree_with_their_definitions():
         for seps in ((",",), ("=",), (";",), ("\\approx",), (",", ";")):
             assert split_top(s, seps) == _split_reference(s, seps), (repr(s), seps)
         assert relation_parts(s) == _relations_reference(s), repr(s)
+
+
+def test_might_rate_is_any_rating_word_in_the_lowercased_text():
+    """might_rate looks for a word only where its stem occurs; the answer is the plain one (any
+    rating word anywhere in the lowercased text) on every corpus output and on texts built out of
+    the words, their stems and their neighbours in other scripts."""
+    from miners.verify.selfrating import _RATING_WORDS, might_rate
+
+    def plain(text: str) -> bool:
+        low = text.lower()
+        return any(w in low for w in _RATING_WORDS)
+
+    rnd = random.Random(17)
+    pieces = [*_RATING_WORDS, *(w[:4] for w in _RATING_WORDS), *(w[:-1] for w in _RATING_WORDS)]
+    pieces += ["K", "İ", " "]  # (the Kelvin sign lowercases to ASCII "k"; "İ" to two characters)
+    texts = _outputs() + ["", "CONFIDENCE", "Confidenc", "so sure", "sur", "KONFIDENZ"]
+    texts += ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 6))) for _ in range(3000)]
+    assert sum(map(might_rate, texts)) > 100  # both answers are exercised
+    for text in texts:
+        assert might_rate(text) == plain(text), text[:80]
