@@ -61,6 +61,9 @@ def test_plain_number_builds_what_sympy_number_builds():
     symbolic._load_math_verify()
     for text in _number_strings(seed=7, n=3000):
         assert _reading(symbolic.plain_number, text) == _reading(sympy.Number, text), text
+    with sympy.evaluate(False):  # (sympy's parser builds unevaluated expressions there)
+        for text in _number_strings(seed=8, n=300):
+            assert _reading(symbolic.plain_number, text) == _reading(sympy.Number, text), text
 
 
 def _outputs() -> list[str]:
