@@ -238,3 +238,44 @@ def test_might_rate_is_any_rating_word_in_the_lowercased_text():
     assert sum(map(might_rate, texts)) > 100  # both answers are exercised
     for text in texts:
         assert might_rate(text) == plain(text), text[:80]
+
+
+def _walk_closing_index(s: str, open_at: int) -> int:
+    from miners.verify.brackets import walk
+
+    for i, c, depth in walk(s, "{", "}", escapes=True, start=open_at):
+        if depth == 0 and c == "}":
+            return i + 1
+    return -1
+
+
+def _walk_brace_pairs(s: str, start: int) -> dict[int, int]:
+    from miners.verify.brackets import walk
+
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for i, c, _depth in walk(s, "{", "}", escapes=True, start=start):
+        if c == "{":
+            stack.append(i)
+        elif c == "}" and stack:
+            pairs[stack.pop()] = i + 1
+    return pairs
+
+
+def test_closing_index_and_brace_pairs_agree_with_the_bracket_scanner():
+    """The regex that finds brace events gives what walk() gives, escapes included (a backslash
+    before a brace, before a newline, at the very end), from every start, on random strings and on
+    every corpus output."""
+    from miners.verify.brackets import brace_pairs, closing_index
+
+    rnd = random.Random(19)
+    texts = ["", "{", "}", "\\", "{\\", "\\{}", "{\\}}", "{a\\\n}", "\\\\{}", "{{}"]
+    texts += ["".join(rnd.choice("{}\\\na b$") for _ in range(rnd.randrange(0, 16))) for _ in range(3000)]
+    for s in texts:
+        for at in range(len(s) + 1):
+            assert closing_index(s, at) == _walk_closing_index(s, at), (repr(s), at)
+            assert brace_pairs(s, at) == _walk_brace_pairs(s, at), (repr(s), at)
+    for s in _outputs()[::7]:
+        at = s.find("{")
+        assert closing_index(s, max(at, 0)) == _walk_closing_index(s, max(at, 0))
+        assert brace_pairs(s, 0) == _walk_brace_pairs(s, 0)
