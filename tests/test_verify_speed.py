@@ -279,3 +279,61 @@ def test_closing_index_and_brace_pairs_agree_with_the_bracket_scanner():
         at = s.find("{")
         assert closing_index(s, max(at, 0)) == _walk_closing_index(s, max(at, 0))
         assert brace_pairs(s, 0) == _walk_brace_pairs(s, 0)
+
+
+# -- math-verify's reading of a whole output, without the patterns that cannot match -----------------
+
+
+def _mv_reading(got) -> list[str]:
+    import sympy
+
+    return [sympy.srepr(x) if isinstance(x, sympy.Basic) else repr(x) for x in got]
+
+
+@pytest.mark.slow
+def test_parse_output_reads_every_corpus_output_as_math_verify_parse_does():
+    """The same list, object for object, as math-verify's parse with its defaults, on the tail a
+    second opinion hands it of every labelled output in bench/data."""
+    mv = symbolic._load_math_verify()
+    assert symbolic._output_patterns() is not None  # the installed math-verify is the one read
+    outputs = [t[-symbolic.OUTPUT_TAIL_CHARS :] for t in _outputs()]
+    differ = [
+        t[:80]
+        for t in outputs
+        if _mv_reading(symbolic.parse_output(t)) != _mv_reading(mv.parse(t, parsing_timeout=None))
+    ]
+    assert not differ
+
+
+def test_parse_output_leaves_out_only_patterns_whose_literal_is_absent():
+    """Texts built to hold or lack each needed literal (in either case, in a non-ASCII text, a box
+    with and without its brace): parse_output reads them as parse does."""
+    mv = symbolic._load_math_verify()
+    needed = {n for patterns, _ in symbolic._output_patterns() for _p, _prio, n in patterns}
+    assert needed == {None, ("final answer", False), ("answer", False), ("\\boxed{", True)}
+    rnd = random.Random(23)
+    pieces = [
+        "The final answer is ",
+        "FINAL ANSWER: ",
+        "Answer: ",
+        "answer ",
+        "ANSWER",
+        "\\boxed{12}",
+        "\\boxed 5",
+    ]
+    pieces += ["$\\frac{1}{2}$", "$$x = 3$$", "\\[ 7 \\]", " 42 ", "3.5", "ﬁnal anſwer is 9", "é", "\n", "so"]
+    texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 7))) for _ in range(400)]
+    for t in texts:
+        assert _mv_reading(symbolic.parse_output(t)) == _mv_reading(mv.parse(t, parsing_timeout=None)), t
+
+
+def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch):
+    calls = []
+    mv = symbolic._load_math_verify()
+    monkeypatch.setattr(symbolic, "PATTERNS_READ_FOR", "0.0.0")
+    symbolic._output_patterns.cache_clear()
+    monkeypatch.setattr(mv, "parse", lambda text, **kw: calls.append(text) or ["parsed"])
+    try:
+        assert symbolic.parse_output("x = 3") == ["parsed"] and calls == ["x = 3"]
+    finally:
+        symbolic._output_patterns.cache_clear()

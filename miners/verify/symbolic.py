@@ -20,7 +20,9 @@ matrix against a number). Each is counted in the caller's counter (`calls`, `ref
 
 While ours asks it, math-verify's parser reads plain numbers through plain_number (the object
 sympy.Number would build, without sympy's string parser: half a second opinion's time went there);
-math-verify called by anyone else is untouched.
+math-verify called by anyone else is untouched. A second opinion reads the output through
+parse_output: parse's own result, without trying the patterns whose needed literal ("final
+answer", "answer", "\\boxed{") the text does not hold.
 """
 
 from __future__ import annotations
@@ -162,6 +164,68 @@ def _bounded(run, seconds: float, stats):
             signal.setitimer(signal.ITIMER_REAL, max(old_timer[0] - seconds, 0.001), old_timer[1])
 
 
+# The math-verify release whose default extraction patterns _output_patterns reads; with any other,
+# a second opinion calls its parse() as it is.
+PATTERNS_READ_FOR = "0.9.0"
+
+
+def _needed_literal(pattern: str, priority: int) -> tuple[str, bool] | None:
+    """(a literal, whether case matters) that a text must hold for one of math-verify's default
+    patterns to match it, or None where the pattern needs none we know of: its "final answer" and
+    "answer" patterns open with that phrase, case-insensitive; its two box patterns (priority 50, the
+    inline `\\boxed{.+}` and the math block holding a box) need "\\boxed{" in every alternative."""
+    if pattern.startswith("(?i:final answer"):
+        return "final answer", False
+    if pattern.startswith("(?i:answer)"):
+        return "answer", False
+    if priority == 50 and not pattern.startswith("(?i:") and "\\\\boxed{" in pattern:
+        return "\\boxed{", True
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _output_patterns():
+    """math-verify's default extraction patterns as parse() builds them ([(pattern, priority)], its
+    target) with each pattern's needed literal; None for a math-verify release not read here."""
+    from importlib.metadata import version
+
+    mv = _load_math_verify()
+    if version("math-verify") != PATTERNS_READ_FOR:
+        return None
+    configs = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]  # parse()'s default
+    return [
+        ([(p, priority, _needed_literal(p.pattern, priority)) for p, priority in patterns], target)
+        for patterns, target in mv.parser.get_extraction_regexes(configs)
+    ]
+
+
+def parse_output(text: str) -> list:
+    """math-verify's parse(text) with its defaults, the same list, without trying the patterns that
+    cannot match: one whose needed literal the text does not hold finds nothing, and parse reads
+    the matches of each priority in turn, so leaving it out changes no match and no order
+    (tests/test_verify_speed.py compares the two on every corpus output). A case-insensitive
+    literal is looked for only in an ASCII text (where lower() is what IGNORECASE matches)."""
+    mv = _load_math_verify()
+    table = _output_patterns()
+    if table is None:
+        return mv.parse(text, parsing_timeout=None)
+    low = text.lower() if text.isascii() else None
+    target_res = []
+    for patterns, target in table:
+        kept = [
+            (p, priority)
+            for p, priority, needed in patterns
+            if needed is None or (needed[0] in text if needed[1] else low is None or needed[0] in low)
+        ]
+        target_res.append((kept, target))
+    try:  # parse(): any failure is an empty reading; a timeout (a BaseException) goes through
+        return mv.parser.extract_target_from_pred(
+            text, target_res, fallback_mode="first_match", extraction_mode="any_match"
+        )
+    except Exception:
+        return []
+
+
 _SPAN_GOLD, _OUTPUT_GOLD = "span", "output"
 
 
@@ -235,7 +299,7 @@ def output_reading(
     mv = _load_math_verify()
 
     def run():
-        p = mv.parse(output[-OUTPUT_TAIL_CHARS:], parsing_timeout=None)
+        p = parse_output(output[-OUTPUT_TAIL_CHARS:])
         if not p:
             return "unknown", None
         answer = str(p[-1]) if len(p) > 1 else str(p[0])
