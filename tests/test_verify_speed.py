@@ -310,7 +310,13 @@ def test_parse_output_leaves_out_only_patterns_whose_literal_is_absent():
     with and without its brace): parse_output reads them as parse does."""
     mv = symbolic._load_math_verify()
     needed = {n for patterns, _ in symbolic._output_patterns() for _p, _prio, n in patterns}
-    assert needed == {None, ("final answer", False), ("answer", False), ("\\boxed{", True)}
+    assert needed == {
+        None,
+        (("final answer",), False),
+        (("answer",), False),
+        (("\\boxed{",), True),
+        (("$", "[", "\\(", "\\frac{"), True),
+    }
     rnd = random.Random(23)
     pieces = [
         "The final answer is ",
@@ -321,7 +327,22 @@ def test_parse_output_leaves_out_only_patterns_whose_literal_is_absent():
         "\\boxed{12}",
         "\\boxed 5",
     ]
-    pieces += ["$\\frac{1}{2}$", "$$x = 3$$", "\\[ 7 \\]", " 42 ", "3.5", "ﬁnal anſwer is 9", "é", "\n", "so"]
+    pieces += [
+        "$\\frac{1}{2}$",
+        "$$x = 3$$",
+        "\\[ 7 \\]",
+        " 42 ",
+        "3.5",
+        "ﬁnal anſwer is 9",
+        "é",
+        "\n",
+        "so",
+        " [3] ",
+        "[1, 2]",
+        "\\frac{1}{2}",
+        "\\(x\\)",
+        "x^2",
+    ]
     texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 7))) for _ in range(400)]
     for t in texts:
         assert _mv_reading(symbolic.parse_output(t)) == _mv_reading(mv.parse(t, parsing_timeout=None)), t

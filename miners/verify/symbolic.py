@@ -22,7 +22,7 @@ While ours asks it, math-verify's parser reads plain numbers through plain_numbe
 sympy.Number would build, without sympy's string parser: half a second opinion's time went there);
 math-verify called by anyone else is untouched. A second opinion reads the output through
 parse_output: parse's own result, without trying the patterns whose needed literal ("final
-answer", "answer", "\\boxed{") the text does not hold.
+answer", "answer", "\\boxed{", a math delimiter) the text does not hold.
 """
 
 from __future__ import annotations
@@ -169,17 +169,21 @@ def _bounded(run, seconds: float, stats):
 PATTERNS_READ_FOR = "0.9.0"
 
 
-def _needed_literal(pattern: str, priority: int) -> tuple[str, bool] | None:
-    """(a literal, whether case matters) that a text must hold for one of math-verify's default
-    patterns to match it, or None where the pattern needs none we know of: its "final answer" and
+def _needed_literal(pattern: str, priority: int, latex: bool) -> tuple[tuple[str, ...], bool] | None:
+    """(literals one of which a text must hold for one of math-verify's default patterns to match it,
+    whether case matters), or None where the pattern needs none we know of: its "final answer" and
     "answer" patterns open with that phrase, case-insensitive; its two box patterns (priority 50, the
-    inline `\\boxed{.+}` and the math block holding a box) need "\\boxed{" in every alternative."""
+    inline `\\boxed{.+}` and the math block holding a box) need "\\boxed{" in every alternative;
+    its plain LaTeX pattern (priority 300) opens with a math delimiter ($$, \\[, $, \\(, a
+    bracket after a space) or a \\frac{ of numbers."""
     if pattern.startswith("(?i:final answer"):
-        return "final answer", False
+        return ("final answer",), False
     if pattern.startswith("(?i:answer)"):
-        return "answer", False
+        return ("answer",), False
     if priority == 50 and not pattern.startswith("(?i:") and "\\\\boxed{" in pattern:
-        return "\\boxed{", True
+        return ("\\boxed{",), True
+    if latex and priority == 300:
+        return ("$", "[", "\\(", "\\frac{"), True
     return None
 
 
@@ -193,10 +197,12 @@ def _output_patterns():
     if version("math-verify") != PATTERNS_READ_FOR:
         return None
     configs = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]  # parse()'s default
-    return [
-        ([(p, priority, _needed_literal(p.pattern, priority)) for p, priority in patterns], target)
-        for patterns, target in mv.parser.get_extraction_regexes(configs)
-    ]
+    table = []
+    for patterns, target in mv.parser.get_extraction_regexes(configs):
+        latex = isinstance(target, mv.LatexExtractionConfig)
+        read = [(p, priority, _needed_literal(p.pattern, priority, latex)) for p, priority in patterns]
+        table.append((read, target))
+    return table
 
 
 def parse_output(text: str) -> list:
@@ -210,14 +216,19 @@ def parse_output(text: str) -> list:
     if table is None:
         return mv.parse(text, parsing_timeout=None)
     low = text.lower() if text.isascii() else None
-    target_res = []
-    for patterns, target in table:
-        kept = [
-            (p, priority)
-            for p, priority, needed in patterns
-            if needed is None or (needed[0] in text if needed[1] else low is None or needed[0] in low)
-        ]
-        target_res.append((kept, target))
+
+    def may_match(needed: tuple[tuple[str, ...], bool] | None) -> bool:
+        if needed is None:
+            return True
+        words, case_matters = needed
+        if case_matters:
+            return any(w in text for w in words)
+        return low is None or any(w in low for w in words)
+
+    target_res = [
+        ([(p, priority) for p, priority, needed in patterns if may_match(needed)], target)
+        for patterns, target in table
+    ]
     try:  # parse(): any failure is an empty reading; a timeout (a BaseException) goes through
         return mv.parser.extract_target_from_pred(
             text, target_res, fallback_mode="first_match", extraction_mode="any_match"
