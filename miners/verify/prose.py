@@ -10,10 +10,13 @@ else what follows the last copula ("is", "=", ":", "是", "est" ...), else after
 the first value (a math segment, a number with its currency/percent/scale word, \\frac{..}{..}, or
 a run of number words: "one hundred eighty point seventy five" -> 180.75, "Thirty-Four Dollars and
 Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "6 dozen" -> 72, "3 million" -> 3000000).
-concluding: for an output with no answer marker at all, a display block announced by a colon at the
-very end, or a last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number), or
-the one line after a program's printed output ("Four containers were imported."); never a repetition
-loop, a sentence cut off mid-way or a number inside code.
+concluding: for an output with no answer marker at all (less a closing rating of its answer:
+without_closing_rating), a display block or a value line announced by a colon at the very end, or a
+last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number) -- or that computes a
+result of its own right after one that concludes ("So he had 2 + 4 = 6 books. ..., he had 7 - 6 = 1
+more action figure than books." is 1) --, or the one line after a program's printed output ("Four
+containers were imported."); never a repetition loop, a sentence cut off mid-way or a number inside
+code. Sentences end at a full stop, at display math and at a paragraph break.
 """
 
 from __future__ import annotations

@@ -11,10 +11,12 @@
 How a verdict is reached:
   1. extraction (miners.verify.extract over miners.verify.rules): the answer the output finally
      commits to, the rule that found it, and whether that form is strong. No answer: an empty output
-     or an empty box is `wrong`; an output that loops (audits.loops) or is certainly cut off (inside
-     a box, a code block, a display block, an environment or a brace group, on an operator or a word
-     no sentence ends on, or in the middle of stating its answer) before any answer is `wrong`;
-     otherwise `unknown`
+     or an empty box is `wrong`; an output that loops (audits.loops) is `wrong`; one certainly cut
+     off (inside a box, a code block, a display block, an environment or a brace group, on an
+     operator or a word no sentence ends on, or in the middle of stating its answer) before any
+     answer, or working that stops mid-sentence against a plain-number gold, is `wrong` only where
+     it could not hold the right answer (miners.verify.stated: the gold's value stated nowhere in
+     it), else `unknown` ("truncated after a possible answer"); otherwise `unknown`
      ("no answer found", or "ambiguous answer" when two rules of equal standing read differently at
      the same place).
   2. the fast path (miners.verify.fast) compares the answer with the gold when it is certain; when
