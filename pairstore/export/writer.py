@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -98,56 +99,75 @@ def rows_content_hash(digests) -> str:
     return content_hash_rows([d] for d in digests)
 
 
-def _json_digests(js: pa.Array) -> list[str]:
-    """xxh3-128 of each JSON text of a string array, read straight from the arrow buffers."""
-    if js.type not in (pa.string(), pa.large_string()):
-        js = js.cast(pa.large_string())
-    n = len(js)
-    width = np.int64 if js.type == pa.large_string() else np.int32
-    offsets = np.frombuffer(js.buffers()[1], dtype=width)[js.offset : js.offset + n + 1]
-    data = memoryview(js.buffers()[2]) if n else memoryview(b"")
+def _digests_of(data: np.ndarray, offsets: np.ndarray) -> list[str]:
+    """xxh3-128 of each row's bytes data[offsets[i]:offsets[i + 1]]."""
+    view = memoryview(data)
     digest = xxhash.xxh3_128_hexdigest
-    return [digest(data[int(offsets[i]) : int(offsets[i + 1])]) for i in range(n)]
+    bounds = offsets.tolist()
+    return [digest(view[a:b]) for a, b in zip(bounds, bounds[1:])]
 
 
-class _RowGroupWriter:
-    """ParquetWriter that cuts row groups at exactly ROW_GROUP_ROWS rows, whatever the fetch sizes."""
+def _chunk_digests(tbl: pa.Table, kind: str) -> list[str]:
+    """The row digest (row_digest) of each row of a fetched chunk, in its order: the canonical JSON is
+    written by pairstore.export.rowjson in one compiled pass; a row it flags (a null inside the prompt)
+    gets its JSON from row_json."""
+    from pairstore.export.rowjson import rows_json  # numba: loaded only by an export that writes
 
-    def __init__(self, path: Path, schema: pa.Schema):
-        self.schema = schema
-        self.writer = pq.ParquetWriter(
-            str(path),
-            schema,
-            compression=COMPRESSION,
-            compression_level=COMPRESSION_LEVEL,
-            use_dictionary=[c for c in _DICT_COLUMNS if c.split(".")[0] in schema.names],
-            write_statistics=True,
-            version="2.6",
-            data_page_version="1.0",
-            write_page_index=False,
+    rejected = tbl.column("rejected").combine_chunks() if kind == "dpo" else None
+    data, offsets, flagged = rows_json(
+        tbl.column("_prompt").combine_chunks(), tbl.column("chosen").combine_chunks(), rejected
+    )
+    digests = _digests_of(data, offsets)
+    if flagged.any():
+        sub = tbl.filter(pa.array(flagged)).select(["_prompt", "chosen", "rejected"]).to_pylist()
+        for i, r in zip(np.flatnonzero(flagged), sub):
+            digests[i] = row_digest(r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None)
+    return digests
+
+
+def _in_plan_order(tbl: pa.Table, prows: np.ndarray) -> pa.Table:
+    """The fetched chunk in the order of its plan entries `prows` (ascending rowids)."""
+    got = tbl.column("prow").to_numpy()
+    if np.array_equal(got, prows):  # DuckDB's scan usually keeps rowid order: then nothing is moved
+        return tbl
+    order = np.argsort(got, kind="stable")
+    if not np.array_equal(got[order], prows):
+        raise PairstoreError(
+            f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed while exporting"
         )
-        self.pending: list[pa.Table] = []
-        self.pending_rows = 0
+    return tbl.take(pa.array(order))
 
-    def write(self, table: pa.Table) -> None:
-        self.pending.append(table)
-        self.pending_rows += table.num_rows
-        while self.pending_rows >= ROW_GROUP_ROWS:
-            whole = pa.concat_tables(self.pending)
-            # one contiguous chunk per row group: page boundaries then depend on the data only, not on
-            # how DuckDB's threads happened to chunk the fetched rows
-            self.writer.write_table(
-                whole.slice(0, ROW_GROUP_ROWS).combine_chunks(), row_group_size=ROW_GROUP_ROWS
-            )
+
+def _parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    return pq.ParquetWriter(
+        str(path),
+        schema,
+        compression=COMPRESSION,
+        compression_level=COMPRESSION_LEVEL,
+        use_dictionary=[c for c in _DICT_COLUMNS if c.split(".")[0] in schema.names],
+        write_statistics=True,
+        version="2.6",
+        data_page_version="1.0",
+        write_page_index=False,
+    )
+
+
+def _row_groups(tables: Iterable[pa.Table]) -> Iterator[pa.Table]:
+    """The rows of `tables` cut into row groups of exactly ROW_GROUP_ROWS rows (the last one shorter), each
+    one contiguous chunk: page boundaries then depend on the data only, not on how DuckDB's threads
+    happened to chunk the fetched rows."""
+    pending: list[pa.Table] = []
+    pending_rows = 0
+    for table in tables:
+        pending.append(table)
+        pending_rows += table.num_rows
+        while pending_rows >= ROW_GROUP_ROWS:
+            whole = pa.concat_tables(pending)
+            yield whole.slice(0, ROW_GROUP_ROWS).combine_chunks()
             rest = whole.slice(ROW_GROUP_ROWS)
-            self.pending, self.pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
-
-    def close(self) -> None:
-        if self.pending_rows:
-            self.writer.write_table(
-                pa.concat_tables(self.pending).combine_chunks(), row_group_size=ROW_GROUP_ROWS
-            )
-        self.writer.close()
+            pending, pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+    if pending_rows:
+        yield pa.concat_tables(pending).combine_chunks()
 
 
 def _chunks(
@@ -179,24 +199,11 @@ def _as_messages(texts: pa.Array, role: str) -> pa.ListArray:
 
 
 def _file_rows(
-    tbl: pa.Table, prows: np.ndarray, copies: np.ndarray, kind: str, schema: pa.Schema, answer_col: str
+    tbl: pa.Table, digests: list[str], copies: np.ndarray, kind: str, schema: pa.Schema, answer_col: str
 ) -> tuple[pa.Table, bytes, Counter]:
-    """One fetched chunk as (its rows of the file, copies adjacent; the lines content_hash_rows hashes for
-    them; rows by (source, family)). `prows` (ascending) and `copies` are the chunk's plan entries."""
-    got = tbl.column("prow").to_numpy()
-    if not np.array_equal(got, prows):  # DuckDB's scan usually keeps rowid order: then nothing is moved
-        order = np.argsort(got, kind="stable")
-        if not np.array_equal(got[order], prows):
-            raise PairstoreError(
-                f"export: rows {int(prows[0])}..{int(prows[-1])} of the store changed while exporting"
-            )
-        tbl = tbl.take(pa.array(order))
-    digests = _json_digests(tbl.column("_json").combine_chunks())
-    odd = tbl.column("_odd").to_numpy(zero_copy_only=False)
-    if odd.any():
-        sub = tbl.filter(pa.array(odd)).select(["_prompt", "chosen", "rejected"]).to_pylist()
-        for i, r in zip(np.flatnonzero(odd), sub):
-            digests[i] = row_digest(r["_prompt"], r["chosen"], r["rejected"] if kind == "dpo" else None)
+    """One fetched chunk, in plan order with its row digests, as (its rows of the file, copies adjacent;
+    the lines content_hash_rows hashes for them; rows by (source, family)). `copies` are the chunk's
+    plan entries' copies."""
     # the bytes content_hash_rows([d] for d in digests) hashes: a one-string JSON list per line
     hash_lines = "".join(f'["{d}"]\n' * c for d, c in zip(digests, copies.tolist())).encode()
     grouped = (
@@ -234,9 +241,8 @@ def write_mixture_file(
 
     Returns (rows, content hash, rows by (source, family)).
 
-    Each distinct pair's row JSON is made once by DuckDB's to_json (the same text as row_json, except that
-    DuckDB writes the \\u00XX escapes of control characters in upper case: rows holding such an escape get
-    their digest from Python), digested, and the digest repeated for its copies.
+    Each distinct pair's row JSON is made once (pairstore.export.rowjson: the bytes of row_json), digested,
+    and the digest repeated for its copies.
     """
     con = store.con
     schema = DPO_SCHEMA if kind == "dpo" else SFT_SCHEMA
@@ -252,12 +258,7 @@ def write_mixture_file(
     # chunk in DuckDB's memory) and no nested columns built in SQL; the rows are put in order and the
     # message lists built on the Arrow side.
     sql = f"""
-        SELECT p.rowid AS prow, {prompt_sql} AS _prompt, p.chosen, p.rejected, p.pair_id, p.source, p.family,
-               to_json({{'chosen': p.chosen,
-                         'prompt': list_transform(_prompt, lambda m: {{'content': m.content, \
-'role': m.role}}),
-                         'rejected': p.rejected}}) AS _json,
-               contains(_json, '\\u00') AS _odd
+        SELECT p.rowid AS prow, {prompt_sql} AS _prompt, p.chosen, p.rejected, p.pair_id, p.source, p.family
         FROM pairs p
         WHERE p.rowid BETWEEN $lo AND $hi
           AND p.rowid IN (SELECT prow FROM {mixture.table} WHERE kind = $kind AND block = $block \
@@ -269,29 +270,35 @@ AND prow BETWEEN $lo AND $hi)"""
     ]
 
     def fetch():
-        # Only this thread touches the connection while the loop below digests and writes (both release
-        # the GIL for their heavy parts), so DuckDB fetches the next chunk meanwhile.
+        # Runs in the producing thread below: only it touches the connection while the writer encodes.
         for block, lo, hi, prows, copies in jobs:
             params = {"kind": kind, "block": block, "lo": lo, "hi": hi}
             if system_prompt is not None:
                 params["sys"] = system_prompt
-            yield con.sql(sql, params=params).to_arrow_table(), prows, copies
+            tbl = _in_plan_order(con.sql(sql, params=params).to_arrow_table(), prows)
+            yield tbl, _chunk_digests(tbl, kind), copies
 
     h = hashlib.sha256()
     counts: Counter = Counter()
-    rows = 0
-    writer = _RowGroupWriter(path, schema)
-    # One chunk ahead, no more: a stage of its own for the file rows saved half a second and held two
-    # more chunks (about 250 MB at the benchmark's size).
-    chunks = prefetch(fetch(), depth=1, name="pairstore-export-fetch")
-    try:
-        for tbl, prows, copies in chunks:
-            out, hash_lines, piece_counts = _file_rows(tbl, prows, copies, kind, schema, answer_col)
+
+    def file_rows():
+        for tbl, digests, copies in fetch():
+            out, hash_lines, piece_counts = _file_rows(tbl, digests, copies, kind, schema, answer_col)
             h.update(hash_lines)
             counts.update(piece_counts)
-            writer.write(out)
-            rows += out.num_rows
+            yield out
+
+    rows = 0
+    writer = _parquet_writer(path, schema)
+    # Everything but the parquet encoding runs in one thread ahead of it (fetch, digests, file rows, row
+    # groups cut), so the writer, the longest stage, is never kept waiting on Python. One row group
+    # ahead, no more: each one held is about 50 MB at the benchmark's size.
+    groups = prefetch(_row_groups(file_rows()), depth=1, name="pairstore-export-rows")
+    try:
+        for group in groups:
+            writer.write_table(group, row_group_size=ROW_GROUP_ROWS)
+            rows += group.num_rows
     finally:
-        chunks.close()  # stops and joins the fetch thread before anything else uses the connection
+        groups.close()  # stops and joins the producing thread before anything else uses the connection
         writer.close()
     return rows, h.hexdigest(), counts

@@ -23,21 +23,8 @@ pairstore.holdout.scan.GramLookup), only windows whose hash is among the needles
 from __future__ import annotations
 
 import numpy as np
-from numba import njit as _numba_njit
 
-
-def njit(**options):
-    """numba.njit with the compiled code cached beside this module (or in the user's cache folder); where
-    neither can be written, each process compiles once instead of failing."""
-
-    def compile_later(fn):
-        try:
-            return _numba_njit(cache=True, **options)(fn)
-        except RuntimeError:  # numba finds no writable place for its cache
-            return _numba_njit(cache=False, **options)(fn)
-
-    return compile_later
-
+from pairstore.compiled import njit
 
 _M0 = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xC2B2AE3D27D4EB4F)
