@@ -154,6 +154,8 @@ def test_could_hold_a_number_gold():
     assert could_hold("the loss is -3 dollars and", "3", "gsm8k")
     assert could_hold("he reads twenty-one pages and", "21", "gsm8k")
     assert not could_hold("he reads 12 pages, then 9 more and", "22", "gsm8k")
+    for written in ("1 000", "1.000", "1'000", "1e3", "1k", "1 thousand", "one thousand", "1,000"):
+        assert could_hold(f"so the total is {written} and the", "1000", "gsm8k"), written
 
 
 def test_could_hold_an_expression_gold():

@@ -96,7 +96,7 @@ def number_words_values(text: str) -> list[str]:
     out = []
     for m in _WORD_RUN_RE.finditer(text):
         if m.group(0).lower() != "a":
-            value = _words_value(m.group(0), text[m.end() :])
+            value = _words_value(m.group(0), text[m.end() : m.end() + 80])  # (cents follow within it)
             if value is not None:
                 out.append(value)
     return out

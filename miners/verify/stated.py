@@ -11,8 +11,9 @@ right answer, and this module decides that generously (a wrong "could hold" cost
 "could not" would put a right answer on the rejected side):
 
 - a gold that is a plain number (an integer, a decimal, a fraction, a percentage): every number the
-  output writes anywhere -- digits with or without thousands commas, decimals, `a/b`,
-  `\\frac{a}{b}`, number words ("five", "two hundred") -- is compared by magnitude (a sign, a percent
+  output writes anywhere -- digits with or without thousands commas (or spaces, dots, apostrophes),
+  decimals, `a/b` (and its two parts), `\\frac{a}{b}`, e-notation, "1.5k" and "3 million", number
+  words ("five", "two hundred") -- is compared by magnitude (a sign, a percent
   sign and a unit are ignored: "-3" and "3%" may both state 3, and "50%" states 0.5 as well); any
   equal one could be the answer;
 - any other gold (an expression, a set, an equation): every result the output states -- what follows
@@ -23,8 +24,11 @@ right answer, and this module decides that generously (a wrong "could hold" cost
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable, Iterator
 from fractions import Fraction
+from functools import partial
 
 from miners.verify.fast import fast_compare
 from miners.verify.prose import first_value, number_words_values
@@ -41,6 +45,14 @@ _TEXT_NUMBER_RE = re.compile(
     r"|(?<![\d.])(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<d>\d+)(?![\d.]))?"
     r"(?P<pct>\s*(?:\\?%|percent\b))?"
 )
+# other ways to write a number, read as well (generous): thousands grouped by a space, a dot or an
+# apostrophe ("1 000", "1.000", "1'000"), e-notation ("2.5e3"), a scale after digits ("1.5k", "3
+# million")
+_GROUPED_RE = re.compile(r"(?<![\d.])\d{1,3}(?:[ .'’\u00a0\u202f]\d{3})+(?![\d])")
+_SCALED_RE = re.compile(
+    r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:[eE]\s*([+-]?\d{1,3})\b|(k|K|thousand|million|billion)\b)"
+)
+_SCALES = {"k": 1000, "K": 1000, "thousand": 1000, "million": 10**6, "billion": 10**9}
 # where a result is stated: after an "=" or a copula, up to the end of its clause
 _RESULT_START_RE = re.compile(
     r"(?<![<>!=])=(?!=)|(?i:\b(?:is|are|was|were|equals?|becomes?|gives?|yields?)\b)|[≈:：]"
@@ -72,23 +84,49 @@ def numeric_gold(gold_text: str) -> Fraction | None:
     return abs(value) if value is not None else None
 
 
+def _exact(number: str, divisor: int = 1, factor: Fraction = Fraction(1)) -> Fraction:
+    return abs(Fraction(number)) / divisor * factor
+
+
+def _written(text: str) -> Iterator[tuple[float, Callable[[], Fraction]]]:
+    """Every number text writes (module doc), as (its magnitude as a float, a thunk for the exact
+    magnitude): the float rules most out cheaply, the exact value decides the few left."""
+    for m in _TEXT_NUMBER_RE.finditer(text):
+        n, d, fn, fd = m.group("n"), m.group("d"), m.group("fn"), m.group("fd")
+        if fn is not None:
+            if int(fd):
+                yield int(fn) / int(fd), partial(_exact, fn, int(fd))
+            continue
+        plain = n.replace(",", "")
+        yield float(plain), partial(_exact, plain)
+        if m.group("pct"):  # "50%" may state 0.5
+            yield float(plain) / 100, partial(_exact, plain, 100)
+        if d is not None:  # "25/5" may be a division (its result follows), or 25 and 5
+            if int(d):
+                yield float(plain) / int(d), partial(_exact, plain, int(d))
+            yield float(d), partial(_exact, d)
+    for m in _GROUPED_RE.finditer(text):
+        digits = re.sub(r"\D", "", m.group(0))
+        yield float(digits), partial(_exact, digits)
+    for m in _SCALED_RE.finditer(text):
+        base, exponent, scale = m.group(1), m.group(2), m.group(3)
+        factor = Fraction(10) ** int(exponent) if exponent is not None else Fraction(_SCALES[scale])
+        yield float(base) * float(factor), partial(_exact, base, 1, factor)
+    for words in number_words_values(text):
+        yield abs(float(words)), partial(_exact, words)
+
+
 def stated_numbers(text: str) -> set[Fraction]:
     """The magnitude of every number text writes, in digits or in words (module doc)."""
-    out = set()
-    for m in _TEXT_NUMBER_RE.finditer(text):
-        value = _fraction(m.group("n"), m.group("d"), m.group("fn"), m.group("fd"))
-        if value is not None:
-            out.add(abs(value))
-            if m.group("pct"):  # "50%" may state 0.5
-                out.add(abs(value) / 100)
-            if m.group("d") is not None:  # "25/5" may be a division whose result follows, or 25 and 5
-                out |= {abs(Fraction(m.group("n").replace(",", ""))), Fraction(int(m.group("d")))}
-    for words in number_words_values(text):
-        try:
-            out.add(abs(Fraction(words)))
-        except ValueError:
-            pass
-    return out
+    return {exact() for _, exact in _written(text)}
+
+
+def _writes(text: str, value: Fraction) -> bool:
+    target = float(value)
+    return any(
+        math.isclose(approx, target, rel_tol=1e-9, abs_tol=1e-12) and exact() == value
+        for approx, exact in _written(text)
+    )
 
 
 def stated_results(text: str) -> list[str]:
@@ -108,8 +146,7 @@ def could_hold(text: str, gold_text: str, kind: str) -> bool:
     have answered right before the cut."""
     gold = numeric_gold(gold_text)
     if gold is not None:
-        numbers = stated_numbers(text)
-        return gold in numbers or ("%" in gold_text and gold / 100 in numbers)  # gold 50%, "0.5"
+        return _writes(text, gold) or ("%" in gold_text and _writes(text, gold / 100))  # gold 50%, "0.5"
     for result in stated_results(text):
         # the clause whole, and its first value ("\\frac{1}{2} and then the" states \\frac{1}{2})
         for candidate in {result, first_value(result) or result}:
