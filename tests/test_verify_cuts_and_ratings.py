@@ -158,6 +158,19 @@ def test_could_hold_a_number_gold():
         assert could_hold(f"so the total is {written} and the", "1000", "gsm8k"), written
 
 
+def test_numbers_no_reader_takes_are_skipped(verifier):
+    # 5,000 digits (past int()'s limit), an exponent past a float's range: skipped, never an error
+    cases = [
+        ("1/" + "9" * 5000 + " and the", False),
+        ("\\frac{1}{" + "7" * 5000 + "} so", False),
+        ("so 2e999 and 3e-999 and the", False),
+        ("so 5e999 and the", True),  # its 5 is written
+    ]
+    for text, holds in cases:
+        assert could_hold(text, "5", "gsm8k") is holds, text
+        assert verifier.verify("So x = 2.\nThen " + text, "5", "gsm8k").label in ("wrong", "unknown")
+
+
 def test_could_hold_an_expression_gold():
     assert could_hold("So the roots are x = \\frac{1}{2} and then the", "\\frac12", "math")
     assert not could_hold("So the slope is m = 3, and then the", "\\frac12", "math")

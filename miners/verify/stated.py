@@ -88,32 +88,53 @@ def _exact(number: str, divisor: int = 1, factor: Fraction = Fraction(1)) -> Fra
     return abs(Fraction(number)) / divisor * factor
 
 
-def _written(text: str) -> Iterator[tuple[float, Callable[[], Fraction]]]:
+Written = tuple[float, Callable[[], Fraction]]
+
+
+def _written(text: str) -> Iterator[Written]:
     """Every number text writes (module doc), as (its magnitude as a float, a thunk for the exact
-    magnitude): the float rules most out cheaply, the exact value decides the few left."""
-    for m in _TEXT_NUMBER_RE.finditer(text):
-        n, d, fn, fd = m.group("n"), m.group("d"), m.group("fn"), m.group("fd")
-        if fn is not None:
-            if int(fd):
-                yield int(fn) / int(fd), partial(_exact, fn, int(fd))
+    magnitude): the float rules most out cheaply, the exact value decides the few left. A number no
+    reader can take (5,000 digits, "1e999") is skipped."""
+    matches = [
+        *((_number_values, m) for m in _TEXT_NUMBER_RE.finditer(text)),
+        *((_grouped_values, m) for m in _GROUPED_RE.finditer(text)),
+        *((_scaled_values, m) for m in _SCALED_RE.finditer(text)),
+    ]
+    for values_of, m in matches:
+        try:
+            yield from values_of(m)
+        except (ValueError, OverflowError, ZeroDivisionError):
             continue
-        plain = n.replace(",", "")
-        yield float(plain), partial(_exact, plain)
-        if m.group("pct"):  # "50%" may state 0.5
-            yield float(plain) / 100, partial(_exact, plain, 100)
-        if d is not None:  # "25/5" may be a division (its result follows), or 25 and 5
-            if int(d):
-                yield float(plain) / int(d), partial(_exact, plain, int(d))
-            yield float(d), partial(_exact, d)
-    for m in _GROUPED_RE.finditer(text):
-        digits = re.sub(r"\D", "", m.group(0))
-        yield float(digits), partial(_exact, digits)
-    for m in _SCALED_RE.finditer(text):
-        base, exponent, scale = m.group(1), m.group(2), m.group(3)
-        factor = Fraction(10) ** int(exponent) if exponent is not None else Fraction(_SCALES[scale])
-        yield float(base) * float(factor), partial(_exact, base, 1, factor)
     for words in number_words_values(text):
         yield abs(float(words)), partial(_exact, words)
+
+
+def _number_values(m: re.Match) -> list[Written]:
+    n, d, fn, fd = m.group("n"), m.group("d"), m.group("fn"), m.group("fd")
+    if fn is not None:
+        return [(int(fn) / int(fd), partial(_exact, fn, int(fd)))]
+    plain = n.replace(",", "")
+    out: list[Written] = [(float(plain), partial(_exact, plain))]
+    if m.group("pct"):  # "50%" may state 0.5
+        out.append((float(plain) / 100, partial(_exact, plain, 100)))
+    if d is not None:  # "25/5" may be a division (its result follows), or 25 and 5
+        out.append((float(d), partial(_exact, d)))
+        out.append((float(plain) / int(d), partial(_exact, plain, int(d))))
+    return out
+
+
+def _grouped_values(m: re.Match) -> list[Written]:
+    digits = re.sub(r"\D", "", m.group(0))
+    return [(float(digits), partial(_exact, digits))]
+
+
+def _scaled_values(m: re.Match) -> list[Written]:
+    base, exponent, scale = m.group(1), m.group(2), m.group(3)
+    if exponent is not None:
+        factor = Fraction(10) ** int(exponent)
+        return [(float(f"{base}e{exponent}"), partial(_exact, base, 1, factor))]
+    factor = Fraction(_SCALES[scale])
+    return [(float(base) * float(factor), partial(_exact, base, 1, factor))]
 
 
 def stated_numbers(text: str) -> set[Fraction]:
