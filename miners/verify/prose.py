@@ -303,6 +303,7 @@ def looping(text: str) -> bool:
 # a paragraph break, and a paragraph that holds only display math (a value under its intro line)
 _PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
 _DISPLAY_ONLY_RE = re.compile(r"^\s*(?:\\\[.*\\\]|\$\$.*\$\$)\s*$", re.S)
+_CLOSING_PARAGRAPHS = 12
 _STATES_VALUE_RE = re.compile(r"\d|=|\\[A-Za-z]|\$")
 
 
@@ -332,7 +333,8 @@ def without_closing_rating(body: str) -> str:
     is y = 2x.") is no closing rating: it stays, and so does everything before it."""
     if not might_rate(body):
         return body
-    starts = [0] + [m.end() for m in _PARAGRAPH_BREAK_RE.finditer(body)]
+    # a closing rating is a few paragraphs at the end: the last dozen are read, no more
+    starts = ([0] + [m.end() for m in _PARAGRAPH_BREAK_RE.finditer(body)])[-_CLOSING_PARAGRAPHS:]
     paragraphs = [(start, body[start:end]) for start, end in zip(starts, starts[1:] + [len(body)])]
     merged: list[tuple[int, str]] = []
     for start, text in paragraphs:  # a display block under its intro is one paragraph with it
@@ -352,7 +354,9 @@ def without_closing_rating(body: str) -> str:
             cut = start
     kept = body if cut is None else body[:cut].rstrip()
     said = sentences(kept)
-    while said and _only_rates(said[-1]):
+    for _ in range(_CLOSING_PARAGRAPHS):
+        if not said or not _only_rates(said[-1]):
+            break
         at = kept.rfind(said.pop())
         if at < 0:
             break
