@@ -4,6 +4,7 @@ there is room."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import subprocess
@@ -127,3 +128,36 @@ def test_ingest_with_the_store_on_a_full_disk(tmp_path, small_disk):
     r = run(db, "ingest", "battles", big)
     assert r.returncode == 0, r.stderr
     shutil.rmtree(tmp_path / "b", ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_disk_that_fills_while_the_parquet_is_written(round_r1, tmp_path, small_disk, monkeypatch, run_cli):
+    # the free-space check passes (its estimate made too small here), then the disk fills in the middle
+    # of the parquet file: the same one line, nothing at a final path, no temp file left behind
+    from pairstore.export import run as export_run
+
+    monkeypatch.setattr(export_run, "_size_estimate", lambda con, table: 0)
+    failures = []
+    write_file = export_run.write_mixture_file
+
+    def recording_write_file(*args):
+        try:
+            return write_file(*args)
+        except BaseException as e:
+            failures.append(e)
+            raise
+
+    monkeypatch.setattr(export_run, "write_mixture_file", recording_write_file)
+    disk = small_disk(12 << 10)
+    out = disk / "out"
+    out.mkdir()
+    (disk / "filler").write_bytes(b"x" * (8 << 10))
+    r = run_cli("export", "--round", "r1", "--out", out, db=round_r1.path)
+    assert r.exit_code == 1, r.output
+    lines = r.output.strip().splitlines()
+    assert len(lines) == 1 and str(disk) in lines[0] and "Traceback" not in r.output, r.output
+    # it was the parquet file that filled it
+    assert len(failures) == 1 and getattr(failures[0], "errno", None) == errno.ENOSPC, failures
+    assert not any(out.iterdir()) and not hidden(disk)
+    assert round_r1.scalar("SELECT count(*) FROM exports") == 0

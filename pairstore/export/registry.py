@@ -110,12 +110,14 @@ def record_export(
                     evidence_sha256,
                 ],
             )
+            # a running sum over the plan's entries (one per pair) gives each pair's first file row: a sort
+            # of the entries, where numbering the file rows sorted every copy
             con.execute(
                 f"""
                 INSERT INTO export_rows
-                SELECT ?, row_number() OVER (ORDER BY block, prow, k) - 1, pair_id
-                FROM (SELECT block, prow, pair_id, unnest(range(copies)) AS k FROM {mixture.table} \
-WHERE kind = ?)""",
+                SELECT ?, first_row + unnest(range(copies)), pair_id
+                FROM (SELECT pair_id, copies, sum(copies) OVER (ORDER BY block, prow ROWS BETWEEN UNBOUNDED \
+PRECEDING AND CURRENT ROW) - copies AS first_row FROM {mixture.table} WHERE kind = ?)""",
                 [eid, kind],
             )
         old = [e for e in supersede if e not in ids]

@@ -242,13 +242,13 @@ def export_round(
                     continue
                 tmp = temps[kind] = temp_path(finals[kind])
                 with progress.stage(f"export {name}: write {finals[kind].name}", unit="rows") as stage:
-                    rows, chash, counts = write_mixture_file(store, tmp, mix, kind, system_prompt)
+                    rows, chash, counts, file_sha = write_mixture_file(store, tmp, mix, kind, system_prompt)
                     stage.advance(rows)
                 for (s, f), n in counts.items():
                     by_source[s] += n
                     by_family[f or "(none)"] += n
                 result.files[kind] = ExportedFile(
-                    path=str(finals[kind]), sha256=sha256_file(tmp), rows=rows, content_hash=chash
+                    path=str(finals[kind]), sha256=file_sha, rows=rows, content_hash=chash
                 )
             result.rows_by_source = dict(sorted(by_source.items()))
             result.gate = GateEvidence(

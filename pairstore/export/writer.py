@@ -1,7 +1,7 @@
 """Writing a planned mixture (pairstore.export.plan.MixturePlan) to parquet: fixed order, fixed
 writer options, a content hash.
 
-    rows, content_hash, by_source_family = write_mixture_file(store, tmp_path, "dpo", n_blocks, system_prompt)
+    rows, content_hash, by_source_family, sha256 = write_mixture_file(store, tmp, mix, "dpo", system_prompt)
 
 Rows go out in a fixed order (the trainer shuffles): blocks in recipe order; in a block, pairs in the
 store's order (pairs.rowid), copies of a pair adjacent (they compress to almost nothing). The writer
@@ -138,9 +138,37 @@ def _in_plan_order(tbl: pa.Table, prows: np.ndarray) -> pa.Table:
     return tbl.take(pa.array(order))
 
 
-def _parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+class _HashedFile:
+    """A binary file that keeps the SHA-256 of every byte written to it (the parquet writer only appends),
+    so the file's hash needs no second read."""
+
+    def __init__(self, path: Path):
+        self.file = open(path, "wb")  # noqa: SIM115 - closed by close(), after the parquet writer's last write
+        self.sha256 = hashlib.sha256()
+        self.position = 0
+
+    def write(self, data) -> int:
+        self.sha256.update(data)
+        self.position += len(data)
+        return self.file.write(data)
+
+    def tell(self) -> int:
+        return self.position
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def close(self) -> None:
+        self.file.close()
+
+
+def _parquet_writer(sink, schema: pa.Schema) -> pq.ParquetWriter:
     return pq.ParquetWriter(
-        str(path),
+        sink,
         schema,
         compression=COMPRESSION,
         compression_level=COMPRESSION_LEVEL,
@@ -236,10 +264,10 @@ def _file_rows(
 
 def write_mixture_file(
     store: Store, path: Path, mixture: MixturePlan, kind: str, system_prompt: str | None
-) -> tuple[int, str, Counter]:
+) -> tuple[int, str, Counter, str]:
     """Stream the `kind` (dpo or sft) rows of the planned mixture into parquet at `path`.
 
-    Returns (rows, content hash, rows by (source, family)).
+    Returns (rows, content hash, rows by (source, family), SHA-256 of the file's bytes).
 
     Each distinct pair's row JSON is made once (pairstore.export.rowjson: the bytes of row_json), digested,
     and the digest repeated for its copies.
@@ -289,7 +317,12 @@ AND prow BETWEEN $lo AND $hi)"""
             yield out
 
     rows = 0
-    writer = _parquet_writer(path, schema)
+    sink = _HashedFile(path)
+    try:
+        writer = _parquet_writer(sink, schema)
+    except BaseException:
+        sink.close()
+        raise
     # Everything but the parquet encoding runs in one thread ahead of it (fetch, digests, file rows, row
     # groups cut), so the writer, the longest stage, is never kept waiting on Python. One row group
     # ahead, no more: each one held is about 50 MB at the benchmark's size.
@@ -300,5 +333,8 @@ AND prow BETWEEN $lo AND $hi)"""
             rows += group.num_rows
     finally:
         groups.close()  # stops and joins the producing thread before anything else uses the connection
-        writer.close()
-    return rows, h.hexdigest(), counts
+        try:
+            writer.close()
+        finally:
+            sink.close()
+    return rows, h.hexdigest(), counts, sink.sha256.hexdigest()
