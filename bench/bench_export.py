@@ -458,6 +458,8 @@ def main() -> None:
         )
 
     ours, copy, hf = med("ours"), med("copy"), med("datasets")
+    run_ratios = ", ".join(f"{o[0] / c[0]:.2f}x" for o, c in zip(results["ours"], results["copy"]))
+    peak_max = max(r["rss_mb"] for _, r in results["ours"])
     lines = [
         "## Export: pairstore vs Hugging Face datasets vs DuckDB COPY",
         "",
@@ -552,8 +554,10 @@ def main() -> None:
         "",
         f"Goals: the export with the full gate (every text of a row, answers included) at most 2x the bare "
         f"COPY of the same rows "
-        f"({ours[0] / copy[0]:.2f}x: {'met' if ours[0] <= 2 * copy[0] else 'NOT met'}), "
-        f"peak memory < 1.5 GB ({ours[1]:,.0f} MB: {'met' if ours[1] < 1536 else 'NOT met'}); the gate alone "
+        f"({ours[0] / copy[0]:.2f}x: {'met' if ours[0] <= 2 * copy[0] else 'NOT met'}; run by run, each "
+        f"export against the COPY that followed it: {run_ratios}), "
+        f"peak memory < 1.5 GB ({ours[1]:,.0f} MB: {'met' if ours[1] < 1536 else 'NOT met'}; the highest of "
+        f"the runs {peak_max:,.0f} MB); the gate alone "
         f"vs 3,000 members < 60 s ({'met' if fuzzy['3000']['seconds'] < 60 else 'NOT met'}); `audit gate` on "
         f"1,000 members < 60 s ({'met' if gaudit['seconds'] < 60 else 'NOT met'}); "
         "earlier goals: >= 5x faster than datasets "

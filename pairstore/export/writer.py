@@ -101,7 +101,7 @@ def rows_content_hash(digests) -> str:
 
 def _digests_of(data: np.ndarray, offsets: np.ndarray) -> list[str]:
     """xxh3-128 of each row's bytes data[offsets[i]:offsets[i + 1]]."""
-    view = memoryview(data)
+    view = memoryview(data.data)
     digest = xxhash.xxh3_128_hexdigest
     bounds = offsets.tolist()
     return [digest(view[a:b]) for a, b in zip(bounds, bounds[1:])]

@@ -205,31 +205,27 @@ def vocabulary_ngrams(
 
 
 @njit(nogil=True)
-def _rows_with_bytes(data, offsets, flag_table, trigger_table):
+def _rows_with_bytes(data, offsets, bits):
+    # one load and an OR per byte, no branch: faster than stopping at the first flagged byte, since
+    # almost every text has none and is read to its end either way
     rows = len(offsets) - 1
     flagged = np.zeros(rows, dtype=np.bool_)
     triggered = np.zeros(rows, dtype=np.bool_)
     for r in range(rows):
-        f = False
-        t = False
+        seen = np.uint8(0)
         for i in range(offsets[r], offsets[r + 1]):
-            b = data[i]
-            if flag_table[b]:
-                f = True
-                break
-            if trigger_table[b]:
-                t = True
-        flagged[r] = f
-        triggered[r] = t
+            seen |= bits[data[i]]
+        flagged[r] = (seen & 1) != 0
+        triggered[r] = (seen & 2) != 0
     return flagged, triggered
 
 
 def rows_with_bytes(
     data: np.ndarray, offsets: np.ndarray, flag_table: np.ndarray, trigger_table: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Per row: (holds a byte of `flag_table`, holds a byte of `trigger_table`) (256-entry bool tables; a
-    row found flagged is not read further, so its trigger answer is only meaningful when not flagged)."""
-    return _rows_with_bytes(data, offsets, flag_table, trigger_table)
+    """Per row: (holds a byte of `flag_table`, holds a byte of `trigger_table`) (256-entry bool tables)."""
+    bits = flag_table.astype(np.uint8) | (trigger_table.astype(np.uint8) << np.uint8(1))
+    return _rows_with_bytes(data, offsets, bits)
 
 
 @njit(nogil=True)

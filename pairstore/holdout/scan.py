@@ -260,7 +260,9 @@ def _stream_chunks(
             newline = pa.scalar("\n", pa.large_string())
             offsets = pc.subtract(others.offsets, others.offsets[0])
             joined = pc.binary_join(pa.ListArray.from_arrays(offsets, flat), newline)
-            hay = pc.if_else(has_other, pc.binary_join_element_wise(user, joined, newline), user)
+            hay = pc.binary_join_element_wise(user, joined, newline)
+            if not pc.all(has_other).as_py():  # (every row has answers in a mixture: no copy needed then)
+                hay = pc.if_else(has_other, hay, user)
         if bench is not None:
             pending.append(pool.submit(lambda r, h: ("bench", _grams(r, h, bench[0], bench[1])), rows, hay))
         if vocab3 is not None:
