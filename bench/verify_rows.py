@@ -45,6 +45,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout3/heldout.jsonl",
     "verify_heldout4/heldout.jsonl",
     "verify_heldout5/heldout.jsonl",
+    "verify_heldout6/heldout.jsonl",
 }
 
 

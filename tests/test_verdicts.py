@@ -42,6 +42,14 @@ REASON_CASES = [
     ("The total is \\boxed{}", "7", "gsm8k", "wrong", "empty answer"),
     ("The total is \\boxed{\\frac{1", "7", "math", "wrong", "truncated before any answer"),
     ("We compute 3 + 4 =", "7", "gsm8k", "wrong", "truncated before any answer"),
+    # cut off after writing the gold's value: the answer may be there, unmarked
+    (
+        "We compute 3 + 4 = 7, so the total of the",
+        "7",
+        "gsm8k",
+        "unknown",
+        "truncated after a possible answer",
+    ),
     (LOOP, "7", "gsm8k", "wrong", "looped before any answer"),
     (NO_ANSWER, "7", "gsm8k", "unknown", "no answer found"),
     ("no final line here at all, just words\nand more words", "7", "task", "unknown", "no answer found"),
@@ -149,6 +157,8 @@ UNKNOWN_OUTPUTS = {
     "unknown: answer too long": "Final answer: " + "9" * 2500,
     # a number in words neither verifier reads: math-verify takes the word for a product of symbols
     "unknown: verifiers cannot read the answer": "Das sind zusammen sieben.\nFinal answer: sieben",
+    # cut off (on a word no sentence ends on) after writing both problems' golds, 7 and 8
+    "unknown: truncated after a possible answer": "We add 3 + 4 = 7 and 5 + 3 = 8, so the total of the",
 }
 
 
@@ -186,8 +196,9 @@ def test_self_repair_never_pairs_an_unknown(unknown_store):
     assert res.dropped["unknown: weak form unconfirmed"] == 2
     assert res.dropped["unknown: answer too long"] == 2
     assert res.dropped["unknown: verifiers cannot read the answer"] == 2
+    assert res.dropped["unknown: truncated after a possible answer"] == 2
     assert res.dropped["every sample unknown"] == 1  # p2: no pair at all, not even a gold repair
-    assert res.stats["unknown"] == 9
+    assert res.stats["unknown"] == 11
     assert "unknown: no answer found" in res.as_dict()["dropped"]  # what --json prints
     stored = store.rows("SELECT output, verdict, verdict_reason FROM generations WHERE item_id = 'p2'")
     assert {(r["verdict"], r["verdict_reason"]) for r in stored} == {

@@ -65,9 +65,11 @@ def test_an_output_whose_only_box_is_a_rating_has_no_answer(verifier, output):
     assert (verdict.label, verdict.reason) == ("unknown", "no answer found")
 
 
-def test_a_closing_rating_sentence_concludes_nothing(verifier):
+def test_a_closing_rating_sentence_commits_to_nothing_new(verifier):
+    """The rating is no answer; the conclusion before it is (tests/test_verify_cuts_and_ratings.py)."""
     out = "So the result of 9999 - 4567 is 5432.\n\nI am 100% confident in this answer."
-    assert verifier.verify(out, "7", "math").label == "unknown"
+    assert verifier.verify(out, "7", "math").label == "wrong"
+    assert verifier.verify(out, "5432", "math").label == "correct"
 
 
 # percentages and numbers that ARE the answer stay decided

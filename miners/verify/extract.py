@@ -40,7 +40,15 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from miners.verify.prose import concluding, is_prose, looping, number_word_runs, prose_value, sentences
+from miners.verify.prose import (
+    concluding,
+    is_prose,
+    looping,
+    number_word_runs,
+    prose_value,
+    sentences,
+    without_closing_rating,
+)
 from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
 from miners.verify.selfrating import is_self_rating, might_rate
 from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, TRUNCATED, Extraction
@@ -169,8 +177,19 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
         # latest start wins; at an equal start the rule of higher priority
         cands.sort(key=lambda c: (c.start, RULES_BY_NAME[c.rule].priority))
         cands = _without_self_ratings(text, cands)
-        if not cands:  # every span rated the answer: none states one
-            return Extraction(None, missing=NO_ANSWER)
+        if cands and might_rate(text):
+            # a span inside the closing rating of the answer ("In this case, the answer is
+            # straightforward, so I'll give a high confidence level of 90%.") states no answer
+            rated_from = len(without_closing_rating(text))
+            cands = [c for c in cands if c.start < rated_from]
+        if not cands:
+            # every span rated the answer: none states one. A closing rating commits to nothing new
+            # (miners.verify.prose.without_closing_rating): what the output said before it is read
+            # as an output with no span; a rating anywhere else leaves the answer open
+            unrated = without_closing_rating(text)
+            if unrated.strip() == text.strip() or find_spans(unrated, kind):
+                return Extraction(None, missing=NO_ANSWER)
+            return _without_spans(unrated, kind, whole=False)
         cut = None
         while cands and _cut_statement(text, cands[-1]):
             cut = cands.pop()  # "... the final answer is" at the very end: cut off, it commits to nothing

@@ -10,10 +10,13 @@ else what follows the last copula ("is", "=", ":", "是", "est" ...), else after
 the first value (a math segment, a number with its currency/percent/scale word, \\frac{..}{..}, or
 a run of number words: "one hundred eighty point seventy five" -> 180.75, "Thirty-Four Dollars and
 Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "6 dozen" -> 72, "3 million" -> 3000000).
-concluding: for an output with no answer marker at all, a display block announced by a colon at the
-very end, or a last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number), or
-the one line after a program's printed output ("Four containers were imported."); never a repetition
-loop, a sentence cut off mid-way or a number inside code.
+concluding: for an output with no answer marker at all (less a closing rating of its answer:
+without_closing_rating), a display block or a value line announced by a colon at the very end, or a
+last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number) -- or that computes a
+result of its own right after one that concludes ("So he had 2 + 4 = 6 books. ..., he had 7 - 6 = 1
+more action figure than books." is 1) --, or the one line after a program's printed output ("Four
+containers were imported."); never a repetition loop, a sentence cut off mid-way or a number inside
+code. Sentences end at a full stop, at display math and at a paragraph break.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from miners.verify.selfrating import is_self_rating_sentence
+from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
 _NUMBER_WORDS = {
     "zero": 0,
@@ -60,7 +63,9 @@ _WORD_RUN_RE = re.compile(
 )
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
 _NUMBER_RE = re.compile(
-    r"\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
+    # a bracketed list of numbers is one value ("So, 3w = (3, 6, 9).")
+    r"[(\[]\s*[-−]?\d+(?:\.\d+)?(?:\s*,\s*[-−]?\d+(?:\.\d+)?)+\s*[)\]]"
+    r"|\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
     r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
     r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+"
 )
@@ -84,6 +89,17 @@ def number_word_runs(text: str) -> int:
     """How many numbers text writes in words ("two hundred ninety-four dollars" is one; "a" and "one"
     alone are words, not numbers)."""
     return sum(m.group(0).lower() not in ("a", "one") for m in _WORD_RUN_RE.finditer(text))
+
+
+def number_words_values(text: str) -> list[str]:
+    """The value of every number text writes in words ("a" alone is a word, not a number)."""
+    out = []
+    for m in _WORD_RUN_RE.finditer(text):
+        if m.group(0).lower() != "a":
+            value = _words_value(m.group(0), text[m.end() : m.end() + 80])  # (cents follow within it)
+            if value is not None:
+                out.append(value)
+    return out
 
 
 def _words_value(run: str, after: str) -> str | None:
@@ -191,6 +207,9 @@ def _first_value(text: str) -> str | None:
     return best[1] if best else None
 
 
+first_value = _first_value  # for miners.verify.stated
+
+
 def _value_like(seg: str) -> bool:
     if re.search(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}", re.sub(r"\\(?:begin|end)\s*\{\w*\*?\}", "", seg)):
         return False  # "$? just about 1$": words, not math
@@ -242,9 +261,10 @@ def _sentence_value(s: str) -> str | None:
 
 
 def sentences(text: str) -> list[str]:
-    """text split into sentences outside math (display math ends a sentence too)."""
+    """text split into sentences outside math (display math and a paragraph break end a sentence too:
+    "we have:\n\n$6 + 5 = 11$\n\nSo, $x = 11$." ends in "So, $x = 11$.")."""
     free = _math_free(text)
-    cuts = {m.end() for m in re.finditer(r"[.!?](?=\s)|[。！？।]", free)}
+    cuts = {m.end() for m in re.finditer(r"[.!?](?=\s)|[。！？।]|\n[ \t]*\n", free)}
     cuts |= {
         m.end() for m in _MATH_SEG_RE.finditer(text) if m.group("b") is not None or m.group("c") is not None
     }
@@ -280,12 +300,68 @@ def looping(text: str) -> bool:
     return Counter(zip(words, words[1:], words[2:])).most_common(1)[0][1] >= 4
 
 
-def _without_closing_ratings(body: str) -> str:
-    """body, or nothing where its last sentence rates the answer ("I am 100% confident in this
-    answer.", "Confidence level: 100%"): a rating concludes nothing, and which sentence before it
-    concludes is a guess (the working there states intermediate values too)."""
-    said = sentences(body)
-    return "" if said and is_self_rating_sentence(said[-1]) else body
+# a paragraph break, and a paragraph that holds only display math (a value under its intro line)
+_PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
+_DISPLAY_ONLY_RE = re.compile(r"^\s*(?:\\\[.*\\\]|\$\$.*\$\$)\s*$", re.S)
+_CLOSING_PARAGRAPHS = 12
+_STATES_VALUE_RE = re.compile(r"\d|=|\\[A-Za-z]|\$")
+
+
+def _states_value(sentence: str) -> bool:
+    return bool(_STATES_VALUE_RE.search(sentence)) or number_word_runs(sentence) > 0
+
+
+def _only_rates(sentence: str) -> bool:
+    """A sentence that rates the answer and states nothing else: one number at most (the rating),
+    no equation ("I am 100% confident that 6 + 6 = 12" states 12)."""
+    return (
+        is_self_rating_sentence(sentence)
+        and len(re.findall(r"\d+(?:[.,]\d+)?", sentence)) <= 1
+        and "=" not in sentence
+    )
+
+
+def without_closing_rating(body: str) -> str:
+    """body less the model's closing rating of its own answer, which commits to nothing new (like a
+    loop or a cut, convention 4): the trailing paragraphs from the first one that rates the answer
+    ("Confidence level: 100%", "I am 95% confident in this answer. This is because ...", "My
+    confidence level is:" over a display box), where every paragraph after it rates too or states no
+    value ("Reason: the steps are correct."), and no sentence of them but a rating states one; then
+    any rating sentences left at the end of the last paragraph ("So x = 3. I am 100% sure.").
+
+    A rating paragraph that states a value in another sentence ("With confidence 100%, the solution
+    is y = 2x.") is no closing rating: it stays, and so does everything before it."""
+    if not might_rate(body):
+        return body
+    # a closing rating is a few paragraphs at the end: the last dozen are read, no more
+    starts = ([0] + [m.end() for m in _PARAGRAPH_BREAK_RE.finditer(body)])[-_CLOSING_PARAGRAPHS:]
+    paragraphs = [(start, body[start:end]) for start, end in zip(starts, starts[1:] + [len(body)])]
+    merged: list[tuple[int, str]] = []
+    for start, text in paragraphs:  # a display block under its intro is one paragraph with it
+        if merged and _DISPLAY_ONLY_RE.match(text):
+            merged[-1] = (merged[-1][0], merged[-1][1].rstrip() + "\n" + text)
+        else:
+            merged.append((start, text))
+    cut = None
+    for start, text in reversed(merged):
+        said = sentences(text)
+        rates = [_only_rates(s) for s in said]
+        if any(_states_value(s) for s, rated in zip(said, rates) if not rated):
+            break
+        # a rating by its noun or its value ("Confidence level: 100%", "I am 95% sure"); a doubt in
+        # words alone ("I'm not sure how to proceed.") opens no rating
+        if any(rated and (names_rating_noun(s) or re.search(r"\d", s)) for s, rated in zip(said, rates)):
+            cut = start
+    kept = body if cut is None else body[:cut].rstrip()
+    said = sentences(kept)
+    for _ in range(_CLOSING_PARAGRAPHS):
+        if not said or not _only_rates(said[-1]):
+            break
+        at = kept.rfind(said.pop())
+        if at < 0:
+            break
+        kept = kept[:at].rstrip()
+    return kept
 
 
 def concluding(text: str, kind: str) -> str | None:
@@ -302,7 +378,7 @@ def concluding(text: str, kind: str) -> str | None:
         body = parts[-1].strip()
         if not body:
             return None
-    body = _without_closing_ratings(body)
+    body = without_closing_rating(body)
     if not body:
         return None
     for opener, closer in (("\\[", "\\]"), ("$$", "$$")):
@@ -312,12 +388,34 @@ def concluding(text: str, kind: str) -> str | None:
                 block = body[start + len(opener) : len(body) - len(closer)].strip()
                 if 0 < len(block) < 300:
                     return block
+    lines = body.rsplit("\n", 2)
+    if len(lines) >= 2 and lines[-2].rstrip(" *_").endswith((":", "：")):
+        # a value on the last line under an intro line that announces it ("The eigenvalues are:\n5/4,
+        # 19/8, 19/8"): the plain-text form of the display block above
+        announced = lines[-1].strip()
+        if 0 < len(announced) < 200 and _value_like(announced) and re.search(r"\d", announced):
+            return announced
     if not (body[-1] in ".。!！।" or body[-1].isdigit() or body.endswith(("**", "$"))):
         return None  # cut off mid-sentence: no commitment
     single = "\n" not in body.strip() and len(body) <= 200
-    for sentence in reversed(sentences(body)[-2:]):
-        if _CUE_RE.search(sentence) or single:
+    last_two = sentences(body)[-2:]
+    for k, sentence in reversed(list(enumerate(last_two))):
+        # a last sentence after a concluding one that computes a result of its own ("So he had 2 + 4 =
+        # 6 books. Since he had 7 action figures, he had 7 - 6 = 1 more action figure than books.")
+        # states the final result: the concluding sentence's value was a step towards it
+        continues = k == 1 and bool(_CUE_RE.search(last_two[0])) and _computes_result(sentence)
+        if _CUE_RE.search(sentence) or single or continues:
             value = _sentence_value(_money(sentence) if kind == "gsm8k" else sentence)
             if value is not None:
                 return value
     return None
+
+
+def _computes_result(sentence: str) -> bool:
+    """The sentence holds an equation with a value after its last "=" ("7 - 6 = 1 more")."""
+    free = _math_free(sentence)
+    eq = free.rfind("=")
+    if eq < 0:
+        segs = [next(g for g in m.groups() if g is not None) for m in _MATH_SEG_RE.finditer(sentence)]
+        return any("=" in seg and _first_value(seg.rsplit("=", 1)[1]) is not None for seg in segs)
+    return _first_value(sentence[eq + 1 :]) is not None

@@ -112,6 +112,12 @@ def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int 
     return bool(re.match(r"^\s*(?:" + _ANY_RE.pattern + ")", rest, re.I))
 
 
+def names_rating_noun(text: str) -> bool:
+    """Whether text names a rating by its noun ("confidence", "certainty", ...), not only by an
+    adjective ("I'm not sure how to proceed" rates nothing)."""
+    return bool(_NOUN_RE.search(text))
+
+
 def is_self_rating_sentence(sentence: str) -> bool:
     """Whether a whole sentence rates the answer: a percentage, or a number after a rating noun, in a
     sentence that names a rating ("I am 100% confident in this answer because ...", "Confidence

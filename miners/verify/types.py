@@ -22,6 +22,8 @@ EMPTY_OUTPUT = "empty output"
 EMPTY_ANSWER = "empty answer"  # an empty \boxed{} or <answer></answer>: commits to nothing
 LOOPED = "looped before any answer"
 TRUNCATED = "truncated before any answer"
+# cut off, and the gold's value is stated before the cut (miners.verify.stated): it may have answered
+TRUNCATED_AFTER_VALUE = "truncated after a possible answer"
 NO_ANSWER = "no answer found"
 AMBIGUOUS = "ambiguous answer"
 DISAGREE = "verifiers disagree"
@@ -38,6 +40,7 @@ UNREADABLE = "verifiers cannot read the answer"
 GOLD_UNREADABLE = "gold cannot be read"
 UNKNOWN_REASONS = (
     NO_ANSWER,
+    TRUNCATED_AFTER_VALUE,
     AMBIGUOUS,
     DISAGREE,
     UNDECIDED,

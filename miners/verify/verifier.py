@@ -11,10 +11,12 @@
 How a verdict is reached:
   1. extraction (miners.verify.extract over miners.verify.rules): the answer the output finally
      commits to, the rule that found it, and whether that form is strong. No answer: an empty output
-     or an empty box is `wrong`; an output that loops (audits.loops) or is certainly cut off (inside
-     a box, a code block, a display block, an environment or a brace group, on an operator or a word
-     no sentence ends on, or in the middle of stating its answer) before any answer is `wrong`;
-     otherwise `unknown`
+     or an empty box is `wrong`; an output that loops (audits.loops) is `wrong`; one certainly cut
+     off (inside a box, a code block, a display block, an environment or a brace group, on an
+     operator or a word no sentence ends on, or in the middle of stating its answer) before any
+     answer, or working that stops mid-sentence against a plain-number gold, is `wrong` only where
+     it could not hold the right answer (miners.verify.stated: the gold's value stated nowhere in
+     it), else `unknown` ("truncated after a possible answer"); otherwise `unknown`
      ("no answer found", or "ambiguous answer" when two rules of equal standing read differently at
      the same place).
   2. the fast path (miners.verify.fast) compares the answer with the gold when it is certain; when
@@ -55,8 +57,10 @@ from miners.verify.fast import (
     option_value,
     other_grouping,
 )
+from miners.verify.prose import without_closing_rating
 from miners.verify.readable import glued_signs, states_no_value, undecidable_forms
 from miners.verify.rules import RULES_BY_NAME, option_labels
+from miners.verify.stated import could_hold, numeric_gold
 from miners.verify.types import (
     AMBIGUOUS,
     CORRECT,
@@ -72,6 +76,7 @@ from miners.verify.types import (
     OPTIONS_UNKNOWN,
     RUNAWAY,
     TRUNCATED,
+    TRUNCATED_AFTER_VALUE,
     UNDECIDED,
     UNEQUAL,
     UNKNOWN,
@@ -172,6 +177,23 @@ def _cut_in_tail(body: str) -> list[int]:
     if sentence and last_word in _CUT_WORDS or body.endswith("\ufffd"):
         cuts.append(line_start)
     return cuts
+
+
+# an equation of the working (not a comparison: "==", "<=", ">=", "!=")
+_WORKING_RE = re.compile(r"(?<![=<>!])=(?!=)")
+
+
+def ends_mid_sentence(text: str) -> bool:
+    """The output, less a closing rating of its answer, ends on a letter or a digit, or inside a
+    calculator annotation ("<<30"): no sentence's end (cut off, or finished without a full stop).
+    Such an output with no answer found is `wrong` only where the gold is a plain number it never
+    writes (Verifier._without_answer): which of the two it is does not matter there."""
+    body = without_closing_rating(cut_turn(text).rstrip()).rstrip()
+    if not body:
+        return False
+    line = body[body.rfind("\n") + 1 :]
+    # (an ASCII letter or digit only: a script without spaces may end a sentence on any character)
+    return (body[-1].isascii() and body[-1].isalnum()) or line.count("<<") > line.count(">>")
 
 
 def truncated(text: str) -> bool:
@@ -398,11 +420,11 @@ class Verifier:
                 if extraction.answer is None:
                     if code_followed:  # the working was done and a program followed it: no reading
                         return self._count(Verdict(UNKNOWN, NO_ANSWER))
-                    return self._count(Verdict(WRONG, TRUNCATED))
+                    return self._count(self._cut_off(output, gold_text, kind))
                 self.stats["read before a cut"] += 1
                 extraction = replace(extraction, strong=False)  # read from a cut-off text: confirm it
         if extraction.answer is None:
-            return self._count(self._without_answer(output, extraction, looped))
+            return self._count(self._without_answer(output, gold_text, kind, extraction, looped))
         answer = extraction.answer
         option_gold = None  # the chosen letter's option, where an answer named it by label
         span_text = extraction.span_text
@@ -438,13 +460,13 @@ class Verifier:
             return self._count(Verdict(label, reason, answer, extraction.rule, readings))
         # a weak form: math-verify reads the whole output on its own
         mv_gold = gold_value or gold_text
-        mv_label, mv_answer = symbolic.output_reading(
-            cut_turn(text), mv_gold, self.stats, (answer, label), kind
-        )
+        # (a closing rating of the answer is no part of what it reads: its number would be the last)
+        mv_text = without_closing_rating(cut_turn(text))
+        mv_label, mv_answer = symbolic.output_reading(mv_text, mv_gold, self.stats, (answer, label), kind)
         if option_gold is not None and mv_label != label:
             # math-verify knows no options: an output that names option E and ends on E's value
             # ("closest to option E) $78.20") agrees with E when that value is what it reads
-            by_value = symbolic.output_reading(cut_turn(text), option_gold, self.stats, None, kind)
+            by_value = symbolic.output_reading(mv_text, option_gold, self.stats, None, kind)
             if by_value[0] == label == CORRECT:
                 mv_label, mv_answer = by_value
         readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
@@ -490,19 +512,42 @@ class Verifier:
             reason = EQUAL if label == CORRECT else UNEQUAL
         return self._count(Verdict(label, reason, answer, None, readings))
 
-    def _without_answer(self, output: str, extraction: Extraction, loop_seen: bool | None) -> Verdict:
+    def _without_answer(
+        self, output: str, gold_text: str, kind: str, extraction: Extraction, loop_seen: bool | None
+    ) -> Verdict:
         if extraction.missing == EMPTY_OUTPUT:
             return Verdict(WRONG, EMPTY_OUTPUT)
         if extraction.missing == EMPTY_ANSWER:
             return Verdict(WRONG, EMPTY_ANSWER, "", extraction.rule)
         if extraction.missing == TRUNCATED:  # a statement of the answer cut off, nothing before it
-            return Verdict(WRONG, TRUNCATED, None, extraction.rule)
+            return self._cut_off(output, gold_text, kind, extraction.rule)
         reason = AMBIGUOUS if extraction.missing == AMBIGUOUS else NO_ANSWER
         if reason == NO_ANSWER and (looped(output) if loop_seen is None else loop_seen):
             return Verdict(WRONG, LOOPED)
+        if (
+            reason == NO_ANSWER
+            and kind != "task"
+            and numeric_gold(gold_text) is not None
+            and ends_mid_sentence(output)
+            and _WORKING_RE.search(output) is not None
+            and not could_hold(cut_turn(output), gold_text, kind)
+        ):
+            # working (an equation) that stops with no sentence's end: cut off mid-way, and it never
+            # writes the gold's number, so it cannot have answered right. (Talk that ends without a
+            # full stop, "Die Antwort ist richtig", holds no working: it stays unknown.)
+            return Verdict(WRONG, TRUNCATED)
         # math-verify is not asked here: with no committed answer its reading is the output's last
         # expression, and on the labelled corpora every "correct" it gave such an output was wrong
         return Verdict(UNKNOWN, reason, None, extraction.rule)
+
+    def _cut_off(self, output: str, gold_text: str, kind: str, rule: str | None = None) -> Verdict:
+        """An output cut off before any answer it committed to: `wrong` only where it could not hold
+        the right answer (miners.verify.stated: the gold's value stated nowhere in it); where it states
+        that value, the answer may be there, unmarked (convention 4: an answer stated before a cut
+        counts): `unknown`."""
+        if kind != "task" and could_hold(cut_turn(output), gold_text, kind):
+            return Verdict(UNKNOWN, TRUNCATED_AFTER_VALUE, None, rule)
+        return Verdict(WRONG, TRUNCATED, None, rule)
 
     def _count(self, verdict: Verdict) -> Verdict:
         self.stats[f"{verdict.label}: {verdict.reason}"] += 1
