@@ -32,22 +32,27 @@ GAOKAO_COMMIT = "7b58eaf4574046c73e49cd75590dd4e30bfe3adf"
 # blank), three runs per model; `response` is the model's answer message (its thinking is a separate
 # field, `reasoning_content`, not kept). Two prompts: without and with the question type in the prompt.
 GAOKAO_PAPER = "2026全国1(山东,广东,湖南,湖北,河北,江苏,福建,浙江,河南,江西,安徽)"
-GAOKAO_RUNS = ("2026_gaokao_math_quanguo1.json", "2026_gaokao_math_quanguo1_1.json", "2026_gaokao_math_quanguo1_2.json")
+GAOKAO_RUNS = (
+    "2026_gaokao_math_quanguo1.json",
+    "2026_gaokao_math_quanguo1_1.json",
+    "2026_gaokao_math_quanguo1_2.json",
+)
 # (experiment folder, model folder, family, how many of its runs, prompt, rows drawn from the pooled runs)
 GAOKAO_GROUPS = [
     ("2026_gaokao_math_ng1_qwen_vs_gemma", "gemma-4-26B-A4B-it-UD-Q6_K_XL", "Gemma", 3, "untyped", 25),
     ("2026_gaokao_math_ng1_qwen_vs_gemma", "gemma-4-31B-it-UD-Q6_K_XL", "Gemma", 3, "untyped", 25),
-    ("2026_gaokao_math_ng1_type_qwen_vs_gemma", "gemma-4-26B-A4B-it-UD-Q6_K_XL", "Gemma", 3, "typed", 15),
-    ("2026_gaokao_math_ng1_type_qwen_vs_gemma", "gemma-4-31B-it-UD-Q6_K_XL", "Gemma", 3, "typed", 15),
+    ("2026_gaokao_math_ng1_type_qwen_vs_gemma", "gemma-4-26B-A4B-it-UD-Q6_K_XL", "Gemma", 3, "typed", 10),
+    ("2026_gaokao_math_ng1_type_qwen_vs_gemma", "gemma-4-31B-it-UD-Q6_K_XL", "Gemma", 3, "typed", 10),
     ("2026_gaokao_math_ng1_qwen_vs_gemma", "Qwen3.5-4B-UD-Q8_K_XL-MTP", "Qwen", 1, "untyped", 10),
     ("2026_gaokao_math_ng1_qwen_vs_gemma", "Qwen3.5-9B-UD-Q6_K_XL-MTP", "Qwen", 1, "untyped", 10),
     ("2026_gaokao_math_ng1_qwen_vs_gemma", "Qwen3.6-35b-A3B-UD-Q6_K_XL-MTP", "Qwen", 3, "untyped", 25),
-    ("2026_gaokao_math_ng1_type_qwen_vs_gemma", "Qwen3.6-35b-A3B-UD-Q6_K_XL-MTP", "Qwen", 3, "typed", 25),
-    ("2026_gaokao_math_ng1_deepseek_flash_vs_qwen_36_27b", "deepseek-v4-flash", "DeepSeek", 3, "untyped", 42),
+    ("2026_gaokao_math_ng1_type_qwen_vs_gemma", "Qwen3.6-35b-A3B-UD-Q6_K_XL-MTP", "Qwen", 3, "typed", 15),
+    ("2026_gaokao_math_ng1_deepseek_flash_vs_qwen_36_27b", "deepseek-v4-flash", "DeepSeek", 3, "untyped", 30),
 ]
 GAOKAO_PROMPTS = {
     "untyped": "'请解答以下数学题。逐步推理，将最终答案放在 \\boxed{} 中。'",
-    "typed": "the question type named in the prompt ('（单选题）' / '（多选题）' / '（填空题）'), answer in \\boxed{}",
+    "typed": "the question type named in the prompt ('（单选题）' / '（多选题）' / '（填空题）'), "
+    "answer in \\boxed{}",
 }
 OPTION_LINE = re.compile(r"^([A-E])[.．、]", re.MULTILINE)
 
@@ -67,10 +72,36 @@ RFT_RUNS = [
     ("output_bf16_bs64", "bf16, batch 64, pad tokens attended", 10),
 ]
 
+PILOT = "lunaatang/llm-math-reasoning-eval"
+PILOT_COMMIT = "b4ad2039844c9032c166bebf5655002679fca24a"
+# a robustness pilot: twelve algebra/number-theory/geometry problems, each also rewritten four ways
+# (problem understanding, irrelevant disturbance, misleading hint, scenario reframe), solved by
+# claude-sonnet-5 ('Final Answer: \\boxed{...}' asked); `raw_response` is the whole reply.
+# (path, what it is, rows)
+PILOT_FILES = [
+    ("results/stable_results.jsonl", "five runs over the frozen variants", 30),
+    ("results/mathcheck_results.jsonl", "one run, variants generated on the fly", 10),
+]
+
+CAREFUL = "Hypogenic-AI/careful-llm-words-claude"
+CAREFUL_COMMIT = "1a5dd7b3cc9ad0c17a9d021163e61a430b46fe91"
+CAREFUL_PATH = "results/gsm8k_results.json"
+# gpt-4.1 at temperature 0 on 100 GSM8K test questions under three prompts; `full_response` is the
+# whole reply (the sentence-thinking prompt asks for a '[THINKING: ...]' block after every sentence,
+# all prompts ask for '#### N'). (condition, what the prompt asks, rows)
+CAREFUL_CONDITIONS = [
+    ("sentence_thinking", "a '[THINKING: ...]' block after every sentence, then '#### N'", 12),
+    ("cot", "step by step, then '#### N'", 8),
+]
+
 
 def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
     command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
     return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
+
+
+def jsonl_at(mirror: Mirror, repo: str, commit: str, path: str) -> list[dict]:
+    return [json.loads(line) for line in read_at(mirror, repo, commit, path).splitlines() if line.strip()]
 
 
 def gaokao_rows(mirror: Mirror) -> list[dict]:
@@ -126,7 +157,7 @@ def rft_rows(mirror: Mirror) -> list[dict]:
     out = []
     for folder, what, n in RFT_RUNS:
         path = f"{folder}/gen_datas.jsonl"
-        records = [json.loads(line) for line in read_at(mirror, RFT, RFT_COMMIT, path).splitlines() if line.strip()]
+        records = jsonl_at(mirror, RFT, RFT_COMMIT, path)
         correct = {r["index"] for r in json.loads(read_at(mirror, RFT, RFT_COMMIT, f"{folder}/correct.json"))}
         for i in sorted(heldout_draw.rng_for(SEED, RFT, path).sample(range(len(records)), n)):
             r = records[i]
@@ -144,8 +175,56 @@ def rft_rows(mirror: Mirror) -> list[dict]:
     return out
 
 
+def pilot_rows(mirror: Mirror) -> list[dict]:
+    out = []
+    for path, what, n in PILOT_FILES:
+        records = jsonl_at(mirror, PILOT, PILOT_COMMIT, path)
+        for i in sorted(heldout_draw.rng_for(SEED, PILOT, path).sample(range(len(records)), n)):
+            r = records[i]
+            run = f", run {r['run']}" if "run" in r else ""
+            out.append(
+                {
+                    "pred": r["raw_response"],
+                    "gold": r["gold"],
+                    "kind": "math",
+                    "source": f"{PILOT} {path}@{PILOT_COMMIT[:7]} line {i} ({r['id']}, {r['variant']}{run}) "
+                    f"model=claude-sonnet-5 family=Claude ({r['category']} problem, {what}; "
+                    "'Final Answer: \\boxed{...}')",
+                    "source_label": r["correct"],
+                }
+            )
+    return out
+
+
+def careful_rows(mirror: Mirror) -> list[dict]:
+    results = json.loads(read_at(mirror, CAREFUL, CAREFUL_COMMIT, CAREFUL_PATH))
+    out = []
+    for condition, what, n in CAREFUL_CONDITIONS:
+        records = results[condition]
+        rng = heldout_draw.rng_for(SEED, CAREFUL, f"{CAREFUL_PATH}:{condition}")
+        for i in sorted(rng.sample(range(len(records)), n)):
+            r = records[i]
+            out.append(
+                {
+                    "pred": r["full_response"],
+                    "gold": r["gold_answer"],
+                    "kind": "gsm8k",
+                    "source": f"{CAREFUL} {CAREFUL_PATH}@{CAREFUL_COMMIT[:7]} {condition}[{i}] model=gpt-4.1 "
+                    f"family=GPT (GSM8K test, temperature 0; {what})",
+                    "source_label": r["correct"],
+                }
+            )
+    return out
+
+
 def draw(mirror: Mirror) -> list[dict]:
-    rows = gaokao_rows(mirror) + math_gpt4_rows(mirror) + rft_rows(mirror)
+    rows = (
+        gaokao_rows(mirror)
+        + math_gpt4_rows(mirror)
+        + rft_rows(mirror)
+        + pilot_rows(mirror)
+        + careful_rows(mirror)
+    )
     return [{"id": f"{ID_PREFIX}{n:04d}", **row} for n, row in enumerate(rows, 1)]
 
 
