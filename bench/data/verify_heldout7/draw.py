@@ -104,6 +104,11 @@ def jsonl_at(mirror: Mirror, repo: str, commit: str, path: str) -> list[dict]:
     return [json.loads(line) for line in read_at(mirror, repo, commit, path).splitlines() if line.strip()]
 
 
+def without_dollars(gold: str) -> str:
+    """The corpora's golds have one layer of ``$...$`` removed (bench/data/README.md, "Row format")."""
+    return gold[1:-1] if len(gold) > 1 and gold.startswith("$") and gold.endswith("$") else gold
+
+
 def gaokao_rows(mirror: Mirror) -> list[dict]:
     out = []
     for experiment, model, family, runs, prompt, n in GAOKAO_GROUPS:
@@ -121,7 +126,7 @@ def gaokao_rows(mirror: Mirror) -> list[dict]:
             path, task_id, case = pool[i]
             row = {
                 "pred": case["response"],
-                "gold": case["expected"],
+                "gold": without_dollars(case["expected"]),
                 "kind": "math",
                 "source": f"{GAOKAO} {path}@{GAOKAO_COMMIT[:7]} case {task_id} model={model} "
                 f"family={family} (2026 gaokao math, national paper 1, in Chinese; {GAOKAO_PROMPTS[prompt]})",
