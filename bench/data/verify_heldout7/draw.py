@@ -1,7 +1,9 @@
 """Draw the seventh held-out verifier corpus's rows from local copies of public repositories, and join them
 with their hand labels into heldout.jsonl.
 
-Each source file's draw takes ``random.Random(f"{SEED}:{repository}:{path}")``. The labels are in
+Each source's draw takes ``random.Random(f"{SEED}:{repository}:{key}")``, the key being the file's path
+(for a gaokao group, pooled over its runs, ``experiment/model``; for the gpt-4.1 file,
+``path:condition``). The labels are in
 labels.tsv, written by hand by reading each drawn output before any verifier ran on it. No verifier or
 grader is run here.
 
