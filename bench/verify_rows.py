@@ -46,6 +46,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout4/heldout.jsonl",
     "verify_heldout5/heldout.jsonl",
     "verify_heldout6/heldout.jsonl",
+    "verify_heldout7/heldout.jsonl",
 }
 
 

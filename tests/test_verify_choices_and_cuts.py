@@ -69,6 +69,34 @@ def test_two_options_of_one_value_leave_the_letter_open():
     assert Verifier().verify("\\boxed{3}", "A", "math", options=options).label == "wrong"
 
 
+FOUR = ["$1$", "$2$", "$3$", "$4$"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["ACD", "A, C, D", "A,C,D", "A、C、D", "A、C 和 D", "A, C and D", "(A), (C), (D)", "\\text{A, C, D}",
+     "D, A, C", "A C D", "A; C; D"],
+)  # fmt: skip
+def test_a_multiple_select_answer_is_its_set_of_letters(answer):
+    # the gaokao's multiple-select form: the letters in any order, whatever separates them
+    verdict = Verifier().verify(f"综上所述，答案为 \\boxed{{{answer}}}", "ACD", "math", options=FOUR)
+    assert (verdict.label, verdict.reason) == ("correct", "compared equal")
+
+
+@pytest.mark.parametrize("answer", ["A, C", "A", "C", "A, B, C, D", "ABD", "B, C", "A, C, D, E"])
+def test_a_multiple_select_answer_with_another_set_is_wrong(answer):
+    verdict = Verifier().verify(f"The answer is \\boxed{{{answer}}}.", "ACD", "math", options=FOUR)
+    assert (verdict.label, verdict.reason) == ("wrong", "compared unequal")
+
+
+def test_letters_are_read_as_a_set_only_where_the_gold_is_a_multiple_select_of_given_options():
+    # without options, "AC" may be a segment's name: compared as it was written, not as a set
+    assert Verifier().verify("\\boxed{C, A}", "AC", "math").label != "correct"
+    assert Verifier().verify("\\boxed{AC}", "AC", "math").label == "correct"
+    # a value gold is not a set of letters
+    assert Verifier().verify("\\boxed{A, C}", "3", "math", options=FOUR).label != "correct"
+
+
 def test_option_labels_inside_the_options_are_not_values():
     options = ["(A) 15", "(B) 17", "(C) 18"]
     assert Verifier().verify("\\boxed{18}", "C", "math", options=options).label == "correct"

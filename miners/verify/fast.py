@@ -174,6 +174,24 @@ def choice_gold(gold_text: str, kind: str, letters: str = "ABCDE") -> str | None
     return m.group(1) if m and m.group(1) in letters else None
 
 
+# between the letters of a multiple-select answer: commas and semicolons (ASCII and CJK), the CJK
+# enumeration comma, a slash, "&", "and", 和/与/及, or just spaces
+_CHOICE_SEPARATOR_RE = re.compile(r"\s*(?:[,;，；、/&]|\band\b|和|与|及)\s*|\s+")
+
+
+def choice_set(text: str, letters: str) -> frozenset[str] | None:
+    """The option letters a multiple-select answer or gold names, as a set: "ACD", "A, C, D", "A、C 和 D",
+    "(B), (C)", "\\text{B, C}", all among `letters`; None where it is not two or more distinct letters
+    and nothing else (one letter is a single choice: choice_gold and named_choice read it)."""
+    t = unwrap_text_commands(text).strip().strip("$*`.。 ")
+    parts = [p.strip("()（） ") for p in _CHOICE_SEPARATOR_RE.split(t) if p.strip()]
+    if len(parts) == 1 and re.fullmatch(r"[A-Z]{2,}", parts[0]):
+        parts = list(parts[0])
+    if len(parts) < 2 or any(len(p) != 1 or p not in letters for p in parts) or len(set(parts)) < len(parts):
+        return None
+    return frozenset(parts)
+
+
 def named_choice(pred_answer: str, kind: str, letters: str = "ABCDE") -> str | None:
     """The option letter an answer names ("C", "(C)", "Option C: 12") among `letters`, or None."""
     return choice_letter(normalize(pred_answer, kind)[0], letters)

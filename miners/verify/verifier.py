@@ -49,6 +49,7 @@ from miners.verify.extract import cut_turn, read_answer
 from miners.verify.fast import (
     choice_gold,
     choice_letters,
+    choice_set,
     fast_compare,
     gold_answer,
     is_bare_option_letter,
@@ -278,6 +279,14 @@ class Verifier:
 
     def _compare(self, answer: str, gold: str, kind: str, options: Options) -> Comparison:
         letters = choice_letters(options)
+        gold_set = choice_set(gold, letters) if options and kind != "task" else None
+        if gold_set is not None:
+            # a multiple-select gold ("ACD"): the answer's letters as a set, whatever separates them
+            named = named_choice(answer, kind, letters)
+            chosen = choice_set(answer, letters) or (frozenset(named) if named else None)
+            if chosen is not None:
+                self.stats["fast path decided"] += 1
+                return Comparison(CORRECT if chosen == gold_set else WRONG, None)
         letter = choice_gold(gold, kind, letters)
         if letter is not None:
             named = named_choice(answer, kind, letters)
