@@ -238,6 +238,10 @@ def test_might_rate_is_any_rating_word_in_the_lowercased_text():
     assert sum(map(might_rate, texts)) > 100  # both answers are exercised
     for text in texts:
         assert might_rate(text) == plain(text), text[:80]
+    # the small cache of the last texts asked about: asked again, in turn and out of order, and
+    # under the uncached function, each text gets its own answer
+    for text in texts[:200] + texts[:200][::-1]:
+        assert might_rate(text) == might_rate.__wrapped__(text) == plain(text), text[:80]
 
 
 def _walk_closing_index(s: str, open_at: int) -> int:

@@ -19,6 +19,7 @@ noun: "I am confident the answer is 12" rates nothing, 12 is the answer.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS
 
@@ -73,6 +74,7 @@ def _clause_before(text: str, start: int, floor: int = 0) -> str:
     return clause[ends[-1].end() :] if ends else clause
 
 
+@lru_cache(maxsize=8)  # read_answer asks about one text two or three times in turn (a str caches its hash)
 def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
     # substring tests, not a regex tried at every character of every output; a word is looked for
