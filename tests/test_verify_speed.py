@@ -362,3 +362,40 @@ def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch)
         assert symbolic.parse_output("x = 3") == ["parsed"] and calls == ["x = 3"]
     finally:
         symbolic._output_patterns.cache_clear()
+
+
+def test_written_numbers_are_read_lazily_in_the_eager_order():
+    """stated._written scans lazily; every corpus output yields the same numbers, exact values and
+    order as the eager reading (all three scans first, then the number words), and could_hold's
+    answer is the eager one's."""
+    import math
+    from functools import partial
+
+    from miners.verify import stated
+    from miners.verify.prose import number_words_values
+
+    def eager(text: str) -> list:
+        matches = [
+            *((stated._number_values, m) for m in stated._TEXT_NUMBER_RE.finditer(text)),
+            *((stated._grouped_values, m) for m in stated._GROUPED_RE.finditer(text)),
+            *((stated._scaled_values, m) for m in stated._SCALED_RE.finditer(text)),
+        ]
+        out = []
+        for values_of, m in matches:
+            try:
+                out.extend(values_of(m))
+            except (ValueError, OverflowError, ZeroDivisionError):
+                continue
+        return out + [(abs(float(w)), partial(stated._exact, w)) for w in number_words_values(text)]
+
+    rows = [r for name in corpora() for r in load(DATA / name) if r["pred"]]
+    for r in rows:
+        lazy = list(stated._written(r["pred"]))
+        ref = eager(r["pred"])
+        assert [a for a, _ in lazy] == [a for a, _ in ref], r["id"]
+        assert [e() for _, e in lazy] == [e() for _, e in ref], r["id"]
+        gold = stated.numeric_gold(r["gold"])
+        if gold is not None:
+            target = float(gold)
+            slow = any(math.isclose(a, target, rel_tol=1e-9, abs_tol=1e-12) and e() == gold for a, e in lazy)
+            assert stated._writes(r["pred"], gold) == slow, r["id"]

@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable, Iterator
 from fractions import Fraction
 from functools import partial
+from itertools import chain
 
 from miners.verify.fast import fast_compare
 from miners.verify.prose import first_value, number_words_values
@@ -95,11 +96,12 @@ def _written(text: str) -> Iterator[Written]:
     """Every number text writes (module doc), as (its magnitude as a float, a thunk for the exact
     magnitude): the float rules most out cheaply, the exact value decides the few left. A number no
     reader can take (5,000 digits, "1e999") is skipped."""
-    matches = [
-        *((_number_values, m) for m in _TEXT_NUMBER_RE.finditer(text)),
-        *((_grouped_values, m) for m in _GROUPED_RE.finditer(text)),
-        *((_scaled_values, m) for m in _SCALED_RE.finditer(text)),
-    ]
+    # lazily, in the same order: a caller that finds its value early (_writes) scans no further
+    matches = chain(
+        ((_number_values, m) for m in _TEXT_NUMBER_RE.finditer(text)),
+        ((_grouped_values, m) for m in _GROUPED_RE.finditer(text)),
+        ((_scaled_values, m) for m in _SCALED_RE.finditer(text)),
+    )
     for values_of, m in matches:
         try:
             yield from values_of(m)
