@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from pairstore.compiled import njit
+from pairstore.holdout.ngrams import utf8_buffers
 
 _CHOSEN = np.frombuffer(b'{"chosen":', dtype=np.uint8)
 _PROMPT = np.frombuffer(b',"prompt":[', dtype=np.uint8)
@@ -35,10 +36,6 @@ _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _SHORT = np.zeros(32, dtype=np.uint8)
 for _byte, _letter in ((8, "b"), (9, "t"), (10, "n"), (12, "f"), (13, "r")):
     _SHORT[_byte] = ord(_letter)
-
-
-# Comparisons on the byte rather than a table lookup in the copy loop: a looked-up branch took three
-# times as long.
 
 
 @njit(nogil=True, inline="always")
@@ -54,6 +51,7 @@ def _put_text(out, pos, data, a, b):
     pos += 1
     for i in range(a, b):
         c = data[i]
+        # comparisons on the byte, not a table lookup: a looked-up branch took three times as long
         if c >= 32 and c != 34 and c != 92:
             out[pos] = c
             pos += 1
@@ -148,14 +146,8 @@ def _rows_json(c_off, c_data, r_off, r_data, r_ok, l_off, ro_off, ro_data, co_of
 
 
 def _text_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(int64 offsets of each row into the data buffer, the whole data buffer as uint8) of a string array:
-    row i is data[offsets[i]:offsets[i + 1]] (a null row is empty)."""
-    if arr.type not in (pa.string(), pa.large_string()):
-        raise TypeError(f"rows_json reads string columns, not {arr.type}")
-    width = np.int64 if arr.type == pa.large_string() else np.int32
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=width)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    """(int64 offsets, UTF-8 bytes) of a string array (a null row's bytes are never read)."""
+    data, offsets = utf8_buffers(arr.cast(pa.large_string()))
     return offsets, data
 
 
