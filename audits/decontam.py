@@ -31,10 +31,10 @@ import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, text_ngram_table
-from pairstore.holdout.normalize import word_text
 from pairstore.holdout.scan import folded
 from pairstore.ingest.dataset_files import read_dataset
 from pairstore.ingest.pair_files import read_pair_file
+from pairstore.normalize import word_text
 from pairstore.progress import current as current_progress
 from pairstore.tables.evals import lm_eval_doc_text
 
@@ -266,7 +266,7 @@ def overlap(
     """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join.
 
     Both sides are read as the export gate reads them (the gate's benchmark stage is this check): items
-    through pairstore.holdout.normalize.word_text, training texts through pairstore.holdout.scan.folded (the
+    through pairstore.normalize.word_text, training texts through pairstore.holdout.scan.folded (the
     janitor words, with look-alikes, invisible characters, escapes and markup undone first)."""
     item_texts = [word_text(it.text) for it in items]
     vocab = Vocabulary.of_texts(item_texts)

@@ -30,8 +30,8 @@ from typing import Any
 
 from pairstore.errors import NotFound
 from pairstore.holdout.matching import STOPWORDS, candidate_table, check_candidates
-from pairstore.holdout.normalize import TURN_SEP, word_text
 from pairstore.keys import seeded_rank
+from pairstore.normalize import TURN_SEP, word_text
 from pairstore.progress import current as current_progress
 
 CYRILLIC = str.maketrans("aceopxyiACEHKMOPTXBjs", "асеорхуіАСЕНКМОРТХВјѕ")

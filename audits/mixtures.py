@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairstore.errors import GateRefused
+from pairstore.export.gate import exported_system_prompt, regate_export
 from pairstore.export.overwrites import leftovers, started_exports
 from pairstore.export.paths import evidence_beside, is_sft_file, relocated
-from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 from pairstore.progress import current as current_progress
 
@@ -190,7 +190,7 @@ def check_mixtures(store, *, gate: bool = False) -> list[FileCheck]:
 
 
 def _gate_checks(store) -> list[FileCheck]:
-    """Each round's latest export, through today's holdout gate (pairstore.holdout.gate.regate_export): a
+    """Each round's latest export, through today's holdout gate (pairstore.export.gate.regate_export): a
     mixture it would now refuse (a member added since, a stronger gate) is 'refused'."""
     out = []
     for r in store.rows(

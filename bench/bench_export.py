@@ -21,7 +21,7 @@ RSS:
 The loop-fix pairs come with the generated tasks they were mined from (rows of
 `tasks` with the same task key and match key), as in a real store, so the gate
 spares them from text matching. The export child also times the gate itself
-(pairstore.holdout.gate.run_gate), to report its share of the export.
+(pairstore.export.gate.run_gate), to report its share of the export.
 
 Then the text matching of the gate alone (pairstore.holdout.matching.members_in_rows:
 normalized exact keys, 3-gram prefilter, sentence, embedded and near-copy scoring)

@@ -505,7 +505,7 @@ def main() -> None:
 
         Goal: ours at most 3x DuckDB's wall clock, peak memory under 1,500 MB (the issue's goal names
         generations, battles and pairs). Battles, pairs and problems key every prompt (question) with
-        the holdout's normalization (pairstore.holdout.normalize, Python regular expressions, each
+        the holdout's normalization (pairstore.normalize, Python regular expressions, each
         batch's plain ASCII texts normalized together) and hash every row with xxh3 in Python; evals
         run the repetition scanner (audits.loops.scan_many) over every output. No DuckDB function
         computes any of these: that per-row work is most of what is left of each ratio.

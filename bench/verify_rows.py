@@ -6,7 +6,7 @@
 
 EXPECTED (bench/data/verify_expected.jsonl) holds the verdict of every labelled row, one per line:
 {"corpus", "id", "label", "reason"}, and on a row whose verdict a rule change flipped, "was" (the
-verdict before, "label: reason") and "why" (the class of the change). tests/test_verify_regression.py
+verdict before, "label: reason") and "why" (the class of the change). tests/verify/test_verify_regression.py
 fails on any row whose verdict differs from it; a rule change that flips rows rewrites it with
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/verify_rows.py --write --why flips.json

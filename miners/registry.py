@@ -47,10 +47,9 @@ from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
 from pairstore.errors import BadInput, NotFound, PairstoreError
-from pairstore.ingest.pairs import PairsResult, write_pairs
 from pairstore.progress import current as current_progress
 from pairstore.store.store import Store
-from pairstore.tables.pairs import add_source_loader, declare_sources
+from pairstore.tables.pairs import PairsResult, add_source_loader, declare_sources, write_pairs
 
 __all__ = [
     "WORKERS_HELP",

@@ -21,11 +21,9 @@ from __future__ import annotations
 
 import os
 
-# Before the imports below: modules they load read pairstore.__version__.
-__version__ = "0.1.0"
-
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError, StoreBusy  # noqa: E402
 from pairstore.store.store import Store, open_store  # noqa: E402
+from pairstore.version import __version__  # noqa: E402
 
 __all__ = [
     "BadInput",

@@ -3,7 +3,7 @@
 - content id: xxh3-128 of the exact text after Unicode NFC. Ids and dedup;
   `x²` and `x2` stay different.
 - match key: xxh3-128 of the *user turns only* (system prompt dropped), each
-  normalized by pairstore.holdout.normalize.word_text (NFKC, case folding, invisible and
+  normalized by pairstore.normalize.word_text (NFKC, case folding, invisible and
   format characters removed, confusable letters mapped to one prototype,
   punctuation removed), joined with the spaces left out: spacing, punctuation,
   a split over several user turns, case, Unicode form and look-alike letters do
@@ -25,7 +25,7 @@ import numpy as np
 import xxhash
 
 from pairstore.errors import BadInput
-from pairstore.holdout.normalize import TURN_SEP, compact_text, word_text, word_texts
+from pairstore.normalize import TURN_SEP, compact_text, word_text, word_texts
 
 ROLES = ("system", "user", "assistant")
 
@@ -71,7 +71,7 @@ def nfc(text: str) -> str:
 
 def nfc_many(texts: Sequence[str]) -> list[str]:
     """[nfc(t) for t in texts] in one call: NFC of the texts joined by NUL, split again. NUL is a starter
-    that composes with nothing, so nothing reorders or composes across it (tests/test_keys.py)."""
+    that composes with nothing, so nothing reorders or composes across it (tests/base/test_keys.py)."""
     joined = "\x00".join(texts)
     if joined.isascii():
         return list(texts)
@@ -86,7 +86,7 @@ def content_ids(texts: Sequence[str]) -> list[str]:
 
 
 def normalize_for_match(text: str) -> str:
-    """One text normalized for matching (pairstore.holdout.normalize.word_text)."""
+    """One text normalized for matching (pairstore.normalize.word_text)."""
     return word_text(text)
 
 

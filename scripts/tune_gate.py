@@ -19,7 +19,7 @@ from pathlib import Path
 
 from pairstore.holdout import matching
 from pairstore.holdout.matching import Needle, Rarity, RowText, _needles_of, match_texts, tokens
-from pairstore.holdout.normalize import word_text
+from pairstore.normalize import word_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gate"
 

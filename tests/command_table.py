@@ -5,7 +5,7 @@ to do: what the fault tests (full disk, damaged stores, read-only folders) run t
     for name, case in CASES.items():
         args = case.argv(ws, out=tmp_path / "out")
 
-`tests/test_every_command.py` checks that this table names every command of the Click tree, so a new
+`tests/cli/test_every_command.py` checks that this table names every command of the Click tree, so a new
 command cannot miss the fault tests.
 """
 
@@ -109,7 +109,7 @@ CASES: dict[str, Case] = {
 # Commands the table leaves to their own tests, and why.
 NOT_RUN = {
     "demo": "runs the whole chain (minutes): every step is a command of this table",
-    "serve": "a server that runs until stopped: tests/test_serve.py drives it over HTTP",
+    "serve": "a server that runs until stopped: tests/serve/test_serve.py drives it over HTTP",
 }
 
 

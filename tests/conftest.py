@@ -10,6 +10,7 @@ import tempfile
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from pairstore.cli import cli
 from pairstore.store.store import open_store
@@ -35,6 +36,21 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 os.environ["HF_DATASETS_CACHE"] = tempfile.mkdtemp(prefix="pairstore-tests-datasets-")
 atexit.register(shutil.rmtree, os.environ["HF_DATASETS_CACHE"], ignore_errors=True)
 
+# Property tests (hypothesis) draw from a fixed seed, so a run repeats on every machine and a failure in CI
+# is the failure a developer reproduces; no example database is written into the repository, and no limit
+# on an example's time (a deadline depends on the CPU and its load, which no test may assert on).
+# `HYPOTHESIS_PROFILE=explore` draws fresh examples, many more of them, for a long run by hand.
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("explore", parent=settings.get_profile("ci"), derandomize=False, max_examples=2000)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 # Fixtures of the slow tier: the demo (the whole chain, training included, minutes) and the tiny random
 # Llama (a model: what needs one loads, samples or trains it). Every test that uses one, directly or
 # through another fixture, is slow, and its limit covers building the fixture (the first test to ask for a
@@ -47,12 +63,12 @@ SLOW_FIXTURES = {"demo_run": 900, "tiny": 300}
 # is module-scoped (two modules' `workspace` fixtures are two builds anyway).
 SHARED_BUILDS = {
     "demo_run": "session",  # the whole demo, minutes
-    "trained": "session",  # tests/test_train.py: a DPO+NLL run
-    "merged_and_souped": "module",  # tests/test_bundle_compat.py: a merge and a soup of the tiny model
-    "small_bundle": "module",  # tests/test_tiny_chat.py: a short tiny-chat training run
+    "trained": "session",  # tests/train/test_train.py: a DPO+NLL run
+    "merged_and_souped": "module",  # tests/train/test_bundle_compat.py: a merge and a soup of the tiny model
+    "small_bundle": "module",  # tests/train/test_tiny_chat.py: a short tiny-chat training run
     "workspace": "module",  # tests/command_table.py's workspace: every input of every command
-    "stores": "module",  # tests/test_store_faults.py: damaged and foreign stores
-    "browser": "module",  # tests/test_serve_browser.py: one headless Chromium
+    "stores": "module",  # tests/store/test_store_faults.py: damaged and foreign stores
+    "browser": "module",  # tests/serve/test_serve_browser.py: one headless Chromium
 }
 
 
@@ -98,7 +114,7 @@ def _name_groups_in_node_ids(items) -> None:
 
 @pytest.fixture(autouse=True)
 def quiet_cli(monkeypatch):
-    """CLI tests read the commands' own output: no progress lines on stderr (tests/test_cli_scripting.py
+    """CLI tests read the commands' own output: no progress lines on stderr (tests/cli/test_cli_scripting.py
     turns them back on to test them)."""
     monkeypatch.setenv("PAIRSTORE_QUIET", "1")
 

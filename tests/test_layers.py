@@ -131,6 +131,151 @@ def test_the_layer_check_catches_domain_sideways_and_app_imports(tmp_path):
     ]
 
 
+# -- rooms inside the core ------------------------------------------------------------------------
+
+# The core's rooms, lowest first (docs/design.md, "Layers"): a module may import its own room and the
+# rooms before it, never one after it. "base" is the modules directly under pairstore/ (errors, keys,
+# normalize, files, ...); "api" is the package itself (pairstore.open), which only the app imports.
+ROOMS = ("base", "store", "tables", "rounds", "holdout", "ingest", "export", "api", "cli")
+# Imports that break the order today and are being moved; each entry names the import exactly, so a new
+# one fails. Empty once the rooms are in order.
+PENDING: set[str] = {
+    "pairstore/store/migrations.py imports pairstore.holdout.ngrams",
+}
+
+
+def room_of(module: str, root: Path = ROOT) -> str:
+    parts = module.split(".")
+    if parts == ["pairstore"]:
+        return "api"
+    if len(parts) == 2 and not (root / "pairstore" / parts[1]).is_dir():
+        return "base"
+    return parts[1]
+
+
+def core_modules(root: Path) -> dict[str, Path]:
+    return {module_name(p, root): p for p in sorted((root / "pairstore").rglob("*.py"))}
+
+
+def core_edges(root: Path = ROOT) -> list[tuple[str, str, int, Path]]:
+    """(importer, imported, line, file) for every import between two core modules, lazy ones included."""
+    modules = core_modules(root)
+    edges = []
+    for src, path in modules.items():
+        for line, name in project_imports(path):
+            target = _known(name, set(modules))
+            if target is not None and target != src:
+                edges.append((src, target, line, path))
+    return edges
+
+
+def room_violations(root: Path = ROOT) -> list[str]:
+    problems = []
+    for src, target, line, path in core_edges(root):
+        a, b = room_of(src, root), room_of(target, root)
+        if a not in ROOMS or b not in ROOMS:
+            problems.append(f"{path.relative_to(root)}: room {a if a not in ROOMS else b} is not declared")
+        elif ROOMS.index(b) > ROOMS.index(a):
+            where = f"{path.relative_to(root)} imports {target}"
+            if where not in PENDING:
+                problems.append(
+                    f"{path.relative_to(root)}:{line} imports {target}: room {a} may not import {b}"
+                )
+    return sorted(set(problems))
+
+
+def import_circles(root: Path = ROOT) -> list[list[str]]:
+    """Every set of core modules that import each other in a circle (strongly connected, Tarjan)."""
+    graph: dict[str, set[str]] = {}
+    for src, target, _, _ in core_edges(root):
+        graph.setdefault(src, set()).add(target)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(circles)
+
+
+# Circles being taken apart; a new one fails.
+PENDING_CIRCLES = [
+    [
+        "pairstore.holdout.ngrams",
+        "pairstore.store.migrations",
+        "pairstore.store.recognize",
+        "pairstore.store.store",
+    ],
+    ["pairstore.cli.serve", "pairstore.cli.serve.app"],
+    ["pairstore.ingest.arena", "pairstore.ingest.fastchat"],
+]
+
+
+def test_the_core_rooms_import_only_downward():
+    problems = room_violations()
+    assert not problems, "imports against the rooms' order:\n" + "\n".join(problems)
+
+
+def test_the_core_has_no_import_circle():
+    circles = [c for c in import_circles() if c not in PENDING_CIRCLES]
+    assert not circles, "import circles: " + "; ".join(" <-> ".join(c) for c in circles)
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return tmp_path
+
+
+def test_the_room_check_catches_an_upward_import_and_a_circle(tmp_path):
+    root = _tree(
+        tmp_path,
+        {
+            "pairstore/__init__.py": "",
+            "pairstore/keys.py": "",
+            "pairstore/store/__init__.py": "",
+            "pairstore/store/store.py": "def f():\n    from pairstore.export.run import x\n",
+            "pairstore/export/__init__.py": "",
+            "pairstore/export/run.py": "from pairstore.store.store import f\n",
+        },
+    )
+    assert room_violations(root) == [
+        "pairstore/store/store.py:2 imports pairstore.export.run: room store may not import export"
+    ]
+    assert import_circles(root) == [["pairstore.export.run", "pairstore.store.store"]]
+
+
+def test_every_core_folder_is_a_declared_room():
+    folders = {p.name for p in (ROOT / "pairstore").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders <= set(ROOMS), f"undeclared rooms: {sorted(folders - set(ROOMS))}"
+
+
 # -- one writer per table -------------------------------------------------------------------------
 
 WRITE = re.compile(r"\b(?:INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+([a-z_][a-z0-9_]*)\b", re.I)

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
+from pairstore.export.gate import exported_system_prompt, regate_export
 from pairstore.export.paths import is_sft_file
-from pairstore.holdout.gate import exported_system_prompt, regate_export
 from pairstore.keys import sha256_file
 from pairstore.rounds.recipes import TRAIN_KEYS, DpoRecipe, TrainConfig, recipe_from_json
 from pairstore.store.store import Store
@@ -122,7 +122,7 @@ def round_mixture(store, round_name: str) -> tuple[dict | None, dict | None]:
 
 
 def regate_mixture(store, pairs: dict | None, sft: dict | None) -> None:
-    """Today's holdout gate on the round's exported rows (pairstore.holdout.gate.regate_export): GateRefused
+    """Today's holdout gate on the round's exported rows (pairstore.export.gate.regate_export): GateRefused
     (exit 3) naming what changed since the export when it would now be refused."""
     mixtures = [m for m in (pairs, sft) if m is not None]
     if not mixtures:

@@ -9,7 +9,7 @@
 Brackets are ( [ { and the placeholders \\x01 / \\x02 that normalization uses for \\left( ... \\right).
 With escapes=True a backslash hides the character after it (\\{ is a literal brace in LaTeX).
 closing_index and brace_pairs, which read the braces of whole outputs, find walk()'s brace events
-with one regex (tests/test_verify_speed.py holds them to walk()).
+with one regex (tests/verify/test_verify_speed.py holds them to walk()).
 """
 
 from __future__ import annotations

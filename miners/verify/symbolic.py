@@ -105,7 +105,7 @@ def plain_number(text: str):
     sympy's parse_expr, which executes `from sympy import *` into a fresh namespace on every call
     (about 0.35 ms: the largest single cost of a second opinion). For these strings parse_expr's
     tokens are Integer(digits) or Float("digits.decimals"), negated by a unary minus; the objects
-    built here are the same (tests/test_verify_speed.py compares them, srepr and precision)."""
+    built here are the same (tests/verify/test_verify_speed.py compares them, srepr and precision)."""
     m = _PLAIN_NUMBER_RE.fullmatch(text)
     if m is None:
         return _sympy_number(text)  # type: ignore[misc]
@@ -209,7 +209,7 @@ def parse_output(text: str) -> list:
     """math-verify's parse(text) with its defaults, the same list, without trying the patterns that
     cannot match: one whose needed literal the text does not hold finds nothing, and parse reads
     the matches of each priority in turn, so leaving it out changes no match and no order
-    (tests/test_verify_speed.py compares the two on every corpus output). A case-insensitive
+    (tests/verify/test_verify_speed.py compares the two on every corpus output). A case-insensitive
     literal is looked for only in an ASCII text (where lower() is what IGNORECASE matches)."""
     mv = _load_math_verify()
     table = _output_patterns()

@@ -130,7 +130,7 @@ class DemoResult:
     seconds: float = 0.0
 
 
-# What the demo suggests trying on its store once it is done (each run by tests/test_demo.py).
+# What the demo suggests trying on its store once it is done (each run by tests/cli/test_demo.py).
 TRY_QUERIES = (
     ("pairs per source and family in the store", "SELECT * FROM pairs_by_source ORDER BY pairs DESC"),
     (

@@ -22,9 +22,10 @@ from pairstore.ingest.compliance import import_compliance
 from pairstore.ingest.evals import ingest_evals
 from pairstore.ingest.generations import ingest_generations
 from pairstore.ingest.judgments import ingest_judgments
-from pairstore.ingest.pairs import PairsResult, ingest_pairs
+from pairstore.ingest.pairs import ingest_pairs
 from pairstore.ingest.problems import ingest_problems
 from pairstore.ingest.ultrafeedback import ULTRAFEEDBACK_SPLIT, import_ultrafeedback
+from pairstore.tables.pairs import PairsResult
 
 
 @click.group("ingest")

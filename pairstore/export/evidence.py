@@ -17,12 +17,12 @@ import duckdb
 import pyarrow as pa
 import rapidfuzz
 
-from pairstore import __version__
 from pairstore.export.paths import EVIDENCE_SUFFIX, evidence_name  # noqa: F401  (the names live there)
 from pairstore.export.registry import ExportedFile
 from pairstore.export.writer import COMPRESSION, COMPRESSION_LEVEL, ROW_GROUP_ROWS
 from pairstore.keys import sha256_text
 from pairstore.rounds.recipes import Recipe
+from pairstore.version import __version__
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store

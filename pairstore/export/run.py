@@ -6,7 +6,7 @@ NAME.training_evidence.json.
 In order, each step in a module of its own:
 
 1. plan the mixture in SQL (pairstore.export.plan: source, `where`, seeded `limit`, `upsample`);
-2. the holdout gate (pairstore.holdout.gate) checks every distinct pair against every active holdout member,
+2. the holdout gate (pairstore.export.gate) checks every distinct pair against every active holdout member,
    eval item and benchmark reference; a hit that is not exempted raises GateRefused (exit 3) and
    nothing is written;
 3. the rows are streamed to parquet under temporary names in the output folder
@@ -37,6 +37,7 @@ import pyarrow as pa
 from pairstore.errors import BadInput
 from pairstore.export.card import write_card
 from pairstore.export.evidence import export_evidence
+from pairstore.export.gate import run_gate
 from pairstore.export.overwrites import leftovers, recover_interrupted, replacements, set_aside
 from pairstore.export.paths import export_paths
 from pairstore.export.plan import planned_mixture
@@ -53,7 +54,6 @@ from pairstore.files import (
     write_failure,
     writes_into,
 )
-from pairstore.holdout.gate import run_gate
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.holdout.sets import removed_members
 from pairstore.keys import sha256_file

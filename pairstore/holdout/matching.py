@@ -1,6 +1,6 @@
 """Holdout matching: which candidate rows are held-out items in disguise.
 
-Shared by the export gate (pairstore/holdout/gate.py), the leak audit (audits/leaks.py), the battle miner and
+Shared by the export gate (pairstore/export/gate.py), the leak audit (audits/leaks.py), the battle miner and
 `audit gate` through one function, members_in_rows (training rows in the shape of a stored pair: ROW_SCHEMA),
 so all find the same members in the same rows:
 
@@ -12,7 +12,7 @@ so all find the same members in the same rows:
 Members checked: the active rows of `holdout` (one set, or all sets), the prompts of `eval_items` (set
 name "eval:<suite>") and registered benchmark references ("benchmark:<name>"). With `set_name` given,
 only that set is checked. Each member is looked for as one or two *needles*: its normalized user turns
-(pairstore.holdout.normalize.word_text, turns joined), and for a multi-turn member its first turn alone when
+(pairstore.normalize.word_text, turns joined), and for a multi-turn member its first turn alone when
 that has EMBED_MIN_WORDS words or more.
 
 How a row matches a needle, strongest first (one hit per member and row):
@@ -20,7 +20,7 @@ How a row matches a needle, strongest first (one hit per member and row):
 1. ``id`` — one of the row's origin ids is the member's item id.
 2. ``match_key`` — the row's user turns have the needle's match key: the same words once invisible
    characters, look-alike letters, case, Unicode form, punctuation, spacing and a split over several
-   user turns are taken away (pairstore.holdout.normalize).
+   user turns are taken away (pairstore.normalize).
 3. ``task_key`` — the same canonical task key: a generated task asked in other words.
 4. ``embedded`` — the needle is a whole system or assistant turn of the row, or (needles of
    EMBED_MIN_WORDS words or more) its words appear, word for word, anywhere in the row's turns.
@@ -51,9 +51,9 @@ from rapidfuzz import fuzz
 
 from pairstore.errors import BadInput
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, lookup_ngrams, registered_vocabulary
-from pairstore.holdout.normalize import TURN_SEP, compact_text, sentences, word_text
 from pairstore.holdout.scan import GRAM_WORDS, loose_hash, loose_length, scan_candidates
 from pairstore.keys import canonical_messages, match_key, match_text, xxh128
+from pairstore.normalize import TURN_SEP, compact_text, sentences, word_text
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store

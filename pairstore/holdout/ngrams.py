@@ -10,13 +10,13 @@ CLI: `pairstore audit decontam --benchmark gsm8k-test --path test.jsonl --regist
 Normalization follows lm-evaluation-harness's decontamination janitor (ASCII
 letters lower-cased, ASCII punctuation (`string.punctuation`) removed, then
 split on whitespace), with one change: punctuation becomes a word break instead
-of being deleted, as in pairstore.holdout.normalize, so "Question:What" is two
+of being deleted, as in pairstore.normalize, so "Question:What" is two
 words and a member glued to markup is still found. An n-gram is n consecutive
 words of one text. Items with
 fewer than n words have no n-gram (the holdout matcher still finds them by
 match key, and embedded in a longer prompt from five words on).
 
-Registered items are read through pairstore.holdout.normalize.word_text first (which
+Registered items are read through pairstore.normalize.word_text first (which
 for plain ASCII text gives the janitor the same words), so the gate, which
 reads disguised rows the same way, finds an item written with look-alike
 letters or invisible characters.
@@ -55,8 +55,8 @@ import pyarrow.compute as pc
 import xxhash
 
 from pairstore.errors import BadInput
-from pairstore.holdout.normalize import word_text
 from pairstore.keys import match_key
+from pairstore.normalize import word_text
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -232,7 +232,7 @@ class Vocabulary:
         `lookup`, a pairstore.holdout.scan.GramLookup, only those among its hashes).
 
         The words are those of words(texts) and the hashes those of window_hashes over them
-        (tests/test_kernels.py compares the two paths); pairstore.holdout.kernels reads them in one
+        (tests/holdout/test_kernels.py compares the two paths); pairstore.holdout.kernels reads them in one
         compiled pass over the normalized bytes."""
         if len(self.words) == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.uint64)

@@ -9,7 +9,7 @@
 Rows stay in DuckDB and arrive CHUNK_ROWS at a time as Arrow; nothing here loops over characters in
 Python. Every text is read with the lm-evaluation-harness normalization (ASCII lower case, ASCII
 punctuation to spaces, split on whitespace; pairstore.holdout.ngrams), which for plain ASCII text without
-escapes or markup gives the same words as pairstore.holdout.normalize.word_text (tests/test_normalize.py
+escapes or markup gives the same words as pairstore.normalize.word_text (tests/base/test_normalize.py
 checks it). A text holding anything else (non-ASCII or control characters, an HTML entity, a backslash
 escape, a chat-template or prompt-format marker, an HTML tag: normalize.needs_fold) is first put through
 word_text in Python, so look-alike letters, invisible characters, escapes and markup are undone before it
@@ -39,7 +39,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from pairstore.holdout.ngrams import Vocabulary, text_ngram_table, utf8_buffers
-from pairstore.holdout.normalize import NEEDS_WORD_TEXT_PATTERN, word_text
+from pairstore.normalize import NEEDS_WORD_TEXT_PATTERN, word_text
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -58,8 +58,8 @@ _FOLD_FLAGS = bytes(
 _FOLD_TABLE = np.frombuffer(_FOLD_FLAGS, dtype=np.uint8).astype(bool)
 _DELETE_TABLE = np.frombuffer(_DELETE_FLAGS, dtype=np.uint8).astype(bool)
 # Every alternative of NEEDS_WORD_TEXT_PATTERN holds one of these bytes (an entity's "&", an escape's
-# backslash, "_x", markup's "<" or "[", a role marker's ":"; tests/test_kernels.py checks it on the pattern
-# itself), so a text without any cannot match and RE2 reads only the texts that hold one.
+# backslash, "_x", markup's "<" or "[", a role marker's ":"; tests/holdout/test_kernels.py checks it
+# on the pattern itself), so a text without any cannot match and RE2 reads only the texts that hold one.
 NEEDS_WORD_TEXT_TRIGGERS = b"&\\_<[:"
 _TRIGGER_TABLE = np.zeros(256, dtype=bool)
 _TRIGGER_TABLE[list(NEEDS_WORD_TEXT_TRIGGERS)] = True
@@ -74,7 +74,7 @@ def _large_strings(arr) -> pa.Array:
 
 
 def needs_fold_mask(arr: pa.Array) -> np.ndarray:
-    """Per row: the text needs pairstore.holdout.normalize.word_text first (a non-ASCII or control byte, an
+    """Per row: the text needs pairstore.normalize.word_text first (a non-ASCII or control byte, an
     escape or markup: normalize.needs_fold; the pattern is run by RE2 on the texts that hold one of its
     trigger bytes)."""
     from pairstore.holdout.kernels import rows_with_bytes

@@ -248,8 +248,8 @@ def _flags(table: pa.Table, times: dict) -> list:
 def _record_jsons(bid, category, key, opponent, opponent_model, own, own_model, prompt, vote, voted_at):
     """json.dumps(row, sort_keys=True, default=str, ensure_ascii=False) of each single-turn row the bulk path
     makes (_battle_row with a one-message prompt, and match_key), written out directly: the JSON of every
-    column once (`voted_at` as JSON already), the keys in sorted order. tests/test_ingest_bulk_battles.py
-    compares it with json.dumps of the per-record row."""
+    column once (`voted_at` as JSON already), the keys in sorted order.
+    tests/ingest/test_ingest_bulk_battles.py compares it with json.dumps of the per-record row."""
     cols = [[_NULL if v is None else _json_str(v) for v in c] for c in (bid, category, key, opponent)]
     cols += [[_NULL if v is None else _json_str(v) for v in c] for c in (opponent_model, own, own_model)]
     cols += [[_json_str(v) for v in prompt], [_json_str(v) for v in vote], voted_at]

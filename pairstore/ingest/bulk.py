@@ -117,7 +117,7 @@ def iter_jsonl_batches(path, schema: pa.Schema, *, refuse: tuple[str, ...] = (),
 
 
 # What str.strip() removes, exactly: Arrow's own notion of whitespace is not Python's. Written out, since
-# finding it takes a third of a second at every start (tests/test_ingest_bulk.py checks it against
+# finding it takes a third of a second at every start (tests/ingest/test_ingest_bulk.py checks it against
 # str.isspace over every code point).
 PY_WHITESPACE = (
     "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007"

@@ -19,10 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.pairs import PairsResult, write_pairs
 from pairstore.ingest.records import Fields, read_records
 from pairstore.store.store import Store
-from pairstore.tables.pairs import Origin, Pair, declare_sources
+from pairstore.tables.pairs import Origin, Pair, PairsResult, declare_sources, write_pairs
 
 # Recorded on every pair as pairs.miner / miner_version (the names these pairs carried when the importer
 # was registered as a miner, so stores and exports stay the same).

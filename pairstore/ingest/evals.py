@@ -274,7 +274,7 @@ def ingest_evals(
     A JSONL file is streamed in Arrow batches, checked with Arrow compute, its outputs scanned batch by
     batch, and deduplicated and inserted in DuckDB (pairstore.ingest.bulk); a file those checks cannot
     take, or one with a record they leave to the parser, is read record by record, whose errors name the
-    file, line and field. Both ways store the same rows (tests/test_ingest_bulk_evals.py)."""
+    file, line and field. Both ways store the same rows (tests/ingest/test_ingest_bulk_evals.py)."""
 
     if fmt not in FORMATS:
         raise BadInput(f"unknown format {fmt!r} (expected one of {', '.join(FORMATS)})", field="format")

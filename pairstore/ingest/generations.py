@@ -169,7 +169,7 @@ def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
     """generation_id of every row, batch by batch (xxh3-128 has no DuckDB function). The id's text is
     built the way pairstore.keys.content_id builds it (json.dumps of the NFC parts, ensure_ascii off,
     whose strings json encodes with encode_basestring), with the parts every row shares encoded once;
-    tests/test_ingest_bulk.py checks the ids against generation_id."""
+    tests/ingest/test_ingest_bulk.py checks the ids against generation_id."""
     head = "[" + encode_basestring(nfc(model)) + ", "
     kinds = {k: head + encode_basestring(nfc(k)) + ", " for k in ("problem", "task", "eval_item")}
     ids: list[str] = []

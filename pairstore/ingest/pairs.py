@@ -1,5 +1,5 @@
-"""Ingest of pair files into `pairs` (written by pairstore.tables.pairs), and what every producer of
-pairs shares: the result of a run (`PairsResult`) and writing pairs past the holdout (`write_pairs`).
+"""Ingest of pair files into `pairs` (written by pairstore.tables.pairs, which also holds what every
+producer of pairs shares: `PairsResult` and `write_pairs` past the holdout).
 
 pairstore ingest pairs past_round.parquet --source attached
 """
@@ -7,18 +7,13 @@ pairstore ingest pairs past_round.parquet --source attached
 from __future__ import annotations
 
 import re
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _json_str  # what json.dumps writes for a string
 from pathlib import Path
-from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
-from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.base import IngestResult, log_ingest, records_in
 from pairstore.ingest.bulk import PY_WHITESPACE, NotVectorized, flag_text, user_messages
 from pairstore.ingest.pair_files import ID_FIELDS, PLAIN_SCHEMA, plain_batches, read_pair_file
@@ -35,64 +30,6 @@ from pairstore.tables.pairs import (
     add_pairs,
     check_pair,
 )
-
-
-@dataclass
-class PairsResult:
-    """What one run that writes pairs (a miner, a dataset import) did: new pairs, drops by reason, and
-    tallies of what it looked at. `producer` and `version` are recorded on every pair it writes
-    (pairs.miner, pairs.miner_version, pair_origins.miner)."""
-
-    miner: str
-    version: str
-    kept: int = 0  # new pairs written
-    new_origins: int = 0  # origins written (new and known pairs)
-    dropped: Counter = field(default_factory=Counter)  # reason -> count
-    stats: Counter = field(default_factory=Counter)  # what was looked at: battles, generations, rows, ...
-    pair_ids: list[str] = field(default_factory=list)  # ids of every pair produced, in order
-    by_source: Counter = field(default_factory=Counter)  # produced pairs per source
-    # seconds: verify_s / scan_s inside the verifier / scanner (summed over worker processes),
-    # judge_wall_s judging on the clock, write_s writing verdicts, pairs and origins
-    timings: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict:
-        return {
-            "miner": self.miner,
-            "version": self.version,
-            "kept": self.kept,
-            "new_origins": self.new_origins,
-            "dropped": dict(sorted(self.dropped.items())),
-            "stats": dict(sorted(self.stats.items())),
-            "by_source": dict(sorted(self.by_source.items())),
-            "pairs": len(self.pair_ids),
-        }
-
-
-R = TypeVar("R", bound=PairsResult)
-
-
-def write_pairs(store: Store, result: R, pairs: Iterable[Pair], holdout: HoldoutFilter | None = None) -> R:
-    """Write `pairs` through add_pairs and fold its counts into `result`.
-
-    With a holdout filter, a pair whose prompt's match key (or task key) is held out is dropped as
-    'holdout' here too: a last check for prompts that reach a producer by another road than their item id.
-    """
-    kept = []
-    for p in pairs:
-        if holdout is not None and holdout.holds_pair(p):
-            result.dropped["holdout"] += 1
-            continue
-        kept.append(p)
-    added = add_pairs(store, kept, miner=result.miner, miner_version=result.version)
-    result.kept += added.added
-    result.new_origins += added.new_origins
-    result.dropped.update(added.dropped)
-    result.pair_ids.extend(added.pair_ids)
-    ids = set(added.pair_ids)
-    for p in kept:
-        if p.pair_id in ids:
-            result.by_source[p.source] += 1
-    return result
 
 
 def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
@@ -177,7 +114,7 @@ _NULL = "null"
 
 def _pair_ids(prompts: list, chosen: list, rejected: list) -> list[str]:
     """pair_id_of([user message], chosen, rejected) of each row: the JSON list messages_content_id hashes,
-    written out (tests/test_ingest_bulk_pairs.py compares)."""
+    written out (tests/ingest/test_ingest_bulk_pairs.py compares)."""
     users = nfc_many(["user:" + p for p in prompts])
     firsts, seconds = nfc_many(chosen), nfc_many([r or "" for r in rejected])
     return [

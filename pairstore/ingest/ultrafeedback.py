@@ -30,11 +30,10 @@ from pathlib import Path
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.dataset_files import DatasetRecord, read_dataset
-from pairstore.ingest.pairs import PairsResult, write_pairs
 from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, seeded_rank
 from pairstore.store.store import Store
-from pairstore.tables.pairs import Origin, Pair, declare_sources
+from pairstore.tables.pairs import Origin, Pair, PairsResult, declare_sources, write_pairs
 
 ULTRAFEEDBACK = "HuggingFaceH4/ultrafeedback_binarized"
 ULTRAFEEDBACK_SPLIT = "train_prefs"

@@ -76,7 +76,7 @@ def _ident(name: str) -> str:
 
 def comment_statements(con, docs: dict[str, DocumentedTable] | None = None) -> list[str]:
     """The COMMENT statements that bring the store's comments to the documented text (none when they
-    already agree). Objects the documentation does not name are left alone: tests/test_schema_docs.py
+    already agree). Objects the documentation does not name are left alone: tests/store/test_schema_docs.py
     fails on those."""
     docs = documented_schema() if docs is None else docs
     objects = con.execute(

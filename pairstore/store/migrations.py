@@ -3,7 +3,7 @@
 Each migration is a function that runs inside one transaction and is recorded
 in `schema_version`. Never edit one that has shipped: append a new one.
 Table and column names are public interface, documented in docs/schema.md
-(tests/test_schema_docs.py fails when a column is undocumented).
+(tests/store/test_schema_docs.py fails when a column is undocumented).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import json
 import pyarrow as pa
 
 from pairstore.holdout.ngrams import benchmark_tables
-from pairstore.holdout.normalize import word_text
 from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
+from pairstore.normalize import word_text
 
 MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
 
@@ -349,7 +349,7 @@ def _evidence_sha(evidence) -> str | None:
 
 
 def m003_disguise_proof_keys_and_evidence(con):
-    """Match keys that survive disguise (pairstore.holdout.normalize), recomputed for every stored row; the
+    """Match keys that survive disguise (pairstore.normalize), recomputed for every stored row; the
     registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
     _rekey_stored_rows(con)
     # Holdout members: from the battle or task itself where there is one, else from the stored match text
@@ -455,7 +455,7 @@ def m007_votes_from_the_browser(con):
 
 
 def m008_keys_of_the_normalization_pipeline(con):
-    """Match keys and texts recomputed for the normalization pipeline of pairstore.holdout.normalize (escapes
+    """Match keys and texts recomputed for the normalization pipeline of pairstore.normalize (escapes
     and markup decoded, digits of every script, case folding for every script, number forms, punctuation
     as a word break), for every stored row, holdout member and benchmark n-gram."""
     _rekey_stored_rows(con)

@@ -128,7 +128,7 @@ class Store:
 # The on-disk format a new store is written in. The duckdb 2.x package writes format 69 by default,
 # which no 1.x client (the DuckDB CLI, DBeaver's JDBC driver, R and Node bindings of 1.x) opens;
 # v1.4.0 is the newest format both current 1.x lines read (1.4 LTS and 1.5; checked with the
-# duckdb-cli 1.4.4 and 1.5.6 binaries, tests/test_clients.py). A file keeps the format it was created
+# duckdb-cli 1.4.4 and 1.5.6 binaries, tests/store/test_clients.py). A file keeps the format it was created
 # in: this setting decides new stores only.
 STORAGE_COMPATIBILITY_VERSION = "v1.4.0"
 

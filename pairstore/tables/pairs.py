@@ -16,9 +16,9 @@ explain every row that is not there. `rejected=None` makes an NLL-only `sft` row
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -263,4 +263,69 @@ def add_pair_tables(store: Store, pairs: pa.Table, origins: pa.Table) -> AddResu
             con.execute("DROP TABLE IF EXISTS _first_origins")
     if result.dropped.get("duplicate") == 0:
         del result.dropped["duplicate"]
+    return result
+
+
+class HoldsPairs(Protocol):
+    """What write_pairs asks of a holdout filter (pairstore.holdout.sets.HoldoutFilter is one): the
+    writer sits below the holdout room and takes the filter as this shape."""
+
+    def holds_pair(self, pair: Pair) -> bool: ...
+
+
+@dataclass
+class PairsResult:
+    """What one run that writes pairs (a miner, a dataset import) did: new pairs, drops by reason, and
+    tallies of what it looked at. `producer` and `version` are recorded on every pair it writes
+    (pairs.miner, pairs.miner_version, pair_origins.miner)."""
+
+    miner: str
+    version: str
+    kept: int = 0  # new pairs written
+    new_origins: int = 0  # origins written (new and known pairs)
+    dropped: Counter = field(default_factory=Counter)  # reason -> count
+    stats: Counter = field(default_factory=Counter)  # what was looked at: battles, generations, rows, ...
+    pair_ids: list[str] = field(default_factory=list)  # ids of every pair produced, in order
+    by_source: Counter = field(default_factory=Counter)  # produced pairs per source
+    # seconds: verify_s / scan_s inside the verifier / scanner (summed over worker processes),
+    # judge_wall_s judging on the clock, write_s writing verdicts, pairs and origins
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        return {
+            "miner": self.miner,
+            "version": self.version,
+            "kept": self.kept,
+            "new_origins": self.new_origins,
+            "dropped": dict(sorted(self.dropped.items())),
+            "stats": dict(sorted(self.stats.items())),
+            "by_source": dict(sorted(self.by_source.items())),
+            "pairs": len(self.pair_ids),
+        }
+
+
+R = TypeVar("R", bound=PairsResult)
+
+
+def write_pairs(store: Store, result: R, pairs: Iterable[Pair], holdout: HoldsPairs | None = None) -> R:
+    """Write `pairs` through add_pairs and fold its counts into `result`.
+
+    With a holdout filter, a pair whose prompt's match key (or task key) is held out is dropped as
+    'holdout' here too: a last check for prompts that reach a producer by another road than their item id.
+    """
+    kept = []
+    for p in pairs:
+        if holdout is not None and holdout.holds_pair(p):
+            result.dropped["holdout"] += 1
+            continue
+        kept.append(p)
+    added = add_pairs(store, kept, miner=result.miner, miner_version=result.version)
+    result.kept += added.added
+    result.new_origins += added.new_origins
+    result.dropped.update(added.dropped)
+    result.pair_ids.extend(added.pair_ids)
+    ids = set(added.pair_ids)
+    for p in kept:
+        if p.pair_id in ids:
+            result.by_source[p.source] += 1
     return result

@@ -1,0 +1,273 @@
+"""A cut-off output is `wrong` only where it could not hold the right answer; a closing rating of the
+answer commits to nothing new, so the conclusion before it is read; a sentence's own result is read.
+
+Both ways: real forms from the held-out corpora (Claude responses cut at the length limit after the
+asked value, GPT-2 GSM8K outputs cut mid-line, Llama and Mistral answers followed by "Confidence
+level: 100%"), and made-up forms that must stay decided (a cut output that never writes the gold, a
+rating paragraph that states a value of its own, an output that ends normally with no answer).
+
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/verify/test_verify_cuts_and_ratings.py -q
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from miners.verify import Verifier
+from miners.verify.prose import concluding, without_closing_rating
+from miners.verify.stated import could_hold, numeric_gold, stated_numbers
+from miners.verify.verifier import ends_mid_sentence
+
+TAV, TRUNCATED = "truncated after a possible answer", "truncated before any answer"
+
+
+@pytest.fixture(scope="module")
+def verifier() -> Verifier:
+    return Verifier()
+
+
+# ------------------------------------------------------------------------------ cut-off outputs
+
+CUT_AFTER_THE_VALUE = (  # a Claude response cut at the length limit, after it stated the asked value
+    "Step 2: Calculate the time it will take Bob to dig the entire hole.\n"
+    "Time to dig the hole = 72 cubic feet × 3 seconds/cubic foot\n"
+    "Time to dig the hole = 216 seconds\n\n"
+    "Step 3: Convert the time from seconds to minutes and seconds.\n"
+    "Minutes = 216 seconds ÷ 60 seconds/minute ="
+)
+CUT_MID_SENTENCE_AFTER_THE_VALUE = (
+    "5. Calculate how many hours Tyler needs to work to earn the additional $25:\n"
+    "   * Hours needed to work: $25 / $5 = 5 hours\n\n"
+    "Therefore, Tyler needs to work 5 hours to afford the books he wants to"
+)
+CUT_CALCULATOR_LINES = (  # a GPT-2 GSM8K output cut at the token limit, inside an annotation
+    "Debra saw 30 / 2 = <<30/2=15>>15 bees return to the hive in the next 6 hours.\n"
+    "She saw 15 * 2 = <<15*2=30>>30 bees fly out of the hive and leave in the next 6 hours.\n"
+    "She saw 30 - 6 = <<30"
+)
+CUT_ON_A_WORD = (
+    "The students sold a total of 30 x 10 = <<30*10=300>>300 lollipops.\n"
+    "So, they were able to raise 300 x $0.8 = $<<300*0.8=240>>240 from the sale of the lollipops.\n"
+    "Since"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "gold"),
+    [
+        (CUT_AFTER_THE_VALUE, "216"),
+        (CUT_MID_SENTENCE_AFTER_THE_VALUE, "5"),
+        (CUT_AFTER_THE_VALUE, "216.0"),  # SVAMP stores golds as floats
+        ("Total = 1,250 dollars\nSo the money left over is $1,250 and the", "1250"),
+        ("She works five hours a day, so the number of hours she needs to", "5"),
+        ("Each share is \\frac{3}{4} of a pie, so the total is \\frac{", "3/4"),
+    ],
+)
+def test_a_cut_output_that_states_the_gold_is_unknown(verifier, output, gold):
+    verdict = verifier.verify(output, gold, "gsm8k")
+    assert (verdict.label, verdict.reason) == ("unknown", "truncated after a possible answer"), verdict
+
+
+@pytest.mark.parametrize(
+    ("output", "gold"),
+    [
+        (CUT_AFTER_THE_VALUE, "3.6"),
+        (CUT_MID_SENTENCE_AFTER_THE_VALUE, "7"),
+        ("We compute 3 + 4 =", "8"),
+        ("The total is \\boxed{\\frac{1", "7"),
+    ],
+)
+def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold):
+    verdict = verifier.verify(output, gold, "gsm8k")
+    assert (verdict.label, verdict.reason) == ("wrong", "truncated before any answer"), verdict
+
+
+@pytest.mark.parametrize(
+    ("output", "gold", "label", "reason"),
+    [
+        # no sentence's end, and the gold's number written nowhere: it cannot have answered right
+        (CUT_CALCULATOR_LINES, "75", "wrong", "truncated before any answer"),
+        (CUT_ON_A_WORD, "90", "wrong", "truncated before any answer"),
+        # the gold's number written (as an operand or a result): it may hold the answer
+        (CUT_CALCULATOR_LINES, "30", "unknown", "no answer found"),
+        (CUT_ON_A_WORD, "240", "unknown", "no answer found"),
+        (
+            "Students who like games = 50 - (10 + 5 + 10) = 25\n\nTherefore",
+            "25",
+            "unknown",
+            "no answer found",
+        ),
+        # an output that ends on a sentence's end with no answer stays unknown, whatever its numbers
+        (
+            "First we count the bees.\nShe saw 15 * 2 = 30 bees fly out of the hive.",
+            "75",
+            "unknown",
+            "no answer found",
+        ),
+        ("Let me think step by step.\nThe trains meet after some hours.", "7", "unknown", "no answer found"),
+        # a gold that is no plain number: which results could state it is not read here
+        ("First we expand (x+1)^2.\nThen we collect terms", "x^2+2x+1", "unknown", "no answer found"),
+        # ... unless the cut is certain (a word no sentence ends on) and no result states the gold
+        ("We expand the square.\nWe keep every term.\nThen we collect the", "x^2+2x+1", "wrong", TRUNCATED),
+        ("We expand the square.\nIt is x^2+2x+1 in all.\nThen we collect the", "(x+1)^2", "unknown", TAV),
+    ],
+)
+def test_an_output_ending_mid_sentence(verifier, output, gold, label, reason):
+    verdict = verifier.verify(output, gold, "gsm8k" if numeric_gold(gold) is not None else "math")
+    assert (verdict.label, verdict.reason) == (label, reason), verdict
+
+
+def test_ends_mid_sentence():
+    assert ends_mid_sentence("The cost of 1")
+    assert ends_mid_sentence("She saw 30 - 6 = <<30")
+    assert ends_mid_sentence("Since")
+    assert not ends_mid_sentence("So she has 12 apples.")
+    assert not ends_mid_sentence("The answer is (B)")
+    # a closing rating is no part of the ending
+    assert not ends_mid_sentence("Therefore, the area is 8 square units.\n\nConfidence level: 100%")
+
+
+def test_numbers_the_output_states():
+    assert numeric_gold("46.0") == 46
+    assert numeric_gold("-3") == 3
+    assert numeric_gold("1,250") == 1250
+    assert numeric_gold("\\frac{3}{4}") == Fraction(3, 4)
+    assert numeric_gold("50\\%") == 50
+    assert numeric_gold("x+1") is None
+    assert numeric_gold("B") is None
+    numbers = stated_numbers("He pays $1,250 for 2.5 hours, or \\frac{1}{2} of twenty-one, so 25/5 =")
+    assert {
+        Fraction(1250),
+        Fraction(5, 2),
+        Fraction(1, 2),
+        Fraction(21),
+        Fraction(5),
+        Fraction(25),
+    } <= numbers
+
+
+def test_could_hold_a_number_gold():
+    assert could_hold("so half of them, 50%, are", "0.5", "gsm8k")
+    assert could_hold("so 0.5 of them are", "50\\%", "gsm8k")
+    assert could_hold("the loss is -3 dollars and", "3", "gsm8k")
+    assert could_hold("he reads twenty-one pages and", "21", "gsm8k")
+    assert not could_hold("he reads 12 pages, then 9 more and", "22", "gsm8k")
+    for written in ("1 000", "1.000", "1'000", "1e3", "1k", "1 thousand", "one thousand", "1,000"):
+        assert could_hold(f"so the total is {written} and the", "1000", "gsm8k"), written
+
+
+def test_numbers_no_reader_takes_are_skipped(verifier):
+    # 5,000 digits (past int()'s limit), an exponent past a float's range: skipped, never an error
+    cases = [
+        ("1/" + "9" * 5000 + " and the", False),
+        ("\\frac{1}{" + "7" * 5000 + "} so", False),
+        ("so 2e999 and 3e-999 and the", False),
+        ("so 5e999 and the", True),  # its 5 is written
+    ]
+    for text, holds in cases:
+        assert could_hold(text, "5", "gsm8k") is holds, text
+        assert verifier.verify("So x = 2.\nThen " + text, "5", "gsm8k").label in ("wrong", "unknown")
+
+
+def test_could_hold_an_expression_gold():
+    assert could_hold("So the roots are x = \\frac{1}{2} and then the", "\\frac12", "math")
+    assert not could_hold("So the slope is m = 3, and then the", "\\frac12", "math")
+
+
+# ------------------------------------------------------------------------------ closing ratings
+
+# (output, gold): the conclusion is right, and a rating of it follows (real forms, abridged)
+CONCLUSION_THEN_RATING = [
+    (
+        "So, |w| = sqrt(1^2 + 2^2 + 2^2) = sqrt(9) = 3.\n\nTherefore, the modulus length of w is 3.\n\n"
+        "Confidence Level: 100%",
+        "3",
+    ),
+    (
+        "Area = 4(1/2)\n\nArea = 2\n\nSo, the area of triangle ABC is 2.\n\nConfidence level: 100% \n\n"
+        "Reason: The formula used and the values plugged in are exact, and the steps are correct.",
+        "2",
+    ),
+    (
+        "$x = \\sqrt{9} = 3$\n\nSo, the distance from the center of the circle O to the chord AB is 3.\n\n"
+        "Confidence in this answer: I am 95% confident in this answer. This is because I am confident "
+        "that I used the Pythagorean theorem correctly. Therefore, I am confident in my answer.",
+        "3",
+    ),
+    (
+        "\\[\n\\text{det}(A) = (1)(4) - (2)(3) = 4 - 6 = -2\n\\]\n\nThus, the determinant of the matrix "
+        "is \\(-2\\).\n\nSince the calculation follows a well-known formula, I am confident in the "
+        "answer. My confidence level is:\n\n\\[\n\\boxed{100}\n\\]",
+        "-2",
+    ),
+    (
+        "Therefore, the answer is $\\boxed{(3, 6, 9)}$.\n\nNow, let's calculate the confidence level. In "
+        "this case, the answer is straightforward, so I'll give a high confidence level of 90%.",
+        "(3, 6, 9)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("output", "gold"), CONCLUSION_THEN_RATING)
+def test_the_conclusion_before_a_closing_rating_is_read(verifier, output, gold):
+    verdict = verifier.verify(output, gold, "math")
+    assert (verdict.label, verdict.reason) == ("correct", "compared equal"), verdict
+
+
+@pytest.mark.parametrize(("output", "gold"), CONCLUSION_THEN_RATING)
+def test_a_wrong_conclusion_before_a_closing_rating_is_wrong(verifier, output, gold):
+    other = "(3, 6, 8)" if gold.startswith("(") else str(int(gold) + 7)
+    verdict = verifier.verify(output, other, "math")
+    assert verdict.label == "wrong", verdict
+
+
+def test_without_closing_rating():
+    body = "So x = 3.\n\nConfidence level: 90%"
+    assert without_closing_rating(body) == "So x = 3."
+    assert without_closing_rating("So x = 3. I am 100% sure of it.") == "So x = 3."
+    # a rating paragraph that states a value of its own is no closing rating
+    kept = "So x = 3.\n\nWith 100% confidence, the general solution is y = 2x + C."
+    assert without_closing_rating(kept) == kept
+    assert (
+        without_closing_rating("I am 100% confident that 6 + 6 = 12.")
+        == "I am 100% confident that 6 + 6 = 12."
+    )
+    assert without_closing_rating("So the total is 100%.") == "So the total is 100%."
+
+
+def test_a_doubt_in_words_is_no_closing_rating(verifier):
+    out = "I think it's the term without x, but I'm not sure how to proceed.\nAnswer: [Answer]"
+    assert without_closing_rating(out) == out
+    assert verifier.verify(out, "75", "math").reason == "empty answer"
+
+
+def test_a_rating_alone_still_concludes_nothing(verifier):
+    verdict = verifier.verify("Let me compute it.\n\nConfidence level: 90%", "90", "math")
+    assert (verdict.label, verdict.reason) == ("unknown", "no answer found")
+
+
+# ------------------------------------------------------------------------------ the last sentence
+
+
+def test_a_last_sentence_with_its_own_result_is_read(verifier):
+    out = (
+        "Jerry started with 7 action figures and 2 books. Then he added 4 more books. So he had 2 + 4 = 6 "
+        "books. Since he had 7 action figures, he had 7 - 6 = 1 more action figure than books."
+    )
+    assert verifier.verify(out, "1.0", "gsm8k").label == "correct"
+    assert verifier.verify(out, "6", "gsm8k").label != "correct"
+
+
+def test_a_bracketed_list_of_numbers_is_one_value():
+    assert concluding("To find 3w, we multiply.\n\nSo, 3w = (3, 6, 9).", "math") == "(3, 6, 9)"
+
+
+def test_a_paragraph_break_ends_a_sentence(verifier):
+    out = (
+        "Then we have:\n\n$-12 \\div  (-2) = 6$\n\nFinally, we add 5:\n\n$6 + 5 = 11$\n\n"
+        "So, $(-3) \\times  4 \\div  (-2) + 5 = 11$."
+    )
+    assert verifier.verify(out, "11", "math").label == "correct"
+    assert verifier.verify(out, "6", "math").label == "wrong"

@@ -1,0 +1,400 @@
+"""Tests for the verifier's speed-ups: each one must give what the slow way gives, object for object.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/verify/test_verify_speed.py -q
+
+No test here measures time (bench/bench_verify.py does); they check that a faster way of reaching a
+result reaches the same result.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from collections import Counter
+
+import pytest
+
+from miners.verify import Verifier, symbolic
+from tests.paths import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from verify_rows import DATA, corpora, load  # noqa: E402 (bench/verify_rows.py)
+
+
+def _reading(make, text):
+    """(type, srepr, precision) of make(text), or the class of what it raised."""
+    import sympy
+
+    try:
+        value = make(text)
+    except Exception as e:  # both must fail alike
+        return ("raised", type(e).__name__)
+    return (type(value), sympy.srepr(value), getattr(value, "_prec", None), getattr(value, "_mpf_", None))
+
+
+def _number_strings(seed: int, n: int) -> list[str]:
+    """Strings of the shapes math-verify's parser hands to sympy.Number (its integer and decimal
+    groups, separators gone, leading zeros stripped) and shapes around them."""
+    rnd = random.Random(seed)
+    fixed = ["0", "-0", "0.0", "-0.0", "5", "-5", "3.25", "-3.25", "0.5", "-0.5", "10", "1.10", "100.000"]
+    fixed += ["123456789012345678901234567890", "1." + "0" * 30 + "1", "-0012", "0012.5", "00.5", "1e5"]
+    fixed += ["", "-", ".5", "5.", "1,5", "nan", "inf", "-inf", "3/4", " 7", "7 ", "٣", "1_000"]
+    out = list(fixed)
+    for _ in range(n):
+        s = str(rnd.randrange(10 ** rnd.randrange(1, 30)))
+        if rnd.random() < 0.5:
+            s += "." + "".join(rnd.choice("0123456789") for _ in range(rnd.randrange(1, 30)))
+        if rnd.random() < 0.3:
+            s = "-" + s
+        out.append(s)
+    return out
+
+
+def test_plain_number_builds_what_sympy_number_builds():
+    """Every string, plain decimal or not: the same type, srepr, precision and binary value as
+    sympy.Number(text), or the same failure."""
+    import sympy
+
+    symbolic._load_math_verify()
+    for text in _number_strings(seed=7, n=3000):
+        assert _reading(symbolic.plain_number, text) == _reading(sympy.Number, text), text
+    with sympy.evaluate(False):  # (sympy's parser builds unevaluated expressions there)
+        for text in _number_strings(seed=8, n=300):
+            assert _reading(symbolic.plain_number, text) == _reading(sympy.Number, text), text
+
+
+def _outputs() -> list[str]:
+    return [r["pred"] for name in corpora() for r in load(DATA / name) if r["pred"]]
+
+
+@pytest.mark.slow
+def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers():
+    """math-verify's reading of every labelled output in bench/data (the tail a second opinion
+    hands it) is the same, object for object, with plain_number in its parser as with sympy.Number."""
+    import sympy
+
+    mv = symbolic._load_math_verify()
+
+    def parsed(text):
+        try:
+            got = mv.parse(text[-symbolic.OUTPUT_TAIL_CHARS :], parsing_timeout=None)
+        except Exception as e:
+            return ("raised", type(e).__name__)
+        return [sympy.srepr(x) if isinstance(x, sympy.Basic) else repr(x) for x in got]
+
+    outputs = _outputs()
+    assert len(outputs) > 2000  # every corpus, not a sample
+    plain = []
+    swapped = symbolic._swap_numbers()
+    assert swapped
+    try:
+        plain = [parsed(t) for t in outputs]
+    finally:
+        symbolic._restore_numbers(swapped)
+    assert mv.parser.Number is sympy.Number
+    slow = [parsed(t) for t in outputs]
+    differ = [t[:80] for t, a, b in zip(outputs, plain, slow) if a != b]
+    assert not differ
+
+
+def test_math_verify_called_by_anyone_else_keeps_sympy_number():
+    """The swap lasts only while ours asks math-verify: after a second opinion, a span comparison, a
+    failure inside math-verify or a timeout, its parser reads numbers through sympy.Number again."""
+    import sympy
+
+    mv = symbolic._load_math_verify()
+    v = Verifier()
+    v.verify("He had seven apples and ate two, so 5 are left.", "12", "gsm8k")  # weak: a second opinion
+    assert v.stats["output_calls"] >= 1
+    assert mv.parser.Number is sympy.Number
+    stats: Counter = Counter()
+    assert symbolic.output_reading("so the answer is 3.5", "3.5", stats)[0] == "correct"
+    assert mv.parser.Number is sympy.Number
+
+    seen = []
+
+    def failing():
+        seen.append(mv.parser.Number)
+        raise ValueError("inside math-verify")
+
+    assert symbolic._bounded(failing, 1.0, stats) is None
+    assert seen == [symbolic.plain_number] and stats["failures"] == 1
+    assert mv.parser.Number is sympy.Number
+
+    def endless():
+        while True:
+            pass
+
+    assert symbolic._bounded(endless, 0.05, stats) is None
+    assert stats["timeouts"] == 1
+    assert mv.parser.Number is sympy.Number
+
+
+def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_that_swapped():
+    """Two callers at once: the second finds plain_number in place and does not swap; the first puts
+    sympy.Number back; math-verify never stays swapped."""
+    import sympy
+
+    mv = symbolic._load_math_verify()
+    inner: dict[str, object] = {}
+    first = symbolic._swap_numbers()
+    try:
+        th = threading.Thread(target=lambda: inner.setdefault("swapped", symbolic._swap_numbers()))
+        th.start()
+        th.join(timeout=60)
+        assert inner["swapped"] is False
+        symbolic._restore_numbers(False)  # the second caller's restore is a no-op
+        assert mv.parser.Number is symbolic.plain_number
+    finally:
+        symbolic._restore_numbers(first)
+    assert first is True and mv.parser.Number is sympy.Number
+
+
+# -- the bracket and separator scans: a short cut where nothing is to be found ------------------------
+
+
+def _random_spans(seed: int, n: int) -> list[str]:
+    """Short strings over the characters the scans look at (brackets, the \\left( placeholders,
+    separators, relations, escapes) and characters they pass over; about half hold none of them."""
+    rnd = random.Random(seed)
+    plain = "ab1 2.x\\y"
+    marked = plain + "()[]{}\x01\x02,;=<>!" + "&"
+    out = ["", "=", "<", "(", ")", "\\{", "a and b", "1 or 2", "x<=3", "f(x)=2", "\\approx 3"]
+    for _ in range(n):
+        alphabet = plain if rnd.random() < 0.5 else marked
+        out.append("".join(rnd.choice(alphabet) for _ in range(rnd.randrange(0, 14))))
+    return out
+
+
+def test_depth_zero_agrees_with_the_bracket_scanner():
+    from miners.verify.brackets import CLOSE, OPEN, depth_zero, walk
+
+    for s in _random_spans(seed=11, n=4000):
+        expected = [depth == 0 and c not in OPEN and c not in CLOSE for _i, c, depth in walk(s)]
+        assert depth_zero(s) == expected, repr(s)
+        assert depth_zero(s, "(", ")") == [
+            depth == 0 and c not in "(" and c not in ")" for _i, c, depth in walk(s, "(", ")")
+        ], repr(s)
+
+
+def _split_reference(s: str, seps: tuple[str, ...]) -> list[str]:
+    """split_top without words, written from its definition: the leftmost separator at depth 0."""
+    from miners.verify.brackets import depth_zero
+
+    outside, parts, start, i = depth_zero(s), [], 0, 0
+    while i < len(s):
+        hit = next((sep for sep in seps if outside[i] and s.startswith(sep, i)), None)
+        if hit:
+            parts.append(s[start:i])
+            start = i = i + len(hit)
+        else:
+            i += 1
+    return parts + [s[start:]]
+
+
+def _relations_reference(s: str):
+    from miners.verify.brackets import depth_zero
+
+    outside, sides, ops, start, i = depth_zero(s), [], [], 0, 0
+    while i < len(s):
+        two = s[i : i + 2]
+        op = two if two in ("<=", ">=", "!=") else s[i] if s[i] in "<>" else None
+        if outside[i] and op:
+            sides.append(s[start:i])
+            ops.append(op)
+            start = i = i + len(op)
+        else:
+            i += 1
+    return ([p.strip() for p in sides + [s[start:]]], ops) if ops else None
+
+
+def test_split_top_and_relation_parts_agree_with_their_definitions():
+    from miners.verify.normalize import relation_parts, split_top
+
+    for s in _random_spans(seed=13, n=4000):
+        for seps in ((",",), ("=",), (";",), ("\\approx",), (",", ";")):
+            assert split_top(s, seps) == _split_reference(s, seps), (repr(s), seps)
+        assert relation_parts(s) == _relations_reference(s), repr(s)
+
+
+def test_might_rate_is_any_rating_word_in_the_lowercased_text():
+    """might_rate looks for a word only where its stem occurs; the answer is the plain one (any
+    rating word anywhere in the lowercased text) on every corpus output and on texts built out of
+    the words, their stems and their neighbours in other scripts."""
+    from miners.verify.selfrating import _RATING_WORDS, might_rate
+
+    def plain(text: str) -> bool:
+        low = text.lower()
+        return any(w in low for w in _RATING_WORDS)
+
+    rnd = random.Random(17)
+    pieces = [*_RATING_WORDS, *(w[:4] for w in _RATING_WORDS), *(w[:-1] for w in _RATING_WORDS)]
+    pieces += ["K", "İ", " "]  # (the Kelvin sign lowercases to ASCII "k"; "İ" to two characters)
+    texts = _outputs() + ["", "CONFIDENCE", "Confidenc", "so sure", "sur", "KONFIDENZ"]
+    texts += ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 6))) for _ in range(3000)]
+    assert sum(map(might_rate, texts)) > 100  # both answers are exercised
+    for text in texts:
+        assert might_rate(text) == plain(text), text[:80]
+    # the small cache of the last texts asked about: asked again, in turn and out of order, and
+    # under the uncached function, each text gets its own answer
+    for text in texts[:200] + texts[:200][::-1]:
+        assert might_rate(text) == might_rate.__wrapped__(text) == plain(text), text[:80]
+
+
+def _walk_closing_index(s: str, open_at: int) -> int:
+    from miners.verify.brackets import walk
+
+    for i, c, depth in walk(s, "{", "}", escapes=True, start=open_at):
+        if depth == 0 and c == "}":
+            return i + 1
+    return -1
+
+
+def _walk_brace_pairs(s: str, start: int) -> dict[int, int]:
+    from miners.verify.brackets import walk
+
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for i, c, _depth in walk(s, "{", "}", escapes=True, start=start):
+        if c == "{":
+            stack.append(i)
+        elif c == "}" and stack:
+            pairs[stack.pop()] = i + 1
+    return pairs
+
+
+def test_closing_index_and_brace_pairs_agree_with_the_bracket_scanner():
+    """The regex that finds brace events gives what walk() gives, escapes included (a backslash
+    before a brace, before a newline, at the very end), from every start, on random strings and on
+    every corpus output."""
+    from miners.verify.brackets import brace_pairs, closing_index
+
+    rnd = random.Random(19)
+    texts = ["", "{", "}", "\\", "{\\", "\\{}", "{\\}}", "{a\\\n}", "\\\\{}", "{{}"]
+    texts += ["".join(rnd.choice("{}\\\na b$") for _ in range(rnd.randrange(0, 16))) for _ in range(3000)]
+    for s in texts:
+        for at in range(len(s) + 1):
+            assert closing_index(s, at) == _walk_closing_index(s, at), (repr(s), at)
+            assert brace_pairs(s, at) == _walk_brace_pairs(s, at), (repr(s), at)
+    for s in _outputs()[::7]:
+        at = s.find("{")
+        assert closing_index(s, max(at, 0)) == _walk_closing_index(s, max(at, 0))
+        assert brace_pairs(s, 0) == _walk_brace_pairs(s, 0)
+
+
+# -- math-verify's reading of a whole output, without the patterns that cannot match -----------------
+
+
+def _mv_reading(got) -> list[str]:
+    import sympy
+
+    return [sympy.srepr(x) if isinstance(x, sympy.Basic) else repr(x) for x in got]
+
+
+@pytest.mark.slow
+def test_parse_output_reads_every_corpus_output_as_math_verify_parse_does():
+    """The same list, object for object, as math-verify's parse with its defaults, on the tail a
+    second opinion hands it of every labelled output in bench/data."""
+    mv = symbolic._load_math_verify()
+    assert symbolic._output_patterns() is not None  # the installed math-verify is the one read
+    outputs = [t[-symbolic.OUTPUT_TAIL_CHARS :] for t in _outputs()]
+    differ = [
+        t[:80]
+        for t in outputs
+        if _mv_reading(symbolic.parse_output(t)) != _mv_reading(mv.parse(t, parsing_timeout=None))
+    ]
+    assert not differ
+
+
+def test_parse_output_leaves_out_only_patterns_whose_literal_is_absent():
+    """Texts built to hold or lack each needed literal (in either case, in a non-ASCII text, a box
+    with and without its brace): parse_output reads them as parse does."""
+    mv = symbolic._load_math_verify()
+    needed = {n for patterns, _ in symbolic._output_patterns() for _p, _prio, n in patterns}
+    assert needed == {
+        None,
+        (("final answer",), False),
+        (("answer",), False),
+        (("\\boxed{",), True),
+        (("$", "[", "\\(", "\\frac{"), True),
+    }
+    rnd = random.Random(23)
+    pieces = [
+        "The final answer is ",
+        "FINAL ANSWER: ",
+        "Answer: ",
+        "answer ",
+        "ANSWER",
+        "\\boxed{12}",
+        "\\boxed 5",
+    ]
+    pieces += [
+        "$\\frac{1}{2}$",
+        "$$x = 3$$",
+        "\\[ 7 \\]",
+        " 42 ",
+        "3.5",
+        "ﬁnal anſwer is 9",
+        "é",
+        "\n",
+        "so",
+        " [3] ",
+        "[1, 2]",
+        "\\frac{1}{2}",
+        "\\(x\\)",
+        "x^2",
+    ]
+    texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 7))) for _ in range(400)]
+    for t in texts:
+        assert _mv_reading(symbolic.parse_output(t)) == _mv_reading(mv.parse(t, parsing_timeout=None)), t
+
+
+def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch):
+    calls = []
+    mv = symbolic._load_math_verify()
+    monkeypatch.setattr(symbolic, "PATTERNS_READ_FOR", "0.0.0")
+    symbolic._output_patterns.cache_clear()
+    monkeypatch.setattr(mv, "parse", lambda text, **kw: calls.append(text) or ["parsed"])
+    try:
+        assert symbolic.parse_output("x = 3") == ["parsed"] and calls == ["x = 3"]
+    finally:
+        symbolic._output_patterns.cache_clear()
+
+
+def test_written_numbers_are_read_lazily_in_the_eager_order():
+    """stated._written scans lazily; every corpus output yields the same numbers, exact values and
+    order as the eager reading (all three scans first, then the number words), and could_hold's
+    answer is the eager one's."""
+    import math
+    from functools import partial
+
+    from miners.verify import stated
+    from miners.verify.prose import number_words_values
+
+    def eager(text: str) -> list:
+        matches = [
+            *((stated._number_values, m) for m in stated._TEXT_NUMBER_RE.finditer(text)),
+            *((stated._grouped_values, m) for m in stated._GROUPED_RE.finditer(text)),
+            *((stated._scaled_values, m) for m in stated._SCALED_RE.finditer(text)),
+        ]
+        out = []
+        for values_of, m in matches:
+            try:
+                out.extend(values_of(m))
+            except (ValueError, OverflowError, ZeroDivisionError):
+                continue
+        return out + [(abs(float(w)), partial(stated._exact, w)) for w in number_words_values(text)]
+
+    rows = [r for name in corpora() for r in load(DATA / name) if r["pred"]]
+    for r in rows:
+        lazy = list(stated._written(r["pred"]))
+        ref = eager(r["pred"])
+        assert [a for a, _ in lazy] == [a for a, _ in ref], r["id"]
+        assert [e() for _, e in lazy] == [e() for _, e in ref], r["id"]
+        gold = stated.numeric_gold(r["gold"])
+        if gold is not None:
+            target = float(gold)
+            slow = any(math.isclose(a, target, rel_tol=1e-9, abs_tol=1e-12) and e() == gold for a, e in lazy)
+            assert stated._writes(r["pred"], gold) == slow, r["id"]
