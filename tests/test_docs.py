@@ -16,6 +16,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -79,6 +80,49 @@ def sql_recipes(text: str) -> list[tuple[str, str]]:
 def all_commands() -> list[tuple[str, click.Command]]:
     """Every command as its group lists it (`mine` builds its commands from the miner registry)."""
     return [(" ".join(path), cmd) for path, cmd in walk_commands(cli, ["pairstore"])]
+
+
+# -- no merge leftovers ----------------------------------------------------------------------
+
+# A line that is exactly a merge-conflict marker (git's, with or without the branch name after it).
+CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: .*)?$|^={7}$|^\|{7}(?: .*)?$", re.M)
+TEXT_SUFFIXES = {".md", ".py", ".toml", ".txt", ".cfg", ".ini", ".yaml", ".yml", ".json", ".html", ".sh", ""}
+
+
+def conflict_markers(paths) -> list[str]:
+    found = []
+    for path in paths:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for m in CONFLICT_MARKER.finditer(text):
+            found.append(f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}")
+    return found
+
+
+def tracked_text_files() -> list[Path]:
+    out = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+    names = out.stdout.decode().split("\0") if out.returncode == 0 else []
+    if not names or names == [""]:  # not a git checkout (an sdist): every file under the root
+        return [p for p in ROOT.rglob("*") if p.is_file() and ".venv" not in p.parts]
+    return [ROOT / n for n in names if n and Path(n).suffix in TEXT_SUFFIXES and (ROOT / n).is_file()]
+
+
+def test_no_file_holds_a_merge_conflict_marker():
+    found = conflict_markers(tracked_text_files())
+    assert not found, "merge-conflict markers:\n" + "\n".join(found)
+
+
+def test_the_conflict_check_finds_every_marker(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    doc = tmp_path / "a.md"
+    doc.write_text("text\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> main\n==== not one\n")
+    assert conflict_markers([doc]) == [
+        "a.md:2: <<<<<<< HEAD",
+        "a.md:4: =======",
+        "a.md:6: >>>>>>> main",
+    ]
 
 
 # -- the CLI reference -----------------------------------------------------------------
