@@ -162,8 +162,14 @@ def _scalar(con: duckdb.DuckDBPyConnection, sql: str) -> Any:
 
 
 def _connect(path: str, read_only: bool) -> duckdb.DuckDBPyConnection:
+    # The storage setting decides the format of a new file only, so an existing store is opened with
+    # DuckDB's default configuration: DuckDB refuses a second connection to one file in one process under
+    # another configuration, and a notebook's own duckdb.connect(path, read_only=True) beside
+    # pairstore.open(path) must work.
+    new_file = not Path(path).exists() or Path(path).stat().st_size == 0
+    config = storage_config() if new_file else {}
     try:
-        return quiet_connection(duckdb.connect(path, read_only=read_only, config=storage_config()))
+        return quiet_connection(duckdb.connect(path, read_only=read_only, config=config))
     except duckdb.IOException as e:
         msg = str(e)
         if "lock" in msg.lower():

@@ -67,3 +67,20 @@ def test_no_unfinished_result_after_open_or_a_half_read_execute(store, db_path):
         assert rw.con.sql("SELECT 1 AS one").df()["one"][0] == 1
     finally:
         rw.close()
+
+
+@pytest.mark.parametrize("duckdb_first", [False, True])
+def test_duckdb_and_pairstore_open_one_store_in_one_process(store, db_path, duckdb_first):
+    """A notebook's duckdb.connect(path, read_only=True) beside pairstore.open(path): one configuration."""
+    import duckdb
+
+    store.close()
+    first = duckdb.connect(str(db_path), read_only=True) if duckdb_first else pairstore.open(db_path)
+    second = pairstore.open(db_path) if duckdb_first else duckdb.connect(str(db_path), read_only=True)
+    try:
+        for con in (first, second):
+            rel = con.sql("SELECT count(*) FROM pairs")
+            assert rel.fetchall() == [(0,)]
+    finally:
+        second.close()
+        first.close()
