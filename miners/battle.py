@@ -39,7 +39,7 @@ import duckdb
 
 from miners.patterns import names_own_model
 from miners.registry import MineResult, new_result, option, register, write_pairs
-from pairstore.errors import BadInput
+from pairstore.errors import BadInput, duckdb_message
 from pairstore.holdout.matching import candidate_table, find_holdout_hits
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.progress import current as current_progress
@@ -90,7 +90,7 @@ def mine_battles(store, options: BattleOptions) -> MineResult:
     try:
         battles = store.rows(sql)
     except duckdb.Error as e:
-        raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
+        raise BadInput(f"bad SQL condition: {duckdb_message(e)}", field="where") from None
     pairs = []
     matched = _matched_battles(store, battles)
     for b in current_progress().track(battles, "mine battle: battles", unit="battles"):

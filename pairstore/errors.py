@@ -74,3 +74,18 @@ class GateRefused(PairstoreError):
     def __init__(self, message: str, *, hits: list | None = None):
         super().__init__(message)
         self.hits = list(hits or [])
+
+
+# The lines of a DuckDB error that help the user fix it: its hint ("Did you mean "pairs"?") and the
+# columns it could have meant ("Candidate bindings: ..."). The rest (the LINE pointer) is left out, so the
+# error stays one line.
+_DUCKDB_HINTS = ("did you mean", "candidate bindings")
+
+
+def duckdb_message(error: BaseException) -> str:
+    """A DuckDB error as one line: its first line and its hints, joined."""
+    lines = [ln.strip() for ln in str(error).splitlines() if ln.strip()]
+    if not lines:
+        return type(error).__name__
+    hints = [ln for ln in lines[1:] if ln.lower().startswith(_DUCKDB_HINTS)]
+    return " ".join([lines[0], *hints])

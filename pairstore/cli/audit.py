@@ -18,7 +18,16 @@ from audits.loop_table import LOOP_TABLE_COLUMNS, loop_table
 from audits.mixtures import FAILING, check_mixtures, refuse_if_changed
 from audits.report import write_report
 from audits.verifier_audit import audit_verifier_file, audit_verifier_store
-from pairstore.cli.base import as_plain, complete, echo_json, echo_table, json_option, open_db
+from pairstore.cli.base import (
+    as_plain,
+    complete,
+    echo_json,
+    echo_rows,
+    echo_table,
+    json_option,
+    listing_options,
+    open_db,
+)
 from pairstore.holdout.ngrams import register_benchmark
 
 
@@ -156,9 +165,9 @@ def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_jso
 
 
 @audit_group.command("mixtures")
-@click.option("--json", "as_json", is_flag=True, help="Print every check as JSON.")
+@listing_options
 @click.pass_context
-def audit_mixtures_cmd(ctx, as_json):
+def audit_mixtures_cmd(ctx: click.Context, output: str) -> None:
     """Recompute the SHA-256 of every registered mixture and bundle evidence, and run today's holdout gate on
     every round's latest export; exit 3 naming any change, or any mixture the gate would now refuse."""
     with open_db(ctx, read_only=True) as store:
@@ -170,13 +179,16 @@ def audit_mixtures_cmd(ctx, as_json):
                 "(the store was moved with its files)",
                 err=True,
             )
-    if as_json:
-        echo_json([c.as_dict() for c in checks])
-    else:
-        echo_table(
-            ["status", "what", "owner", "path", "sha256"],
-            [(c.status, c.what, c.owner, c.path, (c.actual or "-")[:16]) for c in checks],
-        )
+    echo_rows(
+        output,
+        ["status", "what", "owner", "path", "sha256"],
+        [
+            (c.status, c.what, c.owner, c.path, (c.actual or "-")[:16] if output == "table" else c.actual)
+            for c in checks
+        ],
+        json_rows=[c.as_dict() for c in checks],
+    )
+    if output == "table":
         bad = sum(c.status in FAILING for c in checks)
         click.echo(f"{len(checks)} file(s) checked, {bad} changed or missing")
     refuse_if_changed(checks)
@@ -330,9 +342,11 @@ def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
 @click.option(
     "--rescan", is_flag=True, help="Scan every output now instead of reading the stored loop flags."
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the rows as a JSON list.")
+@listing_options
 @click.pass_context
-def audit_loops_cmd(ctx, model, suite, rescan, as_json):
+def audit_loops_cmd(
+    ctx: click.Context, model: str | None, suite: str | None, rescan: bool, output: str
+) -> None:
     """Repetition loops per model and suite: outputs, flagged, catastrophic, empty, average length.
 
     The model card's loop table over `generations` (audits.loops: flagged = repeated word 6/10-gram,
@@ -340,10 +354,13 @@ def audit_loops_cmd(ctx, model, suite, rescan, as_json):
 
     with open_db(ctx, read_only=True) as store:
         rows = loop_table(store, model=model, suite=suite, rescan=rescan)
-    if as_json:
-        echo_json(rows)
-    elif rows:
-        echo_table(list(LOOP_TABLE_COLUMNS), [tuple(r[c] for c in LOOP_TABLE_COLUMNS) for r in rows])
+    if rows or output != "table":
+        echo_rows(
+            output,
+            list(LOOP_TABLE_COLUMNS),
+            [tuple(r[c] for c in LOOP_TABLE_COLUMNS) for r in rows],
+            json_rows=rows,
+        )
     else:
         click.echo("no generations in the store")
 

@@ -9,6 +9,7 @@ did not expect, so no command prints a traceback. Click's usage errors are one l
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import errno
 import json
@@ -16,7 +17,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -161,8 +162,58 @@ def open_db(ctx: click.Context, *, read_only: bool = False):
             time.sleep(0.05)
 
 
-def echo_json(obj) -> None:
-    click.echo(json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False))
+def echo_json(obj: Any, *, sort_keys: bool = True) -> None:
+    """JSON on stdout. Rows of a table keep their column order (sort_keys=False); objects whose shape
+    docs/cli.md gives are printed with sorted keys."""
+    click.echo(json.dumps(obj, indent=2, sort_keys=sort_keys, default=str, ensure_ascii=False))
+
+
+# --json, --csv and --table on every command that lists rows: one `output` parameter.
+OUTPUTS = ("table", "json", "csv")
+
+
+def listing_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--table (the default), --json and --csv on a listing command, as the parameter `output`."""
+    fn = click.option(
+        "--csv", "output", flag_value="csv", help="Print the rows as CSV (lists and objects as JSON cells)."
+    )(fn)
+    fn = click.option(
+        "--json",
+        "output",
+        flag_value="json",
+        help="Print the rows as a JSON list of objects, columns in order.",
+    )(fn)
+    return click.option(
+        "--table", "output", flag_value="table", default=True, help="Print the rows as a table (the default)."
+    )(fn)
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as one CSV cell: lists, structs and maps as JSON (never Python's repr), None empty."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple, dict)):
+        return json.dumps(value, default=str, ensure_ascii=False, sort_keys=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
+
+
+def echo_rows(
+    output: str, columns: Sequence[str], rows: Sequence[Sequence[Any]], json_rows: Any = None
+) -> None:
+    """A listing in the chosen form. `json_rows` is what --json prints where a command's JSON holds more
+    than its table (its shape is documented); by default, the rows as objects with the columns in order."""
+    if output == "json":
+        echo_json(
+            json_rows if json_rows is not None else [dict(zip(columns, r)) for r in rows], sort_keys=False
+        )
+    elif output == "csv":
+        w = csv.writer(sys.stdout, lineterminator="\n")
+        w.writerow(columns)
+        w.writerows([csv_cell(v) for v in r] for r in rows)
+    else:
+        echo_table(list(columns), rows)
 
 
 def trust_remote_code_option(fn):

@@ -7,7 +7,15 @@ import click
 
 from generators.registry import FAMILIES, resolve_families
 from generators.tasks import generate_loopfix
-from pairstore.cli.base import check_seed, echo_counts, echo_json, echo_table, json_option, open_db
+from pairstore.cli.base import (
+    check_seed,
+    echo_counts,
+    echo_json,
+    echo_rows,
+    echo_table,
+    listing_options,
+    open_db,
+)
 
 
 @click.group("generate")
@@ -66,23 +74,19 @@ def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
 
 
 @generate_group.command("families")
-@json_option
-def generate_families_cmd(as_json):
+@listing_options
+def generate_families_cmd(output: str) -> None:
     """List the task families: modes, phrasings per mode and difficulty levels."""
-    if as_json:
-        echo_json(
-            [
-                {
-                    "family": f.name,
-                    "phrasings": {m: len(p) for m, p in f.phrasings.items()},
-                    "difficulty": f.difficulty_help,
-                }
-                for f in FAMILIES.values()
-            ]
-        )
-        return
     rows = [
         (f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
         for f in FAMILIES.values()
     ]
-    echo_table(["family", "modes (phrasings)", "difficulty"], rows)
+    json_rows = [
+        {
+            "family": f.name,
+            "phrasings": {m: len(p) for m, p in f.phrasings.items()},
+            "difficulty": f.difficulty_help,
+        }
+        for f in FAMILIES.values()
+    ]
+    echo_rows(output, ["family", "modes (phrasings)", "difficulty"], rows, json_rows=json_rows)

@@ -8,8 +8,9 @@ from pairstore.cli.base import (
     check_seed,
     complete,
     echo_json,
-    echo_table,
+    echo_rows,
     json_option,
+    listing_options,
     open_db,
 )
 from pairstore.holdout.sets import (
@@ -65,49 +66,47 @@ def holdout_sample_cmd(ctx, set_name, n, seed, where, as_json):
 
 
 @holdout_group.command("list")
-@json_option
+@listing_options
 @click.pass_context
-def holdout_list_cmd(ctx, as_json):
+def holdout_list_cmd(ctx: click.Context, output: str) -> None:
     """List holdout sets with their active and removed member counts."""
     with open_db(ctx, read_only=True) as store:
         rows = list_sets(store)
-    if as_json:
-        echo_json(rows)
-        return
-    echo_table(
+    echo_rows(
+        output,
         ["set", "active", "removed", "method", "seed"],
         [(r["set_name"], r["active"], r["removed"], r["method"], r["seed"]) for r in rows],
+        json_rows=rows,
     )
 
 
 @holdout_group.command("show")
 @click.argument("set_name", metavar="SET", shell_complete=complete("holdout"))
-@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@listing_options
 @click.pass_context
-def holdout_show_cmd(ctx, set_name, as_json):
+def holdout_show_cmd(ctx: click.Context, set_name: str, output: str) -> None:
     """Show the members of SET, their status and history (every removal and re-add)."""
     with open_db(ctx, read_only=True) as store:
         rows = show_set(store, set_name)
-    if as_json:
-        echo_json(rows)
-    else:
-        echo_table(
-            ["item_id", "kind", "status", "match_key", "reason", "history"],
-            [
-                (
-                    r["item_id"],
-                    r["item_kind"],
-                    r["status"],
-                    r["match_key"],
-                    r["removed_reason"],
-                    "; ".join(
-                        f"{h['action']} {h['at'][:19]}" + (f" ({h['reason']})" if h["reason"] else "")
-                        for h in r["history"]
-                    ),
-                )
-                for r in rows
-            ],
-        )
+    echo_rows(
+        output,
+        ["item_id", "kind", "status", "match_key", "reason", "history"],
+        [
+            (
+                r["item_id"],
+                r["item_kind"],
+                r["status"],
+                r["match_key"],
+                r["removed_reason"],
+                "; ".join(
+                    f"{h['action']} {h['at'][:19]}" + (f" ({h['reason']})" if h["reason"] else "")
+                    for h in r["history"]
+                ),
+            )
+            for r in rows
+        ],
+        json_rows=rows,
+    )
 
 
 @holdout_group.command("remove")

@@ -15,7 +15,13 @@ from typing import Any
 import click
 
 from miners.registry import MinerSpec, OptionSpec, get_miner, miners, run_miner
-from pairstore.cli.base import check_seed, echo_json, echo_table, json_option, open_db
+from pairstore.cli.base import (
+    check_seed,
+    echo_json,
+    echo_rows,
+    listing_options,
+    open_db,
+)
 from pairstore.cli.ingest import echo_pairs_result, ingest_compliance_cmd, ingest_ultrafeedback_cmd
 from pairstore.errors import NotFound
 
@@ -93,20 +99,17 @@ def mine_group():
 
 
 @mine_group.command("list")
-@json_option
-def mine_list_cmd(as_json):
+@listing_options
+def mine_list_cmd(output: str) -> None:
     """List the registered miners and their versions."""
-    if as_json:
-        echo_json(
-            [
-                {"miner": s.name, "version": s.version, "sources": list(s.sources), "what": s.summary}
-                for s in miners().values()
-            ]
-        )
-        return
-    echo_table(
+    specs = list(miners().values())
+    echo_rows(
+        output,
         ["miner", "version", "sources", "what"],
-        [(s.name, s.version, ", ".join(s.sources), s.summary) for s in miners().values()],
+        [
+            (s.name, s.version, ", ".join(s.sources) if output == "table" else list(s.sources), s.summary)
+            for s in specs
+        ],
     )
 
 

@@ -11,8 +11,9 @@ from pairstore.cli.base import (
     complete,
     echo_counts,
     echo_json,
-    echo_table,
+    echo_rows,
     json_option,
+    listing_options,
     open_db,
 )
 from pairstore.export.attach import attach_round
@@ -55,21 +56,20 @@ def round_add_cmd(ctx, files, shipped, as_json):
 
 
 @round_group.command("list")
-@json_option
+@listing_options
 @click.pass_context
-def round_list_cmd(ctx, as_json):
+def round_list_cmd(ctx: click.Context, output: str) -> None:
     """List registered rounds with kind, parents, alpha, job and exports."""
     with open_db(ctx, read_only=True) as store:
         rows = list_rounds(store)
-    if as_json:
-        echo_json(rows)
-        return
-    echo_table(
+    echo_rows(
+        output,
         ["name", "kind", "parents", "alpha", "job", "exports", "sha256"],
         [
             (r["name"], r["kind"], r["parents"], r["alpha"], r["job_id"], r["exports"], r["sha256"])
             for r in rows
         ],
+        json_rows=rows,
     )
 
 

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import csv
-import sys
-
 import click
 
-from pairstore.cli.base import (
-    echo_json,
-    echo_table,
-    open_db,
-)
+from pairstore.cli.base import echo_rows, listing_options, open_db
 from pairstore.store.sql import run_sql
 
 
 @click.command("sql")
 @click.argument("query")
-@click.option("--json", "as_json", is_flag=True, help="Print rows as a JSON list of objects.")
-@click.option("--csv", "as_csv", is_flag=True, help="Print rows as CSV.")
+@listing_options
 @click.option(
     "--write",
     is_flag=True,
@@ -33,15 +25,9 @@ from pairstore.store.sql import run_sql
     help="Allow COPY, ATTACH, INSTALL, LOAD and file-reading functions (default: the store only).",
 )
 @click.pass_context
-def sql_cmd(ctx, query, as_json, as_csv, write, allow_files):
+def sql_cmd(ctx: click.Context, query: str, output: str, write: bool, allow_files: bool) -> None:
     """Run a SQL QUERY against the store and print the result."""
     with open_db(ctx, read_only=not write) as store:
         columns, rows = run_sql(store, query, write=write, allow_files=allow_files)
-    if as_json:
-        echo_json([dict(zip(columns, r)) for r in rows])
-    elif as_csv:
-        w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(columns)
-        w.writerows(rows)
-    elif columns:
-        echo_table(columns, rows)
+    if columns or output == "json":
+        echo_rows(output, columns, rows)

@@ -27,7 +27,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 
-from pairstore.errors import BadInput
+from pairstore.errors import BadInput, duckdb_message
 from pairstore.keys import seeded_order
 from pairstore.rounds.recipes import DpoRecipe
 from pairstore.store.sql_guard import check_condition
@@ -155,7 +155,7 @@ def _plan_into(store: Store, recipe: DpoRecipe, table: str) -> list[BlockPlan]:
                 plan.selected = tbl.num_rows
         except duckdb.Error as e:
             raise BadInput(
-                f"round {recipe.name!r}, [[mix]] block {i + 1}: {str(e).splitlines()[0]}",
+                f"round {recipe.name!r}, [[mix]] block {i + 1}: {duckdb_message(e)}",
                 field=f"mix[{i}].where",
             ) from None
         if plan.matched == 0:

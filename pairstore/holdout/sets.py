@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from pairstore.errors import BadInput, NotFound
+from pairstore.errors import BadInput, NotFound, duckdb_message
 from pairstore.holdout.matching import Hit
 from pairstore.keys import match_key, match_text, seeded_rank
 from pairstore.progress import current as current_progress
@@ -204,7 +204,7 @@ def sample_holdout(store: Store, set_name: str, *, n: int, seed: int, where: str
             f"FROM (SELECT * FROM battles) AS battles {filt} ORDER BY battle_id"
         ).fetchall()
     except duckdb.Error as e:
-        raise BadInput(f"bad SQL condition: {str(e).splitlines()[0]}", field="where") from None
+        raise BadInput(f"bad SQL condition: {duckdb_message(e)}", field="where") from None
     groups: dict[str, list] = defaultdict(list)
     for r in rows:
         groups[r[2]].append(r)

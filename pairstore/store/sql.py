@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from pairstore.errors import BadInput
+from pairstore.errors import BadInput, duckdb_message
 from pairstore.store.recognize import damaged_store
 from pairstore.store.sql_guard import USER_SCHEMA, check_write_statements
 
@@ -147,7 +147,7 @@ def run_sql(
     try:
         statements = con.extract_statements(query)
     except duckdb.Error as e:
-        raise BadInput(f"SQL error: {str(e).splitlines()[0]}") from None
+        raise BadInput(f"SQL error: {duckdb_message(e)}") from None
     if not statements:
         raise BadInput("no SQL statement given")
     for st in statements:
@@ -183,7 +183,7 @@ def run_sql(
                 )
             return result
     except duckdb.Error as e:
-        first = str(e).splitlines()[0]
+        first = duckdb_message(e)
         if store.read_only and "read-only" in first.lower():
             raise BadInput(f"the store is opened read-only; pass --write to change it ({first})") from None
         if "disabled by configuration" in first or "configuration has been locked" in first:

@@ -21,7 +21,7 @@ import json
 
 import duckdb
 
-from pairstore.errors import BadInput
+from pairstore.errors import BadInput, duckdb_message
 
 MAX_CHARS = 10_000
 # Side effects, clocks, randomness, the environment, files and other databases.
@@ -112,7 +112,7 @@ def check_condition(fragment, *, field: str, path: str | None = None, line: int 
     try:
         tokens = _tokens(fragment)
     except (duckdb.Error, RuntimeError) as e:
-        fail(f"not valid SQL ({str(e).splitlines()[0]})")
+        fail(f"not valid SQL ({duckdb_message(e)})")
     depth = 0
     for text, kind in tokens:
         if kind == "comment":
@@ -129,7 +129,7 @@ def check_condition(fragment, *, field: str, path: str | None = None, line: int 
     try:
         parsed = json.loads(_parser().execute("SELECT json_serialize_sql(?)", [sql]).fetchall()[0][0])
     except duckdb.Error as e:
-        fail(f"not valid SQL ({str(e).splitlines()[0]})")
+        fail(f"not valid SQL ({duckdb_message(e)})")
     if parsed.get("error"):
         fail(f"not valid SQL ({parsed.get('error_message', '').splitlines()[0]})")
     statements = parsed.get("statements") or []
