@@ -20,10 +20,13 @@ From Python (docs/python.md):
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING, Any
 
-from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError, StoreBusy  # noqa: E402
-from pairstore.store.store import Store, open_store  # noqa: E402
-from pairstore.version import __version__  # noqa: E402
+from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError, StoreBusy
+from pairstore.version import __version__
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 __all__ = [
     "BadInput",
@@ -37,6 +40,17 @@ __all__ = [
 ]
 
 
+# The store (DuckDB, pyarrow, numpy) loads on first use, not with the package: `pairstore` starts by
+# importing this package, and a Ctrl-C while it starts must meet the CLI's handler (one line, exit 130),
+# not a traceback from inside numpy's import.
+def __getattr__(name: str) -> Any:
+    if name == "Store":
+        from pairstore.store.store import Store
+
+        return Store
+    raise AttributeError(f"module 'pairstore' has no attribute {name!r}")
+
+
 def open(path: str | os.PathLike | None = None, read_only: bool = True) -> Store:  # noqa: A001
     """The store at `path` (default: $PAIRSTORE_DB, else ./pairstore.duckdb).
 
@@ -44,4 +58,6 @@ def open(path: str | os.PathLike | None = None, read_only: bool = True) -> Store
     needs (DuckDB allows several read-only processes or one writer). `read_only=False` creates and
     migrates the store like any write command. Use it as a context manager, or call `.close()`.
     """
+    from pairstore.store.store import open_store
+
     return open_store(path, read_only=read_only, create=not read_only)

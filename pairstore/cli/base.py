@@ -24,6 +24,7 @@ from typing import Any
 import click
 import duckdb
 
+from pairstore.cli.interrupts import INTERRUPTED, INTERRUPTED_LINE, INTERRUPTED_STATUS
 from pairstore.errors import BadInput, PairstoreError, StoreBusy
 from pairstore.progress import for_terminal
 from pairstore.store.recognize import damaged_store
@@ -94,7 +95,9 @@ class PairstoreGroup(click.Group):
         except PairstoreError as e:
             raise _CliError(str(e), e.exit_code) from None
         except KeyboardInterrupt:
-            raise _CliError("interrupted; nothing was committed", 1) from None
+            raise _CliError(INTERRUPTED_LINE, INTERRUPTED_STATUS) from None
+        except duckdb.InterruptException:
+            raise _CliError(INTERRUPTED_LINE, INTERRUPTED_STATUS) from None
         except click.UsageError as e:
             raise _usage_error(e) from None
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
@@ -104,6 +107,8 @@ class PairstoreGroup(click.Group):
         except ImportError as e:
             raise missing_extra(e) from None
         except Exception as e:  # the machine, the store file, or a bug: one line, never a traceback
+            if INTERRUPTED.is_set():  # what a library made of the Ctrl-C (a thread's error, a closed pool)
+                raise _CliError(INTERRUPTED_LINE, INTERRUPTED_STATUS) from None
             raise _CliError(machine_failure(e, (ctx.obj or {}).get("db")), 1) from None
 
 
@@ -113,6 +118,8 @@ EXTRAS = {
         ("torch", "transformers", "peft", "trl", "accelerate", "safetensors", "tokenizers"), "train"
     ),
     **dict.fromkeys(("scipy", "statsmodels"), "dev"),
+    # `pairstore serve`: the whole web stack at once, not one missing package per try
+    **dict.fromkeys(("starlette", "uvicorn", "jinja2", "multipart", "python_multipart"), "serve"),
 }
 
 

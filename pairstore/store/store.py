@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import weakref
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,24 @@ def default_path() -> str:
     return os.environ.get("PAIRSTORE_DB") or DEFAULT_DB
 
 
+# Every store this process has open, so a Ctrl-C can stop the statement each one is running.
+_OPEN_STORES: weakref.WeakSet[Store] = weakref.WeakSet()
+
+
+def interrupt_open_stores() -> int:
+    """Ask the running statement of every open store to stop (DuckDB's interrupt, safe from any thread);
+    the statement then raises duckdb.InterruptException and its transaction rolls back. Returns how many
+    stores were asked."""
+    asked = 0
+    for store in list(_OPEN_STORES):
+        try:
+            store.con.interrupt()
+            asked += 1
+        except duckdb.Error:  # closed meanwhile
+            pass
+    return asked
+
+
 class Store:
     """A connection to the store plus the few helpers every module uses."""
 
@@ -43,6 +62,7 @@ class Store:
         self.path = path
         self.read_only = read_only
         self._depth = 0
+        _OPEN_STORES.add(self)
 
     # -- transactions -------------------------------------------------------
     @contextmanager
