@@ -30,14 +30,33 @@ def round_group():
 @click.option(
     "--shipped", is_flag=True, help="Add every recipe shipped under pairstore/recipes/ (parents first)."
 )
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Check the FILES (keys, parents, each [[mix]] where bound against pairs) and add nothing.",
+)
 @json_option
 @click.pass_context
-def round_add_cmd(ctx, files, shipped, as_json):
+def round_add_cmd(
+    ctx: click.Context, files: tuple[str, ...], shipped: bool, check: bool, as_json: bool
+) -> None:
     """Register recipe FILES (TOML) as rounds, all or nothing: every mistake of every file is reported and
-    then nothing is added. A parent may be among the FILES. The same file again changes nothing."""
+    then nothing is added. A parent may be among the FILES. The same file again changes nothing. Each
+    [[mix]] block's where is bound against the store's pairs first, so a wrong column never takes a name."""
     if not files and not shipped:
         raise click.UsageError("give recipe FILES or --shipped")
+    if check and shipped:
+        raise click.UsageError("--check takes recipe FILES, not --shipped")
     report: dict[str, Any] = {"shipped": None, "rounds": []}
+    if check:
+        with open_db(ctx, read_only=True) as store:
+            for recipe, _ in add_rounds(store, list(files), check_only=True):
+                report["rounds"].append({"name": recipe.name, "kind": recipe.kind, "sha256": recipe.sha256})
+                if not as_json:
+                    click.echo(f"ok: {recipe.name} ({recipe.kind}, sha256 {recipe.sha256[:12]}); not added")
+        if as_json:
+            echo_json(report)
+        return
     with open_db(ctx) as store:
         if shipped:
             report["shipped"] = load_shipped_recipes(store)

@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from pairstore.errors import BadInput, duckdb_message
 from pairstore.keys import seeded_order
-from pairstore.rounds.recipes import DpoRecipe
+from pairstore.rounds.recipes import DpoRecipe, mix_rows_sql
 from pairstore.store.sql_guard import check_condition
 from pairstore.store.store import Store
 
@@ -110,9 +110,7 @@ def _plan_into(store: Store, recipe: DpoRecipe, table: str) -> list[BlockPlan]:
     plans = []
     for i, blk in enumerate(recipe.mix):
         plan = BlockPlan(i, blk.source, blk.where, blk.limit, blk.upsample)
-        # The condition runs inside a subquery already limited to the source, so it can only narrow it.
-        where = f"WHERE ({check_condition(blk.where, field=f'mix[{i}].where')})" if blk.where else ""
-        rows = f"(SELECT rowid AS prow, * FROM pairs WHERE source = ?) AS pairs {where}"
+        rows = mix_rows_sql(check_condition(blk.where, field=f"mix[{i}].where") if blk.where else None)
         whole = int(blk.upsample)
         frac = blk.upsample - whole
         try:

@@ -51,7 +51,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pairstore.errors import BadInput, BadInputs, NotFound, PairstoreError
+import duckdb
+
+from pairstore.errors import BadInput, BadInputs, NotFound, PairstoreError, duckdb_message
 from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
 from pairstore.store.store import Store
@@ -597,16 +599,53 @@ def store_sources(store: Store) -> tuple[str, ...]:
     return tuple(sorted(set(known_sources()) | set(present)))
 
 
+def mix_rows_sql(where: str | None) -> str:
+    """The rows one [[mix]] block selects from, as SQL with one parameter (the source): the export's
+    plan and the check at `round add` read the same text, so a condition that binds here binds there.
+    The condition runs inside a subquery already limited to the source, so it can only narrow it."""
+    rows = "(SELECT rowid AS prow, * FROM pairs WHERE source = ?) AS pairs"
+    return f"{rows} WHERE ({where})" if where else rows
+
+
+def bind_mix_conditions(store: Store, recipe: Recipe, path: str | Path | None, text: str) -> list[BadInput]:
+    """Each [[mix]] block's `where`, bound against the store's `pairs` (nothing is read: LIMIT 0), so a
+    wrong column is found when the round is added, not at its export after its name is taken. One
+    BadInput per block that does not bind, naming the file, the line of its `where` and DuckDB's hint."""
+    if not isinstance(recipe, DpoRecipe):
+        return []
+    problems = []
+    lines = _Lines(text)
+    for i, blk in enumerate(recipe.mix):
+        if not blk.where:
+            continue
+        try:
+            store.con.execute(f"SELECT 1 FROM {mix_rows_sql(blk.where)} LIMIT 0", [blk.source]).fetchall()
+        except duckdb.Error as e:
+            problems.append(
+                BadInput(
+                    f"[[mix]] block {i + 1} (source {blk.source!r}): its where does not bind against "
+                    f"pairs: {duckdb_message(e)}",
+                    path=None if path is None else str(path),
+                    line=lines.of(f"mix{i}", "where"),
+                    field=f"mix[{i}].where",
+                )
+            )
+    return problems
+
+
 def add_round(store: Store, path: str | Path) -> tuple[Recipe, bool]:
     """Register the recipe file at `path`. Returns (recipe, added); the same file again adds nothing."""
     return add_rounds(store, [path])[0]
 
 
-def add_rounds(store: Store, paths: list[str | Path] | list[Path]) -> list[tuple[Recipe, bool]]:
+def add_rounds(
+    store: Store, paths: list[str | Path] | list[Path], *, check_only: bool = False
+) -> list[tuple[Recipe, bool]]:
     """Register recipe files as rounds, all or nothing: every mistake of every file is reported (one
     BadInput, or BadInputs with one per mistake) and then nothing is added. A parent may be a registered
-    round or a recipe among `paths`. Returns (recipe, added) per file, in the order given; the same file
-    again adds nothing."""
+    round or a recipe among `paths`; every [[mix]] `where` is bound against `pairs` first. Returns (recipe,
+    added) per file, in the order given; the same file again adds nothing. `check_only`: every check, and
+    nothing added (each `added` is False)."""
     sources = store_sources(store)
     problems: list[BadInput] = []
     parsed: list[tuple[Recipe, Path, str]] = []
@@ -619,7 +658,9 @@ def add_rounds(store: Store, paths: list[str | Path] | list[Path]) -> list[tuple
         except BadInput as e:
             problems.append(e)
             continue
-        parsed.append((recipe, Path(path), Path(path).read_bytes().decode("utf-8")))
+        text = Path(path).read_bytes().decode("utf-8")
+        problems += bind_mix_conditions(store, recipe, path, text)
+        parsed.append((recipe, Path(path), text))
     batch: dict[str, tuple[Recipe, Path, str]] = {}
     for recipe, path, text in parsed:
         first = batch.setdefault(recipe.name, (recipe, path, text))
@@ -657,6 +698,8 @@ def add_rounds(store: Store, paths: list[str | Path] | list[Path]) -> list[tuple
                 )
     if problems:
         raise problems[0] if len(problems) == 1 else BadInputs(problems)
+    if check_only:
+        return [(recipe, False) for recipe, _, _ in parsed]
     by_name = {r.name: (r, path, text) for r, path, text in new}
     with store.transaction():
         for recipe in parents_first([r for r, _, _ in new]):

@@ -400,3 +400,25 @@ def test_recipe_keys_come_from_the_dataclasses():
     for text in (DPO, BASE, 'name = "s"\nkind = "soup"\na = "x"\nb = "y"\nalpha = 0.5\n'):
         r = parse_recipe(text)
         assert recipe_from_json(r.to_json(), r.sha256) == r
+
+
+def test_a_where_on_a_wrong_column_is_refused_at_round_add_and_burns_no_name(tmp_path, run_cli):
+    assert run_cli("round", "add", str(write(tmp_path, "base.toml", BASE))).exit_code == 0
+    typo = write(
+        tmp_path, "r1.toml", DPO.replace("where = \"family = 'math'\"", "where = \"famly = 'math'\"")
+    )
+    for args in (("round", "add", "--check", str(typo)), ("round", "add", str(typo))):
+        res = run_cli(*args)
+        assert res.exit_code == 2, res.output
+        line = res.stderr.strip()
+        assert line.count("\n") == 0
+        assert f"{typo}, line 11, field 'mix[1].where'" in line  # the file, the where's line, the block
+        assert 'Candidate bindings: "family"' in line  # DuckDB's hint, kept
+    assert "r1" not in run_cli("round", "list", "--csv").stdout
+    # the fixed recipe takes the name: the refused one never registered it
+    fixed = write(tmp_path, "r1-fixed.toml", DPO)
+    res = run_cli("round", "add", "--check", str(fixed))
+    assert res.exit_code == 0 and "ok: r1" in res.stdout and "not added" in res.stdout
+    assert "r1" not in run_cli("round", "list", "--csv").stdout  # --check adds nothing
+    assert run_cli("round", "add", str(fixed)).exit_code == 0
+    assert "r1" in run_cli("round", "list", "--csv").stdout
