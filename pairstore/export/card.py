@@ -1,20 +1,25 @@
 """The dataset card of an export folder: README.md with the YAML `configs` that `datasets` reads.
 
-`datasets.load_dataset(FOLDER)` loads the default config (the folder's latest export, its preference
-rows); `load_dataset(FOLDER, "NAME-nll")` its NLL-only rows. Because the card names the data files,
-`datasets` never reads the evidence JSON as data. The card is rebuilt from the registry after every
-export into the folder, so it lists every current (not superseded) export there, with the round, the
-rows, the gate's counts and the SHA-256 of each file and of its evidence. A README.md that pairstore
-did not write is left alone.
+`datasets.load_dataset(FOLDER, "NAME")` loads round NAME's preference rows and `load_dataset(FOLDER,
+"NAME-nll")` its NLL-only rows. Without a name, `load_dataset(FOLDER)` loads the round when the folder
+holds one, and refuses to guess when it holds several (datasets then lists the configs). Because the card
+names the data files, `datasets` never reads the evidence JSON as data.
+
+The card is rebuilt after every export into the folder. It lists every round exported there: the
+store's current (not superseded) registrations, and every other round whose evidence file and data
+files are in the folder (exported by another store, or before this store was moved), each with its
+rows, the gate's counts and the SHA-256 of each file and of its evidence. A README.md that pairstore did
+not write is left alone.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pairstore.export.paths import CARD_NAME, is_sft_file
+from pairstore.export.paths import CARD_NAME, EVIDENCE_SUFFIX, is_sft_file
 from pairstore.files import atomic_write_text
 
 MARKER = "<!-- written by pairstore export: rebuilt from the store's registry after every export here -->"
@@ -53,6 +58,13 @@ def render_card(entries: list[CardEntry], default_round: str | None) -> str:
         '`"<round>-nll"`; the evidence JSON beside each file holds the recipe, the gate\'s full result and',
         "every hash (check them with `pairstore audit mixtures`).",
         "",
+        (
+            f"This folder holds one round, `{default_round}`: `load_dataset(FOLDER)` loads it."
+            if default_round is not None
+            else "This folder holds several rounds: name one (`load_dataset(FOLDER, ROUND)`); "
+            "without a name, `load_dataset` refuses to guess."
+        ),
+        "",
         "| config | file | rows | gate: members checked | pairs checked | exempted | sha256 | evidence "
         "| evidence sha256 |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -68,12 +80,14 @@ def render_card(entries: list[CardEntry], default_round: str | None) -> str:
 
 
 def card_entries(store, folder: Path) -> tuple[list[CardEntry], str | None]:
-    """The current exports registered in `folder` and the round exported there last."""
+    """Every round exported into `folder` (the store's current registrations, then the rounds whose
+    evidence lies there without one) and the default round: the only one, or None when there are
+    several, so load_dataset(FOLDER) never silently picks one."""
     rows = store.rows(
         "SELECT round, path, rows, sha256, evidence_path, evidence_sha256, evidence, created_at FROM exports "
         "WHERE kind = 'export' AND superseded_at IS NULL ORDER BY created_at, round, path"
     )
-    entries, default_round = [], None
+    entries: list[CardEntry] = []
     for r in rows:
         path = Path(r["path"])
         if path.parent != folder:
@@ -91,9 +105,46 @@ def card_entries(store, folder: Path) -> tuple[list[CardEntry], str | None]:
                 gate=evidence.get("gate") or {},
             )
         )
-        if not is_sft_file(path):
-            default_round = r["round"]
+    registered = {e.round for e in entries}
+    entries += [e for e in evidence_entries(folder) if e.round not in registered]
+    rounds = {e.round for e in entries}
+    default_round = next(iter(rounds)) if len(rounds) == 1 else None
     return entries, default_round
+
+
+def evidence_entries(folder: Path) -> list[CardEntry]:
+    """Card entries read from the evidence files in `folder` whose data files are there too: rounds
+    another store (or this one before a move) exported into the folder. Their hashes are the evidence's
+    own; `pairstore audit mixtures` checks registered files against theirs."""
+    out = []
+    for evidence_path in sorted(folder.glob(f"*{EVIDENCE_SUFFIX}")):
+        try:
+            raw = evidence_path.read_bytes()
+            evidence = json.loads(raw)
+        except (OSError, ValueError):
+            continue  # not pairstore's, or damaged: the card does not vouch for it
+        if not isinstance(evidence, dict) or not isinstance(evidence.get("round"), str):
+            continue
+        for kind, file_key, sha_key, rows_key in (
+            ("dpo", "parquet", "parquet_sha256", "rows"),
+            ("sft", "sft_parquet", "sft_parquet_sha256", "sft_rows"),
+        ):
+            name = evidence.get(file_key)
+            if not isinstance(name, str) or not (folder / name).is_file():
+                continue
+            out.append(
+                CardEntry(
+                    round=evidence["round"],
+                    file=name,
+                    kind=kind,
+                    rows=int(evidence.get(rows_key) or 0),
+                    sha256=str(evidence.get(sha_key) or ""),
+                    evidence_file=evidence_path.name,
+                    evidence_sha256=hashlib.sha256(raw).hexdigest(),
+                    gate=evidence.get("gate") or {},
+                )
+            )
+    return out
 
 
 def write_card(store, folder) -> tuple[Path | None, str | None]:

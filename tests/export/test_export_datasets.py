@@ -6,6 +6,7 @@ import json
 
 import datasets
 import pyarrow.parquet as pq
+import pytest
 
 from pairstore.export.card import MARKER
 from pairstore.export.run import export_round
@@ -38,7 +39,7 @@ def test_load_dataset_reads_the_mixture_and_the_nll_rows_never_the_evidence(roun
     assert result.card_path == str(out.resolve() / "README.md")
 
 
-def test_the_card_lists_every_current_round_in_the_folder_and_defaults_to_the_latest(
+def test_the_card_lists_every_round_in_the_folder_and_refuses_to_guess_among_several(
     round_r1, tmp_path, dpo_recipe
 ):
     (tmp_path / "r2.toml").write_text(dpo_recipe("r2", blocks=['source = "battle"'], seed=9))
@@ -48,12 +49,42 @@ def test_the_card_lists_every_current_round_in_the_folder_and_defaults_to_the_la
     first = (out / "README.md").read_bytes()
     export_round(round_r1, "r1", out)  # same bytes again: the same card
     assert (out / "README.md").read_bytes() == first
-    export_round(round_r1, "r2", out)
     cache = str(tmp_path / "hf-cache")
-    default = datasets.load_dataset(str(out), cache_dir=cache)["train"]
-    assert default.num_rows == pq.read_table(out / "r2.parquet").num_rows
+    only = datasets.load_dataset(str(out), cache_dir=cache)["train"]  # one round: it is the default
+    assert only.num_rows == pq.read_table(out / "r1.parquet").num_rows
+    export_round(round_r1, "r2", out)
+    with pytest.raises(ValueError, match="Config name is missing"):
+        datasets.load_dataset(str(out), cache_dir=cache)  # two rounds: datasets names them, never guesses
+    for name in ("r1", "r2"):
+        rows = datasets.load_dataset(str(out), name, cache_dir=cache)["train"]
+        assert rows.num_rows == pq.read_table(out / f"{name}.parquet").num_rows
+
+
+def test_the_card_keeps_a_round_another_store_exported_into_the_folder(
+    round_r1, tmp_path, dpo_recipe, new_store
+):
+    """Two stores, one folder: the second export's card still lists the first store's round (read from
+    its evidence file), so load_dataset(FOLDER, "r1") keeps working."""
+    out = tmp_path / "mix"
+    export_round(round_r1, "r1", out)
+    other = new_store(tmp_path / "other.duckdb")
+    try:
+        from tests.conftest import _fill_pairs
+
+        _fill_pairs(other)
+        (tmp_path / "base.toml").write_text('name = "base"\nkind = "base"\n')
+        add_round(other, tmp_path / "base.toml")
+        (tmp_path / "m13a.toml").write_text(dpo_recipe("m13a", blocks=['source = "battle"'], seed=3))
+        add_round(other, tmp_path / "m13a.toml")
+        export_round(other, "m13a", out)
+    finally:
+        other.close()
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert '- config_name: "r1"' in card and '- config_name: "m13a"' in card
+    cache = str(tmp_path / "hf-cache")
     r1 = datasets.load_dataset(str(out), "r1", cache_dir=cache)["train"]
     assert r1.num_rows == pq.read_table(out / "r1.parquet").num_rows
+    assert sha256_file(out / "r1.training_evidence.json") in card
 
 
 def test_a_readme_pairstore_did_not_write_is_left_alone(round_r1, tmp_path):
