@@ -45,7 +45,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -639,7 +639,7 @@ def add_round(store: Store, path: str | Path) -> tuple[Recipe, bool]:
 
 
 def add_rounds(
-    store: Store, paths: list[str | Path] | list[Path], *, check_only: bool = False
+    store: Store, paths: Sequence[str | Path], *, check_only: bool = False
 ) -> list[tuple[Recipe, bool]]:
     """Register recipe files as rounds, all or nothing: every mistake of every file is reported (one
     BadInput, or BadInputs with one per mistake) and then nothing is added. A parent may be a registered
