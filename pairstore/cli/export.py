@@ -48,9 +48,15 @@ from pairstore.export.run import export_round
     help="Overwrite registered files in --out that would get other bytes (their registration is marked "
     "superseded); without it such an export is refused.",
 )
+@click.option(
+    "--drop-held-out",
+    is_flag=True,
+    help="Drop the pairs the holdout gate finds held-out text in (named in the evidence) instead of "
+    "refusing the export; the gate checks what is left again.",
+)
 @json_option
 @click.pass_context
-def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace, as_json):
+def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace, drop_held_out, as_json):
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
     with open_db(ctx) as store:
         r = export_round(
@@ -60,6 +66,7 @@ def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace, as
             bundle=bundle,
             system_prompt_file=system_prompt_file,
             replace=replace,
+            drop_held_out=drop_held_out,
             progress=cli_progress(ctx),
         )
     if as_json:
@@ -76,6 +83,12 @@ def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace, as
     for b in r.blocks:
         if b["note"]:
             click.echo(f"note: block {b['source']}: {b['note']}")
+    if r.gate is not None and r.gate.dropped_held_out:
+        pairs = {d["pair_id"] for d in r.gate.dropped_held_out}
+        click.echo(f"gate: dropped {len(pairs)} pair(s) holding held-out text:")
+        for d in r.gate.dropped_held_out:
+            blocks = ", ".join(f"block {b['block']} ({b['source']})" for b in d["blocks"])
+            click.echo(f"  pair {d['pair_id']} in {blocks}: {d['set']}/{d['item_id']} ({d['how']})")
     if r.gate is not None and r.gate.exempted:
         click.echo(f"gate: passed with {len(r.gate.exempted)} exempted hit(s)")
     for note in r.gate.notes if r.gate is not None else []:

@@ -65,15 +65,16 @@ def render_card(entries: list[CardEntry], default_round: str | None) -> str:
             "without a name, `load_dataset` refuses to guess."
         ),
         "",
-        "| config | file | rows | gate: members checked | pairs checked | exempted | sha256 | evidence "
-        "| evidence sha256 |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| config | file | rows | gate: members checked | pairs checked | exempted | dropped as held out "
+        "| sha256 | evidence | evidence sha256 |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for e in entries:
         g = e.gate or {}
         lines.append(
             f"| {config_name(e)} | {e.file} | {e.rows} | {g.get('members_checked', '')} | "
-            f"{g.get('pairs_checked', '')} | {len(g.get('exempted') or [])} | {e.sha256} | "
+            f"{g.get('pairs_checked', '')} | {len(g.get('exempted') or [])} | "
+            f"{len({d['pair_id'] for d in g.get('dropped_held_out') or []})} | {e.sha256} | "
             f"{e.evidence_file or ''} | {e.evidence_sha256 or ''} |"
         )
     return "\n".join(lines) + "\n"

@@ -2,23 +2,31 @@
 against every held-out member.
 
     with planned_mixture(store, recipe) as mix:    # pairstore.export.plan
-        gate, exempted = run_gate(store, "m11a", mix)   # raises GateRefused on a hit
+        outcome = run_gate(store, "m11a", mix)   # raises GateRefused on a hit
+        outcome = run_gate(store, "m11a", mix, drop_held_out=True)  # drops the pairs that hit instead
 
 The rows are a view over `pairs` (a million pairs never become Python objects) in the shape
 pairstore.holdout.matching.members_in_rows reads, the function `audit leaks` calls on a file's rows; it
 decides what is a hit (origin id, match key, task key, embedded, fuzzy,
 benchmark 13-grams). The round's system prompt is checked as one more row: a held-out prompt pasted into
 a recipe's `system_prompt` would otherwise reach every row of the mixture. A hit that is not exempted
-(pairstore.holdout.sets exemptions) refuses the export: GateRefused (exit 3) lists every held-out item and
-carries the hits; the refusal is logged; nothing is written.
+(pairstore.holdout.sets exemptions) refuses the export: GateRefused (exit 3) names, per hit, the `[[mix]]`
+block, the source, the file, the held-out member and its text (pairstore.export.refusal), and carries the
+hits; the refusal is logged; nothing is written.
+
+With `drop_held_out` the pairs that hit leave the planned mixture instead (each recorded with its hit and
+place in the outcome, so the evidence holds them), and the gate runs again on what is left. A hit in the
+round's system prompt cannot be dropped and still refuses.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from pairstore.errors import GateRefused
+from pairstore.errors import BadInput, GateRefused
+from pairstore.export.refusal import SYSTEM_PROMPT_ROW, hit_places
 from pairstore.holdout.matching import GateResult, members_in_rows
 from pairstore.holdout.sets import split_exempt
 
@@ -26,8 +34,16 @@ if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
 
 HITS_SHOWN = 50
-# The row that stands for the round's own system prompt (a literal or the bundle's), checked like a pair.
-SYSTEM_PROMPT_ROW = -1
+
+
+@dataclass
+class GateOutcome:
+    """What the gate found on a mixture that passed: its result, the exempted hits (each with its
+    reason) and, with drop_held_out, the hits whose pairs it dropped (HitPlace.as_dict each)."""
+
+    result: GateResult
+    exempted: list[dict]
+    dropped: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _build_rows(store, mixture_table: str, system_prompt: str | None) -> None:
@@ -96,27 +112,52 @@ def _hit_lines(standing: list) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def run_gate(
-    store, round_name: str, mixture: MixturePlan, system_prompt: str | None = None
-) -> tuple[GateResult, list[dict]]:
+    store,
+    round_name: str,
+    mixture: MixturePlan,
+    system_prompt: str | None = None,
+    *,
+    drop_held_out: bool = False,
+) -> GateOutcome:
     """Check the planned mixture and the system prompt the export adds. Raises GateRefused on a hit
-    that is not exempted."""
+    that is not exempted; with `drop_held_out`, drops the pairs that hit and checks again."""
     result, standing, exempted = _check_mixture(store, mixture.table, system_prompt)
+    dropped: list[dict[str, Any]] = []
+    if standing and drop_held_out and not any(h.row_index == SYSTEM_PROMPT_ROW for h in standing):
+        dropped = [p.as_dict() for p in hit_places(store, mixture, standing)]
+        left = mixture.drop_pairs(sorted({h.pair_id for h in standing if h.pair_id is not None}))
+        if not left:
+            raise BadInput(
+                f"round {round_name!r}: every pair of the mixture holds held-out text; "
+                "nothing is left to export",
+                field="mix",
+            )
+        result, standing, exempted = _check_mixture(store, mixture.table, system_prompt)
     if standing:
-        lines, members = _hit_lines(standing)
+        places = hit_places(store, mixture, standing[:HITS_SHOWN])
+        lines = [p.line() for p in places]
+        if len(standing) > HITS_SHOWN:
+            lines.append(f"  ... and {len(standing) - HITS_SHOWN} more")
+        members = sorted({(h.set_name, h.item_id) for h in standing})
+        lines.append("held-out items: " + ", ".join(f"{s}/{i}" for s, i in members))
         with store.transaction():
             store.audit(
                 "export.refused",
                 round_name,
                 {"hits": [h.as_dict() for h in standing], "members": [f"{s}/{i}" for s, i in members]},
             )
+        way_out = (
+            "Drop those pairs with `export --drop-held-out`, narrow the [[mix]] block's where, remove the "
+            "member from its set, or exempt the (member, pair) with `pairstore holdout exempt`"
+        )
+        if any(h.row_index == SYSTEM_PROMPT_ROW for h in standing):
+            way_out = "The round's system prompt holds held-out text: change the system prompt"
         raise GateRefused(
             f"export of round {round_name!r} refused by the holdout gate: {len(standing)} hit(s) on "
-            f"{len(members)} held-out item(s); nothing written. Remove the pairs from the mixture, "
-            "remove the member from its set, or exempt the (member, pair) with `pairstore holdout exempt`:\n"
-            + "\n".join(lines),
+            f"{len(members)} held-out item(s); nothing written. {way_out}:\n" + "\n".join(lines),
             hits=standing,
         )
-    return result, exempted
+    return GateOutcome(result, exempted, dropped)
 
 
 def _member_since(store, set_name: str, item_id: str):

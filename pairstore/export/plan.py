@@ -45,6 +45,7 @@ class BlockPlan:
     selected: int = 0  # after the seeded limit
     rows: int = 0  # after upsampling
     note: str | None = None
+    dropped: int = 0  # pairs dropped because they hold held-out text (export --drop-held-out)
 
     def as_dict(self) -> dict:
         return {
@@ -55,6 +56,7 @@ class BlockPlan:
             "matched": self.matched,
             "selected": self.selected,
             "rows": self.rows,
+            "dropped": self.dropped,
             "note": self.note,
         }
 
@@ -76,6 +78,23 @@ class MixturePlan:
     def kinds(self) -> set[str]:
         """The pair kinds the plan holds (dpo, sft)."""
         return {k for (k,) in self.store.con.execute(f"SELECT DISTINCT kind FROM {self.table}").fetchall()}
+
+    def drop_pairs(self, pair_ids: list[str]) -> int:
+        """Take these pairs out of every block (the gate's --drop-held-out); each block's `dropped` and
+        `rows` follow. Returns the entries left."""
+        con = self.store.con
+        counts = dict(
+            con.execute(
+                f"SELECT block, count(*) FROM {self.table} WHERE pair_id IN (SELECT unnest(?::VARCHAR[])) "
+                "GROUP BY block",
+                [pair_ids],
+            ).fetchall()
+        )
+        con.execute(f"DELETE FROM {self.table} WHERE pair_id IN (SELECT unnest(?::VARCHAR[]))", [pair_ids])
+        for plan in self.blocks:
+            plan.dropped += int(counts.get(plan.index, 0))
+        _count_rows(con, self.table, self.blocks)
+        return self.entries()
 
 
 # One name per plan, so two plans on one connection never share a table.
@@ -161,10 +180,15 @@ def _plan_into(store: Store, recipe: DpoRecipe, table: str) -> list[BlockPlan]:
         plans.append(plan)
     con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT * FROM {selected} WHERE copies > 0")
     con.execute(f"DROP TABLE {selected}")
+    _count_rows(con, table, plans)
+    return plans
+
+
+def _count_rows(con: duckdb.DuckDBPyConnection, table: str, plans: list[BlockPlan]) -> None:
+    """Each block's rows: its pairs' copies in the plan's table."""
     for plan in plans:
         plan.rows = int(
             con.execute(
                 f"SELECT coalesce(sum(copies), 0) FROM {table} WHERE block = ?", [plan.index]
             ).fetchall()[0][0]
         )
-    return plans

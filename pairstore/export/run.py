@@ -78,6 +78,8 @@ class GateEvidence:
     exempted: list[dict]  # the exempted hits, each with its reason
     notes: list[str]
     removed_members: list[dict] = field(default_factory=list)  # members removed at export time
+    # pairs --drop-held-out took out, each with its hit and place (pairstore.export.refusal.HitPlace)
+    dropped_held_out: list[dict] = field(default_factory=list)
     passed: bool = True
     fuzzy_threshold: float = FUZZY_THRESHOLD
     fuzzy_min_chars: int = FUZZY_MIN_CHARS
@@ -181,11 +183,14 @@ def export_round(
     bundle=None,
     system_prompt_file=None,
     replace: bool = False,
+    drop_held_out: bool = False,
     progress=None,
 ) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 
     `replace`: supersede a registered file at those paths that would get other bytes (else BadInput).
+    `drop_held_out`: drop the pairs the gate finds held-out text in (recorded in the evidence), instead of
+    refusing; the gate checks what is left again.
     `progress` (pairstore.progress) hears the stages: plan, gate, write."""
     progress = as_progress(progress)
     recipe = get_round(store, name)
@@ -221,7 +226,9 @@ def export_round(
                 field="mix",
             )
         with progress.stage(f"export {name}: holdout gate", total=mixture_entries, unit="pairs") as stage:
-            gate, exempted = run_gate(store, name, mix, system_prompt)  # raises before anything is written
+            # raises before anything is written
+            outcome = run_gate(store, name, mix, system_prompt, drop_held_out=drop_held_out)
+            gate, exempted = outcome.result, outcome.exempted
             stage.advance(mixture_entries)
         check_free_space(out, _size_estimate(con, mix.table), what=f"the export of {name}")
         with writes_into(out):
@@ -258,6 +265,7 @@ def export_round(
                 exempted=exempted,
                 removed_members=removed_members(store),
                 notes=gate.notes,
+                dropped_held_out=outcome.dropped,
             )
             evidence = export_evidence(
                 store,
