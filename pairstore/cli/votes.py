@@ -33,7 +33,7 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
     echo_table(
         ["model", "rating", "95% interval", "games", "wins"],
         [
-            (r.model, f"{r.rating:.0f}", f"{r.lower:.0f} .. {r.upper:.0f}", r.games, f"{r.wins:g}")
+            (r.model, r.rating_text, r.interval_text, r.games, f"{r.wins:g}")
             for r in report.ratings
         ],
     )
