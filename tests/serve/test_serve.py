@@ -274,3 +274,37 @@ def test_arena_models_from_an_openai_endpoint_and_a_local_bundle(db_path):
     decoding = json.loads(b["decoding"])
     assert decoding["remote"]["endpoint"] == url and decoding["remote"]["served_model"] == "tiny"
     assert decoding["local"]["max_new_tokens"] == 24 and decoding["local"]["temperature"] == 0.0
+
+
+def test_arena_models_behind_keyed_endpoints_send_their_own_key_and_store_none(
+    db_path, tmp_path, monkeypatch
+):
+    from tests.serve.openai_stub import chat, last_user, stub_endpoint
+
+    own_key, rival_key = "sk-own-0123456789abcdef", "sk-rival-0123456789abcdef"
+    monkeypatch.setenv("OWN_KEY", own_key)
+    monkeypatch.setenv("RIVAL_KEY", rival_key)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with (
+        stub_endpoint(lambda r: chat(f"own: {last_user(r)}"), key=own_key) as (own_url, own_got),
+        stub_endpoint(lambda r: chat(f"rival: {last_user(r)}"), key=rival_key) as (rival_url, rival_got),
+    ):
+        models_file = tmp_path / "models.txt"
+        models_file.write_text(
+            f"# the rival, its key named per endpoint\nrival={rival_url}?tenant=QUERYSECRET@RIVAL_KEY\n"
+        )
+        app = _app(db_path, models=[f"own={own_url}@OWN_KEY"], models_file=models_file, own_model="own")
+        with running(app) as base:
+            c = Client(base)
+            path, html = _start_battle(c, "What is 3 + 4?")
+            assert "own: What is 3 + 4?" in html and "rival: What is 3 + 4?" in html
+            c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "a"})
+    assert {r.headers["Authorization"] for r in own_got} == {f"Bearer {own_key}"}
+    assert {r.headers["Authorization"] for r in rival_got} == {f"Bearer {rival_key}"}
+    (b,) = _battles(db_path)
+    assert own_key not in str(b) and rival_key not in str(b) and "QUERYSECRET" not in str(b)
+    assert json.loads(b["decoding"])["rival"]["endpoint"] == rival_url
+    # a models file line that names a variable not set: one line naming the file, line and variable
+    models_file.write_text(f"rival={rival_url}@NOT_SET_ANYWHERE\n")
+    with pytest.raises(BadInput, match=r"models.txt, line 1, field 'api-key-env': .*NOT_SET_ANYWHERE"):
+        _app(db_path, models=[f"own={own_url}"], models_file=models_file, own_model="own")
