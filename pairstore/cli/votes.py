@@ -121,9 +121,12 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
 @click.option("--hold-s", default=1.0, show_default=True, type=click.FloatRange(0, 60),
               help="Keep the store open this many seconds after a request "
                    "(0: open it per request).")  # fmt: skip
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A name the browser may reach the server by (the Host header), beside the loopback "
+                   "names and the --host address; '*.example.org' for a domain. Repeatable.")  # fmt: skip
 @click.pass_context
 def serve_cmd(ctx, host, port, models, models_file, api_key_env, own_model, tokens, tokens_file, prompts,
-              report_dir, max_new_tokens, seed, hold_s):  # fmt: skip
+              report_dir, max_new_tokens, seed, hold_s, allowed_hosts):  # fmt: skip
     """Collect battles (Arena) and blind judgments (Queue) in the browser; Browse the store read-only.
 
     The server keeps the store open only while requests come (--hold-s after the last, 5 s at most), and
@@ -134,7 +137,7 @@ def serve_cmd(ctx, host, port, models, models_file, api_key_env, own_model, toke
     app = build_app(ctx.find_root().obj["db"], host=host, models=models, models_file=models_file,
                     api_key_env=api_key_env, own_model=own_model, tokens=tokens, tokens_file=tokens_file,
                     prompts=prompts, report_dir=report_dir, seed=seed, max_new_tokens=max_new_tokens,
-                    hold_s=hold_s)  # fmt: skip
+                    hold_s=hold_s, allowed_hosts_extra=allowed_hosts)  # fmt: skip
     import uvicorn
 
     click.echo(f"serving {ctx.find_root().obj['db']} on http://{host}:{port}/ (Ctrl-C stops)", err=True)

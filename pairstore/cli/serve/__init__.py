@@ -6,6 +6,7 @@ Web stack: Starlette on uvicorn, Jinja2 templates (the optional extra `serve`), 
 from __future__ import annotations
 
 import ipaddress
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,9 @@ from pairstore.errors import BadInput
 from pairstore.ingest.records import read_records
 
 MIN_TOKEN_CHARS = 16
+HOST_NAME = re.compile(
+    r"(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\]"
+)
 LOCAL_NAMES = ("localhost",)
 
 
@@ -101,9 +105,30 @@ def read_prompts(path) -> list[str]:
     return prompts
 
 
+def allowed_hosts(host: str, extra=()) -> tuple[str, ...]:
+    """The names the Host header may carry: the loopback names, the bound address (unless it is every
+    address) and each --allowed-host (a name, an address, or '*.domain'), checked."""
+    from pairstore.cli.serve.app import LOOPBACK_HOSTS
+
+    names = list(LOOPBACK_HOSTS)
+    bound = host.strip().lower()
+    if bound not in ("", "0.0.0.0", "::", "[::]"):
+        names.append(f"[{bound}]" if ":" in bound and not bound.startswith("[") else bound)
+    for name in extra:
+        n = str(name).strip().lower()
+        if not HOST_NAME.fullmatch(n):
+            raise BadInput(
+                f"--allowed-host {name!r}: expected a host name, an address or '*.domain' (no scheme, port "
+                "or path; '*' alone would let any site's pages in)",
+                field="allowed-host",
+            )
+        names.append(n)
+    return tuple(dict.fromkeys(names))
+
+
 def build_app(db, *, host: str, models=(), models_file=None, api_key_env: str | None = None, own_model=None,
               tokens=(), tokens_file=None, prompts=None, report_dir=None, seed: int = 0,
-              max_new_tokens: int = 256, hold_s: float = 1.0):  # fmt: skip
+              max_new_tokens: int = 256, hold_s: float = 1.0, allowed_hosts_extra=()):  # fmt: skip
     """The checked configuration as an ASGI app. A bind beyond this machine without tokens is refused."""
     token_map = read_tokens(tokens, tokens_file)
     if not is_loopback(host) and not token_map:
@@ -129,5 +154,6 @@ def build_app(db, *, host: str, models=(), models_file=None, api_key_env: str | 
     config = ServeConfig(
         str(db), chats, own_model, token_map, seed, read_prompts(prompts) if prompts else [],
         str(report_dir) if report_dir else None, hold_s=hold_s,
+        allowed_hosts=allowed_hosts(host, allowed_hosts_extra),
     )  # fmt: skip
     return create_app(config)
