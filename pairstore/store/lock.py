@@ -8,29 +8,37 @@ Why: DuckDB lets one process write, or several read, at a time, and its own lock
 for. A process that lets the file go and opens it again at once (the web app between votes) takes it
 back before a waiting command's next try comes, again and again.
 
-Two lock files beside the store, locked with flock (released by the kernel when a process dies, so a
-crash never leaves a stale lock):
+Two lock files per store, locked with flock (released by the kernel when a process dies, so a crash never
+leaves a stale lock). They live in this user's runtime folder (`$XDG_RUNTIME_DIR/pairstore-turns`, else
+`<temp>/pairstore-turns-<uid>`), named by a digest of the store's full path, so the store's own folder
+gets no new file:
 
-- `STORE.lock`: the store's lock. A writer holds it exclusively, a reader shared. Its text names the
+- `KEY.lock`: the store's lock. A writer holds it exclusively, a reader shared. Its text names the
   holders, one JSON line each (what, process id, since when), which a waiter shows; a holder takes its
   line out when it lets go, and a line whose process is gone is not shown.
-- `STORE.waiting`: held by the one process waiting for the store. A holder that lets go cannot take
-  the store again before that waiter has it (taking it goes through `STORE.waiting`), and a holder
+- `KEY.waiting`: held by the one process waiting for the store. A holder that lets go cannot take
+  the store again before that waiter has it (taking it goes through `KEY.waiting`), and a holder
   that can pause sees a waiter (`StoreTurn.someone_waits`) and lets go at once (the web app does after
   the request in hand).
 
+Another user's processes keep their own turn files: between users only DuckDB's lock holds.
+
 A process that opens the store without these files (DuckDB's own clients, a script calling open_store)
 still meets DuckDB's lock: that is retried as before (StoreBusy, every 50 ms), up to the same wait.
-Where the lock files cannot be made (a read-only folder) the store is opened without them. A thread
-that already holds its turn at a store may open it again inside (the count is kept per thread).
+Where the lock files cannot be made (no runtime folder of this user's) the store is opened without
+them. A thread that already holds its turn at a store may open it again inside (the count is kept per
+thread).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import secrets
+import stat
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -53,10 +61,32 @@ _held_lock = threading.Lock()
 _DUCKDB_HOLDER = re.compile(r"\(held by (process \d+)\)")
 
 
-def lock_paths(store_path: str | os.PathLike) -> tuple[Path, Path]:
-    """(the store's lock file, its waiting file)."""
-    p = Path(store_path)
-    return p.with_name(p.name + ".lock"), p.with_name(p.name + ".waiting")
+def turns_folder() -> Path | None:
+    """This user's folder of turn files, made private on first use; None where there is none that is
+    this user's alone (another user made it, or it cannot be made)."""
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    folder = (
+        Path(runtime) / "pairstore-turns"
+        if runtime
+        else Path(tempfile.gettempdir()) / f"pairstore-turns-{os.getuid()}"
+    )
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        return None
+    return folder
+
+
+def lock_paths(store_path: str | os.PathLike) -> tuple[Path, Path] | None:
+    """(the store's lock file, its waiting file), named by a digest of the store's full path."""
+    folder = turns_folder()
+    if folder is None:
+        return None
+    key = hashlib.sha256(str(Path(store_path).resolve()).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return folder / f"{key}.lock", folder / f"{key}.waiting"
 
 
 def describe(holder: dict) -> str:
@@ -72,7 +102,9 @@ class StoreTurn:
 
     def __init__(self, store_path: str | os.PathLike):
         self.store_path = str(store_path)
-        self.lock_path, self.waiting_path = lock_paths(store_path)
+        paths = lock_paths(store_path)
+        self.usable = paths is not None and fcntl is not None
+        self.lock_path, self.waiting_path = paths or (Path(os.devnull), Path(os.devnull))
         self._fd: int | None = None
         self._nested_key: tuple[str, int] | None = None  # set when this turn is inside one of its thread's
         self._held_key: tuple[str, int] | None = None
@@ -80,10 +112,10 @@ class StoreTurn:
         self._entry: dict = {}
 
     def _key(self) -> tuple[str, int]:
-        return (str(self.lock_path.resolve()), threading.get_ident())
+        return (str(self.lock_path), threading.get_ident())
 
     def _open(self, path: Path) -> int | None:
-        if fcntl is None:
+        if not self.usable:
             return None
         try:
             return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
@@ -101,6 +133,8 @@ class StoreTurn:
 
     def holders(self) -> list[dict]:
         """The holders the lock file names whose process is still alive."""
+        if not self.usable:
+            return []
         try:
             lines = self.lock_path.read_text(encoding="utf-8").splitlines()
         except OSError:

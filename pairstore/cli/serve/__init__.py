@@ -6,13 +6,20 @@ Web stack: Starlette on uvicorn, Jinja2 templates (the optional extra `serve`), 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pairstore.chat_endpoint import RetryPolicy, chat_for, parse_model_spec, read_models_file
 from pairstore.errors import BadInput
 from pairstore.ingest.records import read_records
+
+if TYPE_CHECKING:  # the web stack is the `serve` extra
+    from starlette.applications import Starlette
+
+PathLike = str | os.PathLike
 
 MIN_TOKEN_CHARS = 16
 HOST_NAME = re.compile(
@@ -62,9 +69,9 @@ def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
 
 
 def chat_models(
-    specs=(), *, max_new_tokens: int, models_file=None, key_env: str | None = None,
-    retry: RetryPolicy | None = None,
-) -> dict:  # fmt: skip
+    specs: Sequence[str] = (), *, max_new_tokens: int, models_file: PathLike | None = None,
+    key_env: str | None = None, retry: RetryPolicy | None = None,
+) -> dict[str, Any]:  # fmt: skip
     """name -> chat model for NAME=ENDPOINT[@ENVVAR] specs and a models file (one spec a line): a URL is
     an OpenAI-compatible endpoint, its key from the environment (`key_env`, else OPENAI_API_KEY, where the
     spec names no variable); a folder is a local bundle."""
@@ -105,7 +112,7 @@ def read_prompts(path) -> list[str]:
     return prompts
 
 
-def allowed_hosts(host: str, extra=()) -> tuple[str, ...]:
+def allowed_hosts(host: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
     """The names the Host header may carry: the loopback names, the bound address (unless it is every
     address) and each --allowed-host (a name, an address, or '*.domain'), checked."""
     from pairstore.cli.serve.app import LOOPBACK_HOSTS
@@ -126,9 +133,11 @@ def allowed_hosts(host: str, extra=()) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def build_app(db, *, host: str, models=(), models_file=None, api_key_env: str | None = None, own_model=None,
-              tokens=(), tokens_file=None, prompts=None, report_dir=None, seed: int = 0,
-              max_new_tokens: int = 256, hold_s: float = 1.0, allowed_hosts_extra=()):  # fmt: skip
+def build_app(db: PathLike, *, host: str, models: Sequence[str] = (), models_file: PathLike | None = None,
+              api_key_env: str | None = None, own_model: str | None = None, tokens: Sequence[str] = (),
+              tokens_file: PathLike | None = None, prompts: PathLike | None = None,
+              report_dir: PathLike | None = None, seed: int = 0, max_new_tokens: int = 256,
+              hold_s: float = 1.0, allowed_hosts_extra: Sequence[str] = ()) -> Starlette:  # fmt: skip
     """The checked configuration as an ASGI app. A bind beyond this machine without tokens is refused."""
     token_map = read_tokens(tokens, tokens_file)
     if not is_loopback(host) and not token_map:

@@ -30,8 +30,11 @@ import functools
 import os
 import secrets
 import stat
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pairstore.cli.serve.views as views
 from pairstore.cli.serve.state import (
@@ -39,6 +42,7 @@ from pairstore.cli.serve.state import (
     PendingBattle,
     PendingJudgment,
     ServerState,
+    Session,
     StoreAccess,
     VotedBattle,
     VoteWriter,
@@ -50,6 +54,17 @@ from pairstore.ingest.battles import add_battle_records
 from pairstore.ingest.judgments import HEAVY_FLAWS, add_judgment_records
 from pairstore.keys import seeded_rank
 from pairstore.store.lock import StoreTurn
+from pairstore.store.store import Store
+
+if TYPE_CHECKING:  # the web stack is the `serve` extra, imported when the app is made
+    from starlette.applications import Starlette
+    from starlette.datastructures import FormData
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+T = TypeVar("T")
+Handler = Callable[["Request", Session], Awaitable["Response"]]
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -102,16 +117,16 @@ class ServeConfig:
 class SecurityHeaders:
     """ASGI middleware: SECURITY_HEADERS on every response, where the response set none of its own."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         from starlette.datastructures import MutableHeaders
 
-        async def send_with_headers(message) -> None:
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
@@ -156,6 +171,11 @@ def read_report_file(folder: str, name: str) -> bytes | None:
         os.close(fd)
 
 
+def _text(value: object) -> str | None:
+    """A form field as text (an uploaded file is not text)."""
+    return value if isinstance(value, str) else None
+
+
 def _own_vote(vote: str, own_position: str) -> str:
     """The vote as the annotator gave it (a, b, tie, both_bad) from the own model's side."""
     if vote in ("tie", "both_bad"):
@@ -163,7 +183,7 @@ def _own_vote(vote: str, own_position: str) -> str:
     return "win" if vote == own_position else "loss"
 
 
-def create_app(config: ServeConfig):
+def create_app(config: ServeConfig) -> Starlette:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
     from starlette.applications import Starlette
     from starlette.concurrency import run_in_threadpool
@@ -187,7 +207,8 @@ def create_app(config: ServeConfig):
     state = ServerState(config.tokens)
     needs_token = bool(config.tokens)
 
-    def page(request, template: str, status: int = 200, session=None, **values):
+    def page(request: Request, template: str, status: int = 200, session: Session | None = None,
+             **values: Any) -> Response:  # fmt: skip
         session = (
             session
             or getattr(request.state, "session", None)
@@ -203,44 +224,44 @@ def create_app(config: ServeConfig):
         )
         return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
 
-    def session_of(request):
+    def session_of(request: Request) -> Session | None:
         """The request's session; without tokens a new one is made for the local annotator."""
         session = state.session(request.cookies.get(SESSION_COOKIE))
         if session is None and not needs_token:
             session = state.new_session("local")
         return session
 
-    def with_cookie(response, session):
+    def with_cookie(response: Response, session: Session) -> Response:
         response.set_cookie(SESSION_COOKIE, session.session_id, httponly=True, samesite="strict")
         return response
 
-    async def form_of(request, session):
+    async def form_of(request: Request, session: Session) -> FormData | None:
         """The POSTed form, or None when its CSRF token is not this session's."""
         form = await request.form()
-        if not check_csrf(session, form.get("csrf")):
+        if not check_csrf(session, _text(form.get("csrf"))):
             return None
         return form
 
-    async def reading(fn, *args, **kwargs):
+    async def reading(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """fn(store, ...) on a read-only store, off the event loop (the open may wait for a busy file)."""
 
-        def run():
+        def run() -> T:
             with access.read() as store:
                 return fn(store, *args, **kwargs)
 
         return await run_in_threadpool(run)
 
-    def refuse(request, message: str, status: int):
+    def refuse(request: Request, message: str, status: int) -> Response:
         return page(request, "message.html", status=status, title="Refused", message=message)
 
-    def held_page(request, sets: list[str]):
+    def held_page(request: Request, sets: list[str]) -> Response:
         return page(request, "message.html", status=403, title="Held out",
                     message=f"Held out in {', '.join(sets)}: shown only on the judging page.")  # fmt: skip
 
-    def guard(handler):
+    def guard(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         """Sign-in first where tokens are required."""
 
-        async def wrapped(request):
+        async def wrapped(request: Request) -> Response:
             session = session_of(request)
             if session is None or session.annotator is None:
                 return RedirectResponse("/login", status_code=303)
@@ -250,11 +271,11 @@ def create_app(config: ServeConfig):
 
         return wrapped
 
-    async def awaited(future, wait_s: float):
+    async def awaited(future: Future, wait_s: float) -> Any:
         """The result of a vote's Future, waited for without holding a thread; TimeoutError past wait_s."""
         return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), wait_s)
 
-    def still_queued(request):
+    def still_queued(request: Request) -> Response:
         who = StoreTurn(access.path).holder() or "another process"
         return refuse(
             request,
@@ -265,7 +286,7 @@ def create_app(config: ServeConfig):
 
     # ------------------------------------------------------------------ sign-in
 
-    async def login(request):
+    async def login(request: Request) -> Response:
         session = state.session(request.cookies.get(SESSION_COOKIE))
         if request.method == "GET":
             # A session for the form's CSRF token (not signed in where tokens are needed).
@@ -273,7 +294,7 @@ def create_app(config: ServeConfig):
                 session = state.new_session(None if needs_token else "local")
             return with_cookie(page(request, "login.html", title="Sign in", session=session), session)
         form = await request.form()
-        if not check_csrf(session, form.get("csrf")):
+        if not check_csrf(session, _text(form.get("csrf"))):
             return refuse(request, "the sign-in form's CSRF token is missing or not this session's", 403)
         if needs_token:
             annotator = state.annotator_for(str(form.get("token") or ""))
@@ -294,7 +315,7 @@ def create_app(config: ServeConfig):
             return None
         return min(others, key=lambda m: (seeded_rank(config.seed, battle_id, m), m))
 
-    def draw_prompt(store) -> str:
+    def draw_prompt(store: Store) -> str:
         """A prompt from the list that no holdout set holds ('' when none was found)."""
         for _ in range(DRAW_TRIES):
             prompt = config.prompts[secrets.randbelow(len(config.prompts))]
@@ -302,7 +323,7 @@ def create_app(config: ServeConfig):
                 return prompt
         return ""
 
-    async def arena(request, session):
+    async def arena(request: Request, session: Session) -> Response:
         prompt = ""
         if request.query_params.get("draw") and config.prompts:
             prompt = await reading(draw_prompt)
@@ -310,7 +331,7 @@ def create_app(config: ServeConfig):
         return page(request, "arena.html", title="Arena", ready=ready, prompt=prompt, battle=None,
                     can_draw=bool(config.prompts))  # fmt: skip
 
-    def answer_all(pending: PendingBattle):
+    def answer_all(pending: PendingBattle) -> None:
         for model in (pending.own_model, pending.opponent):
             chat = config.models[model]
             messages = []
@@ -320,14 +341,14 @@ def create_app(config: ServeConfig):
                     messages.append({"role": "assistant", "content": pending.answers[model][i]})
             pending.answers[model].append(chat.complete(messages))
 
-    def battle_view(pending: PendingBattle):
+    def battle_view(pending: PendingBattle) -> dict:
         turns = []
         for i, user in enumerate(pending.users):
             turns.append({"user": user, "a": pending.answers[pending.shown("a")][i],
                           "b": pending.answers[pending.shown("b")][i]})  # fmt: skip
         return {"battle_id": pending.battle_id, "turns": turns, "category": pending.category}
 
-    async def arena_start(request, session):
+    async def arena_start(request: Request, session: Session) -> Response:
         form = await form_of(request, session)
         if form is None:
             return refuse(request, "the form's CSRF token is missing or not this session's", 403)
@@ -356,7 +377,7 @@ def create_app(config: ServeConfig):
         state.battles[battle_id] = pending
         return RedirectResponse(f"/arena/{battle_id}", status_code=303)
 
-    async def arena_battle(request, session):
+    async def arena_battle(request: Request, session: Session) -> Response:
         battle_id = request.path_params["battle_id"]
         done = state.voted.get(battle_id)
         if done is not None:
@@ -376,7 +397,7 @@ def create_app(config: ServeConfig):
             return held_page(request, held)
         return page(request, "arena.html", title="Arena", ready=True, battle=battle_view(pending), prompt="")
 
-    async def arena_turn(request, session):
+    async def arena_turn(request: Request, session: Session) -> Response:
         form = await form_of(request, session)
         if form is None:
             return refuse(request, "the form's CSRF token is missing or not this session's", 403)
@@ -396,7 +417,7 @@ def create_app(config: ServeConfig):
                 return refuse(request, f"a model did not answer: {e}", 502)
         return RedirectResponse(f"/arena/{pending.battle_id}", status_code=303)
 
-    def battle_landed(battle_id: str, future) -> None:
+    def battle_landed(battle_id: str, future: Future) -> None:
         """The writer stored (or failed) a battle's vote: its page shows the result from now on."""
         with state.lock:
             pending = state.battles.get(battle_id)
@@ -411,7 +432,7 @@ def create_app(config: ServeConfig):
             )  # fmt: skip
             del state.battles[battle_id]
 
-    async def arena_vote(request, session):
+    async def arena_vote(request: Request, session: Session) -> Response:
         form = await form_of(request, session)
         if form is None:
             return refuse(request, "the form's CSRF token is missing or not this session's", 403)
@@ -457,22 +478,24 @@ def create_app(config: ServeConfig):
 
     # ------------------------------------------------------------------ queue
 
-    def queue_args(request):
+    def queue_args(request: Request) -> tuple[str | None, str | None, tuple[str, str]]:
         q = request.query_params
         set_name, suite = q.get("set") or None, q.get("suite") or None
         models = (q.get("a") or "", q.get("b") or "")
         return set_name, suite, models
 
-    async def queue(request, session):
+    async def queue(request: Request, session: Session) -> Response:
         set_name, suite, models = queue_args(request)
         chosen = bool((set_name or suite) and all(models) and models[0] != models[1])
 
-        def look(store):
+        def look(store: Store) -> tuple:
             sources, known = views.queue_sources(store), views.queue_models(store)
             if not chosen:
                 return sources, known, None, 0, 0
-            args = {"set_name": set_name, "suite": suite, "models": models, "annotator": session.annotator}
-            return (sources, known, *views.next_item(store, **args))
+            found = views.next_item(
+                store, set_name=set_name, suite=suite, models=models, annotator=session.annotator
+            )
+            return (sources, known, *found)
 
         sources, known, item, done, total = await reading(look)
         if not chosen:
@@ -493,7 +516,7 @@ def create_app(config: ServeConfig):
                           "a": item.answers[shown_a], "b": item.answers[shown_b]},
                     done=done, total=total, query=query)  # fmt: skip
 
-    def judgment_landed(submission_id: str, future) -> None:
+    def judgment_landed(submission_id: str, future: Future) -> None:
         with state.lock:
             pending = state.judgments.get(submission_id)
             if pending is None:
@@ -504,7 +527,7 @@ def create_app(config: ServeConfig):
             state.judged.add(submission_id)
             del state.judgments[submission_id]
 
-    async def queue_vote(request, session):
+    async def queue_vote(request: Request, session: Session) -> Response:
         form = await form_of(request, session)
         if form is None:
             return refuse(request, "the form's CSRF token is missing or not this session's", 403)
@@ -557,34 +580,34 @@ def create_app(config: ServeConfig):
 
     # ------------------------------------------------------------------ browse
 
-    async def browse(request, session):
+    async def browse(request: Request, session: Session) -> Response:
         data = await reading(views.index, session.annotator)
         return page(request, "browse.html", title="Browse", data=data)
 
-    async def browse_battle(request, session):
+    async def browse_battle(request: Request, session: Session) -> Response:
         b = await reading(views.battle, request.path_params["battle_id"], session.annotator)
         if b is None:
             return refuse(request, "no such battle", 404)
         return page(request, "browse_battle.html", title=f"Battle {b['battle_id']}", b=b)
 
-    async def browse_pair(request, session):
+    async def browse_pair(request: Request, session: Session) -> Response:
         p = await reading(views.pair, request.path_params["pair_id"], session.annotator)
         if p is None:
             return refuse(request, "no such pair", 404)
         return page(request, "browse_pair.html", title=f"Pair {p['pair_id']}", p=p)
 
-    async def browse_holdout(request, session):
+    async def browse_holdout(request: Request, session: Session) -> Response:
         s = await reading(views.holdout_set, request.path_params["name"])
         if s is None:
             return refuse(request, "no such holdout set", 404)
         return page(request, "browse_holdout.html", title=f"Holdout set {s['set_name']}", s=s)
 
-    async def browse_round(request, session):
+    async def browse_round(request: Request, session: Session) -> Response:
         name = request.path_params["name"]
         exports = await reading(views.round_exports, name)
         return page(request, "browse_round.html", title=f"Round {name}", name=name, exports=exports)
 
-    async def browse_report(request, session):
+    async def browse_report(request: Request, session: Session) -> Response:
         from audits.ratings import audit_ratings
 
         rep = await reading(audit_ratings, bootstrap=200)
@@ -593,7 +616,7 @@ def create_app(config: ServeConfig):
             files = ["report.html"]
         return page(request, "browse_report.html", title="Report", rep=rep, files=files)
 
-    async def report_file(request, session):
+    async def report_file(request: Request, session: Session) -> Response:
         name = request.path_params["name"]
         data = read_report_file(config.report_dir, name) if config.report_dir else None
         if data is None:
@@ -601,13 +624,13 @@ def create_app(config: ServeConfig):
         kind = {"html": "text/html", "png": "image/png", "md": "text/markdown"}[name.rsplit(".", 1)[1]]
         return Response(data, media_type=kind, headers={"Content-Security-Policy": REPORT_CSP})
 
-    async def static_file(request):
+    async def static_file(request: Request) -> Response:
         found = static.get(request.path_params["name"])
         if found is None:
             return Response("not found", status_code=404, media_type="text/plain")
         return Response(found[0], media_type=found[1], headers={"Cache-Control": "no-cache"})
 
-    async def home(request):
+    async def home(request: Request) -> Response:
         return RedirectResponse("/arena", status_code=303)
 
     routes = [
@@ -630,14 +653,15 @@ def create_app(config: ServeConfig):
         Route("/browse/report/{name}", guard(report_file)),
     ]
 
-    async def store_error(request, exc):
-        status = 503 if isinstance(exc, StoreBusy) else 400 if exc.exit_code == 2 else 500
+    async def store_error(request: Request, exc: Exception) -> Response:
+        code = getattr(exc, "exit_code", 1)
+        status = 503 if isinstance(exc, StoreBusy) else 400 if code == 2 else 500
         return refuse(request, str(exc), status)
 
     from contextlib import asynccontextmanager
 
     @asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         await run_in_threadpool(writer.close)
         access.close()

@@ -16,14 +16,15 @@ as soon as it lets go. A vote's request answers once its vote is stored.
 from __future__ import annotations
 
 import hmac
+import os
 import queue
 import secrets
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -46,8 +47,13 @@ class StoreAccess:
     CHECK_S = 0.05  # how often the holding server looks for a waiting process
 
     def __init__(
-        self, path, *, wait_s: float = 60.0, hold_s: float = 0.0, tell: Callable[[str], None] | None = None
-    ):
+        self,
+        path: str | os.PathLike,
+        *,
+        wait_s: float = 60.0,
+        hold_s: float = 0.0,
+        tell: Callable[[str], None] | None = None,
+    ) -> None:
         self.path, self.wait_s, self.hold_s = str(path), wait_s, hold_s
         self.tell = tell or _tell_stderr
         self._lock = threading.Lock()
@@ -55,7 +61,6 @@ class StoreAccess:
         self._turn: StoreTurn | None = None
         self._opened = self._last = 0.0
         self._closed = threading.Event()
-        self.opens = 0  # how often the file was opened (tests and the bench read it)
         with self._open(read_only=False):  # create and migrate once, so pages can open read-only
             pass
         if hold_s > 0:
@@ -72,7 +77,6 @@ class StoreAccess:
             while True:
                 try:
                     store = open_store(self.path, read_only=read_only)
-                    self.opens += 1
                     return store, turn
                 except StoreBusy:
                     if time.monotonic() - started >= self.wait_s:
@@ -104,7 +108,7 @@ class StoreAccess:
                     self._let_go()
 
     @contextmanager
-    def _open(self, *, read_only: bool):
+    def _open(self, *, read_only: bool) -> Iterator[Store]:
         with self._lock:
             if self.hold_s > 0:
                 if self._store is None:
@@ -131,10 +135,10 @@ class StoreAccess:
         with self._lock:
             self._let_go()
 
-    def read(self):
+    def read(self) -> AbstractContextManager[Store]:
         return self._open(read_only=True)
 
-    def write(self):
+    def write(self) -> AbstractContextManager[Store]:
         return self._open(read_only=False)
 
 
@@ -157,7 +161,7 @@ class VoteWriter:
     batch refused by the ingest checks is written vote by vote, so one bad vote fails alone. A store held
     by another process is waited for (in turn) for as long as it takes: the votes stay queued, in order."""
 
-    def __init__(self, access: StoreAccess, writers: dict[str, Callable[[Store, list[dict]], Any]]):
+    def __init__(self, access: StoreAccess, writers: dict[str, Callable[[Store, list[dict]], Any]]) -> None:
         self.access, self.writers = access, writers
         self._queue: queue.Queue[Vote | None] = queue.Queue()
         self.batches: list[int] = []  # the size of every batch written (tests read it)
@@ -293,7 +297,7 @@ class VotedBattle:
 class ServerState:
     """Sessions and pending items (in memory: a restart forgets unvoted battles, never stored votes)."""
 
-    def __init__(self, tokens: dict[str, str]):
+    def __init__(self, tokens: dict[str, str]) -> None:
         self.tokens = tokens  # token -> annotator
         self.sessions: dict[str, Session] = {}
         self.battles: dict[str, PendingBattle] = {}

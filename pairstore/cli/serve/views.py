@@ -16,8 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pairstore.keys import match_key, seeded_rank
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 RECENT = 50
 
@@ -31,7 +35,7 @@ VIEWER_SQL = "(b.origin IS DISTINCT FROM 'serve' OR b.annotator IS NOT DISTINCT 
 
 
 def held_sets(
-    store, *, ids: Sequence[str] = (), keys: Sequence[str] = (), task_keys: Sequence[str] = ()
+    store: Store, *, ids: Sequence[str] = (), keys: Sequence[str] = (), task_keys: Sequence[str] = ()
 ) -> list[str]:
     """The active holdout sets holding any of these item ids, match keys or task keys."""
     if not (ids or keys or task_keys):
@@ -47,7 +51,7 @@ def held_sets(
     ]
 
 
-def prompt_held(store, users: Sequence[str], battle_id: str | None = None) -> list[str]:
+def prompt_held(store: Store, users: Sequence[str], battle_id: str | None = None) -> list[str]:
     """The sets holding a conversation by its user turns (and its battle id, once stored)."""
     key = match_key([{"role": "user", "content": u} for u in users])
     return held_sets(store, ids=[battle_id] if battle_id else [], keys=[key])
@@ -58,7 +62,7 @@ def may_see(battle: dict, annotator: str | None) -> bool:
     return battle.get("origin") != "serve" or battle.get("annotator") == annotator
 
 
-def index(store, annotator: str | None) -> dict:
+def index(store: Store, annotator: str | None) -> dict:
     counts = {
         t: store.scalar(f"SELECT count(*) FROM {t}")
         for t in ("battles", "judgments", "pairs", "holdout_sets", "exports", "checkpoints")
@@ -78,7 +82,7 @@ def index(store, annotator: str | None) -> dict:
     return {"counts": counts, "sets": sets, "rounds": rounds, "recent": recent}
 
 
-def battle(store, battle_id: str, annotator: str | None) -> dict | None:
+def battle(store: Store, battle_id: str, annotator: str | None) -> dict | None:
     """The battle's page; {battle_id, held_out: [sets]} for a held-out one; None where the viewer may not
     see it."""
     rows = store.rows(
@@ -110,7 +114,7 @@ def battle(store, battle_id: str, annotator: str | None) -> dict | None:
     return b
 
 
-def pair(store, pair_id: str, annotator: str | None) -> dict | None:
+def pair(store: Store, pair_id: str, annotator: str | None) -> dict | None:
     """The pair's page; {pair_id, held_out: [sets]} for a held-out one; None where the viewer may not see
     it."""
     rows = store.rows(
@@ -149,7 +153,7 @@ def pair(store, pair_id: str, annotator: str | None) -> dict | None:
     return p
 
 
-def holdout_set(store, name: str) -> dict | None:
+def holdout_set(store: Store, name: str) -> dict | None:
     rows = store.rows("SELECT * FROM holdout_sets WHERE set_name = ?", [name])
     if not rows:
         return None
@@ -166,7 +170,7 @@ def holdout_set(store, name: str) -> dict | None:
     return s
 
 
-def round_exports(store, name: str) -> list[dict]:
+def round_exports(store: Store, name: str) -> list[dict]:
     rows = store.rows(
         "SELECT export_id, kind, path, sha256, rows, content_hash, evidence, created_at, superseded_at "
         "FROM exports WHERE round = ? ORDER BY created_at",
@@ -190,11 +194,11 @@ class QueueItem:
     answers: dict[str, str]  # model -> answer
 
 
-def queue_models(store) -> list[str]:
+def queue_models(store: Store) -> list[str]:
     return [r[0] for r in store.con.execute("SELECT DISTINCT model FROM generations ORDER BY 1").fetchall()]
 
 
-def queue_sources(store) -> dict[str, list[str]]:
+def queue_sources(store: Store) -> dict[str, list[str]]:
     return {
         "sets": [r[0] for r in store.con.execute("SELECT set_name FROM holdout_sets ORDER BY 1").fetchall()],
         "suites": [
@@ -203,7 +207,9 @@ def queue_sources(store) -> dict[str, list[str]]:
     }
 
 
-def queue_answers(store, *, set_name: str | None, suite: str | None, models: tuple[str, str]) -> list[tuple]:
+def queue_answers(
+    store: Store, *, set_name: str | None, suite: str | None, models: tuple[str, str]
+) -> list[tuple]:
     """(item id, item kind, raw id, suite, {model: answer}) of every item both models answered, in a seeded
     order; one query for every item's answers (the first sample of each model)."""
     if set_name is not None:
@@ -237,7 +243,7 @@ def queue_answers(store, *, set_name: str | None, suite: str | None, models: tup
     return sorted(items, key=lambda it: (seeded_rank(0, it[0]), it[0]))
 
 
-def _judged_by(store, annotator: str, models: tuple[str, str]) -> set[str]:
+def _judged_by(store: Store, annotator: str | None, models: tuple[str, str]) -> set[str]:
     return {
         r[0]
         for r in store.con.execute(
@@ -248,7 +254,9 @@ def _judged_by(store, annotator: str, models: tuple[str, str]) -> set[str]:
     }
 
 
-def next_item(store, *, set_name, suite, models: tuple[str, str], annotator: str):
+def next_item(
+    store: Store, *, set_name: str | None, suite: str | None, models: tuple[str, str], annotator: str | None
+) -> tuple[QueueItem | None, int, int]:
     """(the next item this annotator has not judged for these two models, either order; judged, total)."""
     items = queue_answers(store, set_name=set_name, suite=suite, models=models)
     done = _judged_by(store, annotator, models)
