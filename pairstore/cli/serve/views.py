@@ -25,10 +25,11 @@ if TYPE_CHECKING:
 
 RECENT = 50
 
-# A battle row `b` no active member holds, by id or by match key.
+# A battle row `b` no active member holds, by id or by match key. Two anti-joins, not one with OR: an OR
+# in the join makes it a nested loop (15 s for 100k battles against 10k members, 0.1 s this way).
 NOT_HELD_SQL = (
-    "NOT EXISTS (SELECT 1 FROM holdout h WHERE h.removed_at IS NULL "
-    "AND (h.item_id = b.battle_id OR h.match_key = b.match_key))"
+    "NOT EXISTS (SELECT 1 FROM holdout h WHERE h.removed_at IS NULL AND h.item_id = b.battle_id) "
+    "AND NOT EXISTS (SELECT 1 FROM holdout h WHERE h.removed_at IS NULL AND h.match_key = b.match_key)"
 )
 # A battle row `b` the viewer (the parameter) may see: not another annotator's vote in this app.
 VIEWER_SQL = "(b.origin IS DISTINCT FROM 'serve' OR b.annotator IS NOT DISTINCT FROM ?)"
