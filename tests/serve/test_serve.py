@@ -267,6 +267,7 @@ def test_other_commands_run_while_it_serves_and_a_vote_waits_for_a_busy_store(db
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # loads the tiny model twice; minutes on a loaded machine
 def test_arena_models_from_an_openai_endpoint_and_a_local_bundle(db_path):
     """The shipped tiny model, once behind the OpenAI protocol on a loopback port and once as a bundle."""
     from train.chat import BundleChat
@@ -340,7 +341,7 @@ def test_only_the_allowed_host_names_are_answered_and_every_answer_carries_the_b
     app = _app(db_path, allowed_hosts_extra=["votes.team.example", "*.lab.example"])
     with running(app) as base:
         port = base.rsplit(":", 1)[1]
-        for host in ("127.0.0.1", "localhost", "votes.team.example", "a.lab.example"):
+        for host in ("127.0.0.1", "localhost", "[::1]", "votes.team.example", "a.lab.example"):
             status, headers, body = _raw_get(base, "/browse", f"{host}:{port}")
             assert status == 200, host
         for host in ("rebind.attacker.example", "team.example", "lab.example.attacker.example", "0.0.0.0"):
