@@ -864,7 +864,7 @@ def _ratings_section(store) -> Section:
             "Ratings",
             Table(
                 ["model", "rating", "95% interval", "games", "wins"],
-                [[r.model, f"{r.rating:.0f}", f"{r.lower:.0f} .. {r.upper:.0f}", r.games, f"{r.wins:g}"]
+                [[r.model, r.rating_text, r.interval_text, r.games, f"{r.wins:g}"]
                  for r in rep.ratings],
             ),
         )

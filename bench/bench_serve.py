@@ -65,10 +65,12 @@ class HeldAccess(StoreAccess):
     """The baseline: one read-write connection for the server's life (no other process can write)."""
 
     def __init__(self, path, *, wait_s: float = 10.0, hold_s: float = 0.0):
-        self.path, self.wait_s = str(path), wait_s
-        self._store = open_store(self.path)
         import threading
 
+        self.path, self.wait_s = str(path), wait_s
+        self._store = open_store(self.path)
+        self._turn = None
+        self._closed = threading.Event()
         self._lock = threading.Lock()
 
     @contextmanager

@@ -134,9 +134,12 @@ def value_of(html: str, name: str) -> str:
     return html[start : html.index('"', start)]
 
 
-def judged_store(store, tmp_path, *, models=("sm11a", "so7a"), members=6) -> list[str]:
-    """Sample battles, the first `members` held out in judge34, and both models' answers to each."""
-    ingest_battles(store, SAMPLE_BATTLES)
+def judged_store(
+    store, tmp_path, *, models=("sm11a", "so7a"), members=6, battles=SAMPLE_BATTLES
+) -> list[str]:
+    """Sample battles (or those of `battles`), the first `members` held out in judge34, and both models'
+    answers to each."""
+    ingest_battles(store, battles)
     ids = [
         r[0]
         for r in store.con.execute("SELECT battle_id FROM battles ORDER BY 1 LIMIT ?", [members]).fetchall()

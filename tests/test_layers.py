@@ -230,7 +230,6 @@ PENDING_CIRCLES = [
         "pairstore.store.recognize",
         "pairstore.store.store",
     ],
-    ["pairstore.cli.serve", "pairstore.cli.serve.app"],
     ["pairstore.ingest.arena", "pairstore.ingest.fastchat"],
 ]
 

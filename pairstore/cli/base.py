@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import sys
-import time
 import warnings
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -25,8 +24,9 @@ import click
 import duckdb
 
 from pairstore.cli.interrupts import INTERRUPTED, INTERRUPTED_LINE, INTERRUPTED_STATUS
-from pairstore.errors import BadInput, PairstoreError, StoreBusy
+from pairstore.errors import BadInput, PairstoreError
 from pairstore.progress import for_terminal
+from pairstore.store.lock import open_in_turn
 from pairstore.store.recognize import damaged_store
 from pairstore.store.store import default_path, open_store
 
@@ -149,24 +149,30 @@ def check_seed(ctx, param, value):
     return value
 
 
-def open_db(ctx: click.Context, *, read_only: bool = False):
-    """The store named by --db / PAIRSTORE_DB, for one command. A store another process holds (a running
-    `pairstore serve` between requests, another command) is retried every 50 ms for PAIRSTORE_BUSY_WAIT
-    seconds (default 10) before the command gives up."""
+def busy_wait_s() -> float:
+    """PAIRSTORE_BUSY_WAIT: how many seconds a command waits for a store another process holds."""
     try:
         wait_s = float(os.environ.get("PAIRSTORE_BUSY_WAIT", "10"))
     except ValueError:
+        wait_s = -1.0
+    if not wait_s >= 0:
         raise BadInput(
             "PAIRSTORE_BUSY_WAIT must be a number of seconds", field="PAIRSTORE_BUSY_WAIT"
         ) from None
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            return open_store(ctx.find_root().obj["db"], read_only=read_only)
-        except StoreBusy:
-            if time.monotonic() >= deadline:
-                raise
-            time.sleep(0.05)
+    return wait_s
+
+
+def open_db(ctx: click.Context, *, read_only: bool = False):
+    """The store named by --db / PAIRSTORE_DB, for one command, opened in turn (pairstore.store.lock): a
+    store another process holds (`pairstore serve`, another command) is waited for, in line, up to
+    PAIRSTORE_BUSY_WAIT seconds (default 10); the holder is named on stderr while it waits. The web app
+    lets the file go as soon as it sees a command waiting."""
+    db = ctx.find_root().obj["db"]
+
+    def tell(holder: str) -> None:
+        click.echo(f"note: waiting for the store {db}: held by {holder}", err=True)
+
+    return open_in_turn(db, read_only=read_only, wait_s=busy_wait_s(), what=ctx.command_path, on_wait=tell)
 
 
 def echo_json(obj: Any, *, sort_keys: bool = True) -> None:

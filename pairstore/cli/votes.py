@@ -10,7 +10,19 @@ from __future__ import annotations
 import click
 
 from audits.ratings import audit_ratings
+from pairstore.chat_endpoint import DEFAULT_KEY_ENV, RetryPolicy
 from pairstore.cli.base import check_seed, echo_json, echo_table, open_db
+
+
+def api_key_env_option(fn):
+    """--api-key-env NAME: the environment variable holding the API key of an OpenAI-compatible endpoint."""
+    return click.option(
+        "--api-key-env",
+        metavar="NAME",
+        default=None,
+        help="The environment variable holding the API key of the endpoint(s) that name none "
+        f"(default {DEFAULT_KEY_ENV}); sent as a bearer token, never printed or stored.",
+    )(fn)
 
 
 @click.command("ratings")
@@ -32,10 +44,7 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
     )
     echo_table(
         ["model", "rating", "95% interval", "games", "wins"],
-        [
-            (r.model, f"{r.rating:.0f}", f"{r.lower:.0f} .. {r.upper:.0f}", r.games, f"{r.wins:g}")
-            for r in report.ratings
-        ],
+        [(r.model, r.rating_text, r.interval_text, r.games, f"{r.wins:g}") for r in report.ratings],
     )
     click.echo("")
     echo_table(
@@ -75,10 +84,14 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
     "--model",
     "models",
     multiple=True,
-    metavar="NAME=ENDPOINT",
-    help="A model for the Arena: an OpenAI-compatible base URL (vllm serve, llama.cpp, TGI) or a "
-    "local bundle folder (greedy, the bundle's generation settings). Repeat for each model.",
+    metavar="NAME=ENDPOINT[@ENVVAR]",
+    help="A model for the Arena: an OpenAI-compatible base URL (vllm serve, llama.cpp, TGI; @ENVVAR names "
+    "the variable holding its API key) or a local bundle folder (greedy, the bundle's generation "
+    "settings). Repeat for each model.",
 )
+@click.option("--models-file", type=click.Path(dir_okay=False),
+              help="NAME=ENDPOINT[@ENVVAR] lines (# comments), as --model.")  # fmt: skip
+@api_key_env_option
 @click.option("--own-model", help="The model whose side Arena votes are read from (one of --model).")
 @click.option(
     "--token",
@@ -108,20 +121,23 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
 @click.option("--hold-s", default=1.0, show_default=True, type=click.FloatRange(0, 60),
               help="Keep the store open this many seconds after a request "
                    "(0: open it per request).")  # fmt: skip
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A name the browser may reach the server by (the Host header), beside the loopback "
+                   "names and the --host address; '*.example.org' for a domain. Repeatable.")  # fmt: skip
 @click.pass_context
-def serve_cmd(
-    ctx, host, port, models, own_model, tokens, tokens_file, prompts, report_dir, max_new_tokens, seed, hold_s
-):
+def serve_cmd(ctx, host, port, models, models_file, api_key_env, own_model, tokens, tokens_file, prompts,
+              report_dir, max_new_tokens, seed, hold_s, allowed_hosts):  # fmt: skip
     """Collect battles (Arena) and blind judgments (Queue) in the browser; Browse the store read-only.
 
-    The server keeps the store open only while requests come (--hold-s after the last, 5 s at most), so
-    other pairstore commands run while it serves (they wait for the file, up to PAIRSTORE_BUSY_WAIT
-    seconds, default 10); a vote that finds the file busy waits for it (up to 10 s)."""  # fmt: skip
+    The server keeps the store open only while requests come (--hold-s after the last, 5 s at most), and
+    lets it go at once when another pairstore command waits for it: commands run while it serves. Votes
+    that come while a command writes wait in the server and land in order when it finishes."""  # fmt: skip
     from pairstore.cli.serve import build_app
 
-    app = build_app(ctx.find_root().obj["db"], host=host, models=models, own_model=own_model, tokens=tokens,
-                    tokens_file=tokens_file, prompts=prompts, report_dir=report_dir, seed=seed,
-                    max_new_tokens=max_new_tokens, hold_s=hold_s)  # fmt: skip
+    app = build_app(ctx.find_root().obj["db"], host=host, models=models, models_file=models_file,
+                    api_key_env=api_key_env, own_model=own_model, tokens=tokens, tokens_file=tokens_file,
+                    prompts=prompts, report_dir=report_dir, seed=seed, max_new_tokens=max_new_tokens,
+                    hold_s=hold_s, allowed_hosts_extra=allowed_hosts)  # fmt: skip
     import uvicorn
 
     click.echo(f"serving {ctx.find_root().obj['db']} on http://{host}:{port}/ (Ctrl-C stops)", err=True)
@@ -137,9 +153,16 @@ def serve_cmd(
 @click.option(
     "--judge",
     "judge_spec",
-    metavar="NAME=ENDPOINT",
-    help="An OpenAI-compatible judge (base URL) or a local bundle; default: the rule judge.",
+    metavar="NAME=ENDPOINT[@ENVVAR]",
+    help="An OpenAI-compatible judge (base URL; @ENVVAR names its key's variable) or a local bundle; "
+    "default: the rule judge.",
 )
+@api_key_env_option
+@click.option("--retries", default=5, show_default=True, type=click.IntRange(0, 100),
+              help="Tries after the first for a 429, a 5xx or a dropped connection.")  # fmt: skip
+@click.option("--max-wait-s", default=60.0, show_default=True, type=click.FloatRange(0, 3600),
+              help="The longest wait before a retry (the server's Retry-After, else doubling from 1 s); "
+                   "a server asking for more ends the run.")  # fmt: skip
 @click.option(
     "--max-new-tokens",
     default=256,
@@ -149,15 +172,20 @@ def serve_cmd(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def judge_cmd(ctx, set_name, model_a, model_b, judge_spec, max_new_tokens, as_json):
+def judge_cmd(ctx, set_name, model_a, model_b, judge_spec, api_key_env, retries, max_wait_s, max_new_tokens,
+              as_json):  # fmt: skip
     """Blind pairwise judging of two models' stored answers on a holdout set, both orders; verdicts go to
-    `judgments` with the judge's name and prompt hash. Heavy flaws count double in the tally."""  # fmt: skip
+    `judgments` with the judge's name and prompt hash, each as it is given. A rerun asks only for the
+    verdicts still missing. Heavy flaws count double in the tally."""  # fmt: skip
     from miners.pairwise_judge import judge_set
     from pairstore.cli.serve import chat_models
 
     ask, name = None, None
     if judge_spec:
-        ((name, chat),) = chat_models([judge_spec], max_new_tokens=max_new_tokens).items()
+        policy = RetryPolicy(attempts=retries + 1, max_wait_s=max_wait_s)
+        ((name, chat),) = chat_models(
+            [judge_spec], max_new_tokens=max_new_tokens, key_env=api_key_env, retry=policy
+        ).items()
         ask = chat.complete
     with open_db(ctx) as store:
         result = judge_set(store, set_name, model_a, model_b, ask=ask, judge=name)
@@ -166,6 +194,6 @@ def judge_cmd(ctx, set_name, model_a, model_b, judge_spec, max_new_tokens, as_js
         return
     click.echo(
         f"{result.judge} on {set_name}: {result.items} items, {result.stored} verdicts stored, "
-        f"{result.unknown} unknown (not stored)"
+        f"{result.reused} kept from before, {result.unknown} unknown (not stored)"
     )
     click.echo(", ".join(f"{k} {v}" for k, v in result.tally.items()))

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audits.ratings import (
     ELO_SCALE,
@@ -17,6 +19,7 @@ from audits.ratings import (
     fit_bradley_terry,
     position_bias,
     ratings,
+    strong_components,
     win_matrix,
 )
 from pairstore.ingest.battles import add_battle_records
@@ -86,9 +89,80 @@ def test_bootstrap_intervals_cover_the_fit_are_seeded_and_narrow_with_more_games
     assert all(width_many[m] < width[m] for m in width)
 
 
-def test_a_model_that_never_lost_gets_a_finite_top_rating():
-    r = ratings(_games([("x", "y", 5, 0, 0), ("y", "z", 2, 2, 0)]), bootstrap=20)
-    assert r[0].model == "x" and math.isfinite(r[0].rating)
+def test_a_model_that_never_lost_or_never_won_gets_no_number():
+    r = {x.model: x for x in ratings(_games([("x", "y", 5, 0, 0), ("y", "z", 2, 2, 0)]), bootstrap=20)}
+    assert r["x"].rating is None and r["x"].status == "never lost" and r["x"].lower is None
+    # y and z are rated from their own games: two wins each, so level
+    assert r["y"].rating == pytest.approx(r["z"].rating, abs=1e-6) and r["y"].status == "rated"
+    first = ratings(_games([("x", "y", 5, 0, 0), ("y", "z", 2, 2, 0)]), bootstrap=0)[0]
+    assert first.model == "x"  # listed above the models it beat
+    r = {x.model: x for x in ratings(_games([("x", "y", 3, 3, 0), ("x", "w", 4, 0, 0)]), bootstrap=0)}
+    assert r["w"].rating is None and r["w"].status == "never won" and r["w"].rating_text == "none (never won)"
+
+
+def test_parts_of_the_win_graph_that_never_meet_both_ways_are_named_not_rated():
+    # x, y, z play each other both ways; p and q only play each other; a and b always beat x, y, z
+    # though they split their own games; c always loses to z but beat d, who beat c too
+    table = [("x", "y", 3, 2, 1), ("y", "z", 2, 2, 0), ("z", "x", 1, 3, 0), ("p", "q", 2, 1, 0),
+             ("a", "b", 1, 1, 0), ("a", "x", 2, 0, 0), ("b", "y", 3, 0, 0),
+             ("c", "d", 1, 1, 0), ("z", "c", 2, 0, 0)]  # fmt: skip
+    got = {r.model: r for r in ratings(_games(table), bootstrap=0)}
+    assert {m for m, r in got.items() if r.rating is not None} == {"x", "y", "z"}
+    assert got["a"].status == got["b"].status == "above the rated models"
+    assert got["c"].status == got["d"].status == "below the rated models"
+    assert got["p"].status == got["q"].status == "not connected to the rated models"
+    # the rated three are fitted from their own games only: the same as without the others
+    alone = {r.model: r.rating for r in ratings(_games(table[:3]), bootstrap=0)}
+    assert all(got[m].rating == pytest.approx(alone[m], abs=1e-6) for m in alone)
+    order = [r.model for r in ratings(_games(table), bootstrap=0)]
+    assert order[:2] == ["a", "b"] and set(order[2:5]) == {"x", "y", "z"}
+
+
+def test_a_bootstrap_round_that_leaves_a_rating_open_makes_that_interval_end_unbounded():
+    (x, y) = ratings(_games([("x", "y", 9, 1, 0)]), bootstrap=200, seed=1)
+    # a resample of ten games has no win of y about a third of the time: x's upper end is open
+    assert x.model == "x" and x.upper is None and x.lower is not None and x.rating is not None
+    assert y.lower is None and y.upper is not None
+    assert x.interval_text.endswith("+inf") and y.interval_text.startswith("-inf")
+
+
+@settings(max_examples=60)
+@given(st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from("abcdef"),
+                          st.sampled_from(["a", "b", "tie"])), min_size=1, max_size=30))  # fmt: skip
+def test_every_number_reported_is_a_finite_maximum_of_the_likelihood(raw):
+    games = [Game(a, b, o, "judgments", True) for a, b, o in raw if a != b]
+    got = ratings(games, bootstrap=0)
+    rated = sorted(r.model for r in got if r.rating is not None)
+    assert all(r.status == "rated" for r in got if r.rating is not None)
+    if not rated:
+        return
+    # the rated models win and lose against each other through chains both ways (one strong part) ...
+    w = win_matrix([g for g in games if g.a in rated and g.b in rated], rated)
+    assert len(strong_components(w)) == 1
+    # ... so their fit sits strictly inside the optimizer's bounds, with a zero gradient there
+    s = fit_bradley_terry(w)
+    assert np.all(np.abs(s) < 19)
+    d = s[:, None] - s[None, :]
+    g = w * (1.0 - 1.0 / (1.0 + np.exp(-d)))
+    assert np.allclose(g.sum(axis=1) - g.sum(axis=0), 0, atol=1e-5)
+    # and every model left out is one the rated part cannot bound: it never meets them both ways
+    for r in got:
+        if r.rating is None:
+            assert r.status != "rated"
+            together = sorted({r.model, *rated})
+            assert (
+                len(
+                    strong_components(
+                        win_matrix([g for g in games if g.a in together and g.b in together], together)
+                    )
+                )
+                > 1
+            )
+    # a model that won every game it played never has a number
+    for m in {g.a for g in games} | {g.b for g in games}:
+        lost = any((g.a == m and g.outcome != "a") or (g.b == m and g.outcome != "b") for g in games)
+        if not lost:
+            assert next(r for r in got if r.model == m).rating is None
 
 
 def test_position_bias_counts_a_wins_among_decisive_known_positions():
@@ -158,9 +232,15 @@ def test_audit_reads_battles_from_the_side_shown_and_judgments_with_agreement(st
     store.close()
     got = run_cli("audit", "ratings", "--bootstrap", "50", "--json")
     assert got.exit_code == 0, got.output
-    assert json.loads(got.output)["games"] == 12
+    report = json.loads(got.output)
+    assert report["games"] == 12
+    # two groups that never played each other: the one with more games is rated, the other has no number
+    by_model = {r["model"]: r for r in report["ratings"]}
+    assert by_model["m"]["rating"] is not None and by_model["mine"]["rating"] is None
+    assert by_model["mine"]["status"] == "not connected to the rated models"
     table = run_cli("audit", "ratings", "--bootstrap", "50")
     assert table.exit_code == 0 and "rating" in table.output and "position" in table.output
+    assert "none (not connected to the rated models)" in table.output
 
 
 def test_the_report_section_shows_the_table_and_the_plot(store):

@@ -5,8 +5,11 @@ any bind beyond loopback, and other pairstore commands run while it serves."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -55,6 +58,12 @@ def _arena_app(db, **kw):
     kw.setdefault("hold_s", 0.0)
     models = {"mine": EchoChat("Own answer"), "rival": EchoChat("Rival answer")}
     return create_app(ServeConfig(str(db), models, "mine", **kw))
+
+
+def sign_in(c, **fields):
+    """The sign-in form as a browser sends it: shown first (its CSRF token), then posted."""
+    _, _, html = c.get("/login")
+    return c.post("/login", {"csrf": csrf_of(html), **fields})
 
 
 def _battles(db):
@@ -132,7 +141,7 @@ def test_the_queue_judges_blind_and_stores_the_shown_order_flaws_and_annotator(s
     store.close()
     with running(_app(db_path)) as base:
         c = Client(base)
-        c.post("/login", {"name": "ann"})
+        sign_in(c, name="ann")
         q = "/queue?set=judge34&a=sm11a&b=so7a"
         status, _, html = c.get(q)
         assert status == 200 and "0 of 6" in html
@@ -215,9 +224,12 @@ def test_a_bind_beyond_loopback_needs_tokens_and_tokens_name_the_annotator(db_pa
         c = Client(base)
         status, url, _ = c.get("/arena")
         assert url.endswith("/login")
-        assert c.post("/login", {"token": "not-a-token-at-all"})[0] == 403
+        assert sign_in(c, token="not-a-token-at-all")[0] == 403
         assert c.get("/browse")[1].endswith("/login")
-        status, url, _ = c.post("/login", {"token": "fedcba9876543210fedc"})
+        # the sign-in form needs its CSRF token too: a page elsewhere cannot sign a browser in
+        assert c.post("/login", {"token": "fedcba9876543210fedc"})[0] == 403
+        assert Client(base).post("/login", {"token": "fedcba9876543210fedc", "csrf": "x" * 32})[0] == 403
+        status, url, _ = sign_in(c, token="fedcba9876543210fedc")
         assert status == 200 and url.endswith("/arena")
         path, html = _start_battle(c)
         c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "tie"})
@@ -255,6 +267,7 @@ def test_other_commands_run_while_it_serves_and_a_vote_waits_for_a_busy_store(db
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(300)  # loads the tiny model twice; minutes on a loaded machine
 def test_arena_models_from_an_openai_endpoint_and_a_local_bundle(db_path):
     """The shipped tiny model, once behind the OpenAI protocol on a loopback port and once as a bundle."""
     from train.chat import BundleChat
@@ -274,3 +287,201 @@ def test_arena_models_from_an_openai_endpoint_and_a_local_bundle(db_path):
     decoding = json.loads(b["decoding"])
     assert decoding["remote"]["endpoint"] == url and decoding["remote"]["served_model"] == "tiny"
     assert decoding["local"]["max_new_tokens"] == 24 and decoding["local"]["temperature"] == 0.0
+
+
+def test_arena_models_behind_keyed_endpoints_send_their_own_key_and_store_none(
+    db_path, tmp_path, monkeypatch
+):
+    from tests.serve.openai_stub import chat, last_user, stub_endpoint
+
+    own_key, rival_key = "sk-own-0123456789abcdef", "sk-rival-0123456789abcdef"
+    monkeypatch.setenv("OWN_KEY", own_key)
+    monkeypatch.setenv("RIVAL_KEY", rival_key)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with (
+        stub_endpoint(lambda r: chat(f"own: {last_user(r)}"), key=own_key) as (own_url, own_got),
+        stub_endpoint(lambda r: chat(f"rival: {last_user(r)}"), key=rival_key) as (rival_url, rival_got),
+    ):
+        models_file = tmp_path / "models.txt"
+        models_file.write_text(
+            f"# the rival, its key named per endpoint\nrival={rival_url}?tenant=QUERYSECRET@RIVAL_KEY\n"
+        )
+        app = _app(db_path, models=[f"own={own_url}@OWN_KEY"], models_file=models_file, own_model="own")
+        with running(app) as base:
+            c = Client(base)
+            path, html = _start_battle(c, "What is 3 + 4?")
+            assert "own: What is 3 + 4?" in html and "rival: What is 3 + 4?" in html
+            c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "a"})
+    assert {r.headers["Authorization"] for r in own_got} == {f"Bearer {own_key}"}
+    assert {r.headers["Authorization"] for r in rival_got} == {f"Bearer {rival_key}"}
+    (b,) = _battles(db_path)
+    assert own_key not in str(b) and rival_key not in str(b) and "QUERYSECRET" not in str(b)
+    assert json.loads(b["decoding"])["rival"]["endpoint"] == rival_url
+    # a models file line that names a variable not set: one line naming the file, line and variable
+    models_file.write_text(f"rival={rival_url}@NOT_SET_ANYWHERE\n")
+    with pytest.raises(BadInput, match=r"models.txt, line 1, field 'api-key-env': .*NOT_SET_ANYWHERE"):
+        _app(db_path, models=[f"own={own_url}"], models_file=models_file, own_model="own")
+
+
+def _raw_get(base: str, path: str, host: str):
+    """GET with a Host header of our choosing (what a DNS-rebinding page's requests carry)."""
+    import http.client
+    import urllib.parse
+
+    u = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    conn.request("GET", path, headers={"Host": host})
+    resp = conn.getresponse()
+    body = resp.read().decode()
+    conn.close()
+    return resp.status, resp.headers, body
+
+
+def test_only_the_allowed_host_names_are_answered_and_every_answer_carries_the_browser_defences(db_path):
+    app = _app(db_path, allowed_hosts_extra=["votes.team.example", "*.lab.example"])
+    with running(app) as base:
+        port = base.rsplit(":", 1)[1]
+        for host in ("127.0.0.1", "localhost", "[::1]", "votes.team.example", "a.lab.example"):
+            status, headers, body = _raw_get(base, "/browse", f"{host}:{port}")
+            assert status == 200, host
+        for host in ("rebind.attacker.example", "team.example", "lab.example.attacker.example", "0.0.0.0"):
+            status, headers, body = _raw_get(base, "/browse", f"{host}:{port}")
+            assert status == 400 and "judge34" not in body, host
+            assert headers["X-Frame-Options"] == "DENY"  # the refusal carries the headers too
+        for path in ("/arena", "/browse", "/queue", "/login", "/static/app.js", "/nope"):
+            status, headers, body = _raw_get(base, path, f"localhost:{port}")
+            csp = dict(d.strip().split(" ", 1) for d in headers["Content-Security-Policy"].split(";"))
+            assert csp["script-src"] == "'self'" and csp["frame-ancestors"] == "'none'", path
+            assert csp["style-src"] == "'self'" and "unsafe" not in headers["Content-Security-Policy"]
+            assert headers["X-Frame-Options"] == "DENY" and headers["X-Content-Type-Options"] == "nosniff"
+            assert headers["Referrer-Policy"] == "no-referrer"
+            if path != "/static/app.js":  # no inline script, handler or style for the policy to block
+                assert not re.search(r"<script(?![^>]*\bsrc=)|\son[a-z]+=|\sstyle=|<style", body), path
+    for bad in ("*", "http://x.example", "x.example:80", "a/b"):
+        with pytest.raises(BadInput, match="allowed-host"):
+            _app(db_path, allowed_hosts_extra=[bad])
+
+
+def test_report_files_are_plain_names_in_the_folder_never_links_out_of_it(db_path, tmp_path):
+    folder = tmp_path / "report"
+    folder.mkdir()
+    (folder / "report.html").write_text("<html><body><style>p{}</style><p>the report</p></body></html>")
+    secret = tmp_path / "secret.html"
+    secret.write_text("outside the report folder")
+    (folder / "leak.html").symlink_to(secret)
+    other = tmp_path / "other.html"
+    other.write_text("outside the report folder, hard-linked in")
+    os.link(other, folder / "hard.html")
+    (folder / "sub").mkdir()
+    (folder / "sub" / "x.html").write_text("in a sub folder")
+    with running(_app(db_path, report_dir=folder)) as base:
+        c = Client(base)
+        status, _, body = c.get("/browse/report/report.html")
+        assert status == 200 and "the report" in body
+        _, headers, _ = _raw_get(base, "/browse/report/report.html", "localhost")
+        assert (
+            "sandbox" in headers["Content-Security-Policy"]
+            and "script-src" not in headers["Content-Security-Policy"]
+        )
+        for name in (
+            "leak.html",
+            "hard.html",
+            "sub%2Fx.html",
+            "..%2Fsecret.html",
+            ".hidden.html",
+            "report.txt",
+        ):
+            status, _, body = c.get(f"/browse/report/{name}")
+            assert status == 404 and "outside the report folder" not in body, name
+    # the report folder's own page is found only as a plain file too
+    (folder / "report.html").unlink()
+    (folder / "report.html").symlink_to(secret)
+    with running(_app(db_path, report_dir=folder)) as base:
+        status, _, body = Client(base).get("/browse/report")
+        assert status == 200 and "/browse/report/report.html" not in body
+
+
+COMMAND = """import sys
+from pairstore.store.lock import open_in_turn
+store = open_in_turn(sys.argv[1], what="pairstore ingest battles", wait_s=60)
+print("holding", flush=True)
+sys.stdin.readline()
+store.close()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_votes_that_come_while_a_command_writes_wait_and_land_in_order_and_the_command_gets_its_turn(
+    db_path, tmp_path
+):
+    app = _arena_app(db_path, hold_s=1.0)  # the shipped default: the store held between requests
+    with running(app) as base:
+        writer = app.state.writer
+        voters = [Client(base) for _ in range(4)]
+        shown = [_start_battle(c, f"Question {i}: what is {i} + {i}?") for i, c in enumerate(voters)]
+        # a command takes its turn while the server holds the store: the server lets go at once
+        holder = subprocess.Popen([sys.executable, "-c", COMMAND, str(db_path)], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)  # fmt: skip
+        assert holder.stdout.readline().strip() == "holding"
+        # votes come while it writes: they wait in the server, in the order they came
+        answers: dict[int, int] = {}
+
+        def vote(i: int) -> None:
+            path, html = shown[i]
+            answers[i] = voters[i].post(path + "/vote", {"csrf": csrf_of(html), "vote": "a"})[0]
+
+        threads = []
+        for i in range(4):
+            threads.append(threading.Thread(target=vote, args=(i,)))
+            threads[-1].start()
+            time.sleep(0.3)  # one after another
+        assert not answers  # none stored (nor answered) while the command holds the store
+        holder.stdin.write("done\n")
+        holder.stdin.close()
+        holder.wait(30)
+        for t in threads:
+            t.join(60)
+        assert answers == dict.fromkeys(range(4), 200)
+        assert writer.batches[-1] == 4  # they landed together, as soon as the command let go
+    with open_store(db_path, read_only=True) as s:
+        landed = [r[0] for r in s.con.execute("SELECT battle_id FROM battles ORDER BY rowid").fetchall()]
+    assert landed == [path.rsplit("/", 1)[1] for path, _ in shown]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_command_beside_steady_voting_gets_the_store_in_turn_and_no_vote_is_lost(db_path):
+    cli = [PAIRSTORE, "--db", str(db_path)]
+    app = _arena_app(db_path, hold_s=1.0)
+    stop = threading.Event()
+    stored: list[str] = []
+    errors: list[int] = []
+    with running(app) as base:
+
+        def voter() -> None:
+            c = Client(base)
+            while not stop.is_set():
+                path, html = _start_battle(c)
+                status = c.post(path + "/vote", {"csrf": csrf_of(html), "vote": "tie"})[0]
+                (stored if status == 200 else errors).append(path.rsplit("/", 1)[1])
+
+        threads = [threading.Thread(target=voter) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        got = subprocess.run([*cli, "ingest", "battles", str(SAMPLE_BATTLES)], capture_output=True, text=True,
+                             env={**os.environ, "PAIRSTORE_BUSY_WAIT": "10"}, timeout=120)  # fmt: skip
+        during = len(stored)
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert got.returncode == 0, got.stderr
+    assert not errors and len(stored) > during > 0  # votes flowed before, during and after
+    with open_store(db_path, read_only=True) as s:
+        assert s.scalar("SELECT count(*) FROM battles WHERE origin IS DISTINCT FROM 'serve'") == 120
+        landed = {
+            r[0] for r in s.con.execute("SELECT battle_id FROM battles WHERE origin = 'serve'").fetchall()
+        }
+    assert landed == set(stored)

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,8 +27,11 @@ pytestmark = [
     ),
 ]
 webdriver = pytest.importorskip("selenium.webdriver")
+# Names another site would use, resolved by the browser to this machine (a DNS-rebinding attacker's name
+# once it points at 127.0.0.1, and a framing page's own site).
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run",
+         "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP attacker.test 127.0.0.1",
          "--window-size=1280,900"]  # fmt: skip
 
 
@@ -87,11 +93,12 @@ def _submit(driver, name):
     WebDriverWait(driver, 60).until(left_the_page)
 
 
-def _app(db, tokens=None):
-    from pairstore.cli.serve.app import ServeConfig, create_app
+def _app(db, tokens=None, allowed_hosts=None):
+    from pairstore.cli.serve.app import LOOPBACK_HOSTS, ServeConfig, create_app
 
     return create_app(ServeConfig(str(db), {"brook": Echo("Brook says"), "rival": Echo("Rival says")},
-                                  "brook", tokens or {}, hold_s=0.0))  # fmt: skip
+                                  "brook", tokens or {}, hold_s=0.0,
+                                  allowed_hosts=allowed_hosts or LOOPBACK_HOSTS))  # fmt: skip
 
 
 def test_arena_vote_in_the_browser(browser, db_path, tmp_path):
@@ -197,3 +204,85 @@ def test_tokens_in_the_browser_sign_in_and_name_the_voter(browser, db_path, tmp_
         _submit(browser, "Tie")
     with open_store(db_path, read_only=True) as s:
         assert s.rows("SELECT annotator, vote FROM battles") == [{"annotator": "ann", "vote": "tie"}]
+
+
+@contextmanager
+def other_site(pages: dict[str, str]):
+    """Another web site on a loopback port: path -> HTML. Yields its port."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            body = pages.get(self.path, "not here").encode()
+            self.send_response(200 if self.path in pages else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _framed_text(browser, frame_id: str) -> str:
+    """The text of the page inside the frame (empty for a frame the browser refused to fill)."""
+    from selenium.webdriver.common.by import By
+
+    browser.switch_to.frame(browser.find_element(By.ID, frame_id))
+    try:
+        return browser.find_element(By.TAG_NAME, "body").text
+    finally:
+        browser.switch_to.default_content()
+
+
+def test_another_site_cannot_frame_the_pages(browser, db_path):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    with running(_app(db_path)) as base:
+        port = base.rsplit(":", 1)[1]
+        page = (f'<iframe id="app" src="http://localhost:{port}/arena"></iframe>'
+                '<iframe id="plain" src="/plain"></iframe>')  # fmt: skip
+        with other_site({"/": page, "/plain": "<p>an ordinary page, framed</p>"}) as site:
+            browser.get(f"http://attacker.test:{site}/")
+            WebDriverWait(browser, 30).until(
+                lambda d: d.execute_script("return document.readyState") == "complete"
+            )
+            # the control: this browser does fill a frame whose page allows it
+            assert "an ordinary page, framed" in _framed_text(browser, "plain")
+            # the Arena's page refuses to be framed (CSP frame-ancestors, X-Frame-Options)
+            text = _framed_text(browser, "app")
+            assert "Ask both models" not in text and "Arena" not in text
+
+
+def test_a_dns_rebinding_page_reads_and_posts_nothing(browser, db_path, store, tmp_path):
+    ids = judged_store(store, tmp_path)
+    store.close()
+    script = """const done = arguments[arguments.length - 1];
+        Promise.all([fetch("/browse").then(r => r.text().then(t => [r.status, t])),
+                     fetch("/arena/start", {method: "POST", body: new URLSearchParams({prompt: "hi"})})
+                       .then(r => [r.status, ""])]).then(done);"""
+    with running(_app(db_path)) as base:
+        port = base.rsplit(":", 1)[1]
+        # the attacker's name, now resolving to this machine: its page and its own-origin requests
+        browser.get(f"http://rebind.test:{port}/browse")
+        assert "judge34" not in browser.page_source and "Invalid host header" in browser.page_source
+        (browse, post) = browser.execute_async_script(script)
+        assert browse[0] == 400 and "judge34" not in browse[1] and ids[0] not in browse[1]
+        assert post[0] == 400
+    with open_store(db_path, read_only=True) as s:
+        assert s.scalar("SELECT count(*) FROM battles WHERE origin = 'serve'") == 0
+    # the control: the same page and requests under a name the server was told to answer
+    with running(_app(db_path, allowed_hosts=("localhost", "rebind.test"))) as base:
+        port = base.rsplit(":", 1)[1]
+        browser.get(f"http://rebind.test:{port}/browse")
+        assert "judge34" in browser.page_source
+        (browse, post) = browser.execute_async_script(script)
+        assert browse[0] == 200 and "judge34" in browse[1]

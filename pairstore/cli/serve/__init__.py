@@ -6,14 +6,25 @@ Web stack: Starlette on uvicorn, Jinja2 templates (the optional extra `serve`), 
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pairstore.chat_endpoint import OpenAIChat, parse_model_spec
+from pairstore.chat_endpoint import RetryPolicy, chat_for, parse_model_spec, read_models_file
 from pairstore.errors import BadInput
 from pairstore.ingest.records import read_records
 
+if TYPE_CHECKING:  # the web stack is the `serve` extra
+    from starlette.applications import Starlette
+
+PathLike = str | os.PathLike
+
 MIN_TOKEN_CHARS = 16
+HOST_NAME = re.compile(
+    r"(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*|\[[0-9a-f:.]+\]"
+)
 LOCAL_NAMES = ("localhost",)
 
 
@@ -57,14 +68,29 @@ def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
     return out
 
 
-def chat_models(specs, *, max_new_tokens: int) -> dict:
+def chat_models(
+    specs: Sequence[str] = (), *, max_new_tokens: int, models_file: PathLike | None = None,
+    key_env: str | None = None, retry: RetryPolicy | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """name -> chat model for NAME=ENDPOINT[@ENVVAR] specs and a models file (one spec a line): a URL is
+    an OpenAI-compatible endpoint, its key from the environment (`key_env`, else OPENAI_API_KEY, where the
+    spec names no variable); a folder is a local bundle."""
+    entries: list[tuple[str, tuple[str, int] | None]] = [(t, None) for t in specs]
+    if models_file:
+        entries += list(read_models_file(models_file))
     models: dict[str, Any] = {}
-    for text in specs:
-        spec = parse_model_spec(text)
+    for text, where in entries:
+        spec = parse_model_spec(text, key_env=key_env, where=where)
         if spec.name in models:
-            raise BadInput(f"model {spec.name!r} given twice", field="model")
+            raise BadInput(f"model {spec.name!r} given twice", field="model",
+                           path=where[0] if where else None, line=where[1] if where else None)  # fmt: skip
         if spec.is_url:
-            models[spec.name] = OpenAIChat(spec.name, spec.endpoint, max_tokens=max_new_tokens)
+            try:
+                models[spec.name] = chat_for(spec, max_tokens=max_new_tokens, retry=retry)
+            except BadInput as e:
+                if where is None:
+                    raise
+                raise BadInput(e.reason, path=where[0], line=where[1], field=e.field) from None
         else:
             from train.chat import BundleChat
 
@@ -86,8 +112,32 @@ def read_prompts(path) -> list[str]:
     return prompts
 
 
-def build_app(db, *, host: str, models=(), own_model=None, tokens=(), tokens_file=None, prompts=None,
-              report_dir=None, seed: int = 0, max_new_tokens: int = 256, hold_s: float = 1.0):  # fmt: skip
+def allowed_hosts(host: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The names the Host header may carry: the loopback names, the bound address (unless it is every
+    address) and each --allowed-host (a name, an address, or '*.domain'), checked."""
+    from pairstore.cli.serve.app import LOOPBACK_HOSTS
+
+    names = list(LOOPBACK_HOSTS)
+    bound = host.strip().lower()
+    if bound not in ("", "0.0.0.0", "::", "[::]"):
+        names.append(f"[{bound}]" if ":" in bound and not bound.startswith("[") else bound)
+    for name in extra:
+        n = str(name).strip().lower()
+        if not HOST_NAME.fullmatch(n):
+            raise BadInput(
+                f"--allowed-host {name!r}: expected a host name, an address or '*.domain' (no scheme, port "
+                "or path; '*' alone would let any site's pages in)",
+                field="allowed-host",
+            )
+        names.append(n)
+    return tuple(dict.fromkeys(names))
+
+
+def build_app(db: PathLike, *, host: str, models: Sequence[str] = (), models_file: PathLike | None = None,
+              api_key_env: str | None = None, own_model: str | None = None, tokens: Sequence[str] = (),
+              tokens_file: PathLike | None = None, prompts: PathLike | None = None,
+              report_dir: PathLike | None = None, seed: int = 0, max_new_tokens: int = 256,
+              hold_s: float = 1.0, allowed_hosts_extra: Sequence[str] = ()) -> Starlette:  # fmt: skip
     """The checked configuration as an ASGI app. A bind beyond this machine without tokens is refused."""
     token_map = read_tokens(tokens, tokens_file)
     if not is_loopback(host) and not token_map:
@@ -96,7 +146,10 @@ def build_app(db, *, host: str, models=(), own_model=None, tokens=(), tokens_fil
             "(every vote then records whose it is), or bind 127.0.0.1",
             field="host",
         )
-    chats = chat_models(models, max_new_tokens=max_new_tokens)
+    # A person waits on the Arena's answers: a few quick retries, no long waits.
+    arena_retry = RetryPolicy(attempts=3, base_s=0.5, max_wait_s=10.0)
+    chats = chat_models(models, max_new_tokens=max_new_tokens, models_file=models_file, key_env=api_key_env,
+                        retry=arena_retry)  # fmt: skip
     if own_model is not None and own_model not in chats:
         raise BadInput(f"--own-model {own_model!r} is not one of the --model names", field="own-model")
     if chats and own_model is None:
@@ -110,5 +163,6 @@ def build_app(db, *, host: str, models=(), own_model=None, tokens=(), tokens_fil
     config = ServeConfig(
         str(db), chats, own_model, token_map, seed, read_prompts(prompts) if prompts else [],
         str(report_dir) if report_dir else None, hold_s=hold_s,
+        allowed_hosts=allowed_hosts(host, allowed_hosts_extra),
     )  # fmt: skip
     return create_app(config)
