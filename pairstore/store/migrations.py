@@ -13,7 +13,7 @@ import json
 
 import pyarrow as pa
 
-from pairstore.holdout.ngrams import benchmark_tables
+from pairstore.ngram_hash import benchmark_tables
 from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
 from pairstore.normalize import word_text
 

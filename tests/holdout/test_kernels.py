@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from pairstore.holdout.ngrams import Q, Vocabulary, text_ngram_table
+from pairstore.ngram_hash import Q, Vocabulary, text_ngram_table
 from pairstore.holdout.scan import GramLookup
 
 # Pieces that meet at word boundaries in every way the reading has to get right: each ASCII whitespace,
