@@ -58,9 +58,10 @@ _FOLD_FLAGS = bytes(
 _FOLD_TABLE = np.frombuffer(_FOLD_FLAGS, dtype=np.uint8).astype(bool)
 _DELETE_TABLE = np.frombuffer(_DELETE_FLAGS, dtype=np.uint8).astype(bool)
 # Every alternative of NEEDS_WORD_TEXT_PATTERN holds one of these bytes (an entity's "&", an escape's
-# backslash, "_x", markup's "<" or "[", a role marker's ":"; tests/holdout/test_kernels.py checks it
-# on the pattern itself), so a text without any cannot match and RE2 reads only the texts that hold one.
-NEEDS_WORD_TEXT_TRIGGERS = b"&\\_<[:"
+# backslash, "_x", a URL escape's "%", markup's "<" or "[", a role marker's ":"; tests/holdout/test_kernels.py
+# checks it on the pattern itself), so a text without any cannot match and RE2 reads only the texts that
+# hold one.
+NEEDS_WORD_TEXT_TRIGGERS = b"&\\_%<[:"
 _TRIGGER_TABLE = np.zeros(256, dtype=bool)
 _TRIGGER_TABLE[list(NEEDS_WORD_TEXT_TRIGGERS)] = True
 

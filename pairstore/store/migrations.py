@@ -13,8 +13,8 @@ import json
 
 import pyarrow as pa
 
-from pairstore.ngram_hash import benchmark_tables
 from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
+from pairstore.ngram_hash import benchmark_tables
 from pairstore.normalize import word_text
 
 MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
