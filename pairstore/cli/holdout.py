@@ -20,6 +20,8 @@ from pairstore.holdout.sets import (
     sample_holdout,
     show_set,
 )
+from pairstore.normalize import normalization_version
+from pairstore.store.rekey import key_versions, rekey_every_table
 
 
 @click.group("holdout")
@@ -143,3 +145,21 @@ def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason, as_json):
         echo_json({"set": set_name, "item_id": item_id, "pair_id": pair_id, "added": added})
         return
     click.echo(f"{'exempted' if added else 'already exempted'}: pair {pair_id} for {set_name}/{item_id}")
+
+
+@holdout_group.command("rekey")
+@click.option(
+    "--all", "every", is_flag=True, help="Re-key every table, not only those another normalization keyed."
+)
+@json_option
+@click.pass_context
+def holdout_rekey_cmd(ctx, every, as_json):
+    """Re-key match keys for this pairstore's normalization (every write command re-keys stale ones)."""
+    with open_db(ctx) as store:  # opening for writing re-keys every stale table
+        counts = rekey_every_table(store.con) if every else {}
+        rows = key_versions(store.con)
+    if as_json:
+        echo_json({"normalization": normalization_version(), "rekeyed": counts, "tables": rows})
+        return
+    click.echo(f"normalization: {normalization_version()}")
+    echo_table(["table", "current", "keyed_at"], [(r["table"], r["current"], r["keyed_at"]) for r in rows])
