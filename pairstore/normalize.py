@@ -739,20 +739,33 @@ POLITE_WORDS = frozenset(
 def sentences(text: str) -> list[str]:
     """The word text of each sentence and line of a raw text (markup and role markers are line breaks),
     and of each sentence without the greetings and thanks around it (POLITE_WORDS)."""
-    raw = strip_markup(decode_escapes(text))
-    out = []
-    for s in _SENTENCE_END.split(raw):
-        words = word_text(s).split()
-        if not words:
-            continue
-        out.append(" ".join(words))
-        lo, hi = 0, len(words)
-        while lo < hi and words[lo] in POLITE_WORDS:
-            lo += 1
-        while hi > lo and words[hi - 1] in POLITE_WORDS:
-            hi -= 1
-        if 0 < hi - lo < len(words):
-            out.append(" ".join(words[lo:hi]))
+    return sentences_of([text])[0]
+
+
+def sentences_of(texts: Sequence[str], *, polite: bool = True) -> list[list[str]]:
+    """[sentences(t) for t in texts], every sentence of every text normalized in one batch (word_texts);
+    polite=False leaves out the readings without greetings and thanks."""
+    pieces = [_SENTENCE_END.split(strip_markup(decode_escapes(t))) for t in texts]
+    words = word_texts([p for ps in pieces for p in ps])
+    out, at = [], 0
+    for ps in pieces:
+        found = []
+        for w in words[at : at + len(ps)]:
+            ws = w.split()
+            if not ws:
+                continue
+            found.append(w)
+            if not polite:
+                continue
+            lo, hi = 0, len(ws)
+            while lo < hi and ws[lo] in POLITE_WORDS:
+                lo += 1
+            while hi > lo and ws[hi - 1] in POLITE_WORDS:
+                hi -= 1
+            if 0 < hi - lo < len(ws):
+                found.append(" ".join(ws[lo:hi]))
+        out.append(found)
+        at += len(ps)
     return out
 
 

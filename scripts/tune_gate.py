@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 from pairstore.holdout import matching
-from pairstore.holdout.matching import Needle, Rarity, RowText, _needles_of, match_texts, tokens
+from pairstore.holdout.matching import Needle, Rarity, RowText, match_texts, needles_of_text, tokens
 from pairstore.normalize import word_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gate"
@@ -34,7 +34,7 @@ def control_rarity(words: set[str] | None = None) -> Rarity:
 
 
 def predicted(row: dict, rarity: Rarity) -> str | None:
-    needles: list[Needle] = _needles_of("t", row["id"], "holdout", [word_text(row["a"])], None)
+    needles: list[Needle] = needles_of_text("t", row["id"], "holdout", [row["a"]])
     text = RowText.of([row["b"]], [])
     for n in needles:
         got = match_texts(n, text, rarity)

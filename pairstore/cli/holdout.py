@@ -15,6 +15,7 @@ from pairstore.cli.base import (
 from pairstore.holdout.sets import (
     add_exemption,
     add_from_ids_file,
+    add_from_texts_file,
     list_sets,
     remove_member,
     sample_holdout,
@@ -33,16 +34,25 @@ def holdout_group():
 @click.argument("set_name", metavar="SET")
 @click.option(
     "--ids-file",
-    required=True,
     type=click.Path(dir_okay=False),
     help="One battle, task or eval-item id per line.",
 )
+@click.option(
+    "--texts-file",
+    type=click.Path(dir_okay=False),
+    help='Texts to hold out: JSONL of {"text": ..., "id": ...} (id optional), or .txt, one text a line.',
+)
 @json_option
 @click.pass_context
-def holdout_add_cmd(ctx, set_name, ids_file, as_json):
-    """Add the ids in a file to holdout SET (created if new)."""
+def holdout_add_cmd(ctx, set_name, ids_file, texts_file, as_json):
+    """Add the ids or the texts in a file to holdout SET (created if new), in one transaction."""
+    if (ids_file is None) == (texts_file is None):
+        raise click.UsageError("give one of --ids-file or --texts-file")
     with open_db(ctx) as store:
-        n = add_from_ids_file(store, set_name, ids_file)
+        if ids_file is not None:
+            n = add_from_ids_file(store, set_name, ids_file)
+        else:
+            n = add_from_texts_file(store, set_name, texts_file)
     if as_json:
         echo_json({"set": set_name, "added": n})
         return

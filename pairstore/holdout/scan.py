@@ -29,6 +29,7 @@ compares their stored match keys in SQL.
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -279,7 +280,7 @@ def scan_candidates(
     store: Store,
     cand: str,
     row_filter: str,
-    needle_hashes: set[int],
+    needle_hashes: Iterable[int] | np.ndarray,
     vocab3=None,
     bench=None,
     needle_lengths=None,
@@ -296,7 +297,7 @@ def scan_candidates(
     reader = store.con.sql(f"""
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
         FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
-    wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
+    wanted = np.unique(np.fromiter(needle_hashes, dtype=np.uint64))
     if vocab3 is not None:
         vocab3 = (vocab3[0], GramLookup(vocab3[1]))
     try:
