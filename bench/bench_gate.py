@@ -34,7 +34,6 @@ import platform
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
@@ -55,29 +54,30 @@ LEAKS = 20
 CHILD_BUILD = r"""
 import sys, time
 from pairstore.store.store import open_store
-db, members, rows, sizes = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), [int(x) for x in sys.argv[4].split(",")]
-leaks = int(sys.argv[5])
+db, members, rows, leaks = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[5])
+sizes = [int(x) for x in sys.argv[4].split(",")]
 store = open_store(db)
 con = store.con
 con.execute("CREATE TEMP TABLE vocab AS SELECT list(substr(md5(i::VARCHAR), 1 + (i % 7)::INTEGER, "
             "3 + (i % 6)::INTEGER) ORDER BY i) AS v FROM range(8000) t(i)")
 def words(n, salt):
-    return (f"array_to_string(list_transform(range({n}), lambda j: v[1 + (hash(i, j, {salt}) % 8000)::INTEGER]), "
-            "' ')")
+    pick = f"v[1 + (hash(i, j, {salt}) % 8000)::INTEGER]"
+    return f"array_to_string(list_transform(range({n}), lambda j: {pick}), ' ')"
 t = time.time()
-con.execute(f'''INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote, match_key,
-                                     record_hash)
+con.execute(f'''INSERT INTO battles (battle_id, prompt, own_answers, opponent_answers, n_turns, vote,
+                                     match_key, record_hash)
     SELECT 'b' || i::VARCHAR, [{{'role': 'user', 'content': p}}], [{words("96 + i % 9", 2)}],
            [{words("88 + i % 7", 3)}], 1, 'win', md5(p), md5(i::VARCHAR)
     FROM (SELECT i, v, {words("36 + i % 9", 1)} AS p FROM range({members}) r(i), vocab)''')
-con.execute(f'''INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, match_key)
+con.execute(f'''INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version,
+                                   match_key)
     SELECT 'p' || i::VARCHAR, 'dpo', [{{'role': 'user', 'content': p}}], {words("96 + i % 11", 5)},
            {words("86 + i % 9", 6)}, 'bench', 'bench', '1', md5(p)
     FROM (SELECT i, v, {words("56 + i % 9", 4)} AS p FROM range({rows}) r(i), vocab)''')
 # A few rows leak a member of the smallest set: its prompt upper-cased.
 con.execute(f'''UPDATE pairs SET prompt = [{{'role': 'user', 'content': upper(b.prompt[1].content)}}]
-    FROM battles b WHERE pairs.pair_id = 'p' || (CAST(substr(b.battle_id, 2) AS BIGINT) * 7919 % {rows})::VARCHAR
-    AND CAST(substr(b.battle_id, 2) AS BIGINT) < {leaks}''')
+    FROM (SELECT *, CAST(substr(battle_id, 2) AS BIGINT) AS i FROM battles) b
+    WHERE pairs.pair_id = 'p' || (b.i * 7919 % {rows})::VARCHAR AND b.i < {leaks}''')
 for size in sizes:
     con.execute("INSERT INTO holdout_sets (set_name) VALUES (?)", [f"m{size}"])
     con.execute(f'''INSERT INTO holdout (set_name, item_id, item_kind, match_key, match_text)
@@ -106,7 +106,9 @@ def peak_rss_mb():
             return int(line.split()[1]) / 1024
 """
 
-CHILD_GATE = PEAK_RSS + r"""
+CHILD_GATE = (
+    PEAK_RSS
+    + r"""
 import json, sys, time
 from pairstore.store.store import open_store
 from pairstore.holdout.matching import members_in_rows
@@ -120,8 +122,11 @@ print(json.dumps({"seconds": time.perf_counter() - t, "members": sum(result.memb
                   "rows": result.candidates, "hits": len({(h.item_id, h.row_index) for h in result.hits}),
                   "scored": result.fuzzy_pairs_scored, "rss_mb": peak_rss_mb()}))
 """
+)
 
-CHILD_DUCKDB = PEAK_RSS + r"""
+CHILD_DUCKDB = (
+    PEAK_RSS
+    + r"""
 import json, sys, time
 import duckdb
 con = duckdb.connect(sys.argv[1], read_only=True)
@@ -135,8 +140,11 @@ hits = con.execute('''
     WHERE hash(lower(r.t)) IN (SELECT k FROM m)''', [sys.argv[2]]).fetchall()[0][0]
 print(json.dumps({"seconds": time.perf_counter() - t, "hits": hits, "rss_mb": peak_rss_mb()}))
 """
+)
 
-CHILD_ADD = PEAK_RSS + r"""
+CHILD_ADD = (
+    PEAK_RSS
+    + r"""
 import json, shutil, sys, time
 from pairstore.store.store import open_store
 from pairstore.holdout import sets
@@ -147,14 +155,18 @@ if limit:
     open(path, "w", encoding="utf-8").write("\n".join(lines) + "\n")
 store = open_store(db)
 t = time.perf_counter()
-n = sets.add_from_ids_file(store, "bulk", path) if how == "ids" else sets.add_from_texts_file(store, "bulk", path)
+add = sets.add_from_ids_file if how == "ids" else sets.add_from_texts_file
+n = add(store, "bulk", path)
 seconds = time.perf_counter() - t
 log = store.scalar("SELECT count(*) FROM audit_log WHERE action = 'holdout.add'")
 store.close()
 print(json.dumps({"seconds": seconds, "added": n, "audit_entries": log, "rss_mb": peak_rss_mb()}))
 """
+)
 
-CHILD_ADD_DUCKDB = PEAK_RSS + r"""
+CHILD_ADD_DUCKDB = (
+    PEAK_RSS
+    + r"""
 import json, sys, time
 import duckdb
 con = duckdb.connect(sys.argv[1])
@@ -169,6 +181,7 @@ con.execute("COMMIT")
 n = con.execute("SELECT count(*) FROM holdout WHERE set_name = 'bulk'").fetchall()[0][0]
 print(json.dumps({"seconds": time.perf_counter() - t, "added": n, "rss_mb": peak_rss_mb()}))
 """
+)
 
 
 def child(code: str, *args: object, before: Path | None = None) -> Contender:
@@ -184,8 +197,9 @@ def named(c: Contender, name: str) -> Contender:
 
 
 def run_checked(c: Contender) -> str:
-    out = subprocess.run(list(c.argv), env=dict(os.environ, **(c.env or {})), cwd=c.cwd, text=True,
-                         capture_output=True)
+    out = subprocess.run(
+        list(c.argv), env=dict(os.environ, **(c.env or {})), cwd=c.cwd, text=True, capture_output=True
+    )
     if out.returncode != 0:
         raise SystemExit(f"{' '.join(map(str, c.argv[3:]))} failed:\n{out.stderr[-3000:]}")
     return out.stdout.strip()
@@ -194,8 +208,11 @@ def run_checked(c: Contender) -> str:
 def before_worktree(ref: str) -> Path:
     path = WORK / "before-code"
     if not (path / "pairstore").is_dir():
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref],
+            check=True,
+            capture_output=True,
+        )
     return path
 
 
@@ -221,9 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     old = None if args.skip_before else before_worktree(args.before)
     after_db, before_db = WORK / f"after-{members}-{rows}.duckdb", WORK / f"before-{members}-{rows}.duckdb"
     if not after_db.exists():
-        print(run_checked(child(CHILD_BUILD, after_db, members, rows, ",".join(map(str, sizes)), LEAKS,
-                                before=old)) if old else run_checked(
-            child(CHILD_BUILD, after_db, members, rows, ",".join(map(str, sizes)), LEAKS)))
+        print(
+            run_checked(
+                child(CHILD_BUILD, after_db, members, rows, ",".join(map(str, sizes)), LEAKS, before=old)
+            )
+            if old
+            else run_checked(child(CHILD_BUILD, after_db, members, rows, ",".join(map(str, sizes)), LEAKS))
+        )
         if old:
             shutil.copyfile(after_db, before_db)
         print(run_checked(child(CHILD_OPEN, after_db)))
@@ -232,9 +253,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.code == "before":
         gates = []
     if old and args.code != "after":
-        gates += [named(child(CHILD_GATE, before_db, f"m{k}", before=old), f"gate before, {k:,} members")
-                  for k in sizes]
-    gates.append(named(child(CHILD_DUCKDB, after_db, f"m{members}"), f"DuckDB exact scan, {members:,} members"))
+        gates += [
+            named(child(CHILD_GATE, before_db, f"m{k}", before=old), f"gate before, {k:,} members")
+            for k in sizes
+        ]
+    gates.append(
+        named(child(CHILD_DUCKDB, after_db, f"m{members}"), f"DuckDB exact scan, {members:,} members")
+    )
     gate_runs = run_interleaved(gates, rounds=args.rounds) if args.only != "add" else []
     if args.only == "gate":
         write_results(args, members, rows, sizes, load, gate_runs, [])
@@ -244,19 +269,66 @@ def main(argv: list[str] | None = None) -> int:
     adds = []
     for how, path in (("ids", f"{after_db}.ids.txt"), ("texts", f"{after_db}.texts.jsonl")):
         copy = WORK / f"add-{how}.duckdb"
-        adds.append(named(Contender("", [PY, "-c", "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
-                                         str(after_db), str(copy)]), "copy"))
-        adds.append(named(child(CHILD_ADD, copy, how, path, 0), f"holdout add --{how}-file, {members:,} members"))
+        adds.append(
+            named(
+                Contender(
+                    "",
+                    [
+                        PY,
+                        "-c",
+                        "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
+                        str(after_db),
+                        str(copy),
+                    ],
+                ),
+                "copy",
+            )
+        )
+        adds.append(
+            named(child(CHILD_ADD, copy, how, path, 0), f"holdout add --{how}-file, {members:,} members")
+        )
     copy = WORK / "add-duckdb.duckdb"
-    adds.append(named(Contender("", [PY, "-c", "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
-                                     str(after_db), str(copy)]), "copy"))
-    adds.append(named(child(CHILD_ADD_DUCKDB, copy, f"{after_db}.ids.txt"), f"DuckDB INSERT, {members:,} members"))
+    adds.append(
+        named(
+            Contender(
+                "",
+                [
+                    PY,
+                    "-c",
+                    "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
+                    str(after_db),
+                    str(copy),
+                ],
+            ),
+            "copy",
+        )
+    )
+    adds.append(
+        named(child(CHILD_ADD_DUCKDB, copy, f"{after_db}.ids.txt"), f"DuckDB INSERT, {members:,} members")
+    )
     if old:
         copy = WORK / "add-before.duckdb"
-        adds.append(named(Contender("", [PY, "-c", "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
-                                         str(before_db), str(copy)]), "copy"))
-        adds.append(named(child(CHILD_ADD, copy, "ids", f"{after_db}.ids.txt", members // 10, before=old),
-                          f"holdout add --ids-file before, {members // 10:,} members"))
+        adds.append(
+            named(
+                Contender(
+                    "",
+                    [
+                        PY,
+                        "-c",
+                        "import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])",
+                        str(before_db),
+                        str(copy),
+                    ],
+                ),
+                "copy",
+            )
+        )
+        adds.append(
+            named(
+                child(CHILD_ADD, copy, "ids", f"{after_db}.ids.txt", members // 10, before=old),
+                f"holdout add --ids-file before, {members // 10:,} members",
+            )
+        )
     add_runs = [r for r in run_interleaved(adds, rounds=1) if r.name != "copy"]
     write_results(args, members, rows, sizes, load, gate_runs, add_runs)
     if not args.keep:
@@ -281,9 +353,9 @@ def write_results(args, members, rows, sizes, load, gate_runs, add_runs) -> None
         f"{' '.join(f'{x:.2f}' for x in load)}; Python {platform.python_version()}. Shared with other "
         "jobs, so wall times are noisy; CPU time is steadier.",
         "",
-        f"Data (invented, seeded): {members:,} held-out battles (prompt about 40 words, two answers of about "
-        f"100), {rows:,} rows (prompt about 60 words, chosen about 100, rejected about 90); {LEAKS} rows leak "
-        "a member (upper-cased). Each contender in its own process; interleaved rounds "
+        f"Data (invented, seeded): {members:,} held-out battles (prompt about 40 words, two answers of "
+        f"about 100), {rows:,} rows (prompt about 60 words, chosen about 100, rejected about 90); {LEAKS} "
+        "rows leak a member (upper-cased). Each contender in its own process; interleaved rounds "
         f"({args.rounds}); the code before this work is commit `{args.before}`.",
         "",
         "| contender | runs | wall s, median | CPU s, median | peak RSS MB | hits found |",
@@ -291,8 +363,10 @@ def write_results(args, members, rows, sizes, load, gate_runs, add_runs) -> None
     ]
     for name, s in stats.items():
         hits = info[name].get("hits")
-        lines.append(f"| {name} | {len(s.runs)} | {s.median_wall:.1f} | {s.median_cpu:.1f} | "
-                     f"{s.max_rss_mb:,.0f} | {hits} |")
+        lines.append(
+            f"| {name} | {len(s.runs)} | {s.median_wall:.1f} | {s.median_cpu:.1f} | "
+            f"{s.max_rss_mb:,.0f} | {hits} |"
+        )
     lines.append("")
     for label in ("after", "before"):
         series = [(k, stats.get(f"gate {label}, {k:,} members")) for k in sizes]
@@ -302,17 +376,27 @@ def write_results(args, members, rows, sizes, load, gate_runs, add_runs) -> None
         ks = [k for k, _ in series]
         per_member_kb = slope(ks, [s.max_rss_mb for _, s in series]) * 1024
         growth = slope([math.log(k) for k in ks], [math.log(s.median_cpu) for _, s in series])
-        lines.append(f"- {label}: memory per member {per_member_kb:.1f} KB (slope of peak RSS over "
-                     f"{', '.join(f'{k:,}' for k in ks)} members); CPU grows as members^{growth:.2f}.")
-    lines += ["", "| holdout add | wall s | CPU s | per member | audit-log entries | peak RSS MB |",
-              "| --- | --- | --- | --- | --- | --- |"]
+        lines.append(
+            f"- {label}: memory per member {per_member_kb:.1f} KB (slope of peak RSS over "
+            f"{', '.join(f'{k:,}' for k in ks)} members); CPU grows as members^{growth:.2f}."
+        )
+    lines += [
+        "",
+        "| holdout add | wall s | CPU s | per member | audit-log entries | peak RSS MB |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for r in add_runs:
         out = json.loads(r.stdout.strip().splitlines()[-1])
         n = out["added"]
-        lines.append(f"| {r.name} | {r.wall_s:.1f} | {r.cpu_s:.1f} | {1000 * out['seconds'] / max(n, 1):.3f} ms | "
-                     f"{out.get('audit_entries', '-')} | {r.peak_rss_mb:,.0f} |")
-    lines += ["", "Goals: `holdout add` of 100,000 members under 10 s on 2 cores, one transaction, one audit-log "
-              "entry per member; the gate's memory per member at most half the code before this work's."]
+        lines.append(
+            f"| {r.name} | {r.wall_s:.1f} | {r.cpu_s:.1f} | {1000 * out['seconds'] / max(n, 1):.3f} ms | "
+            f"{out.get('audit_entries', '-')} | {r.peak_rss_mb:,.0f} |"
+        )
+    lines += [
+        "",
+        "Goals: `holdout add` of 100,000 members under 10 s on 2 cores, one transaction, one audit-log "
+        "entry per member; the gate's memory per member at most half the code before this work's.",
+    ]
     text = "\n".join(lines) + "\n"
     print(text)
     if args.scale == 1 and not args.only:

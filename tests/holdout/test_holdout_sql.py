@@ -96,7 +96,8 @@ def test_cli_holdout_add_list_show_remove(run_cli, battles_file, tmp_path):
     assert r.exit_code == 2 and r.output == "error: no holdout set 'nope'\n"
     # one entry per member added, then the removal; the refused file added nothing
     r = run_cli("sql", "SELECT action, detail->>'item_id' AS id FROM audit_log ORDER BY seq", "--csv")
-    assert r.output == "action,id\nholdout.add,b005\nholdout.add,b006\nholdout.add,b007\nholdout.remove,b006\n"
+    added = "".join(f"holdout.add,{i}\n" for i in ("b005", "b006", "b007"))
+    assert r.output == "action,id\n" + added + "holdout.remove,b006\n"
 
 
 def test_active_members_and_held_task_keys(store):
