@@ -47,6 +47,7 @@ from pairstore.holdout.ngrams import DEFAULT_N, lookup_ngrams, registered_vocabu
 from pairstore.holdout.scan import Scan, scan_candidates
 from pairstore.holdout.text_match import (
     ANSWER_MIN_WORDS,
+    COMMON_NEEDLE_PROMPTS,
     COMMON_SHARE,
     CUT_TAIL_MIN_SHARE,
     CUT_TAIL_SLACK,
@@ -85,6 +86,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ANSWER_MIN_WORDS",
     "CANDIDATE_SCHEMA",
+    "COMMON_NEEDLE_PROMPTS",
     "COMMON_SHARE",
     "CUT_TAIL_MIN_SHARE",
     "CUT_TAIL_SLACK",

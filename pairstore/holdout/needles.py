@@ -318,6 +318,22 @@ def _commonness(store: Store) -> Commonness:
     return commonness
 
 
+def distinctive_parts(
+    members_turns: Sequence[Sequence[str]], commonness: Commonness
+) -> list[tuple[str, ...]]:
+    """Each member's distinctive sentences (its raw user turns given): the word text of every sentence of
+    REORDER_PART_MIN_WORDS words or more that is not a stock phrase of the store, each once, in order."""
+    split = sentences_of(["\n".join(ts) for ts in members_turns], polite=False)
+    return [
+        tuple(
+            dict.fromkeys(
+                p for p in ps if len(p.split()) >= REORDER_PART_MIN_WORDS and not commonness.common(p)
+            )
+        )
+        for ps in split
+    ]
+
+
 @dataclass
 class Materialized:
     """The needles asked for, made whole, and the ones skipped as stock phrases of the store."""
@@ -349,14 +365,11 @@ def materialize(store: Store, index: NeedleIndex, nids: Sequence[int]) -> Materi
         position[(m.set_name, m.item_id)]: (m, found) for m, found in zip(rows, needles_of_members(rows))
     }
     commonness = _commonness(store)
-    need_parts = [m for m, _ in by_member.values() if m.turns]
+    with_turns = [m for m, _ in by_member.values() if m.turns]
     parts_of = dict(
-        zip(
-            (id(m) for m in need_parts),
-            sentences_of([t for m in need_parts for t in [" \n".join(m.turns or [])]], polite=False),
-        )
+        zip((id(m) for m in with_turns), distinctive_parts([m.turns or [] for m in with_turns], commonness))
     )
-    answer_sentences = {}
+    answer_sentences: dict[int, tuple[Needle, str]] = {}
     asked = {(int(index.member[n]), int(index.slot[n])): n for n in wanted}
     for member, (m, found) in by_member.items():
         for slot, needle in found:
@@ -364,18 +377,13 @@ def materialize(store: Store, index: NeedleIndex, nids: Sequence[int]) -> Materi
             if nid is None:
                 continue
             if slot == PROMPT_SLOT:
-                parts = tuple(
-                    dict.fromkeys(
-                        p
-                        for p in parts_of.get(id(m), [])
-                        if len(p.split()) >= REORDER_PART_MIN_WORDS and not commonness.common(p)
-                    )
-                )
+                parts = parts_of.get(id(m), ())
                 out.needles[nid] = Needle(
                     needle.set_name, needle.item_id, needle.kind, needle.text, needle.task_key, False, parts
                 )
                 continue
-            raw = m.answers[slot - ANSWER_SLOT] if slot >= ANSWER_SLOT else (m.turns or [""])[slot - 1]
+            turns = m.turns if m.turns is not None else (m.match_text or "").split(TURN_SEP)
+            raw = m.answers[slot - ANSWER_SLOT] if slot >= ANSWER_SLOT else turns[slot - 1]
             answer_sentences[nid] = (needle, raw)
     if answer_sentences:
         split = sentences_of([raw for _, raw in answer_sentences.values()], polite=False)

@@ -214,14 +214,7 @@ def add_from_ids_file(store: Store, set_name: str, path) -> int:
     ]
     if not ids:
         raise BadInput("no ids in file", path=str(path))
-    seen: dict[str, int] = {}
-    for line, item_id in ids:
-        if item_id in seen:
-            raise BadInput(
-                f"id {item_id!r} is listed twice (first on line {seen[item_id]})", path=str(path), line=line
-            )
-        seen[item_id] = line
-    members = resolve_ids(store, ids, str(path))
+    members = resolve_ids(store, ids, str(path))  # an id listed twice is one member (add_members)
     return add_members(store, set_name, members, method=f"ids-file {path}")
 
 
