@@ -408,15 +408,20 @@ def _held(part: str, row: RowText) -> bool:
 
 def reordered(needle: Needle, row: RowText, rarity: Rarity | None = None) -> float | None:
     """Most of the member's distinctive sentences are in the row, in any order: more than half of them,
-    and at least REORDER_MIN_PARTS, each a sentence of the row or word for word inside its texts. The
-    score is the share held."""
+    and at least REORDER_MIN_PARTS, each a sentence of the row or word for word inside its texts; and, as
+    for a near copy, what the member is about is all there (every number and every distinctive word): a
+    sentence the row lacks may be reworded, not given other content. The score is the share held."""
     parts = needle.parts
     if len(parts) < REORDER_MIN_PARTS:
         return None
     held = sum(1 for p in parts if _held(p, row))
-    if held >= REORDER_MIN_PARTS and 2 * held > len(parts):
-        return round(100.0 * held / len(parts), 2)
-    return None
+    if held < REORDER_MIN_PARTS or 2 * held <= len(parts):
+        return None
+    if held < len(parts):
+        a, b = tokens(needle.text), tokens(row.hay)
+        if distinctive(a, rarity or Rarity()) - set(b) or _number_parts(a) - _number_parts(b):
+            return None
+    return round(100.0 * held / len(parts), 2)
 
 
 def near(needle: Needle, row: RowText, rarity: Rarity | None = None) -> float | None:
