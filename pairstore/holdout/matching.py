@@ -134,8 +134,6 @@ SPARED_SQL = (
     "(c.task_key IS NOT NULL AND EXISTS (SELECT 1 FROM tasks t WHERE t.task_key = c.task_key "
     "AND t.match_key = c.match_key))"
 )
-# How many of the needles skipped as stock phrases a result keeps as examples.
-SKIPPED_SHOWN = 20
 
 _MESSAGES = pa.list_(pa.string())
 CANDIDATE_SCHEMA = pa.schema(
@@ -196,7 +194,7 @@ class GateResult:
     candidates: int = 0
     fuzzy_pairs_scored: int = 0
     notes: list[str] = field(default_factory=list)
-    # needles a row held that are stock phrases of the store (not evidence): how many, and the first few
+    # needles a row held that are stock phrases of the store (not evidence): how many, and each one
     skipped_needles: int = 0
     skipped: list[dict] = field(default_factory=list)
 
@@ -439,28 +437,45 @@ def _cached_rarity(store: Store, words: set[str]) -> Rarity:
 
 
 def _gram_pairs(store: Store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
-    """(row_index, nid) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE)."""
-    if grams.num_rows == 0:
+    """(row_index, nid) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE).
+
+    A gram in COMMON_SHINGLE_SHARE of the rows (and at least five) is boilerplate: a needle with three rare
+    grams or more counts only its rare ones. The per-needle counts are numpy over the needles' grams; only
+    the grams some row holds go to DuckDB, joined with the rows' grams."""
+    if grams.num_rows == 0 or needle_grams.num_rows == 0:
         return []
+    row_index = grams["row_index"].to_numpy()
+    row_gram = grams["ngram"].to_numpy()
+    # distinct (row, gram), then how many rows hold each gram
+    order = np.lexsort((row_gram, row_index))
+    row_index, row_gram = row_index[order], row_gram[order]
+    fresh = np.ones(len(row_index), dtype=bool)
+    fresh[1:] = (row_index[1:] != row_index[:-1]) | (row_gram[1:] != row_gram[:-1])
+    row_index, row_gram = row_index[fresh], row_gram[fresh]
+    seen, rows_holding = np.unique(row_gram, return_counts=True)
     common = max(5, int(COMMON_SHINGLE_SHARE * n_rows + 0.999))
-    with store.registered("_pm_grams", grams), store.registered("_pm_ngrams", needle_grams):
-        return store.con.execute(f"""
-            WITH n AS (SELECT DISTINCT nid, ngram FROM _pm_ngrams),
-            g AS (SELECT DISTINCT row_index, ngram FROM _pm_grams),
-            freq AS (SELECT ngram, count(*) AS rows FROM g GROUP BY ngram),
-            f AS (SELECT n.nid, n.ngram, coalesce(freq.rows, 0) >= {common} AS is_common,
-                         count(*) FILTER (coalesce(freq.rows, 0) < {common}) \
-OVER (PARTITION BY n.nid) AS n_rare,
-                         count(*) OVER (PARTITION BY n.nid) AS n_all
-                  FROM n LEFT JOIN freq USING (ngram)),
-            used AS (SELECT nid, ngram, CASE WHEN n_rare >= 3 THEN n_rare ELSE n_all END AS n_used
-                     FROM f WHERE NOT is_common OR n_rare < 3)
-            SELECT g.row_index, u.nid
-            FROM g JOIN used u USING (ngram)
-            GROUP BY g.row_index, u.nid
-            HAVING count(*) >= greatest(1, least(any_value(u.n_used),
-                                                 greatest(2, ceil({SHINGLE_MIN_SHARE} * \
-any_value(u.n_used)))))
+    nid = needle_grams["nid"].to_numpy()
+    gram = needle_grams["ngram"].to_numpy()
+    is_common = np.isin(gram, seen[rows_holding >= common])
+    size = int(nid.max()) + 1
+    n_all = np.bincount(nid, minlength=size)
+    n_rare = np.bincount(nid[~is_common], minlength=size)
+    n_used = np.where(n_rare >= 3, n_rare, n_all)
+    used = ~is_common | (n_rare[nid] < 3)
+    need = np.maximum(1, np.minimum(n_used, np.maximum(2, np.ceil(SHINGLE_MIN_SHARE * n_used)))).astype(
+        np.int64
+    )
+    keep = used & np.isin(gram, seen)
+    if not keep.any():
+        return []
+    held = pa.table(
+        {"nid": pa.array(nid[keep]), "ngram": pa.array(gram[keep]), "need": pa.array(need[nid[keep]])}
+    )
+    rows = pa.table({"row_index": pa.array(row_index, pa.int64()), "ngram": pa.array(row_gram)})
+    with store.registered("_pm_grams", rows), store.registered("_pm_ngrams", held):
+        return store.con.execute("""
+            SELECT g.row_index, n.nid FROM _pm_grams g JOIN _pm_ngrams n USING (ngram)
+            GROUP BY g.row_index, n.nid HAVING count(*) >= any_value(n.need)
             ORDER BY 1, 2""").fetchall()
 
 
@@ -499,10 +514,13 @@ def _text_hits(run: GateRun, pairs: set[tuple[int, int]], result: GateResult) ->
         return []
     made = materialize(run.store, run.index, sorted({nid for _, nid in pairs}))
     result.skipped_needles = len(made.common)
-    result.skipped = [
-        {"set": n.set_name, "item_id": n.item_id, "text": n.text[:200], "answer": n.answer}
-        for _, n in sorted(made.common.items())[:SKIPPED_SHOWN]
-    ]
+    result.skipped = sorted(
+        (
+            {"set": n.set_name, "item_id": n.item_id, "text": n.text[:200], "answer": n.answer}
+            for n in made.common.values()
+        ),
+        key=lambda x: (x["set"], x["item_id"], x["text"]),
+    )
     texts = _row_texts(run.store, run.cand, {r for r, nid in pairs if nid in made.needles})
     fuzzy_words = needle_words(made.needles.values())
     rarity = _cached_rarity(run.store, fuzzy_words) if fuzzy_words else None

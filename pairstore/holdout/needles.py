@@ -44,7 +44,7 @@ from pairstore.normalize import TURN_SEP, sentences_of, word_texts
 if TYPE_CHECKING:
     from pairstore.store.store import Store
 
-BATCH_MEMBERS = 20_000
+BATCH_MEMBERS = 5_000  # members normalized at once: what the index holds beyond its arrays
 # At most about this many of a needle's distinct 3-grams are kept for the prefilter (those whose hash
 # falls in a stride chosen by the count): a long answer needs no more to be told from other text, and
 # the gate's memory per member stays bounded.
@@ -79,8 +79,8 @@ MEMBER_ANSWERS_SQL = """(CASE h.item_kind
 
 def members_sql(set_name: str | None, only: str = "") -> tuple[str, list]:
     """SQL of every member to check (active holdout members, eval items, benchmark items; or one set), as
-    (set_name, item_id, kind, task_key, stored match key, raw user turns or NULL, match text, answers),
-    in a fixed order; `only`: a relation of (set_name, item_id) to keep."""
+    (set_name, item_id, kind, task_key, stored match key, raw user turns or NULL, match text, answers);
+    `only`: a relation of (set_name, item_id) to keep."""
     keep = f" SEMI JOIN {only} USING (set_name, item_id)" if only else ""
     parts, params = [], []
     if set_name is None or not set_name.startswith(("eval:", "benchmark:")):
@@ -104,7 +104,9 @@ def members_sql(set_name: str | None, only: str = "") -> tuple[str, list]:
                    match_key, [text] AS turns, NULL AS match_text, []::VARCHAR[] AS answers
             FROM benchmark_refs WHERE (? IS NULL OR benchmark = ?)) m{keep}""")
         params += [bench, bench]
-    return " UNION ALL ".join(parts) + " ORDER BY set_name, item_id", params
+    # No ORDER BY: the members stream in batches (a sort would hold them all); nothing here depends on
+    # their order (hits are sorted, skipped needles listed by set and id).
+    return " UNION ALL ".join(parts), params
 
 
 @dataclass
@@ -260,7 +262,7 @@ def needle_index(store: Store, set_name: str | None = None) -> NeedleIndex:
             vocab = Vocabulary.of_texts([t for _, t in gram_of])
             docs, grams = vocab.ngrams([t for _, t in gram_of], GRAM_WORDS)
             docs, grams = _kept_grams(docs, grams)
-            nids = np.array([nid for nid, _ in gram_of], dtype=np.int64)
+            nids = np.array([nid for nid, _ in gram_of], dtype=np.int32)
             gram_nids.append(nids[docs])
             gram_hashes.append(grams)
             vocab_words.append(vocab.words)
@@ -275,7 +277,10 @@ def needle_index(store: Store, set_name: str | None = None) -> NeedleIndex:
     index.loose_len = np.concatenate(lengths) if lengths else np.zeros(0, np.int32)
     if gram_nids:
         index.grams = pa.table(
-            {"nid": pa.array(np.concatenate(gram_nids)), "ngram": pa.array(np.concatenate(gram_hashes))}
+            {
+                "nid": pa.array(np.concatenate(gram_nids), pa.int32()),
+                "ngram": pa.array(np.concatenate(gram_hashes), pa.uint64()),
+            }
         )
         unique = pc.unique(pa.chunked_array(vocab_words).combine_chunks())
         index.vocabulary = Vocabulary(unique, word_hashes(unique))

@@ -123,8 +123,7 @@ def add_members(
                 [set_name],
             )
             # one entry per member, in the members' order
-            con.execute(
-                "INSERT INTO audit_log (action, subject, detail) "
+            store.audit_each(
                 "SELECT 'holdout.add', ?, json_object('item_id', a.item_id, 'method', ?::VARCHAR, "
                 "'seed', ?::BIGINT, 'again', a.again) "
                 "FROM _added_members a JOIN (SELECT item_id, row_number() OVER () AS i FROM _new_members) o "

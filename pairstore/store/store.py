@@ -113,6 +113,11 @@ class Store:
             [action, subject, json.dumps(detail or {}, sort_keys=True, default=str)],
         )
 
+    def audit_each(self, select_sql: str, params: list | None = None) -> None:
+        """Append one audit_log entry per row of `select_sql` (a SELECT of action, subject and detail as
+        JSON text, in the order it gives): a bulk change logs each item it touches in one statement."""
+        self.con.execute("INSERT INTO audit_log (action, subject, detail) " + select_sql, params or [])
+
     def schema_version(self) -> int:
         return self.scalar("SELECT coalesce(max(version), 0) FROM schema_version")
 
