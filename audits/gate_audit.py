@@ -10,9 +10,13 @@ origin id (the id stage would catch them all) and goes through the export gate's
 (pairstore.holdout.matching.check_candidates) against every member, eval item and benchmark. Recall
 per transformation = the share of rows in which the matcher finds the member the row disguises.
 
-Near neighbours (MUTATIONS: another number, another content word) are other questions: a row that
-the matcher finds to be its source member is a false refusal. A member a mutation cannot change (no
-number, no content word) is left out of that mutation's count.
+Near neighbours (MUTATIONS: another number, one or two other content words, a possessive after its last
+word) are other questions: a row that the matcher finds to be its source member is a false refusal. A
+member a mutation cannot change (no number, no content word) is left out of that mutation's count.
+
+A needle the gate skips as a stock phrase of the store (an answer several distinct prompts of the store's
+other items hold: a refusal, a greeting) is counted and shown (`skipped_needles`); a transformation that
+plants such an answer is left out of that member's count, as it is no evidence of a leak.
 
 What no transformation here exercises, because string matching cannot decide it, is in UNCAUGHT
 (and docs/design.md): the report prints it with the table.
@@ -27,6 +31,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from pairstore.errors import NotFound
 from pairstore.holdout.matching import STOPWORDS, candidate_table, check_candidates
@@ -77,6 +82,22 @@ def _cut_tail(text: str) -> str:
     return " ".join(words[: max(1, len(words) - max(1, len(words) // 8))])
 
 
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+
+
+def _reordered(text: str) -> str | None:
+    """The member's sentences, last first; None when it has fewer than two sentences of five words."""
+    parts = [p for p in _SENTENCE.split(text.strip()) if p]
+    if len([p for p in parts if len(p.split()) >= 5]) < 2:
+        return None
+    return " ".join(reversed(parts))
+
+
+def _wordpiece(text: str) -> str:
+    """A WordPiece dump: a long word split, its tail marked `##`, tokens separated by spaces."""
+    return " ".join(w[:3] + " ##" + w[3:] if len(w) > 5 and w.isalpha() else w for w in text.split(" "))
+
+
 # name -> (class, fn(prompt text, answer or None, rng) -> (prompt messages, answers) or None when the
 # transformation does not apply to this member).
 Transform = tuple[str, Callable[..., Any]]
@@ -118,6 +139,11 @@ TRANSFORMS: dict[str, Transform] = {
     "Alpaca format": ("template", lambda q, a, r: (_users(f"### Instruction:\n{q}\n\n### Response:\n"), [])),
     "Question/Answer format": ("template", lambda q, a, r: (_users(f"Question:{q}\nAnswer:"), [])),
     "HTML tags": ("template", lambda q, a, r: (_users(f"<p>{q}</p>"), [])),
+    "URL-encoded (form)": ("encoding", lambda q, a, r: (_users(quote_plus(q)), [])),
+    "URL-encoded (percent)": ("encoding", lambda q, a, r: (_users(quote(q, safe="")), [])),
+    "byte-level BPE token dump": ("tokenizer", lambda q, a, r: (_users("Ġ".join(q.split(" "))), [])),
+    "SentencePiece token dump": ("tokenizer", lambda q, a, r: (_users("▁" + "▁".join(q.split(" "))), [])),
+    "WordPiece token dump": ("tokenizer", lambda q, a, r: (_users(_wordpiece(q)), [])),
     "split over two user turns": ("turns", lambda q, a, r: (_users(*_split(q)), [])),
     "in the system prompt": (
         "turns",
@@ -165,7 +191,14 @@ TRANSFORMS: dict[str, Transform] = {
         lambda q, a, r: (_users(_drop_articles(q)), []) if _drop_articles(q) != q else None,
     ),
     "tail cut": ("near copy", lambda q, a, r: (_users(_cut_tail(q)), []) if len(q.split()) >= 12 else None),
+    "sentences reordered": (
+        "order",
+        lambda q, a, r: (_users(x), []) if (x := _reordered(q)) is not None else None,
+    ),
 }
+# Transformations that plant the member's answer: a member whose answer is a stock phrase of the store
+# is left out of their count (the gate skips such an answer, rightly).
+ANSWER_TRANSFORMS = ("the member's answer as chosen",)
 
 
 def _another_number(q: str, rng: random.Random) -> str | None:
@@ -176,8 +209,12 @@ def _another_number(q: str, rng: random.Random) -> str | None:
     return q[: m.start()] + str(int(m.group()) + rng.randint(1, 9)) + q[m.end() :]
 
 
-def _another_word(q: str, rng: random.Random) -> str | None:
-    words = [m for m in re.finditer(r"[^\W\d_]{4,}", q) if m.group().lower() not in STOPWORDS]
+def _another_word(q: str, rng: random.Random, keep: frozenset[str] = frozenset()) -> str | None:
+    words = [
+        m
+        for m in re.finditer(r"[^\W\d_]{4,}", q)
+        if m.group().lower() not in STOPWORDS and m.group().lower() not in keep
+    ]
     if not words:
         return None
     m = max(words, key=lambda m: (len(m.group()), -m.start()))  # the longest content word
@@ -186,7 +223,28 @@ def _another_word(q: str, rng: random.Random) -> str | None:
     return re.sub(rf"(?<!\w){re.escape(m.group())}(?!\w)", new, q)
 
 
-MUTATIONS = {"another number": _another_number, "another content word": _another_word}
+def _two_other_words(q: str, rng: random.Random) -> str | None:
+    """The two longest content words, each replaced by another word (the same template, other content)."""
+    once = _another_word(q, rng)
+    twice = None if once is None else _another_word(once, rng, frozenset(OTHER_WORDS))
+    return twice if twice is not None and twice != once else None
+
+
+def _possessive(q: str, rng: random.Random) -> str | None:
+    """Another, longer question about something of the member's last word ("... Maria's garden"): the
+    member's words are all there, but its last one is a possessive now."""
+    stripped = q.rstrip(" ?.!")
+    if len(stripped.split()) < 5 or not stripped[-1:].isalpha():
+        return None
+    return f"{stripped}'s {rng.choice(OTHER_WORDS)}, and what else should I know about it?"
+
+
+MUTATIONS = {
+    "another number": _another_number,
+    "another content word": _another_word,
+    "two other content words": _two_other_words,
+    "a possessive after its last word": _possessive,
+}
 
 # What string matching cannot decide: documented, not measured (docs/design.md, "What it cannot catch").
 UNCAUGHT = (
@@ -207,6 +265,9 @@ class GateAudit:
     recall: list[dict] = field(default_factory=list)  # transform, class, rows, caught, recall
     mutations: list[dict] = field(default_factory=list)  # mutation, rows, refused, false_refusal_rate
     uncaught: tuple = UNCAUGHT
+    # needles the gate skipped as stock phrases of the store: how many, and the first few
+    skipped_needles: int = 0
+    skipped: list[dict] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -215,7 +276,18 @@ class GateAudit:
             "recall": self.recall,
             "mutations": self.mutations,
             "uncaught": list(self.uncaught),
+            "skipped_needles": {"count": self.skipped_needles, "examples": self.skipped},
         }
+
+    def skipped_line(self) -> str:
+        """One line for the table output: the needles skipped as stock phrases, with an example."""
+        if not self.skipped_needles:
+            return "skipped needles (stock phrases of the store, not evidence): 0"
+        first = self.skipped[0]
+        return (
+            f"skipped needles (stock phrases of the store, not evidence): {self.skipped_needles}, e.g. "
+            f"{first['set']}/{first['item_id']}: {first['text'][:80]!r}"
+        )
 
 
 def _members(
@@ -273,17 +345,23 @@ def audit_gate(store, *, set_name: str | None = None, seed: int = 0, limit: int 
             rows.append((len(rows), None, [], _users(mutated), None, []))
             meta.append(("m", name, s, item))
     found: dict[int, set] = defaultdict(set)
+    skipped: list[dict] = []
     with progress.stage("audit gate: check disguises", total=len(rows), unit="prompts") as stage:
         if rows:
-            for h in check_candidates(store, candidate_table(rows)).hits:
+            result = check_candidates(store, candidate_table(rows))
+            for h in result.hits:
                 found[h.row_index].add((h.set_name, h.item_id))
+            skipped = result.skipped
         stage.advance(len(rows))
+    stock_answers = {(x["set"], x["item_id"]) for x in skipped if x["answer"]}
     per: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for i, (kind, name, s, item) in enumerate(meta):
+        if name in ANSWER_TRANSFORMS and (s, item) in stock_answers:
+            continue  # a stock answer planted in a row is no leak: the gate skips it, and says so
         c = per[(kind, name)]
         c[0] += 1
         c[1] += (s, item) in found.get(i, ())
-    out = GateAudit(len(members), seed)
+    out = GateAudit(len(members), seed, skipped_needles=len(skipped), skipped=skipped[:20])
     for name, (cls, _) in TRANSFORMS.items():
         n, caught = per.get(("t", name), (0, 0))
         out.recall.append(

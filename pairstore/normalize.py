@@ -1,42 +1,55 @@
 """Text normalization behind the match key: what a disguise or a tool's encoding changes, this takes away.
 
-    from pairstore.normalize import word_text, compact_text, STEPS
+    from pairstore.normalize import word_text, word_texts, compact_text, STEPS
     word_text("Wh\u200bat is the саpital of Peru??")          # -> "what is the capital of peru"
-    word_text("<|im_start|>user\nWhat&#39;s 1,250 + 3?<|im_end|>")  # -> "what s 1 250 + 3"
+    word_text("<|im_start|>user\nWhat&#39;s 1,250 + 3?<|im_end|>")  # -> "what's 1 250 + 3"
+    word_text("What%20is%20Peru%27s%20capital%3F")             # -> "what is peru's capital"
+    word_text("WhatĠisĠtheĠcapital")                           # -> "what is the capital"
     compact_text(word_text("What is 12 + 7?"))                 # -> "whatis12+7"
 
 `word_text(text)` runs one pipeline of ordered, named steps (STEPS), the same on both sides of every
-comparison (held-out members and training rows), each a pure function tested on its own
-(tests/base/test_normalize.py):
+comparison (held-out members and training rows). Each step is a `Step`: a one-text method `one` and a
+many-texts method `many` that gives the same list, faster (tests/base/test_normalize.py holds the two
+equal on generated text); `word_texts(texts)` runs the `many` of each step.
 
 1. ``decode_escapes`` - the layers tools add, undone until nothing changes (at most 3 rounds): HTML
    entities (`&#39;`, `&amp;`, `&nbsp;`), JSON / C backslash escapes of a double JSON encoding (`\\n`,
-   `\\"`, `\\u00e9`), spreadsheet (OOXML) escapes `_x000D_`;
+   `\\"`, `\\u00e9`), spreadsheet (OOXML) escapes `_x000D_`, URL encoding (`%20`, `%C3%A9`, and `+`
+   for a space in a form-encoded text: one without whitespace that holds a `%XX` escape or a `+`
+   between two letters);
 2. ``strip_markup`` - rendered chat templates and prompt formats become line breaks: ChatML
    `<|im_start|>user` / `<|im_end|>`, Llama `[INST]` `<<SYS>>` `<s>`, Llama-3 `<|start_header_id|>user
    <|end_header_id|>` `<|eot_id|>`, Gemma `<start_of_turn>model`, Alpaca `### Instruction:` /
    `### Response:`, `Question:` / `Answer:` / `Human:` / `User:` at the start of a line, HTML tags;
 3. ``nfkc`` - Unicode NFKC (fullwidth, ligatures, compatibility forms);
 4. ``ascii_digits`` - a decimal digit of any script (Arabic-Indic, Devanagari, ...) becomes its ASCII digit;
-5. ``fold`` - case folding that holds for every script, with the translation table (`fold_table`):
-   invisible and format characters, controls and combining marks removed; every non-ASCII character
-   that Unicode's confusables data (UTS #39, pairstore/data/confusables.tsv) maps to a prototype replaced
-   by it; non-ASCII punctuation becomes a space (or its ASCII look-alike). A text written in its own
-   script (it holds a letter with no ASCII look-alike in either case: Cyrillic "л", Greek "λ") is case-
-   folded *before* the table, so upper, title and lower case give one key; a Latin text with look-alike
-   letters slipped in (no such letter) is mapped by each letter's own shape first (Greek "Η" is "h").
-   ASCII itself is never remapped: 0/O, 1/l and rn/m are different text there;
+5. ``fold`` - every character decided (`char_class`), case folded for every script, with the
+   translation table (`fold_table`): invisible and format characters, controls and combining marks
+   removed; tokenizer word marks (`Ġ` and `Ċ` of byte-level BPE, `▁` of SentencePiece) a word break;
+   every non-ASCII character that Unicode's confusables data (UTS #39, pairstore/data/confusables.tsv)
+   maps to a prototype replaced by it; non-ASCII punctuation becomes a space (or its ASCII look-alike:
+   an arithmetic sign, a dot, an apostrophe); every other symbol (currency, arrows, emoji, box drawing),
+   private-use and unassigned code point becomes a space. A text written in its own script (it holds a
+   letter with no ASCII look-alike in either case: Cyrillic "л", Greek "λ") is case-folded *before* the
+   table, so upper, title and lower case give one key; a Latin text with look-alike letters slipped in
+   (no such letter) is mapped by each letter's own shape first (Greek "Η" is "h"). ASCII itself is never
+   remapped: 0/O, 1/l and rn/m are different text there;
 6. ``number_forms`` - numbers made comparable: thousands separators (`1,250`, `1.250`, `1'250`) become a
    word break inside the number ("1 250", so the key reads 1250), a decimal comma (`1,5`) a decimal
    point, a time `3.15 pm` is `3:15 pm`;
-7. ``punctuation`` - every ASCII punctuation character becomes a word break (never glueing two words);
-   the arithmetic signs `+ - * / = < > ^` are kept between two numbers ("12 + 7", "2^10"), `+`/`-` as the
-   sign of a number ("-5"), `%` after one ("20%"), a dot between two digits ("3.5");
+7. ``punctuation`` - every ASCII punctuation character becomes a word break (never glueing two words,
+   so the `##` of a WordPiece dump is one too); the arithmetic signs `+ - * / = < > ^` are kept between
+   two numbers ("12 + 7", "2^10"), `+`/`-` as the sign of a number ("-5"), `%` after one ("20%"), a dot
+   between two digits ("3.5"), an apostrophe between two letters ("Peru's", "don't": one word);
 8. ``spaces`` - whitespace collapsed to single spaces, trimmed.
 
-`compact_text` drops the spaces too: the text behind the match key, so spacing and punctuation do not
-matter. The same question with other numbers, another operator or another word keeps a key of its own.
-`sentences(text)` is the word text of each sentence and line (the unit a short member is looked for as).
+`compact_text` drops the spaces and apostrophes too: the text behind the match key, so spacing,
+punctuation and a dropped apostrophe do not matter. The same question with other numbers, another
+operator or another word keeps a key of its own. `sentences(text)` is the word text of each sentence
+and line (the unit a short member is looked for as).
+
+`normalization_version()` names every step's version, the match-key text's and the Unicode data's; the
+store keeps it with every key it holds and re-keys when it changes (pairstore.store.rekey).
 
 Plain ASCII text skips the Unicode steps; the table's entry for a character is computed the first time a
 text holds it.
@@ -49,15 +62,22 @@ import html
 import re
 import string
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
 
 TURN_SEP = "\x1e"  # separates turns inside a match text; whitespace to every normalizer
 OPERATORS = "+-*/=<>^%"
+# What step 7 keeps in context: the operators beside numbers, the dot between digits, the apostrophe
+# between letters. Everywhere else they are word breaks.
+KEPT_SIGNS = OPERATORS + ".'"
 _ASCII_WS = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 _ASCII_CONTROLS = "".join(chr(c) for c in [*range(0, 9), *range(0x0E, 0x1C), 0x7F])
-# ASCII punctuation that always becomes a space: everything but the operators and the dot (step 7 decides).
-_ASCII_PUNCT = "".join(c for c in string.punctuation if c not in OPERATORS + ".")
+# ASCII punctuation that always becomes a space: everything but the kept signs (step 7 decides those).
+_ASCII_PUNCT = "".join(c for c in string.punctuation if c not in KEPT_SIGNS)
+# Tokenizer word marks: byte-level BPE writes a space as "Ġ" and a line break as "Ċ", SentencePiece a word
+# start as "▁". A decoded-token dump glues every word of a text with them; each is a word break.
+TOKEN_MARKS = {0x0120: " ", 0x010A: " ", 0x2581: " "}
 
 # Default-ignorable code points that are not in category Cf (DerivedCoreProperties.txt): the combining
 # grapheme joiner, Hangul fillers, Khmer inherent vowels, Mongolian variation selectors, variation
@@ -73,6 +93,7 @@ _IGNORABLE_RANGES = (
     (0xFFF0, 0xFFF8),
     (0xE0000, 0xE0FFF),
 )
+_IGNORABLE = frozenset(cp for lo, hi in _IGNORABLE_RANGES for cp in range(lo, hi + 1))
 # Blank-looking symbols that are not whitespace to Unicode: read as a space.
 _BLANKS = (0x2800,)
 
@@ -95,6 +116,13 @@ _BACKSLASH_CHARS = {
     "\\": "\\",
 }
 _OOXML = re.compile(r"_x([0-9A-Fa-f]{4})_")
+_PERCENT_RUN = re.compile(r"(?:%[0-9A-Fa-f]{2})+")
+# A form-encoded text (application/x-www-form-urlencoded writes a space as "+"): no whitespace, and a
+# percent escape or a "+" between two letters. "12+7" alone stays arithmetic.
+_FORM_SIGN = re.compile(r"%[0-9A-Fa-f]{2}|[^\W\d_]\+[^\W\d_]")
+_WHITESPACE = re.compile(r"\s")
+# What may start an escape of step 1: a text holding none of these is left as it is.
+_ESCAPE_START = re.compile(r"[&\\%+]|_x")
 
 
 def _unbackslash(m: re.Match) -> str:
@@ -105,17 +133,34 @@ def _unbackslash(m: re.Match) -> str:
     return _BACKSLASH_CHARS[s]
 
 
+def _unpercent(m: re.Match) -> str:
+    """A run of percent escapes as the UTF-8 text it encodes; a byte that is not part of a UTF-8 character
+    stays escaped (`%FF`), so nothing is lost or invented."""
+    raw = bytes.fromhex(m.group(0).replace("%", ""))
+    decoded = raw.decode("utf-8", errors="surrogateescape")
+    return "".join(f"%{ord(c) - 0xDC00:02X}" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in decoded)
+
+
+def url_decode(text: str) -> str:
+    """Percent escapes (`%20`, `%C3%A9`) decoded; in a form-encoded text (_FORM_SIGN) `+` is a space first."""
+    if "+" in text and _WHITESPACE.search(text) is None and _FORM_SIGN.search(text) is not None:
+        text = text.replace("+", " ")
+    return _PERCENT_RUN.sub(_unpercent, text) if "%" in text else text
+
+
 def decode_escapes(text: str) -> str:
-    """HTML entities, backslash escapes and spreadsheet escapes, decoded until nothing changes (3 rounds
-    at most: `&amp;#39;` is two layers)."""
+    """HTML entities, backslash escapes, spreadsheet escapes and URL encoding, decoded until nothing
+    changes (3 rounds at most: `&amp;#39;` and `%2526` are two layers)."""
     for _ in range(3):
-        if "&" not in text and "\\" not in text and "_x" not in text:
+        if _ESCAPE_START.search(text) is None:
             return text
         new = html.unescape(text) if "&" in text else text
         if "\\" in new:
             new = _BACKSLASH.sub(_unbackslash, new)
         if "_x" in new:
             new = _OOXML.sub(lambda m: chr(int(m.group(1), 16)), new)
+        if "%" in new or "+" in new:
+            new = url_decode(new)
         if new == text:
             return text
         text = new
@@ -187,15 +232,17 @@ def _load_confusables() -> dict[int, str]:
 
 
 def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
-    """What step 2 does to one code point: None (remove), a replacement string, or 0 (keep as it is)."""
+    """What step 5 does to one code point: None (remove), a replacement string, or 0 (keep as it is)."""
     ch = chr(cp)
     if cp < 0x80:
         if ch in _ASCII_WS:
             return " "
         # ASCII punctuation is left to steps 6 and 7 (a comma may be a number's separator)
         return None if ch in _ASCII_CONTROLS else 0
+    if cp in TOKEN_MARKS:
+        return TOKEN_MARKS[cp]
     cat = unicodedata.category(ch)
-    if cat in ("Cf", "Cs", "Mn", "Me") or any(lo <= cp <= hi for lo, hi in _IGNORABLE_RANGES):
+    if cat in ("Cf", "Cs", "Mn", "Me") or cp in _IGNORABLE:
         return None
     if cat == "Cc":
         return " " if ch.isspace() else None
@@ -204,15 +251,19 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
     if cat == "Nd":
         return str(unicodedata.decimal(ch))  # step 4 did it; the table alone is right too
     if cat[0] == "P":
-        # Punctuation is a word break, unless it looks like an arithmetic sign or a dot ("‐" U+2010 in
-        # "12 ‐ 7"): step 7 decides those.
+        # Punctuation is a word break, unless it looks like a sign step 7 decides: an arithmetic sign or a
+        # dot ("‐" U+2010 in "12 ‐ 7"), an apostrophe ("’" in "Peru’s").
         proto = confusables.get(cp, "")
-        return proto if len(proto) == 1 and proto in OPERATORS + "." else " "
+        return proto if len(proto) == 1 and proto in KEPT_SIGNS else " "
     if cp in confusables:
         proto = confusables[cp]
         # A capital that looks like I has the prototype "l" (TR39 maps I, l, 1 and | to it); after case
         # folding the Latin "I" is "i", so its upper-case look-alikes must be too.
         return "i" if proto == "l" and cat == "Lu" else proto
+    if cat[0] == "S" or cat in ("Co", "Cn"):
+        # Symbols without a look-alike (currency, arrows, emoji, box drawing; a negated relation such as
+        # "≠" is not its base "="), private use and unassigned code points: a word break.
+        return " "
     decomposition = unicodedata.decomposition(ch)
     if decomposition and not decomposition.startswith("<"):
         base = "".join(
@@ -223,7 +274,9 @@ def _base_action(cp: int, confusables: dict[int, str]) -> str | None | int:
     return 0
 
 
-_SCANNED = ((0, 0x323AF), (0xE0000, 0xE0FFF))  # every assigned character outside private use
+# Every assigned character outside private use (fold_table lists these); the table decides every other
+# code point too (private use and unassigned: a word break).
+_SCANNED = ((0, 0x323AF), (0xE0000, 0xE0FFF))
 
 
 class _FoldTable(dict):
@@ -243,8 +296,10 @@ class _FoldTable(dict):
         """The final replacement of one code point: its action, folded, each character resolved in turn."""
         if cp in self:
             return dict.__getitem__(self, cp)
-        scanned = any(lo <= cp <= hi for lo, hi in _SCANNED)
-        action = _base_action(cp, self._confusables) if scanned else 0
+        action = _base_action(cp, self._confusables)
+        if action == " ":  # a word break (most of the code space: unassigned, private use, symbols)
+            self[cp] = " "
+            return " "
         if cp in visiting:
             return chr(cp)  # a cycle of look-alikes: the character stands for itself
         if action == 0:
@@ -273,15 +328,24 @@ def fold_table() -> dict[int, str | None]:
     return {cp: v for lo, hi in _SCANNED for cp in range(lo, hi + 1) if (v := table[cp]) != chr(cp)}
 
 
-@functools.lru_cache(maxsize=65536)
+_OWN_SCRIPT: dict[int, bool] = {}  # own_script_letter of each letter asked about (at most every letter)
+
+
 def own_script_letter(cp: int) -> bool:
     """A letter with no ASCII look-alike in either case (Cyrillic "л", Greek "λ", every CJK letter): a text
     holding one is written in its own script, not a Latin text in disguise."""
-    if cp < 0x80 or not any(lo <= cp <= hi for lo, hi in _SCANNED):
+    if cp < 0x80:
         return False
     ch = chr(cp)
     if not unicodedata.category(ch).startswith("L"):
         return False
+    known = _OWN_SCRIPT.get(cp)
+    if known is None:
+        _OWN_SCRIPT[cp] = known = _own_script_letter(ch)
+    return known
+
+
+def _own_script_letter(ch: str) -> bool:
     table = _table()
     forms = {ch, ch.lower(), ch.upper()}
     return not any((table[ord(f)] or "x").isascii() for f in forms if len(f) == 1)
@@ -298,6 +362,9 @@ def fold(text: str) -> str:
     """Step 5: case folding and the translation table, so that case holds for every script."""
     if text.isascii():
         return text.lower()
+    # Tokenizer marks first: case folding would make "Ġ" the letter "ġ" before the table sees it.
+    if "\u0120" in text or "\u010a" in text or "\u2581" in text:
+        text = text.translate(TOKEN_MARKS)
     table = _table()
     if _own_script(text):
         # Fold, map, fold again: upper- and lower-case Cyrillic or Greek have different look-alikes
@@ -341,7 +408,7 @@ def number_forms(text: str) -> str:
 
 # -- step 7: punctuation ---------------------------------------------------------------------------------
 
-_SIGN = re.compile(r"[+\-*/=<>^%.]")
+_SIGN = re.compile(r"[+\-*/=<>^%.']")
 
 
 def _keep_sign(text: str, i: int) -> bool:
@@ -350,6 +417,8 @@ def _keep_sign(text: str, i: int) -> bool:
     before2 = text[i - 2] if i > 1 else " "
     after = text[i + 1] if i + 1 < len(text) else " "
     after2 = text[i + 2] if i + 2 < len(text) else " "
+    if c == "'":
+        return before.isalpha() and after.isalpha()  # a possessive or a contraction: inside the word
     digit_before = before.isdigit() or (before == " " and before2.isdigit())
     digit_after = after.isdigit() or (after == " " and after2.isdigit())
     if c == ".":
@@ -369,18 +438,28 @@ def _keep_sign(text: str, i: int) -> bool:
 _OP = r"[+\-*/=<>^]"
 _DIGIT_AFTER = r"(?:[0-9]| [0-9])"
 _DROPPED_ASCII_SIGN = re.compile(
-    r"[+\-*/=<>^%.]"
+    r"[+\-*/=<>^%.']"
+    r"(?!(?<=[A-Za-z]')[A-Za-z])"  # the apostrophe inside a word: a letter on both sides
     r"(?!(?<=[0-9]\.)[0-9])"  # the decimal dot: a digit on both sides
     r"(?<![0-9]%)(?<![0-9] %)"  # percent after a number
     rf"(?!(?<![0-9A-Za-z][+\-])(?<=[+\-]){_DIGIT_AFTER})"  # the sign of a number
     rf"(?!(?:(?<=[0-9]{_OP})|(?<=[0-9] {_OP})){_DIGIT_AFTER})"  # an operator between two numbers
 )
-_ANY_SIGN = re.compile(r"[+\-*/=<>^%.]")
+_ANY_SIGN = re.compile(r"[+\-*/=<>^%.']")
 
 
 def punctuation(text: str) -> str:
-    """ASCII punctuation -> a word break; arithmetic signs and the decimal dot kept beside numbers."""
-    text = text.translate(ASCII_TABLE)
+    """ASCII punctuation -> a word break; arithmetic signs and the decimal dot kept beside numbers, the
+    apostrophe between two letters."""
+    return _punctuation(text, ASCII_TABLE)
+
+
+# ASCII_TABLE without removing NUL: the texts of a batch stay apart (_punctuation_many).
+_KEEP_NUL = {k: v for k, v in ASCII_TABLE.items() if k != 0}
+
+
+def _punctuation(text: str, table: dict[int, int | None]) -> str:
+    text = text.translate(table)
     if _ANY_SIGN.search(text) is None:
         return text
     if text.isascii():
@@ -395,72 +474,251 @@ def spaces(text: str) -> str:
     return " ".join(text.split())
 
 
-STEPS: tuple[tuple[str, Callable[[str], str]], ...] = (
-    ("decode_escapes", decode_escapes),
-    ("strip_markup", strip_markup),
-    ("nfkc", nfkc),
-    ("ascii_digits", ascii_digits),
-    ("fold", fold),
-    ("number_forms", number_forms),
-    ("punctuation", punctuation),
-    ("spaces", spaces),
+# -- the steps, each with a one-text and a many-texts method --------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the pipeline: `one(text)`, and `many(texts)`, which equals [one(t) for t in texts]
+    (tests/base/test_normalize.py holds the two equal on generated text). `version` goes up whenever what
+    `one` returns changes for some text: the store re-keys then (normalization_version)."""
+
+    name: str
+    version: int
+    one: Callable[[str], str]
+    # The texts at once, where that is faster than a call per text; None: a call per text.
+    batch: Callable[[list[str]], list[str]] | None = None
+
+    def many(self, texts: Sequence[str]) -> list[str]:
+        texts = list(texts)
+        if self.batch is None:
+            return [self.one(t) for t in texts]
+        return self.batch(texts)
+
+
+_NUL = "\x00"
+
+
+def _through_joined(
+    texts: list[str],
+    one: Callable[[str], str],
+    joinable: Callable[[str], bool],
+    sep: str = _NUL,
+    joined: Callable[[str], str] | None = None,
+) -> list[str]:
+    """[one(t) for t in texts], with `joined` (default `one`) run once over the joinable texts joined by
+    `sep`: it must read nothing across a separator (each caller says why). Texts holding a NUL are never
+    joined."""
+    out: list[str | None] = [None] * len(texts)
+    joined_at = []
+    for i, t in enumerate(texts):
+        if _NUL not in t and joinable(t):
+            joined_at.append(i)
+        else:
+            out[i] = one(t)
+    if joined_at:
+        parts = (joined or one)(sep.join(texts[i] for i in joined_at)).split(sep)
+        if len(parts) != len(joined_at):  # a step made or removed a separator: a bug in the caller's rule
+            raise AssertionError(f"{one.__name__}: {len(joined_at)} texts joined came back as {len(parts)}")
+        for i, part in zip(joined_at, parts):
+            out[i] = part
+    return out  # type: ignore[return-value]
+
+
+def _all_or_each(
+    texts: list[str],
+    one: Callable[[str], str],
+    joinable: Callable[[str], bool],
+    joined: Callable[[str], str] | None = None,
+) -> list[str]:
+    """_through_joined, deciding on the joined text first: when every text is joinable, one check does."""
+    together = _NUL.join(texts)
+    if together.count(_NUL) == len(texts) - 1 and joinable(together):
+        parts = (joined or one)(together).split(_NUL)
+        if len(parts) == len(texts):
+            return parts
+    return _through_joined(texts, one, joinable, _NUL, joined)
+
+
+def _joined_run(texts: list[str], at: list[int], run: Callable[[str], str], sep: str = _NUL) -> list[str]:
+    """run(texts[i]) for i in `at`, in one call over those texts joined by `sep`: `run` must read nothing
+    across a separator (each caller says why). None of the texts may hold a NUL."""
+    parts = run(sep.join(texts[i] for i in at)).split(sep)
+    if len(parts) != len(at):  # a step made or removed a separator: a bug in the caller's rule
+        raise AssertionError(f"{len(at)} texts joined came back as {len(parts)}")
+    return parts
+
+
+def _only_where(
+    texts: list[str],
+    one: Callable[[str], str],
+    needs: Callable[[str], bool],
+    joined: Callable[[str], str] | None = None,
+) -> list[str]:
+    """[one(t) for t in texts] for a step that leaves a text `needs` says no to as it is (`needs` is a few
+    substring tests: cheaper than any search over the joined texts). Given `joined` (which must read nothing
+    across a NUL), the texts that need it are read in one call."""
+    at = [i for i, t in enumerate(texts) if needs(t)]
+    if not at:
+        return texts
+    out = list(texts)
+    if joined is not None and not any(_NUL in texts[i] for i in at):
+        for i, part in zip(at, _joined_run(texts, at, joined)):
+            out[i] = part
+    else:
+        for i in at:
+            out[i] = one(texts[i])
+    return out
+
+
+def _may_decode(text: str) -> bool:
+    return "&" in text or "\\" in text or "%" in text or "_x" in text or "+" in text
+
+
+def _may_have_number_forms(text: str) -> bool:
+    return ("," in text or "." in text or ":" in text or "'" in text) and _SEPARATED_DIGITS.search(
+        text
+    ) is not None
+
+
+# ROLE_MARKER_PATTERN after a line break (kept): starting with a literal, the engine jumps from line to line
+# instead of trying every position, as (?m:^...) makes it do.
+_ROLE_MARKER_AFTER_BREAK = re.compile(
+    "\n" + ROLE_MARKER_PATTERN.removeprefix("(?m:^").removesuffix(")"), re.IGNORECASE
 )
+_LINE_SEP = "\x00\n"  # ends a text for the markers and starts the next one's first line
+
+
+def _role_markers_only(joined: str) -> str:
+    """strip_markup of texts that hold no "<" or "[" (only role markers can match), joined by _LINE_SEP: no
+    marker reads across a NUL."""
+    return _ROLE_MARKER_AFTER_BREAK.sub("\n\n", "\n" + joined)[1:]
+
+
+def _strip_markup_many(texts: list[str]) -> list[str]:
+    # A text with "<" or "[" one by one (a tag may span anything); one with only ":" in the joined pass.
+    tagged = [i for i, t in enumerate(texts) if "<" in t or "[" in t or _NUL in t]
+    markers = [i for i, t in enumerate(texts) if ":" in t and _NUL not in t and "<" not in t and "[" not in t]
+    if not tagged and not markers:
+        return texts
+    out = list(texts)
+    for i in tagged:
+        out[i] = strip_markup(texts[i])
+    if markers:
+        for i, part in zip(markers, _joined_run(texts, markers, _role_markers_only, _LINE_SEP)):
+            out[i] = part
+    return out
+
+
+def _fold_many(texts: list[str]) -> list[str]:
+    # ASCII texts are lower-cased together (a NUL is ASCII and lower-cases to itself); others one by one.
+    return _all_or_each(texts, fold, str.isascii)
+
+
+def _punctuation_many(texts: list[str]) -> list[str]:
+    # On ASCII the signs' pattern reads a NUL as neither digit, letter nor space: no rule reads across it.
+    return _all_or_each(texts, punctuation, str.isascii, lambda t: _punctuation(t, _KEEP_NUL))
+
+
+def _ascii_as_is(texts: list[str], one: Callable[[str], str]) -> list[str]:
+    """For a step that leaves ASCII as it is: the texts as they are when all are ASCII, else one by one
+    (NFKC and the digits table read one character at a time)."""
+    return texts if _NUL.join(texts).isascii() else [one(t) for t in texts]
+
+
+STEPS: tuple[Step, ...] = (
+    # 2: URL encoding
+    Step("decode_escapes", 2, decode_escapes, lambda ts: _only_where(ts, decode_escapes, _may_decode)),
+    Step("strip_markup", 1, strip_markup, _strip_markup_many),
+    Step("nfkc", 1, nfkc, lambda ts: _ascii_as_is(ts, nfkc)),
+    Step("ascii_digits", 1, ascii_digits, lambda ts: _ascii_as_is(ts, ascii_digits)),
+    # 2: tokenizer marks, symbols, private-use and unassigned code points as word breaks; "’" an apostrophe
+    Step("fold", 2, fold, _fold_many),
+    # every pattern of step 6 reads a digit, a separator and a digit: none reads across a NUL
+    Step(
+        "number_forms",
+        1,
+        number_forms,
+        lambda ts: _only_where(ts, number_forms, _may_have_number_forms, number_forms),
+    ),
+    # 2: the apostrophe between two letters kept
+    Step("punctuation", 2, punctuation, _punctuation_many),
+    Step("spaces", 1, spaces),
+)
+# The match-key text (compact_text) has a version of its own: 2 drops apostrophes.
+COMPACT_VERSION = 2
+
+
+def normalization_version() -> str:
+    """Every step's name and version, the match-key text's version and the Unicode data's version: what made
+    a stored key. The store keeps it beside its keys and re-keys when this changes."""
+    steps = " ".join(f"{s.name}/{s.version}" for s in STEPS)
+    return f"{steps} compact/{COMPACT_VERSION} unicode/{unicodedata.unidata_version}"
 
 
 def word_text(text: str) -> str:
     """The normalized words of one text: every step of STEPS in order (see the module docstring)."""
-    for _, step in STEPS:
-        text = step(text)
+    for step in STEPS:
+        text = step.one(text)
     return text
 
 
-# -- many texts at once -------------------------------------------------------------------------------------
-
-# A plain text: ASCII without what steps 1 and 2 decode or strip beyond a role marker at a line start
-# (entities, backslash and spreadsheet escapes, "<" and "[" markup) and without NUL, which separates the
-# texts of a batch. For such a text steps 1-5 are the role markers and lower case, and steps 6 and 7 read
-# nothing across a NUL (no pattern consumes or looks past one as a digit, a letter or a space).
-_NOT_PLAIN = re.compile(r"[&\\<\[\x00]|_x")
-_NOT_PLAIN_CHAR = re.compile(r"[&\\<\[\x00]")  # _NOT_PLAIN but "_x", found with `in` (a class scans faster)
-# ROLE_MARKER_PATTERN after a line break (kept): starting with a literal, the engine jumps from line to line
-# instead of trying every position, as (?m:^...) makes it do. The text's first line: _ROLE_MARKER.match.
-_ROLE_MARKER = re.compile(ROLE_MARKER_PATTERN)  # on lower-cased text
-_ROLE_MARKER_AFTER_BREAK = re.compile("\n" + ROLE_MARKER_PATTERN.removeprefix("(?m:^").removesuffix(")"))
-_BATCH_SEP = "\x00\n"  # the NUL ends a text for steps 6 and 7; the line break starts the next for ^
-_KEEP_NUL = {k: v for k, v in ASCII_TABLE.items() if k != 0}
+def word_texts(texts: Sequence[str]) -> list[str]:
+    """[word_text(t) for t in texts]: each step's many-texts method in turn."""
+    out = list(texts)
+    for step in STEPS:
+        out = step.many(out)
+    return out
 
 
-def word_texts(texts: list[str]) -> list[str]:
-    """[word_text(t) for t in texts], with the plain texts (_NOT_PLAIN) normalized together: each step runs
-    once over them all joined by _BATCH_SEP, which for short texts is several times faster than a call per
-    text and step. tests/base/test_normalize.py checks it equals word_text on texts built to cross the
-    joins."""
-    out: list[str | None] = [None] * len(texts)
-    together = "\n".join(texts)
-    if together.isascii() and "_x" not in together and _NOT_PLAIN_CHAR.search(together) is None:
-        plain = list(range(len(texts)))  # the common case, found with one search
-    else:
-        plain = []
-        for i, t in enumerate(texts):
-            if t.isascii() and _NOT_PLAIN.search(t) is None:
-                plain.append(i)
-            else:
-                out[i] = word_text(t)
-    if plain:
-        joined = _BATCH_SEP.join(texts[i] for i in plain).lower()
-        if ":" in joined:
-            start = _ROLE_MARKER.match(joined)
-            rest = joined if start is None else joined[start.end() :]
-            rest = _ROLE_MARKER_AFTER_BREAK.sub("\n\n", rest)
-            joined = rest if start is None else "\n" + rest
-        joined = number_forms(joined).translate(_KEEP_NUL)
-        if _ANY_SIGN.search(joined) is not None:
-            joined = _DROPPED_ASCII_SIGN.sub(" ", joined)
-        parts = joined.split("\x00")
-        assert len(parts) == len(plain)  # a plain text holds no NUL and no step makes one
-        for i, part in zip(plain, parts):
-            out[i] = " ".join(part.split())
-    return out  # type: ignore[return-value]
+# -- every character decided ---------------------------------------------------------------------------------
+
+CHAR_CLASSES = ("letter", "digit", "mark", "break", "removed")
+
+
+def _kept_class(ch: str) -> str | None:
+    """The class of one character the pipeline keeps inside a word, or None (it should not be kept)."""
+    if ch.isascii():
+        if ch.isalpha():
+            return "letter"
+        if ch.isdigit():
+            return "digit"
+        return "mark" if ch in KEPT_SIGNS else None
+    cat = unicodedata.category(ch)
+    if cat[0] == "L" or cat in ("Nl", "No"):
+        return "letter"  # a letter, or a number character of its own script (Roman "ↀ", Tamil "௰")
+    return "mark" if cat[0] == "M" else None  # a spacing mark of Indic scripts and others
+
+
+def _class_of(out: str) -> str | None:
+    """char_class from the word text of "x" + the character + "y"."""
+    if out == "xy":
+        return "removed"
+    if out == "x y":
+        return "break"
+    if not (out.startswith("x") and out.endswith("y")):
+        return None
+    kept = [_kept_class(c) for c in out[1:-1] if c != " "]
+    if not kept or None in kept:
+        return None
+    if "letter" in kept:
+        return "letter"
+    return "digit" if "digit" in kept else "mark"
+
+
+def char_class(ch: str) -> str | None:
+    """What the pipeline makes of one character between two letters ("x" and "y"): "removed" (nothing is
+    left), "break" (a word break), or what it leaves inside the word: "letter" (letters, or digits with
+    letters: "㎒" is "mhz"), "digit" (ASCII digits, with the signs kept between them: "½" is "1/2"), "mark"
+    (a combining mark that stays, an apostrophe). The signs kept between numbers are word breaks between
+    letters. None: the character is left as something else (a symbol, a control, punctuation), which
+    tests/base/test_normalize.py checks no code point is."""
+    return _class_of(word_text(f"x{ch}y"))
+
+
+def char_classes(chars: Sequence[str]) -> list[str | None]:
+    """[char_class(c) for c in chars], normalized in one batch."""
+    return [_class_of(out) for out in word_texts([f"x{c}y" for c in chars])]
 
 
 # Sentence ends, line breaks, turn breaks, a colon ("Practice question: ..."), and the answer marker of
@@ -481,32 +739,46 @@ POLITE_WORDS = frozenset(
 def sentences(text: str) -> list[str]:
     """The word text of each sentence and line of a raw text (markup and role markers are line breaks),
     and of each sentence without the greetings and thanks around it (POLITE_WORDS)."""
-    raw = strip_markup(decode_escapes(text))
-    out = []
-    for s in _SENTENCE_END.split(raw):
-        words = word_text(s).split()
-        if not words:
-            continue
-        out.append(" ".join(words))
-        lo, hi = 0, len(words)
-        while lo < hi and words[lo] in POLITE_WORDS:
-            lo += 1
-        while hi > lo and words[hi - 1] in POLITE_WORDS:
-            hi -= 1
-        if 0 < hi - lo < len(words):
-            out.append(" ".join(words[lo:hi]))
+    return sentences_of([text])[0]
+
+
+def sentences_of(texts: Sequence[str], *, polite: bool = True) -> list[list[str]]:
+    """[sentences(t) for t in texts], every sentence of every text normalized in one batch (word_texts);
+    polite=False leaves out the readings without greetings and thanks."""
+    pieces = [_SENTENCE_END.split(strip_markup(decode_escapes(t))) for t in texts]
+    words = word_texts([p for ps in pieces for p in ps])
+    out, at = [], 0
+    for ps in pieces:
+        found = []
+        for w in words[at : at + len(ps)]:
+            ws = w.split()
+            if not ws:
+                continue
+            found.append(w)
+            if not polite:
+                continue
+            lo, hi = 0, len(ws)
+            while lo < hi and ws[lo] in POLITE_WORDS:
+                lo += 1
+            while hi > lo and ws[hi - 1] in POLITE_WORDS:
+                hi -= 1
+            if 0 < hi - lo < len(ws):
+                found.append(" ".join(ws[lo:hi]))
+        out.append(found)
+        at += len(ps)
     return out
 
 
 def compact_text(text: str) -> str:
-    """A word text (or turns of them joined by TURN_SEP) without spaces or turn breaks: the match-key text."""
-    return text.replace(" ", "").replace(TURN_SEP, "")
+    """A word text (or turns of them joined by TURN_SEP) without spaces, turn breaks or apostrophes: the
+    match-key text ("Peru's" and "Perus" are one key; as words they stay apart)."""
+    return text.replace(" ", "").replace(TURN_SEP, "").replace("'", "")
 
 
 # Plain ASCII text holding one of these reads differently through word_text than through the lm-eval style
 # reading of pairstore.holdout.scan (ASCII lower case, punctuation to spaces): escapes and markup. Written
 # for RE2 too (the scan runs it over Arrow arrays).
-NEEDS_WORD_TEXT_PATTERN = r"&[#a-z]|\\[unrtbf\"'/\\]|_x[0-9a-f]{4}_|" + MARKUP_PATTERN
+NEEDS_WORD_TEXT_PATTERN = r"&[#a-z]|\\[unrtbf\"'/\\]|_x[0-9a-f]{4}_|%[0-9a-f]{2}|" + MARKUP_PATTERN
 _NEEDS_WORD_TEXT = re.compile(NEEDS_WORD_TEXT_PATTERN, re.IGNORECASE)
 
 

@@ -2,12 +2,20 @@
 
     python scripts/tune_gate.py                  # grid on split == "tune", then one measurement on "test"
     python scripts/tune_gate.py --threshold 80   # measure one threshold on both splits
+    python scripts/tune_gate.py --common         # the threshold of stock needles on the labelled sentences
 
 Each labelled pair (tests/fixtures/gate/near_duplicates.jsonl) is read as a held-out member (`a`) and a
 training row (`b`) through the gate's own text stages (pairstore.holdout.matching.match_texts): match key,
 whole text or sentence, embedded, near copy. Word rarity comes from the control corpus
 (tests/fixtures/gate/control_prompts.jsonl) standing in for a store's prompts. A pair labelled `same` is
 a positive. Prints precision and recall per split, and the misses by kind.
+
+`--common` chooses COMMON_NEEDLE_PROMPTS: every whole text and sentence of five words or more of the control
+corpus is counted by the distinct prompts that hold it (pairstore.holdout.text_match.Commonness, the
+gate's own count); tests/fixtures/gate/common_needles.jsonl labels each one held by two prompts or more
+`stock` (a refusal, a greeting, a task's boilerplate instruction) or `content` (a name, a number, a
+line of code, a fact), by reading. The threshold is one more than the most prompts any content sentence
+has: no content sentence is ever skipped.
 """
 
 from __future__ import annotations
@@ -18,7 +26,9 @@ from collections import Counter
 from pathlib import Path
 
 from pairstore.holdout import matching
-from pairstore.holdout.matching import Needle, Rarity, RowText, _needles_of, match_texts, tokens
+from pairstore.holdout.matching import Needle, Rarity, RowText, match_texts, needles_of_text, tokens
+from pairstore.holdout.text_match import COMMON_MIN_WORDS, Commonness
+from pairstore.keys import match_key
 from pairstore.normalize import word_text
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gate"
@@ -34,7 +44,7 @@ def control_rarity(words: set[str] | None = None) -> Rarity:
 
 
 def predicted(row: dict, rarity: Rarity) -> str | None:
-    needles: list[Needle] = _needles_of("t", row["id"], "holdout", [word_text(row["a"])], None)
+    needles: list[Needle] = needles_of_text("t", row["id"], "holdout", [row["a"]])
     text = RowText.of([row["b"]], [])
     for n in needles:
         got = match_texts(n, text, rarity)
@@ -71,11 +81,36 @@ def measure(rows: list[dict], rarity: Rarity) -> dict:
     }
 
 
+def choose_common_threshold() -> dict:
+    """COMMON_NEEDLE_PROMPTS from the labelled sentences (see the module docstring)."""
+    rows = load("control_prompts.jsonl")
+    holders = Commonness.of_items((match_key(r["prompt"]), [r["prompt"], r["answer"]]) for r in rows).holders
+    judged = [
+        (r["label"], holders.get(r["text"], 1))
+        for r in load("common_needles.jsonl")
+        if len(r["text"].split()) >= COMMON_MIN_WORDS
+    ]
+    content_max = max(n for label, n in judged if label == "content")
+    stock = [n for label, n in judged if label == "stock"]
+    chosen = content_max + 1
+    return {
+        "chosen": chosen,
+        "sentences_judged": len(judged),
+        "content_most_prompts": content_max,
+        "stock": len(stock),
+        "stock_skipped_at_chosen": sum(n >= chosen for n in stock),
+    }
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--common", action="store_true", help="choose the threshold of stock needles")
     args = ap.parse_args(argv)
+    if args.common:
+        print(json.dumps(choose_common_threshold(), indent=2))
+        return 0
     rows = load("near_duplicates.jsonl")
     words = {t for r in rows for t in tokens(word_text(r["a"])) + tokens(word_text(r["b"]))}
     rarity = control_rarity(words)

@@ -139,9 +139,7 @@ def test_the_layer_check_catches_domain_sideways_and_app_imports(tmp_path):
 ROOMS = ("base", "store", "tables", "rounds", "holdout", "ingest", "export", "api", "cli")
 # Imports that break the order today and are being moved; each entry names the import exactly, so a new
 # one fails. Empty once the rooms are in order.
-PENDING: set[str] = {
-    "pairstore/store/migrations.py imports pairstore.holdout.ngrams",
-}
+PENDING: set[str] = set()
 
 
 def room_of(module: str, root: Path = ROOT) -> str:
@@ -224,12 +222,6 @@ def import_circles(root: Path = ROOT) -> list[list[str]]:
 
 # Circles being taken apart; a new one fails.
 PENDING_CIRCLES = [
-    [
-        "pairstore.holdout.ngrams",
-        "pairstore.store.migrations",
-        "pairstore.store.recognize",
-        "pairstore.store.store",
-    ],
     ["pairstore.ingest.arena", "pairstore.ingest.fastchat"],
 ]
 
@@ -288,8 +280,13 @@ def table_writers() -> dict[str, set[str]]:
     writers: dict[str, set[str]] = {}
     for pkg in PACKAGES:
         for path in sorted((ROOT / pkg).rglob("*.py")):
-            if path.name == "migrations.py":
-                continue  # migrations create and fill tables; they are the schema, not a writer
+            if (
+                path.name == "migrations.py"
+                or path.relative_to(ROOT).as_posix() == "pairstore/store/rekey.py"
+            ):
+                # migrations create and fill tables, and re-keying remakes every stored key when the
+                # normalization changes: they are the schema, not a writer
+                continue
             tree = ast.parse(path.read_text(encoding="utf-8"))
             for node in ast.walk(tree):
                 if isinstance(node, ast.Constant) and isinstance(node.value, str):

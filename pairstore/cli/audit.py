@@ -95,6 +95,7 @@ def audit_gate_cmd(ctx, set_name, seed, limit, as_json):
     click.echo(f"{result.members} member(s), seed {result.seed}")
     echo_table(cols, rows)
     echo_table(mcols, mrows)
+    click.echo(result.skipped_line())
     click.echo("not caught by string matching (docs/design.md): " + "; ".join(result.uncaught))
 
 

@@ -16,11 +16,14 @@ from pairstore.cli.base import (
 from pairstore.holdout.sets import (
     add_exemption,
     add_from_ids_file,
+    add_from_texts_file,
     list_sets,
     remove_member,
     sample_holdout,
     show_set,
 )
+from pairstore.normalize import normalization_version
+from pairstore.store.rekey import key_versions, rekey_every_table
 
 
 @click.group("holdout")
@@ -32,16 +35,25 @@ def holdout_group():
 @click.argument("set_name", metavar="SET")
 @click.option(
     "--ids-file",
-    required=True,
     type=click.Path(dir_okay=False),
     help="One battle, task or eval-item id per line.",
 )
+@click.option(
+    "--texts-file",
+    type=click.Path(dir_okay=False),
+    help='Texts to hold out: JSONL of {"text": ..., "id": ...} (id optional), or .txt, one text a line.',
+)
 @json_option
 @click.pass_context
-def holdout_add_cmd(ctx, set_name, ids_file, as_json):
-    """Add the ids in a file to holdout SET (created if new)."""
+def holdout_add_cmd(ctx, set_name, ids_file, texts_file, as_json):
+    """Add the ids or the texts in a file to holdout SET (created if new), in one transaction."""
+    if (ids_file is None) == (texts_file is None):
+        raise click.UsageError("give one of --ids-file or --texts-file")
     with open_db(ctx) as store:
-        n = add_from_ids_file(store, set_name, ids_file)
+        if ids_file is not None:
+            n = add_from_ids_file(store, set_name, ids_file)
+        else:
+            n = add_from_texts_file(store, set_name, texts_file)
     if as_json:
         echo_json({"set": set_name, "added": n})
         return
@@ -142,3 +154,21 @@ def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason, as_json):
         echo_json({"set": set_name, "item_id": item_id, "pair_id": pair_id, "added": added})
         return
     click.echo(f"{'exempted' if added else 'already exempted'}: pair {pair_id} for {set_name}/{item_id}")
+
+
+@holdout_group.command("rekey")
+@click.option(
+    "--all", "every", is_flag=True, help="Re-key every table, not only those another normalization keyed."
+)
+@json_option
+@click.pass_context
+def holdout_rekey_cmd(ctx, every, as_json):
+    """Re-key match keys for this pairstore's normalization (every write command re-keys stale ones)."""
+    with open_db(ctx) as store:  # opening for writing re-keys every stale table
+        counts = rekey_every_table(store.con) if every else {}
+        rows = key_versions(store.con)
+    if as_json:
+        echo_json({"normalization": normalization_version(), "rekeyed": counts, "tables": rows})
+        return
+    click.echo(f"normalization: {normalization_version()}")
+    echo_table(["table", "current", "keyed_at"], [(r["table"], r["current"], r["keyed_at"]) for r in rows])

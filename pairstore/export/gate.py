@@ -172,10 +172,12 @@ def _member_since(store, set_name: str, item_id: str):
             [set_name[10:], item_id],
         )
     # The last time it was added or re-added (a re-add clears removed_at; the audit log keeps both).
+    # one entry per member (item_id); entries of older versions list many (items)
     last_add = store.scalar(
         "SELECT max(logged_at) FROM audit_log WHERE action = 'holdout.add' AND subject = ? "
-        "AND list_contains(CAST(json_extract(detail, '$.items') AS VARCHAR[]), ?)",
-        [set_name, item_id],
+        "AND (json_extract_string(detail, '$.item_id') = ? "
+        "OR list_contains(CAST(json_extract(detail, '$.items') AS VARCHAR[]), ?))",
+        [set_name, item_id, item_id],
     )
     added = store.scalar(
         "SELECT added_at FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, item_id]

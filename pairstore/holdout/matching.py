@@ -11,85 +11,124 @@ so all find the same members in the same rows:
 
 Members checked: the active rows of `holdout` (one set, or all sets), the prompts of `eval_items` (set
 name "eval:<suite>") and registered benchmark references ("benchmark:<name>"). With `set_name` given,
-only that set is checked. Each member is looked for as one or two *needles*: its normalized user turns
-(pairstore.normalize.word_text, turns joined), and for a multi-turn member its first turn alone when
-that has EMBED_MIN_WORDS words or more.
+only that set is checked. Each member is looked for as one or more *needles*
+(pairstore.holdout.needles): its normalized user turns, each long turn of a multi-turn member, each
+answer of ANSWER_MIN_WORDS words or more.
 
-How a row matches a needle, strongest first (one hit per member and row):
-
-1. ``id`` — one of the row's origin ids is the member's item id.
-2. ``match_key`` — the row's user turns have the needle's match key: the same words once invisible
-   characters, look-alike letters, case, Unicode form, punctuation, spacing and a split over several
-   user turns are taken away (pairstore.normalize).
-3. ``task_key`` — the same canonical task key: a generated task asked in other words.
-4. ``embedded`` — the needle is a whole system or assistant turn of the row, or (needles of
-   EMBED_MIN_WORDS words or more) its words appear, word for word, anywhere in the row's turns.
-5. ``fuzzy`` — needle and row text both FUZZY_MIN_CHARS long, every number of the needle in the row,
-   and the rapidfuzz score at least FUZZY_THRESHOLD (fuzzy_score): a few words changed.
-6. ``benchmark`` — 13-gram overlap with a registered benchmark item (pairstore.holdout.ngrams).
+How a row matches a needle is MATCHERS: an ordered list of named matchers, strongest first, each declared
+once; members_in_rows runs them in order and keeps one hit per member and row, the strongest. A matcher
+reads the candidate rows at once (SQL, the streaming scan) or one (needle, row) pair that the cheap
+stages propose (pairstore.holdout.text_match).
 
 Templates: members with a task key are never fuzzy-matched (different tasks of one template differ by a
-word or two), and a row is spared from 4-6 only when it is a task the store generated itself: its task
-key and match key are those of a row of `tasks`. A task key given in a file spares nothing.
+word or two), and a row is spared from the text matchers only when it is a task the store generated
+itself: its task key and match key are those of a row of `tasks`. A task key given in a file spares
+nothing. An answer, a lone turn or a sentence that is a stock phrase of the store (held by several
+distinct prompts of its other items: a refusal, a greeting) is not evidence: skipped, and counted in the
+result.
 
 Scale: the cheap stages stream every row once (pairstore.holdout.scan); what they find, a few rows, is
 checked here in Python. Deep paraphrase (other words, same question) is beyond string matching: a
-semantic check would plug in after the prefilter, as another kind of hit on the pairs it scores.
+semantic check would be one more matcher after the prefilter, a text matcher of one (needle, row) pair.
 """
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-from rapidfuzz import fuzz
 
 from pairstore.errors import BadInput
-from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, lookup_ngrams, registered_vocabulary
-from pairstore.holdout.scan import GRAM_WORDS, loose_hash, loose_length, scan_candidates
-from pairstore.keys import canonical_messages, match_key, match_text, xxh128
-from pairstore.normalize import TURN_SEP, compact_text, sentences, word_text
+from pairstore.holdout.needles import NeedleIndex, materialize, members_sql, needle_index, needle_words
+from pairstore.holdout.ngrams import DEFAULT_N, lookup_ngrams, registered_vocabulary
+from pairstore.holdout.scan import Scan, scan_candidates
+from pairstore.holdout.text_match import (
+    ANSWER_MIN_WORDS,
+    COMMON_NEEDLE_PROMPTS,
+    COMMON_SHARE,
+    CUT_TAIL_MIN_SHARE,
+    CUT_TAIL_SLACK,
+    EMBED_MIN_WORDS,
+    FUZZY_MIN_CHARS,
+    FUZZY_THRESHOLD,
+    RARITY_MIN_TEXTS,
+    SENTENCE_MIN_WORDS,
+    STOPWORDS,
+    STORE_SAMPLE,
+    Needle,
+    Rarity,
+    RowText,
+    TextMatch,
+    distinctive,
+    embedded,
+    embedded_in,
+    fuzzy_score,
+    near,
+    near_copy,
+    reordered,
+    same_key,
+    similarity,
+    text_length,
+    tokens,
+    whole_sentence,
+    whole_text,
+)
+from pairstore.keys import canonical_messages, match_key
+from pairstore.normalize import word_texts
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
 
-# A member's normalized text shorter than this is never fuzzy-matched (exact and
-# embedded matches still apply).
-FUZZY_MIN_CHARS = 64
-# rapidfuzz score (0..100) at or above which a long prompt is a near copy of a member, once the
-# distinctive-token rule (near_copy) holds. Chosen on the `tune` split of tests/fixtures/gate/
-# near_duplicates.jsonl (scripts/tune_gate.py; docs/design.md, "The holdout gate").
-FUZZY_THRESHOLD = 70.0
-# A cut tail: the row keeps at least this share of the member's words, and every distinctive token the
-# row misses lies in the member's last CUT_TAIL_SLACK words past the row's length.
-CUT_TAIL_MIN_SHARE = 0.6
-CUT_TAIL_SLACK = 3
-# A word found in at least this share of the store's texts (STORE_SAMPLE of them, seeded) is common: it
-# does not say what a question is about. Function words (STOPWORDS) are common in any store.
-COMMON_SHARE = 0.02
-STORE_SAMPLE = 5_000
-RARITY_MIN_TEXTS = 200  # fewer texts than this in the store: only STOPWORDS are common
-# A needle of at least this many words is also found inside longer text; shorter ones only as a whole
-# turn, answer or sentence ("tell me a joke" inside "tell me a joke about cats" is another request).
-EMBED_MIN_WORDS = 5
-# A needle of at least this many words is found as a whole sentence or line of a row text ("Hi! Tell
-# me a joke. Thanks!"); shorter ones only as a whole turn or answer.
-SENTENCE_MIN_WORDS = 3
-# A member's answer (a battle's sides, an eval item's reference, a problem's solution) is looked for
-# when it has at least this many words: a short answer ("Paris.", "42") is any question's answer.
-ANSWER_MIN_WORDS = 8
+# Read from here by the gate, the audits, the miners and the tuning script.
+__all__ = [
+    "ANSWER_MIN_WORDS",
+    "CANDIDATE_SCHEMA",
+    "COMMON_NEEDLE_PROMPTS",
+    "COMMON_SHARE",
+    "CUT_TAIL_MIN_SHARE",
+    "CUT_TAIL_SLACK",
+    "EMBED_MIN_WORDS",
+    "FUZZY_MIN_CHARS",
+    "FUZZY_THRESHOLD",
+    "HOW_ORDER",
+    "MATCHERS",
+    "RARITY_MIN_TEXTS",
+    "ROW_SCHEMA",
+    "SENTENCE_MIN_WORDS",
+    "STOPWORDS",
+    "STORE_SAMPLE",
+    "GateResult",
+    "Hit",
+    "Matcher",
+    "Needle",
+    "Rarity",
+    "RowText",
+    "candidate_table",
+    "candidates_sql",
+    "check_candidates",
+    "check_table",
+    "distinctive",
+    "embedded_in",
+    "find_holdout_hits",
+    "fuzzy_score",
+    "match_texts",
+    "members_in_rows",
+    "needles_of_text",
+    "near_copy",
+    "similarity",
+    "store_rarity",
+    "text_length",
+    "tokens",
+]
+
 # Prefilter: a (row, needle) pair is looked at only if the row holds at least this share of the
 # needle's word 3-grams (a contained needle holds all; each changed word removes at most three).
 SHINGLE_MIN_SHARE = 0.3
 # 3-grams found in at least this share of the rows are boilerplate, not evidence.
 COMMON_SHINGLE_SHARE = 0.002
-
-HOW_ORDER = ("id", "match_key", "task_key", "embedded", "fuzzy", "benchmark")
 # A row spared from text matching: a task the store generated (its task key and match key are a task's).
 SPARED_SQL = (
     "(c.task_key IS NOT NULL AND EXISTS (SELECT 1 FROM tasks t WHERE t.task_key = c.task_key "
@@ -134,8 +173,8 @@ class Hit:
     item_id: str
     row_index: int
     pair_id: str | None
-    how: str  # id | match_key | task_key | embedded | fuzzy | benchmark
-    score: float  # 100 for exact kinds; the rapidfuzz score for fuzzy
+    how: str  # the name of the matcher that found it (MATCHERS)
+    score: float  # 100 for exact kinds; the rapidfuzz score of a near copy; the share held when reordered
 
     def as_dict(self) -> dict:
         return {
@@ -155,36 +194,143 @@ class GateResult:
     candidates: int = 0
     fuzzy_pairs_scored: int = 0
     notes: list[str] = field(default_factory=list)
+    # needles a row held that are stock phrases of the store (not evidence): how many, and each one
+    skipped_needles: int = 0
+    skipped: list[dict] = field(default_factory=list)
+
+
+# -- the run the matchers read ----------------------------------------------------------------------------
+
+
+@dataclass
+class GateRun:
+    """What the matchers of one check read: the store, the candidate rows (a table or view `cand` of
+    CANDIDATE_SCHEMA), the needles of the members, the streaming scan's findings and the chosen set."""
+
+    store: Store
+    cand: str
+    set_name: str | None
+    index: NeedleIndex
+    scan: Scan
+
+
+def _id_hits(run: GateRun) -> list[tuple]:
+    """One of the row's origin ids is the member's item id (benchmark items have no ids in rows)."""
+    with run.store.registered("_pm_members", run.index.members_table()):
+        return run.store.con.execute(f"""
+            SELECT DISTINCT m.set_name, m.item_id, c.row_index, c.pair_id
+            FROM (SELECT row_index, pair_id, unnest(origin_ids) AS oid FROM {run.cand}) c
+            JOIN _pm_members m ON m.item_id = c.oid AND m.kind <> 'benchmark'""").fetchall()
+
+
+def _task_key_hits(run: GateRun) -> list[tuple]:
+    """The row's task key is a member's: a generated task asked in other words."""
+    with run.store.registered("_pm_members", run.index.members_table()):
+        return run.store.con.execute(f"""
+            SELECT DISTINCT m.set_name, m.item_id, c.row_index, c.pair_id
+            FROM {run.cand} c JOIN _pm_members m ON m.task_key = c.task_key""").fetchall()
+
+
+def _spared_key_hits(run: GateRun) -> list[tuple]:
+    """A row the text matchers spare (a task the store generated) with a member's stored match key, or the
+    key of a member's lone turn."""
+    sql, params = members_sql(run.set_name)
+    keyed = [(key, int(run.index.member[n])) for key, nids in run.index.turn_keys.items() for n in nids]
+    members = pa.array([m for _, m in keyed], pa.int64())
+    turns = pa.table(
+        {
+            "set_name": run.index.set_name.take(members),
+            "item_id": run.index.item_id.take(members),
+            "match_key": pa.array([k for k, _ in keyed], pa.string()),
+        }
+    )
+    with run.store.registered("_pm_turn_keys", turns):
+        return run.store.con.execute(
+            f"""
+            SELECT DISTINCT m.set_name, m.item_id, c.row_index, c.pair_id
+            FROM {run.cand} c
+            JOIN (SELECT set_name, item_id, match_key FROM ({sql})
+                  UNION ALL SELECT set_name, item_id, match_key FROM _pm_turn_keys) m
+              ON m.match_key = c.match_key
+            WHERE {SPARED_SQL}""",
+            params,
+        ).fetchall()
+
+
+def _benchmark_hits(run: GateRun) -> list[tuple]:
+    """A word 13-gram of a registered benchmark item (the stage `audit decontam` runs, on the same words)."""
+    return [
+        (f"benchmark:{bench}", str(item_id), row_index, None)
+        for row_index, bench, item_id in run.scan.benchmark
+        if run.set_name is None or run.set_name == f"benchmark:{bench}"
+    ]
 
 
 @dataclass(frozen=True)
-class Needle:
-    set_name: str
-    item_id: str
-    kind: str  # holdout | eval | benchmark
-    text: str  # normalized words, turns joined by spaces
-    compact: str  # the match-key text
-    task_key: str | None
-    answer: bool = False  # one of the member's answers, not its prompt
+class Matcher:
+    """One way a row holds a held-out member. `name` is the hit's `how`; `text` scores one (needle, row)
+    pair the cheap stages propose (None: not held); `rows` reads the candidate rows at once and returns
+    (set, item id, row index, pair id) of each hit."""
 
-    @property
-    def words(self) -> int:
-        return len(tokens(self.text))
+    name: str
+    finds: str
+    text: TextMatch | None = None
+    rows: Callable[[GateRun], list[tuple]] | None = None
 
-    @property
-    def embeddable(self) -> bool:
-        # Benchmark items of 13 words or more are found inside longer text by their 13-grams.
-        return self.words >= EMBED_MIN_WORDS and not (self.kind == "benchmark" and self.words >= DEFAULT_N)
 
-    @property
-    def sentence(self) -> bool:
-        return SENTENCE_MIN_WORDS <= self.words < EMBED_MIN_WORDS
+# The gate's matchers, strongest first: a (member, row) found by several keeps the first one's name.
+MATCHERS: tuple[Matcher, ...] = (
+    Matcher("id", "one of the row's origin ids is the member's item id", rows=_id_hits),
+    Matcher(
+        "match_key",
+        "the row's user turns are the member's once disguise is normalized away (pairstore.normalize)",
+        rows=_spared_key_hits,
+        text=same_key,
+    ),
+    Matcher(
+        "task_key", "the same canonical task key: a generated task asked in other words", rows=_task_key_hits
+    ),
+    Matcher(
+        "whole_text", "the needle is a whole text of the row: a turn of any role, an answer", text=whole_text
+    ),
+    Matcher(
+        "sentence",
+        f"a needle of {SENTENCE_MIN_WORDS} to {EMBED_MIN_WORDS - 1} words is a whole sentence or line of "
+        "a row text, greetings and thanks around it left out",
+        text=whole_sentence,
+    ),
+    Matcher(
+        "embedded",
+        f"a needle of {EMBED_MIN_WORDS} words or more, word for word inside a row text",
+        text=embedded,
+    ),
+    Matcher(
+        "reordered",
+        "more than half of the member's distinctive sentences (two or more), in any order",
+        text=reordered,
+    ),
+    Matcher(
+        "fuzzy",
+        f"a near copy of a needle of {FUZZY_MIN_CHARS} characters or more: what it is about kept, "
+        f"similarity {FUZZY_THRESHOLD:g} or more",
+        text=near,
+    ),
+    Matcher("benchmark", "a word 13-gram of a registered benchmark item", rows=_benchmark_hits),
+)
+HOW_ORDER = tuple(m.name for m in MATCHERS)
 
-    @property
-    def fuzzy(self) -> bool:
-        return (
-            self.kind != "benchmark" and self.task_key is None and text_length(self.text) >= FUZZY_MIN_CHARS
-        )
+
+def match_texts(needle: Needle, row: RowText, rarity: Rarity | None = None) -> tuple[str, float] | None:
+    """How one row's texts hold one needle: the first text matcher of MATCHERS that finds it, and its
+    score; None when none does."""
+    if not needle.compact:
+        return None
+    for m in MATCHERS:
+        if m.text is not None:
+            score = m.text(needle, row, rarity)
+            if score is not None:
+                return m.name, score
+    return None
 
 
 # -- candidates ----------------------------------------------------------------
@@ -247,302 +393,10 @@ def members_in_rows(
         store.con.execute("DROP VIEW IF EXISTS _pm_cand")
 
 
-# -- members -------------------------------------------------------------------
+# -- rarity ----------------------------------------------------------------------
 
 
-def _needles_of(
-    set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None, answers=()
-) -> list[Needle]:
-    """The needles of one member from its normalized user turns (always one: an empty text still matches
-    by origin id and task key), and from each of its answers (raw texts) of ANSWER_MIN_WORDS words or more."""
-    joined = " ".join(" ".join(turns).split())
-    out = [Needle(set_name, item_id, kind, joined, compact_text(joined), task_key)]
-    if len(turns) > 1:
-        for turn in turns:
-            if len(turn.split()) >= EMBED_MIN_WORDS:
-                out.append(Needle(set_name, item_id, kind, turn, compact_text(turn), task_key))
-    seen = {joined}
-    for a in answers or ():
-        text = word_text(a) if isinstance(a, str) else ""
-        if len(text.split()) >= ANSWER_MIN_WORDS and text not in seen:
-            seen.add(text)
-            out.append(Needle(set_name, item_id, kind, text, compact_text(text), None, answer=True))
-    return out
-
-
-# A holdout member's answers, as stored with the item it names: both sides of a battle, a problem's
-# solution, a task's chosen answer, an eval item's reference answer.
-MEMBER_ANSWERS_SQL = """(CASE h.item_kind
-    WHEN 'battle' THEN (SELECT list_concat(b.own_answers, b.opponent_answers) FROM battles b
-                        WHERE b.battle_id = h.item_id)
-    WHEN 'problem' THEN (SELECT [p.solution] FROM problems p WHERE p.problem_id = h.item_id)
-    WHEN 'eval_item' THEN (SELECT list(e.gold) FROM eval_items e WHERE e.item_id = h.item_id)
-    ELSE []::VARCHAR[] END)"""
-
-
-def member_needles(store: Store, set_name: str | None = None) -> tuple[list[Needle], dict]:
-    """Every needle to look for, and the number of members of each kind."""
-    con = store.con
-    needles: list[Needle] = []
-    counts = {"holdout": 0, "eval": 0, "benchmark": 0}
-    want_holdout = set_name is None or not set_name.startswith(("eval:", "benchmark:"))
-    if want_holdout:
-        rows = con.execute(
-            f"SELECT h.set_name, h.item_id, h.match_text, h.task_key, {MEMBER_ANSWERS_SQL} AS answers "
-            "FROM holdout h WHERE h.removed_at IS NULL "
-            "AND (? IS NULL OR h.set_name = ?) ORDER BY h.set_name, h.item_id",
-            [set_name, set_name],
-        ).fetchall()
-        for s, i, text, tk, answers in rows:
-            counts["holdout"] += 1
-            # Re-normalized here: a member added by hand, or by an older version, matches the same way.
-            needles += _needles_of(
-                s, i, "holdout", [word_text(t) for t in (text or "").split(TURN_SEP)], tk, answers
-            )
-    if set_name is None or set_name.startswith("eval:"):
-        suite = None if set_name is None else set_name[len("eval:") :]
-        rows = con.execute(
-            "SELECT suite, item_id, prompt, task_key, gold FROM eval_items WHERE (? IS NULL OR suite = ?) "
-            "ORDER BY suite, item_id",
-            [suite, suite],
-        ).fetchall()
-        for s, i, prompt, tk, gold in rows:
-            counts["eval"] += 1
-            needles += _needles_of(
-                f"eval:{s}", i, "eval", match_text([dict(m) for m in prompt]).split(TURN_SEP), tk, [gold]
-            )
-    if set_name is None or set_name.startswith("benchmark:"):
-        bench = None if set_name is None else set_name[len("benchmark:") :]
-        rows = con.execute(
-            "SELECT benchmark, item_id, text FROM benchmark_refs WHERE (? IS NULL OR benchmark = ?) "
-            "ORDER BY benchmark, item_id",
-            [bench, bench],
-        ).fetchall()
-        for b, i, text in rows:
-            counts["benchmark"] += 1
-            needles += _needles_of(f"benchmark:{b}", i, "benchmark", [word_text(text)], None)
-    return needles, counts
-
-
-# -- scoring -------------------------------------------------------------------
-
-# Function words of the languages the store sees most: they never say what a question is about.
-STOPWORDS = frozenset(
-    """a an the and or but if of to in on at by for with from as into onto about over under than then so
-    is are was were be been being am do does did have has had having will would shall should can could may
-    might must it its this that these those there here what which who whom whose when where why how i you
-    he she we they me him her us them my your his our their mine yours not no yes also just very too all
-    any some each every much many more most other such own same only both either neither please thanks
-    thank hi hello hey dear s t d ll re ve m y o
-    и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было
-    вот от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас
-    нибудь опять уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их
-    чем была сам чтоб без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой
-    совсем ним здесь этом один почти мой тем чтобы нее сейчас были куда зачем всех никогда можно при
-    наконец два об другой хоть после над больше тот через эти нас про всего них какая много разве три
-    эту моя впрочем хорошо свою этой перед иногда лучше чуть том нельзя такой им более всегда конечно
-    всю между
-    el la los las un una unos unas y o de del al en con por para que es son se lo le su sus como más
-    der die das ein eine einen und oder zu im ist sind mit von für auf den dem des nicht
-    le la les un une des et ou de du au en avec pour que est sont ce qui dans sur par pas""".split()
-)
-
-
-@dataclass
-class Rarity:
-    """How many of `n` sampled store texts hold each word: a word in COMMON_SHARE of them is common."""
-
-    df: dict[str, int] = field(default_factory=dict)
-    n: int = 0
-
-    def common(self, token: str) -> bool:
-        if token in STOPWORDS:
-            return True
-        return self.n >= RARITY_MIN_TEXTS and self.df.get(token, 0) >= COMMON_SHARE * self.n
-
-    @classmethod
-    def of_texts(cls, texts: Iterable[str], vocabulary: set[str] | None = None) -> Rarity:
-        """Document frequencies of the tokens of normalized texts (only `vocabulary`'s, when given)."""
-        df: Counter = Counter()
-        n = 0
-        for t in texts:
-            n += 1
-            toks = set(tokens(t))
-            df.update(toks if vocabulary is None else toks & vocabulary)
-        return cls(dict(df), n)
-
-
-def _unspaced(ch: str) -> bool:
-    """A character of a script written without spaces (CJK, kana, Hangul syllables are spaced; Thai, Lao,
-    Khmer, Myanmar): each is a token of its own."""
-    cp = ord(ch)
-    return (
-        0x2E80 <= cp <= 0x9FFF or 0xF900 <= cp <= 0xFAFF or 0x0E00 <= cp <= 0x109F or 0x1780 <= cp <= 0x17FF
-    )
-
-
-def tokens(text: str) -> list[str]:
-    """The words of a normalized text; a run of a script written without spaces, one token per character."""
-    out = []
-    for w in text.replace(TURN_SEP, " ").split():
-        if not w.isascii() and any(_unspaced(c) for c in w):
-            buf = ""
-            for c in w:
-                if _unspaced(c):
-                    if buf:
-                        out.append(buf)
-                        buf = ""
-                    out.append(c)
-                else:
-                    buf += c
-            if buf:
-                out.append(buf)
-        else:
-            out.append(w)
-    return out
-
-
-def text_length(text: str) -> int:
-    """Characters, a character of a script written without spaces counting two (it carries a word's worth)."""
-    return len(text) + sum(1 for c in text if not c.isascii() and _unspaced(c))
-
-
-def _is_number(token: str) -> bool:
-    return any(c.isdigit() for c in token)
-
-
-def _number_parts(toks: Iterable[str]) -> Counter:
-    """The numbers of a text as a multiset of digit runs: 13.00 and 13:00 (13 00) compare equal, 3 3 is
-    not 13."""
-    out: Counter = Counter()
-    for t in toks:
-        if _is_number(t):
-            out.update(p for p in re.split(r"[^0-9]+", t) if p)
-    return out
-
-
-def distinctive(toks: Iterable[str], rarity: Rarity) -> set[str]:
-    """What a question is about: its words that are not common in the store (numbers: _number_parts)."""
-    return {t for t in toks if not _is_number(t) and (len(t) > 1 or _unspaced(t)) and not rarity.common(t)}
-
-
-def similarity(member_text: str, row_text: str) -> float:
-    """rapidfuzz similarity of two normalized texts, 0..100: `ratio` (normalized Indel similarity) for a few
-    words changed; when the row is longer, `partial_ratio` (the member against the best-aligned window of
-    the row) for the member with a sentence added."""
-    score = fuzz.ratio(member_text, row_text)
-    if len(row_text) > len(member_text):
-        score = max(score, fuzz.partial_ratio(member_text, row_text))
-    return float(score)
-
-
-def near_copy(member_text: str, row_text: str, rarity: Rarity | None = None) -> float:
-    """The fuzzy score of a row text against a member: its similarity when the distinctive-token rule holds,
-    else 0.
-
-    The rule: every distinctive token of the member (numbers, rare content words; `distinctive`) is in
-    the row, or the row is the member with its tail cut (the row's own distinctive tokens are all the
-    member's, it keeps CUT_TAIL_MIN_SHARE of its words, and what it misses is the member's tail). So
-    function words changed, numbers written another way (normalized away before) or a cut tail still
-    match, and the same template with another number or another content word does not."""
-    rarity = rarity or Rarity()
-    a, b = tokens(member_text), tokens(row_text)
-    missing = distinctive(a, rarity) - set(b)
-    numbers_a, numbers_b = _number_parts(a), _number_parts(b)
-    missing_numbers = numbers_a - numbers_b
-    if missing or missing_numbers:
-        first_missing = min(
-            (
-                i
-                for i, t in enumerate(a)
-                if t in missing or (_is_number(t) and _number_parts([t]) - numbers_b)
-            ),
-            default=len(a),
-        )
-        cut_tail = (
-            len(b) < len(a)
-            and len(b) >= CUT_TAIL_MIN_SHARE * len(a)
-            and distinctive(b, rarity) <= set(a)
-            and not (numbers_b - numbers_a)
-            and first_missing >= len(b) - CUT_TAIL_SLACK
-        )
-        if not cut_tail:
-            return 0.0
-    return similarity(member_text, row_text)
-
-
-def fuzzy_score(member_text: str, row_text: str, rarity: Rarity | None = None) -> float:
-    """near_copy with the function words of STOPWORDS as the only common words (no store at hand)."""
-    return near_copy(member_text, row_text, rarity)
-
-
-def embedded_in(needle_text: str, row_text: str) -> bool:
-    """The needle's words appear in the row's words, consecutively and whole."""
-    return f" {needle_text} " in f" {row_text} "
-
-
-@dataclass
-class RowText:
-    """Every text of one candidate row, normalized."""
-
-    user: str  # the match text of the user turns (TURN_SEP between turns)
-    others: list  # word_text of each system and assistant turn and each answer
-    hay: str  # every text's words, joined by spaces
-    sentences: set = field(default_factory=set)  # the word text of every sentence and line of every text
-    texts: list = field(default_factory=list)  # word_text of each text (user turns, then the others)
-
-    @classmethod
-    def of(cls, users: list[str], others: list[str]) -> RowText:
-        user = TURN_SEP.join(word_text(t) for t in users or [])
-        other = [word_text(t) for t in others or []]
-        sents = {x for t in [*(users or []), *(others or [])] for x in sentences(t)}
-        return cls(
-            user,
-            other,
-            " ".join(" ".join([user.replace(TURN_SEP, " "), *other]).split()),
-            sents,
-            [*user.split(TURN_SEP), *other] if user else other,
-        )
-
-
-def _row_texts(store: Store, cand: str, row_indexes: set[int]) -> dict[int, RowText]:
-    if not row_indexes:
-        return {}
-    ids = pa.table({"row_index": pa.array(sorted(row_indexes), pa.int64())})
-    with store.registered("_pm_rows", ids):
-        rows = store.con.execute(
-            f"SELECT c.row_index, c.user_turns, c.other_turns FROM {cand} c "
-            "SEMI JOIN _pm_rows USING (row_index)"
-        ).fetchall()
-    return {int(r): RowText.of(users, others) for r, users, others in rows}
-
-
-def match_texts(needle: Needle, row: RowText, rarity: Rarity | None = None) -> tuple[str, float] | None:
-    """How one row's texts hold one needle, by the text stages (the strongest kind first), or None:
-    its match key (`match_key`), a whole text, sentence or line (`embedded`; sentences for needles of
-    SENTENCE_MIN_WORDS words or more), its words inside a text (`embedded`, EMBED_MIN_WORDS or more),
-    a near copy (`fuzzy`, near_copy at FUZZY_THRESHOLD or more)."""
-    if not needle.compact:
-        return None
-    if not needle.answer and compact_text(row.user) == needle.compact:
-        return "match_key", 100.0
-    if needle.compact in {compact_text(t) for t in row.texts if t}:
-        return "embedded", 100.0
-    if needle.sentence and needle.text in row.sentences:
-        return "embedded", 100.0
-    if needle.embeddable and embedded_in(needle.text, row.hay):
-        return "embedded", 100.0
-    if needle.fuzzy:
-        best = 0.0
-        for text in {row.user.replace(TURN_SEP, " "), *row.others, row.hay}:
-            if text_length(text) >= CUT_TAIL_MIN_SHARE * FUZZY_MIN_CHARS:
-                best = max(best, near_copy(needle.text, text, rarity))
-        if best >= FUZZY_THRESHOLD:
-            return "fuzzy", round(best, 2)
-    return None
-
-
-def store_rarity(store, words: set[str]) -> Rarity:
+def store_rarity(store: Store, words: set[str]) -> Rarity:
     """Rarity of `words` in a seeded sample of the store's prompts (battles, pairs, problems, eval items)."""
     con = store.con
     texts: list[str] = []
@@ -562,74 +416,11 @@ def store_rarity(store, words: set[str]) -> Rarity:
             ).fetchall()
             if r[0]
         ]
-    return Rarity.of_texts((word_text(t) for t in texts), words)
+    return Rarity.of_texts(word_texts(texts), words)
 
 
-# -- the stages ------------------------------------------------------------------
-
-
-def _id_and_task_hits(store: Store, cand: str, needles: list[Needle]) -> list[tuple]:
-    members = pa.table(
-        {
-            "set_name": pa.array([n.set_name for n in needles], pa.string()),
-            "item_id": pa.array([n.item_id for n in needles], pa.string()),
-            "kind": pa.array([n.kind for n in needles], pa.string()),
-            "task_key": pa.array([n.task_key for n in needles], pa.string()),
-        }
-    )
-    with store.registered("_pm_members", members):
-        return store.con.execute(f"""
-            SELECT DISTINCT m.set_name, m.item_id, c.row_index, c.pair_id, 'id'
-            FROM (SELECT row_index, pair_id, unnest(origin_ids) AS oid FROM {cand}) c
-            JOIN _pm_members m ON m.item_id = c.oid AND m.kind <> 'benchmark'
-            UNION ALL
-            SELECT DISTINCT m.set_name, m.item_id, c.row_index, c.pair_id, 'task_key'
-            FROM {cand} c JOIN _pm_members m ON m.task_key = c.task_key""").fetchall()
-
-
-def _needle_grams(needles: list[Needle]) -> tuple[Vocabulary, pa.Table] | None:
-    """(vocabulary of the words, table nid, ngram) of the needles that embedded or fuzzy matching reads."""
-    idx = [i for i, n in enumerate(needles) if n.embeddable or n.fuzzy or n.sentence]
-    if not idx:
-        return None
-    vocab = Vocabulary.of_texts([needles[i].text for i in idx])
-    docs, hashes = vocab.ngrams([needles[i].text for i in idx], GRAM_WORDS)
-    if not len(docs):
-        return None
-    return vocab, pa.table(
-        {"nid": pa.array([idx[d] for d in docs.tolist()], pa.int64()), "ngram": pa.array(hashes, pa.uint64())}
-    )
-
-
-def _gram_pairs(store: Store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
-    """(row_index, needle index) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE)."""
-    if grams.num_rows == 0:
-        return []
-    common = max(5, int(COMMON_SHINGLE_SHARE * n_rows + 0.999))
-    with store.registered("_pm_grams", grams), store.registered("_pm_ngrams", needle_grams):
-        return store.con.execute(f"""
-            WITH n AS (SELECT DISTINCT nid, ngram FROM _pm_ngrams),
-            g AS (SELECT DISTINCT row_index, ngram FROM _pm_grams),
-            freq AS (SELECT ngram, count(*) AS rows FROM g GROUP BY ngram),
-            f AS (SELECT n.nid, n.ngram, coalesce(freq.rows, 0) >= {common} AS is_common,
-                         count(*) FILTER (coalesce(freq.rows, 0) < {common}) \
-OVER (PARTITION BY n.nid) AS n_rare,
-                         count(*) OVER (PARTITION BY n.nid) AS n_all
-                  FROM n LEFT JOIN freq USING (ngram)),
-            used AS (SELECT nid, ngram, CASE WHEN n_rare >= 3 THEN n_rare ELSE n_all END AS n_used
-                     FROM f WHERE NOT is_common OR n_rare < 3)
-            SELECT g.row_index, u.nid
-            FROM g JOIN used u USING (ngram)
-            GROUP BY g.row_index, u.nid
-            HAVING count(*) >= greatest(1, least(any_value(u.n_used),
-                                                 greatest(2, ceil({SHINGLE_MIN_SHARE} * \
-any_value(u.n_used)))))
-            ORDER BY 1, 2""").fetchall()
-
-
-def _cached_rarity(store, needles: list[Needle]) -> Rarity:
-    """store_rarity of the fuzzy needles' words, kept on the store object until its tables change size."""
-    words = {t for n in needles if n.fuzzy for t in tokens(n.text)}
+def _cached_rarity(store: Store, words: set[str]) -> Rarity:
+    """store_rarity of these words, kept on the store object until its tables change size."""
     stamp = tuple(
         store.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
         for t in ("pairs", "battles", "problems", "eval_items")
@@ -638,59 +429,152 @@ def _cached_rarity(store, needles: list[Needle]) -> Rarity:
     if cached is not None and cached[0] == stamp and words <= cached[1]:
         return cached[2]
     rarity = store_rarity(store, words)
-    store._gate_rarity = (stamp, words, rarity)
+    store._gate_rarity = (stamp, words, rarity)  # type: ignore[attr-defined]
     return rarity
+
+
+# -- the text stage: (row, needle) pairs the cheap stages propose ----------------------------------------
+
+
+def _gram_pairs(store: Store, needle_grams: pa.Table, grams: pa.Table, n_rows: int) -> list[tuple]:
+    """(row_index, nid) pairs that share enough of the needle's 3-grams (see SHINGLE_MIN_SHARE).
+
+    A gram in COMMON_SHINGLE_SHARE of the rows (and at least five) is boilerplate: a needle with three rare
+    grams or more counts only its rare ones. The per-needle counts are numpy over the needles' grams; only
+    the grams some row holds go to DuckDB, joined with the rows' grams."""
+    if grams.num_rows == 0 or needle_grams.num_rows == 0:
+        return []
+    row_index = grams["row_index"].to_numpy()
+    row_gram = grams["ngram"].to_numpy()
+    # distinct (row, gram), then how many rows hold each gram
+    order = np.lexsort((row_gram, row_index))
+    row_index, row_gram = row_index[order], row_gram[order]
+    fresh = np.ones(len(row_index), dtype=bool)
+    fresh[1:] = (row_index[1:] != row_index[:-1]) | (row_gram[1:] != row_gram[:-1])
+    row_index, row_gram = row_index[fresh], row_gram[fresh]
+    seen, rows_holding = np.unique(row_gram, return_counts=True)
+    common = max(5, int(COMMON_SHINGLE_SHARE * n_rows + 0.999))
+    nid = needle_grams["nid"].to_numpy()
+    gram = needle_grams["ngram"].to_numpy()
+    is_common = np.isin(gram, seen[rows_holding >= common])
+    size = int(nid.max()) + 1
+    n_all = np.bincount(nid, minlength=size)
+    n_rare = np.bincount(nid[~is_common], minlength=size)
+    n_used = np.where(n_rare >= 3, n_rare, n_all)
+    used = ~is_common | (n_rare[nid] < 3)
+    need = np.maximum(1, np.minimum(n_used, np.maximum(2, np.ceil(SHINGLE_MIN_SHARE * n_used)))).astype(
+        np.int64
+    )
+    keep = used & np.isin(gram, seen)
+    if not keep.any():
+        return []
+    held = pa.table(
+        {"nid": pa.array(nid[keep]), "ngram": pa.array(gram[keep]), "need": pa.array(need[nid[keep]])}
+    )
+    rows = pa.table({"row_index": pa.array(row_index, pa.int64()), "ngram": pa.array(row_gram)})
+    with store.registered("_pm_grams", rows), store.registered("_pm_ngrams", held):
+        return store.con.execute("""
+            SELECT g.row_index, n.nid FROM _pm_grams g JOIN _pm_ngrams n USING (ngram)
+            GROUP BY g.row_index, n.nid HAVING count(*) >= any_value(n.need)
+            ORDER BY 1, 2""").fetchall()
+
+
+def _exact_pairs(index: NeedleIndex, exact: list) -> set[tuple[int, int]]:
+    """(row_index, nid) of every needle whose loose hash a row text has (scan.exact)."""
+    if not exact:
+        return set()
+    order = np.argsort(index.loose_hash, kind="stable")
+    sorted_hashes = index.loose_hash[order]
+    out: set[tuple[int, int]] = set()
+    for row_index, h, _ in exact:
+        lo, hi = (
+            np.searchsorted(sorted_hashes, np.uint64(h), "left"),
+            np.searchsorted(sorted_hashes, np.uint64(h), "right"),
+        )
+        out.update((int(row_index), int(nid)) for nid in order[lo:hi] if index.words[nid] > 0)
+    return out
+
+
+def _row_texts(store: Store, cand: str, row_indexes: set[int]) -> dict[int, RowText]:
+    if not row_indexes:
+        return {}
+    ids = pa.table({"row_index": pa.array(sorted(row_indexes), pa.int64())})
+    with store.registered("_pm_rows", ids):
+        rows = store.con.execute(
+            f"SELECT c.row_index, c.user_turns, c.other_turns FROM {cand} c "
+            "SEMI JOIN _pm_rows USING (row_index)"
+        ).fetchall()
+    texts = RowText.of_rows([(list(users or []), list(others or [])) for _, users, others in rows])
+    return {int(r[0]): t for r, t in zip(rows, texts)}
+
+
+def _text_hits(run: GateRun, pairs: set[tuple[int, int]], result: GateResult) -> list[tuple]:
+    """The text matchers of MATCHERS, strongest first, on each (row, needle) pair; stock needles skipped."""
+    if not pairs:
+        return []
+    made = materialize(run.store, run.index, sorted({nid for _, nid in pairs}))
+    result.skipped_needles = len(made.common)
+    result.skipped = sorted(
+        (
+            {"set": n.set_name, "item_id": n.item_id, "text": n.text[:200], "answer": n.answer}
+            for n in made.common.values()
+        ),
+        key=lambda x: (x["set"], x["item_id"], x["text"]),
+    )
+    texts = _row_texts(run.store, run.cand, {r for r, nid in pairs if nid in made.needles})
+    fuzzy_words = needle_words(made.needles.values())
+    rarity = _cached_rarity(run.store, fuzzy_words) if fuzzy_words else None
+    found = []
+    for row_index, nid in sorted(pairs):
+        needle = made.needles.get(nid)
+        if needle is None:
+            continue
+        scored = match_texts(needle, texts[row_index], rarity)
+        if scored is not None:
+            found.append((needle.set_name, needle.item_id, row_index, None, *scored))
+    return found
 
 
 def check_table(
     store: Store, cand: str, *, set_name: str | None = None, fuzzy: bool = True, benchmarks: bool = True
 ) -> GateResult:
-    """Hits for candidates held in a table or view `cand` of the store's connection (CANDIDATE_SCHEMA).
+    """Hits for candidates held in a table or view `cand` of the store's connection (CANDIDATE_SCHEMA):
+    every matcher of MATCHERS, in order.
 
     The export builds it in SQL (millions of rows never become Python objects); find_holdout_hits
     registers an arrow table."""
     result = GateResult()
     con = store.con
-    needles, result.members = member_needles(store, set_name)
+    index = needle_index(store, set_name)
+    result.members = dict(index.counts)
     result.candidates = con.execute(f"SELECT count(*) FROM {cand}").fetchall()[0][0]
-    found: list[tuple] = []
-    if needles:
-        found += _id_and_task_hits(store, cand, needles)
-    by_hash: dict[int, list[int]] = {}
-    for i, n in enumerate(needles):
-        if n.compact:
-            by_hash.setdefault(loose_hash(n.text), []).append(i)
-    grams = _needle_grams(needles) if fuzzy else None
-    vocab3 = None if grams is None else (grams[0], np.unique(grams[1]["ngram"].to_numpy()))
+    has_words = index.words > 0
+    lengths = set(np.unique(index.loose_len[has_words]).tolist())
+    grams = index.grams if fuzzy else None
+    vocab3 = None if grams is None else (index.vocabulary, np.unique(grams["ngram"].to_numpy()))
     bench = None
     if benchmarks and (set_name is None or set_name.startswith("benchmark:")):
         bench_vocab = registered_vocabulary(store, DEFAULT_N)
         if bench_vocab is not None:
-            bench = (bench_vocab, DEFAULT_N, lambda rows, grams: lookup_ngrams(store, rows, grams, DEFAULT_N))
-    # Spared rows (tasks the store generated) are compared by their stored match key only.
-    keys: dict[str, list[int]] = {}
-    for i, n in enumerate(needles):
-        if n.compact and not n.answer:
-            keys.setdefault(xxh128(n.compact), []).append(i)
-    for row_index, pair_id, key in con.execute(
-        f"SELECT c.row_index, c.pair_id, c.match_key FROM {cand} c WHERE {SPARED_SQL} "
-        "AND c.match_key IN (SELECT unnest(?::VARCHAR[]))",
-        [sorted(keys)],
-    ).fetchall():
-        found += [
-            (needles[i].set_name, needles[i].item_id, row_index, pair_id, "match_key") for i in keys[key]
-        ]
-    lengths = {loose_length(n.text) for n in needles if n.compact}
+            bench = (bench_vocab, DEFAULT_N, lambda rows, g: lookup_ngrams(store, rows, g, DEFAULT_N))
     # A whole system, assistant or answer text equal to a needle: needles of SENTENCE_MIN_WORDS words or
     # more are found through their 3-grams, so the exact stage reads only texts short enough to be one of
     # the shorter needles (padding of up to three bytes per character and 64 more allowed).
-    short = [loose_length(n.text) for n in needles if n.compact and n.words < SENTENCE_MIN_WORDS]
-    other_max = (4 * max(short) + 64 if short else 0) if grams is not None else None
-    scan = scan_candidates(store, cand, f"NOT {SPARED_SQL}", set(by_hash), vocab3, bench, lengths, other_max)
-    pairs = _gram_pairs(store, grams[1], scan.gram_table(), scan.rows) if grams else []
-    result.fuzzy_pairs_scored = len(pairs)
-    texts = _row_texts(store, cand, {r for r, _, _ in scan.exact} | {r for r, _ in pairs})
-    wanted = sorted(set(texts) | {r for r, _, _ in scan.benchmark})
+    short = index.loose_len[has_words & (index.words < SENTENCE_MIN_WORDS)]
+    other_max = (4 * int(short.max()) + 64 if len(short) else 0) if grams is not None else None
+    scan = scan_candidates(
+        store, cand, f"NOT {SPARED_SQL}", index.loose_hash[has_words], vocab3, bench, lengths, other_max
+    )
+    run = GateRun(store, cand, set_name, index, scan)
+    gram_pairs = _gram_pairs(store, grams, scan.gram_table(), scan.rows) if grams is not None else []
+    result.fuzzy_pairs_scored = len(gram_pairs)
+    pairs = {(int(r), int(n)) for r, n in gram_pairs} | _exact_pairs(index, scan.exact)
+    found: list[tuple] = []
+    for m in MATCHERS:
+        if m.rows is not None:
+            found += [(*hit, m.name, 100.0) for hit in m.rows(run)]
+    found += _text_hits(run, pairs, result)
+    wanted = sorted({r for _, _, r, _, _, _ in found})
     pair_of = (
         dict(
             con.execute(
@@ -701,35 +585,16 @@ def check_table(
         if wanted
         else {}
     )
-    for row_index, h, where in scan.exact:
-        row = texts[row_index]
-        for i in by_hash[h]:
-            n = needles[i]
-            if where == "user" and compact_text(row.user) == n.compact:
-                how = "embedded" if n.answer else "match_key"
-                found.append((n.set_name, n.item_id, row_index, pair_of.get(row_index), how))
-            elif where == "other" and n.compact in {compact_text(o) for o in row.others}:
-                found.append((n.set_name, n.item_id, row_index, pair_of.get(row_index), "embedded"))
-    hits = [Hit(s, i, int(r), p, how, 100.0) for s, i, r, p, how in found]
-    rarity = _cached_rarity(store, needles) if any(needles[nid].fuzzy for _, nid in pairs) else None
-    for row_index, nid in pairs:
-        n = needles[nid]
-        scored = match_texts(n, texts[row_index], rarity)
-        if scored:
-            hits.append(Hit(n.set_name, n.item_id, row_index, pair_of.get(row_index), *scored))
-    for row_index, bench_name, item_id in scan.benchmark:
-        if set_name is None or set_name == f"benchmark:{bench_name}":
-            hits.append(
-                Hit(
-                    f"benchmark:{bench_name}",
-                    str(item_id),
-                    row_index,
-                    pair_of.get(row_index),
-                    "benchmark",
-                    100.0,
-                )
-            )
+    hits = [
+        Hit(s, i, int(r), p if p is not None else pair_of.get(r), how, score)
+        for s, i, r, p, how, score in found
+    ]
     result.hits = _dedupe(hits)
+    if result.skipped_needles:
+        result.notes.append(
+            f"{result.skipped_needles} needle(s) skipped as stock phrases of the store (an answer, turn or "
+            "sentence several distinct prompts of its other items hold): not evidence of a leak"
+        )
     return result
 
 
@@ -752,3 +617,12 @@ def find_holdout_hits(store: Store, candidates: pa.Table, *, set_name: str | Non
 def check_candidates(store: Store, candidates: pa.Table, *, set_name: str | None = None) -> GateResult:
     """find_holdout_hits with the counts and notes the export evidence reports."""
     return members_in_rows(store, candidates, set_name=set_name)
+
+
+def needles_of_text(
+    set_name: str, item_id: str, kind: str, turns: list[str], task_key: str | None = None
+) -> list[Needle]:
+    """The needles of a member given as raw user turns (no answers): the tuning script's members."""
+    from pairstore.holdout.needles import Member, needles_of_members
+
+    return [n for _, n in needles_of_members([Member(set_name, item_id, kind, task_key, turns, None, [])])[0]]

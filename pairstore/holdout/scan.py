@@ -29,6 +29,7 @@ compares their stored match keys in SQL.
 from __future__ import annotations
 
 import string
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -58,9 +59,10 @@ _FOLD_FLAGS = bytes(
 _FOLD_TABLE = np.frombuffer(_FOLD_FLAGS, dtype=np.uint8).astype(bool)
 _DELETE_TABLE = np.frombuffer(_DELETE_FLAGS, dtype=np.uint8).astype(bool)
 # Every alternative of NEEDS_WORD_TEXT_PATTERN holds one of these bytes (an entity's "&", an escape's
-# backslash, "_x", markup's "<" or "[", a role marker's ":"; tests/holdout/test_kernels.py checks it
-# on the pattern itself), so a text without any cannot match and RE2 reads only the texts that hold one.
-NEEDS_WORD_TEXT_TRIGGERS = b"&\\_<[:"
+# backslash, "_x", a URL escape's "%", markup's "<" or "[", a role marker's ":"; tests/holdout/test_kernels.py
+# checks it on the pattern itself), so a text without any cannot match and RE2 reads only the texts that
+# hold one.
+NEEDS_WORD_TEXT_TRIGGERS = b"&\\_%<[:"
 _TRIGGER_TABLE = np.zeros(256, dtype=bool)
 _TRIGGER_TABLE[list(NEEDS_WORD_TEXT_TRIGGERS)] = True
 
@@ -278,7 +280,7 @@ def scan_candidates(
     store: Store,
     cand: str,
     row_filter: str,
-    needle_hashes: set[int],
+    needle_hashes: Iterable[int] | np.ndarray,
     vocab3=None,
     bench=None,
     needle_lengths=None,
@@ -295,7 +297,7 @@ def scan_candidates(
     reader = store.con.sql(f"""
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
         FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
-    wanted = np.fromiter(needle_hashes, dtype=np.uint64, count=len(needle_hashes))
+    wanted = np.unique(np.fromiter(needle_hashes, dtype=np.uint64))
     if vocab3 is not None:
         vocab3 = (vocab3[0], GramLookup(vocab3[1]))
     try:

@@ -18,11 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from pairstore.errors import BadInput, NotFound, duckdb_message
 from pairstore.holdout.matching import Hit
-from pairstore.keys import match_key, match_text, seeded_rank
+from pairstore.keys import content_id, match_key, match_text, seeded_rank, xxh128
+from pairstore.normalize import compact_text
 from pairstore.progress import current as current_progress
+from pairstore.store.rekey import match_texts_of_turns
 from pairstore.store.sql_guard import check_condition
 from pairstore.tables.pairs import Pair
 
@@ -39,63 +43,97 @@ def _check_name(set_name: str) -> None:
         )
 
 
+# A member as add_members takes it: item_id, item_kind, match_key, match_text, and optionally task_key and
+# source_text (the text a member added as a text stands for).
+MEMBER_SCHEMA = pa.schema(
+    [
+        ("item_id", pa.string()),
+        ("item_kind", pa.string()),
+        ("match_key", pa.string()),
+        ("task_key", pa.string()),
+        ("match_text", pa.string()),
+        ("source_text", pa.string()),
+    ]
+)
+
+
+def _member_table(members: list[dict] | pa.Table) -> pa.Table:
+    if isinstance(members, pa.Table):
+        table = members
+    else:
+        table = pa.table({n: [m.get(n) for m in members] for n in MEMBER_SCHEMA.names})
+    for name in ("item_id", "item_kind", "match_key", "match_text"):
+        if name not in table.column_names or table[name].null_count:
+            raise BadInput(f"a member lacks {name}", field=name)
+    missing = [n for n in MEMBER_SCHEMA.names if n not in table.column_names]
+    for n in missing:
+        table = table.append_column(n, pa.nulls(table.num_rows, pa.string()))
+    return table.select(MEMBER_SCHEMA.names).cast(MEMBER_SCHEMA)
+
+
 def add_members(
     store: Store,
     set_name: str,
-    members: list[dict],
+    members: list[dict] | pa.Table,
     *,
     description: str | None = None,
     method: str | None = None,
     seed: int | None = None,
 ) -> int:
-    """Add members (item_id, item_kind, match_key, match_text, task_key) to a set; returns how many were new.
+    """Add members (item_id, item_kind, match_key, match_text[, task_key, source_text]; dicts or an Arrow
+    table of MEMBER_SCHEMA) to a set in one transaction; returns how many were added or made active again.
 
-    A member that was removed earlier becomes active again (logged)."""
+    A member that was removed earlier becomes active again; one already active is left as it is. Every
+    member added gets an audit-log entry of its own (`holdout.add`, its item id, the method and seed).
+    Set-based: one INSERT and one UPDATE whatever the count (a whole benchmark in seconds)."""
     _check_name(set_name)
-    added = 0
-    with store.transaction():
-        store.con.execute(
+    table = _member_table(members)
+    # a member listed twice is added once (its first listing)
+    first = pc.is_in(
+        pa.array(range(table.num_rows)), pc.index_in(pc.unique(table["item_id"]), table["item_id"])
+    )
+    if not pc.all(first).as_py():
+        table = table.filter(first)
+    con = store.con
+    with store.transaction(), store.registered("_new_members", table):
+        con.execute(
             "INSERT INTO holdout_sets (set_name, description, method, seed) VALUES (?, ?, ?, ?) "
             "ON CONFLICT DO NOTHING",
             [set_name, description, method, seed],
         )
-        for m in members:
-            row = store.one(
-                "SELECT removed_at FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, m["item_id"]]
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE _added_members AS "
+            "SELECT m.item_id, h.item_id IS NOT NULL AS again FROM _new_members m "
+            "LEFT JOIN holdout h ON h.set_name = ? AND h.item_id = m.item_id "
+            "WHERE h.item_id IS NULL OR h.removed_at IS NOT NULL",
+            [set_name],
+        )
+        try:
+            con.execute(
+                "INSERT INTO holdout (set_name, item_id, item_kind, match_key, task_key, match_text, "
+                "source_text) SELECT ?, m.item_id, m.item_kind, m.match_key, m.task_key, m.match_text, "
+                "m.source_text "
+                "FROM _new_members m SEMI JOIN (SELECT item_id FROM _added_members WHERE NOT again) a "
+                "USING (item_id)",
+                [set_name],
             )
-            if row is None:
-                store.con.execute(
-                    "INSERT INTO holdout (set_name, item_id, item_kind, match_key, task_key, match_text) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    [
-                        set_name,
-                        m["item_id"],
-                        m["item_kind"],
-                        m["match_key"],
-                        m.get("task_key"),
-                        m["match_text"],
-                    ],
-                )
-                added += 1
-            elif row[0] is not None:
-                store.con.execute(
-                    "UPDATE holdout SET removed_at = NULL, removed_reason = NULL "
-                    "WHERE set_name = ? AND item_id = ?",
-                    [set_name, m["item_id"]],
-                )
-                added += 1
-        if added:
-            store.audit(
-                "holdout.add",
-                set_name,
-                {
-                    "added": added,
-                    "method": method,
-                    "seed": seed,
-                    "items": sorted(m["item_id"] for m in members),
-                },
+            con.execute(
+                "UPDATE holdout SET removed_at = NULL, removed_reason = NULL WHERE set_name = ? "
+                "AND item_id IN (SELECT item_id FROM _added_members WHERE again)",
+                [set_name],
             )
-    return added
+            # one entry per member, in the members' order
+            store.audit_each(
+                "SELECT 'holdout.add', ?, json_object('item_id', a.item_id, 'method', ?::VARCHAR, "
+                "'seed', ?::BIGINT, 'again', a.again) "
+                "FROM _added_members a JOIN (SELECT item_id, row_number() OVER () AS i FROM _new_members) o "
+                "USING (item_id) ORDER BY o.i",
+                [set_name, method, seed],
+            )
+            added = store.scalar("SELECT count(*) FROM _added_members")
+        finally:
+            con.execute("DROP TABLE IF EXISTS _added_members")
+    return int(added)
 
 
 def _battle_member(row) -> dict:
@@ -109,63 +147,144 @@ def _battle_member(row) -> dict:
     }
 
 
-def resolve_ids(store: Store, ids: list[tuple[int, str]], path: str) -> list[dict]:
-    """Members for ids (battle, task or eval item ids), each looked up in the store."""
-    members = []
-    for line, item_id in ids:
-        row = store.one("SELECT battle_id, prompt, match_key FROM battles WHERE battle_id = ?", [item_id])
-        if row:
-            members.append(_battle_member(row))
-            continue
-        row = store.one("SELECT task_id, prompt, match_key, task_key FROM tasks WHERE task_id = ?", [item_id])
-        if row:
-            members.append(
-                {
-                    "item_id": row[0],
-                    "item_kind": "task",
-                    "match_key": row[2],
-                    "task_key": row[3],
-                    "match_text": match_text(row[1]),
-                }
-            )
-            continue
-        row = store.one(
-            "SELECT item_id, prompt, match_key, task_key FROM eval_items WHERE item_id = ? LIMIT 1", [item_id]
-        )
-        if row:
-            members.append(
-                {
-                    "item_id": row[0],
-                    "item_kind": "eval_item",
-                    "match_key": row[2],
-                    "task_key": row[3],
-                    "match_text": match_text([dict(m) for m in row[1]]),
-                }
-            )
-            continue
+# Each id looked up as a battle, a task, then an eval item (the first that has it): its kind, task key
+# and user turns.
+_RESOLVE_SQL = """
+    SELECT i.line, i.item_id,
+           CASE WHEN b.battle_id IS NOT NULL THEN 'battle' WHEN t.task_id IS NOT NULL THEN 'task'
+                WHEN e.item_id IS NOT NULL THEN 'eval_item' END AS item_kind,
+           CASE WHEN b.battle_id IS NULL THEN coalesce(t.task_key, e.task_key) END AS task_key,
+           CASE WHEN b.battle_id IS NOT NULL
+                THEN list_transform(list_filter(b.prompt, lambda m: m.role = 'user'), lambda m: m.content)
+                WHEN t.task_id IS NOT NULL THEN [t.prompt]
+                ELSE list_transform(list_filter(e.prompt, lambda m: m.role = 'user'), lambda m: m.content)
+           END AS turns
+    FROM _ids i
+    LEFT JOIN battles b ON b.battle_id = i.item_id
+    LEFT JOIN tasks t ON t.task_id = i.item_id
+    LEFT JOIN (SELECT item_id, any_value(task_key) AS task_key, any_value(prompt) AS prompt
+               FROM eval_items GROUP BY item_id) e ON e.item_id = i.item_id
+    ORDER BY i.line"""
+
+
+def resolve_ids(store: Store, ids: list[tuple[int, str]], path: str) -> pa.Table:
+    """Members (MEMBER_SCHEMA) for ids (battle, task or eval item ids, each with its line), looked up in the
+    store in one query; their user turns normalized in one batch. An unknown id is refused naming its line."""
+    table = pa.table({"line": pa.array([n for n, _ in ids], pa.int64()), "item_id": [i for _, i in ids]})
+    with store.registered("_ids", table):
+        rows = store.con.sql(_RESOLVE_SQL).to_arrow_table()
+    unknown = pc.is_null(rows["item_kind"])
+    if pc.any(unknown).as_py():
+        first = rows.filter(unknown).slice(0, 1).to_pylist()[0]
         raise BadInput(
-            f"unknown id {item_id!r} (not a battle, task or eval item in the store)", path=path, line=line
+            f"unknown id {first['item_id']!r} (not a battle, task or eval item in the store)",
+            path=path,
+            line=first["line"],
         )
-    return members
+    texts = match_texts_of_turns(rows["turns"].to_pylist())
+    return pa.table(
+        {
+            "item_id": rows["item_id"],
+            "item_kind": rows["item_kind"],
+            "match_key": pa.array([xxh128(compact_text(t)) for t in texts], pa.string()),
+            "task_key": rows["task_key"],
+            "match_text": pa.array(texts, pa.string()),
+            "source_text": pa.nulls(rows.num_rows, pa.string()),
+        }
+    )
 
 
-def add_from_ids_file(store: Store, set_name: str, path) -> int:
-    """`holdout add SET --ids-file F`: one id per line (blank lines and # comments ignored)."""
+def _read_text(path) -> str:
     try:
-        text = open(path, encoding="utf-8").read()
+        with open(path, encoding="utf-8") as f:
+            return f.read()
     except UnicodeDecodeError:
         raise BadInput("bytes that are not UTF-8", path=str(path)) from None
     except FileNotFoundError:
         raise BadInput("no such file", path=str(path)) from None
+
+
+def add_from_ids_file(store: Store, set_name: str, path) -> int:
+    """`holdout add SET --ids-file F`: one id per line (blank lines and # comments ignored)."""
     ids = [
         (i, ln.strip())
-        for i, ln in enumerate(text.splitlines(), start=1)
+        for i, ln in enumerate(_read_text(path).splitlines(), start=1)
         if ln.strip() and not ln.strip().startswith("#")
     ]
     if not ids:
         raise BadInput("no ids in file", path=str(path))
-    members = resolve_ids(store, ids, str(path))
+    members = resolve_ids(store, ids, str(path))  # an id listed twice is one member (add_members)
     return add_members(store, set_name, members, method=f"ids-file {path}")
+
+
+# The fields of a line of a texts file: the text (required) and an id (optional).
+TEXT_FIELDS = ("id", "text")
+
+
+def read_texts_file(path) -> list[tuple[int, str | None, str]]:
+    """(line, id or None, text) of every text of a texts file: JSONL objects with `text` and optionally `id`
+    (a string); in a .txt file, each non-blank line is a text. Anything else (another field, a text that
+    is not a non-empty string, an id listed twice) is refused naming the line and the field."""
+    raw = _read_text(path)
+    out: list[tuple[int, str | None, str]] = []
+    if str(path).endswith(".txt"):
+        return [(n, None, ln.strip()) for n, ln in enumerate(raw.splitlines(), start=1) if ln.strip()]
+    ids: dict[str, int] = {}
+    for n, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BadInput(f"not JSON ({e.msg})", path=str(path), line=n) from None
+        if not isinstance(record, dict):
+            raise BadInput("expected a JSON object with a text", path=str(path), line=n)
+        extra = sorted(set(record) - set(TEXT_FIELDS))
+        if extra:
+            raise BadInput(
+                f"unknown field {extra[0]!r} (a texts file holds {' and '.join(TEXT_FIELDS)})",
+                path=str(path),
+                line=n,
+                field=extra[0],
+            )
+        text, item_id = record.get("text"), record.get("id")
+        if not isinstance(text, str) or not text.strip():
+            raise BadInput("text: expected a non-empty string", path=str(path), line=n, field="text")
+        if item_id is not None and not (isinstance(item_id, str) and item_id.strip()):
+            raise BadInput("id: expected a non-empty string", path=str(path), line=n, field="id")
+        if item_id is not None:
+            if item_id in ids:
+                raise BadInput(
+                    f"id {item_id!r} is listed twice (first on line {ids[item_id]})",
+                    path=str(path),
+                    line=n,
+                    field="id",
+                )
+            ids[item_id] = n
+        out.append((n, item_id, text))
+    return out
+
+
+def add_from_texts_file(store: Store, set_name: str, path) -> int:
+    """`holdout add SET --texts-file F`: each text a member of kind `prompt` (its id the given one, else
+    `t` and the content id of the text), normalized in one batch, added in one transaction; the text is
+    kept (`source_text`), so a re-keyed store reads it again."""
+    texts = read_texts_file(path)
+    if not texts:
+        raise BadInput("no texts in file", path=str(path))
+    words = match_texts_of_turns([[t] for _, _, t in texts])
+    ids = [i if i is not None else "t" + content_id(t)[:16] for _, i, t in texts]
+    members = pa.table(
+        {
+            "item_id": pa.array(ids, pa.string()),
+            "item_kind": pa.array(["prompt"] * len(ids), pa.string()),
+            "match_key": pa.array([xxh128(compact_text(w)) for w in words], pa.string()),
+            "task_key": pa.nulls(len(ids), pa.string()),
+            "match_text": pa.array(words, pa.string()),
+            "source_text": pa.array([t for _, _, t in texts], pa.string()),
+        }
+    )
+    return add_members(store, set_name, members, method=f"texts-file {path}")
 
 
 def _allocate(sizes: dict, n: int) -> dict:
@@ -343,7 +462,8 @@ def member_history(store: Store, set_name: str) -> dict[str, list[dict]]:
     ).fetchall():
         d = json.loads(detail) if isinstance(detail, str) else (detail or {})
         if action == "holdout.add":
-            for item in d.get("items") or []:
+            # one entry per member (item_id); entries of older versions list many (items)
+            for item in d.get("items") or [d.get("item_id")]:
                 out.setdefault(item, []).append({"action": "added", "at": str(at), "reason": d.get("method")})
         else:
             out.setdefault(str(d.get("item_id")), []).append(

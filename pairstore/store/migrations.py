@@ -11,11 +11,9 @@ from __future__ import annotations
 import hashlib
 import json
 
-import pyarrow as pa
-
-from pairstore.holdout.ngrams import benchmark_tables
-from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
+from pairstore.keys import TURN_SEP, key_of_text, match_text
 from pairstore.normalize import word_text
+from pairstore.store.rekey import rekey_benchmarks, rekey_stored_rows
 
 MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
 
@@ -279,67 +277,6 @@ def m002_views(con):
     """)
 
 
-def _rekey(con, table: str, id_cols: tuple[str, ...], text_col: str) -> None:
-    """Recompute `table.match_key` from `text_col` (a string or messages): the rows stream through once,
-    then one UPDATE (the connection runs one statement at a time)."""
-    ids: dict[str, list] = {c: [] for c in id_cols}
-    keys = []
-    reader = con.sql(f"SELECT {', '.join(id_cols)}, {text_col} AS t FROM {table}").to_arrow_reader(50_000)
-    for batch in reader:
-        for c in id_cols:
-            ids[c] += batch.column(c).to_pylist()
-        keys += [match_key(t) for t in batch.column("t").to_pylist()]
-    if not keys:
-        return
-    new = pa.table({**{c: pa.array(v) for c, v in ids.items()}, "k": pa.array(keys, pa.string())})
-    con.register("_rekeyed_keys", new)
-    try:
-        on = " AND ".join(f"{table}.{c} = k.{c}" for c in id_cols)
-        con.execute(f"UPDATE {table} SET match_key = k.k FROM _rekeyed_keys k WHERE {on}")
-    finally:
-        con.unregister("_rekeyed_keys")
-
-
-# Every table with a match_key column: (table, its key columns, the text the key is of).
-_KEYED_TABLES = (
-    ("battles", ("battle_id",), "prompt"),
-    ("problems", ("problem_id",), "question"),
-    ("tasks", ("task_id",), "prompt"),
-    ("pairs", ("pair_id",), "prompt"),
-    ("eval_items", ("suite", "item_id"), "prompt"),
-)
-
-
-def _rekey_stored_rows(con) -> None:
-    """Every stored row's match key recomputed by today's normalization (a migration that changes keys)."""
-    for table, id_cols, text_col in _KEYED_TABLES:
-        _rekey(con, table, id_cols, text_col)
-
-
-def _rekey_benchmarks(con) -> None:
-    """Every registered benchmark's keys and n-grams rebuilt by today's normalization."""
-    for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
-        items = con.execute(
-            "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
-        ).fetchall()
-        refs, ngrams = benchmark_tables([i for i, _ in items], [t for _, t in items], n)
-        con.register("_rekeyed_refs", refs)
-        con.register("_rekeyed_ngrams", ngrams)
-        try:
-            con.execute(
-                "UPDATE benchmark_refs SET match_key = r.match_key FROM _rekeyed_refs r "
-                "WHERE benchmark_refs.benchmark = ? AND benchmark_refs.item_id = r.item_id",
-                [bench],
-            )
-            con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [bench])
-            con.execute(
-                "INSERT INTO benchmark_ngrams SELECT DISTINCT ?, item_id, ngram FROM _rekeyed_ngrams", [bench]
-            )
-        finally:
-            con.unregister("_rekeyed_refs")
-            con.unregister("_rekeyed_ngrams")
-
-
 def _evidence_sha(evidence) -> str | None:
     """SHA-256 of the evidence file an export wrote, rebuilt from the JSON the registry stored with it."""
     if evidence is None:
@@ -351,7 +288,7 @@ def _evidence_sha(evidence) -> str | None:
 def m003_disguise_proof_keys_and_evidence(con):
     """Match keys that survive disguise (pairstore.normalize), recomputed for every stored row; the
     registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
-    _rekey_stored_rows(con)
+    rekey_stored_rows(con)
     # Holdout members: from the battle or task itself where there is one, else from the stored match text
     # (normalized the old way, which the new normalization folds further).
     rows = con.execute("""
@@ -370,7 +307,7 @@ def m003_disguise_proof_keys_and_evidence(con):
             [text, key_of_text(text), set_name, item_id],
         )
     # Benchmark references: keys and n-grams read through the same normalization.
-    _rekey_benchmarks(con)
+    rekey_benchmarks(con)
     con.execute("""
         ALTER TABLE exports ADD COLUMN evidence_path VARCHAR;
         ALTER TABLE exports ADD COLUMN evidence_sha256 VARCHAR;
@@ -458,7 +395,7 @@ def m008_keys_of_the_normalization_pipeline(con):
     """Match keys and texts recomputed for the normalization pipeline of pairstore.normalize (escapes
     and markup decoded, digits of every script, case folding for every script, number forms, punctuation
     as a word break), for every stored row, holdout member and benchmark n-gram."""
-    _rekey_stored_rows(con)
+    rekey_stored_rows(con)
     # Members from the item they name where the store has it, else re-normalized from the stored text.
     rows = con.execute("""
         SELECT h.set_name, h.item_id, h.match_text, b.prompt, t.prompt, p.question, e.prompt FROM holdout h
@@ -478,7 +415,22 @@ def m008_keys_of_the_normalization_pipeline(con):
             "UPDATE holdout SET match_text = ?, match_key = ? WHERE set_name = ? AND item_id = ?",
             [text, key_of_text(text), set_name, item_id],
         )
-    _rekey_benchmarks(con)
+    rekey_benchmarks(con)
+
+
+def m009_normalization_versions(con):
+    """The normalization that made each table's match keys (`key_versions`, one row per keyed table,
+    pairstore.store.rekey), and the text a member added as a text stands for (`holdout.source_text`), so
+    re-keying reads the text itself. No row is written here: opening the store finds every keyed table
+    without one and re-keys it."""
+    con.execute("""
+    CREATE TABLE key_versions (
+        table_name    VARCHAR PRIMARY KEY,
+        normalization VARCHAR NOT NULL,
+        keyed_at      TIMESTAMP NOT NULL DEFAULT current_timestamp
+    );
+    ALTER TABLE holdout ADD COLUMN source_text VARCHAR;
+    """)
 
 
 # The ordered list. Append only.
@@ -491,5 +443,6 @@ MIGRATIONS = [
     m006_three_verdicts,
     m007_votes_from_the_browser,
     m008_keys_of_the_normalization_pipeline,
+    m009_normalization_versions,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -48,6 +48,7 @@ PROTECTED = (
     "checkpoints",
     "rounds",
     "schema_version",
+    "key_versions",
 )
 _FILE_STATEMENTS = {
     duckdb.StatementType.COPY,

@@ -27,6 +27,7 @@ from pairstore.errors import BadInput, NotFound, PairstoreError, StoreBusy
 from pairstore.store.comments import apply_comments
 from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from pairstore.store.recognize import damaged_store, recognize
+from pairstore.store.rekey import ensure_current_keys
 
 DEFAULT_DB = "pairstore.duckdb"
 _PID = re.compile(r"PID (\d+)")
@@ -131,6 +132,11 @@ class Store:
             "INSERT INTO audit_log (action, subject, detail) VALUES (?, ?, ?)",
             [action, subject, json.dumps(detail or {}, sort_keys=True, default=str)],
         )
+
+    def audit_each(self, select_sql: str, params: list | None = None) -> None:
+        """Append one audit_log entry per row of `select_sql` (a SELECT of action, subject and detail as
+        JSON text, in the order it gives): a bulk change logs each item it touches in one statement."""
+        self.con.execute("INSERT INTO audit_log (action, subject, detail) " + select_sql, params or [])
 
     def schema_version(self) -> int:
         return self.scalar("SELECT coalesce(max(version), 0) FROM schema_version")
@@ -243,7 +249,8 @@ def open_store(
     A missing file is created (for writing); an existing file is recognised first
     (pairstore.store.recognize): a DuckDB file that is not a pairstore store, a damaged one, one from a newer
     pairstore, one whose tables do not match its schema_version, or one holding a function that shadows a
-    built-in is refused before anything is written to it."""
+    built-in is refused before anything is written to it. Match keys another normalization made are
+    re-keyed in one transaction (pairstore.store.rekey); a read-only open of such a store is refused."""
     path = str(path or default_path())
     exists = Path(path).exists()
     if read_only and not exists:
@@ -263,6 +270,8 @@ def open_store(
                 )
         else:
             migrate(con)
+        # Keys made by another normalization are re-keyed (writing) or refused (read-only): rekey.py.
+        ensure_current_keys(con, path, read_only=read_only)
     except BaseException:
         con.close()
         raise

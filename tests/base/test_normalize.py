@@ -13,6 +13,8 @@ import unicodedata
 import duckdb
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pairstore.holdout.ngrams import words
 from pairstore.holdout.scan import loose_hash, loose_hashes, needs_fold_mask
@@ -292,7 +294,7 @@ def test_migration_7_recomputes_keys_for_the_normalization_pipeline(tmp_path):
     key = match_key("What's 12 times seven?")
     assert store.scalar("SELECT match_key FROM battles") == key
     assert store.scalar("SELECT match_key FROM pairs") == key
-    assert store.one("SELECT match_key, match_text FROM holdout") == (key, "what s 12 times seven")
+    assert store.one("SELECT match_key, match_text FROM holdout") == (key, "what's 12 times seven")
     store.close()
 
 
@@ -302,7 +304,7 @@ def test_migration_7_recomputes_keys_for_the_normalization_pipeline(tmp_path):
 def test_the_pipeline_is_the_documented_steps_in_order():
     from pairstore.normalize import STEPS
 
-    assert [name for name, _ in STEPS] == [
+    assert [step.name for step in STEPS] == [
         "decode_escapes",
         "strip_markup",
         "nfkc",
@@ -430,13 +432,13 @@ def test_the_ascii_sign_pattern_is_the_per_character_rule_on_every_short_text():
 
     from pairstore.normalize import punctuation
 
-    alphabet = "1 a.+-%*"
+    alphabet = "1 a.+-%*'"
     for size in range(1, 6):
         for chars in itertools.product(alphabet, repeat=size):
             text = "".join(chars)
             assert punctuation(text) == _punctuation_by_rule(text), text
     rng = random.Random(7)
-    wide = "0123456789 aZ._+-*/=<>^%,:$(\t"
+    wide = "0123456789 aZ._+-*/=<>^%,:$(\t'"
     for _ in range(20_000):
         text = "".join(rng.choice(wide) for _ in range(rng.randint(1, 24)))
         assert punctuation(text) == _punctuation_by_rule(text), text
@@ -497,3 +499,190 @@ def test_word_texts_of_a_batch_equal_word_text_of_each():
         ]
         assert word_texts(texts) == [word_text(t) for t in texts], texts
     assert word_texts([]) == []
+
+
+# -- one-text and many-texts methods of every step ----------------------------------------------------
+
+_MORE_PIECES = [
+    "%20", "%2B", "%C3%A9", "%FF", "%", "+", "a+b", "What+is", "\u0120", "\u010a", "\u2581", "##", "'",
+    "\u2019", "John's", "don't", "\u20ac", "\U0001f600", "\ue000", "\u0378", "\u2260", "<|eot_id|>",
+    "Human:", "\u00a0", "12", " + ", "3:15 pm", "1'250",
+]  # fmt: skip
+_TEXT = st.one_of(
+    st.text(max_size=24),
+    st.lists(st.sampled_from(_PIECES + _MORE_PIECES), max_size=8).map("".join),
+)
+_TEXTS = st.lists(_TEXT, max_size=10)
+
+
+@given(_TEXTS)
+def test_each_steps_many_texts_method_equals_its_one_text_method(texts):
+    """On generated texts, and on what the earlier steps make of them (what each step reads in the
+    pipeline): step.many(texts) == [step.one(t) for t in texts], and word_texts == word_text of each."""
+    from pairstore.normalize import STEPS, word_texts
+
+    staged = list(texts)
+    for step in STEPS:
+        for inputs in (texts, staged):
+            assert step.many(inputs) == [step.one(t) for t in inputs], step.name
+        staged = [step.one(t) for t in staged]
+    assert word_texts(texts) == [word_text(t) for t in texts]
+
+
+@given(_TEXT)
+def test_word_text_is_idempotent_on_generated_text(text):
+    once = word_text(text)
+    assert word_text(once) == once
+
+
+# -- every encoding decoded ---------------------------------------------------------------------------
+
+# Text with nothing of its own for step 1 to decode (no entity, backslash, percent sign, "_x" or "+"),
+# so one layer of URL encoding is all there is to take away.
+_PLAIN = st.text(
+    st.characters(blacklist_characters="&\\%+_", blacklist_categories=("Cs",)), min_size=1, max_size=40
+)
+
+
+@given(_PLAIN)
+def test_url_encoding_is_decoded_like_any_other_escape(text):
+    from urllib.parse import quote, quote_plus
+
+    assert word_text(quote(text, safe="")) == word_text(text)
+    assert word_text(quote(text)) == word_text(text)
+    if re.search(r"[^\W\d_] +[^\W\d_]", text) or quote_plus(text) != text.replace(" ", "+"):
+        # a form-encoded text says so: a percent escape or a "+" between two letters
+        assert word_text(quote_plus(text)) == word_text(text)
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    [
+        "What%20is%20the%20capital%20of%20Peru%3F",
+        "What+is+the+capital+of+Peru%3F",
+        "What+is+the+capital+of+Peru?",
+        "What%2520is%2520the%2520capital%2520of%2520Peru%253F",  # two layers
+        "What is the capital of %50eru?",
+    ],
+)
+def test_a_url_encoded_prompt_keeps_its_key(encoded):
+    assert match_key(encoded) == match_key(BASE), word_text(encoded)
+
+
+def test_url_decoding_keeps_arithmetic_and_bytes_that_are_no_character():
+    from pairstore.normalize import decode_escapes
+
+    assert word_text("12+7") == "12+7"  # no letters around the "+", no escape: arithmetic, not a form
+    assert word_text("What is 12+7?") == "what is 12+7"
+    assert decode_escapes("caf%C3%A9%FF") == "café%FF"
+    assert decode_escapes("a%2Bb+c") == "a+b c"  # form-encoded: "+" a space, "%2B" a plus
+
+
+# -- tokenizer word marks, apostrophes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dump",
+    [
+        "WhatĠisĠtheĠcapitalĠofĠPeru?",  # byte-level BPE tokens, joined
+        "What Ġis Ġthe Ġcap ital Ġof ĠPer u ?",  # the same, each token separated by a space
+        "▁What▁is▁the▁capital▁of▁Peru?",  # SentencePiece
+        "what is the cap ##ital of peru ?",  # WordPiece
+        "WhatĠisĠtheĠcapitalĠofĠPeru?ĊĊ",
+    ],
+)
+def test_a_decoded_token_dump_keeps_the_key(dump):
+    assert match_key(dump) == match_key(BASE), word_text(dump)
+
+
+def test_tokenizer_marks_are_word_breaks_in_any_script():
+    assert word_text("ЧтоĠтакоеĠPython") == word_text("Что такое Python")
+    assert word_text("▁Что▁такое") == word_text("Что такое")
+
+
+def test_possessive_and_contraction_apostrophes_stay_inside_the_word():
+    assert word_text("Tell me about John's dog") == "tell me about john's dog"
+    assert word_text("Peru’s capital") == word_text("Peru's capital") == "peru's capital"
+    assert word_text("I don't know") == "i don't know"
+    assert word_text("'quoted' words'") == "quoted words"  # quotes at a word's edge: breaks
+    assert word_text("the 90's") == "the 90 s"  # not between two letters
+    # the key does not read the apostrophe: a dropped one is the same text
+    assert match_key("Tell me about Johns dog") == match_key("Tell me about John’s dog")
+
+
+# -- every character decided ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ch, cls",
+    [
+        ("a", "letter"),
+        ("é", "letter"),
+        ("л", "letter"),
+        ("中", "letter"),
+        ("٣", "digit"),
+        ("½", "digit"),
+        ("'", "mark"),
+        ("’", "mark"),
+        ("\u093e", "mark"),  # Devanagari vowel sign aa, a spacing mark
+        ("\u200b", "removed"),
+        ("\u0301", "removed"),
+        ("\x07", "removed"),
+        (" ", "break"),
+        ("-", "break"),
+        ("\u0120", "break"),
+        ("\u010a", "break"),
+        ("\u2581", "break"),
+        ("#", "break"),
+        ("\U0001f600", "break"),
+        ("\u2260", "break"),
+        ("\ue000", "break"),
+        ("\U000f0000", "break"),
+        ("\u0378", "break"),  # unassigned
+    ],
+)
+def test_char_class(ch, cls):
+    from pairstore.normalize import char_class
+
+    assert char_class(ch) == cls
+
+
+@given(st.characters(blacklist_categories=()))
+def test_any_character_is_decided(ch):
+    from pairstore.normalize import CHAR_CLASSES, char_class
+
+    assert char_class(ch) in CHAR_CLASSES
+
+
+@pytest.mark.slow
+def test_every_code_point_of_unicode_is_decided():
+    """Each code point, between two letters, is a letter, a digit, a mark, a word break or removed: none is
+    left as a symbol, punctuation, a control or an unassigned code point gluing two words together."""
+    from pairstore.normalize import _SCANNED, CHAR_CLASSES, char_classes
+
+    assigned = [chr(cp) for lo, hi in _SCANNED for cp in range(lo, hi + 1)]
+    classes = char_classes(assigned)
+    assert [hex(ord(c)) for c, k in zip(assigned, classes) if k is None] == []
+    assert set(classes) == set(CHAR_CLASSES)
+    # beyond the scanned ranges, every code point is unassigned or private use: each a word break
+    scanned = {ord(c) for c in assigned}
+    rest = [chr(cp) for cp in range(0x110000) if cp not in scanned]
+    assert {unicodedata.category(c) for c in rest} == {"Cn", "Co"}
+    assert word_text("".join(f"x{c}y " for c in rest)) == " ".join(["x y"] * len(rest))
+
+
+def test_the_normalization_version_names_every_step_and_changes_with_one():
+    from pairstore import normalize
+
+    version = normalize.normalization_version()
+    for step in normalize.STEPS:
+        assert f"{step.name}/{step.version}" in version
+    assert f"unicode/{unicodedata.unidata_version}" in version
+    bumped = normalize.Step("fold", 99, normalize.fold)
+    steps = tuple(bumped if s.name == "fold" else s for s in normalize.STEPS)
+    old = normalize.STEPS
+    try:
+        normalize.STEPS = steps
+        assert normalize.normalization_version() != version
+    finally:
+        normalize.STEPS = old

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 from importlib import resources
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -96,6 +97,10 @@ DISGUISES = {
         lambda t: t.replace(" ", "\t", 2).replace(" ", "  \n ")
     ),
     "a space inside a word": text_disguise(lambda t: t[:3] + " " + t[3:]),
+    "URL-encoded (form)": text_disguise(quote_plus),
+    "URL-encoded (percent)": text_disguise(lambda t: quote(t, safe="")),
+    "byte-level BPE token dump": text_disguise(lambda t: "Ġ".join(t.split(" "))),
+    "SentencePiece token dump": text_disguise(lambda t: "▁" + "▁".join(t.split(" "))),
     "case and NFKD": text_disguise(lambda t: t.swapcase()),
     "split over two user turns": lambda turns: [
         {"role": "user", "content": p} for t in turns for p in _split(t)
@@ -210,6 +215,21 @@ def test_members_embedded_in_longer_text_are_refused_and_audited(
     # a whole sentence of the row counts for members of SENTENCE_MIN_WORDS words or more (the tiny one)
     expected = set(MEMBERS) if embedding == "embedded in a longer prompt" else EMBEDDABLE
     assert_refused_and_audited(run_cli, tmp_path, path, expected)
+
+
+def test_members_of_several_sentences_reordered_are_refused_and_audited(
+    run_cli, tmp_path, write_jsonl, dpo_recipe
+):
+    """The medium and long members hold two sentences of five words or more: last first, each is found."""
+    held_out_store(run_cli, tmp_path, write_jsonl)
+    reordered = {
+        "h-medium": "How much do 84 pencils cost, in cents? A shop sells pencils at 31 cents each.",
+        "h-long": LONG.split(". ")[1] + " " + LONG.split(". ")[0] + ".",
+    }
+    path = leak_round(
+        run_cli, tmp_path, write_jsonl, dpo_recipe, [record(t, i) for i, t in enumerate(reordered.values())]
+    )
+    assert_refused_and_audited(run_cli, tmp_path, path, set(reordered))
 
 
 def test_first_turn_of_a_multi_turn_member_alone(run_cli, tmp_path, write_jsonl, dpo_recipe):

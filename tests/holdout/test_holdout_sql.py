@@ -49,8 +49,10 @@ def test_sample_is_deterministic_stratified_and_keeps_match_keys_together(store,
     ids2 = sample_holdout(store, "again", n=34, seed=11)
     assert ids2 == ids
     assert sample_holdout(store, "other", n=34, seed=12) != ids
-    log = store.rows("SELECT action, subject FROM audit_log ORDER BY seq")
-    assert [r["action"] for r in log] == ["holdout.add"] * 3
+    log = store.rows("SELECT action, subject, detail FROM audit_log ORDER BY seq")
+    # one entry per member added
+    assert [r["action"] for r in log] == ["holdout.add"] * (3 * 34)
+    assert sorted(json.loads(r["detail"])["item_id"] for r in log if r["subject"] == "again") == ids
 
 
 def test_sampling_into_an_existing_set_or_too_many_is_refused(store, battles_file):
@@ -92,8 +94,10 @@ def test_cli_holdout_add_list_show_remove(run_cli, battles_file, tmp_path):
     )
     r = run_cli("holdout", "show", "nope")
     assert r.exit_code == 2 and r.output == "error: no holdout set 'nope'\n"
-    r = run_cli("sql", "SELECT action, subject FROM audit_log ORDER BY seq", "--csv")
-    assert r.output == "action,subject\nholdout.add,judge\nholdout.remove,judge\n"
+    # one entry per member added, then the removal; the refused file added nothing
+    r = run_cli("sql", "SELECT action, detail->>'item_id' AS id FROM audit_log ORDER BY seq", "--csv")
+    added = "".join(f"holdout.add,{i}\n" for i in ("b005", "b006", "b007"))
+    assert r.output == "action,id\n" + added + "holdout.remove,b006\n"
 
 
 def test_active_members_and_held_task_keys(store):

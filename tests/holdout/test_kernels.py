@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from pairstore.holdout.ngrams import Q, Vocabulary, text_ngram_table
 from pairstore.holdout.scan import GramLookup
+from pairstore.ngram_hash import Q, Vocabulary, text_ngram_table
 
 # Pieces that meet at word boundaries in every way the reading has to get right: each ASCII whitespace,
 # the separators str.split() also splits on, Unicode spaces (one, two and three bytes), punctuation glued
