@@ -9,6 +9,7 @@ from pairstore.cli.base import (
     complete,
     echo_json,
     echo_rows,
+    echo_table,
     json_option,
     listing_options,
     open_db,
