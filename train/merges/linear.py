@@ -1,11 +1,13 @@
-"""Streaming weight soup of two bundles: out = a + alpha * (b - a), tensor by tensor, slice by slice.
+"""Merge method `linear`: the streaming soup of two bundles, out = a + alpha * (b - a), slice by slice.
 
     pairstore train soup runs/r3-merged runs/r2-merged --alpha 0.5 --out runs/r3-soup
+    train.soup.soup("runs/r3-merged", "runs/r2-merged", 0.5, "runs/r3-soup")
 
 Both bundles must hold the same tensors (names, shapes, dtypes) as safetensors shards
 and the same tokenizer and chat template. The output has A's shard layout (same file
-names, same headers, same tensor order) and A's serving files, plus
-`training_evidence.json` naming both inputs' shard SHA-256s and alpha.
+names, same headers, same tensor order) and A's serving files; the shared step
+(train.merges.registry.merge) adds merge_spec.json and `training_evidence.json`, with
+both inputs' shard SHA-256s (computed here as the data streams past) and alpha.
 
 Exactness (train/soup_kernel.py): for 0 < alpha < 1 every element is computed in float32 as
 `(1 - alpha) * a + alpha * b` and rounded once to the stored dtype with round-to-nearest-even;
@@ -28,50 +30,39 @@ size. Output shards are written under temporary names and renamed when all are d
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import json
-import math
 import os
 import queue
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 import numpy as np
 
 from pairstore.errors import BadInput
-from pairstore.files import (
-    atomic_write_json,
-    check_free_space,
-    staged_folder,
-    writes_into,
-)
-from pairstore.keys import sha256_file
+from pairstore.options import option
 from pairstore.prefetch import prefetch
 from pairstore.progress import Progress, as_progress
-from pairstore.rounds.checkpoints import register_checkpoint
 from train.bundle import (
-    EVIDENCE_FILE,
     INDEX_NAME,
     TensorInfo,
     bundle_tensors,
     check_bundle,
-    copy_serving_files,
+    check_same_tensors,
     list_shards,
     read_index,
     read_shard_header,
     write_index,
 )
 from train.bundle_identity import require_same_model_family
-from train.publish import prepare_output, publish_bundle
+from train.merges.registry import Input, Merge, Written, register
 from train.shard_io import OpenFiles, StreamHash, WriteBack, preadv_exact, pwrite_all
 from train.soup_kernel import FLOAT_DTYPES, ITEMSIZE, SoupKernel
 
+MIB = 1 << 20
 DEFAULT_SLICE_BYTES = 16 << 20
+MIN_SLICE_BYTES = 4096
 DEFAULT_BUFFERS = 4
 # Output bytes between write-back kicks (see WriteBack).
 WRITEBACK_BYTES = 32 << 20
@@ -241,7 +232,6 @@ class _Job:
 
     a_dir: Path
     b_dir: Path
-    out_dir: Path
     alpha: float
     a_shards: list[Path]
     a_headers: list
@@ -403,86 +393,45 @@ def _run_stages(
         raise failure.errors[0]
 
 
-# ---------------------------------------------------------------------------- checks
+# ---------------------------------------------------------------------------- the method
 
 
-def _check_same_tensors(a_dir: Path, b_dir: Path, a_tensors, b_tensors) -> None:
-    """BadInput naming the first difference, in A's file order: a missing tensor, a shape, a dtype."""
-    b_by_name = {t.name: (p, t) for p, t in b_tensors}
-    a_names = set()
-    for a_path, t in a_tensors:
-        a_names.add(t.name)
-        if t.name not in b_by_name:
-            raise BadInput(
-                f"tensor is in A ({a_path.name}) but not in B {b_dir}", path=str(a_dir), field=t.name
-            )
-        b_path, u = b_by_name[t.name]
-        if t.shape != u.shape:
-            raise BadInput(
-                f"shape mismatch: A has {list(t.shape)}, B has {list(u.shape)} ({b_path.name})",
-                path=str(a_dir),
-                field=t.name,
-            )
-        if t.dtype != u.dtype:
-            raise BadInput(
-                f"dtype mismatch: A has {t.dtype}, B has {u.dtype} ({b_path.name})",
-                path=str(a_dir),
-                field=t.name,
-            )
-    for b_path, u in b_tensors:
-        if u.name not in a_names:
-            raise BadInput(
-                f"tensor is in B ({b_path.name}) but not in A {a_dir}", path=str(b_dir), field=u.name
-            )
+@dataclass(frozen=True, kw_only=True)
+class LinearOptions:
+    a: str = option(help="The first bundle (alpha 0).", argument=True, path=True)
+    b: str = option(help="The second bundle (alpha 1).", argument=True, path=True)
+    alpha: float = option(help="Weight of B: out = A + alpha*(B - A).")
+    a_name: str | None = option(
+        None, help="Checkpoint name of A (default: the name A is registered under, else its folder's)."
+    )
+    b_name: str | None = option(
+        None, help="Checkpoint name of B (default: the name B is registered under, else its folder's)."
+    )
+    slice_mb: float = option(
+        DEFAULT_SLICE_BYTES / MIB,
+        help="Streaming slice size in MiB (memory is about 11 slices plus the interpreter).",
+    )
+    buffers: int = option(DEFAULT_BUFFERS, help="Slices in flight per stage (at least 2).", min=2)
 
 
-def _check_tokenizers(a_dir: Path, b_dir: Path) -> str:
-    """The SHA-256 of A's tokenizer identity; BadInput naming what differs (train.bundle_identity)."""
-    return require_same_model_family(a_dir, b_dir, what="a soup").sha256
-
-
-def _check_output_dir(out_dir: Path, a_dir: Path, b_dir: Path) -> None:
-    resolved = out_dir.resolve()
-    if resolved in (a_dir.resolve(), b_dir.resolve()):
-        raise BadInput("the output folder must differ from both inputs", path=str(out_dir))
-
-
-def _read_evidence(bundle: Path) -> dict | None:
-    p = bundle / EVIDENCE_FILE
-    if not p.is_file():
-        return None
-    try:
-        return json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return {"unreadable": str(p), "sha256": sha256_file(p)}
-
-
-# ---------------------------------------------------------------------------- soup
-
-
-def _plan_job(
-    a_dir: Path, b_dir: Path, out_dir: Path, alpha: float, slice_bytes: int, hash_output: bool
-) -> tuple[_Job, list[tuple[Path, TensorInfo]], str, bool]:
-    """Check the inputs and the output folder (BadInput before anything is written) and cut the work into
-    slices. Returns (job, A's tensors, tokenizer fingerprint, whether A has an index)."""
-    _check_output_dir(out_dir, a_dir, b_dir)
+def _plan_job(a_dir: Path, b_dir: Path, alpha: float, slice_bytes: int) -> tuple[_Job, str, bool]:
+    """Check the inputs (BadInput before anything is written) and cut the work into slices. Returns
+    (job, tokenizer fingerprint, whether A has an index)."""
     for bundle in (a_dir, b_dir):
         check_bundle(bundle)  # headers, config, tokenizer, remote code: before a byte is read or copied
     a_tensors = bundle_tensors(a_dir)
     b_tensors = bundle_tensors(b_dir)
-    _check_same_tensors(a_dir, b_dir, a_tensors, b_tensors)
-    fingerprint = _check_tokenizers(a_dir, b_dir)
+    check_same_tensors(a_dir, b_dir, a_tensors, b_tensors)
+    fingerprint = require_same_model_family(a_dir, b_dir, what="a soup").sha256
     # A shard with no tensors has nothing to soup but is still part of A's layout.
     a_shards = list_shards(a_dir)
     b_shards = list_shards(b_dir)
     a_headers = [read_shard_header(p) for p in a_shards]
     b_headers = {p: read_shard_header(p) for p in b_shards}
-    has_index = (a_dir / INDEX_NAME).exists()
     b_where = {t.name: (p, t) for p, t in b_tensors}
     job = _Job(
         a_dir=a_dir,
         b_dir=b_dir,
-        out_dir=out_dir,
         alpha=alpha,
         a_shards=a_shards,
         a_headers=a_headers,
@@ -492,169 +441,67 @@ def _plan_job(
         tmp_paths=[],  # the shards' paths in the staged folder, set when it exists
         a_hashes=[StreamHash(h.path, h.raw, h.file_size) for h in a_headers],
         b_hashes={p: StreamHash(p, h.raw, h.file_size) for p, h in b_headers.items()},
-        out_hashes=[hashlib.sha256(h.raw) for h in a_headers] if hash_output else None,
+        out_hashes=None,
     )
-    return job, a_tensors, fingerprint, has_index
+    return job, fingerprint, (a_dir / INDEX_NAME).exists()
 
 
-def soup(
-    a_dir,
-    b_dir,
-    alpha: float,
-    out_dir,
-    *,
-    slice_bytes: int = DEFAULT_SLICE_BYTES,
-    buffers: int = DEFAULT_BUFFERS,
-    hash_output: bool = False,
-    store=None,
-    name: str | None = None,
-    parents: tuple[str, ...] | list[str] = (),
-    progress: Progress | None = None,
-) -> dict:
-    """Write the bundle out = a + alpha*(b - a) to `out_dir`; return the evidence dict (also written to
-    out_dir/training_evidence.json). Raises BadInput (exit 2) before writing anything when the inputs do
-    not match: tensor names, shapes, dtypes, tokenizer files or chat template.
-
-    The inputs' shard SHA-256s are always computed (as the data streams past). The output's are optional
-    (`hash_output`): the output is a deterministic function of the hashed inputs and alpha, and hashing it
-    costs CPU the I/O cannot hide on a busy machine.
-
-    Both inputs are checked (train.bundle.check_bundle), the output folder and the free space before the
-    first byte is written; the bundle is written whole into a staged folder beside `out_dir` and published
-    by one rename, inside the transaction that registers checkpoint `name` (with `parents`) when given a
-    `store` (pairstore.files.publish_folder): a crash leaves the old state or the new one. `progress`
-    (pairstore.progress) follows the bytes computed."""
-    started = time.perf_counter()
-    a_dir, b_dir, out_dir = Path(a_dir), Path(b_dir), Path(out_dir)
-    # A registered soup records its output's hashes: `audit mixtures` re-hashes every registered bundle.
-    hash_output = hash_output or (store is not None and name is not None)
-    alpha = float(alpha)
-    if not math.isfinite(alpha):
-        raise BadInput(f"alpha must be a finite number, got {alpha}", field="alpha")
-    if slice_bytes < 4096 or slice_bytes % 8:
+@register("linear", version="1", kind="soup", options=LinearOptions, command="soup")
+def linear(options: LinearOptions) -> Merge:
+    """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
+    a_dir, b_dir, alpha = Path(options.a), Path(options.b), options.alpha
+    slice_bytes = int(options.slice_mb * MIB)
+    if slice_bytes < MIN_SLICE_BYTES or slice_bytes % 8 or slice_bytes != options.slice_mb * MIB:
         raise BadInput(
-            f"slice_bytes must be a multiple of 8 and at least 4096, got {slice_bytes}", field="slice_bytes"
+            f"the slice must be a whole number of bytes, a multiple of 8 and at least {MIN_SLICE_BYTES}, "
+            f"got {options.slice_mb} MiB",
+            field="slice_mb",
         )
-    if buffers < 2:
-        raise BadInput("buffers must be at least 2", field="buffers")
-    job, a_tensors, fingerprint, has_index = _plan_job(a_dir, b_dir, out_dir, alpha, slice_bytes, hash_output)
-    replace = prepare_output(store, out_dir)
+    job, fingerprint, has_index = _plan_job(a_dir, b_dir, alpha, slice_bytes)
     total_size = sum(h.file_size - h.data_start for h in job.a_headers)
-    check_free_space(
-        out_dir.parent, sum(h.file_size for h in job.a_headers) + (1 << 20), what="the soup's bundle"
-    )
-    kernel = SoupKernel(alpha)
-    with writes_into(out_dir.parent):
-        with staged_folder(out_dir) as stage:
-            job.tmp_paths = [stage / p.name for p in job.a_shards]
-            # Shards with no tensors have no slices: their header is the whole file.
-            for i, plan in enumerate(job.plans):
-                if not plan:
-                    with open(job.tmp_paths[i], "wb") as f:
-                        f.write(job.a_headers[i].raw)
-            _run_pipeline(job, kernel, slice_bytes, buffers, progress)
-            if has_index:
-                write_index(stage, read_index(a_dir), total_size)
-            serving = copy_serving_files(a_dir, stage)
-            evidence = _evidence(
-                job,
-                a_dir,
-                b_dir,
-                out_dir,
-                alpha,
-                a_tensors,
-                fingerprint,
-                total_size,
-                serving,
-                kernel,
-                slice_bytes,
-                started,
-            )
-            atomic_write_json(stage / EVIDENCE_FILE, evidence)
-            publish_bundle(
-                store,
-                stage,
-                out_dir,
-                replace,
-                None
-                if name is None
-                else lambda: register_checkpoint(
-                    store,
-                    name,
-                    "soup",
-                    list(parents),
-                    alpha=alpha,
-                    path=str(out_dir.resolve()),
-                    evidence=evidence,
-                ),
-            )
-        return evidence
 
-
-def _evidence(
-    job,
-    a_dir,
-    b_dir,
-    out_dir,
-    alpha,
-    a_tensors,
-    fingerprint,
-    total_size,
-    serving,
-    kernel,
-    slice_bytes,
-    started,
-):
-    dtypes: dict[str, int] = {}
-    for _, t in a_tensors:
-        dtypes[t.dtype] = dtypes.get(t.dtype, 0) + 1
-    evidence = {
-        "kind": "soup",
-        "formula": "out = a + alpha*(b - a), computed in float32 as float32(1-alpha)*a + float32(alpha)*b "
-        "and rounded once to the stored dtype (round to nearest even); alpha 0/1 copy a/b",
-        "alpha": alpha,
-        "a": {
-            "path": str(a_dir.resolve()),
-            "shards_sha256": {h.path.name: h.hexdigest() for h in job.a_hashes},
-            "training_evidence": _read_evidence(a_dir),
-        },
-        "b": {
-            "path": str(b_dir.resolve()),
-            "shards_sha256": {p.name: job.b_hashes[p].hexdigest() for p in job.b_shards},
-            "training_evidence": _read_evidence(b_dir),
-        },
-        "output": {
-            "path": str(out_dir.resolve()),
-            "shards": [p.name for p in job.a_shards],
-            "shards_sha256": None
+    def write(stage: Path, progress: Progress, hash_output: bool) -> Written:
+        kernel = SoupKernel(alpha)
+        job.tmp_paths = [stage / p.name for p in job.a_shards]
+        if hash_output:  # the output is a deterministic function of the hashed inputs: hashed when asked
+            job.out_hashes = [hashlib.sha256(h.raw) for h in job.a_headers]
+        # Shards with no tensors have no slices: their header is the whole file.
+        for i, plan in enumerate(job.plans):
+            if not plan:
+                with open(job.tmp_paths[i], "wb") as f:
+                    f.write(job.a_headers[i].raw)
+        _run_pipeline(job, kernel, slice_bytes, options.buffers, progress)
+        if has_index:
+            write_index(stage, read_index(a_dir), total_size)
+        return Written(
+            summary=f"soup: {sum(len(h.tensors) for h in job.a_headers)} tensors, {total_size} bytes in "
+            f"{len(job.a_shards)} shard(s), alpha={alpha:g}",
+            fields={
+                "kernel": "C (train/_soup_kernel.c) for BF16, numpy otherwise" if kernel.native else "numpy",
+                "versions": {"numpy": np.__version__},
+            },
+            hashes={
+                "a": {h.path.name: h.hexdigest() for h in job.a_hashes},
+                "b": {p.name: job.b_hashes[p].hexdigest() for p in job.b_shards},
+            },
+            output_hashes=None
             if job.out_hashes is None
             else {p.name: h.hexdigest() for p, h in zip(job.a_shards, job.out_hashes)},
-            "total_size": total_size,
-            "tensors": len(a_tensors),
-            "dtypes": dtypes,
+        )
+
+    return Merge(
+        inputs=[Input("a", a_dir, options.a_name), Input("b", b_dir, options.b_name)],
+        serving_from=a_dir,
+        out_bytes=sum(h.file_size for h in job.a_headers),
+        write=write,
+        fields={
+            "formula": "out = a + alpha*(b - a), computed in float32 as float32(1-alpha)*a + "
+            "float32(alpha)*b and rounded once to the stored dtype (round to nearest even); "
+            "alpha 0/1 copy a/b",
+            "alpha": alpha,
             "layout": "A's shards and headers",
-            "serving_files": serving,
+            "tokenizer_fingerprint": fingerprint,
+            "slice_bytes": slice_bytes,
         },
-        "tokenizer_fingerprint": fingerprint,
-        "slice_bytes": slice_bytes,
-        "kernel": "C (train/_soup_kernel.c) for BF16, numpy otherwise" if kernel.native else "numpy",
-        "versions": {"numpy": np.__version__, "pairstore": _pairstore_version()},
-        "seconds": round(time.perf_counter() - started, 3),
-    }
-    return evidence
-
-
-def _remove(paths) -> None:
-    for p in paths:
-        with contextlib.suppress(FileNotFoundError):
-            Path(p).unlink()
-
-
-def _pairstore_version() -> str:
-    try:
-        return version("pairstore")
-    except PackageNotFoundError:
-        return "unknown"
-
-
-__all__ = ["soup", "DEFAULT_SLICE_BYTES", "DEFAULT_BUFFERS"]
+        alpha=alpha,
+    )

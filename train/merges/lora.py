@@ -1,16 +1,18 @@
-"""Merge a LoRA adapter (the final one or an intermediate checkpoint-N) into full weights: a servable bundle.
+"""Merge method `lora`: a LoRA adapter (the final one or a checkpoint-N) merged into full weights.
 
 The merge streams the base bundle's safetensors shards tensor by tensor: a targeted weight W becomes
 W + scale * (B @ A), computed in float32 and rounded once to W's stored dtype; every other tensor is copied
 as is. Memory stays at one output shard plus one tensor, whatever the model size. When the adapter names a
 module the base files do not hold under that name (a model whose loader renames checkpoint keys), the merge
 falls back to PEFT's merge_and_unload on the loaded model. The result is written as sharded safetensors
-with an index, with the base bundle's serving files (tokenizer, chat_template.jinja, system_prompt.txt,
-generation_config.json, serving_config.json, config.json), evidence, and a checkpoint row (kind 'merge',
-parents: the base and the round).
+with an index; the shared step (train.merges.registry.merge) adds the base bundle's serving files
+(tokenizer, chat_template.jinja, system_prompt.txt, generation_config.json, serving_config.json,
+config.json), merge_spec.json, the evidence and a checkpoint row (kind 'merge', parents: the base and the
+round the adapter was trained for).
 
     pairstore train merge --base runs/so7a --adapter runs/m11a-lora --out runs/m11a
     pairstore train merge --base runs/so7a --adapter runs/m10a-lora/checkpoint-150 --out runs/m10b --name m10b
+    train.merge.merge_adapter("runs/so7a", "runs/m11a-lora", "runs/m11a", store=store)
 """
 
 from __future__ import annotations
@@ -23,31 +25,22 @@ from pathlib import Path
 from typing import Any
 
 from pairstore.errors import BadInput, PairstoreError
-from pairstore.files import (
-    atomic_write_json,
-    check_free_space,
-    staged_folder,
-    writes_into,
-)
 from pairstore.keys import sha256_file
-from pairstore.progress import Progress, as_progress
-from pairstore.rounds.checkpoints import checkpoint_at, checkpoint_name, register_checkpoint, register_folder
+from pairstore.options import option
+from pairstore.progress import Progress
 from train.bundle import (
-    EVIDENCE_FILE,
     ShardedWriter,
     bundle_tensors,
     check_bundle,
-    copy_serving_files,
     list_shards,
     read_json_file,
     read_shard_header,
     refuse_pickle,
-    shard_sha256s,
 )
 from train.bundle_check import check_adapter_config
 from train.bundle_identity import require_same_tokenizer
 from train.dpo import library_versions
-from train.publish import prepare_output, publish_bundle
+from train.merges.registry import Input, Merge, Written, register
 from train.serving import load_model
 
 ADAPTER_WEIGHTS = "adapter_model.safetensors"
@@ -65,15 +58,6 @@ _TORCH_TO_ST = {
     "uint8": "U8",
     "bool": "BOOL",
 }
-
-
-@dataclass
-class MergeResult:
-    out_dir: Path
-    name: str
-    method: str
-    merged_modules: int
-    evidence: dict
 
 
 class _Unmappable(Exception):
@@ -252,131 +236,85 @@ def peft_merge(base, adapter_dir, out: Path, max_shard_bytes: int, trust_remote_
     return merged_modules
 
 
-def merge_adapter(
-    base_bundle,
-    adapter_dir,
-    out_dir,
-    store=None,
-    name: str | None = None,
-    *,
-    base_name: str | None = None,
-    max_shard_bytes: int = 2 << 30,
-    trust_remote_code: bool = False,
-    progress: Progress | None = None,
-) -> MergeResult:
-    """Merge `adapter_dir` into `base_bundle`, write the bundle to `out_dir`, register it when given a store.
+@dataclass(frozen=True, kw_only=True)
+class LoraOptions:
+    base: str = option(help="The bundle the adapter was trained on.", path=True)
+    adapter: str = option(help="The adapter folder, or one of its checkpoint-N folders.", path=True)
+    base_name: str | None = option(
+        None,
+        help="Checkpoint name of the base (default: the name it is registered under, else the name the "
+        "adapter's training recorded, else its folder's).",
+    )
+    max_shard_mb: float = option(2048, help="Largest output shard in MiB.", min=0.01)
+    trust_remote_code: bool = option(False, help="Allow the bundle's own Python code (off by default).")
 
-    Every input is checked (train.bundle.check_bundle, the adapter's config and header) and the output
-    folder and free space before the first byte is written; the bundle is written whole into a staged
-    folder beside `out_dir` and published by one rename inside the transaction that registers it
-    (pairstore.files.publish_folder), so a crash leaves the old state or the new one. `progress`
-    (pairstore.progress) follows the tensors written."""
 
-    base, out = Path(base_bundle), Path(out_dir)
-    check_bundle(base, trust_remote_code=trust_remote_code)
-    weights_path, _, config = adapter_files(adapter_dir)
+def _default_name(training: dict | None, step: int | None, round_name: str | None) -> str | None:
+    """The round, or ROUND-stepN for an intermediate checkpoint; None without a round."""
+    final_step = (training or {}).get("final_metrics", {}).get("global_step")
+    if round_name and (step is None or step == final_step):
+        return round_name
+    return f"{round_name}-step{step}" if round_name else None
+
+
+@register(
+    "lora",
+    version="1",
+    kind="merge",
+    options=LoraOptions,
+    command="merge",
+    default_name="the adapter's round, ROUND-stepN for an intermediate checkpoint, else the output folder's",
+)
+def lora(options: LoraOptions) -> Merge:
+    """Merge a LoRA adapter into full weights: a bundle with the base's serving files."""
+    base, adapter = Path(options.base), Path(options.adapter)
+    trust = options.trust_remote_code
+    check_bundle(base, trust_remote_code=trust)
+    weights_path, _, config = adapter_files(adapter)
     require_same_tokenizer(
         base,
-        Path(adapter_dir),
+        adapter,
         what="the adapter was trained with another tokenizer or chat template than this base bundle's",
     )
-    if out.resolve() == base.resolve():
-        raise BadInput("the output folder is the base bundle; merge into a new folder", path=str(out))
-    replace = prepare_output(store, out)
-    check_free_space(
-        out.parent,
-        sum(p.stat().st_size for p in list_shards(base)) + (1 << 20),
-        what="the merged bundle",
-    )
-    progress = as_progress(progress)
-    with writes_into(out.parent):
-        with staged_folder(out) as stage:
-            try:
-                merged = _stream_merge(base, weights_path, config, stage, max_shard_bytes, progress)
-                method = "stream"
-            except _Unmappable as why:
-                with progress.stage("merge through PEFT", unit="modules") as peft_stage:
-                    merged = peft_merge(base, adapter_dir, stage, max_shard_bytes, trust_remote_code)
-                    peft_stage.advance(merged)
-                method = f"peft ({why})"
-
-            copied = copy_serving_files(base, stage)
-            return _publish_merge(
-                store,
-                base,
-                adapter_dir,
-                weights_path,
-                config,
-                out,
-                stage,
-                name,
-                merged,
-                method,
-                copied,
-                replace,
-                base_name,
-            )
-
-
-def _publish_merge(
-    store,
-    base,
-    adapter_dir,
-    weights_path,
-    config,
-    out,
-    stage,
-    name,
-    merged,
-    method,
-    copied,
-    replace,
-    base_name,
-):
-    training, step = adapter_provenance(adapter_dir)
+    training, step = adapter_provenance(adapter)
     round_name = training.get("round") if training else None
-    trained_on = (training or {}).get("base", {})
-    # One name per checkpoint: --base-name, else the name the base is registered under, else the one its
-    # training recorded, else the folder's.
-    recorded = None if store is not None and checkpoint_at(store, base) else trained_on.get("name")
-    base_name = checkpoint_name(store, base, base_name or recorded)
-    final_step = (training or {}).get("final_metrics", {}).get("global_step")
-    if name is None:
-        if round_name and (step is None or step == final_step):
-            name = round_name
-        elif round_name:
-            name = f"{round_name}-step{step}"
-        else:
-            name = out.resolve().name
-    evidence = {
-        "kind": "merge",
-        "name": name,
-        "method": method,
-        "merged_modules": merged,
-        "base": {"path": str(base.resolve()), "name": base_name, "shard_sha256": shard_sha256s(base)},
-        "adapter": {
-            "path": str(Path(adapter_dir).resolve()),
-            "step": step,
-            "sha256": sha256_file(weights_path),
-            "r": config.get("r"),
-            "lora_alpha": config.get("lora_alpha"),
-            "use_rslora": bool(config.get("use_rslora")),
-        },
-        "trained_on": trained_on or None,
-        "round": round_name,
-        "mixture_sha256": (training or {}).get("mixture_sha256"),
-        "shard_sha256": shard_sha256s(stage),
-        "serving_files": copied,
-        "libraries": library_versions(),
-    }
-    atomic_write_json(stage / EVIDENCE_FILE, evidence)
-    parents = [base_name] + ([round_name] if round_name else [])
+    max_shard_bytes = max(1, int(options.max_shard_mb * (1 << 20)))
 
-    def register() -> None:
-        register_folder(store, base, base_name)
-        register_checkpoint(
-            store, name, "merge", parents, round=round_name, path=str(out.resolve()), evidence=evidence
+    def write(stage: Path, progress: Progress, hash_output: bool) -> Written:
+        try:
+            merged = _stream_merge(base, weights_path, config, stage, max_shard_bytes, progress)
+            route = "stream"
+        except _Unmappable as why:
+            with progress.stage("merge through PEFT", unit="modules") as peft_stage:
+                merged = peft_merge(base, adapter, stage, max_shard_bytes, trust)
+                peft_stage.advance(merged)
+            route = f"peft ({why})"
+        return Written(
+            summary=f"merged {merged} LoRA modules ({route})",
+            fields={"route": route, "merged_modules": merged, "libraries": library_versions()},
+            hashes={"adapter": {weights_path.name: sha256_file(weights_path)}},
         )
 
-    publish_bundle(store, stage, out, replace, register)
-    return MergeResult(out, name, method, merged, evidence)
+    return Merge(
+        inputs=[
+            Input("base", base, options.base_name, recorded=(training or {}).get("base", {}).get("name")),
+            Input("adapter", adapter, parent=False, bundle=False, embed_evidence=False),
+        ],
+        serving_from=base,
+        out_bytes=sum(p.stat().st_size for p in list_shards(base)),
+        write=write,
+        fields={
+            "adapter": {
+                "step": step,
+                "r": config.get("r"),
+                "lora_alpha": config.get("lora_alpha"),
+                "use_rslora": bool(config.get("use_rslora")),
+            },
+            "trained_on": (training or {}).get("base") or None,
+            "round": round_name,
+            "mixture_sha256": (training or {}).get("mixture_sha256"),
+        },
+        default_name=_default_name(training, step, round_name),
+        round=round_name,
+        extra_parents=[round_name] if round_name else [],
+    )
