@@ -32,6 +32,7 @@ declaration (pairstore.cli.train).
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import json
 import pkgutil
@@ -55,7 +56,18 @@ from pairstore.rounds.checkpoints import (
 )
 from pairstore.store.store import Store
 from pairstore.version import __version__ as pairstore_version
-from train.bundle import EVIDENCE_FILE, bundle_tensors, copy_serving_files, list_shards, shard_sha256s
+from train.bundle import (
+    EVIDENCE_FILE,
+    INDEX_NAME,
+    TensorInfo,
+    bundle_tensors,
+    copy_serving_files,
+    list_shards,
+    read_index,
+    read_shard_header,
+    shard_sha256s,
+    write_index,
+)
 from train.publish import prepare_output, publish_bundle
 
 SPEC_FILE = "merge_spec.json"
@@ -73,6 +85,7 @@ __all__ = [
     "methods",
     "read_spec",
     "register",
+    "write_in_layout",
 ]
 
 
@@ -250,6 +263,43 @@ def read_spec(path: str | Path) -> tuple[MethodSpec, Any]:
             field="version",
         )
     return spec, spec.make_options(data.get("options") or {})
+
+
+# ---------------------------------------------------------------------------- writing in a bundle's layout
+
+
+def write_in_layout(
+    source: Path,
+    stage: Path,
+    tensor_bytes: Callable[[TensorInfo, Path], bytes],
+    progress: Progress,
+    *,
+    hash_output: bool,
+    stage_name: str,
+) -> dict[str, str] | None:
+    """Write the output's weights in `source`'s layout (the same shard files, headers and tensor order, and
+    its index): each tensor's bytes are `tensor_bytes(info, source shard)`, written in file order. What a
+    method computing tensor by tensor calls from its write; returns the output shards' SHA-256 when
+    `hash_output`."""
+    headers = [read_shard_header(p) for p in list_shards(source)]
+    hashes = {}
+    with progress.stage(stage_name, total=sum(len(h.tensors) for h in headers), unit="tensors") as done:
+        for header in headers:
+            digest = hashlib.sha256(header.raw)
+            with open(stage / header.path.name, "wb") as out:
+                out.write(header.raw)
+                for info in header.tensors:
+                    data = tensor_bytes(info, header.path)
+                    if len(data) != info.nbytes:
+                        raise PairstoreError(f"tensor {info.name}: {len(data)} bytes for {info.nbytes}")
+                    out.write(data)
+                    if hash_output:
+                        digest.update(data)
+                    done.advance()
+            hashes[header.path.name] = digest.hexdigest()
+    if (source / INDEX_NAME).exists():
+        write_index(stage, read_index(source), sum(t.nbytes for h in headers for t in h.tensors))
+    return hashes if hash_output else None
 
 
 # ---------------------------------------------------------------------------- the shared step

@@ -20,7 +20,6 @@ files. Memory: about n + 3 float32 copies of the largest tensor (a tensor is tri
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,19 +29,9 @@ import numpy as np
 from pairstore.errors import BadInput
 from pairstore.options import option
 from pairstore.progress import Progress
-from train.bundle import (
-    INDEX_NAME,
-    TensorInfo,
-    bundle_tensors,
-    check_bundle,
-    check_same_tensors,
-    list_shards,
-    read_index,
-    read_shard_header,
-    write_index,
-)
+from train.bundle import TensorInfo, bundle_tensors, check_bundle, check_same_tensors, list_shards
 from train.bundle_identity import require_same_model_family
-from train.merges.registry import Input, Merge, Written, register
+from train.merges.registry import Input, Merge, Written, register, write_in_layout
 from train.shard_io import preadv_exact
 from train.soup_kernel import FLOAT_DTYPES, narrow, widen
 
@@ -151,7 +140,6 @@ def ties(options: TiesOptions) -> Merge:
         check_same_tensors(base, model, base_tensors, tensors, a_label="the base", b_label=label)
         fingerprint = require_same_model_family(base, model, what="a TIES merge").sha256
         where.append({t.name: (p, t) for p, t in tensors})
-    headers = [read_shard_header(p) for p in list_shards(base)]
     names: list[str | None] = [*options.model_name] or [None] * len(models)
 
     def write(stage: Path, progress: Progress, hash_output: bool) -> Written:
@@ -162,37 +150,27 @@ def ties(options: TiesOptions) -> Merge:
                 fds[path] = os.open(path, os.O_RDONLY)
             return fds[path]
 
-        output_hashes = {}
+        def merged(info: TensorInfo, shard: Path) -> bytes:
+            return _merged_tensor(info, shard, where, labels, fd, weights, options)
+
         try:
-            with progress.stage("ties", total=len(base_tensors), unit="tensors") as stage_progress:
-                for header in headers:
-                    digest = hashlib.sha256(header.raw) if hash_output else None
-                    with open(stage / header.path.name, "wb") as out:
-                        out.write(header.raw)
-                        for info in header.tensors:
-                            data = _merged_tensor(info, header.path, where, labels, fd, weights, options)
-                            out.write(data)
-                            if digest is not None:
-                                digest.update(data)
-                            stage_progress.advance()
-                    if digest is not None:
-                        output_hashes[header.path.name] = digest.hexdigest()
+            hashes = write_in_layout(
+                base, stage, merged, progress, hash_output=hash_output, stage_name="ties"
+            )
         finally:
             for descriptor in fds.values():
                 os.close(descriptor)
-        if (base / INDEX_NAME).exists():
-            write_index(stage, read_index(base), sum(t.nbytes for _, t in base_tensors))
         return Written(
             summary=f"TIES-merged {len(models)} model(s) into {base.name}: {len(base_tensors)} tensors, "
             f"density {options.density:g}",
-            output_hashes=output_hashes if hash_output else None,
+            output_hashes=hashes,
         )
 
     return Merge(
         inputs=[Input("base", base, options.base_name)]
         + [Input(label, m, name) for label, m, name in zip(labels, models, names)],
         serving_from=base,
-        out_bytes=sum(h.file_size for h in headers),
+        out_bytes=sum(p.stat().st_size for p in list_shards(base)),
         write=write,
         fields={
             "formula": "out = base + scale * disjoint_mean(elect_sign(trim(models - base, density)), "
