@@ -24,6 +24,7 @@ with the loss, reward accuracy, margin, rate and ETA; `--report-to` passes track
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -207,8 +208,7 @@ def run_job(job: TrainingJob) -> dict:
 
     logs: list[dict] = []
     lines = job.log_lines and not sys.stderr.isatty()
-    log_file = open(out_dir / LOG_FILE, "a" if resume_from else "w", encoding="utf-8")  # noqa: SIM115
-    training_log = TrainingLog(job.round, steps, logs, log_file, sys.stderr if lines else None)
+    training_log = TrainingLog(job.round, steps, logs, None, sys.stderr if lines else None)
 
     class KeepLogs(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
@@ -232,10 +232,14 @@ def run_job(job: TrainingJob) -> dict:
     # Without a terminal the Trainer prints every log dict to stdout (PrinterCallback), which is a
     # command's output (`--json`); KeepLogs records them in the evidence instead.
     trainer.remove_callback(PrinterCallback)
-    try:
+    # The main process writes training_log.jsonl (a resumed run appends to it); the others keep history.
+    with contextlib.ExitStack() as files:
+        if trainer.is_world_process_zero():
+            path = out_dir / LOG_FILE
+            training_log.jsonl = files.enter_context(
+                open(path, "a" if resume_from else "w", encoding="utf-8")
+            )
         train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    finally:
-        log_file.close()
     trainer.save_model(str(out_dir))
     if trainer.is_world_process_zero():
         make_portable(out_dir)  # the tokenizer files saved beside the adapter, for transformers 4.x too

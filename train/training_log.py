@@ -34,14 +34,15 @@ _SHOWN = (
 
 
 class TrainingLog:
-    """The logs of one run: `history` (every process), the JSONL file and the stderr line (main only)."""
+    """The logs of one run: `history` (every process), the JSONL file and the stderr line (the main
+    process; either may be None)."""
 
     def __init__(
         self,
         round_name: str,
         max_steps: int,
         history: list[dict[str, Any]],
-        jsonl: IO[str],
+        jsonl: IO[str] | None,
         stream: IO[str] | None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -59,8 +60,9 @@ class TrainingLog:
         self.history.append(entry)
         if not main:
             return
-        self.jsonl.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
-        self.jsonl.flush()
+        if self.jsonl is not None:
+            self.jsonl.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+            self.jsonl.flush()
         if self.stream is not None:
             print(self.line(step, logs), file=self.stream, flush=True)
 

@@ -212,6 +212,8 @@ def test_dpo_nll_raises_the_chosen_minus_rejected_margin(trained, tiny):
     hp = evidence["hyperparameters"]
     assert hp["gradient_accumulation_steps"] == 2 and hp["world_size"] == 1 and hp["lora_rank"] == 8
     assert evidence["seed"] == 11 and evidence["recipe"]["train"]["sft_weight"] == 0.7
+    assert evidence["options"]["save_steps"] == 2 and evidence["options"]["round"] == ROUND
+    assert evidence["base"]["check"] == "no parent" and evidence["base"]["recipe_parent"] is None
     assert evidence["rows"] == 5 and evidence["sft_rows"] == 1
     assert evidence["sft_mixture_sha256"] == sha256_file(trained["folder"] / f"{ROUND}.sft.parquet")
     assert {"torch", "transformers", "peft", "trl"} <= set(evidence["libraries"])
@@ -252,6 +254,10 @@ def test_resume_continues_from_the_last_checkpoint(tiny, tmp_path):
     assert result.evidence["resumed_from"] == "checkpoint-2"
     assert result.metrics["global_step"] == 3
     assert [e["step"] for e in result.evidence["log_history"] if "loss" in e] == [3]
+    logged = [
+        json.loads(line) for line in (tmp_path / "lora" / "training_log.jsonl").read_text().splitlines()
+    ]
+    assert [e["step"] for e in logged if "loss" in e] == [1, 2, 3]  # the resumed run appends
 
 
 def test_tampered_mixture_is_refused_with_exit_3(tiny, tmp_path):

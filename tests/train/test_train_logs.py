@@ -133,3 +133,22 @@ def test_sample_and_eval_write_progress_lines_a_log_can_hold(tiny, tmp_path, wri
         }
     assert audits["sample"]["options"]["samples"] == 2 and audits["sample"]["options"]["items"] == items
     assert audits["eval"]["options"]["suite"] == "s3"
+
+
+def test_report_to_names_a_tracker_transformers_knows_and_this_machine_has():
+    from pairstore.errors import BadInput
+    from train.dpo_job import check_report_to
+
+    check_report_to(())
+    with pytest.raises(
+        BadInput, match="unknown --report-to 'tensorbored' \\(transformers knows: .*tensorboard"
+    ):
+        check_report_to(("tensorbored",))
+    from transformers.integrations.integration_utils import get_available_reporting_integrations
+
+    missing = [
+        n for n in ("tensorboard", "wandb", "mlflow") if n not in get_available_reporting_integrations()
+    ]
+    if missing:
+        with pytest.raises(BadInput, match=f"--report-to {missing[0]} needs its package installed"):
+            check_report_to((missing[0],))
