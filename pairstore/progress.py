@@ -10,9 +10,7 @@
 A library function takes an optional Progress and never prints: the CLI picks what it shows
 (`for_terminal`): a tqdm bar with the total and the rate on stderr when stderr is a terminal, one line
 per stage with its count, total and time ("export r9: holdout gate: 34 of 34 pairs in 2.1 s") when it is
-not (a log, Slurm, CI), and nothing with --quiet. Nothing goes to stdout, so `--json` output stays one
-JSON object. In a log, a stage that runs long also writes a line every PAIRSTORE_PROGRESS_EVERY seconds
-(default 30) with its count, rate and ETA ("generate: 48 of 200 prompts, 1.9 prompts/s, ETA 1 min 19 s").
+not (a log, CI), and nothing with --quiet. Nothing goes to stdout, so `--json` output stays one JSON object.
 
 A function deep in a call (a miner's verification, an audit's scan) that is not handed a Progress reports
 to `current()`: the Progress the caller installed with `reporting(progress)` (the CLI installs its own
@@ -22,14 +20,11 @@ a notebook stays silent unless it asks for a bar.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-
-from pairstore.errors import BadInput
 
 
 class Stage:
@@ -65,83 +60,22 @@ class Progress:
 
 
 NO_PROGRESS = Progress()
-# Seconds between the lines a long stage writes to a log (PAIRSTORE_PROGRESS_EVERY overrides).
-LOG_EVERY_S = 30.0
-
-
-def rate_text(per_second: float) -> str:
-    """A rate a reader can use at any speed: 1,234 / 56 / 3.2 / 0.041 (never a rounded-away 0)."""
-    return f"{per_second:,.0f}" if per_second >= 10 else f"{per_second:.2g}"
-
-
-def duration_text(seconds: float) -> str:
-    """12 s / 4 min 05 s / 3 h 07 min."""
-    seconds = max(0, round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-
-
-class _LoggedStage(Stage):
-    """A stage that writes a line with its count, rate and ETA when `every` seconds have passed since
-    the last. The clock is read every `stride` advances, the stride adapting so that a fast loop pays an
-    integer comparison per advance and a slow one is seen on time."""
-
-    def __init__(self, name: str, total: int | None, unit: str, every: float, stream):
-        super().__init__(name, total, unit)
-        self.every, self.stream = every, stream
-        self._calls = 0
-        self._next_check = 1
-        self._stride = 1
-        self._last_check = self.started
-        self._due = self.started + every
-
-    def advance(self, n: int = 1) -> None:
-        self.done += n
-        self._calls += 1
-        if self._calls < self._next_check:
-            return
-        now = time.perf_counter()
-        since = now - self._last_check
-        if since < self.every / 20:
-            self._stride = min(self._stride * 2, 1 << 16)
-        elif since > self.every / 5:
-            self._stride = max(1, self._stride // 2)
-        self._last_check, self._next_check = now, self._calls + self._stride
-        if now >= self._due:
-            self._due = now + self.every
-            print(self.line(now - self.started), file=self.stream, flush=True)
-
-    def line(self, seconds: float) -> str:
-        """ "generate: 48 of 200 prompts, 1.9 prompts/s, ETA 1 min 19 s"."""
-        of = f" of {self.total:,}" if self.total is not None else ""
-        text = f"{self.name}: {self.done:,}{of} {self.unit}"
-        if self.done and seconds > 0:
-            rate = self.done / seconds
-            text += f", {rate_text(rate)} {self.unit}/s"
-            if self.total is not None and self.total >= self.done:
-                text += f", ETA {duration_text((self.total - self.done) / rate)}"
-        return text
 
 
 class LineProgress(Progress):
-    """One line per finished stage on `stream`: its name, count and time; and, while a stage runs, a line
-    with its count, rate and ETA every `every` seconds."""
+    """One line per finished stage on `stream`: its name, count and time."""
 
-    def __init__(self, stream=None, every: float = LOG_EVERY_S):
+    def __init__(self, stream=None):
         self.stream = stream
-        self.every = every
 
     @contextmanager
     def stage(self, name: str, total: int | None = None, unit: str = "rows"):
-        stage = _LoggedStage(name, total, unit, self.every, self.stream or sys.stderr)
+        stage = Stage(name, total, unit)
         yield stage
         seconds = stage.elapsed()
         count = stage.done or stage.total or 0
         of = f" of {stage.total:,}" if stage.total is not None and stage.total != count else ""
-        rate = f", {rate_text(count / seconds)} {unit}/s" if count and seconds > 0 else ""
+        rate = f", {count / seconds:,.0f} {unit}/s" if count and seconds > 0 else ""
         print(
             f"{name}: {count:,}{of} {unit} in {seconds:.1f} s{rate}",
             file=self.stream or sys.stderr,
@@ -171,29 +105,12 @@ class BarProgress(Progress):
             bar.close()
 
 
-def log_every() -> float:
-    """Seconds between a long stage's lines in a log: PAIRSTORE_PROGRESS_EVERY, else LOG_EVERY_S."""
-    text = os.environ.get("PAIRSTORE_PROGRESS_EVERY")
-    if text is None:
-        return LOG_EVERY_S
-    try:
-        every = float(text)
-    except ValueError:
-        every = -1.0
-    if not every >= 0:
-        raise BadInput(
-            f"PAIRSTORE_PROGRESS_EVERY must be a number of seconds, got {text!r}",
-            field="PAIRSTORE_PROGRESS_EVERY",
-        )
-    return every
-
-
 def for_terminal(*, quiet: bool = False, stream=None) -> Progress:
     """What the CLI shows: nothing when quiet, a bar on a terminal, stage lines otherwise."""
     stream = stream or sys.stderr
     if quiet:
         return NO_PROGRESS
-    return BarProgress() if stream.isatty() else LineProgress(stream, every=log_every())
+    return BarProgress() if stream.isatty() else LineProgress(stream)
 
 
 _CURRENT: ContextVar[Progress] = ContextVar("pairstore_progress", default=NO_PROGRESS)
