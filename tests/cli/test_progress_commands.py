@@ -175,3 +175,42 @@ def test_ingest_problems_and_evals_report_their_stages_with_counts(tmp_path):
         "--db", db, "ingest", "evals", results, "--model", "m", "--suite", "s",
         expect={"ingest evals: read": 5, "ingest evals: insert": 5},
     )  # fmt: skip
+
+
+def test_a_running_stage_writes_lines_a_log_can_hold_with_rate_and_time_left():
+    """A log (stderr not a terminal) sees a stage while it runs, not only when it ends: count, total,
+    rate and time left every `every` seconds, even while no work item finishes."""
+    import time
+
+    out = io.StringIO()
+    progress = LineProgress(out, every=0.05)
+    with progress.stage("train sample", total=40, unit="prompts") as stage:
+        stage.advance(4)
+        time.sleep(0.3)  # one long item: the lines keep coming
+    lines = out.getvalue().splitlines()
+    running, last = lines[:-1], lines[-1]
+    assert len(running) >= 2
+    assert all(ln.startswith("train sample: 4 of 40 prompts, ") and ln.endswith(" left") for ln in running)
+    assert "prompts/s" in running[0] and "0 prompts/s" not in running[0]
+    assert last.startswith("train sample: 4 of 40 prompts in ")
+
+
+@pytest.mark.parametrize(
+    "count,seconds,text",
+    [
+        (1200, 1.0, "1,200 rows/s"),
+        (25, 2.0, "12.5 rows/s"),
+        (3, 7.0, "0.43 rows/s"),
+        (1, 3600, "0.00028 rows/s"),
+    ],
+)
+def test_slow_rates_never_round_to_zero(count, seconds, text):
+    from pairstore.progress import rate_text
+
+    assert rate_text(count, seconds, "rows") == text
+
+
+def test_time_left_reads_in_minutes_and_hours():
+    from pairstore.progress import duration_text
+
+    assert [duration_text(s) for s in (5, 723, 7500)] == ["5 s", "12 min 03 s", "2 h 05 min"]
