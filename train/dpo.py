@@ -12,7 +12,7 @@ be the recipe's parent (train.dpo_job.check_base; --allow-other-base overrides, 
 
 Every logging step (each step up to 50 steps, then every 10th) goes to training_log.jsonl beside the
 adapter as one JSON object, and, when stderr is not a terminal (a log file, Slurm, nohup), as one line
-with the loss, reward accuracy, margin, rate and ETA; `--report-to` passes trackers through to TRL.
+with the loss, reward accuracy, margin, rate and time left; `--report-to` passes trackers to TRL.
 
     pairstore --db store.duckdb train dpo --round m11a --base runs/so7a --out runs/m11a-lora
     pairstore --db store.duckdb train dpo --round m11a --base runs/so7a --out runs/m11a-lora \\

@@ -17,7 +17,7 @@ flags. transformers generates by default; vLLM does when it is installed and a G
 `SampleOptions` is the command's one options object (each flag declared once, pairstore.options; the
 fields every generating command shares are GenerationOptions'), carried whole to the generation loop
 and saved in the store's audit entry of the run. In a log file the loop writes a line every
-PAIRSTORE_PROGRESS_EVERY seconds with its count, rate and ETA (pairstore.progress).
+PAIRSTORE_PROGRESS_EVERY seconds with its count, rate and time left (pairstore.progress).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ beside the adapter, and one line on stderr when stderr is not a terminal (Slurm,
     log.begin(step=0)
     log.log(10, {"loss": 0.6931, "rewards/accuracies": 0.5, "rewards/margins": 0.0123}, main=True)
     # train dpo m11a: step 10 of 250, loss 0.6931, reward accuracy 0.500, margin 0.0123, 0.41 steps/s,
-    #   ETA 9 min 45 s
+    #   9 min 45 s left
 
 train/dpo.py calls it from a TrainerCallback's on_log. Every process keeps the history (the evidence's
 log_history); only the main process writes the file and the line.
@@ -67,7 +67,7 @@ class TrainingLog:
             print(self.line(step, logs), file=self.stream, flush=True)
 
     def line(self, step: int, logs: dict[str, Any]) -> str:
-        """ "train dpo m11a: step 10 of 250, loss 0.6931, ..., 0.41 steps/s, ETA 9 min 45 s"."""
+        """The stderr line: step, loss, reward accuracy, margin, lr, rate and time left."""
         parts = [f"train dpo {self.round}: step {step} of {self.max_steps}"]
         for key, label, fmt in _SHOWN:
             value = logs.get(key)
@@ -76,8 +76,7 @@ class TrainingLog:
         seconds = self.clock() - self.started
         done = step - self.start_step
         if done > 0 and seconds > 0:
-            rate = done / seconds
-            parts.append(f"{rate_text(rate)} steps/s")
+            parts.append(rate_text(done, seconds, "steps"))
             if step < self.max_steps:
-                parts.append(f"ETA {duration_text((self.max_steps - step) / rate)}")
+                parts.append(f"{duration_text((self.max_steps - step) * seconds / done)} left")
         return ", ".join(parts)

@@ -36,7 +36,7 @@ def test_a_logging_step_is_one_json_line_and_one_readable_line():
     )
     assert err.getvalue() == (
         "train dpo m11a: step 10 of 250, loss 0.6931, reward accuracy 0.500, margin 0.0123, lr 5.00e-07, "
-        "2 steps/s, ETA 2 min 00 s\n"
+        "2 steps/s, 2 min 00 s left\n"
     )
     assert (
         json.loads(jsonl.getvalue())
@@ -85,8 +85,17 @@ def test_train_dpo_with_stderr_in_a_file_logs_the_loss_at_every_step(tiny, tmp_p
 
 
 def test_sample_and_eval_write_progress_lines_a_log_can_hold(tiny, tmp_path, write_jsonl, monkeypatch):
-    monkeypatch.setenv("PAIRSTORE_PROGRESS_EVERY", "0")  # a line at every advance
+    """Their loops report through pairstore.progress with a total, so a log sees count, rate and time left
+    while a long generation runs (each answer made slow here: one long item, as with a large model)."""
+    import time
+
+    import train.sample as sampling
+
+    monkeypatch.setenv("PAIRSTORE_PROGRESS_EVERY", "0.05")
     monkeypatch.delenv("PAIRSTORE_QUIET", raising=False)
+    cut, batch = sampling._cut, sampling._greedy_batch
+    monkeypatch.setattr(sampling, "_cut", lambda *a: (time.sleep(0.2), cut(*a))[1])
+    monkeypatch.setattr(sampling, "_greedy_batch", lambda *a: (time.sleep(0.3), batch(*a))[1])
     items = write_jsonl(
         tmp_path / "items.jsonl", [{"id": f"q{i}", "prompt": f"What is {i} + 1?"} for i in range(3)]
     )
@@ -105,8 +114,8 @@ def test_sample_and_eval_write_progress_lines_a_log_can_hold(tiny, tmp_path, wri
     ]
     res = CliRunner().invoke(cli, [*args, "--samples", "2", "--temperature", "1", "--name", "t"])
     assert res.exit_code == 0, res.output
-    running = re.findall(r"^generate: (\d) of 3 prompts, [\d.,e+-]+ prompts/s, ETA \d+ s$", res.stderr, re.M)
-    assert running == ["1", "2", "3"], res.stderr
+    running = r"^generate: \d of 3 prompts, [\d.,e-]+ prompts/s, .* (left|so far)$"
+    assert re.search(running, res.stderr, re.M), res.stderr
     res = CliRunner().invoke(
         cli,
         [
@@ -124,9 +133,7 @@ def test_sample_and_eval_write_progress_lines_a_log_can_hold(tiny, tmp_path, wri
         ],
     )
     assert res.exit_code == 0, res.output
-    assert re.search(
-        r"^generate \(greedy\): 3 of 3 prompts, [\d.,e+-]+ prompts/s, ETA 0 s$", res.stderr, re.M
-    )
+    assert re.search(r"^generate \(greedy\): 0 of 3 prompts, .* so far$", res.stderr, re.M), res.stderr
     with open_store(db, read_only=True) as store:
         audits = {
             r["action"]: json.loads(r["detail"]) for r in store.rows("SELECT action, detail FROM audit_log")
