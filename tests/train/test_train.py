@@ -245,12 +245,25 @@ def test_training_pairs_are_rendered_as_served_and_end_with_the_end_of_turn_toke
 
 
 def test_resume_continues_from_the_last_checkpoint(tiny, tmp_path):
+    """Also: a base that is not the recipe's parent trains only with --allow-other-base, and the training
+    evidence records the override."""
+    from pairstore.rounds.checkpoints import register_checkpoint
     from train.dpo import train_dpo
 
     with open_store(tmp_path / "s.duckdb") as store:
-        add_round(store, tmp_path)
-        train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=2, save_steps=2))
-        result = train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=3, save_steps=2, resume=True))
+        add_round(store, tmp_path, parent="so7a")
+        register_checkpoint(store, "m9", "base", [], path=str(Path(tiny).resolve()))
+        with pytest.raises(BadInput, match="is checkpoint m9, not so7a"):
+            train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=2, save_steps=2))
+        assert not (tmp_path / "lora").exists()
+        allowed = {"allow_other_base": True, "save_steps": 2}
+        train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=2, **allowed))
+        result = train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=3, resume=True, **allowed))
+    assert result.evidence["base"]["allow_other_base"] is True and result.evidence["base"]["name"] == "m9"
+    assert result.evidence["base"]["check"] == "allowed by --allow-other-base: base bundle " + str(tiny) + (
+        " is checkpoint m9, not so7a"
+    )
+    assert result.evidence["options"]["allow_other_base"] is True
     assert result.evidence["resumed_from"] == "checkpoint-2"
     assert result.metrics["global_step"] == 3
     assert [e["step"] for e in result.evidence["log_history"] if "loss" in e] == [3]
