@@ -12,6 +12,7 @@ flags. transformers generates by default; vLLM does when it is installed and a G
     pairstore train sample --model runs/sm11a --items gsm8k --n 200
     pairstore train sample --model runs/sm11a --items tasks --samples 4 --temperature 0.8 --seed 1
     pairstore train sample --model runs/sm11a --items prompts.jsonl --repetition-penalty 1.05
+    pairstore train sample --model runs/sm11a --items tasks --ray-address local --workers 2  # sample_ray.py
     sample(store, SampleOptions(model="runs/sm11a", items="gsm8k", n=200))
 
 `SampleOptions` is the command's one options object (each flag declared once, pairstore.options; the
@@ -76,6 +77,18 @@ class SampleOptions(GenerationOptions):
     )
     no_repeat_ngram_size: int | None = option(
         None, help="Decoding knob (default: the bundle's serving_config decoding, else off).", min=1
+    )
+    ray_address: str | None = option(
+        None,
+        help="Sample on a Ray cluster at this address ('local': start one here); needs the scale extra.",
+        metavar="ADDR",
+    )
+    workers: int = option(1, help="Ray workers, one transformers engine each (with --ray-address).", min=1)
+    shard_items: int = option(32, help="Items per shard file (with --ray-address).", min=1)
+    work_dir: str | None = option(
+        None,
+        help="Folder of the shard files, seen by every worker (default: beside the store, named by the run).",
+        path=True,
     )
 
     @property
@@ -488,8 +501,18 @@ def sample(
     store: Store, options: SampleOptions, *, items: list[Item] | None = None, model: Any = None
 ) -> SampleResult:
     """Answer the items `options.items` names (or `items` given here) with the bundle and store the
-    generations (see the module docstring). `model`: the bundle's model already loaded."""
+    generations (see the module docstring). `model`: the bundle's model already loaded. With
+    `options.ray_address` Ray workers answer the items in shards (train.sample_ray)."""
     options = check_options(options, what="train sample")
+    if options.ray_address is not None:
+        if model is not None:
+            raise BadInput("a loaded model cannot be shipped to Ray workers", field="ray_address")
+        from train.sample_ray import sample_on_ray
+
+        return sample_on_ray(store, options, items=items)
+    for flag, value, default in (("workers", options.workers, 1), ("work_dir", options.work_dir, None)):
+        if value != default:
+            raise BadInput(f"--{flag.replace('_', '-')} needs --ray-address", field=flag)
     serving = load_serving(options.model, trust_remote_code=options.trust_remote_code)
     todo = load_items(store, options.items, options.n) if items is None else list(items)
     name = options.name or bundle_name(store, options.model)
@@ -500,10 +523,14 @@ def sample(
         store.audit(
             "sample", name, {"generations": len(rows), "added": added, "options": options_json(options)}
         )
+    return sample_result(name, todo, sum(1 for o in outputs if o is None), rows, added)
+
+
+def sample_result(name: str, todo: list[Item], skipped: int, rows: list[dict], added: int) -> SampleResult:
+    """What a sampling run reports: counts by verdict, loop flags, items skipped (prompt too long)."""
     verdicts: dict[str, int] = {}
     for r in rows:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
-    skipped = sum(1 for o in outputs if o is None)
     return SampleResult(
         name,
         len(todo),
