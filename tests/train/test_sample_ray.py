@@ -8,11 +8,14 @@ HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/train/test_sample_ray.py -q
 from __future__ import annotations
 
 import json
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pairstore.cli import cli
 from pairstore.errors import BadInput
@@ -169,6 +172,40 @@ def test_a_shard_is_read_whole_or_refused(tmp_path):
     pq.write_table(table, path)
     with pytest.raises(BadInput, match="sample_index.*expected int32, found string"):
         read_shard(path, [_item("a")])
+
+
+_text = st.text(max_size=30)
+_shard_row = st.fixed_dictionaries(
+    {
+        "gen_id": st.text(min_size=1, max_size=12),
+        "model": _text,
+        "item_kind": st.sampled_from(["prompt", "problem", "task"]),
+        "item_id": st.sampled_from(["a", "b", "c"]),
+        "suite": st.none() | _text,
+        "prompt": st.lists(st.fixed_dictionaries({"role": _text, "content": _text}), max_size=3),
+        "output": _text,
+        "sample_index": st.integers(0, 2**31 - 1),
+        "temperature": st.floats(0, 2),
+        "top_p": st.none() | st.floats(0, 1),
+        "seed": st.integers(0, 2**63 - 1),
+        "decoding": _text,
+        "verdict": st.sampled_from(["correct", "wrong", "unknown", "unscored"]),
+        "verdict_reason": st.none() | _text,
+        "loop_flagged": st.booleans(),
+        "n_tokens": st.none() | st.integers(0, 2**31 - 1),
+        "gold": st.none() | _text,
+    }
+)
+
+
+@settings(max_examples=25)
+@given(rows=st.lists(_shard_row, max_size=6))
+def test_a_shard_gives_back_every_field_it_was_written_with(tmp_path_factory, rows):
+    path = tmp_path_factory.mktemp("shard") / shard_name(0, 3)
+    with mock.patch("pairstore.files.fsync_file"), mock.patch("pairstore.files.fsync_dir"):  # disk time
+        write_shard(path, rows)
+    back = read_shard(path, [_item("a"), _item("b"), _item("c")])
+    assert back == [{c: r.get(c) for c in SHARD_SCHEMA.names} for r in rows]
 
 
 def test_ray_options_are_checked_before_anything_runs(tmp_path):
