@@ -8,7 +8,7 @@
     pairstore mine battle
 
 A miner is declared once, in its own module of this package: a frozen dataclass of its options (each
-field's default, help and command-line form from `option(...)`), and a function
+field's default, help and command-line form from `option(...)`, pairstore.options), and a function
 `fn(store, options) -> MineResult` registered with its name, version, options class and the pair
 sources it writes:
 
@@ -40,13 +40,12 @@ import dataclasses
 import functools
 import importlib
 import pkgutil
-import types
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar, Union
+from typing import Any, TypeVar
 
 from pairstore.errors import BadInput, NotFound, PairstoreError
+from pairstore.options import OptionSpec, option, option_specs
 from pairstore.progress import current as current_progress
 from pairstore.store.store import Store
 from pairstore.tables.pairs import PairsResult, add_source_loader, declare_sources, write_pairs
@@ -79,81 +78,8 @@ class MineResult(PairsResult):
     miner's name and version)."""
 
 
-# -- options ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OptionSpec:
-    """One miner option, as the command line shows it (read from the options dataclass's field)."""
-
-    name: str  # the field name (the keyword of run_miner)
-    kind: type  # str, int, float or bool (None stripped from an optional type)
-    default: Any  # dataclasses.MISSING: required
-    help: str
-    min: int | None = None
-    choices: tuple[str, ...] | None = None
-    flag: str | None = None  # a bool's command-line flag ("--no-gold-repair" sets it False)
-    argument: bool = False  # a positional argument (FILE) instead of --name
-    seed: bool = False  # a seed: the command line checks it fits 64 bits
-    path: bool = False  # a file or folder
-
-    @property
-    def required(self) -> bool:
-        return self.default is dataclasses.MISSING
-
-
-def option(
-    default: Any = dataclasses.MISSING,
-    *,
-    help: str,
-    min: int | None = None,
-    choices: tuple[str, ...] | None = None,
-    flag: str | None = None,
-    argument: bool = False,
-    seed: bool = False,
-    path: bool = False,
-) -> Any:
-    """A field of a miner's options dataclass: its default (none: required), its help and how the command
-    line takes it."""
-    meta = {
-        "help": help,
-        "min": min,
-        "choices": choices,
-        "flag": flag,
-        "argument": argument,
-        "seed": seed,
-        "path": path,
-    }
-    if default is dataclasses.MISSING:
-        return dataclasses.field(metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
-
-
-_SCALARS = (bool, int, float, str)
-
-
-def _scalar_type(hint: Any, where: str) -> type:
-    """str / int / float / bool from a field's type (`int | None` is int)."""
-    if typing.get_origin(hint) in (Union, types.UnionType):
-        args = [a for a in typing.get_args(hint) if a is not type(None)]
-        if len(args) == 1:
-            hint = args[0]
-    if hint in _SCALARS:
-        return hint
-    raise PairstoreError(f"{where}: an option is a str, int, float or bool (optionally None), not {hint!r}")
-
-
-def option_specs(options: type) -> tuple[OptionSpec, ...]:
-    """The options of a miner, in field order, from its dataclass (every field must come from option())."""
-    hints = typing.get_type_hints(options)
-    specs = []
-    for f in dataclasses.fields(options):
-        where = f"{options.__name__}.{f.name}"
-        if "help" not in f.metadata:
-            raise PairstoreError(f"{where}: declare it with miners.registry.option(default, help=...)")
-        kind = _scalar_type(hints[f.name], where)
-        specs.append(OptionSpec(f.name, kind, f.default, **f.metadata))
-    return tuple(specs)
+# -- options ----------------------------------------------------------------------------
+# Declared with pairstore.options.option (shared by every declaration: miners, merge methods, commands).
 
 
 # -- the registry ----------------------------------------------------------------------

@@ -103,6 +103,7 @@ CASES: dict[str, Case] = {
         "train sample --model {bundle} --items gsm8k --n 1 --max-new-tokens 4", "store", True
     ),
     "train soup": _case("train soup {bundle} {ws}/b --alpha 0.5 --out {out}", "store files"),
+    "train ties": _case("train ties --base {bundle} --model {ws}/b --density 0.5 --out {out}", "store files"),
     "eval": _case("eval --model {bundle} --suite lf2 --n 1 --max-new-tokens 4", "store", True),
 }
 

@@ -350,6 +350,51 @@ def bundle_tensors(bundle_dir) -> list[tuple[Path, TensorInfo]]:
     return out
 
 
+def check_same_tensors(
+    a_dir: Path,
+    b_dir: Path,
+    a_tensors: list[tuple[Path, TensorInfo]],
+    b_tensors: list[tuple[Path, TensorInfo]],
+    *,
+    a_label: str = "A",
+    b_label: str = "B",
+) -> None:
+    """BadInput naming the first difference between two bundles' tensors (bundle_tensors), in A's file
+    order: a tensor only one holds, a shape, a dtype. Merges of bundles compute tensor by tensor, so
+    every tensor must be in both with the same shape and dtype."""
+    b_by_name = {t.name: (p, t) for p, t in b_tensors}
+    a_names = set()
+    for a_path, t in a_tensors:
+        a_names.add(t.name)
+        if t.name not in b_by_name:
+            raise BadInput(
+                f"tensor is in {a_label} ({a_path.name}) but not in {b_label} {b_dir}",
+                path=str(a_dir),
+                field=t.name,
+            )
+        b_path, u = b_by_name[t.name]
+        if t.shape != u.shape:
+            raise BadInput(
+                f"shape mismatch: {a_label} has {list(t.shape)}, {b_label} has {list(u.shape)} "
+                f"({b_path.name})",
+                path=str(a_dir),
+                field=t.name,
+            )
+        if t.dtype != u.dtype:
+            raise BadInput(
+                f"dtype mismatch: {a_label} has {t.dtype}, {b_label} has {u.dtype} ({b_path.name})",
+                path=str(a_dir),
+                field=t.name,
+            )
+    for b_path, u in b_tensors:
+        if u.name not in a_names:
+            raise BadInput(
+                f"tensor is in {b_label} ({b_path.name}) but not in {a_label} {a_dir}",
+                path=str(b_dir),
+                field=u.name,
+            )
+
+
 def shard_sha256s(bundle_dir) -> dict[str, str]:
     """SHA-256 of each weight file, by file name, in file order."""
     return {p.name: sha256_file(p) for p in list_shards(bundle_dir)}

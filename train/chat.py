@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from train.bundle import check_bundle
-from train.sample import Item, generate
+from train.sample import GenerationOptions, Item, generate
 from train.serving import load_model, load_serving
 
 
@@ -40,11 +40,8 @@ class BundleChat:
         with self._lock:
             serving, model = self._load()
             item = Item("prompt", "chat", [dict(m) for m in messages], None, "task")
-            outputs, _ = generate(
-                serving,
-                [item],
-                model=model,
-                max_new_tokens=int(self.settings["max_new_tokens"]),  # type: ignore[call-overload]
-            )
+            limit = int(self.settings["max_new_tokens"])  # type: ignore[call-overload]
+            options = GenerationOptions(model=self.path, max_new_tokens=limit)
+            outputs, _ = generate(serving, [item], options, model=model)
         got = outputs[0]
         return "" if not got else got[0].text

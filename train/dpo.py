@@ -7,17 +7,24 @@ Prompts are rendered with the base bundle's own chat template (thinking off) and
 answer ends with the end-of-turn EOS token the template closes assistant turns with, exactly as served.
 
 The mixture is the round's latest export; its SHA-256 is checked against the registry before training
-(GateRefused, exit 3, when the bytes changed) and again in every training process.
+(GateRefused, exit 3, when the bytes changed) and again in every training process. The base bundle must
+be the recipe's parent (train.dpo_job.check_base; --allow-other-base overrides, recorded in the evidence).
 
-    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora
-    pairstore train dpo --round m11a --base runs/so7a --out runs/m11a-lora \\
+Every logging step (each step up to 50 steps, then every 10th) goes to training_log.jsonl beside the
+adapter as one JSON object, and, when stderr is not a terminal (a log file, Slurm, nohup), as one line
+with the loss, reward accuracy, margin, rate and time left; `--report-to` passes trackers to TRL.
+
+    pairstore --db store.duckdb train dpo --round m11a --base runs/so7a --out runs/m11a-lora
+    pairstore --db store.duckdb train dpo --round m11a --base runs/so7a --out runs/m11a-lora \\
         --launcher accelerate --num-processes 4
+    train_dpo(store, DpoOptions(round="m11a", base="runs/so7a", out="runs/m11a-lora"))
     python -m train.dpo --job runs/m11a-lora/pairstore_job.json     # what `accelerate launch` runs
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -25,19 +32,22 @@ import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.files import atomic_write_json, missing_folders, remove_empty_folders, write_failure
 from pairstore.keys import canonical_messages, sha256_file
+from pairstore.options import options_json
 from pairstore.rounds.checkpoints import checkpoint_name_for, register_checkpoint
-from pairstore.store.store import open_store
+from pairstore.store.store import Store, open_store
 from train.bundle import EVIDENCE_FILE, make_portable
 from train.bundle_identity import tokenizer_identity
-from train.dpo_job import JOB_FILE, TrainingJob, prepare_job, verify_mixture
+from train.dpo_job import JOB_FILE, DpoOptions, TrainingJob, dpo_options, prepare_job, verify_mixture
 from train.launch import run_accelerate
 from train.serving import load_model, load_serving
+from train.training_log import LOG_FILE, TrainingLog
 
 LIBRARIES = ("torch", "transformers", "peft", "trl", "accelerate", "datasets", "safetensors", "pairstore")
 
@@ -133,7 +143,7 @@ def run_job(job: TrainingJob) -> dict:
         )
     out_dir = Path(job.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    trust = job.trust_remote_code
+    trust = job.options.trust_remote_code
     serving = load_serving(job.base_bundle, trust_remote_code=trust)
     tokenizer = serving.tokenizer
     # TRL appends tokenizer.eos_token to answers that lack it: make that the served end-of-turn token,
@@ -162,6 +172,7 @@ def run_job(job: TrainingJob) -> dict:
         task_type="CAUSAL_LM",
     )
     steps = hp.max_steps
+    resume_from = _last_checkpoint(out_dir) if job.options.resume else None
     args = DPOConfig(
         output_dir=str(out_dir),
         seed=job.seed,
@@ -182,7 +193,7 @@ def run_job(job: TrainingJob) -> dict:
         save_strategy="steps",
         save_steps=job.save_steps,
         save_total_limit=None,
-        report_to="none",
+        report_to=list(job.options.report_to) or "none",
         bf16=cuda,
         use_cpu=not cuda,
         gradient_checkpointing=cuda,
@@ -196,13 +207,17 @@ def run_job(job: TrainingJob) -> dict:
     )
 
     logs: list[dict] = []
+    lines = job.log_lines and not sys.stderr.isatty()
+    training_log = TrainingLog(job.round, steps, logs, None, sys.stderr if lines else None)
 
     class KeepLogs(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            training_log.begin(state.global_step)
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs:
-                history.append(dict(logs, step=state.global_step))
+                training_log.log(state.global_step, logs, main=state.is_world_process_zero)
 
-    history = logs
     # TRL wraps the model in the LoRA adapter before the Trainer seeds: without this the adapter's random
     # init would take whatever state the process's generator was left in by what ran before.
     set_seed(job.seed)
@@ -217,8 +232,14 @@ def run_job(job: TrainingJob) -> dict:
     # Without a terminal the Trainer prints every log dict to stdout (PrinterCallback), which is a
     # command's output (`--json`); KeepLogs records them in the evidence instead.
     trainer.remove_callback(PrinterCallback)
-    resume_from = _last_checkpoint(out_dir) if job.resume else None
-    train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    # The main process writes training_log.jsonl (a resumed run appends to it); the others keep history.
+    with contextlib.ExitStack() as files:
+        if trainer.is_world_process_zero():
+            path = out_dir / LOG_FILE
+            training_log.jsonl = files.enter_context(
+                open(path, "a" if resume_from else "w", encoding="utf-8")
+            )
+        train_output = trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     trainer.save_model(str(out_dir))
     if trainer.is_world_process_zero():
         make_portable(out_dir)  # the tokenizer files saved beside the adapter, for transformers 4.x too
@@ -243,10 +264,12 @@ def run_job(job: TrainingJob) -> dict:
         },
         "hyperparameters": hp.to_json(),
         "libraries": library_versions(),
+        "options": options_json(job.options),
         "base": {
             "path": job.base_bundle,
             "name": job.base_name,
             "tokenizer_fingerprint": tokenizer_identity(job.base_bundle).sha256,
+            **job.base_check,
         },
         "served_format": {
             "end_of_turn": serving.end_of_turn,
@@ -256,6 +279,7 @@ def run_job(job: TrainingJob) -> dict:
         "rows": len(data["prompt"]),
         "resumed_from": resume_from.name if resume_from else None,
         "final_metrics": final,
+        "log_file": LOG_FILE,
         "log_history": logs,
     }
     if trainer.is_world_process_zero():  # the process that wrote the adapter
@@ -279,55 +303,33 @@ def _final_metrics(logs: list[dict]) -> dict:
 # ---------------------------------------------------------------------------- the command
 
 
-def train_dpo(
-    store,
-    round_name: str,
-    base_bundle,
-    out_dir,
-    *,
-    resume: bool = False,
-    world_size: int = 1,
-    max_steps: int | None = None,
-    save_steps: int | None = None,
-    launcher: str | None = None,
-    accelerate_config: str | None = None,
-    trust_remote_code: bool = False,
-    adapter_name: str | None = None,
-    overrides: dict | None = None,
-) -> DpoResult:
-    """Train the round's LoRA adapter on its export and register it (checkpoint kind 'adapter').
+def train_dpo(store: Store, options: DpoOptions, *, overrides: dict[str, Any] | None = None) -> DpoResult:
+    """Train the round's LoRA adapter on its export and register it (checkpoint kind 'adapter'), as
+    `options` say (`pairstore train dpo`'s options, train.dpo_job.DpoOptions).
 
     `overrides` replaces [train] values for this run (e.g. the demo's small batch); they are
     recorded in the evidence's hyperparameters."""
-    if launcher not in (None, "accelerate"):
-        raise BadInput(f"unknown launcher {launcher!r} (expected accelerate)", field="launcher")
-    if launcher is None and world_size != 1:
-        raise BadInput("a world size above 1 needs --launcher accelerate", field="world_size")
-    job = prepare_job(
-        store,
-        round_name,
-        base_bundle,
-        out_dir,
-        resume=resume,
-        world_size=world_size,
-        max_steps=max_steps,
-        save_steps=save_steps,
-        trust_remote_code=trust_remote_code,
-        overrides=overrides,
-    )
-    evidence = execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
-    return register_adapter(store, job, evidence, adapter_name=adapter_name)
+    options = check_launch(options)
+    job = prepare_job(store, options, overrides=overrides)
+    evidence = execute_job(job)
+    return register_adapter(store, job, evidence)
 
 
-def execute_job(
-    job: TrainingJob, *, launcher: str | None = None, accelerate_config: str | None = None
-) -> dict:
+def check_launch(options: DpoOptions) -> DpoOptions:
+    """The options checked (train.dpo_job.dpo_options) and their launch consistent."""
+    options = dpo_options(options)
+    if options.launcher is None and options.num_processes != 1:
+        raise BadInput("a world size above 1 needs --launcher accelerate", field="num_processes")
+    return options
+
+
+def execute_job(job: TrainingJob) -> dict:
     """Run a prepared job in this process or through `accelerate launch`; returns its evidence. A write that
     fails (a full disk) is one line naming the run folder. A run folder this run made goes again unless it
     holds a checkpoint-N to resume from (`--resume`): nothing it half-wrote stays behind for nothing."""
     made = missing_folders(job.out_dir)
     try:
-        return _execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
+        return _execute_job(job)
     except OSError as e:
         out = Path(job.out_dir)
         if made and _last_checkpoint(out) is None:
@@ -336,8 +338,8 @@ def execute_job(
         raise write_failure(out, e) from None
 
 
-def _execute_job(job: TrainingJob, *, launcher: str | None, accelerate_config: str | None) -> dict:
-    if launcher is None:
+def _execute_job(job: TrainingJob) -> dict:
+    if job.options.launcher is None:
         return run_job(job)
 
     out_dir = Path(job.out_dir)
@@ -345,17 +347,17 @@ def _execute_job(job: TrainingJob, *, launcher: str | None, accelerate_config: s
     evidence_path = out_dir / EVIDENCE_FILE
     if evidence_path.exists():
         evidence_path.unlink()  # a stale file must not pass for this run's
-    run_accelerate(job_path, num_processes=job.hyperparameters.world_size, config=accelerate_config)
+    run_accelerate(
+        job_path, num_processes=job.hyperparameters.world_size, config=job.options.accelerate_config
+    )
     if not evidence_path.is_file():
         raise PairstoreError(f"the accelerate run finished without writing {evidence_path}")
     return json.loads(evidence_path.read_text(encoding="utf-8"))
 
 
-def register_adapter(
-    store, job: TrainingJob, evidence: dict, *, adapter_name: str | None = None
-) -> DpoResult:
-
-    name = adapter_name or f"{job.round}-lora"
+def register_adapter(store: Store, job: TrainingJob, evidence: dict) -> DpoResult:
+    """The adapter registered as checkpoint --name (default ROUND-lora), its parent the base's name."""
+    name = job.options.name or f"{job.round}-lora"
     checkpoint_name_for(store, job.base_bundle, job.base_name)  # the base under the name trained from
     register_checkpoint(
         store,
@@ -369,22 +371,15 @@ def register_adapter(
     return DpoResult(Path(job.out_dir), name, evidence)
 
 
-def train_dpo_at(db_path, round_name: str, base_bundle, out_dir, **kwargs) -> DpoResult:
+def train_dpo_at(db_path: str | Path, options: DpoOptions) -> DpoResult:
     """train_dpo for the command line: the store is open only to prepare and to register, not during
     the hours of training, so other pairstore commands can write meanwhile."""
-
-    launcher = kwargs.pop("launcher", None)
-    accelerate_config = kwargs.pop("accelerate_config", None)
-    adapter_name = kwargs.pop("adapter_name", None)
-    if launcher not in (None, "accelerate"):
-        raise BadInput(f"unknown launcher {launcher!r} (expected accelerate)", field="launcher")
-    if launcher is None and kwargs.get("world_size", 1) != 1:
-        raise BadInput("a world size above 1 needs --launcher accelerate", field="world_size")
+    options = check_launch(options)
     with open_store(db_path, read_only=True) as store:
-        job = prepare_job(store, round_name, base_bundle, out_dir, **kwargs)
-    evidence = execute_job(job, launcher=launcher, accelerate_config=accelerate_config)
+        job = prepare_job(store, options)
+    evidence = execute_job(job)
     with open_store(db_path) as store:
-        return register_adapter(store, job, evidence, adapter_name=adapter_name)
+        return register_adapter(store, job, evidence)
 
 
 # ---------------------------------------------------------------------------- measuring a pair's margin
@@ -425,14 +420,13 @@ def main(argv=None) -> int:
         help="register the adapter in this store when training ends (rank 0 only); "
         "the Slurm script uses it, `pairstore train dpo` registers by itself",
     )
-    parser.add_argument("--name", help="checkpoint name of the adapter (default: ROUND-lora)")
     ns = parser.parse_args(argv)
     try:
         job = TrainingJob.from_json(json.loads(Path(ns.job).read_text(encoding="utf-8")))
         evidence = run_job(job)
         if ns.db and int(os.environ.get("RANK", "0")) == 0:
             with open_store(ns.db) as store:
-                result = register_adapter(store, job, evidence, adapter_name=ns.name)
+                result = register_adapter(store, job, evidence)
             print(f"registered adapter {result.adapter_name} at {result.out_dir}")
     except PairstoreError as e:
         print(f"error: {e}", file=sys.stderr)

@@ -1,9 +1,12 @@
 """Preparing a DPO round's training job from the store: the recipe, the hyperparameters, the checked
-mixture. The training process (train/dpo.py, possibly under `accelerate launch` on other machines)
-reads only the job file this makes; it never opens the store.
+mixture and base. The training process (train/dpo.py, possibly under `accelerate launch` on other
+machines) reads only the job file this makes; it never opens the store.
 
-    # written as runs/m11a-lora/pairstore_job.json:
-    job = prepare_job(store, "m11a", "runs/so7a", "runs/m11a-lora")
+    options = DpoOptions(round="m11a", base="runs/so7a", out="runs/m11a-lora")
+    job = prepare_job(store, options)      # written as runs/m11a-lora/pairstore_job.json
+
+`DpoOptions` is `pairstore train dpo`'s one options object: every flag declared once (pairstore.options),
+carried whole into the job and saved in the adapter's training evidence.
 """
 
 from __future__ import annotations
@@ -19,12 +22,71 @@ from pairstore.errors import BadInput, GateRefused, NotFound, PairstoreError
 from pairstore.export.gate import exported_system_prompt, regate_export
 from pairstore.export.paths import is_sft_file
 from pairstore.keys import sha256_file
+from pairstore.options import check_options, make_options, option, options_json
+from pairstore.progress import NO_PROGRESS
+from pairstore.progress import current as current_progress
 from pairstore.rounds.recipes import TRAIN_KEYS, DpoRecipe, TrainConfig, recipe_from_json
 from pairstore.store.store import Store
-from train.bundle import list_shards
+from train.bundle import list_shards, shard_sha256s
 from train.serving import bundle_name, load_serving, registered_name
 
 JOB_FILE = "pairstore_job.json"
+
+
+@dataclass(frozen=True, kw_only=True)
+class DpoOptions:
+    """`pairstore train dpo`: what to train, where, and how it runs."""
+
+    round: str = option(help="The dpo round whose export to train on.", complete="round")
+    base: str = option(help="The base bundle (the round's parent, merged full weights).", path=True)
+    out: str = option(help="Folder for the adapter, its checkpoints and training_evidence.json.", path=True)
+    resume: bool = option(False, help="Continue from the last checkpoint-N in --out.")
+    max_steps: int | None = option(None, help="Override the recipe's max_steps (smoke runs).", min=1)
+    save_steps: int | None = option(
+        None, help="Save a checkpoint every N steps (default: 50, or max_steps when fewer).", min=1
+    )
+    allow_other_base: bool = option(
+        False,
+        help="Train from a base bundle that is not the recipe's parent (recorded in the evidence).",
+    )
+    report_to: tuple[str, ...] = option(
+        (),
+        help="Also log to this experiment tracker through TRL (tensorboard, wandb, mlflow, ...); give it "
+        "once per tracker. The loss is always logged to stderr and training_log.jsonl.",
+    )
+    launcher: str | None = option(
+        None,
+        help="Run through `accelerate launch` (multi-GPU with --num-processes).",
+        choices=("accelerate",),
+    )
+    num_processes: int = option(
+        1,
+        help="World size under --launcher accelerate; gradient accumulation = global_batch / "
+        "(per_device_batch x this).",
+        min=1,
+    )
+    accelerate_config: str | None = option(
+        None,
+        help="zero3 | fsdp | cpu (shipped in train/configs) or a YAML path (default: zero3 with a GPU, "
+        "else cpu).",
+    )
+    emit_sbatch: str | None = option(
+        None, help="Do not train: prepare the job and write a Slurm script for it to this path.", path=True
+    )
+    gpus: int = option(4, help="GPUs of the Slurm job (--emit-sbatch).", min=1)
+    time: str = option("04:00:00", help="Slurm time limit (--emit-sbatch).")
+    partition: str | None = option(None, help="Slurm partition (--emit-sbatch).")
+    name: str | None = option(None, help="Checkpoint name of the adapter (default: ROUND-lora).")
+    trust_remote_code: bool = option(False, help="Allow the bundle's own Python code (off by default).")
+
+
+def dpo_options(options: DpoOptions | None = None, /, **values: Any) -> DpoOptions:
+    """`train dpo`'s options, checked: an object as it is, or keywords (round=..., base=..., out=...)."""
+    if options is None:
+        return make_options(DpoOptions, values, what="train dpo")
+    if values:
+        raise BadInput("train dpo: give an options object or keywords, not both")
+    return check_options(options, what="train dpo")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +115,7 @@ class TrainingJob:
     """Everything a training process needs, resolved from the store (which the trainer never opens); the
     job file is to_json() of it."""
 
+    options: DpoOptions  # the command's options, whole (saved in the evidence)
     round: str
     recipe: dict[str, Any]  # the stored recipe JSON, as the evidence cites it
     recipe_sha256: str
@@ -60,21 +123,28 @@ class TrainingJob:
     hyperparameters: Hyperparameters
     mixture: dict[str, Any] | None  # the export's pair file: export_id, path, sha256, rows, content_hash
     sft_mixture: dict[str, Any] | None  # its NLL-only file, the same fields
-    base_bundle: str
+    base_bundle: str  # resolved
     base_name: str
-    out_dir: str
-    resume: bool
+    base_check: dict[str, Any]  # how the base was checked against the recipe's parent (check_base)
+    out_dir: str  # resolved
     save_steps: int
-    trust_remote_code: bool
+    log_lines: bool  # a line per logging step on stderr when it is not a terminal (the CLI's, not --quiet)
 
     def to_json(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
+        out["options"] = options_json(self.options)
         out["hyperparameters"] = self.hyperparameters.to_json()
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainingJob:
-        return cls(**{**data, "hyperparameters": Hyperparameters.from_json(data["hyperparameters"])})
+        return cls(
+            **{
+                **data,
+                "options": make_options(DpoOptions, data["options"], what="the job file's options"),
+                "hyperparameters": Hyperparameters.from_json(data["hyperparameters"]),
+            }
+        )
 
 
 _EXPORT_FIELDS = ("export_id", "path", "sha256", "rows", "content_hash")
@@ -184,58 +254,127 @@ def train_hyperparameters(
     )
 
 
-def base_checkpoint_name(store: Store, base_bundle, recipe: DpoRecipe) -> str:
-    """The base bundle's registered name; it must be the recipe's parent."""
-    parent = recipe.parent
-    name = registered_name(store, base_bundle)
-    if name is not None:
-        if parent and name != parent:
-            raise BadInput(
-                f"base bundle {base_bundle} is checkpoint {name}, but the recipe trains from {parent}",
-                field="parent",
-            )
-        return name
-    return parent or bundle_name(store, base_bundle)
+def _recorded_shards(evidence: dict[str, Any] | None) -> dict[str, str] | None:
+    """The shard SHA-256s a checkpoint's evidence records for its own weights (a merge's, a soup's)."""
+    if not evidence:
+        return None
+    output = evidence.get("output")
+    if isinstance(output, dict) and output.get("shards_sha256"):
+        return output["shards_sha256"]
+    return evidence.get("shard_sha256") or None
 
 
-def prepare_job(
-    store,
-    round_name: str,
-    base_bundle,
-    out_dir,
-    *,
-    resume: bool = False,
-    world_size: int = 1,
-    max_steps: int | None = None,
-    save_steps: int | None = None,
-    trust_remote_code: bool = False,
-    overrides: dict | None = None,
-) -> TrainingJob:
-    """Everything a training process needs, resolved from the store (which the trainer never opens)."""
+def _same_weights(
+    base_bundle: str | Path, parent_path: str | None, recorded: dict[str, str] | None
+) -> bool | None:
+    """Whether the base bundle holds the parent's weights, by shard SHA-256 (sizes first, so a different
+    bundle is told without reading it); None when neither the parent's files nor its evidence can say."""
+    base_sizes = {p.name: p.stat().st_size for p in list_shards(base_bundle)}
+    parent = Path(parent_path) if parent_path else None
+    if parent is not None and parent.is_dir():
+        if base_sizes != {p.name: p.stat().st_size for p in list_shards(parent)}:
+            return False
+        return shard_sha256s(base_bundle) == (recorded or shard_sha256s(parent))
+    if recorded:
+        return set(base_sizes) == set(recorded) and shard_sha256s(base_bundle) == recorded
+    return None
 
-    recipe, recipe_json = round_recipe(store, round_name)
+
+def check_base(store: Store, options: DpoOptions, recipe: DpoRecipe) -> tuple[str, dict[str, Any]]:
+    """The base bundle's checkpoint name and how it was checked against the recipe's parent: registered
+    under the parent's name, or the same weights (shard SHA-256) as the parent's registered bundle. A base
+    that is another checkpoint, other weights, or cannot be told is BadInput (exit 2) naming both, unless
+    `allow_other_base`, which is recorded."""
+    base, parent = options.base, recipe.parent
+    registered = registered_name(store, base)
+    if not parent:
+        return registered or bundle_name(store, base), {"recipe_parent": None, "check": "no parent"}
+    if registered == parent:
+        return parent, {"recipe_parent": parent, "check": "registered as the parent"}
+    row = store.rows("SELECT path, evidence::VARCHAR AS evidence FROM checkpoints WHERE name = ?", [parent])
+    if registered is None and (not row or not row[0]["path"]):
+        # The parent has no bundle here yet: this one is registered as it (train.dpo.register_adapter).
+        return parent, {
+            "recipe_parent": parent,
+            "check": "the parent had no bundle; this one registered as it",
+        }
+    if registered is not None:
+        differs = f"base bundle {base} is checkpoint {registered}, not {parent}"
+    else:
+        evidence = json.loads(row[0]["evidence"]) if row[0]["evidence"] else None
+        same = _same_weights(base, row[0]["path"], _recorded_shards(evidence))
+        if same:
+            return parent, {"recipe_parent": parent, "check": f"the same weights as {parent} (shard SHA-256)"}
+        differs = (
+            f"base bundle {base} is not {parent}: "
+            + ("its weights differ from" if same is False else "nothing can compare it with")
+            + f" {parent}'s bundle at {row[0]['path']}"
+        )
+    if not options.allow_other_base:
+        raise BadInput(
+            f"{differs}, the parent round {options.round} trains from; give {parent}'s bundle as --base, "
+            "or --allow-other-base to train from this one",
+            field="base",
+        )
+    return registered or bundle_name(store, base), {
+        "recipe_parent": parent,
+        "check": f"allowed by --allow-other-base: {differs}",
+        "allow_other_base": True,
+    }
+
+
+def prepare_job(store: Store, options: DpoOptions, *, overrides: dict[str, Any] | None = None) -> TrainingJob:
+    """Everything a training process needs, resolved from the store (which the trainer never opens).
+    `overrides` replaces [train] values for this run (the demo's small batch); they are recorded in the
+    evidence's hyperparameters."""
+    options = dpo_options(options)
+    recipe, recipe_json = round_recipe(store, options.round)
+    world_size = options.gpus if options.emit_sbatch else options.num_processes
     hp = train_hyperparameters(
-        recipe.train, round_name, world_size=world_size, max_steps=max_steps, overrides=overrides
+        recipe.train, options.round, world_size=world_size, max_steps=options.max_steps, overrides=overrides
     )
-    pairs, sft = round_mixture(store, round_name)
+    pairs, sft = round_mixture(store, options.round)
     regate_mixture(store, pairs, sft)  # the gate again, against the holdout as it is now
-    load_serving(
-        base_bundle, trust_remote_code=trust_remote_code
-    )  # template/tokenizer/generation mismatch: fail now
-
-    list_shards(base_bundle)
+    # template/tokenizer/generation mismatch: fail now
+    load_serving(options.base, trust_remote_code=options.trust_remote_code)
+    list_shards(options.base)
+    check_report_to(options.report_to)
+    base_name, base_check = check_base(store, options, recipe)
     return TrainingJob(
-        round=round_name,
+        options=options,
+        round=options.round,
         recipe=recipe_json,
         recipe_sha256=recipe.sha256,
         seed=recipe.seed,
         hyperparameters=hp,
         mixture=None if pairs is None else {k: pairs[k] for k in _EXPORT_FIELDS},
         sft_mixture=None if sft is None else {k: sft[k] for k in _EXPORT_FIELDS},
-        base_bundle=str(Path(base_bundle).resolve()),
-        base_name=base_checkpoint_name(store, base_bundle, recipe),
-        out_dir=str(Path(out_dir).resolve()),
-        resume=bool(resume),
-        save_steps=int(save_steps) if save_steps else max(1, min(50, hp.max_steps)),
-        trust_remote_code=bool(trust_remote_code),
+        base_bundle=str(Path(options.base).resolve()),
+        base_name=base_name,
+        base_check=base_check,
+        out_dir=str(Path(options.out).resolve()),
+        save_steps=options.save_steps or max(1, min(50, hp.max_steps)),
+        log_lines=current_progress() is not NO_PROGRESS,
     )
+
+
+def check_report_to(trackers: tuple[str, ...]) -> None:
+    """Each --report-to is an integration transformers knows and whose package is installed here."""
+    if not trackers:
+        return
+    from transformers.integrations.integration_utils import (
+        INTEGRATION_TO_CALLBACK,
+        get_available_reporting_integrations,
+    )
+
+    available = set(get_available_reporting_integrations())
+    for name in trackers:
+        if name not in INTEGRATION_TO_CALLBACK:
+            raise BadInput(
+                f"unknown --report-to {name!r} (transformers knows: {', '.join(INTEGRATION_TO_CALLBACK)})",
+                field="report_to",
+            )
+        if name not in available:
+            raise BadInput(
+                f"--report-to {name} needs its package installed (pip install {name})", field="report_to"
+            )

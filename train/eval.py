@@ -9,12 +9,18 @@ export gate checks, so an evaluated item can never slip into a training mixture.
     pairstore eval --model runs/sm11a --suite gsm8k --path gsm8k_test.jsonl
     pairstore eval --model runs/sm11a --suite lf2
     pairstore eval --model runs/sm11a --suite chat-stop --path chat_prompts.jsonl --name sm11a
+    run_eval(store, EvalOptions(model="runs/sm11a", suite="lf2"))
+
+`EvalOptions` is the command's one options object (the generating commands' shared fields from
+train.sample.GenerationOptions), carried whole to the generation loop and saved in the store's audit
+entry of the run.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.holdout.ngrams import register_benchmark
@@ -22,10 +28,29 @@ from pairstore.ingest.dataset_files import read_dataset
 from pairstore.ingest.math_problems import problem_fields
 from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, sha256_text, user_turns
+from pairstore.options import check_options, option, options_json
+from pairstore.store.store import Store
 from pairstore.tables.evals import add_eval_items, replace_scores
 from pairstore.tables.generations import insert_generations
-from train.sample import VERIFIER_KINDS, Item, generate, generation_rows, read_prompt_file
+from train.sample import VERIFIER_KINDS, GenerationOptions, Item, generate, generation_rows, read_prompt_file
 from train.serving import bundle_name, load_serving
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalOptions(GenerationOptions):
+    """`pairstore eval`: greedy answers of a bundle on a suite."""
+
+    suite: str = option(
+        help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
+        "with --path FILE."
+    )
+    path: str | None = option(
+        None,
+        help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
+        "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
+        "answer?), or {id?, prompt, gold?, kind?}.",
+        path=True,
+    )
 
 
 @dataclass
@@ -121,43 +146,22 @@ def register_suite(store, suite: str, items) -> None:
         )
 
 
-def run_eval(
-    store,
-    bundle,
-    suite: str,
-    model_name: str | None = None,
-    *,
-    path=None,
-    n: int | None = None,
-    max_new_tokens: int | None = None,
-    engine: str = "auto",
-    trust_remote_code: bool = False,
-    model=None,
-) -> EvalResult:
+def run_eval(store: Store, options: EvalOptions, *, model: Any = None) -> EvalResult:
     """Greedy answers of the bundle on the suite, scored per item into `evals` (replacing earlier scores of
-    the same model on the same items)."""
-
+    the same model on the same items). `model`: the bundle's model already loaded."""
+    options = check_options(options, what="eval")
+    suite, path = options.suite, options.path
     if not suite or not suite.strip():
         raise BadInput("suite name is empty", field="suite")
     if path is not None and not Path(path).exists():
         raise BadInput("no such file", path=str(path))
-    serving = load_serving(bundle, trust_remote_code=trust_remote_code)
+    serving = load_serving(options.model, trust_remote_code=options.trust_remote_code)
     items = suite_items(store, suite, path)
-    if n is not None:
-        items = items[:n]
+    if options.n is not None:
+        items = items[: options.n]
     register_suite(store, suite, items)
-    name = model_name or bundle_name(store, bundle)
-    outputs, settings = generate(
-        serving,
-        items,
-        samples=1,
-        temperature=0.0,
-        seed=0,
-        max_new_tokens=max_new_tokens,
-        engine=engine,
-        model=model,
-        trust_remote_code=trust_remote_code,
-    )
+    name = options.name or bundle_name(store, options.model)
+    outputs, settings = generate(serving, items, options, model=model)
     rows = generation_rows(name, items, outputs, settings, serving)
     rendered = {it.item_id: serving.render(serving.with_system(it.prompt)) for it in items}
     scores = [
@@ -179,7 +183,11 @@ def run_eval(
     with store.transaction():
         insert_generations(store, rows)
         replace_scores(store, name, suite, scores)
-        store.audit("eval", name, {"suite": suite, "items": len(rows), "settings": settings})
+        store.audit(
+            "eval",
+            name,
+            {"suite": suite, "items": len(rows), "settings": settings, "options": options_json(options)},
+        )
     scored = [r for r in rows if r["verdict"] != "unscored"]
     skipped = sum(1 for o in outputs if o is None)
     return EvalResult(

@@ -13,6 +13,7 @@ recipe's global batch 32); it resumes from the last checkpoint when the job is r
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 import subprocess
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from pairstore.errors import BadInput, GateRefused, PairstoreError
 from pairstore.files import atomic_write_json, atomic_write_text
-from train.dpo_job import JOB_FILE, prepare_job
+from pairstore.store.store import Store
+from train.dpo_job import JOB_FILE, DpoOptions, prepare_job
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 CONFIGS = ("zero3", "fsdp", "cpu")
@@ -101,12 +103,10 @@ def sbatch_script(
     time_limit: str = "04:00:00",
     cpus_per_task: int = 32,
     partition: str | None = None,
-    adapter_name: str | None = None,
 ) -> str:
-    """The text of a one-node Slurm script that trains the prepared job on `gpus` GPUs and registers it."""
+    """The text of a one-node Slurm script that trains the prepared job on `gpus` GPUs and registers it
+    (under the job's --name)."""
     launch = accelerate_command(job_path, num_processes=gpus, config=config, db=db)
-    if adapter_name:
-        launch += ["--name", adapter_name]
     out_dir = Path(out_dir).resolve()
     hp = hyperparameters
     lines = [
@@ -138,51 +138,30 @@ def sbatch_script(
     return "\n".join(lines)
 
 
-def emit_sbatch(
-    store,
-    round_name: str,
-    base_bundle,
-    out_dir,
-    path,
-    *,
-    db,
-    gpus: int = 4,
-    config: str = "zero3",
-    time_limit: str = "04:00:00",
-    partition: str | None = None,
-    max_steps: int | None = None,
-    trust_remote_code: bool = False,
-    adapter_name: str | None = None,
-) -> Path:
-    """Prepare the round's job for `gpus` GPUs (resume on requeue) and write the Slurm script to `path`."""
-
+def emit_sbatch(store: Store, options: DpoOptions, *, db: str | Path) -> Path:
+    """Prepare the round's job for `options.gpus` GPUs (resume on requeue) and write the Slurm script to
+    `options.emit_sbatch`."""
+    config = options.accelerate_config or "zero3"
     if config == "cpu":
         raise BadInput("a Slurm GPU job needs the zero3 or fsdp config", field="accelerate_config")
-    job = prepare_job(
-        store,
-        round_name,
-        base_bundle,
-        out_dir,
-        resume=True,
-        world_size=gpus,
-        max_steps=max_steps,
-        trust_remote_code=trust_remote_code,
-    )
+    if options.emit_sbatch is None:
+        raise BadInput("no path for the Slurm script (--emit-sbatch)", field="emit_sbatch")
+    options = dataclasses.replace(options, resume=True, launcher="accelerate", accelerate_config=config)
+    job = prepare_job(store, options)
     out = Path(job.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     job_path = atomic_write_json(out / JOB_FILE, job.to_json())
     text = sbatch_script(
         job_path,
         db=db,
-        gpus=gpus,
+        gpus=options.gpus,
         hyperparameters=job.hyperparameters.to_json(),
-        round_name=round_name,
+        round_name=options.round,
         out_dir=out,
         config=config,
-        time_limit=time_limit,
-        partition=partition,
-        adapter_name=adapter_name,
+        time_limit=options.time,
+        partition=options.partition,
     )
-    target = atomic_write_text(path, text)
+    target = atomic_write_text(options.emit_sbatch, text)
     os.chmod(target, 0o755)
     return target

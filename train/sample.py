@@ -12,6 +12,13 @@ flags. transformers generates by default; vLLM does when it is installed and a G
     pairstore train sample --model runs/sm11a --items gsm8k --n 200
     pairstore train sample --model runs/sm11a --items tasks --samples 4 --temperature 0.8 --seed 1
     pairstore train sample --model runs/sm11a --items prompts.jsonl --repetition-penalty 1.05
+    pairstore train sample --model runs/sm11a --items tasks --ray-address local --workers 2  # sample_ray.py
+    sample(store, SampleOptions(model="runs/sm11a", items="gsm8k", n=200))
+
+`SampleOptions` is the command's one options object (each flag declared once, pairstore.options; the
+fields every generating command shares are GenerationOptions'), carried whole to the generation loop
+and saved in the store's audit entry of the run. In a log file the loop writes a line every
+PAIRSTORE_PROGRESS_EVERY seconds with its count, rate and time left (pairstore.progress).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import xxhash
 
@@ -27,11 +35,87 @@ from miners.verify import Verifier, extract_answer, verify
 from pairstore.errors import BadInput, NotFound
 from pairstore.ingest.records import read_records
 from pairstore.keys import canonical_messages, messages_content_id
+from pairstore.options import check_options, option, options_json
 from pairstore.progress import current as current_progress
+from pairstore.store.store import Store
 from pairstore.tables.generations import generation_id, insert_generations
-from train.serving import DECODING_KEYS, bundle_name, load_model, load_serving
+from train.serving import DECODING_KEYS, Serving, bundle_name, load_model, load_serving
 
 VERIFIER_KINDS = ("gsm8k", "math", "task")
+
+
+@dataclass(frozen=True, kw_only=True)
+class GenerationOptions:
+    """What every command that answers with a bundle takes (`train sample`, `eval`)."""
+
+    model: str = option(help="The bundle to answer with.", path=True)
+    name: str | None = option(
+        None, help="Model name for the stored outputs (default: the bundle's checkpoint name)."
+    )
+    n: int | None = option(None, help="Only the first N items.", min=1)
+    max_new_tokens: int | None = option(None, help="Override the bundle's max_new_tokens.", min=1)
+    engine: str = option(
+        "auto",
+        help="auto: vLLM when installed with a GPU, else transformers.",
+        choices=("auto", "transformers", "vllm"),
+    )
+    trust_remote_code: bool = option(False, help="Allow the bundle's own Python code (off by default).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleOptions(GenerationOptions):
+    """`pairstore train sample`."""
+
+    items: str = option(
+        help="gsm8k | math (train problems) | tasks | a JSONL/parquet of {id?, prompt, gold?, kind?}."
+    )
+    samples: int = option(1, help="Answers per item.", min=1)
+    temperature: float = option(0.0, help="0 = greedy.", min=0)
+    seed: int = option(0, help="Sampling seed (per item: hash of seed, id).", seed=True)
+    repetition_penalty: float | None = option(
+        None, help="Decoding knob (default: the bundle's serving_config decoding, else off)."
+    )
+    no_repeat_ngram_size: int | None = option(
+        None, help="Decoding knob (default: the bundle's serving_config decoding, else off).", min=1
+    )
+    ray_address: str | None = option(
+        None,
+        help="Sample on a Ray cluster at this address ('local': start one here); needs the scale extra.",
+        metavar="ADDR",
+    )
+    workers: int = option(1, help="Ray workers, one transformers engine each (with --ray-address).", min=1)
+    shard_items: int = option(32, help="Items per shard file (with --ray-address).", min=1)
+    work_dir: str | None = option(
+        None,
+        help="Folder of the shard files, seen by every worker (default: beside the store, named by the run).",
+        path=True,
+    )
+
+    @property
+    def sampling(self) -> Sampling:
+        return Sampling(
+            samples=self.samples,
+            temperature=self.temperature,
+            seed=self.seed,
+            decoding={
+                "repetition_penalty": self.repetition_penalty,
+                "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            },
+        )
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How answers are drawn: K per item at a temperature with a seed, and decoding knobs (None: the
+    bundle's). GREEDY is one answer per item, the most likely one (what `eval` uses)."""
+
+    samples: int = 1
+    temperature: float = 0.0
+    seed: int = 0
+    decoding: dict = field(default_factory=dict)
+
+
+GREEDY = Sampling()
 
 
 @dataclass
@@ -175,64 +259,57 @@ def _use_vllm(engine: str, decoding: dict) -> bool:
 
 
 def generate(
-    serving,
+    serving: Serving,
     items: list[Item],
+    options: GenerationOptions,
+    sampling: Sampling = GREEDY,
     *,
-    samples: int = 1,
-    temperature: float = 0.0,
-    seed: int = 0,
-    decoding: dict | None = None,
-    max_new_tokens: int | None = None,
-    engine: str = "auto",
-    model=None,
-    trust_remote_code: bool = False,
+    model: Any = None,
 ) -> tuple[list[list[Output] | None], dict]:
     """K outputs per item (None for an item whose prompt exceeds max_input_tokens) and the settings used."""
-    if samples < 1:
-        raise BadInput(f"--samples must be at least 1, got {samples}", field="samples")
-    if temperature < 0:
-        raise BadInput(f"--temperature must not be negative, got {temperature}", field="temperature")
-    if temperature == 0 and samples > 1:
+    if sampling.samples < 1:
+        raise BadInput(f"--samples must be at least 1, got {sampling.samples}", field="samples")
+    if sampling.temperature < 0:
+        raise BadInput(f"--temperature must not be negative, got {sampling.temperature}", field="temperature")
+    if sampling.temperature == 0 and sampling.samples > 1:
         raise BadInput(
             "greedy decoding gives one answer per item; use --temperature above 0 with --samples",
             field="samples",
         )
-    knobs = decoding_settings(serving, decoding)
-    max_new = int(max_new_tokens or serving.max_new_tokens)
+    knobs = decoding_settings(serving, sampling.decoding)
+    max_new = int(options.max_new_tokens or serving.max_new_tokens)
     prompts = []
     for it in items:
         ids = serving.encode(serving.render(serving.with_system(it.prompt)))
         prompts.append(None if serving.max_input_tokens and len(ids) > serving.max_input_tokens else ids)
-    vllm = model is None and _use_vllm(engine, knobs)
+    vllm = model is None and _use_vllm(options.engine, knobs)
     settings = {
         "engine": "vllm" if vllm else "transformers",
-        "do_sample": temperature > 0,
-        "temperature": temperature,
+        "do_sample": sampling.temperature > 0,
+        "temperature": sampling.temperature,
         "max_new_tokens": max_new,
         "eos_token_id": serving.eos_ids,
         "enable_thinking": serving.enable_thinking,
-        "seed": seed,
+        "seed": sampling.seed,
         **knobs,
     }
-    if vllm:
-        outputs = _generate_vllm(
-            serving, items, prompts, samples, temperature, seed, knobs, max_new, trust_remote_code
-        )
-    else:
-        outputs = _generate_transformers(
-            serving,
-            items,
-            prompts,
-            samples,
-            temperature,
-            seed,
-            knobs,
-            max_new,
-            model,
-            trust_remote_code,
-            settings,
-        )
+    run = _Generation(serving, items, prompts, options, sampling, knobs, max_new, settings)
+    outputs = _generate_vllm(run) if vllm else _generate_transformers(run, model)
     return outputs, settings
+
+
+@dataclass
+class _Generation:
+    """One generate() call, as its engines read it."""
+
+    serving: Serving
+    items: list[Item]
+    prompts: list[list[int] | None]  # token ids per item; None: longer than max_input_tokens
+    options: GenerationOptions
+    sampling: Sampling
+    knobs: dict  # the decoding knobs in force
+    max_new: int
+    settings: dict  # what is recorded with every output (an engine adds what it sets)
 
 
 def _cut(serving, new_ids: list[int]) -> Output:
@@ -241,40 +318,40 @@ def _cut(serving, new_ids: list[int]) -> Output:
     return Output(serving.tokenizer.decode(kept, skip_special_tokens=True), len(kept), stop is not None)
 
 
-def _generate_transformers(
-    serving, items, prompts, samples, temperature, seed, knobs, max_new, model, trust_remote_code, settings
-):
+def _generate_transformers(run: _Generation, model: Any) -> list[list[Output] | None]:
     import torch
 
+    serving, sampling = run.serving, run.sampling
     if model is None:
         model = load_model(
             serving.path,
-            trust_remote_code=trust_remote_code,
+            trust_remote_code=run.options.trust_remote_code,
             device="cuda" if torch.cuda.is_available() else None,
         )
     model.eval()
     pad = serving.pad_id if serving.pad_id is not None else serving.eos_ids[0]
     kwargs = {
-        "max_new_tokens": max_new,
+        "max_new_tokens": run.max_new,
         "eos_token_id": serving.eos_ids,
         "pad_token_id": pad,
-        "do_sample": temperature > 0,
-        "num_return_sequences": samples,
+        "do_sample": sampling.temperature > 0,
+        "num_return_sequences": sampling.samples,
     }
-    if temperature > 0:
-        kwargs["temperature"] = temperature
+    if sampling.temperature > 0:
+        kwargs["temperature"] = sampling.temperature
         gen_cfg = model.generation_config
-        settings["top_p"] = getattr(gen_cfg, "top_p", None)
-        settings["top_k"] = getattr(gen_cfg, "top_k", None)
-    kwargs.update(knobs)
-    if temperature <= 0 and samples == 1:
-        return _greedy_batched(serving, model, prompts, kwargs, pad)
-    outputs = []
-    for it, ids in current_progress().track(list(zip(items, prompts)), "generate", unit="prompts"):
+        run.settings["top_p"] = getattr(gen_cfg, "top_p", None)
+        run.settings["top_k"] = getattr(gen_cfg, "top_k", None)
+    kwargs.update(run.knobs)
+    if sampling.temperature <= 0 and sampling.samples == 1:
+        return _greedy_batched(serving, model, run.prompts, kwargs, pad)
+    outputs: list[list[Output] | None] = []
+    todo = list(zip(run.items, run.prompts))
+    for it, ids in current_progress().track(todo, "generate", unit="prompts"):
         if ids is None:
             outputs.append(None)
             continue
-        torch.manual_seed(item_seed(seed, it.item_id))
+        torch.manual_seed(item_seed(sampling.seed, it.item_id))
         input_ids = torch.tensor([ids], device=model.device)
         with torch.no_grad():
             seqs = model.generate(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)
@@ -320,33 +397,45 @@ def _greedy_batched(serving, model, prompts, kwargs, pad: int):
     ]
 
 
-def _generate_vllm(serving, items, prompts, samples, temperature, seed, knobs, max_new, trust_remote_code):
+# Prompts per vLLM call: large enough to keep its batching full, small enough for a progress line.
+VLLM_CHUNK = 512
+
+
+def _generate_vllm(run: _Generation) -> list[list[Output] | None]:
     from vllm import LLM, SamplingParams
 
+    serving, sampling = run.serving, run.sampling
     llm = LLM(
         model=str(serving.path),
         tokenizer=str(serving.path),
-        trust_remote_code=trust_remote_code,
-        seed=seed,
+        trust_remote_code=run.options.trust_remote_code,
+        seed=sampling.seed,
         dtype="bfloat16",
     )
-    todo = [(i, ids) for i, ids in enumerate(prompts) if ids is not None]
+    todo = [(i, ids) for i, ids in enumerate(run.prompts) if ids is not None]
+    penalty = run.knobs.get("repetition_penalty")
     params = [
         SamplingParams(
-            n=samples,
-            temperature=temperature,
-            seed=item_seed(seed, items[i].item_id),
-            max_tokens=max_new,
+            n=sampling.samples,
+            temperature=sampling.temperature,
+            seed=item_seed(sampling.seed, run.items[i].item_id),
+            max_tokens=run.max_new,
             stop_token_ids=serving.eos_ids,
             skip_special_tokens=True,
-            **({"repetition_penalty": knobs["repetition_penalty"]} if "repetition_penalty" in knobs else {}),
+            **({} if penalty is None else {"repetition_penalty": penalty}),
         )
         for i, _ in todo
     ]
-    results = llm.generate([{"prompt_token_ids": ids} for _, ids in todo], params)
-    outputs: list = [None] * len(prompts)
-    for (i, _), res in zip(todo, results):
-        outputs[i] = [_cut(serving, list(c.token_ids)) for c in res.outputs]
+    outputs: list[list[Output] | None] = [None] * len(run.prompts)
+    with current_progress().stage("generate (vLLM)", total=len(todo), unit="prompts") as stage:
+        for start in range(0, len(todo), VLLM_CHUNK):
+            chunk = todo[start : start + VLLM_CHUNK]
+            results = llm.generate(
+                [{"prompt_token_ids": ids} for _, ids in chunk], params[start : start + VLLM_CHUNK]
+            )
+            for (i, _), res in zip(chunk, results):
+                outputs[i] = [_cut(serving, list(c.token_ids)) for c in res.outputs]
+            stage.advance(len(chunk))
     return outputs
 
 
@@ -409,46 +498,39 @@ def generation_rows(model_name: str, items: list[Item], outputs, settings: dict,
 
 
 def sample(
-    store,
-    bundle,
-    items,
-    n: int | None = None,
-    samples: int = 1,
-    temperature: float = 0.0,
-    seed: int = 0,
-    decoding: dict | None = None,
-    model_name: str | None = None,
-    *,
-    max_new_tokens: int | None = None,
-    engine: str = "auto",
-    trust_remote_code: bool = False,
-    model=None,
+    store: Store, options: SampleOptions, *, items: list[Item] | None = None, model: Any = None
 ) -> SampleResult:
-    """Answer `items` with the bundle and store the generations (see the module docstring)."""
+    """Answer the items `options.items` names (or `items` given here) with the bundle and store the
+    generations (see the module docstring). `model`: the bundle's model already loaded. With
+    `options.ray_address` Ray workers answer the items in shards (train.sample_ray)."""
+    options = check_options(options, what="train sample")
+    if options.ray_address is not None:
+        if model is not None:
+            raise BadInput("a loaded model cannot be shipped to Ray workers", field="ray_address")
+        from train.sample_ray import sample_on_ray
 
-    serving = load_serving(bundle, trust_remote_code=trust_remote_code)
-    todo = load_items(store, items, n) if isinstance(items, str) else list(items)
-    name = model_name or bundle_name(store, bundle)
-    outputs, settings = generate(
-        serving,
-        todo,
-        samples=samples,
-        temperature=temperature,
-        seed=seed,
-        decoding=decoding,
-        max_new_tokens=max_new_tokens,
-        engine=engine,
-        model=model,
-        trust_remote_code=trust_remote_code,
-    )
+        return sample_on_ray(store, options, items=items)
+    for flag, value, default in (("workers", options.workers, 1), ("work_dir", options.work_dir, None)):
+        if value != default:
+            raise BadInput(f"--{flag.replace('_', '-')} needs --ray-address", field=flag)
+    serving = load_serving(options.model, trust_remote_code=options.trust_remote_code)
+    todo = load_items(store, options.items, options.n) if items is None else list(items)
+    name = options.name or bundle_name(store, options.model)
+    outputs, settings = generate(serving, todo, options, options.sampling, model=model)
     rows = generation_rows(name, todo, outputs, settings, serving)
     with store.transaction():
         added = insert_generations(store, rows)
-        store.audit("sample", name, {"generations": len(rows), "added": added})
+        store.audit(
+            "sample", name, {"generations": len(rows), "added": added, "options": options_json(options)}
+        )
+    return sample_result(name, todo, sum(1 for o in outputs if o is None), rows, added)
+
+
+def sample_result(name: str, todo: list[Item], skipped: int, rows: list[dict], added: int) -> SampleResult:
+    """What a sampling run reports: counts by verdict, loop flags, items skipped (prompt too long)."""
     verdicts: dict[str, int] = {}
     for r in rows:
         verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
-    skipped = sum(1 for o in outputs if o is None)
     return SampleResult(
         name,
         len(todo),

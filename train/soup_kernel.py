@@ -159,3 +159,24 @@ def _reference(dtype: str, a_bytes: bytes, b_bytes: bytes, alpha: float) -> byte
         rounded[nan] = (bits[nan] >> 16).astype(np.uint16) | 0x0040
         return rounded.tobytes()
     return out.astype(_NP_DTYPES[dtype]).tobytes()
+
+
+def widen(dtype: str, raw) -> np.ndarray:
+    """A float tensor's raw bytes as float32 (float64 for F64): exact for every dtype here."""
+    if dtype == "BF16":
+        return (np.frombuffer(raw, np.uint16).astype(np.uint32) << 16).view(np.float32)
+    if dtype == "F64":
+        return np.frombuffer(raw, np.float64).copy()
+    return np.frombuffer(raw, _NP_DTYPES[dtype]).astype(np.float32)
+
+
+def narrow(dtype: str, values: np.ndarray) -> bytes:
+    """float32 (float64 for F64) values rounded once to `dtype` with round-to-nearest-even, as raw bytes;
+    a NaN stays a NaN."""
+    if dtype == "BF16":
+        bits = np.ascontiguousarray(values, np.float32).view(np.uint32)
+        rounded = ((bits + (np.uint32(0x7FFF) + ((bits >> 16) & 1))) >> 16).astype(np.uint16)
+        nan = np.isnan(values)
+        rounded[nan] = (bits[nan] >> 16).astype(np.uint16) | 0x0040
+        return rounded.tobytes()
+    return np.ascontiguousarray(values).astype(_NP_DTYPES[dtype]).tobytes()

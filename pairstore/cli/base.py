@@ -229,14 +229,6 @@ def echo_rows(
         echo_table(list(columns), rows)
 
 
-def trust_remote_code_option(fn):
-    """--trust-remote-code on a command that loads a bundle: off, the bundle check refuses a bundle that
-    asks to run its own Python code (train.bundle.refuse_remote_code)."""
-    return click.option(
-        "--trust-remote-code", is_flag=True, help="Allow the bundle's own Python code (off by default)."
-    )(fn)
-
-
 def json_option(fn):
     """--json on a command: one JSON object (its shape in docs/cli.md) on stdout and nothing else."""
     return click.option(
@@ -424,17 +416,3 @@ def echo_ingest(result, as_json: bool = False) -> None:
         f"{result.kind}: read {result.read}, added {result.added}{pairs}"
         + (f", skipped {skipped}" if skipped else "")
     )
-
-
-def generation_options(fn):
-    """--max-new-tokens and --engine: how a bundle generates (sample and eval)."""
-    fn = click.option(
-        "--engine",
-        type=click.Choice(["auto", "transformers", "vllm"]),
-        default="auto",
-        show_default=True,
-        help="auto: vLLM when installed with a GPU, else transformers.",
-    )(fn)
-    return click.option(
-        "--max-new-tokens", type=int, default=None, help="Override the bundle's max_new_tokens."
-    )(fn)

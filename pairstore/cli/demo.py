@@ -85,9 +85,10 @@ from pairstore.rounds.recipes import add_round, load_shipped_recipes
 from pairstore.store.store import open_store
 from train.bundle import EVIDENCE_FILE
 from train.dpo import train_dpo
-from train.eval import run_eval
+from train.dpo_job import DpoOptions
+from train.eval import EvalOptions, run_eval
 from train.merge import merge_adapter
-from train.sample import sample
+from train.sample import SampleOptions, sample
 from train.simulated_outputs import simulate_outputs
 from train.soup import soup
 from train.tiny_chat import CONFIG_FILE, DEMO_DIFFICULTY, DEMO_FAMILIES, DEMO_SEED, DEMO_SUITE_N, DEMO_TRAIN_N
@@ -356,9 +357,15 @@ def _simulated_generations(store: Store, out_dir: Path, step) -> None:
 def _incumbent_samples(store: Store, out_dir: Path, step) -> None:
     """The incumbent answers every training task K times at a temperature; verifier and scanner judge each."""
     base = _base_bundle(store, out_dir)
-    r = sample(
-        store, base, "tasks", samples=SAMPLES, temperature=TEMPERATURE, seed=DEMO_SEED, model_name=INCUMBENT
+    options = SampleOptions(
+        model=str(base),
+        items="tasks",
+        samples=SAMPLES,
+        temperature=TEMPERATURE,
+        seed=DEMO_SEED,
+        name=INCUMBENT,
     )
+    r = sample(store, options)
     step(
         "sample so7a",
         f"{r.generations} answers ({SAMPLES} per training task at temperature {TEMPERATURE}): "
@@ -487,7 +494,8 @@ def _audits(store: Store, step) -> None:
 def _train(store: Store, out_dir: Path, step) -> dict[str, Path]:
 
     base = _base_bundle(store, out_dir)
-    r = train_dpo(store, "m11a", base, out_dir / "runs" / "m11a", overrides=DPO_OVERRIDES)
+    options = DpoOptions(round="m11a", base=str(base), out=str(out_dir / "runs" / "m11a"))
+    r = train_dpo(store, options, overrides=DPO_OVERRIDES)
     o = DPO_OVERRIDES
     step(
         "train dpo m11a",
@@ -511,8 +519,8 @@ def _train(store: Store, out_dir: Path, step) -> dict[str, Path]:
 def _evaluate(store: Store, out_dir: Path, bundles: dict[str, Path], step) -> None:
 
     for name, path in bundles.items():
-        run_eval(store, path, SUITE, model_name=name)
-        run_eval(store, path, LOOP_SUITE, model_name=name)
+        for suite in (SUITE, LOOP_SUITE):
+            run_eval(store, EvalOptions(model=str(path), suite=suite, name=name))
     acc = {
         m: (k, n)
         for m, k, n in store.con.execute(
@@ -553,7 +561,7 @@ def _evaluate(store: Store, out_dir: Path, bundles: dict[str, Path], step) -> No
             f.write(json.dumps({"id": b["battle_id"], "prompt": [dict(turns[-1])]}) + "\n")
     answers = {}
     for name in ("sm11a", INCUMBENT):
-        sample(store, bundles[name], str(prompts), model_name=name)
+        sample(store, SampleOptions(model=str(bundles[name]), items=str(prompts), name=name))
         answers[name] = dict(
             store.con.execute(
                 "SELECT item_id, output FROM generations WHERE model = ? AND item_kind = 'prompt' "

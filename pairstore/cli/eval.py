@@ -1,68 +1,24 @@
-"""`pairstore eval`: a bundle answers a suite greedily, scored per item into `evals` (the `train` extra)."""
+"""`pairstore eval`: a bundle answers a suite greedily, scored per item into `evals` (the `train` extra).
+
+The command is built from train.eval.EvalOptions (pairstore.cli.options) and hands it whole to run_eval."""
 
 from __future__ import annotations
 
 import click
 
-from pairstore.cli.base import (
-    as_plain,
-    echo_counts,
-    echo_json,
-    generation_options,
-    json_option,
-    open_db,
-    trust_remote_code_option,
-)
-from train.eval import run_eval
+from pairstore.cli.base import as_plain, echo_counts, echo_json, json_option, open_db
+from pairstore.cli.options import options_parameters
+from train.eval import EvalOptions, run_eval
 
 
 @click.command("eval")
-@click.option(
-    "--model",
-    "bundle",
-    required=True,
-    type=click.Path(file_okay=False, path_type=str),
-    help="The bundle to evaluate.",
-)
-@click.option(
-    "--suite",
-    required=True,
-    help="Suite name: gsm8k / math (with --path to the test file), a suite in eval_items, or any name "
-    "with --path FILE.",
-)
-@click.option(
-    "--path",
-    default=None,
-    type=click.Path(path_type=str),
-    help="The suite's items: a JSONL, parquet or CSV file, or a Hub or save_to_disk folder (its test "
-    "split), in GSM8K columns (question, answer), MATH or MATH-500 columns (problem, solution, "
-    "answer?), or {id?, prompt, gold?, kind?}.",
-)
-@click.option("--n", type=int, default=None, help="Only the first N items.")
-@generation_options
-@click.option(
-    "--name",
-    "model_name",
-    default=None,
-    help="Model name for the scores (default: the bundle's checkpoint name).",
-)
-@trust_remote_code_option
+@options_parameters(EvalOptions)
 @json_option
 @click.pass_context
-def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code, as_json):
+def eval_cmd(ctx: click.Context, options: EvalOptions, as_json: bool) -> None:
     """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
     with open_db(ctx) as store:
-        r = run_eval(
-            store,
-            bundle,
-            suite,
-            model_name,
-            path=path,
-            n=n,
-            max_new_tokens=max_new_tokens,
-            engine=engine,
-            trust_remote_code=trust_remote_code,
-        )
+        r = run_eval(store, options)
     if as_json:
         echo_json(as_plain(r))
         return

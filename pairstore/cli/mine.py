@@ -14,50 +14,11 @@ from typing import Any
 
 import click
 
-from miners.registry import MinerSpec, OptionSpec, get_miner, miners, run_miner
-from pairstore.cli.base import (
-    check_seed,
-    echo_json,
-    echo_rows,
-    listing_options,
-    open_db,
-)
+from miners.registry import MinerSpec, get_miner, miners, run_miner
+from pairstore.cli.base import echo_json, echo_rows, listing_options, open_db
 from pairstore.cli.ingest import echo_pairs_result, ingest_compliance_cmd, ingest_ultrafeedback_cmd
+from pairstore.cli.options import parameters
 from pairstore.errors import NotFound
-
-_TYPES: dict[type, click.ParamType] = {str: click.STRING, int: click.INT, float: click.FLOAT}
-
-
-def _param(spec: OptionSpec) -> click.Parameter:
-    """The click option (or argument) of one miner option."""
-    if spec.kind is bool:
-        if spec.flag is not None:  # a flag that sets the option to the opposite of its default
-            return click.Option(
-                [spec.flag, spec.name], is_flag=True, flag_value=not spec.default, default=spec.default,
-                help=spec.help,
-            )  # fmt: skip
-        return click.Option([f"--{spec.name.replace('_', '-')}", spec.name], is_flag=True, help=spec.help)
-    ptype: click.ParamType = _TYPES[spec.kind]
-    if spec.choices is not None:
-        ptype = click.Choice(list(spec.choices))
-    elif spec.path:
-        ptype = click.Path()
-    elif spec.kind is int and spec.min is not None:
-        ptype = click.IntRange(min=spec.min)
-    callback = check_seed if spec.seed else None
-    if spec.argument:
-        return click.Argument([spec.name.upper()], type=ptype, callback=callback)
-    decls = [f"--{spec.name.replace('_', '-')}", spec.name]
-    if spec.required:  # no default given at all: click counts even default=None as one
-        return click.Option(decls, type=ptype, required=True, callback=callback, help=spec.help)
-    return click.Option(
-        decls,
-        type=ptype,
-        default=spec.default,
-        show_default=spec.default is not None,
-        callback=callback,
-        help=spec.help,
-    )
 
 
 def _miner_command(spec: MinerSpec) -> click.Command:
@@ -70,7 +31,7 @@ def _miner_command(spec: MinerSpec) -> click.Command:
             return
         echo_pairs_result(result)
 
-    params = [_param(o) for o in spec.option_specs]
+    params = parameters(spec.options)
     params.append(
         click.Option(["--json", "as_json"], is_flag=True, help="Print the result as one JSON object.")
     )

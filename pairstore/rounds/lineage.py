@@ -31,6 +31,8 @@ def _checkpoint_row(row: dict) -> dict:
     """A checkpoint as a stage row: what a recipe would say, from what was registered."""
     evidence = json.loads(row["evidence"]) if row["evidence"] else {}
     recipe = {"note": f"checkpoint registered at {row['path']}" if row["path"] else None}
+    if evidence.get("method"):
+        recipe["method"] = evidence["method"]  # the merge method that made it (train.merges)
     parents = [p for p in row["parents"] if p != row["name"]]
     kind = {"merge": "dpo", "adapter": "dpo"}.get(row["kind"], row["kind"])
     if row["kind"] == "merge" and evidence.get("adapter", {}).get("step") and row["round"] != row["name"]:
@@ -63,6 +65,7 @@ def _stage(row: dict, exports: list[dict]) -> dict:
         "revision": recipe.get("revision"),
         "recipe_sha256": row["recipe_sha256"],
         "note": recipe.get("note"),
+        "method": recipe.get("method"),
         "mixtures": [
             {
                 "kind": e["kind"],
@@ -145,9 +148,11 @@ def _runs(checkpoints: dict[str, dict]) -> dict[str, dict]:
 def describe(stage: dict) -> str:
     """One line about how a stage was made: 'so7a + 0.5*(m11a - so7a)', 'DPO from so7a', ..."""
     kind, parents = stage["kind"], stage["parents"]
-    if kind == "soup":
+    if kind == "soup" and stage.get("alpha") is not None and len(parents) == 2:
         a, b = parents
         return f"{a} + {stage['alpha']:g}*({b} - {a})"
+    if kind == "soup":  # a merge of several bundles (train ties)
+        return f"{stage.get('method') or 'soup'} of {', '.join(parents)}"
     if kind == "base":
         rev = f"@{stage['revision'][:12]}" if stage.get("revision") else ""
         return f"{stage.get('model') or 'base model'}{rev}"

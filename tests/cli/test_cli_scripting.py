@@ -107,7 +107,7 @@ def test_a_missing_extra_is_one_line_naming_the_install_command(tmp_path, monkey
     def merge_needing_torch(*args, **kwargs):
         import torch  # noqa: F401
 
-    monkeypatch.setattr(train_cli, "merge_adapter", merge_needing_torch)
+    monkeypatch.setattr(train_cli, "merge", merge_needing_torch)
     (tmp_path / "a").mkdir()
     res = run(
         "--db",

@@ -117,4 +117,4 @@ def test_soup_and_merge_report_progress_on_stderr_only(tiny, tmp_path, run_cli, 
 
     line = next(x for x in r.stderr.splitlines() if x.startswith("merge: "))
     assert line.startswith(f"merge: {len(bundle_tensors(tiny)):,} tensors in "), r.stderr
-    assert json.loads(r.stdout)["merged_modules"] > 0  # stdout is the JSON alone
+    assert json.loads(r.stdout)["evidence"]["merged_modules"] > 0  # stdout is the JSON alone

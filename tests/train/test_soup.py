@@ -221,7 +221,7 @@ def test_soup_equals_reference(pair, tmp_path, alpha):
     for pa, po in zip(B.list_shards(a), B.list_shards(out)):
         assert B.read_shard_header(pa).raw == B.read_shard_header(po).raw
     if alpha == 0.0:
-        assert evidence["output"]["shards_sha256"] == evidence["a"]["shards_sha256"]
+        assert evidence["output"]["shards_sha256"] == evidence["inputs"]["a"]["sha256"]
     index_total = json.loads((out / B.INDEX_NAME).read_text())["metadata"]["total_size"]
     assert index_total == sum(t.numel() * t.element_size() for t in ta.values())
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
@@ -233,11 +233,16 @@ def test_evidence_and_serving_files(pair, tmp_path):
     out = tmp_path / "out"
     soup(a, b, 0.4, out, slice_bytes=SLICE, hash_output=True)
     ev = json.loads((out / EVIDENCE_FILE).read_text())
-    assert ev["kind"] == "soup" and ev["alpha"] == 0.4
-    assert ev["a"]["shards_sha256"] == {p.name: sha256_file(p) for p in B.list_shards(a)}
-    assert ev["b"]["shards_sha256"] == {p.name: sha256_file(p) for p in B.list_shards(b)}
+    assert ev["kind"] == "soup" and ev["method"] == "linear" and ev["alpha"] == 0.4
+    assert ev["options"]["alpha"] == 0.4 and ev["options"]["a"] == str(a)
+    assert ev["inputs"]["a"]["sha256"] == {p.name: sha256_file(p) for p in B.list_shards(a)}
+    assert ev["inputs"]["b"]["sha256"] == {p.name: sha256_file(p) for p in B.list_shards(b)}
     assert ev["output"]["shards_sha256"] == {p.name: sha256_file(p) for p in B.list_shards(out)}
-    assert ev["a"]["training_evidence"] == {"parquet_sha256": "abc"} and ev["b"]["training_evidence"] is None
+    inputs = ev["inputs"]
+    assert (
+        inputs["a"]["training_evidence"] == {"parquet_sha256": "abc"}
+        and inputs["b"]["training_evidence"] is None
+    )
     assert ev["output"]["tensors"] == len(LAYOUT)
     assert ev["output"]["shards"] == [p.name for p in B.list_shards(a)]
     assert soup(a, b, 0.4, tmp_path / "out2", slice_bytes=SLICE)["output"]["shards_sha256"] is None
@@ -361,7 +366,7 @@ def test_bad_arguments(pair, tmp_path):
     a, b, _, _ = pair
     with pytest.raises(BadInput, match="alpha"):
         soup(a, b, float("nan"), tmp_path / "out")
-    with pytest.raises(BadInput, match="differ from both inputs"):
+    with pytest.raises(BadInput, match="must differ from every input"):
         soup(a, b, 0.5, a)
     stale = tmp_path / "stale"
     stale.mkdir()
@@ -453,7 +458,7 @@ def test_cli_soup_registers_checkpoint(pair, tmp_path):
     assert row["kind"] == "soup" and list(row["parents"]) == ["a", "b"] and row["alpha"] == 0.5
     assert row["path"] == str(out.resolve())
     evidence = json.loads(row["evidence"])
-    assert evidence["alpha"] == 0.5 and evidence["a"]["shards_sha256"]
+    assert evidence["alpha"] == 0.5 and evidence["inputs"]["a"]["sha256"]
     assert (out / B.INDEX_NAME).stat().st_mode & 0o044  # readable by others, not mkstemp's 0600
 
 

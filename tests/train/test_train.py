@@ -88,14 +88,20 @@ def write_sft_export(path: Path) -> Path:
 
 
 def add_round(
-    store, folder: Path, name: str = ROUND, train: dict | None = None, pairs=PAIRS, sft: bool = False
+    store,
+    folder: Path,
+    name: str = ROUND,
+    train: dict | None = None,
+    pairs=PAIRS,
+    sft: bool = False,
+    parent: str | None = None,
 ) -> Path:
     """A dpo round recipe and its export registered the way `pairstore export` registers one."""
     recipe = {
         "name": name,
         "kind": "dpo",
-        "parent": None,
-        "parents": [],
+        "parent": parent,
+        "parents": [parent] if parent else [],
         "seed": 11,
         "system_prompt": SYSTEM,
         "job_id": None,
@@ -121,6 +127,13 @@ def add_round(
     return files[0][0]
 
 
+def dpo(base, out: Path, **options):
+    """`train dpo`'s options for round r1 on `base`."""
+    from train.dpo_job import DpoOptions
+
+    return DpoOptions(round=ROUND, base=str(base), out=str(out), **options)
+
+
 def train_dpo_cli(db: Path, tiny, out: Path, *extra: str):
     """`pairstore train dpo --round r1` on the tiny base, through the CLI."""
     args = ["--db", str(db), "train", "dpo", "--round", ROUND, "--base", str(tiny), "--out", str(out)]
@@ -136,7 +149,7 @@ def trained(tmp_path_factory, tiny):
     db = folder / "store.duckdb"
     with open_store(db) as store:
         add_round(store, folder, sft=True)
-        result = train_dpo(store, ROUND, tiny, folder / "lora", save_steps=2)
+        result = train_dpo(store, dpo(tiny, folder / "lora", save_steps=2))
     return {"db": db, "folder": folder, "result": result, "adapter": folder / "lora"}
 
 
@@ -199,6 +212,8 @@ def test_dpo_nll_raises_the_chosen_minus_rejected_margin(trained, tiny):
     hp = evidence["hyperparameters"]
     assert hp["gradient_accumulation_steps"] == 2 and hp["world_size"] == 1 and hp["lora_rank"] == 8
     assert evidence["seed"] == 11 and evidence["recipe"]["train"]["sft_weight"] == 0.7
+    assert evidence["options"]["save_steps"] == 2 and evidence["options"]["round"] == ROUND
+    assert evidence["base"]["check"] == "no parent" and evidence["base"]["recipe_parent"] is None
     assert evidence["rows"] == 5 and evidence["sft_rows"] == 1
     assert evidence["sft_mixture_sha256"] == sha256_file(trained["folder"] / f"{ROUND}.sft.parquet")
     assert {"torch", "transformers", "peft", "trl"} <= set(evidence["libraries"])
@@ -230,15 +245,32 @@ def test_training_pairs_are_rendered_as_served_and_end_with_the_end_of_turn_toke
 
 
 def test_resume_continues_from_the_last_checkpoint(tiny, tmp_path):
+    """Also: a base that is not the recipe's parent trains only with --allow-other-base, and the training
+    evidence records the override."""
+    from pairstore.rounds.checkpoints import register_checkpoint
     from train.dpo import train_dpo
 
     with open_store(tmp_path / "s.duckdb") as store:
-        add_round(store, tmp_path)
-        train_dpo(store, ROUND, tiny, tmp_path / "lora", max_steps=2, save_steps=2)
-        result = train_dpo(store, ROUND, tiny, tmp_path / "lora", max_steps=3, save_steps=2, resume=True)
+        add_round(store, tmp_path, parent="so7a")
+        register_checkpoint(store, "m9", "base", [], path=str(Path(tiny).resolve()))
+        with pytest.raises(BadInput, match="is checkpoint m9, not so7a"):
+            train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=2, save_steps=2))
+        assert not (tmp_path / "lora").exists()
+        allowed = {"allow_other_base": True, "save_steps": 2}
+        train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=2, **allowed))
+        result = train_dpo(store, dpo(tiny, tmp_path / "lora", max_steps=3, resume=True, **allowed))
+    assert result.evidence["base"]["allow_other_base"] is True and result.evidence["base"]["name"] == "m9"
+    assert result.evidence["base"]["check"] == "allowed by --allow-other-base: base bundle " + str(tiny) + (
+        " is checkpoint m9, not so7a"
+    )
+    assert result.evidence["options"]["allow_other_base"] is True
     assert result.evidence["resumed_from"] == "checkpoint-2"
     assert result.metrics["global_step"] == 3
     assert [e["step"] for e in result.evidence["log_history"] if "loss" in e] == [3]
+    logged = [
+        json.loads(line) for line in (tmp_path / "lora" / "training_log.jsonl").read_text().splitlines()
+    ]
+    assert [e["step"] for e in logged if "loss" in e] == [1, 2, 3]  # the resumed run appends
 
 
 def test_tampered_mixture_is_refused_with_exit_3(tiny, tmp_path):
@@ -274,6 +306,58 @@ def test_global_batch_must_divide_by_batch_and_world_size(tiny, tmp_path):
     short = train_hyperparameters(train, ROUND, world_size=1, max_steps=3, overrides={"per_device_batch": 2})
     assert (short.max_steps, short.per_device_batch, short.gradient_accumulation_steps) == (3, 2, 16)
     assert short.to_json()["overrides"] == {"max_steps": 3, "per_device_batch": 2}
+
+
+# ---------------------------------------------------------------------------- the base is the recipe's
+
+
+def test_the_base_must_be_the_recipes_parent_unless_allowed(tiny, tmp_path):
+    """By registered name, else by the parent's weights (shard SHA-256): another base is exit 2 naming both,
+    --allow-other-base trains from it and says so in the job (and so the evidence)."""
+    from pairstore.rounds.checkpoints import register_checkpoint
+
+    db = tmp_path / "s.duckdb"
+    parent = _copy(tiny, tmp_path, "so7a")
+    same = _copy(tiny, tmp_path, "so7a-copy")
+    other = _copy(tiny, tmp_path, "other")
+    weights = other / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    data[-1] ^= 1  # the same layout and size, other weights
+    weights.write_bytes(bytes(data))
+    m9 = _copy(tiny, tmp_path, "m9")
+    with open_store(db) as store:
+        add_round(store, tmp_path, parent="so7a")
+        register_checkpoint(store, "so7a", "base", [], path=str(parent.resolve()))
+        register_checkpoint(store, "m9", "base", [], path=str(m9.resolve()))
+
+    def prepare(base: Path, *extra: str):
+        script = tmp_path / "job.sbatch"
+        script.unlink(missing_ok=True)
+        res = train_dpo_cli(db, base, tmp_path / "lora", "--emit-sbatch", str(script), "--gpus", "2", *extra)
+        job = tmp_path / "lora" / "pairstore_job.json"
+        return res, (json.loads(job.read_text()) if res.exit_code == 0 else None), script.exists()
+
+    for base in (parent, same):
+        res, job, _ = prepare(base)
+        assert res.exit_code == 0, res.output
+        assert job["base_name"] == "so7a", job["base_check"]
+    assert job["base_check"]["check"] == "the same weights as so7a (shard SHA-256)"
+    res, _, written = prepare(other)
+    assert res.exit_code == 2 and not written, res.output
+    assert (
+        f"base bundle {other} is not so7a: its weights differ from so7a's bundle at {parent.resolve()}"
+        in res.output
+    )
+    assert "--allow-other-base" in res.output
+    res, _, written = prepare(m9)
+    assert res.exit_code == 2 and not written and f"base bundle {m9} is checkpoint m9, not so7a" in res.output
+    res, job, _ = prepare(m9, "--allow-other-base")
+    assert res.exit_code == 0, res.output
+    assert job["base_name"] == "m9" and job["base_check"]["allow_other_base"] is True
+    assert (
+        job["options"]["allow_other_base"] is True
+        and "is checkpoint m9, not so7a" in job["base_check"]["check"]
+    )
 
 
 # ---------------------------------------------------------------------------- consistency and safety
@@ -324,7 +408,7 @@ def test_template_tokenizer_generation_mismatch_is_an_error_before_training(
     with open_store(tmp_path / "s.duckdb") as store:
         add_round(store, tmp_path)
         with pytest.raises(BadInput):
-            train_dpo(store, ROUND, bundle, tmp_path / "lora")
+            train_dpo(store, dpo(bundle, tmp_path / "lora"))
     assert not (tmp_path / "lora").exists()
 
 
@@ -362,7 +446,8 @@ def test_merge_equals_base_plus_the_lora_delta(trained, tiny, tmp_path):
         )
         rows = store.rows("SELECT name, kind, parents, round FROM checkpoints WHERE kind = 'merge'")
     out = tmp_path / "merged"
-    assert result.method == "stream" and result.merged_modules == 14  # 7 projections x 2 layers
+    assert result.method == "lora" and result.evidence["route"] == "stream"
+    assert result.evidence["merged_modules"] == 14  # 7 projections x 2 layers
     index = json.loads((out / "model.safetensors.index.json").read_text())
     shards = sorted(set(index["weight_map"].values()))
     assert len(shards) > 1 and all((out / s).is_file() for s in shards)
@@ -439,15 +524,22 @@ def _jsonl_items(write_jsonl, tmp_path) -> str:
 
 
 def test_sample_with_a_seed_is_reproducible(tiny, tmp_path, write_jsonl):
-    from train.sample import sample
+    from train.sample import SampleOptions, sample
 
     items = _jsonl_items(write_jsonl, tmp_path)
     runs = []
     for i, seed in enumerate((5, 5, 6)):
         with open_store(tmp_path / f"s{i}.duckdb") as store:
-            r = sample(
-                store, tiny, items, samples=2, temperature=1.0, seed=seed, model_name="tiny", max_new_tokens=8
+            options = SampleOptions(
+                model=str(tiny),
+                items=items,
+                samples=2,
+                temperature=1.0,
+                seed=seed,
+                name="tiny",
+                max_new_tokens=8,
             )
+            r = sample(store, options)
             runs.append([row["output"] for row in r.rows])
             stored = store.rows(
                 "SELECT item_kind, item_id, sample_index, temperature, seed, decoding, verdict, "
@@ -471,13 +563,13 @@ def test_sample_with_a_seed_is_reproducible(tiny, tmp_path, write_jsonl):
 def test_greedy_sample_matches_served_generation_and_stores_once(tiny, tmp_path, write_jsonl):
     from transformers import AutoTokenizer
 
-    from train.sample import sample
+    from train.sample import SampleOptions, sample
     from train.serving import load_model
 
     items = _jsonl_items(write_jsonl, tmp_path)
     with open_store(tmp_path / "s.duckdb") as store:
-        first = sample(store, tiny, items, model_name="tiny")
-        again = sample(store, tiny, items, model_name="tiny")
+        first = sample(store, SampleOptions(model=str(tiny), items=items, name="tiny"))
+        again = sample(store, SampleOptions(model=str(tiny), items=items, name="tiny"))
         assert first.added == 2 and again.added == 0 and store.scalar("SELECT count(*) FROM generations") == 2
     # The model card's "How to use" code, by hand: the same text comes out.
     tok = AutoTokenizer.from_pretrained(str(tiny))
@@ -497,20 +589,18 @@ def test_greedy_sample_matches_served_generation_and_stores_once(tiny, tmp_path,
 
 
 def test_decoding_knobs_come_from_serving_config_or_flags_and_are_recorded(tiny, tmp_path, write_jsonl):
-    from train.sample import sample
+    from train.sample import SampleOptions, sample
 
     bundle = _copy(tiny, tmp_path)
     _edit_json(bundle / "serving_config.json", decoding={"repetition_penalty": 1.05})
     items = write_jsonl(tmp_path / "one.jsonl", [{"id": "a", "prompt": "Say hello."}])
     with open_store(tmp_path / "s.duckdb") as store:
-        r1 = sample(store, bundle, items, model_name="m1", max_new_tokens=4)
+        r1 = sample(store, SampleOptions(model=str(bundle), items=items, name="m1", max_new_tokens=4))
         r2 = sample(
             store,
-            bundle,
-            items,
-            model_name="m2",
-            max_new_tokens=4,
-            decoding={"repetition_penalty": None, "no_repeat_ngram_size": 3},
+            SampleOptions(
+                model=str(bundle), items=items, name="m2", max_new_tokens=4, no_repeat_ngram_size=3
+            ),
         )
     d1, d2 = json.loads(r1.rows[0]["decoding"]), json.loads(r2.rows[0]["decoding"])
     assert d1["repetition_penalty"] == 1.05 and "no_repeat_ngram_size" not in d1
@@ -637,7 +727,9 @@ def test_emit_sbatch_for_four_gpus(tiny, tmp_path):
     job = json.loads((tmp_path / "lora" / "pairstore_job.json").read_text())
     hp = job["hyperparameters"]
     assert (hp["world_size"], hp["per_device_batch"], hp["gradient_accumulation_steps"]) == (4, 1, 8)
-    assert job["resume"] is True and job["mixture"]["sha256"] == sha256_file(tmp_path / f"{ROUND}.parquet")
+    assert job["options"]["resume"] is True and job["mixture"]["sha256"] == sha256_file(
+        tmp_path / f"{ROUND}.parquet"
+    )
 
 
 @pytest.mark.slow
