@@ -231,7 +231,6 @@ PENDING_CIRCLES = [
         "pairstore.store.store",
     ],
     ["pairstore.cli.serve", "pairstore.cli.serve.app"],
-    ["pairstore.ingest.arena", "pairstore.ingest.fastchat"],
 ]
 
 

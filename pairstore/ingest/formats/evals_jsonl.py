@@ -1,0 +1,43 @@
+"""`jsonl`: per-item eval results, one object a line.
+
+pairstore ingest evals results.jsonl --model sm11a --suite v6
+"""
+
+from __future__ import annotations
+
+from pairstore.ingest.declare import ID, SCORE, TEXT, Field, Format, declare
+from pairstore.ingest.kinds import AnyText, Bool, Id, Score, Text
+
+FORMAT = declare(
+    Format(
+        name="jsonl",
+        table="evals",
+        summary="per-item results: item_id, correct (true/false) or score (correct = score >= 0.5 when "
+        "absent), "
+        "and optionally extracted_answer, gold, output.",
+        notes="With an output its length in scanner tokens, emptiness and loop flags are stored too; the "
+        "output's text is not.",
+        fields=(
+            Field("item_id", ID, "the item's id in the suite", kind=Id(), required=True),
+            Field("correct", SCORE, "whether the answer is right", kind=Bool()),
+            Field("score", SCORE, "the item's score", kind=Score()),
+            Field(
+                "extracted_answer",
+                TEXT,
+                "the answer read from the output",
+                role="extracted answer",
+                kind=AnyText(),
+            ),
+            Field("gold", TEXT, "the gold answer", role="gold", kind=AnyText()),
+            Field(
+                "output",
+                TEXT,
+                "the model's output (scanned for length and loops, not stored)",
+                role="output (scanned)",
+                kind=Text(allow_empty=True),
+            ),
+        ),
+        signature=("item_id",),
+        order=0,
+    )
+)
