@@ -245,6 +245,8 @@ class Reading:
         columns = {}
         for f in self.typed:
             col = table.column(f.name) if f.name in table.column_names else pa.nulls(n, pa.null())
+            if f.reshaped and f.required and col.null_count:
+                raise NotDirect(f"{f.name}: whether a record needs it is its reshape's to say")
             columns[f.name] = f.kind.read_whole(col)  # type: ignore[union-attr]  # typed fields have a kind
         rows = pa.array(range(first_row, first_row + n), pa.int64())
         return self.assemble(columns, rows, n), self.check(columns, n)

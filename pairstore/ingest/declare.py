@@ -65,7 +65,7 @@ class Field:
     into: str | None = None  # columns formats: the column it fills (its name unless given)
     missing: str = "missing field"  # the message when a required field is not there
     # columns formats: the format's reshape decides whether a record needs it (a multi-turn battle has no
-    # own_answer), so only the whole-columns reading checks it is there
+    # own_answer, an HH-RLHF row no prompt): a record without it is read record by record
     reshaped: bool = False
 
     def __post_init__(self) -> None:

@@ -5,7 +5,7 @@ pairstore ingest evals results.jsonl --model sm11a --suite v6
 
 from __future__ import annotations
 
-from pairstore.ingest.declare import ID, SCORE, TEXT, Field, Format, declare
+from pairstore.ingest.declare import ID, META, SCORE, TEXT, Field, Format, declare
 from pairstore.ingest.kinds import AnyText, Bool, Id, Score, Text
 
 FORMAT = declare(
@@ -31,9 +31,8 @@ FORMAT = declare(
             Field("gold", TEXT, "the gold answer", role="gold", kind=AnyText()),
             Field(
                 "output",
-                TEXT,
-                "the model's output (scanned for length and loops, not stored)",
-                role="output (scanned)",
+                META,
+                "the model's output: scanned for its length and loops, not stored",
                 kind=Text(allow_empty=True),
             ),
         ),

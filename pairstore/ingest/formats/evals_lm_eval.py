@@ -137,7 +137,8 @@ FORMAT = declare(
             Field(
                 "doc",
                 TEXT,
-                "the document; its question is held out, its other fields are metadata",
+                "the document: its question (the first of question, problem, prompt, ... or its longest "
+                "string) is held out; its other fields (answers, choices, labels) are metadata",
                 role="eval item prompt",
                 kind=DocText(),
                 required=True,
@@ -152,9 +153,9 @@ FORMAT = declare(
             ),
             Field(
                 "filtered_resps",
-                TEXT,
-                "the answers the filter extracted (the first is kept)",
-                role="extracted answer",
+                META,
+                "the answers the filter extracted from the responses (the first is kept as the "
+                "extracted answer)",
                 kind=FirstString(),
                 into="extracted_answer",
             ),
