@@ -36,6 +36,8 @@ from pairstore.ingest.base import PLACE, log_ingest, place_columns, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, line_of, read_columns
 from pairstore.ingest.declare import counted, did_you_mean
 from pairstore.ingest.formats import get_format
+from pairstore.ingest.keyed import prompt_match_keys
+from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.keys import sha256_file
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
@@ -97,8 +99,9 @@ _STAGED = pa.schema(
 class _Evals:
     """One ingest's reading of results: each batch's rows computed and staged."""
 
-    def __init__(self, store: Store, fmt: str, metric, filter_name, scan, scan_many):
+    def __init__(self, store: Store, fmt: str, suite: str, metric, filter_name, scan, scan_many):
         self.store, self.fmt, self.metric, self.scan, self.scan_many = store, fmt, metric, scan, scan_many
+        self.suite = suite
         self.chosen: str | None = filter_name
         self.given_filter = filter_name
         self.first = True
@@ -106,6 +109,32 @@ class _Evals:
         self.filters: Counter[str] = Counter()
         self.metrics: Counter[str] = Counter()
         self.metric_names = get_format("evals", "lm-eval").extra["metrics"]
+
+    def _items(self, batch: Batch) -> pa.Array:
+        """Every row's item id: given, or the suite's eval item whose question has the prompt's match key."""
+        t = batch.table
+        ids = t.column("item_id").to_pylist()
+        asked = [i for i, item in enumerate(ids) if item is None]
+        if not asked:
+            return t.column("item_id")
+        prompts = t.column("prompt").to_pylist()
+        for i in asked:
+            if prompts[i] is None:
+                raise batch.error(i, "missing field (or give the item's question as prompt)", "item_id")
+        keys = prompt_match_keys(pa.array([prompts[i] for i in asked], MSG_TYPE))
+        found: dict[str, list[str]] = dict(
+            self.store.con.execute(
+                "SELECT match_key, list(item_id ORDER BY item_id) FROM eval_items "
+                "WHERE suite = ? AND list_contains(?, match_key) GROUP BY match_key",
+                [self.suite, sorted({k for k in keys if k is not None})],
+            ).fetchall()
+        )
+        for i, key in zip(asked, keys):
+            items = found.get(key or "") or []
+            if len(items) != 1:
+                raise batch.error(i, _not_found(self.suite, items), "prompt")
+            ids[i] = items[0]
+        return pa.array(ids, pa.string())
 
     def _simple(self, batch: Batch) -> dict:
         """The simple form's results: correct from score (>= 0.5) or score from correct (1 or 0)."""
@@ -116,7 +145,7 @@ class _Evals:
                 raise batch.error(i, "needs correct (true/false) or score", "correct")
         n = t.num_rows
         return {
-            "item_id": t.column("item_id"),
+            "item_id": self._items(batch),
             "score": pa.array(
                 [(1.0 if c else 0.0) if s is None else s for c, s in zip(correct, score)], pa.float64()
             ),
@@ -299,7 +328,7 @@ def ingest_evals(
         raise BadInput("no such file", path=str(path))
     origin = f"{fmt}:{Path(path).name}:{sha256_file(path)[:16]}"
     progress = as_progress(progress)
-    work = _Evals(store, fmt, metric, filter_name, scan, scan_many)
+    work = _Evals(store, fmt, suite, metric, filter_name, scan, scan_many)
     con = store.con
     read = 0
     try:
@@ -358,6 +387,16 @@ def ingest_evals(
         metric=metric,
         items=items,
         eval_items_added=held,
+    )
+
+
+def _not_found(suite: str, items: list[str]) -> str:
+    if items:
+        shown = ", ".join(items[:3])
+        return f"the question fits {len(items)} eval items of suite {suite!r} ({shown}): give item_id"
+    return (
+        f"no eval item of suite {suite!r} has this question (looked up by the prompt's match key: its user "
+        "turns with spacing, case, punctuation and Unicode form left aside; give item_id)"
     )
 
 

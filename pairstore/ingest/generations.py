@@ -108,9 +108,9 @@ _FIND_SQL = f"""
         GROUP BY a._i),
     by_key AS (
         SELECT a._i, count(*) AS n, min(i.id) AS id,
-            list(i.suite || '/' || i.id ORDER BY i.suite, i.id) AS ids,
+            list(coalesce(i.suite || '/', '') || i.id ORDER BY i.suite, i.id) AS ids,
             arg_min(i.prompt, i.id) AS prompt, min(i.suite) AS suite
-        FROM asked a JOIN items i ON a.item_id IS NULL AND i.kind = a.item_kind AND i.key = a._key
+        FROM asked a JOIN items i ON a._key IS NOT NULL AND i.kind = a.item_kind AND i.key = a._key
             AND (a.suite IS NULL OR i.suite = a.suite)
         GROUP BY a._i)
     SELECT a._i, a.item_kind, a.item_id, a.suite,
@@ -182,7 +182,10 @@ class _Generations:
         n = t.num_rows
         ids = t.column("item_id").to_pylist()
         prompts = t.column("prompt").to_pylist()
-        need_key = [k != "prompt" and i is None for k, i in zip(kinds, ids)]
+        # the question finds the item where no id is given, or where the id finds none (lm-eval's doc_id is
+        # a position in the benchmark, not a problem's id)
+        given = t.column("prompt").is_valid().to_pylist()
+        need_key = [k != "prompt" and g for k, g in zip(kinds, given)]
         keys: list[str | None] = [None] * n
         if any(need_key):
             asked = pa.array(need_key)
@@ -217,9 +220,13 @@ class _Generations:
                     if kind == "eval_item" and suites[i] is None:
                         suites[i] = id_suites[0]
                     continue
-                raise batch.error(
-                    i, _not_found_by_id(kind, item, suite, id_n, id_suites, own_n, own_ids), "item_id"
-                )
+                if id_n or own_n or key_n != 1:
+                    message = _not_found_by_id(kind, item, suite, id_n, id_suites, own_n, own_ids)
+                    if key_n is not None and key_n > 1 and not (id_n or own_n):
+                        message = _not_found_by_question(kind, suite, key_n, key_ids)
+                    elif keys[i] is not None and not (id_n or own_n):
+                        message += "; nor has any its question (looked up by the prompt's match key)"
+                    raise batch.error(i, message, "item_id")
             if key_n == 1:
                 found_ids[i] = key_found
                 if kind == "eval_item" and suites[i] is None:
@@ -305,7 +312,7 @@ def _not_found_by_id(kind, item, suite, id_n, id_suites, own_n, own_ids) -> str:
 def _not_found_by_question(kind, suite, key_n, key_ids) -> str:
     within = f" of suite {suite!r}" if suite else ""
     if key_n and key_n > 1:
-        shown = ", ".join(i.split("/", 1)[1] if kind != "eval_item" else i for i in key_ids[:3])
+        shown = ", ".join(key_ids[:3])
         return (
             f"the question fits {key_n} stored {kind}s{within} ({shown}{', ...' if key_n > 3 else ''}): "
             "give item_id"

@@ -103,6 +103,8 @@ def outcome(read, path) -> tuple:
 COLUMNS_FORMATS = {
     ("battles", "native"): NATIVE,
     ("generations", "native"): GENERATIONS,
+    ("generations", "vllm"): GENERATIONS,
+    ("generations", "lm-eval"): GENERATIONS,
     ("problems", "gsm8k"): _reading_schema("gsm8k"),
     ("problems", "math"): _reading_schema("math"),
     ("evals", "jsonl"): evals_reading("jsonl"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pairstore.ingest.declare import ID, META, SCORE, TEXT, Field, Format, declare
 from pairstore.ingest.kinds import AnyText, Bool, Id, Score, Text
+from pairstore.ingest.messages import Messages
 
 FORMAT = declare(
     Format(
@@ -18,7 +19,14 @@ FORMAT = declare(
         notes="With an output its length in scanner tokens, emptiness and loop flags are stored too; the "
         "output's text is not.",
         fields=(
-            Field("item_id", ID, "the item's id in the suite", kind=Id(), required=True),
+            Field("item_id", ID, "the item's id in the suite (or give its question as prompt)", kind=Id()),
+            Field(
+                "prompt",
+                TEXT,
+                "the item's question: finds the suite's eval item by its match key where item_id is absent",
+                role="eval item prompt (matched, not stored again)",
+                kind=Messages("prompt"),
+            ),
             Field("correct", SCORE, "whether the answer is right", kind=Bool()),
             Field("score", SCORE, "the item's score", kind=Score()),
             Field(
