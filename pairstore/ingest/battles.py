@@ -110,13 +110,19 @@ _NATIVE_KEYS = (
 _ARENA_KEYS = (*_NATIVE_KEYS, "anonymous", "flagged", "language")
 _EXTRAS = ("annotator", "decoding", "origin", "own_position", "shown_at")
 
-# One battle, whatever brought it: the user turns, and the two (model, answers) sides in either order.
+# One battle, whatever brought it (the Arena's two public forms give one battle two ids): its user turns
+# and its two sides, each a model with its answers, in either order. audits.ratings counts a battle once
+# by it.
+_SIDE = "to_json({{'m': {0}_model, 'a': {0}_answers}})::VARCHAR"
 BATTLE_IDENTITY = (
-    "md5(to_json([list_transform(list_filter(prompt, m -> m.role = 'user'), m -> m.content)::VARCHAR, "
-    "least(to_json({'m': own_model, 'a': own_answers}), "
-    "to_json({'m': opponent_model, 'a': opponent_answers})), "
-    "greatest(to_json({'m': own_model, 'a': own_answers}), "
-    "to_json({'m': opponent_model, 'a': opponent_answers}))]))"
+    "md5(to_json([list_transform(list_filter(prompt, lambda m: m.role = 'user'), lambda m: m.content)"
+    f"::VARCHAR, least({_SIDE.format('own')}, {_SIDE.format('opponent')}), "
+    f"greatest({_SIDE.format('own')}, {_SIDE.format('opponent')})])::VARCHAR)"
+)
+# The clause that keeps one row of each battle (the one whose position is known first).
+ONE_ROW_PER_BATTLE = (
+    f"QUALIFY row_number() OVER (PARTITION BY {BATTLE_IDENTITY} "
+    "ORDER BY own_position NULLS LAST, battle_id) = 1"
 )
 
 

@@ -171,7 +171,9 @@ class _Evals:
             self.first = False
         values = {m: t.column(m).to_pylist() for m in self.metric_names}
         for m, col in values.items():
-            self.metrics[m] += sum(v is not None for v in col)
+            given = sum(v is not None for v in col)
+            if given:
+                self.metrics[m] += given
         scores, names = [], []
         for i in range(n):
             if self.metric is not None:
