@@ -2,7 +2,8 @@
 columns, nested lists and objects, message lists of any length and role order, tool calls) is refused, or
 every string in it is found in the texts stored from it (read back from the store), unless it sits in a
 field its format declares as not text (an id, a label, a score, ...) or is a message list's own structure
-(a role, a part's type, a tool call's id). Texts are distinct tokens, so "found" means found."""
+(a role, a part's type, a tool call's id). Texts are distinct tokens, so "found" means found. Each file is
+written in a container drawn too: JSONL, a JSON array, either compressed (gzip, zstd)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from pairstore.ingest.pairs import ingest_pairs
 from pairstore.ingest.problems import ingest_problems
 from pairstore.keys import content_id, sha256_file
 from pairstore.store.store import open_store
+from tests.ingest.containers import CONTAINERS, write_records
 
 # One worker runs the module in order: the last test reads what the others counted.
 pytestmark = pytest.mark.xdist_group("read_whole")
@@ -221,14 +223,16 @@ def open_once(name: str, new_store_file, tmp_path_factory):
     return _STORES[name]
 
 
-def ingest_and_check(name, records, run, fmt_of, sql, which, new_store_file, tmp_path_factory) -> None:
-    """Ingest `records` as a new file: refused, or every text of every record found in the rows stored
-    from that file (`sql` selects them by `which(path, records)`: this file's rows, whether new or
-    already stored by an earlier example)."""
+def ingest_and_check(
+    name, records, run, fmt_of, sql, which, new_store_file, tmp_path_factory, container="jsonl"
+) -> None:
+    """Ingest `records` as a new file (in `container`: JSONL, a JSON array, compressed): refused, or every
+    text of every record found in the rows stored from that file (`sql` selects them by
+    `which(path, records)`: this file's rows, whether new or already stored by an earlier example)."""
     store = open_once(name, new_store_file, tmp_path_factory)
     n = next(_FILES)
-    path = tmp_path_factory.getbasetemp() / f"{name}-{n}.jsonl"
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    path = tmp_path_factory.getbasetemp() / f"{name}-{n}.{container}"
+    write_records(path, records)
     TRIED[name] += 1
     try:
         run(store, path, n)
@@ -246,8 +250,8 @@ TRIED = dict.fromkeys(STORED, 0)
 
 
 @settings(max_examples=150)
-@given(records=st.lists(pair_record(), min_size=1, max_size=3))
-def test_a_pair_file_is_stored_whole_or_refused(records, new_store_file, tmp_path_factory):
+@given(records=st.lists(pair_record(), min_size=1, max_size=3), container=st.sampled_from(CONTAINERS))
+def test_a_pair_file_is_stored_whole_or_refused(records, container, new_store_file, tmp_path_factory):
     trl = get_format("pairs", "trl")
     ingest_and_check(
         "pairs",
@@ -259,6 +263,7 @@ def test_a_pair_file_is_stored_whole_or_refused(records, new_store_file, tmp_pat
         lambda path, records, n: [sha256_file(path)[:16] + ":%"],
         new_store_file,
         tmp_path_factory,
+        container,
     )
 
 
@@ -291,8 +296,8 @@ def valid_pair_with_one_more_text(draw) -> dict:
 
 
 @settings(max_examples=120)
-@given(record=valid_pair_with_one_more_text())
-def test_one_more_text_beside_a_pair_is_read_or_refused(record, new_store_file, tmp_path_factory):
+@given(record=valid_pair_with_one_more_text(), container=st.sampled_from(CONTAINERS))
+def test_one_more_text_beside_a_pair_is_read_or_refused(record, container, new_store_file, tmp_path_factory):
     trl = get_format("pairs", "trl")
     ingest_and_check(
         "pairs",
@@ -304,6 +309,7 @@ def test_one_more_text_beside_a_pair_is_read_or_refused(record, new_store_file, 
         lambda path, records, n: [sha256_file(path)[:16] + ":%"],
         new_store_file,
         tmp_path_factory,
+        container,
     )
 
 
@@ -320,8 +326,11 @@ def battle_record(draw) -> dict:
 
 
 @settings(max_examples=60)
-@given(records=st.lists(battle_record(), min_size=1, max_size=3, unique_by=lambda r: r["battle_id"]))
-def test_a_battle_file_is_stored_whole_or_refused(records, new_store_file, tmp_path_factory):
+@given(
+    records=st.lists(battle_record(), min_size=1, max_size=3, unique_by=lambda r: r["battle_id"]),
+    container=st.sampled_from(CONTAINERS),
+)
+def test_a_battle_file_is_stored_whole_or_refused(records, container, new_store_file, tmp_path_factory):
     native = get_format("battles", "native")
     ingest_and_check(
         "battles",
@@ -332,6 +341,7 @@ def test_a_battle_file_is_stored_whole_or_refused(records, new_store_file, tmp_p
         lambda path, records, n: [[r["battle_id"] for r in records]],
         new_store_file,
         tmp_path_factory,
+        container,
     )
 
 
@@ -344,8 +354,8 @@ def generation_record(draw) -> dict:
 
 
 @settings(max_examples=60)
-@given(records=st.lists(generation_record(), min_size=1, max_size=3))
-def test_a_generations_file_is_stored_whole_or_refused(records, new_store_file, tmp_path_factory):
+@given(records=st.lists(generation_record(), min_size=1, max_size=3), container=st.sampled_from(CONTAINERS))
+def test_a_generations_file_is_stored_whole_or_refused(records, container, new_store_file, tmp_path_factory):
     native = get_format("generations", "native")
     ingest_and_check(
         "generations",
@@ -356,6 +366,7 @@ def test_a_generations_file_is_stored_whole_or_refused(records, new_store_file, 
         lambda path, records, n: [f"m{n}"],
         new_store_file,
         tmp_path_factory,
+        container,
     )
 
 
@@ -366,8 +377,8 @@ def problem_record(draw) -> dict:
 
 
 @settings(max_examples=40)
-@given(records=st.lists(problem_record(), min_size=1, max_size=3))
-def test_a_problems_file_is_stored_whole_or_refused(records, new_store_file, tmp_path_factory):
+@given(records=st.lists(problem_record(), min_size=1, max_size=3), container=st.sampled_from(CONTAINERS))
+def test_a_problems_file_is_stored_whole_or_refused(records, container, new_store_file, tmp_path_factory):
     gsm8k = get_format("problems", "gsm8k")
     ingest_and_check(
         "problems",
@@ -378,6 +389,7 @@ def test_a_problems_file_is_stored_whole_or_refused(records, new_store_file, tmp
         lambda path, records, n: [["gsm8k:" + content_id(r["question"]) for r in records]],
         new_store_file,
         tmp_path_factory,
+        container,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pairstore.ingest.declare import LABEL, TEXT, Field, Format, declare
+from pairstore.ingest.declare import LABEL, MODEL, SCORE, TEXT, Field, Format, declare
 from pairstore.ingest.kinds import Answer
 from pairstore.ingest.messages import Messages
 from pairstore.ingest.pair_rows import agree, answer_of, id_fields, messages, origin_list, with_system
@@ -95,6 +95,11 @@ FORMAT = declare(
             Field("response", TEXT, "the same, under another name", role="chosen"),
             Field("output", TEXT, "the same, under another name", role="chosen"),
             Field("label", LABEL, "an unpaired row's label: refused (not a pair)"),
+            # Argilla's cleaned UltraFeedback pairs: each side's model and rating
+            Field("chosen-model", MODEL, "the model that wrote chosen"),
+            Field("rejected-model", MODEL, "the model that wrote rejected"),
+            Field("chosen-rating", SCORE, "chosen's rating"),
+            Field("rejected-rating", SCORE, "rejected's rating"),
             *id_fields(),
         ),
         reshape=reshape,

@@ -14,8 +14,10 @@ from pairstore.ingest.records import Fields
 
 
 def detect(rec: dict) -> bool:
+    """Its scores, or `messages` beside a chosen conversation (a chosen message object or string beside
+    `messages` is the OpenAI-style preference row: pairs_openai_messages)."""
     return any(rec.get(n) is not None for n in ("score_chosen", "score_rejected")) or (
-        rec.get("messages") is not None and rec.get("chosen") is not None
+        rec.get("messages") is not None and isinstance(rec.get("chosen"), list)
     )
 
 
