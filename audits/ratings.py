@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from audits.report_render import figure_png
+from pairstore.ingest.battles import ONE_ROW_PER_BATTLE
 
 ELO_SCALE = 400 / math.log(10)
 ELO_BASE = 1000.0
@@ -112,6 +113,7 @@ def read_games(store) -> list[Game]:
     for own, opp, vote, pos in store.con.execute(
         "SELECT own_model, opponent_model, vote, own_position FROM battles "
         "WHERE own_model IS NOT NULL AND opponent_model IS NOT NULL AND own_model <> opponent_model "
+        f"{ONE_ROW_PER_BATTLE} "
         "ORDER BY battle_id"
     ).fetchall():
         outcome = _OWN_OUTCOME[vote]

@@ -15,12 +15,12 @@ from pairstore.cli.base import (
     json_option,
     open_db,
 )
-from pairstore.ingest.arena import FORMATS as ARENA_FORMATS
 from pairstore.ingest.arena import OTHERS as ARENA_OTHERS
 from pairstore.ingest.battles import ingest_battles
 from pairstore.ingest.compliance import import_compliance
 from pairstore.ingest.evals import ingest_evals
-from pairstore.ingest.generations import ingest_generations
+from pairstore.ingest.formats import format_names, formats_of
+from pairstore.ingest.generations import ITEM_KINDS, ingest_generations
 from pairstore.ingest.judgments import ingest_judgments
 from pairstore.ingest.pairs import ingest_pairs
 from pairstore.ingest.problems import ingest_problems
@@ -33,17 +33,20 @@ def ingest_group():
     """Bring battles, problems, generations, pairs, judgments, evals and pair datasets into the store."""
 
 
+def format_help(table: str) -> str:
+    """Each format of `table` and what it reads, from the declarations (pairstore.ingest.formats)."""
+    return " ".join(f"{f.name}: {f.summary}" for f in formats_of(table))
+
+
 @ingest_group.command("battles")
 @click.argument("file", type=click.Path())
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["native", *ARENA_FORMATS]),
+    type=click.Choice(format_names("battles")),
     default="native",
     show_default=True,
-    help="native: pairstore's battle records; arena: lmsys/chatbot_arena_conversations rows; "
-    "arena55k: lmsys-arena-human-preference-55k rows (train.csv); fastchat-log: FastChat's raw vote logs "
-    "(*-conv.json lines, or a folder of them), cleaned as FastChat's own cleaning does.",
+    help=format_help("battles"),
 )
 @click.option(
     "--own-model",
@@ -105,17 +108,44 @@ train problems."""
 @ingest_group.command("generations")
 @click.argument("file", type=click.Path(dir_okay=False))
 @click.option("--model", required=True, help="Name of the model that wrote the outputs.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(format_names("generations")),
+    default="native",
+    show_default=True,
+    help=format_help("generations"),
+)
+@click.option(
+    "--item-kind",
+    type=click.Choice(ITEM_KINDS),
+    help="What the outputs answer, for records that do not say (default: the format's; native records "
+    "without item_kind and item_id are free prompts).",
+)
+@click.option("--suite", help="The eval suite of eval items, for records that do not name one.")
 @json_option
 @click.pass_context
-def ingest_generations_cmd(ctx, file, model, as_json):
+def ingest_generations_cmd(ctx, file, model, fmt, item_kind, suite, as_json):
     """Ingest a model's outputs (on problems, tasks, eval items or free prompts) from FILE.
 
-    Record: output, item_kind (problem|task|eval_item|prompt), item_id or prompt, optional
-    sample_index, temperature, top_p, max_new_tokens, seed, suite, decoding.
+    Native record: output, item_kind (problem|task|eval_item|prompt), item_id or the question as prompt
+    (the stored item with its match key), optional sample_index, temperature, top_p, max_new_tokens, seed,
+    suite, decoding.
     """
 
     with open_db(ctx) as store:
-        echo_ingest(ingest_generations(store, file, model=model, progress=cli_progress(ctx)), as_json)
+        echo_ingest(
+            ingest_generations(
+                store,
+                file,
+                model=model,
+                fmt=fmt,
+                item_kind=item_kind,
+                suite=suite,
+                progress=cli_progress(ctx),
+            ),
+            as_json,
+        )
 
 
 @ingest_group.command("pairs")
@@ -146,10 +176,10 @@ def ingest_judgments_cmd(ctx, file, as_json):
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "lm-eval"]),
+    type=click.Choice(format_names("evals")),
     default="jsonl",
     show_default=True,
-    help="jsonl: {item_id, correct|score, ...}; lm-eval: lm-evaluation-harness samples_*.jsonl.",
+    help=format_help("evals"),
 )
 @click.option("--metric", help="lm-eval: the metric field to score (default: the first known one present).")
 @click.option("--filter", "filter_name", help="lm-eval: the filter to keep (default: the first in the file).")

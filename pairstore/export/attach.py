@@ -6,7 +6,8 @@ The file is registered in `exports` (kind 'attached') with its SHA-256 and conte
 becomes a pair (source from the file, else 'attached') with an `attached` origin naming the file's
 SHA-256 and line, unless it is a pair the store already holds. Attached files are history: they are
 not gated (the gate is for what pairstore writes), but `audit leaks` and `audit mixtures` check them
-like any export. One file (by its bytes) attaches to a round once.
+like any export. One file (by its bytes) attaches to a round once. The file is read by the reader of
+every pair file (pairstore.ingest.pair_files): whole or refused, a batch at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pyarrow as pa
 from pairstore.errors import BadInput
 from pairstore.export.registry import attached_id, record_attached
 from pairstore.export.writer import row_digest, rows_content_hash
-from pairstore.ingest.pair_files import PairRow, read_pair_file
+from pairstore.ingest.pair_files import PairRow, iter_pair_rows, pair_batches, pair_rows_of
 from pairstore.keys import match_key, sha256_file
 from pairstore.rounds.recipes import get_round
 from pairstore.tables.pairs import Origin, Pair, add_pairs, declare_sources, pair_id_of
@@ -47,13 +48,12 @@ class AttachResult:
     already: bool = False  # the same file was attached to this round before
 
 
-def _content_hash(rows: list[PairRow]) -> str:
-    return rows_content_hash(row_digest(r.prompt, r.required_chosen, r.rejected) for r in rows)
-
-
 def content_hash_of_file(path) -> str:
-    """The writer-independent content hash of a pair file's rows (the definition export uses)."""
-    return _content_hash(read_pair_file(path, require_chosen=True))
+    """The writer-independent content hash of a pair file's rows (the definition export uses), the file
+    read a batch at a time."""
+    return rows_content_hash(
+        row_digest(r.prompt, r.required_chosen, r.rejected) for r in iter_pair_rows(path, require_chosen=True)
+    )
 
 
 def _known_by_file_id(store: Store, rows: list[PairRow]) -> dict[str, tuple[str, str]]:
@@ -80,8 +80,61 @@ def _stored_ids(store: Store, ids: list[str]) -> set[str]:
         }
 
 
+class _Attaching:
+    """One attach, a batch of the file's rows at a time: which rows are stored pairs, which become new
+    ones."""
+
+    def __init__(self, store: Store, name: str, sha: str, result: AttachResult):
+        self.store, self.name, self.sha, self.result = store, name, sha, result
+        self.row_pairs: list[tuple[int, str]] = []  # (row index, pair id) in file order
+        self.digests: list[str] = []
+        self.added_here: set[str] = set()  # pairs this attach stored (a repeat of one is neither)
+        self.dropped: Counter[str] = Counter()
+
+    def add(self, rows: list[PairRow]) -> None:
+        result = self.result
+        known_by_file_id = _known_by_file_id(self.store, rows)
+        new_pairs: list[tuple[int, str, Pair]] = []
+        for r in rows:
+            self.digests.append(row_digest(r.prompt, r.required_chosen, r.rejected))
+            result.rows += 1
+            known = known_by_file_id.get(r.pair_id) if r.pair_id else None
+            if known is not None and known[0] == match_key(r.prompt) and known[1] == r.chosen:
+                # one of ours (an export carries the recipe's system prompt)
+                self.row_pairs.append((r.row_index, r.pair_id))  # type: ignore[arg-type]  # known: an id
+                result.matched += 1
+                continue
+            pid = pair_id_of(r.prompt, r.required_chosen, r.rejected)
+            pair = Pair(
+                prompt=r.prompt,
+                chosen=r.required_chosen,
+                rejected=r.rejected,
+                source=r.source or SOURCES[0],
+                family=r.family,
+                task_key=r.task_key,
+                origins=[Origin("attached", f"{self.sha}:{r.line}", f"round attach {self.name}")],
+            )
+            new_pairs.append((r.row_index, pid, pair))
+        if not new_pairs:
+            return
+        existing = _stored_ids(self.store, [pid for _, pid, _ in new_pairs]) - self.added_here
+        # Rows whose pair is already stored count as matched; the rest become pairs with their own origin.
+        keep = [(i, pid, pr) for i, pid, pr in new_pairs if pid not in existing]
+        result.matched += len(new_pairs) - len(keep)
+        self.row_pairs.extend((i, pid) for i, pid, _ in new_pairs if pid in existing)
+        added = add_pairs(self.store, [pr for _, _, pr in keep], miner="round-attach", miner_version="1")
+        stored = set(added.pair_ids)
+        result.added += added.added
+        dropped = Counter(added.dropped)
+        dropped.pop("duplicate", None)
+        self.dropped.update(dropped)
+        self.added_here |= stored
+        self.row_pairs.extend((i, pid) for i, pid, _ in keep if pid in stored)
+
+
 def attach_round(store: Store, name: str, path) -> AttachResult:
-    """Register a mixture file made outside pairstore as round `name`'s training data (not gated)."""
+    """Register a mixture file made outside pairstore as round `name`'s training data (not gated). The
+    file is read whole or refused (pairstore.ingest.pair_files), a batch at a time, in one transaction."""
     get_round(store, name)
     p = Path(path)
     if not p.is_file():
@@ -100,56 +153,14 @@ def attach_round(store: Store, name: str, path) -> AttachResult:
             content_hash=row[1],
             already=True,
         )
-    records = read_pair_file(p, require_chosen=True)
-    result = AttachResult(
-        round=name,
-        path=abs_path,
-        sha256=sha,
-        rows=len(records),
-        export_id=eid,
-        content_hash=_content_hash(records),
-    )
-    known_by_file_id = _known_by_file_id(store, records)
-    row_pairs: list[tuple[int, str | None]] = []  # (row index, pair id) in file order
-    new_pairs: list[tuple[int, Pair]] = []
-    for r in records:
-        known = known_by_file_id.get(r.pair_id) if r.pair_id else None
-        if known is not None and known[0] == match_key(r.prompt) and known[1] == r.chosen:
-            row_pairs.append(
-                (r.row_index, r.pair_id)
-            )  # one of ours (an export carries the recipe's system prompt)
-            result.matched += 1
-            continue
-        row_pairs.append((r.row_index, pair_id_of(r.prompt, r.required_chosen, r.rejected)))
-        new_pairs.append(
-            (
-                r.row_index,
-                Pair(
-                    prompt=r.prompt,
-                    chosen=r.required_chosen,
-                    rejected=r.rejected,
-                    source=r.source or SOURCES[0],
-                    family=r.family,
-                    task_key=r.task_key,
-                    origins=[Origin("attached", f"{sha}:{r.line}", f"round attach {name}")],
-                ),
-            )
-        )
+    result = AttachResult(round=name, path=abs_path, sha256=sha, rows=0, export_id=eid)
+    work = _Attaching(store, name, sha, result)
     with store.transaction():
-        if new_pairs:
-            existing = _stored_ids(store, [str(row_pairs[i][1]) for i, _ in new_pairs])  # new: never None
-            # Rows whose pair is already stored count as matched; the rest become pairs with their own origin.
-            keep = [(i, pr) for i, pr in new_pairs if row_pairs[i][1] not in existing]
-            result.matched += len(new_pairs) - len(keep)
-            added = add_pairs(store, [pr for _, pr in keep], miner="round-attach", miner_version="1")
-            stored = set(added.pair_ids)
-            result.added = added.added
-            dropped = Counter(added.dropped)
-            dropped.pop("duplicate", None)
-            result.dropped = dict(dropped)
-            for i, _ in keep:
-                if row_pairs[i][1] not in stored:
-                    row_pairs[i] = (i, None)
+        for batch in pair_batches(p, require_chosen=True):
+            work.add(list(pair_rows_of(batch)))
+        result.content_hash = rows_content_hash(work.digests)
+        result.dropped = dict(work.dropped)
+        work.row_pairs.sort()
         record_attached(
             store,
             name,
@@ -157,7 +168,7 @@ def attach_round(store: Store, name: str, path) -> AttachResult:
             sha=sha,
             rows=result.rows,
             content_hash=result.content_hash,
-            row_pairs=[(i, pid) for i, pid in row_pairs if pid is not None],
+            row_pairs=work.row_pairs,
             detail={"matched": result.matched, "added": result.added, "dropped": result.dropped},
         )
     return result

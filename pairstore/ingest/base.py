@@ -1,5 +1,5 @@
 """What every table's ingest shares: the result record, the `ingests` log (this module writes it),
-inserting only new keys, and duplicates within one file.
+staging rows and inserting only new keys, duplicates within one input found.
 
 Every ingest validates the whole file first and writes in one transaction: a bad record raises BadInput
 (file, line, field) and nothing is written. A re-ingest of the same file adds nothing; a known id with
@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
-from pairstore.ingest.bulk import count_lines
+from pairstore.ingest.batches import line_of
+from pairstore.ingest.records import file_type
 from pairstore.keys import sha256_file
 from pairstore.progress import NO_PROGRESS, as_progress
 
@@ -60,18 +61,29 @@ def progress_bar(iterable, progress, desc: str, *, path=None):
     )
 
 
+def count_lines(path: Path) -> int:
+    """Lines in the file, a last line without a newline counted."""
+    n, last = 0, b"\n"
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 24):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
 def records_in(path) -> int | None:
-    """Records in a JSONL file (its non-blank lines are at most its lines) or a parquet file; None else."""
+    """Records in an uncompressed JSONL file (its non-blank lines are at most its lines) or a parquet file;
+    None else (a total for progress, never a check)."""
     p = Path(path)
     try:
         if not p.is_file():
             return None
-        suffix = p.suffix.lower()
-        if suffix in (".jsonl", ".ndjson", ".json"):
+        kind, compression = file_type(p)
+        if compression is None and kind in ("jsonl", "json"):
             return count_lines(p)
-        if suffix == ".parquet":
+        if kind == "parquet":
             return pq.ParquetFile(p).metadata.num_rows
-    except (OSError, pa.ArrowException):
+    except (OSError, pa.ArrowException, BadInput):
         return None
     return None
 
@@ -87,73 +99,43 @@ def log_ingest(
     )
 
 
-def insert_new(
-    store: Store,
-    table: str,
-    key_cols: list[str],
-    rows: list[dict],
-    schema: pa.Schema,
-    differs: str,
-    what: str,
-    path,
-) -> tuple[int, int]:
-    """Insert rows whose key is new. A known key whose content differs (`differs`: SQL over i = incoming,
-    t = table) is an error naming the line; a known key with the same content is skipped."""
-    if not rows:
-        return 0, 0
-    tbl = pa.Table.from_pylist(rows, schema=schema)
-    with store.registered("_incoming", tbl):
-        n = _insert_new_from(store, "_incoming", table, key_cols, schema, differs, what, path)
-    return n, len(rows) - n
+# Where each staged row came from: its file, its 0-based record there, its line (row, record) where the
+# reading knew it (NULL: found again by pairstore.ingest.batches.line_of when a message needs it), and
+# its place in the whole ingest (the order rows are inserted in).
+PLACE = [("_file", pa.string()), ("_row", pa.int64()), ("_line", pa.int64()), ("_seq", pa.int64())]
 
 
-def _insert_new_from(
-    store: Store,
-    incoming: str,
-    table: str,
-    key_cols: list[str],
-    schema: pa.Schema,
-    differs: str,
-    what: str,
-    path,
-) -> int:
-    """insert_new's work on rows already in DuckDB (`incoming`: a table or view with `schema`'s columns,
-    one row per key), in file order."""
-    con = store.con
-    on = " AND ".join(f"i.{k} = t.{k}" for k in key_cols)
-    file_col = "i._file" if "_file" in schema.names else "NULL::VARCHAR"
-    order = "i._file, i._line" if "_file" in schema.names else "i._line"
-    clashes = con.execute(
-        f"SELECT i.{key_cols[-1]}, i._line, {file_col} FROM {incoming} i JOIN {table} t ON {on} "
-        f"WHERE {differs} ORDER BY {order} LIMIT 1"
-    ).fetchall()
-    if clashes:
-        clash = clashes[0]
-        raise BadInput(
-            f"{what} {clash[0]!r} is already in the store with different content",
-            path=str(clash[2] or path),
-            line=clash[1],
-            field=key_cols[-1],
-        )
-    cols = [c for c in schema.names if not c.startswith("_")]
-    return con.execute(
-        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
-        f"FROM {incoming} i ANTI JOIN {table} t ON {on} ORDER BY {order}"
-    ).fetchall()[0][0]
+def place_columns(n: int, file, rows: pa.Array, lines: list[int] | None, first_seq: int) -> dict:
+    """The PLACE columns of `n` staged rows of one file."""
+    return {
+        "_file": pa.array([str(file)] * n, pa.string()),
+        "_row": rows,
+        "_line": pa.array(lines, pa.int64()) if lines is not None else pa.nulls(n, pa.int64()),
+        "_seq": pa.array(range(first_seq, first_seq + n), pa.int64()),
+    }
+
+
+def _line(file: str | None, row: int, line: int | None) -> int:
+    if line is not None:
+        return line
+    if file is not None and Path(file).is_file():
+        return line_of(file, row)
+    return row + 1
 
 
 class StagedRows:
-    """Rows of one file staged in a DuckDB temp table batch by batch (so they never all live in Python),
-    then deduplicated and inserted in SQL with what dedup_in_file and insert_new would do to the same
-    rows in a list: the same counts, the same errors naming the same line.
+    """Rows of one ingest staged in a DuckDB temp table batch by batch (so they never all live in Python),
+    then deduplicated and inserted in SQL:
 
         staged = StagedRows(store, "battles", ["battle_id"], SCHEMA, "record_hash", "battle_id", path)
         for batch in batches:
-            staged.add(rows_of(batch))
+            staged.add_table(rows_of(batch))      # SCHEMA's columns, PLACE's among them
         added, repeated = staged.insert("i.record_hash <> t.record_hash")
 
-    `hash_col` is the column that says whether two rows with one key are the same content. Use inside
-    the ingest's transaction; the temp table is dropped on insert or close."""
+    `hash_col` says whether two rows with one key are the same content. A key twice in the input with
+    other content, or known to the store with other content, is a BadInput naming the file and line of
+    the row; the same content again is counted (`repeated`). Use inside the ingest's transaction; the
+    temp table is dropped on insert or close."""
 
     def __init__(
         self, store: Store, table: str, key_cols: list[str], schema: pa.Schema, hash_col: str, what: str, path
@@ -179,82 +161,70 @@ class StagedRows:
         self.rows += batch.num_rows
 
     def insert(self, differs: str) -> tuple[int, int]:
-        """(rows added, rows not added: repeats within the file and keys already stored with the same
-        content). Raises BadInput for a key twice with different content (dedup_in_file's message) or
-        known with different content (insert_new's)."""
+        """(rows added, rows not added: repeats within the input and keys already stored with the same
+        content); BadInput for a key twice with different content or known with different content."""
         if self.rows == 0:
             return 0, 0
         con, key = self.store.con, ", ".join(self.key_cols)
         try:
             repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {self.name}").fetchall()
-            if repeats[0][0] == 0:  # the common case: no key twice, nothing to compare or skip
-                added = _insert_new_from(
-                    self.store,
-                    self.name,
-                    self.table,
-                    self.key_cols,
-                    self.schema,
-                    differs,
-                    self.what,
-                    self.path,
+            incoming = self.name
+            if repeats[0][0]:
+                self._refuse_repeats_that_differ()
+                incoming = f"{self.name}_first"
+                con.execute(
+                    f"CREATE OR REPLACE TEMP VIEW {incoming} AS SELECT * FROM {self.name} "
+                    f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _seq) = 1"
                 )
-                return added, self.rows - added
-            first = f"first_value({{}}) OVER (PARTITION BY {key} ORDER BY _line)"  # the first of each key
-            clash = con.execute(
-                f"SELECT {self.key_cols[-1]}, _line, first_line FROM (SELECT {key}, _line, "
-                f"{self.hash_col} AS h, {first.format(self.hash_col)} AS first_h, "
-                f"{first.format('_line')} AS first_line "
-                f"FROM {self.name}) WHERE h <> first_h ORDER BY _line LIMIT 1"
-            ).fetchall()
-            if clash:
-                k, line, first_line = clash[0]
-                raise BadInput(
-                    f"{self.what} {k!r} appears twice with different content (first at line {first_line})",
-                    path=str(self.path),
-                    line=line,
-                )
-            con.execute(
-                f"CREATE OR REPLACE TEMP VIEW {self.name}_first AS SELECT * FROM {self.name} "
-                f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _line) = 1"
-            )
-            added = _insert_new_from(
-                self.store,
-                f"{self.name}_first",
-                self.table,
-                self.key_cols,
-                self.schema,
-                differs,
-                self.what,
-                self.path,
-            )
+            added = self._insert_new(incoming, differs)
         finally:
             self.close()
         return added, self.rows - added
 
+    def _refuse_repeats_that_differ(self) -> None:
+        key = ", ".join(self.key_cols)
+        first = f"first_value({{}}) OVER (PARTITION BY {key} ORDER BY _seq)"  # the first of each key
+        clash = self.store.con.execute(
+            f"SELECT {self.key_cols[-1]}, _file, _row, _line, first_file, first_row, first_line FROM ("
+            f"SELECT {key}, _file, _row, _line, _seq, {self.hash_col} AS h, {first.format(self.hash_col)} "
+            f"AS first_h, {first.format('_file')} AS first_file, {first.format('_row')} AS first_row, "
+            f"{first.format('_line')} AS first_line FROM {self.name}) "
+            "WHERE h <> first_h ORDER BY _seq LIMIT 1"
+        ).fetchall()
+        if clash:
+            k, file, row, line, first_file, first_row, first_line = clash[0]
+            where = f"line {_line(first_file, first_row, first_line)}" + (
+                f" of {first_file}" if first_file != file else ""
+            )
+            raise BadInput(
+                f"{self.what} {k!r} appears twice with different content (first at {where})",
+                path=str(file or self.path),
+                line=_line(file, row, line),
+            )
+
+    def _insert_new(self, incoming: str, differs: str) -> int:
+        """Insert the incoming rows whose key is new, in input order; a known key whose content differs
+        (`differs`: SQL over i = incoming, t = table) names the row's line."""
+        con = self.store.con
+        on = " AND ".join(f"i.{k} = t.{k}" for k in self.key_cols)
+        clashes = con.execute(
+            f"SELECT i.{self.key_cols[-1]}, i._file, i._row, i._line FROM {incoming} i JOIN {self.table} t "
+            f"ON {on} WHERE {differs} ORDER BY i._seq LIMIT 1"
+        ).fetchall()
+        if clashes:
+            k, file, row, line = clashes[0]
+            raise BadInput(
+                f"{self.what} {k!r} is already in the store with different content",
+                path=str(file or self.path),
+                line=_line(file, row, line),
+                field=self.key_cols[-1],
+            )
+        cols = [c for c in self.schema.names if not c.startswith("_")]
+        return con.execute(
+            f"INSERT INTO {self.table} ({', '.join(cols)}) SELECT {', '.join('i.' + c for c in cols)} "
+            f"FROM {incoming} i ANTI JOIN {self.table} t ON {on} ORDER BY i._seq"
+        ).fetchall()[0][0]
+
     def close(self) -> None:
         self.store.con.execute(f"DROP VIEW IF EXISTS {self.name}_first")
         self.store.con.execute(f"DROP TABLE IF EXISTS {self.name}")
-
-
-def dedup_in_file(rows: list[dict], key, hash_col: str, what: str, path) -> tuple[list[dict], int]:
-    seen: dict = {}
-    out = []
-    dup = 0
-    for r in rows:
-        k = key(r)
-        if k in seen:
-            if seen[k][hash_col] != r[hash_col]:
-                first = seen[k]
-                where = f"line {first['_line']}" + (
-                    f" of {first['_file']}" if first.get("_file", path) != r.get("_file", path) else ""
-                )
-                raise BadInput(
-                    f"{what} {k!r} appears twice with different content (first at {where})",
-                    path=str(r.get("_file") or path),
-                    line=r["_line"],
-                )
-            dup += 1
-            continue
-        seen[k] = r
-        out.append(r)
-    return out, dup

@@ -1,55 +1,70 @@
-"""Ingest of `battles` (this module writes it): native JSONL/parquet battles and the public Arena forms.
+"""Ingest of `battles` (this module writes it): battle records in every declared battle format.
 
-pairstore ingest battles battles.jsonl
+    pairstore ingest battles battles.jsonl
+    pairstore ingest battles chatbot_arena_conversations/ --format arena --own-model vicuna-13b
+
+The formats are declared in pairstore.ingest.formats (`native`, `arena`, `arena55k`, `fastchat-log`, ...).
+A columns format (native records) is read into checked Arrow batches (pairstore.ingest.batches) and its
+rows built a batch at a time; a records format (the Arena's public forms) reads each record into an
+ArenaBattle (pairstore.ingest.arena), mapped here from the side of the own model. Either way the rows
+are keyed here (match key, record hash: pairstore.ingest.keyed), staged in DuckDB and inserted in one
+transaction with the ingests log; a battle_id twice with other content, or known with other content,
+names its file and line.
+
+A battle has one identity whatever format brought it (`BATTLE_IDENTITY`: its prompt and the two models
+with their answers, sides in either order), so a battle ingested from two forms counts once.
 """
 
 from __future__ import annotations
 
-import json
-from json.encoder import encode_basestring
+from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.arena import battle_fields, check_options, format_hint, other_pair, own_side, parse_row
-from pairstore.ingest.base import (
-    VOTES,
-    IngestResult,
-    StagedRows,
-    dedup_in_file,
-    insert_new,
-    log_ingest,
-    progress_bar,
-    records_in,
-)
-from pairstore.ingest.bulk import (
-    FlaggedRecord,
-    NotVectorized,
-    bounded_memory,
-    first_flagged,
-    first_record_error,
-    flag_choice,
-    flag_text,
-    iter_jsonl_batches,
-    one_element_lists,
-    user_messages,
-)
+from pairstore.ingest.arena import ArenaBattle, battle_fields, check_options, other_pair, own_side
+from pairstore.ingest.base import PLACE, IngestResult, StagedRows, log_ingest, place_columns, records_in
+from pairstore.ingest.batches import Batch, bounded_memory, read_columns, record_batch
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
-from pairstore.ingest.fastchat import log_files as fastchat_log_files
-from pairstore.ingest.records import Fields
-from pairstore.keys import content_id, content_ids, match_key, match_keys_of_texts
+from pairstore.ingest.declare import Format, Unread, counted, did_you_mean
+from pairstore.ingest.formats import formats_of, get_format
+from pairstore.ingest.keyed import prompt_match_keys, record_jsons
+from pairstore.ingest.kinds import MSG_TYPE
+from pairstore.ingest.records import Fields, read_records
+from pairstore.keys import content_ids
 from pairstore.progress import as_progress
-from pairstore.tables.generations import MSG_TYPE
 from pairstore.tables.pairs import add_pairs
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
 
-_BATTLE_SCHEMA = pa.schema(
+VOTES = ("win", "loss", "tie", "both_bad")
+
+# What a battle format's reading gives: the native fields, checked, in the stored columns' shape.
+NATIVE = pa.schema(
+    [
+        ("battle_id", pa.string()),
+        ("vote", pa.string()),
+        ("prompt", MSG_TYPE),
+        ("own_answers", pa.list_(pa.string())),
+        ("opponent_answers", pa.list_(pa.string())),
+        ("category", pa.string()),
+        ("own_model", pa.string()),
+        ("opponent_model", pa.string()),
+        ("voted_at", pa.timestamp("us")),
+        ("annotator", pa.string()),
+        ("origin", pa.string()),
+        ("own_position", pa.string()),
+        ("decoding", pa.string()),
+        ("shown_at", pa.timestamp("us")),
+        ("_row", pa.int64()),
+    ]
+)
+_ROW = pa.schema(
     [
         ("battle_id", pa.string()),
         ("prompt", MSG_TYPE),
@@ -69,327 +84,180 @@ _BATTLE_SCHEMA = pa.schema(
         ("decoding", pa.string()),
         ("origin", pa.string()),
         ("shown_at", pa.timestamp("us")),
-        ("match_key", pa.string()),
-        ("record_hash", pa.string()),
-        ("source_file", pa.string()),
-        ("_line", pa.int64()),
-        ("_file", pa.string()),
     ]
+)
+_STAGED = pa.schema(
+    list(_ROW)
+    + [("match_key", pa.string()), ("record_hash", pa.string()), ("source_file", pa.string())]
+    + PLACE
+)
+# The record hash is the content id of the row's JSON: these keys always (a native row's, and the Arena
+# columns for a battle from an Arena form), the extras only where given, so a row keeps the hash it had
+# before a column was added.
+_NATIVE_KEYS = (
+    "battle_id",
+    "category",
+    "match_key",
+    "n_turns",
+    "opponent_answers",
+    "opponent_model",
+    "own_answers",
+    "own_model",
+    "prompt",
+    "vote",
+    "voted_at",
+)
+_ARENA_KEYS = (*_NATIVE_KEYS, "anonymous", "flagged", "language")
+_EXTRAS = ("annotator", "decoding", "origin", "own_position", "shown_at")
+
+# One battle, whatever brought it (the Arena's two public forms give one battle two ids): its user turns
+# and its two sides, each a model with its answers, in either order. audits.ratings counts a battle once
+# by it.
+_SIDE = "to_json({{'m': {0}_model, 'a': {0}_answers}})::VARCHAR"
+BATTLE_IDENTITY = (
+    "md5(to_json([list_transform(list_filter(prompt, lambda m: m.role = 'user'), lambda m: m.content)"
+    f"::VARCHAR, least({_SIDE.format('own')}, {_SIDE.format('opponent')}), "
+    f"greatest({_SIDE.format('own')}, {_SIDE.format('opponent')})])::VARCHAR)"
+)
+# The clause that keeps one row of each battle (the one whose position is known first).
+ONE_ROW_PER_BATTLE = (
+    f"QUALIFY row_number() OVER (PARTITION BY {BATTLE_IDENTITY} "
+    "ORDER BY own_position NULLS LAST, battle_id) = 1"
 )
 
 
-def parse_battle(rec: dict, path, line: int) -> dict:
-    """Validate one battle record; return the row for `battles` (without source_file)."""
-    f = Fields(rec, path, line)
-    battle_id = f.str("battle_id", allow_int=True)
-    vote = f.choice("vote", VOTES)
-    system = f.str("system", required=False)
-    if f.has("turns"):
-        if f.has("prompt") or f.has("own_answer") or f.has("opponent_answer"):
-            raise f.error("turns", "give either turns or prompt/own_answer/opponent_answer, not both")
-        turns = rec["turns"]
-        if not isinstance(turns, list) or not turns:
-            raise f.error("turns", "expected a non-empty list of {user, own, opponent}")
-        users: list[str] = []
-        own: list[str] = []
-        opp: list[str] = []
-        for i, t in enumerate(turns):
-            if not isinstance(t, dict):
-                raise f.error(f"turns[{i}]", "expected an object with user, own, opponent")
-            for name, dest in (("user", users), ("own", own), ("opponent", opp)):
-                v = t.get(name)
-                if not isinstance(v, str):
-                    raise f.error(
-                        f"turns[{i}].{name}",
-                        "missing field" if v is None else f"expected a string, got {type(v).__name__}",
-                    )
-                dest.append(v)
-        prompt = ([{"role": "system", "content": system}] if system else []) + [
-            {"role": "user", "content": u} for u in users
-        ]
-    else:
-        prompt = f.messages("prompt")
-        roles = [m["role"] for m in prompt]
-        if "assistant" in roles:
-            raise f.error(
-                "prompt", "assistant messages in a battle prompt: give a multi-turn battle as turns"
-            )
-        if roles.count("user") != 1:
-            raise f.error("prompt", "a single-turn battle prompt needs exactly one user message")
-        if system and "system" not in roles:
-            prompt = [{"role": "system", "content": system}] + prompt
-        own = [f.str("own_answer", allow_empty=True)]
-        opp = [f.str("opponent_answer", allow_empty=True)]
-    row = _battle_row(
-        battle_id,
-        prompt,
-        own,
-        opp,
-        vote,
-        f.str("category", required=False),
-        f.str("own_model", required=False),
-        f.str("opponent_model", required=False),
-        f.timestamp("voted_at"),
-    )
-    row.update(_battle_extras(f))
-    return _keyed_battle(row, path, line)
-
-
-def _battle_row(battle_id, prompt, own, opp, vote, category, own_model, opponent_model, voted_at) -> dict:
-    """The columns of a native battle, from checked values (both ingest paths build rows here)."""
-    return {
-        "battle_id": battle_id,
-        "prompt": prompt,
-        "own_answers": own,
-        "opponent_answers": opp,
-        "n_turns": len(own),
-        "vote": vote,
-        "category": category,
-        "own_model": own_model,
-        "opponent_model": opponent_model,
-        "voted_at": voted_at,
-    }
-
-
-def _battle_extras(f: Fields) -> dict:
-    """Who voted and how the battle was shown (annotator, own_position, decoding, origin, shown_at): only
-    the fields given, so the record hash of a file without them stays what it was."""
-    extras: dict[str, Any] = {}
-    for name in ("annotator", "origin"):
-        if f.has(name):
-            extras[name] = f.str(name)
-    if f.has("own_position"):
-        extras["own_position"] = f.choice("own_position", ("a", "b"))
-    if f.has("decoding"):
-        decoding = f.rec["decoding"]
-        if not isinstance(decoding, dict):
-            raise f.error("decoding", "expected an object of decoding settings per model")
-        extras["decoding"] = json.dumps(decoding, sort_keys=True, ensure_ascii=False)
-    if f.has("shown_at"):
-        extras["shown_at"] = f.timestamp("shown_at")
-    return extras
-
-
-# json.dumps(row, sort_keys=True, default=str, ensure_ascii=False), without building an encoder per row.
-_RECORD_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False).encode
-# What that encoder writes for one string, and for None.
-_json_str = encode_basestring
-_NULL = "null"
-
-
-def _keyed_battle(row: dict, path, line: int, key: str | None = None) -> dict:
-    """The row with its match key (`key` where the caller computed it in a batch) and record hash (of every
-    column given: a native row has no Arena columns, so its hash is what it always was)."""
-    row["match_key"] = match_key(row["prompt"]) if key is None else key
-    row["record_hash"] = content_id(_RECORD_JSON(row))
-    row["_line"], row["_file"] = line, str(path)
-    return row
-
-
-def _native_rows(records, result: IngestResult) -> list[dict]:
-    """Battle rows from native records (parse_battle); a record that fails with the columns of an Arena
-    form gets the hint naming that --format."""
-    rows = []
-    for r in records:
-        result.read += 1
-        try:
-            row = parse_battle(r.record, r.path, r.line)
-        except BadInput as e:
-            hint = format_hint(r.record) if isinstance(r.record, dict) else None
-            if hint:
-                raise BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field) from None
-            raise
-        row["source_file"] = r.source
-        rows.append(row)
-    return rows
-
-
-# The columns the vectorized path reads: a single-turn battle with a string prompt, the common form. A
-# record with any field of _PER_RECORD (several turns, a system message, who voted and how it was
-# shown) sends the file down the per-record path.
-_BULK_SCHEMA = pa.schema(
-    [
-        ("battle_id", pa.string()),
-        ("vote", pa.string()),
-        ("prompt", pa.string()),
-        ("own_answer", pa.string()),
-        ("opponent_answer", pa.string()),
-        ("category", pa.string()),
-        ("own_model", pa.string()),
-        ("opponent_model", pa.string()),
-        ("voted_at", pa.string()),
-    ]
-)
-_PER_RECORD = ("turns", "system", "annotator", "origin", "own_position", "decoding", "shown_at")
-
-
-def _flags(table: pa.Table, times: dict) -> list:
-    """The vectorized versions of parse_battle's checks (pairstore.ingest.bulk): a flagged row is left
-    to parse_battle. `times` gets each distinct voted_at text parsed once, None where it is refused."""
-    for text in table.column("voted_at").unique().to_pylist():
-        if text is not None and text not in times:
-            try:
-                times[text] = Fields({"voted_at": text}, "", 0).timestamp("voted_at")
-            except BadInput:
-                times[text] = None
-    bad_times = [t for t, v in times.items() if v is None]
-    col = table.column
-    return [
-        flag_text(col("battle_id")),
-        flag_choice(col("vote"), VOTES),
-        pc.is_null(col("prompt")),
-        flag_text(col("own_answer"), allow_empty=True),
-        flag_text(col("opponent_answer"), allow_empty=True),
-        *(flag_text(col(n), required=False) for n in ("category", "own_model", "opponent_model")),
-        pc.fill_null(pc.is_in(col("voted_at"), pa.array(bad_times, pa.string())), False),
-    ]
-
-
-def _record_jsons(bid, category, key, opponent, opponent_model, own, own_model, prompt, vote, voted_at):
-    """json.dumps(row, sort_keys=True, default=str, ensure_ascii=False) of each single-turn row the bulk path
-    makes (_battle_row with a one-message prompt, and match_key), written out directly: the JSON of every
-    column once (`voted_at` as JSON already), the keys in sorted order.
-    tests/ingest/test_ingest_bulk_battles.py compares it with json.dumps of the per-record row."""
-    cols = [[_NULL if v is None else _json_str(v) for v in c] for c in (bid, category, key, opponent)]
-    cols += [[_NULL if v is None else _json_str(v) for v in c] for c in (opponent_model, own, own_model)]
-    cols += [[_json_str(v) for v in prompt], [_json_str(v) for v in vote], voted_at]
-    return [
-        f'{{"battle_id": {b}, "category": {c}, "match_key": {k}, "n_turns": 1, "opponent_answers": [{o}], '
-        f'"opponent_model": {om}, "own_answers": [{w}], "own_model": {wm}, '
-        f'"prompt": [{{"content": {p}, "role": "user"}}], "vote": {v}, "voted_at": {t}}}'
-        for b, c, k, o, om, w, wm, p, v, t in zip(*cols)
-    ]
-
-
-def _bulk_rows(table: pa.Table, times: dict, file, source: str, before: int) -> pa.Table:
-    """The staged rows (_BATTLE_SCHEMA) of one checked batch, built as columns: what _battle_row and
-    _keyed_battle make of each record, without a dict per row. `before`: records of the file before it."""
-    n = table.num_rows
-    col = {name: table.column(name).combine_chunks() for name in _BULK_SCHEMA.names}
-    py = {name: col[name].to_pylist() for name in _BULK_SCHEMA.names}
-    keys = match_keys_of_texts(py["prompt"])
-    voted = [None if v is None else times[v] for v in py["voted_at"]]
-    voted_json = {v: _json_str(str(times[v])) for v in set(py["voted_at"]) if v is not None}
-    jsons = _record_jsons(
-        py["battle_id"],
-        py["category"],
-        keys,
-        py["opponent_answer"],
-        py["opponent_model"],
-        py["own_answer"],
-        py["own_model"],
-        py["prompt"],
-        py["vote"],
-        [_NULL if v is None else voted_json[v] for v in py["voted_at"]],
-    )
+def _keyed(rows: pa.Table, keys: tuple[str, ...], batch: Batch, source: str, seq: int) -> pa.Table:
+    """The staged rows of `rows` (_ROW's columns, one for each of `batch`'s rows): match key, record hash
+    and where each came from."""
+    n = rows.num_rows
+    rows = rows.append_column("match_key", pa.array(prompt_match_keys(rows.column("prompt")), pa.string()))
+    hashes = content_ids(record_jsons(rows, always=keys, optional=_EXTRAS))
+    place = place_columns(n, batch.path, batch.table.column("_row").combine_chunks(), batch.lines, seq)
     given = {
-        "battle_id": col["battle_id"],
-        "prompt": user_messages(col["prompt"]),
-        "own_answers": one_element_lists(col["own_answer"]),
-        "opponent_answers": one_element_lists(col["opponent_answer"]),
-        "n_turns": pa.array([1] * n, pa.int32()),
-        "vote": col["vote"],
-        "category": col["category"],
-        "own_model": col["own_model"],
-        "opponent_model": col["opponent_model"],
-        "voted_at": pa.array(voted, pa.timestamp("us")),
-        "match_key": pa.array(keys, pa.string()),
-        "record_hash": pa.array(content_ids(jsons), pa.string()),
+        **{name: rows.column(name) for name in rows.column_names},
+        "record_hash": pa.array(hashes, pa.string()),
         "source_file": pa.array([source] * n, pa.string()),
-        "_line": pa.array(range(before + 1, before + n + 1), pa.int64()),
-        "_file": pa.array([str(file)] * n, pa.string()),
+        **place,
     }
-    return pa.table([given.get(f.name, pa.nulls(n, f.type)) for f in _BATTLE_SCHEMA], schema=_BATTLE_SCHEMA)
+    return pa.table([given[f.name] for f in _STAGED], schema=_STAGED)
 
 
-def _ingest_vectorized(store: Store, path, files, result: IngestResult, progress) -> bool:
-    """A native JSONL file read in Arrow batches, checked with Arrow compute, each batch's rows keyed and
-    staged in DuckDB (pairstore.ingest.base.StagedRows), then deduplicated and inserted in SQL with the
-    ingests log, in one transaction. False (nothing written) when the file, or a record the checks
-    leave to parse_battle, takes the per-record path; a flagged record that parse_battle refuses
-    raises its error here, naming its line and field."""
-    if len(files) != 1:
-        return False
-    progress = as_progress(progress)
-    file = files[0]
-    staged = StagedRows(store, "battles", ["battle_id"], _BATTLE_SCHEMA, "record_hash", "battle_id", file)
-    times: dict = {}
-    source = Path(file).name
-    read = 0
+def native_rows(batch: Batch) -> pa.Table:
+    """_ROW's columns of a batch of native battles."""
+    t, n = batch.table, batch.table.num_rows
+    given = {name: t.column(name) for name in NATIVE.names if name != "_row"}
+    given["n_turns"] = pc.cast(pc.list_value_length(t.column("own_answers")), pa.int32())
+    return pa.table([given.get(f.name, pa.nulls(n, f.type)) for f in _ROW], schema=_ROW)
+
+
+def format_hint(record: dict) -> str | None:
+    """'; its columns ... are those of --format X' when a record given as native battles has the columns
+    of another battle format (a wrong --format guess), else None."""
+    keys = set(record)
+    for fmt in formats_of("battles"):
+        if fmt.name != "native" and fmt.signature and set(fmt.signature) <= keys:
+            return (
+                f"; its columns ({', '.join(sorted(fmt.signature))}) are those of --format {fmt.name}: "
+                f"pairstore ingest battles FILE --format {fmt.name} --own-model NAME"
+            )
+    return None
+
+
+def _hinted(e: BadInput, path, number: int | None) -> BadInput:
+    """`e` with the wrong-format hint, when the record at `number` has another format's columns."""
+    if number is None:
+        return e
     try:
-        with bounded_memory(store.con), store.transaction():
-            lines = records_in(file)  # the file's lines: a JSONL file reaches the loop only
-            with progress.stage("ingest battles: read", total=lines, unit="records") as stage:
-                for table in iter_jsonl_batches(file, _BULK_SCHEMA, refuse=_PER_RECORD):
-                    hit = first_flagged(*_flags(table, times))
-                    if hit is not None:
-                        raise FlaggedRecord(read + hit)
-                    batch = _bulk_rows(table, times, file, source, read)
-                    staged.add_table(batch)
-                    read += batch.num_rows
-                    stage.advance(batch.num_rows)
-            if not read or read != lines:
-                raise NotVectorized("blank lines: row numbers would not be line numbers")
-            with progress.stage("ingest battles: insert", total=read, unit="records") as stage:
-                added, repeated = staged.insert("i.record_hash <> t.record_hash")
-                stage.advance(read)
-            result.read, result.added = read, added
-            if repeated:
-                result.skipped["already present"] = repeated
-            log_ingest(store, path, result.kind, read, added, sha256=files_sha256(path, files))
-    except FlaggedRecord as flagged:
-        staged.close()
-        first_record_error(
-            read_files(path, files), flagged.index, lambda r: _native_rows([r], IngestResult("", ""))
-        )
-        return False
-    except NotVectorized:
-        staged.close()
-        return False
-    return True
+        record = next((rec for line, rec in read_records(path) if line == number), None)
+    except BadInput:
+        return e
+    hint = format_hint(record) if isinstance(record, dict) else None
+    if not hint:
+        return e
+    return BadInput(e.reason + hint, path=e.path, line=e.line, field=e.field)
 
 
-def _store_battles(store: Store, rows: list[dict], result: IngestResult, path) -> None:
-    """The one write of battle rows, whatever read them (a file in any form, the Arena page's votes): a
-    battle_id twice in the input with other content, or known with other content, is refused naming its
-    line; the same content again is counted 'already present'. Call inside the ingest's transaction."""
-    rows, dup = dedup_in_file(rows, lambda r: r["battle_id"], "record_hash", "battle_id", path)
-    added, same = insert_new(
-        store,
-        "battles",
-        ["battle_id"],
-        rows,
-        _BATTLE_SCHEMA,
-        "i.record_hash <> t.record_hash",
-        "battle_id",
-        path,
-    )
-    result.added = added
-    if same + dup:
-        result.skipped["already present"] = same + dup
+class _Staging:
+    """The battles of one ingest, staged file by file, then inserted."""
+
+    def __init__(self, store: Store, path):
+        self.store, self.path = store, path
+        self.staged = StagedRows(store, "battles", ["battle_id"], _STAGED, "record_hash", "battle_id", path)
+        self.seq = 0
+
+    def add(self, rows: pa.Table, keys: tuple[str, ...], batch: Batch, source: str) -> None:
+        self.staged.add_table(_keyed(rows, keys, batch, source, self.seq))
+        self.seq += rows.num_rows
+
+    def insert(self, result: IngestResult) -> None:
+        added, repeated = self.staged.insert("i.record_hash <> t.record_hash")
+        result.added = added
+        if repeated:
+            result.skipped["already present"] = repeated
 
 
-def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[str], others: str):
-    """Battle rows and `arena` pairs from Arena records (pairstore.ingest.arena); every
-    row not kept is counted."""
+def _native(store: Store, fmt: Format, path, files, result: IngestResult, progress) -> None:
+    staging = _Staging(store, path)
+    with progress.stage("ingest battles", total=records_in(path), unit="records") as stage:
+        for file in files:
+            source = file.name if Path(file) == Path(path) else Path(file).relative_to(path).as_posix()
+            try:
+                for batch in read_columns(fmt, NATIVE, file):
+                    staging.add(native_rows(batch), _NATIVE_KEYS, batch, source)
+                    result.read += batch.table.num_rows
+                    stage.advance(batch.table.num_rows)
+            except BadInput as e:
+                raise _hinted(e, file, e.line) from None
+    with progress.stage("ingest battles: insert", total=result.read, unit="records"):
+        staging.insert(result)
+
+
+def _arena(store: Store, fmt: Format, path, files, result: IngestResult, own: set[str], others: str):
+    """Battles of a records format read from the side of `own` (staged), and `arena` pairs of the battles
+    no own model plays (returned); every record not kept is counted."""
     holdout = HoldoutFilter.load(store) if others == "pairs" else None
-    rows, pairs = [], []
-    for r in records:
+    unread = Unread(fmt)
+    staging = _Staging(store, path)
+    pairs = []
+    seen: Counter[str] = Counter()
+    matched: Counter[str] = Counter()
+    pending: list[tuple[dict, int, int]] = []
+    current: tuple[Path, str] = (Path(path), "")
+
+    def flush() -> None:
+        nonlocal pending
+        if pending:
+            rows = pa.Table.from_pylist([r for r, _, _ in pending], schema=_ROW)
+            where = pa.table({"_row": pa.array([i for _, i, _ in pending], pa.int64())})
+            staging.add(
+                rows, _ARENA_KEYS, Batch(where, current[0], [line for _, _, line in pending]), current[1]
+            )
+            pending = []
+
+    index = 0
+    last_file = None
+    for r in read_files(path, files):
+        if r.path != last_file:
+            flush()
+            last_file, index = r.path, 0
+            current = (r.path, r.source)
         result.read += 1
-        battle = parse_row(fmt, r.record, r.path, r.line)
-        if isinstance(battle, str):  # a turn the platform could not give: the reason
+        battle = fmt.parse(Fields(r.record, r.path, r.line))  # type: ignore[misc]  # a records format
+        index += 1
+        if isinstance(battle, str):  # a turn the platform could not give, a line that is not a vote
             result.skipped[battle] += 1
             continue
+        unread.check(r.record, r.path, r.line)
+        assert isinstance(battle, ArenaBattle)
+        seen.update(battle.models.values())
         side = own_side(battle, own)
+        matched.update(m for m in battle.models.values() if m in own)
         if side == "both":
             result.skipped["own model on both sides"] += 1
         elif side is not None:
-            fields = battle_fields(battle, side)
-            if fmt == "fastchat-log":  # the log says which side was shown left (A)
-                fields.update(own_position=side, origin="fastchat-log")
-            row = _keyed_battle(fields, r.path, r.line)
-            row["source_file"] = r.source
-            rows.append(row)
+            pending.append((battle_fields(battle, side), index - 1, r.line))
+            if len(pending) >= 8192:
+                flush()
         elif others == "skip":
             result.skipped["no own model"] += 1
         else:
@@ -405,34 +273,53 @@ def _arena_rows(store: Store, records, result: IngestResult, fmt: str, own: set[
                 result.skipped[f"others: {reason}"] += 1
             else:
                 pairs.append(pair)
-    return rows, pairs
+    flush()
+    _check_own_models(own, seen, matched, others, path)
+    staging.insert(result)
+    return pairs
+
+
+def _check_own_models(own: set[str], seen: Counter, matched: Counter, others: str, path) -> None:
+    """A name of --own-model that is in no battle: a typo (it is close to a name seen), or a filter that
+    keeps nothing (no name matched and the battles of others are skipped) exits 2 naming what was seen."""
+    if not seen:
+        return
+    for name in sorted(own - set(matched)):
+        close = did_you_mean(name, seen)
+        if close or (not matched and others == "skip"):
+            raise BadInput(
+                f"--own-model {name!r} plays in no battle (models seen: {counted(dict(seen))}){close}",
+                path=str(path),
+                field="own-model",
+            )
 
 
 def ingest_battles(
     store: Store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
 ) -> IngestResult:
-    """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files): native
-    records (parse_battle), or Chatbot Arena rows (`fmt` arena or arena55k, pairstore.ingest.arena) read from
-    the side of `own_models`. Arena battles no own model plays are counted ('no own model'), or with
-    others="pairs" stored as `arena` pairs, in the same transaction."""
-    if fmt == "native":
+    """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files) in any
+    battle format (pairstore.ingest.formats). A records format (the Arena's forms) is read from the side
+    of `own_models`: battles no own model plays are counted ('no own model'), or with others="pairs"
+    stored as `arena` pairs, in the same transaction."""
+    form = get_format("battles", fmt)
+    if form.reads_columns:
         if own_models or others != "skip":
-            raise BadInput(
-                "--own-model and --others go with --format arena, arena55k or fastchat-log", field="own-model"
-            )
+            names = [f.name for f in formats_of("battles") if not f.reads_columns]
+            records = ", ".join(names[:-1]) + f" or {names[-1]}" if len(names) > 1 else names[0]
+            raise BadInput(f"--own-model and --others go with --format {records}", field="own-model")
+        own: set[str] = set()
     else:
         own = check_options(fmt, own_models, others)
-    files = fastchat_log_files(path) if fmt == "fastchat-log" else dataset_files(path, split="train")
-    records = progress_bar(read_files(path, files), progress, "battles", path=path)
+    files = form.files(path) if form.files is not None else dataset_files(path, split="train")
     result = IngestResult("battles" if fmt == "native" else f"battles:{fmt}", str(path))
-    if fmt == "native":
-        if _ingest_vectorized(store, path, files, result, progress):
-            return result
-        rows, pairs = _native_rows(records, result), []
-    else:
-        rows, pairs = _arena_rows(store, records, result, fmt, own, others)
-    with store.transaction():
-        _store_battles(store, rows, result, path)
+    stages = as_progress(progress)
+    with bounded_memory(store.con), store.transaction():
+        if form.reads_columns:
+            _native(store, form, path, files, result, stages)
+            pairs = []
+        else:
+            with stages.stage(f"ingest battles:{fmt}", total=records_in(path), unit="records"):
+                pairs = _arena(store, form, path, files, result, own, others)
         if others == "pairs":
             got = add_pairs(store, pairs, miner="ingest-arena", miner_version="1")
             result.pairs = got.added
@@ -441,23 +328,16 @@ def ingest_battles(
     return result
 
 
-def add_battle_records(store, records: list[dict], *, source: str) -> IngestResult:
-    """Native battle records made in this process (the Arena page's votes), through the same checks as a
-    file's lines (parse_battle) and written in one transaction; `source` names where they came from (the
-    line of a record is its index). A known battle_id with the same content is skipped ('already
-    present'), with other content refused (BadInput)."""
+def add_battle_records(store: Store, records: list[dict], *, source: str) -> IngestResult:
+    """Native battle records made in this process (the Arena page's votes), through the same reading as a
+    file's lines and written in one transaction; `source` names where they came from (the line of a
+    record is its index). A known battle_id with the same content is skipped ('already present'), with
+    other content refused (BadInput)."""
     result = IngestResult("battles", source)
-    rows = []
-    for line, rec in enumerate(records, start=1):
-        result.read += 1
-        row = parse_battle(rec, source, line)
-        row["source_file"] = source
-        rows.append(row)
+    batch = record_batch(get_format("battles", "native"), NATIVE, records, source)
+    result.read = len(records)
     with store.transaction():
-        _store_battles(store, rows, result, source)
+        staging = _Staging(store, source)
+        staging.add(native_rows(batch), _NATIVE_KEYS, batch, source)
+        staging.insert(result)
     return result
-
-
-# ---------------------------------------------------------------------------
-# problems (GSM8K / MATH train splits)
-# ---------------------------------------------------------------------------

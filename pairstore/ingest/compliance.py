@@ -19,7 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.records import Fields, read_records
+from pairstore.ingest.declare import Unread
+from pairstore.ingest.formats import get_format
+from pairstore.ingest.records import Fields, read_records, unit_of
 from pairstore.store.store import Store
 from pairstore.tables.pairs import Origin, Pair, PairsResult, declare_sources, write_pairs
 
@@ -30,46 +32,38 @@ SOURCES = declare_sources(("compliance", "compliance_sft"), by=__name__)
 
 
 def import_compliance(store: Store, *, path: str | Path) -> PairsResult:
-    """Handcrafted compliance pairs {prompt, chosen, rejected} and NLL rows {prompt, target}."""
+    """Handcrafted compliance pairs {prompt, chosen, rejected} and NLL rows {prompt, target}, read whole in
+    the `compliance` format (pairstore.ingest.formats)."""
     result = PairsResult(PRODUCER, VERSION)
     name = Path(path).name
+    fmt = get_format("pairs", "compliance")
+    unread = Unread(fmt)
     pairs = []
     for line, rec in read_records(path):
         f = Fields(rec, path, line)
-        prompt = f.messages("prompt")
-        origin_id = f.str("id", required=False) or f"{name}:{line}"
-        family = f.str("family", required=False)
-        if f.has("target"):
-            if f.has("chosen") or f.has("rejected"):
-                raise f.error("target", "give either target (an NLL row) or chosen and rejected, not both")
-            target = f.str("target")
-            result.stats["sft rows"] += 1
-            pairs.append(
-                Pair(
-                    prompt=prompt,
-                    chosen=target,
-                    rejected=None,
-                    source="compliance_sft",
-                    family=family,
-                    origins=[Origin("import", origin_id, "handcrafted compliance NLL row")],
-                )
+        unread.check(rec, path, line, unit_of(path))
+        row = fmt.parse(f)  # type: ignore[misc]  # a records format
+        origin_id = row.get("id") or f"{name}:{line}"
+        nll = row["rejected"] is None
+        result.stats["sft rows" if nll else "pairs"] += 1
+        pairs.append(
+            Pair(
+                prompt=row["prompt"],
+                chosen=row["chosen"],
+                rejected=row["rejected"],
+                source="compliance_sft" if nll else "compliance",
+                family=row.get("family"),
+                origins=[
+                    Origin(
+                        "import",
+                        origin_id,
+                        "handcrafted compliance NLL row"
+                        if nll
+                        else "handcrafted: compliant chosen, non-compliant rejected",
+                    )
+                ],
             )
-        else:
-            chosen = f.str("chosen")
-            rejected = f.str("rejected")
-            result.stats["pairs"] += 1
-            pairs.append(
-                Pair(
-                    prompt=prompt,
-                    chosen=chosen,
-                    rejected=rejected,
-                    source="compliance",
-                    family=family,
-                    origins=[
-                        Origin("import", origin_id, "handcrafted: compliant chosen, non-compliant rejected")
-                    ],
-                )
-            )
+        )
     holdout = HoldoutFilter.load(store)
     with store.transaction():
         write_pairs(store, result, pairs, holdout)

@@ -5,7 +5,8 @@
 
 A dataset is given as any of:
 
-- one file: JSONL (.jsonl, .json, .ndjson), parquet, CSV or Arrow, read whole whatever its split;
+- one file: JSONL (.jsonl, .ndjson), JSON (an array, or JSONL), parquet, CSV or Arrow (text files also
+  .gz or .zst), read whole whatever its split;
 - a Hub folder layout, a snapshot of the dataset's repository (`huggingface-cli download --repo-type
   dataset`, `git clone`): the split's data files are found by name, as the Hub names them:
   `train-00000-of-00001.parquet`, `data/train-00000-of-00001-<hash>.parquet`, `train.jsonl`,
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pairstore.errors import BadInput
-from pairstore.ingest.records import FORMATS, read_records
+from pairstore.ingest.records import is_data_file, read_records
 from pairstore.keys import sha256_file
 
 
@@ -55,7 +56,7 @@ def _data_files(root: Path) -> list[Path]:
         p
         for p in root.rglob("*")
         if p.is_file()
-        and p.suffix.lower() in FORMATS
+        and is_data_file(p)
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
 

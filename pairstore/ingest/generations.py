@@ -1,6 +1,23 @@
 """Ingest of model outputs into `generations` (written by pairstore.tables.generations).
 
-pairstore ingest generations outs.jsonl --model so7a
+    pairstore ingest generations outs.jsonl --model so7a
+    pairstore ingest generations vllm_outs.jsonl --model so7a --format vllm --item-kind problem
+
+A file in any generations format (pairstore.ingest.formats) is read into checked Arrow batches
+(pairstore.ingest.batches); each batch's items are found in DuckDB and its ids computed a batch at a time,
+and the rows are inserted in one transaction. An output names the item it answers one of three ways:
+
+- by id: `item_id` is the item's id in the store (a problem's problem_id, a task's task_id, an eval
+  item's id within its suite), or a problem's own id in its dataset (`unique_id`, MATH's
+  `train/algebra/1.json`);
+- by its question: no `item_id`, the `prompt` as asked; the stored item of that kind whose match key
+  (pairstore.keys.match_key: spacing, case, punctuation and Unicode form aside) is the prompt's;
+- none: a free prompt (`item_kind` prompt, or neither item_kind nor item_id).
+
+An output whose item cannot be found is refused with one line naming its file, line and how it was
+looked up; an id or a question that fits several items (two suites, two datasets) is refused naming
+them. Verdicts and loop flags are left NULL here: the miners and `train sample` compute them with the
+verifier and the scanner (which live outside the store package).
 """
 
 from __future__ import annotations
@@ -15,112 +32,80 @@ import pyarrow.compute as pc
 from xxhash import xxh3_128_hexdigest
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import (
-    ITEM_KINDS,
-    IngestResult,
-    dedup_in_file,
-    log_ingest,
-    progress_bar,
-    records_in,
-)
-from pairstore.ingest.bulk import (
-    FlaggedRecord,
-    NotVectorized,
-    bounded_memory,
-    count_lines,
-    first_flagged,
-    first_record_error,
-    flag_choice,
-    flag_int,
-    flag_text,
-    iter_jsonl_batches,
-)
-from pairstore.ingest.records import Fields, read_records
-from pairstore.keys import nfc
+from pairstore.ingest.base import IngestResult, log_ingest, records_in
+from pairstore.ingest.batches import Batch, bounded_memory, read_columns
+from pairstore.ingest.formats import get_format
+from pairstore.ingest.keyed import prompt_match_keys
+from pairstore.ingest.kinds import MSG_TYPE
+from pairstore.keys import nfc_many, sha256_file
 from pairstore.progress import as_progress
-from pairstore.tables.generations import generation_id, insert_generations, insert_generations_select
+from pairstore.tables.generations import insert_generations_select
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
 
-_ITEM_PROMPT_SQL = {
-    "problem": "SELECT question FROM problems WHERE problem_id = ?",
-    "task": "SELECT prompt FROM tasks WHERE task_id = ?",
-}
-
-
-def _item_prompt(store: Store, kind: str, item_id: str, suite: str | None):
-    if kind == "eval_item":
-        row = store.one(
-            "SELECT prompt FROM eval_items WHERE item_id = ? AND (? IS NULL OR suite = ?) LIMIT 1",
-            [item_id, suite, suite],
-        )
-        return None if row is None else [dict(m) for m in row[0]]
-    row = store.one(_ITEM_PROMPT_SQL[kind], [item_id])
-    return None if row is None else [{"role": "user", "content": row[0]}]
-
-
-def parse_generation(store: Store, rec: dict, path, line: int, model: str) -> dict:
-    f = Fields(rec, path, line)
-    kind = f.choice("item_kind", ITEM_KINDS, required=False) or ("prompt" if not f.has("item_id") else None)
-    if kind is None:
-        raise f.error("item_kind", "missing field (needed with item_id: problem, task, eval_item or prompt)")
-    item_id = f.str("item_id", required=kind != "prompt", allow_int=True)
-    suite = f.str("suite", required=False)
-    output = f.str("output", allow_empty=True)
-    if f.has("prompt"):
-        prompt = f.messages("prompt")
-    elif kind == "prompt":
-        raise f.error("prompt", "missing field")
-    else:
-        assert item_id is not None  # required for every kind but prompt
-        prompt = _item_prompt(store, kind, item_id, suite)
-        if prompt is None:
-            raise f.error(
-                "item_id", f"no {kind} with id {item_id!r} in the store (ingest it first or give prompt)"
-            )
-    sample_index = f.int("sample_index", default=0, bits=32)
-    temperature = f.float("temperature")
-    decoding = rec.get("decoding")
-    if decoding is not None and not isinstance(decoding, dict):
-        raise f.error("decoding", "expected an object of decoding settings")
-    ref = item_id if item_id is not None else json.dumps(prompt, ensure_ascii=False)
-    return {
-        "gen_id": generation_id(model, kind, ref, sample_index, temperature, output),
-        "model": model,
-        "item_kind": kind,
-        "item_id": item_id,
-        "suite": suite,
-        "prompt": prompt,
-        "output": output,
-        "sample_index": sample_index,
-        "temperature": temperature,
-        "top_p": f.float("top_p"),
-        "max_new_tokens": f.int("max_new_tokens", bits=32),
-        "seed": f.int("seed"),
-        "decoding": None if decoding is None else json.dumps(decoding, sort_keys=True),
-        "_line": line,
-    }
-
-
-# The columns the vectorized path reads; any other non-null field a record carries for the ingest
-# (a prompt to canonicalize, decoding settings) sends the file down the per-record path.
-_BULK_SCHEMA = pa.schema(
+ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
+STORED_KINDS = ("problem", "task", "eval_item")
+# What a generations format's reading gives.
+READ = pa.schema(
     [
         ("item_kind", pa.string()),
         ("item_id", pa.string()),
         ("suite", pa.string()),
+        ("prompt", MSG_TYPE),
         ("output", pa.string()),
-        ("sample_index", pa.int64()),
+        ("sample_index", pa.int32()),
         ("temperature", pa.float64()),
         ("top_p", pa.float64()),
-        ("max_new_tokens", pa.int64()),
+        ("max_new_tokens", pa.int32()),
         ("seed", pa.int64()),
+        ("decoding", pa.string()),
+        ("_row", pa.int64()),
     ]
 )
-_BULK_BATCH = 1 << 16
-# What the vectorized insert writes; the verifier's and the scanner's columns stay NULL, as below.
-_BULK_COLUMNS = [
+_BATCH = "_generations_batch"
+_ASKED = "_generations_asked"
+# Every stored item a generation may answer, with what finds it: its id, its dataset's own id, its
+# question's match key.
+_ITEMS_SQL = """
+    SELECT 'problem' AS kind, NULL::VARCHAR AS suite, problem_id AS id, unique_id AS own_id, match_key AS key
+    FROM problems
+    UNION ALL SELECT 'task', NULL, task_id, NULL, match_key FROM tasks
+    UNION ALL SELECT 'eval_item', suite, item_id, NULL, match_key FROM eval_items
+"""
+# The items each asked row finds one way (`{on}`): how many (more than one: ambiguous), the first, and all.
+_FIND_SQL = f"""
+    WITH items AS ({_ITEMS_SQL})
+    SELECT a._i, count(*) AS n, min(i.id) AS id, list(DISTINCT i.suite) AS suites,
+        list(coalesce(i.suite || '/', '') || i.id ORDER BY i.suite, i.id) AS ids
+    FROM {_ASKED} a JOIN items i ON i.kind = a.item_kind AND {{on}}
+    GROUP BY a._i
+"""
+_BY_ID = "i.id = a.item_id AND (a.suite IS NULL OR i.suite = a.suite)"
+# The asked rows whose id is not exactly one item's id (by kind, and suite where given).
+_NOT_ONE_SQL = f"""
+    WITH items AS ({_ITEMS_SQL})
+    SELECT a._i FROM {_ASKED} a LEFT JOIN items i ON i.kind = a.item_kind AND {_BY_ID}
+    GROUP BY a._i HAVING count(i.id) <> 1
+"""
+_BY_OWN = "i.own_id = a.item_id"
+_BY_KEY = "i.key = a._key AND (a.suite IS NULL OR i.suite = a.suite)"
+# A batch's rows as generations: the prompt as given, else the item's (the same messages every path gives).
+_ROWS_SQL = f"""
+    SELECT b.gen_id, ? AS model, b.item_kind, b.item_id, b.suite,
+        coalesce(b.prompt, CASE b.item_kind
+            WHEN 'problem' THEN [{{'role': 'user', 'content': p.question}}]
+            WHEN 'task' THEN [{{'role': 'user', 'content': t.prompt}}]
+            ELSE e.prompt END) AS prompt,
+        b.output, b.sample_index, b.temperature, b.top_p, b.max_new_tokens, b.seed, b.decoding,
+        ? AS source_file, b._seq AS _row
+    FROM {_BATCH} b
+    LEFT JOIN problems p ON b.prompt IS NULL AND b.item_kind = 'problem' AND p.problem_id = b.item_id
+    LEFT JOIN tasks t ON b.prompt IS NULL AND b.item_kind = 'task' AND t.task_id = b.item_id
+    LEFT JOIN eval_items e ON b.prompt IS NULL AND b.item_kind = 'eval_item' AND e.item_id = b.item_id
+        AND e.suite = b.suite
+"""
+_COLUMNS = [
     "gen_id",
     "model",
     "item_kind",
@@ -133,170 +118,272 @@ _BULK_COLUMNS = [
     "top_p",
     "max_new_tokens",
     "seed",
+    "decoding",
     "source_file",
 ]
-# The item's prompt, joined in SQL: the same messages _item_prompt builds row by row.
-_ITEM_JOIN_SQL = """
-    SELECT i._row, CASE
-            WHEN p.problem_id IS NOT NULL THEN [{'role': 'user', 'content': p.question}]
-            WHEN t.task_id IS NOT NULL THEN [{'role': 'user', 'content': t.prompt}]
-            WHEN e.item_id IS NOT NULL THEN e.prompt END AS prompt
-    FROM _bulk_items i
-    LEFT JOIN problems p ON i.item_kind = 'problem' AND p.problem_id = i.item_id
-    LEFT JOIN tasks t ON i.item_kind = 'task' AND t.task_id = i.item_id
-    LEFT JOIN eval_items e ON i.item_kind = 'eval_item' AND e.item_id = i.item_id AND e.suite = i.suite
-"""
 
 
-def _flags(table: pa.Table) -> list:
-    """The vectorized versions of parse_generation's checks (pairstore.ingest.bulk), for files where every
-    record names a stored problem, task or eval item (with its suite). A flagged row is left to
-    parse_generation, which either accepts it the same way or raises naming its line and field."""
-    col = table.column
-    return [
-        flag_choice(col("item_kind"), ("problem", "task", "eval_item")),
-        flag_text(col("item_id")),
-        flag_text(col("output"), allow_empty=True),
-        # an eval item without its suite: the per-record path picks among suites
-        pc.and_(pc.equal(col("item_kind"), "eval_item"), pc.is_null(col("suite"))),
-        flag_text(col("suite"), required=False),
-        flag_int(col("sample_index"), 32),
-        flag_int(col("max_new_tokens"), 32),
-    ]
-
-
-def _bulk_gen_ids(table: pa.Table, model: str) -> pa.Array:
-    """generation_id of every row, batch by batch (xxh3-128 has no DuckDB function). The id's text is
-    built the way pairstore.keys.content_id builds it (json.dumps of the NFC parts, ensure_ascii off,
-    whose strings json encodes with encode_basestring), with the parts every row shares encoded once;
-    tests/ingest/test_ingest_bulk.py checks the ids against generation_id."""
-    head = "[" + encode_basestring(nfc(model)) + ", "
-    kinds = {k: head + encode_basestring(nfc(k)) + ", " for k in ("problem", "task", "eval_item")}
-    ids: list[str] = []
-    for batch in table.to_batches(_BULK_BATCH):
-        rows = zip(
-            batch.column("item_kind").to_pylist(),
-            batch.column("item_id").to_pylist(),
-            batch.column("sample_index").to_pylist(),
-            batch.column("temperature").to_pylist(),
-            batch.column("output").to_pylist(),
+def _ids(model: str, kinds: list, refs: list, samples: list, temps: list, outputs: list) -> list[str]:
+    """pairstore.tables.generations.generation_id of every row (xxh3-128 has no DuckDB function): the id's
+    text built the way pairstore.keys.content_id builds it (json.dumps of the NFC parts), each part that
+    rows share (the model, the kind, an item, a sample number, a temperature) encoded once;
+    tests/ingest/test_keyed.py compares it with generation_id."""
+    head = "[" + encode_basestring(nfc_many([model])[0]) + ", "
+    kind_text = {k: head + encode_basestring(k) + ", " for k in ITEM_KINDS}
+    distinct = list(dict.fromkeys(refs))
+    ref_text = {r: encode_basestring(n) + ", " for r, n in zip(distinct, nfc_many(distinct))}
+    tail_text: dict = {}
+    out = []
+    for k, r, s, t, o in zip(kinds, refs, samples, temps, nfc_many(outputs)):
+        tail = tail_text.get((s, t))
+        if tail is None:
+            tail = tail_text[(s, t)] = encode_basestring(str(s)) + ", " + encode_basestring(repr(t)) + ", "
+        out.append(
+            xxh3_128_hexdigest((kind_text[k] + ref_text[r] + tail + encode_basestring(o) + "]").encode())
         )
-        ids.extend(
-            xxh3_128_hexdigest(
-                (
-                    kinds[k]
-                    + encode_basestring(nfc(i))
-                    + ", "
-                    + encode_basestring(str(0 if s is None else s))
-                    + ", "
-                    + encode_basestring(repr(temp))
-                    + ", "
-                    + encode_basestring(nfc(o))
-                    + "]"
-                ).encode("utf-8")
+    return out
+
+
+class _Generations:
+    """The generations of one ingest, a batch at a time: each row's item found, its id computed, the new
+    rows inserted (one transaction around them all)."""
+
+    def __init__(self, store: Store, model: str, item_kind: str | None, suite: str | None) -> None:
+        self.store, self.model, self.item_kind, self.suite = store, model, item_kind, suite
+        self.rows = 0
+        self.added = 0
+
+    def _kinds(self, batch: Batch) -> list[str]:
+        """The item kind of every row: given, else --item-kind, else a free prompt (no item_id) or an
+        error naming the row."""
+        t = batch.table
+        kinds = t.column("item_kind").to_pylist()
+        ids = t.column("item_id").to_pylist()
+        prompts = t.column("prompt").is_null().to_pylist()
+        out = []
+        for i, (kind, item, no_prompt) in enumerate(zip(kinds, ids, prompts)):
+            kind = kind or self.item_kind or ("prompt" if item is None else None)
+            if kind is None:
+                raise batch.error(
+                    i, "missing field (needed with item_id: problem, task, eval_item or prompt)", "item_kind"
+                )
+            if kind == "prompt" and no_prompt:
+                raise batch.error(i, "missing field", "prompt")
+            if kind != "prompt" and item is None and no_prompt:
+                raise batch.error(i, "missing field (or give the question as prompt)", "item_id")
+            out.append(kind)
+        return out
+
+    def _lookup(
+        self, on: str, rows: list[int], kinds: list[str], ids: list, suites: list, keys: list
+    ) -> dict[int, tuple]:
+        """Row -> (count, first id, suites, ids) of the items rows `rows` find by `on`."""
+        if not rows:
+            return {}
+        with self.store.registered(_ASKED, self._asked(rows, kinds, ids, suites, keys)):
+            found = self.store.con.execute(_FIND_SQL.format(on=on)).fetchall()
+        return {r[0]: r[1:] for r in found}
+
+    @staticmethod
+    def _asked(rows: list[int], kinds: list[str], ids: list, suites: list, keys: list) -> pa.Table:
+        return pa.Table.from_arrays(
+            [
+                pa.array(rows, pa.int64()),
+                pa.array([kinds[i] for i in rows], pa.string()),
+                pa.array([ids[i] for i in rows], pa.string()),
+                pa.array([suites[i] for i in rows], pa.string()),
+                pa.array([keys[i] for i in rows], pa.string()),
+            ],
+            names=["_i", "item_kind", "item_id", "suite", "_key"],
+        )
+
+    def _ids_found_as_given(self, rows: list[int], kinds: list[str], ids: list, suites: list) -> list[int]:
+        """Of the rows naming an item by id, those whose id is not simply one item's id (not found, or an
+        eval item's id in several suites): the few the slower lookups look at."""
+        if not rows:
+            return []
+        with self.store.registered(_ASKED, self._asked(rows, kinds, ids, suites, ids)):
+            return [r[0] for r in self.store.con.execute(_NOT_ONE_SQL).fetchall()]
+
+    def _find(self, batch: Batch, kinds: list[str], suites: list) -> list:
+        """Every row's item id: the stored item it answers, found by id, by the dataset's own id, or by
+        its question (`suites` gains the suite of an eval item found without one)."""
+        t = batch.table
+        ids = t.column("item_id").to_pylist()
+        found = list(ids)
+        stored = [i for i, k in enumerate(kinds) if k != "prompt"]
+        if not stored:
+            return found
+        with_id = [i for i in stored if ids[i] is not None]
+        # the common batch: every id is one item's, nothing more to look up
+        others = set(self._ids_found_as_given(with_id, kinds, ids, suites))
+        eval_without_suite = [i for i in with_id if kinds[i] == "eval_item" and suites[i] is None]
+        by_id = self._lookup(_BY_ID, sorted(others | set(eval_without_suite)), kinds, ids, suites, ids)
+        unfound = [i for i in sorted(others) if i not in by_id]
+        by_own = self._lookup(_BY_OWN, [i for i in unfound if kinds[i] == "problem"], kinds, ids, suites, ids)
+        # the question finds the item where no id is given, or where the id finds none (lm-eval's doc_id is
+        # a position in the benchmark, not a problem's id)
+        given = t.column("prompt").is_valid().to_pylist()
+        asked = [
+            i
+            for i in stored
+            if given[i] and (ids[i] is None or (i in others and i not in by_id and i not in by_own))
+        ]
+        keys: list = [None] * t.num_rows
+        if asked:
+            got = prompt_match_keys(pc.take(t.column("prompt"), pa.array(asked, pa.int64())))
+            for i, key in zip(asked, got):
+                keys[i] = key
+        by_key = self._lookup(_BY_KEY, asked, kinds, ids, suites, keys)
+        for i in stored:
+            if ids[i] is not None and i not in others and i not in by_id:
+                continue  # found as given
+            for way in (by_id, by_own) if ids[i] is not None else ():
+                if i in way and way[i][0] == 1:
+                    found[i] = way[i][1]
+                    if kinds[i] == "eval_item" and suites[i] is None:
+                        suites[i] = way[i][2][0]
+                    break
+            else:
+                if i in by_key and by_key[i][0] == 1:
+                    found[i] = by_key[i][1]
+                    if kinds[i] == "eval_item" and suites[i] is None:
+                        suites[i] = by_key[i][2][0]
+                    continue
+                raise self._not_found(batch, i, kinds[i], ids[i], suites[i], by_id, by_own, by_key, keys)
+        return found
+
+    @staticmethod
+    def _not_found(
+        batch: Batch,
+        i: int,
+        kind: str,
+        item: str | None,
+        suite: str | None,
+        by_id: dict[int, tuple],
+        by_own: dict[int, tuple],
+        by_key: dict[int, tuple],
+        keys: list,
+    ) -> BadInput:
+        key = by_key.get(i)
+        if item is None or (key is not None and i not in by_id and i not in by_own):
+            return batch.error(i, _not_found_by_question(kind, suite, key), "prompt")
+        message = _not_found_by_id(kind, item, suite, by_id.get(i), by_own.get(i))
+        if keys[i] is not None:
+            message += "; nor has any its question (looked up by the prompt's match key)"
+        return batch.error(i, message, "item_id")
+
+    def add(self, batch: Batch, source: str) -> None:
+        """Find the batch's items, compute its ids, insert its new rows."""
+        t = batch.table
+        n = t.num_rows
+        suites = t.column("suite").to_pylist()
+        if self.suite is not None:
+            suites = [s if s is not None else self.suite for s in suites]
+        kinds = self._kinds(batch)
+        item_ids = self._find(batch, kinds, suites)
+        samples = [0 if s is None else s for s in t.column("sample_index").to_pylist()]
+        prompts = t.column("prompt")
+        free = [k == "prompt" and item is None for k, item in zip(kinds, item_ids)]
+        texts = prompts.to_pylist() if any(free) else [None] * n
+        refs = [json.dumps(p, ensure_ascii=False) if f else item for f, item, p in zip(free, item_ids, texts)]
+        gen_ids = _ids(
+            self.model,
+            kinds,
+            refs,
+            samples,
+            t.column("temperature").to_pylist(),
+            t.column("output").to_pylist(),
+        )
+        given = {
+            "gen_id": pa.array(gen_ids, pa.string()),
+            "item_kind": pa.array(kinds, pa.string()),
+            "item_id": pa.array(item_ids, pa.string()),
+            "suite": pa.array(suites, pa.string()),
+            "prompt": prompts,
+            "sample_index": pa.array(samples, pa.int32()),
+            **{
+                c: t.column(c)
+                for c in ("output", "temperature", "top_p", "max_new_tokens", "seed", "decoding")
+            },
+            "_seq": pa.array(range(self.rows, self.rows + n), pa.int64()),
+        }
+        table = pa.Table.from_arrays(list(given.values()), names=list(given))
+        with self.store.registered(_BATCH, table):
+            distinct = len(set(gen_ids)) == n
+            self.added += insert_generations_select(
+                self.store, _ROWS_SQL, _COLUMNS, [self.model, source], distinct=distinct
             )
-            for k, i, s, temp, o in rows
-        )
-    return pa.array(ids, type=pa.string())
+        self.rows += n
 
 
-_STAGE = "_bulk_stage"
+def _not_found_by_id(
+    kind: str, item: str, suite: str | None, by_id: tuple | None, by_own: tuple | None
+) -> str:
+    if by_id and by_id[0] > 1:
+        return f"eval item {item!r} is in suites {', '.join(sorted(by_id[2]))}: give suite (or --suite)"
+    if by_own and by_own[0] > 1:
+        shown = ", ".join(by_own[3][:3])
+        return f"{kind} id {item!r} is the own id of {by_own[0]} stored problems ({shown}): give problem_id"
+    if kind == "problem":
+        where = "problem_id and the dataset's own id (unique_id)"
+    elif kind == "eval_item":
+        where = f"item_id in suite {suite!r}" if suite else "item_id in every suite"
+    else:
+        where = "task_id"
+    return f"no {kind} with id {item!r} in the store (looked up by {where}; ingest it first or give prompt)"
 
 
-def _stage_batch(store, model: str, table: pa.Table, first_row: int) -> None:
-    """One batch of the vectorized path: checked with Arrow compute, keyed, appended to the staging
-    table. NotVectorized when a value needs the per-record path."""
-    hit = first_flagged(*_flags(table))
-    if hit is not None:
-        raise FlaggedRecord(first_row + hit)
-    n = table.num_rows
-    table = table.append_column("_row", pa.array(range(first_row, first_row + n), type=pa.int64()))
-    table = table.append_column("gen_id", _bulk_gen_ids(table, model))
-    with store.registered("_bulk_batch", table):
-        if first_row == 0:
-            store.con.execute(f"CREATE TEMP TABLE {_STAGE} AS SELECT * FROM _bulk_batch")
-        else:
-            store.con.execute(f"INSERT INTO {_STAGE} SELECT * FROM _bulk_batch")
-
-
-def _insert_staged(store, path, model: str) -> int:
-    """The staged rows joined to their items in SQL and inserted (one join, one insert, whatever the
-    file's size); NotVectorized when an item is not in the store."""
-    items = _ITEM_JOIN_SQL.replace("_bulk_items", _STAGE)
-    missing = store.con.execute(f"SELECT min(_row) FROM ({items}) WHERE prompt IS NULL").fetchall()[0][0]
-    if missing is not None:
-        raise FlaggedRecord(missing)  # an item that is not in the store
-    select = f"""
-        SELECT g._row, g.gen_id, ? AS model, g.item_kind, g.item_id, g.suite, j.prompt, g.output,
-            coalesce(g.sample_index, 0)::INTEGER AS sample_index, g.temperature, g.top_p,
-            g.max_new_tokens::INTEGER AS max_new_tokens, g.seed, ? AS source_file
-        FROM {_STAGE} g JOIN ({items}) j USING (_row)"""
-    repeats = store.con.execute(f"SELECT count(*) - count(DISTINCT gen_id) FROM {_STAGE}").fetchall()[0][0]
-    return insert_generations_select(
-        store, select, _BULK_COLUMNS, [model, Path(path).name], distinct=repeats == 0
+def _not_found_by_question(kind: str, suite: str | None, found: tuple | None) -> str:
+    within = f" of suite {suite!r}" if suite else ""
+    if found and found[0] > 1:
+        shown = ", ".join(found[3][:3]) + (", ..." if found[0] > 3 else "")
+        return f"the question fits {found[0]} stored {kind}s{within} ({shown}): give item_id"
+    return (
+        f"no stored {kind}{within} has this question (looked up by the prompt's match key: its user "
+        "turns with spacing, case, punctuation and Unicode form left aside; ingest the items first or give "
+        "item_id)"
     )
 
 
-def _ingest_vectorized(store, path, model: str, result: IngestResult, progress) -> bool:
-    """The file streamed in Arrow batches into a staging table, then joined and inserted, all in one
-    transaction; False (nothing written) when any record needs the per-record path."""
-    con = store.con
-    read = 0
-    try:
-        with bounded_memory(con), store.transaction():
-            with progress.stage("ingest generations: read", total=records_in(path), unit="records") as stage:
-                for table in iter_jsonl_batches(path, _BULK_SCHEMA, refuse=("prompt", "decoding")):
-                    _stage_batch(store, model, table, read)
-                    read += table.num_rows
-                    stage.advance(table.num_rows)
-            if read == 0 or read != count_lines(Path(path)):
-                raise NotVectorized("blank lines: line numbers would not be row numbers")
-            with progress.stage("ingest generations: join and insert", total=read, unit="records") as stage:
-                added = _insert_staged(store, path, model)
-                stage.advance(read)
-            result.read, result.added = read, added
-            if read - added:
-                result.skipped["already present"] = read - added
-            log_ingest(store, path, "generations", result.read, result.added)
-    except FlaggedRecord as flagged:
-        con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
-        first_record_error(
-            read_records(path), flagged.index, lambda r: parse_generation(store, r[1], path, r[0], model)
-        )
-        return False
-    except NotVectorized:
-        return False
-    finally:
-        con.execute(f"DROP TABLE IF EXISTS {_STAGE}")
-    return True
-
-
-def ingest_generations(store: Store, path, *, model: str, progress=None) -> IngestResult:
-    """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings.
-
-    A JSONL file whose records all name stored items is streamed in Arrow batches, checked with Arrow compute
-    and joined to its items in SQL (pairstore.ingest.bulk), in one transaction; any other file, or one with a
-    record those checks refuse, is read record by record, whose errors name the file, line and field. Verdicts
-    and loop flags are left NULL here: the miners and `train sample` compute them with the verifier and the
-    scanner (which live outside the store package)."""
+def ingest_generations(
+    store: Store,
+    path,
+    *,
+    model: str,
+    fmt: str = "native",
+    item_kind: str | None = None,
+    suite: str | None = None,
+    progress=None,
+) -> IngestResult:
+    """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings, from a
+    file in any generations format (module docstring). `item_kind` and `suite` apply to the records that
+    do not name their own (the format's default kind where it has one). One transaction; a bad record
+    names its file, line and field."""
     if not model or not model.strip():
         raise BadInput("--model is required and must not be empty", field="model")
+    form = get_format("generations", fmt)
+    if item_kind is not None and item_kind not in ITEM_KINDS:
+        raise BadInput(
+            f"unknown item kind {item_kind!r} (expected one of {', '.join(ITEM_KINDS)})", field="item-kind"
+        )
+    item_kind = item_kind or form.extra.get("item_kind")
+    p = Path(path)
+    if not p.exists():
+        raise BadInput("no such file", path=str(path))
+    if p.is_dir():
+        raise BadInput("a folder, not a file", path=str(path))
+    progress = as_progress(progress)
     result = IngestResult("generations", str(path))
-    if _ingest_vectorized(store, path, model, result, as_progress(progress)):
-        return result
-    result = IngestResult("generations", str(path))
-    rows = []
-    for line, rec in progress_bar(read_records(path), progress, "generations", path=path):
-        result.read += 1
-        row = parse_generation(store, rec, path, line, model)
-        row["source_file"] = Path(path).name
-        rows.append(row)
-    rows, dup = dedup_in_file(rows, lambda r: r["gen_id"], "gen_id", "generation", path)
-    with store.transaction():
-        added = insert_generations(store, rows)
-        same = len(rows) - added
-        result.added = added
-        if same + dup:
-            result.skipped["already present"] = same + dup
-        log_ingest(store, path, "generations", result.read, result.added)
+    work = _Generations(store, model, item_kind, suite)
+    with bounded_memory(store.con), store.transaction():
+        with progress.stage("ingest generations: read", total=records_in(p), unit="records") as stage:
+            for batch in read_columns(form, READ, p):
+                work.add(batch, p.name)
+                result.read += batch.table.num_rows
+                stage.advance(batch.table.num_rows)
+        result.added = work.added
+        if result.read - result.added:
+            result.skipped["already present"] = result.read - result.added
+        log_ingest(store, p, "generations", result.read, result.added, sha256=sha256_file(p))
     return result

@@ -2,35 +2,35 @@
 
 pairstore ingest judgments verdicts.jsonl
 
-The Queue page (`pairstore serve`) and `pairstore judge` write through the same checks
-(add_judgment_records).
+The format is declared in pairstore.ingest.formats (`native`); a file is read into checked batches
+(pairstore.ingest.batches). The Queue page (`pairstore serve`) and `pairstore judge` write through the
+same reading (add_judgment_records).
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import (
-    WINNERS,
-    IngestResult,
-    dedup_in_file,
-    insert_new,
-    log_ingest,
-    progress_bar,
-)
-from pairstore.ingest.records import Fields, read_records
+from pairstore.ingest.base import PLACE, IngestResult, StagedRows, log_ingest
+from pairstore.ingest.batches import Batch, read_columns, record_batch
+from pairstore.ingest.formats import get_format
+from pairstore.ingest.formats.judgments_native import HEAVY_FLAWS, JUDGED_KINDS
 from pairstore.keys import content_id
 
-if TYPE_CHECKING:
-    pass
-HEAVY_FLAWS = ("fabrication", "hallucinated_output", "degenerate_repetition", "broken_placeholder")
-JUDGED_KINDS = ("battle", "eval_item")
+__all__ = ["HEAVY_FLAWS", "JUDGED_KINDS", "add_judgment_records", "ingest_judgments"]
 
+_READ = pa.schema(
+    [
+        (f.name, f.kind.arrow)  # type: ignore[union-attr]  # every field of the format has a kind
+        for f in get_format("judgments", "native").fields
+    ]
+    + [("_row", pa.int64())]
+)
 _JUDGMENT_SCHEMA = pa.schema(
     [
         ("judgment_id", pa.string()),
@@ -49,63 +49,51 @@ _JUDGMENT_SCHEMA = pa.schema(
         ("flaws_b", pa.list_(pa.string())),
         ("origin", pa.string()),
         ("source_file", pa.string()),
-        ("_line", pa.int64()),
+        *PLACE,
     ]
 )
+_BASE = ("battle_id", "model_a", "model_b", "winner", "heavy_flaw_a", "heavy_flaw_b", "judge", "notes")
+_EXTRAS = ("annotator", "prompt_hash", "origin", "submission_id", "item_kind", "flaws_a", "flaws_b")
 
 
-def _flaw_list(f: Fields, name: str) -> list[str] | None:
-    v = f.rec.get(name)
-    if v is None:
-        return None
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise f.error(name, "expected a list of heavy flaw names")
-    for x in v:
-        if x not in HEAVY_FLAWS:
-            raise f.error(name, f"unknown heavy flaw {x!r} (expected one of {', '.join(HEAVY_FLAWS)})")
-    return sorted(set(v))
-
-
-def parse_judgment(rec: dict, path, line: int) -> dict:
-    """Validate one verdict; return its `judgments` row. The optional fields (annotator, prompt_hash,
-    item_kind, flaws_a/b, origin, submission_id) enter the judgment id only when given, so a file's verdicts
-    keep their ids; a submission_id (the Queue page's form) makes a second submit of one form the same id."""
-    f = Fields(rec, path, line)
-    row: dict[str, Any] = {
-        "battle_id": f.str("battle_id", allow_int=True),
-        "model_a": f.str("model_a"),
-        "model_b": f.str("model_b"),
-        "winner": f.choice("winner", WINNERS),
-        "heavy_flaw_a": f.bool("heavy_flaw_a"),
-        "heavy_flaw_b": f.bool("heavy_flaw_b"),
-        "judge": f.str("judge", required=False),
-        "notes": f.str("notes", required=False, allow_empty=True),
-    }
-    if row["model_a"] == row["model_b"]:
-        raise f.error("model_b", "model_a and model_b are the same model")
-    extras: dict[str, Any] = {}
-    for name in ("annotator", "prompt_hash", "origin", "submission_id"):
-        if f.has(name):
-            extras[name] = f.str(name)
-    if f.has("item_kind"):
-        extras["item_kind"] = f.choice("item_kind", JUDGED_KINDS)
-    for side in ("a", "b"):
-        flaws = _flaw_list(f, f"flaws_{side}")
-        if flaws is not None:
-            extras[f"flaws_{side}"] = flaws
+def judgment_rows(batch: Batch, source: str, seq: int) -> list[dict]:
+    """The `judgments` rows of a batch of verdicts. The optional fields (annotator, prompt_hash, item_kind,
+    flaws_a/b, origin, submission_id) enter the judgment id only when given, so a file's verdicts keep
+    their ids; a submission_id (the Queue page's form) makes a second submit of one form the same id."""
+    t = batch.table
+    columns = {name: t.column(name).to_pylist() for name in t.column_names}
+    rows = []
+    for i in range(t.num_rows):
+        v = {name: col[i] for name, col in columns.items()}
+        row: dict[str, Any] = {name: v[name] for name in _BASE}
+        row["heavy_flaw_a"] = bool(v["heavy_flaw_a"])
+        row["heavy_flaw_b"] = bool(v["heavy_flaw_b"])
+        if row["model_a"] == row["model_b"]:
+            raise batch.error(i, "model_a and model_b are the same model", "model_b")
+        extras = {name: v[name] for name in _EXTRAS if v[name] is not None}
+        for side in ("a", "b"):
+            flaws = extras.get(f"flaws_{side}")
             if flaws and not row[f"heavy_flaw_{side}"]:
-                raise f.error(f"heavy_flaw_{side}", f"false, but flaws_{side} names {', '.join(flaws)}")
-    identity = {**row, **extras}
-    if "submission_id" in extras:
-        identity = {"submission_id": extras["submission_id"]}
-    row["judgment_id"] = content_id(json.dumps(identity, sort_keys=True))
-    extras.pop("submission_id", None)
-    row.update(extras)
-    row["_line"] = line
-    return row
+                raise batch.error(
+                    i, f"false, but flaws_{side} names {', '.join(flaws)}", f"heavy_flaw_{side}"
+                )
+        identity = {**row, **extras}
+        if "submission_id" in extras:
+            identity = {"submission_id": extras["submission_id"]}
+        row["judgment_id"] = content_id(json.dumps(identity, sort_keys=True))
+        extras.pop("submission_id", None)
+        row.update(extras)
+        row["source_file"] = source
+        row["_file"] = str(batch.path)
+        row["_row"] = v["_row"]
+        row["_line"] = batch.lines[i] if batch.lines is not None else None
+        row["_seq"] = seq + i
+        row["_i"] = i
+        rows.append(row)
+    return rows
 
 
-def _check_judged_items(store, rows: list[dict], path) -> None:
+def _check_judged_items(store, rows: list[dict], batch_of) -> None:
     """Every verdict names a stored battle, or for eval items `<suite>/<item id>` of a stored item (only the
     ids named are looked up: a vote from the Queue page does not read the whole table)."""
     named = {r["battle_id"] for r in rows if r.get("item_kind") != "eval_item"}
@@ -122,57 +110,52 @@ def _check_judged_items(store, rows: list[dict], path) -> None:
     for r in rows:
         if r.get("item_kind") == "eval_item":
             if r["battle_id"] not in known_items:
-                raise BadInput(
+                raise batch_of(r).error(
+                    r["_i"],
                     f"unknown eval item {r['battle_id']!r} (expected <suite>/<item id> of a stored item)",
-                    path=str(path),
-                    line=r["_line"],
-                    field="battle_id",
+                    "battle_id",
                 )
         elif r["battle_id"] not in battles:
-            raise BadInput(
-                f"unknown battle {r['battle_id']!r} (ingest the battles first)",
-                path=str(path),
-                line=r["_line"],
-                field="battle_id",
+            raise batch_of(r).error(
+                r["_i"], f"unknown battle {r['battle_id']!r} (ingest the battles first)", "battle_id"
             )
 
 
-def _write_judgments(store, rows: list[dict], path, result: IngestResult, *, log: bool) -> IngestResult:
-    _check_judged_items(store, rows, path)
-    rows, dup = dedup_in_file(rows, lambda r: r["judgment_id"], "judgment_id", "judgment", path)
+def _write(store, batches: list[Batch], source: str, result: IngestResult, *, log_path=None) -> IngestResult:
+    rows: list[dict] = []
+    owner: dict[int, Batch] = {}
+    for batch in batches:
+        got = judgment_rows(batch, source, len(rows))
+        for r in got:
+            owner[r["_seq"]] = batch
+        rows.extend(got)
+    result.read = len(rows)
+    _check_judged_items(store, rows, lambda r: owner[r["_seq"]])
     with store.transaction():
-        added, same = insert_new(
-            store, "judgments", ["judgment_id"], rows, _JUDGMENT_SCHEMA, "false", "judgment", path
+        staged = StagedRows(
+            store, "judgments", ["judgment_id"], _JUDGMENT_SCHEMA, "judgment_id", "judgment", source
         )
+        staged.add(rows)
+        added, same = staged.insert("false")
         result.added = added
-        if same + dup:
-            result.skipped["already present"] = same + dup
-        if log:
-            log_ingest(store, path, "judgments", result.read, result.added)
+        if same:
+            result.skipped["already present"] = same
+        if log_path is not None:
+            log_ingest(store, log_path, "judgments", result.read, result.added)
     return result
 
 
 def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b (and
     optionally annotator, prompt_hash, item_kind, flaws_a/b, origin)."""
-    result = IngestResult("judgments", str(path))
-    rows = []
-    for line, rec in progress_bar(read_records(path), progress, "judgments", path=path):
-        result.read += 1
-        row = parse_judgment(rec, path, line)
-        row["source_file"] = Path(path).name
-        rows.append(row)
-    return _write_judgments(store, rows, path, result, log=True)
+    if not Path(path).is_file():
+        raise BadInput("no such file" if not Path(path).exists() else "a folder, not a file", path=str(path))
+    batches = list(read_columns(get_format("judgments", "native"), _READ, path))
+    return _write(store, batches, Path(path).name, IngestResult("judgments", str(path)), log_path=path)
 
 
 def add_judgment_records(store, records: list[dict], *, source: str) -> IngestResult:
-    """Verdicts made in this process (the Queue page, `pairstore judge`), through the same checks as a
+    """Verdicts made in this process (the Queue page, `pairstore judge`), through the same reading as a
     file's lines, in one transaction."""
-    result = IngestResult("judgments", source)
-    rows = []
-    for line, rec in enumerate(records, start=1):
-        result.read += 1
-        row = parse_judgment(rec, source, line)
-        row["source_file"] = source
-        rows.append(row)
-    return _write_judgments(store, rows, source, result, log=False)
+    batch = record_batch(get_format("judgments", "native"), _READ, records, source)
+    return _write(store, [batch], source, IngestResult("judgments", source))

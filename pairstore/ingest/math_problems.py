@@ -23,6 +23,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import pyarrow as pa
+
+from pairstore.ingest.formats import get_format
+from pairstore.ingest.kinds import Problem
 from pairstore.ingest.records import Fields
 
 DATASETS = ("gsm8k", "math")
@@ -76,31 +80,56 @@ def gsm8k_gold(answer: str) -> str | None:
     return answer.rsplit("####", 1)[1].strip().replace(",", "")
 
 
-def _level(f: Fields) -> str | None:
-    if isinstance(f.rec.get("level"), int) and not isinstance(f.rec.get("level"), bool):
-        return f"Level {f.int('level')}"
-    return f.str("level", required=False)
+def problem_of(dataset: str, v: dict) -> ProblemFields:
+    """The problem in one record's checked values (the kinds of pairstore.ingest.formats' `gsm8k` and
+    `math` fields read them: strings, a level or an answer given as an integer written as text); Problem
+    naming the field as `field: message` when it holds none."""
+    if dataset == "gsm8k":
+        gold = gsm8k_gold(v["answer"])
+        if gold is None:
+            raise FieldProblem("answer", "no '#### <answer>' line")
+        return ProblemFields(v["question"], v["answer"], gold)
+    gold = (v.get("answer") or "").strip() or last_boxed(v["solution"])
+    if gold is None:
+        raise FieldProblem("solution", "no \\boxed{...} answer (and no answer field)")
+    return ProblemFields(
+        v["problem"],
+        v["solution"],
+        gold,
+        subject=v.get("type") or v.get("subject"),
+        level=v.get("level"),
+        unique_id=v.get("unique_id"),
+    )
+
+
+class FieldProblem(ValueError):
+    """A record's value that breaks a rule of its dataset, with the field it is in."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
 
 
 def problem_fields(dataset: str, f: Fields) -> ProblemFields:
-    """The problem in one record of `dataset` (gsm8k or math); BadInput naming the field when it has none."""
-    if dataset == "gsm8k":
-        question, solution = f.str("question"), f.str("answer")
-        gold = gsm8k_gold(solution)
-        if gold is None:
-            raise f.error("answer", "no '#### <answer>' line")
-        return ProblemFields(question, solution, gold)
-    question, solution = f.str("problem"), f.str("solution")
-    gold = (f.str("answer", required=False, allow_int=True, allow_empty=True) or "").strip() or last_boxed(
-        solution
-    )
-    if gold is None:
-        raise f.error("solution", "no \\boxed{...} answer (and no answer field)")
-    return ProblemFields(
-        question,
-        solution,
-        gold,
-        subject=f.str("type", required=False) or f.str("subject", required=False),
-        level=_level(f),
-        unique_id=f.str("unique_id", required=False),
-    )
+    """The problem in one record of `dataset` (gsm8k or math), its fields read by the format's kinds;
+    BadInput naming the field when it has none."""
+    values = {}
+    for field in get_format("problems", dataset).fields:
+        if field.kind is None:
+            continue
+        v = f.rec.get(field.name)
+        if v is None:
+            if field.required:
+                raise f.error(field.name, "missing field")
+            continue
+        try:
+            values[field.name] = field.kind.value(v)
+        except Problem as e:
+            raise f.error(field.name, str(e)) from None
+        checked = field.kind.column(pa.array([values[field.name]], field.kind.arrow))
+        if checked.first_bad is not None:
+            raise f.error(field.name, checked.message)
+    try:
+        return problem_of(dataset, values)
+    except FieldProblem as e:
+        raise f.error(e.field, str(e)) from None

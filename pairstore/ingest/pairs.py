@@ -1,13 +1,17 @@
 """Ingest of pair files into `pairs` (written by pairstore.tables.pairs, which also holds what every
 producer of pairs shares: `PairsResult` and `write_pairs` past the holdout).
 
-pairstore ingest pairs past_round.parquet --source attached
+    pairstore ingest pairs past_round.parquet --source attached
+
+The file is read by pairstore.ingest.pair_files (every pair shape, read whole or refused) into checked
+Arrow batches; each batch's pairs and origins are built as columns (the pair ids and match keys a batch
+at a time, pairstore.ingest.keyed) and written in one transaction (add_pair_tables).
 """
 
 from __future__ import annotations
 
 import re
-from json.encoder import encode_basestring as _json_str  # what json.dumps writes for a string
+from json.encoder import encode_basestring as json_str  # what json.dumps writes for a string
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,37 +19,104 @@ import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import IngestResult, log_ingest, records_in
-from pairstore.ingest.bulk import PY_WHITESPACE, NotVectorized, flag_text, user_messages
-from pairstore.ingest.pair_files import ID_FIELDS, PLAIN_SCHEMA, plain_batches, read_pair_file
-from pairstore.keys import match_keys_of_texts, nfc_many, sha256_file, xxh128
-from pairstore.prefetch import prefetch
+from pairstore.ingest.batches import Batch
+from pairstore.ingest.keyed import prompt_match_keys
+from pairstore.ingest.kinds import PY_WHITESPACE
+from pairstore.ingest.pair_files import pair_batches
+from pairstore.ingest.pair_rows import ID_FIELDS
+from pairstore.keys import nfc_many, sha256_file, xxh128
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
-from pairstore.tables.pairs import (
-    ORIGIN_TABLE_SCHEMA,
-    PAIR_TABLE_SCHEMA,
-    Origin,
-    Pair,
-    add_pair_tables,
-    add_pairs,
-    check_pair,
-)
+from pairstore.tables.pairs import ORIGIN_TABLE_SCHEMA, PAIR_TABLE_SCHEMA, add_pair_tables
 
 
-def _refuse_unusable_pair(pair: Pair, path, line: int) -> None:
-    """A user's pair file is refused, not thinned: an empty side, identical sides or an empty prompt name
-    their line and field (miners drop such pairs by reason instead)."""
-    ok, reason = check_pair(pair)
-    if ok:
-        return
-    if reason == "empty side":
-        field = "chosen" if not pair.chosen.strip() else "rejected"
-        message = "empty or whitespace-only answer"
-    elif reason == "identical sides":
-        field, message = "rejected", "the same answer as chosen (a pair needs two different answers)"
-    else:
-        field, message = "prompt", "no user message with text"
-    raise BadInput(message, path=str(path), line=line, field=field)
+def _blank(col) -> list[bool]:
+    return pc.fill_null(
+        pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0), False
+    ).to_pylist()
+
+
+def refuse_unusable(batch: Batch) -> None:
+    """A user's pair file is refused, not thinned: an empty side, identical sides or a prompt without user
+    text names its line and field (miners drop such pairs by reason instead)."""
+    t = batch.table
+    chosen, rejected = t.column("chosen"), t.column("rejected")
+    empty_chosen, empty_rejected = _blank(chosen), _blank(rejected)
+    same = pc.fill_null(
+        pc.equal(
+            pc.utf8_trim(chosen, characters=PY_WHITESPACE), pc.utf8_trim(rejected, characters=PY_WHITESPACE)
+        ),
+        False,
+    ).to_pylist()
+    prompts = t.column("prompt").to_pylist()
+    for i in range(t.num_rows):
+        if empty_chosen[i]:
+            raise batch.error(i, "empty or whitespace-only answer", "chosen")
+        if empty_rejected[i]:
+            raise batch.error(i, "empty or whitespace-only answer", "rejected")
+        if same[i]:
+            raise batch.error(i, "the same answer as chosen (a pair needs two different answers)", "rejected")
+        if not any(m["role"] == "user" and m["content"].strip() for m in prompts[i]):
+            raise batch.error(i, "no user message with text", "prompt")
+
+
+def pair_ids(prompts: list, chosen: list, rejected: list) -> list[str]:
+    """pairstore.tables.pairs.pair_id_of of every row: the JSON list messages_content_id hashes, written out
+    with the batch's texts NFC-normalized in one call (tests/ingest/test_keyed.py compares)."""
+    flat = [f"{m['role']}:{m['content']}" for p in prompts for m in p]
+    texts = nfc_many(flat + list(chosen) + [r or "" for r in rejected])
+    n_flat, n = len(flat), len(chosen)
+    out, at = [], 0
+    for i, p in enumerate(prompts):
+        parts = [json_str(x) for x in texts[at : at + len(p)]]
+        at += len(p)
+        parts.append(json_str(texts[n_flat + i]))
+        parts.append("null" if rejected[i] is None else json_str(texts[n_flat + n + i]))
+        out.append(xxh128("[" + ", ".join(parts) + "]"))
+    return out
+
+
+def pair_tables(
+    batch: Batch, prefix: str, source: str, miner: str, version: str
+) -> tuple[pa.Table, pa.Table]:
+    """The pairs and origins (PAIR_TABLE_SCHEMA, ORIGIN_TABLE_SCHEMA) of one checked batch: origins the file
+    line and every id the row carries, once each."""
+    t = batch.table
+    n = t.num_rows
+    prompts, chosen, rejected = (t.column(c).to_pylist() for c in ("prompt", "chosen", "rejected"))
+    ids = pa.array(pair_ids(prompts, chosen, rejected), pa.string())
+    order = t.column("_row").combine_chunks()
+    task = t.column("task_key")
+    given = {
+        "pair_id": ids,
+        "kind": pc.if_else(pc.is_null(t.column("rejected")), "sft", "dpo"),
+        "prompt": t.column("prompt"),
+        "chosen": t.column("chosen"),
+        "rejected": t.column("rejected"),
+        "source": pa.array([source] * n, pa.string()),
+        "family": t.column("family"),
+        "miner": pa.array([miner] * n, pa.string()),
+        "miner_version": pa.array([version] * n, pa.string()),
+        "match_key": pa.array(prompt_match_keys(t.column("prompt")), pa.string()),
+        "task_key": pc.if_else(pc.fill_null(pc.equal(task, ""), False), pa.scalar(None, pa.string()), task),
+        "_order": order,
+    }
+    pairs = pa.table([given[f.name] for f in PAIR_TABLE_SCHEMA], schema=PAIR_TABLE_SCHEMA)
+    rule = f"ingest pairs --source {source}"
+    id_cols = [t.column(name).to_pylist() for name in ID_FIELDS]
+    more = t.column("origin_ids").to_pylist()
+    rows: dict[str, list] = {name: [] for name in ORIGIN_TABLE_SCHEMA.names}
+    for i in range(n):
+        pid, at = ids[i].as_py(), order[i].as_py()
+        found = [("import", f"{prefix}:{batch.line(i)}")] + [
+            ("file_id", oid)
+            for oid in dict.fromkeys([c[i] for c in id_cols if c[i] is not None] + list(more[i] or []))
+        ]
+        for kind, oid in found:
+            for name, v in zip(ORIGIN_TABLE_SCHEMA.names, (pid, kind, oid, rule, miner, at)):
+                rows[name].append(v)
+    origins = pa.table(rows, schema=ORIGIN_TABLE_SCHEMA)
+    return pairs, origins
 
 
 def ingest_pairs(
@@ -57,149 +128,34 @@ def ingest_pairs(
     miner_version: str = "1",
     progress: bool = False,
 ) -> IngestResult:
-    """Pairs from a pair file in any layout pairstore.ingest.pair_files reads; each row's origins are (file
+    """Pairs from a pair file in any shape pairstore.ingest.pair_files reads; each row's origins are (file
     SHA-256 prefix, line) and every id the row carries (`battle_id`, `id`, `question_id`, ...). A missing or
     null `rejected` makes an NLL-only `sft` row. A row with an empty side, identical sides or an empty prompt
     is refused (BadInput naming its line and field)."""
     if not source or not re.fullmatch(r"[A-Za-z0-9_.\-]+", source):
         raise BadInput("--source must be letters, digits, '.', '_' or '-'", field="source")
-    result = IngestResult("pairs", str(path))
-    if _ingest_plain(store, path, source, miner, miner_version, result, progress):
-        return result
-    rows = read_pair_file(path, require_chosen=True)
-    prefix = sha256_file(path)[:16]
-    result.read = len(rows)
-    pairs = []
-    for r in rows:
-        pair = Pair(
-            prompt=r.prompt,
-            chosen=r.required_chosen,
-            rejected=r.rejected,
-            source=source,
-            family=r.family,
-            task_key=r.task_key,
-            # the file line, and every id the row carries (a held-out battle_id is found by id at export)
-            origins=[Origin("import", f"{prefix}:{r.line}", f"ingest pairs --source {source}")]
-            + [
-                Origin("file_id", oid, f"ingest pairs --source {source}")
-                for oid in dict.fromkeys(r.origin_ids)
-            ],
-        )
-        _refuse_unusable_pair(pair, path, r.line)
-        pairs.append(pair)
-    with store.transaction():
-        added = add_pairs(store, pairs, miner=miner, miner_version=miner_version)
-        result.added = added.added
-        result.skipped.update(added.dropped)
-        log_ingest(store, path, "pairs", result.read, result.added)
-    return result
-
-
-# -- the plain layout as Arrow columns ----------------------------------------------------------------------
-
-
-def _unusable(table: pa.Table) -> pa.Array:
-    """Rows _refuse_unusable_pair refuses (an empty side, identical sides, an empty prompt): the row path
-    then names the first one's line and field."""
-    chosen, rejected = (
-        pc.utf8_trim(table.column(n), characters=PY_WHITESPACE) for n in ("chosen", "rejected")
-    )
-    blank = pc.or_kleene(pc.equal(pc.utf8_length(chosen), 0), pc.equal(pc.utf8_length(rejected), 0))
-    same = pc.equal(chosen, rejected)
-    return pc.fill_null(pc.or_kleene(pc.or_kleene(blank, same), flag_text(table.column("prompt"))), False)
-
-
-_NULL = "null"
-
-
-def _pair_ids(prompts: list, chosen: list, rejected: list) -> list[str]:
-    """pair_id_of([user message], chosen, rejected) of each row: the JSON list messages_content_id hashes,
-    written out (tests/ingest/test_ingest_bulk_pairs.py compares)."""
-    users = nfc_many(["user:" + p for p in prompts])
-    firsts, seconds = nfc_many(chosen), nfc_many([r or "" for r in rejected])
-    return [
-        xxh128(f"[{_json_str(u)}, {_json_str(c)}, {_NULL if r is None else _json_str(s)}]")
-        for u, c, s, r in zip(users, firsts, seconds, rejected)
-    ]
-
-
-def _plain_tables(table: pa.Table, before: int, prefix: str, source: str, miner: str, version: str):
-    """The pairs and origins (PAIR_TABLE_SCHEMA, ORIGIN_TABLE_SCHEMA) of one checked batch, as the row
-    path builds them: origins the file line and every id the row carries, once each."""
-    n = table.num_rows
-    col = {name: table.column(name) for name in PLAIN_SCHEMA.names}
-    prompts, chosen, rejected = (col[c].to_pylist() for c in ("prompt", "chosen", "rejected"))
-    ids = pa.array(_pair_ids(prompts, chosen, rejected), pa.string())
-    order = pa.array(range(before, before + n), pa.int64())
-    no_task = pc.fill_null(pc.equal(col["task_key"], ""), False)
-    given = {
-        "pair_id": ids,
-        "kind": pc.if_else(pc.is_null(col["rejected"]), "sft", "dpo"),
-        "prompt": user_messages(col["prompt"].combine_chunks()),
-        "chosen": col["chosen"],
-        "rejected": col["rejected"],
-        "source": pa.array([source] * n, pa.string()),
-        "family": col["family"],
-        "miner": pa.array([miner] * n, pa.string()),
-        "miner_version": pa.array([version] * n, pa.string()),
-        "match_key": pa.array(match_keys_of_texts(prompts), pa.string()),
-        "task_key": pc.if_else(no_task, pa.scalar(None, pa.string()), col["task_key"]),
-        "_order": order,
-    }
-    pairs = pa.table([given[f.name] for f in PAIR_TABLE_SCHEMA], schema=PAIR_TABLE_SCHEMA)
-    rule = f"ingest pairs --source {source}"
-    lines = [f"{prefix}:{i + 1}" for i in range(before, before + n)]
-    parts = [(ids, "import", pa.array(lines, pa.string()), order)]
-    for name in ID_FIELDS:
-        present = pc.invert(pc.is_null(col[name]))
-        if pc.any(present).as_py():
-            parts.append((ids.filter(present), "file_id", col[name].filter(present), order.filter(present)))
-    origins = pa.concat_tables(
-        pa.table(
-            [pid, pa.array([kind] * len(pid), pa.string()), oid, pa.array([rule] * len(pid), pa.string()),
-             pa.array([miner] * len(pid), pa.string()), at],
-            schema=ORIGIN_TABLE_SCHEMA,
-        )
-        for pid, kind, oid, at in parts
-    )  # fmt: skip
-    return pairs, origins
-
-
-def _ingest_plain(store: Store, path, source, miner, version, result: IngestResult, progress) -> bool:
-    """A plain-layout JSONL pair file (prompt, chosen and rejected as strings) read in Arrow batches and
-    written as columns (add_pair_tables), the same pairs and origins the row path writes. False (nothing
-    written) where the file or a row needs the row path, which reads it again and names the first bad
-    row's line and field. The next batch is read and checked in a thread (pairstore.prefetch; Arrow's
-    reader works without the GIL) while this one is keyed."""
     if not Path(path).is_file():
-        return False  # the row path names what is missing
-    lines = records_in(path)
+        raise BadInput("no such file" if not Path(path).exists() else "a folder, not a file", path=str(path))
+    result = IngestResult("pairs", str(path))
     sha = sha256_file(path)
     pairs, origins = [], []
-    read = 0
-    try:
-        with as_progress(progress).stage("ingest pairs: read", total=lines, unit="records") as stage:
-            batches = prefetch(plain_batches(path, True, _unusable), depth=1, name="pairstore-ingest-pairs")
-            try:
-                for table in batches:
-                    batch_pairs, batch_origins = _plain_tables(table, read, sha[:16], source, miner, version)
-                    pairs.append(batch_pairs)
-                    origins.append(batch_origins)
-                    read += table.num_rows
-                    stage.advance(table.num_rows)
-            finally:
-                batches.close()
-    except NotVectorized:  # FlaggedRecord too: the row path raises that record's error
-        return False
-    if not read or read != lines:
-        return False  # blank lines: row numbers would not be line numbers
+    with as_progress(progress).stage("ingest pairs: read", total=records_in(path), unit="records") as stage:
+        for batch in pair_batches(path, require_chosen=True):
+            refuse_unusable(batch)
+            got = pair_tables(batch, sha[:16], source, miner, miner_version)
+            pairs.append(got[0])
+            origins.append(got[1])
+            result.read += batch.table.num_rows
+            stage.advance(batch.table.num_rows)
     with store.transaction():
         added = add_pair_tables(
             store,
-            pa.concat_tables(pairs, promote_options="none"),
-            pa.concat_tables(origins, promote_options="none"),
+            pa.concat_tables(pairs, promote_options="none") if pairs else PAIR_TABLE_SCHEMA.empty_table(),
+            pa.concat_tables(origins, promote_options="none")
+            if origins
+            else ORIGIN_TABLE_SCHEMA.empty_table(),
         )
-        result.read, result.added = read, added.added
+        result.added = added.added
         result.skipped.update(added.dropped)
         log_ingest(store, path, "pairs", result.read, result.added, sha256=sha)
-    return True
+    return result

@@ -30,7 +30,9 @@ from pathlib import Path
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.dataset_files import DatasetRecord, read_dataset
-from pairstore.ingest.records import Fields
+from pairstore.ingest.declare import Unread
+from pairstore.ingest.formats import get_format
+from pairstore.ingest.records import Fields, unit_of
 from pairstore.keys import content_id, seeded_rank
 from pairstore.store.store import Store
 from pairstore.tables.pairs import Origin, Pair, PairsResult, declare_sources, write_pairs
@@ -77,15 +79,6 @@ def ultrafeedback_records(
     return _hub_records(split) if path is None else read_dataset(path, split=split)
 
 
-def _answer_and_prompt(f: Fields, name: str) -> tuple[list[dict], str]:
-    msgs = f.messages(name)
-    if msgs[-1]["role"] != "assistant":
-        raise f.error(name, "the last message must be the assistant's answer")
-    if len(msgs) < 2 or msgs[-2]["role"] != "user":
-        raise f.error(name, "expected the user turn before the assistant's answer")
-    return msgs[:-1], msgs[-1]["content"]
-
-
 def import_ultrafeedback(
     store: Store,
     *,
@@ -100,16 +93,19 @@ def import_ultrafeedback(
     if split.startswith("test"):
         raise BadInput(f"split {split!r} is a test split: never trained on", field="split")
     result = PairsResult(PRODUCER, VERSION)
+    fmt = get_format("pairs", "ultrafeedback")
+    unread = Unread(fmt)
     rows = []
     for r in ultrafeedback_records(path, split=split):
         f = Fields(r.record, r.path, r.line)
-        prompt_text = f.str("prompt")
-        prompt_id = f.str("prompt_id", required=False) or content_id(prompt_text)
-        prompt, chosen = _answer_and_prompt(f, "chosen")
-        rejected_prompt, rejected = _answer_and_prompt(f, "rejected")
-        if rejected_prompt != prompt:
-            raise f.error("rejected", "its turns before the answer differ from chosen's")
-        rows.append((prompt_id, prompt, chosen, rejected, f.float("score_chosen"), f.float("score_rejected")))
+        unread.check(r.record, r.path, r.line, unit_of(r.path))
+        row = fmt.parse(f)  # type: ignore[misc]  # a records format
+        if row["rejected"] is None:
+            raise f.error("rejected", "missing field")
+        asked = f.rec.get("prompt") if isinstance(f.rec.get("prompt"), str) else row["prompt"][-1]["content"]
+        prompt_id = row.get("prompt_id") or content_id(asked)
+        scores = (f.float("score_chosen"), f.float("score_rejected"))
+        rows.append((prompt_id, row["prompt"], row["chosen"], row["rejected"], *scores))
     result.stats["rows"] = len(rows)
     if limit is not None and len(rows) > limit:
         ranked = sorted(range(len(rows)), key=lambda k: (seeded_rank(seed, rows[k][0]), k))

@@ -12,6 +12,7 @@ never slip into a training mixture.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -179,9 +180,12 @@ def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin
         return add_staged_scores(store, "_scores", path=path)
 
 
-def add_staged_scores(store: Store, incoming: str, *, path) -> int:
+def add_staged_scores(
+    store: Store, incoming: str, *, path, where: Callable[[int], tuple[str, int]] | None = None
+) -> int:
     """add_scores of rows already in DuckDB: `incoming` is a table or view with SCORE_SCHEMA's columns, one
-    row per (model, suite, item); they are inserted in `_line` order. Call inside a transaction."""
+    row per (model, suite, item); they are inserted in `_line` order. `where` turns a row's `_line` into
+    the file and line a message names, where `_line` is another order. Call inside a transaction."""
     cols = [c for c in SCORE_SCHEMA.names if not c.startswith("_")]
     compared = list(COMPARED_COLUMNS)
     con = store.con
@@ -192,6 +196,8 @@ def add_staged_scores(store: Store, incoming: str, *, path) -> int:
         WHERE {differs} ORDER BY i._line LIMIT 1""").fetchall()
     if clash:
         model, suite, item, line = clash[0]
+        if where is not None:
+            path, line = where(line)
         raise BadInput(
             f"model {model!r} suite {suite!r} item {item!r} is already stored with a "
             "different result (use another --model or --suite name for a re-run)",

@@ -224,7 +224,10 @@ def test_round_attach_registers_an_outside_file(setup, tmp_path, run_cli, write_
         # new pairs: prompt as a string, answers as message lists; with and without a source column
         {
             "prompt": "An outside question about rivers?",
-            "chosen": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "Rivers flow."}],
+            "chosen": [
+                {"role": "user", "content": "An outside question about rivers?"},
+                {"role": "assistant", "content": "Rivers flow."},
+            ],
             "rejected": [{"role": "assistant", "content": "Rivers fly."}],
         },
         {"prompt": "Another outside question?", "chosen": "Yes.", "rejected": "No.", "source": "battle"},

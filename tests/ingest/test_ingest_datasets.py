@@ -110,9 +110,7 @@ def test_ultrafeedback_bad_record_names_file_line_field_and_writes_nothing(store
         f.write(json.dumps(rows[0]) + "\n\n" + json.dumps(rows[1]) + "\n" + json.dumps(rows[2]) + "\n")
     with pytest.raises(BadInput) as e:
         import_ultrafeedback(store, path=path)
-    assert str(e.value) == (
-        f"{path}, line 4, field 'chosen': the last message must be the assistant's answer"
-    )
+    assert str(e.value) == (f"{path}, line 4, field 'chosen': message list has no assistant message")
     assert store.scalar("SELECT count(*) FROM pairs") == 0
     bad = [uf_row(0), uf_row(1)]
     bad[1]["rejected"] = [

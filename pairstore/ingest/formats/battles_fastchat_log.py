@@ -1,5 +1,5 @@
-"""FastChat's raw vote logs (`<date>-conv.json`, one JSON object a line), read as the Arena's web server
-writes them.
+"""`fastchat-log`: FastChat's raw vote logs (`<date>-conv.json`, one JSON object a line), read as the
+Arena's web server writes them.
 
     pairstore ingest battles logs/2024-05-01-conv.json --format fastchat-log --own-model my-model
     pairstore ingest battles logs/ --format fastchat-log --own-model my-model     # every *-conv.json, by name
@@ -25,7 +25,11 @@ Dropped, by the reason FastChat's own cleaning (fastchat/serve/monitor/clean_bat
 Also dropped here, where FastChat's cleaning would keep a row that cannot be a battle: 'user turns
 differ' (the two sides did not get the same prompts) and 'not alternating'. Not done here: FastChat's
 renaming of old model names (gpt-4 -> gpt-4-0314 by date, bard -> palm-2, ...): names are kept as logged;
-the IP address is not stored (the annotator is unknown).
+the IP address is not stored (the annotator is unknown). The left state is the own model's side
+when it is model A: the side is its position.
+
+A state's `system_message` is its chat template's system prompt (the template's, the same for every
+battle of that model, which the voter never wrote): listed as metadata, not read.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 from pairstore.errors import BadInput
 from pairstore.ingest.arena import ArenaBattle
+from pairstore.ingest.declare import ID, LABEL, META, MODEL, SETTING, TEXT, TIME, Field, Format, declare
 from pairstore.ingest.records import Fields
 
 VOTE_TYPES = {"leftvote": "a", "rightvote": "b", "tievote": "tie", "bothbad_vote": "both_bad"}
@@ -178,4 +183,45 @@ def parse_fastchat_log(f: Fields) -> ArenaBattle | str:
         VOTE_TYPES[kind],
         voted_at=datetime.fromtimestamp(tstamp, tz=UTC).replace(tzinfo=None),
         anonymous=anonymous,
+        origin=FORMAT.name,
     )
+
+
+FORMAT = declare(
+    Format(
+        name="fastchat-log",
+        table="battles",
+        summary="FastChat's raw vote logs (`<date>-conv.json`, one JSON object a line, or a folder of them), "
+        "cleaned as FastChat's own cleaning does.",
+        notes="Only vote lines (leftvote, rightvote, tievote, bothbad_vote) are read; the chat and "
+        "regenerate lines of the same log are counted as 'not a vote'. The left state is model A.",
+        fields=(
+            Field(
+                "type",
+                LABEL,
+                "the kind of line (a vote: leftvote, rightvote, tievote, bothbad_vote)",
+                required=True,
+            ),
+            Field("tstamp", TIME, "when the vote was cast, epoch seconds (`voted_at`)", required=True),
+            Field("models", MODEL, "the two names shown (empty or Model A/B when anonymous)", required=True),
+            Field(
+                "states[].messages",
+                TEXT,
+                "each side's conversation, [role, text] pairs",
+                role="user turns, own and opponent answers",
+                required=True,
+            ),
+            Field("states[].conv_id", ID, "the conversation's id (the left one is `battle_id`)"),
+            Field("states[].model_name", MODEL, "the model behind the side"),
+            Field("states[].offset", SETTING, "where the conversation starts in `messages`"),
+            Field("states[].system_message", META, "the chat template's own system prompt (not the user's)"),
+            Field("states[].roles", LABEL, "the template's role names"),
+            Field("states[].template_name", LABEL, "the chat template's name"),
+            Field("ip", META, "the voter's IP address (not stored)"),
+        ),
+        signature=("type", "models", "states"),
+        parse=parse_fastchat_log,
+        files=log_files,
+        order=30,
+    )
+)

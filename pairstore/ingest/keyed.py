@@ -1,0 +1,115 @@
+"""The keys and hashes of staged rows, a batch at a time: what no SQL function computes.
+
+    prompt_match_keys(table.column("prompt"))     # keys.match_key of each prompt
+    record_jsons(table, always=(...), optional=(...))  # json.dumps(row, sort_keys=True, default=str,
+                                                   #            ensure_ascii=False) of each row
+
+Each gives, for a whole Arrow column, exactly what the one-value definition in pairstore.keys (or
+json.dumps) gives for each value: tests/ingest/test_keyed.py holds them equal on generated rows. They
+are faster because the normalization runs once over a batch's texts (normalize.word_texts) and a row's
+JSON is one format string filled with each column's pieces, written once per column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from json.encoder import encode_basestring as json_str  # what json.dumps writes for a string
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pairstore.keys import key_of_text
+from pairstore.normalize import TURN_SEP, word_texts
+
+
+def _array(col) -> pa.Array:
+    return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def prompt_match_keys(prompts) -> list[str | None]:
+    """pairstore.keys.match_key of every prompt (a MSG_TYPE column; None for a null prompt): the user
+    turns of the whole batch normalized in one call."""
+    prompts = _array(prompts)
+    n = len(prompts)
+    flat = prompts.flatten()
+    user = pc.fill_null(pc.equal(flat.field("role"), "user"), False)
+    texts = flat.field("content").filter(user).to_pylist()
+    words = word_texts(texts)
+    parents = pc.list_parent_indices(prompts).filter(user).to_numpy(zero_copy_only=False)
+    counts = np.bincount(parents, minlength=n) if len(parents) else np.zeros(n, dtype=np.int64)
+    keys: list[str | None] = []
+    at = 0
+    valid = prompts.is_valid().to_pylist()
+    for i in range(n):
+        c = int(counts[i])
+        keys.append(key_of_text(TURN_SEP.join(words[at : at + c])) if valid[i] else None)
+        at += c
+    return keys
+
+
+def _pieces(col) -> list[str | None]:
+    """The JSON text of every value of a column (None for a null), as json.dumps(..., default=str,
+    ensure_ascii=False, sort_keys=True) writes it inside a row."""
+    arr = _array(col)
+    t = arr.type
+    values = arr.to_pylist()
+    if pa.types.is_string(t):
+        return [None if v is None else json_str(v) for v in values]
+    if pa.types.is_boolean(t):
+        return [None if v is None else ("true" if v else "false") for v in values]
+    if pa.types.is_integer(t):
+        return [None if v is None else str(v) for v in values]
+    if pa.types.is_timestamp(t):
+        return [None if v is None else json_str(str(v)) for v in values]
+    if pa.types.is_list(t) and pa.types.is_string(t.value_type):
+        return [None if v is None else "[" + ", ".join(map(json_str, v)) + "]" for v in values]
+    if pa.types.is_list(t) and pa.types.is_struct(t.value_type):
+        names = sorted(t.value_type.field(i).name for i in range(t.value_type.num_fields))
+        return [
+            None
+            if v is None
+            else "["
+            + ", ".join("{" + ", ".join(f"{json_str(k)}: {_scalar(m[k])}" for k in names) + "}" for m in v)
+            + "]"
+            for v in values
+        ]
+    raise TypeError(f"no JSON writer for a {t} column")
+
+
+def _scalar(v) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, str):
+        return json_str(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _template(names: Sequence[str]) -> tuple[str, list[str]]:
+    chosen = sorted(names)
+    return "{{" + ", ".join(f"{json_str(k)}: {{}}" for k in chosen) + "}}", chosen
+
+
+def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
+    """The JSON object of each row (keys sorted): the `always` columns whatever their value (null
+    included), each `optional` column only where it is not null; json.dumps(row, sort_keys=True,
+    default=str, ensure_ascii=False) of the same dict."""
+    n = table.num_rows
+    pieces = {name: _pieces(table.column(name)) for name in (*always, *optional)}
+    given = [name for name in optional if any(p is not None for p in pieces[name])]
+    if not given:  # the common batch: one template for every row
+        fmt, names = _template(always)
+        columns = [[p or "null" for p in pieces[k]] for k in names]
+        return [fmt.format(*row) for row in zip(*columns)] if names else [fmt] * n
+    templates: dict[tuple[str, ...], tuple[str, list[str]]] = {}
+    out = []
+    for i in range(n):
+        pattern = tuple(name for name in given if pieces[name][i] is not None)
+        got = templates.get(pattern)
+        if got is None:
+            got = templates[pattern] = _template((*always, *pattern))
+        fmt, names = got
+        out.append(fmt.format(*(pieces[k][i] or "null" for k in names)))
+    return out
