@@ -92,13 +92,22 @@ def build_report(
     return Report(model, sections, [part(facts, built) for part in CARD])
 
 
-def build_section(store: Store, key: str, model: str = "", **options: object) -> Section:
-    """The section `key` alone (`model` and `options` as build_report takes them; a section that does not
-    read the lineage needs no model)."""
+def build_section(
+    store: Store,
+    key: str,
+    model: str = "",
+    *,
+    tokenizer: str | None = None,
+    incumbent: str | None = None,
+    all_models: bool = False,
+) -> Section:
+    """The section `key` alone, its options as build_report takes them (a section that does not read the
+    lineage needs no model)."""
     by_key = {spec.key: spec for spec in SECTIONS}
     if key not in by_key:
         raise NotFound(f"no report section {key!r} (sections: {', '.join(by_key)})")
-    return by_key[key].build(ReportFacts(store, model, **options))  # type: ignore[arg-type]
+    facts = ReportFacts(store, model, tokenizer=tokenizer, incumbent=incumbent, all_models=all_models)
+    return by_key[key].build(facts)
 
 
 def _only_a_report(out: Path) -> bool:

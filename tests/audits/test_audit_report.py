@@ -9,8 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from audits.report import SECTIONS, write_report
+from audits.report import SECTIONS, build_section, write_report
 from audits.report_facts import ReportFacts
+from audits.report_render import Report, Section, render_html, render_markdown
+from pairstore.errors import NotFound
 from pairstore.holdout.ngrams import register_benchmark
 from pairstore.holdout.sets import add_members
 from pairstore.keys import match_key, match_text, sha256_file
@@ -217,6 +219,20 @@ def test_report_is_deterministic(store, tmp_path):
     second = write_report(store, "s1", tmp_path / "two")
     assert open(first["html"], "rb").read() == open(second["html"], "rb").read()
     assert first["sections"] == [spec.key for spec in SECTIONS]
+
+
+def test_sections_are_declared_once_and_the_outputs_are_assembled_from_the_list():
+    keys = [spec.key for spec in SECTIONS]
+    assert len(set(keys)) == len(keys) and all(spec.title and spec.reads for spec in SECTIONS)
+    # The assembly reads whatever sections it is given, in their order: contents line, nav and headings.
+    rep = Report("m", [Section("b", "Second"), Section("a", "First", ["text"])], ["## Card", "## More"])
+    md, page = render_markdown(rep), render_html(rep)
+    assert "Sections: Second, First." in md and md.index("## Second") < md.index("## First")
+    assert md.endswith("## Card\n\n## More")
+    assert '<li><a href="#b">Second</a></li><li><a href="#a">First</a></li>' in page
+    assert page.index('<section id="b">') < page.index('<section id="a">')
+    with pytest.raises(NotFound, match="no report section 'nope'"):
+        build_section(None, "nope")
 
 
 def test_report_unknown_model(store, run_cli):
