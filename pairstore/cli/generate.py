@@ -3,9 +3,11 @@ or as a held-out suite."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from generators.registry import family_listing, resolve_families
+from generators.registry import family_listing, family_specs, resolve_families
 from generators.tasks import generate_loopfix
 from pairstore.cli.base import (
     check_seed,
@@ -16,6 +18,22 @@ from pairstore.cli.base import (
     listing_options,
     open_db,
 )
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+
+def complete_families(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Shell completion of --families: the declared names not typed yet, after the comma-separated ones."""
+    from click.shell_completion import CompletionItem
+
+    typed, comma, last = incomplete.rpartition(",")
+    done = set(typed.split(","))
+    return [
+        CompletionItem(f"{typed}{comma}{name}")
+        for name in family_specs()
+        if name.startswith(last) and name not in done
+    ]
 
 
 @click.group("generate")
@@ -37,6 +55,7 @@ def generate_group() -> None:
     default=None,
     help="Comma-separated family names (default: the families `pairstore generate families` marks "
     "default, the loop-fix families).",
+    shell_complete=complete_families,
 )
 @click.option(
     "--suite",

@@ -222,3 +222,15 @@ def test_the_store_log_records_each_familys_version(tmp_path):
 
 def test_families_are_one_instance_each():
     assert all(families()[name] is spec.family for name, spec in family_specs().items())
+
+
+def test_families_complete_from_the_declarations():
+    from pairstore.cli.generate import complete_families
+
+    def offered(typed: str) -> list[str]:
+        return [item.value for item in complete_families(None, None, typed)]
+
+    assert offered("") == list(family_specs())
+    assert offered("lett") == ["letter_count", "letter_removal"]
+    assert offered("letter_count,lett") == ["letter_count,letter_removal"]
+    assert offered("digit_sum,") == [f"digit_sum,{n}" for n in family_specs() if n != "digit_sum"]
