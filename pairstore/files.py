@@ -34,8 +34,12 @@ import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 from pairstore.errors import PairstoreError
+
+# A path as the functions here and their callers take it: a string or any os.PathLike of str.
+StrPath: TypeAlias = "str | os.PathLike[str]"
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)

@@ -20,6 +20,7 @@ from pairstore.errors import BadInput
 from pairstore.keys import match_key
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
     from pairstore.store.store import Store
 
 # Where lm-evaluation-harness docs keep the question, by task family (GSM8K, MATH, MMLU, IFEval, ARC,
@@ -90,7 +91,7 @@ _ITEM_SCHEMA = pa.schema(
 )
 
 
-def lm_eval_doc_text(doc) -> str | None:
+def lm_eval_doc_text(doc: object) -> str | None:
     """The question text of an lm-evaluation-harness doc (the held-out part; the few-shot examples in a
     sample's `arguments` are training items and are not taken). None when the doc holds no text."""
     if not isinstance(doc, dict):
@@ -171,7 +172,7 @@ def replace_scores(
     return table.num_rows
 
 
-def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin: str, path) -> int:
+def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin: str, path: StrPath) -> int:
     """Scores made elsewhere (rows with item_id, SCORE_COLUMNS and `_line`): new ones are inserted; one
     already stored with another result is an error naming its line, never a silent overwrite."""
     table = _score_table(model, suite, rows, origin)
@@ -179,7 +180,7 @@ def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin
         return add_staged_scores(store, "_scores", path=path)
 
 
-def add_staged_scores(store: Store, incoming: str, *, path) -> int:
+def add_staged_scores(store: Store, incoming: str, *, path: StrPath) -> int:
     """add_scores of rows already in DuckDB: `incoming` is a table or view with SCORE_SCHEMA's columns, one
     row per (model, suite, item); they are inserted in `_line` order. Call inside a transaction."""
     cols = [c for c in SCORE_SCHEMA.names if not c.startswith("_")]
