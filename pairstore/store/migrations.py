@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -17,10 +18,13 @@ from pairstore.holdout.ngrams import benchmark_tables
 from pairstore.keys import TURN_SEP, key_of_text, match_key, match_text
 from pairstore.normalize import word_text
 
+if TYPE_CHECKING:
+    import duckdb
+
 MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
 
 
-def m001_core(con):
+def m001_core(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"""
     CREATE TABLE battles (
         battle_id        VARCHAR PRIMARY KEY,
@@ -255,7 +259,7 @@ def m001_core(con):
     """)
 
 
-def m002_views(con):
+def m002_views(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
     CREATE VIEW pairs_by_source AS
         SELECT source, family, kind, count(*) AS pairs
@@ -279,7 +283,7 @@ def m002_views(con):
     """)
 
 
-def _rekey(con, table: str, id_cols: tuple[str, ...], text_col: str) -> None:
+def _rekey(con: duckdb.DuckDBPyConnection, table: str, id_cols: tuple[str, ...], text_col: str) -> None:
     """Recompute `table.match_key` from `text_col` (a string or messages): the rows stream through once,
     then one UPDATE (the connection runs one statement at a time)."""
     ids: dict[str, list] = {c: [] for c in id_cols}
@@ -310,13 +314,13 @@ _KEYED_TABLES = (
 )
 
 
-def _rekey_stored_rows(con) -> None:
+def _rekey_stored_rows(con: duckdb.DuckDBPyConnection) -> None:
     """Every stored row's match key recomputed by today's normalization (a migration that changes keys)."""
     for table, id_cols, text_col in _KEYED_TABLES:
         _rekey(con, table, id_cols, text_col)
 
 
-def _rekey_benchmarks(con) -> None:
+def _rekey_benchmarks(con: duckdb.DuckDBPyConnection) -> None:
     """Every registered benchmark's keys and n-grams rebuilt by today's normalization."""
     for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
         items = con.execute(
@@ -340,7 +344,7 @@ def _rekey_benchmarks(con) -> None:
             con.unregister("_rekeyed_ngrams")
 
 
-def _evidence_sha(evidence) -> str | None:
+def _evidence_sha(evidence: str | None) -> str | None:
     """SHA-256 of the evidence file an export wrote, rebuilt from the JSON the registry stored with it."""
     if evidence is None:
         return None
@@ -348,7 +352,7 @@ def _evidence_sha(evidence) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def m003_disguise_proof_keys_and_evidence(con):
+def m003_disguise_proof_keys_and_evidence(con: duckdb.DuckDBPyConnection) -> None:
     """Match keys that survive disguise (pairstore.normalize), recomputed for every stored row; the
     registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
     _rekey_stored_rows(con)
@@ -387,7 +391,7 @@ def m003_disguise_proof_keys_and_evidence(con):
         )
 
 
-def m004_public_sources(con):
+def m004_public_sources(con: duckdb.DuckDBPyConnection) -> None:
     """What the public sources carry besides the core fields: Arena battles' language, moderation flag and
     anonymity; a MATH-500-shaped problem's own id."""
     con.execute("""
@@ -398,13 +402,13 @@ def m004_public_sources(con):
     """)
 
 
-def m005_scratch_schema_for_sql_write(con):
+def m005_scratch_schema_for_sql_write(con: duckdb.DuckDBPyConnection) -> None:
     """The schema `pairstore sql --write` keeps the user's own tables and views in (pairstore.store.sql):
     everything else in the file is pairstore's."""
     con.execute("CREATE SCHEMA IF NOT EXISTS scratch")
 
 
-def m006_three_verdicts(con):
+def m006_three_verdicts(con: duckdb.DuckDBPyConnection) -> None:
     """`generations.verdict` takes a third value, 'unknown' (the verifier cannot tell: no committed
     answer, an undecidable comparison, verifiers that disagree), with the reason in `verdict_reason`
     and each verifier's reading in `verdict_readings`. DuckDB cannot alter a CHECK constraint, so the
@@ -412,7 +416,7 @@ def m006_three_verdicts(con):
     copied as they are."""
     # pairstore's own table: a user's scratch.generations (pairstore sql --write) is not it
     mine = "database_name = current_database() AND schema_name = 'main' AND table_name = 'generations'"
-    ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchone()[0]
+    ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchall()[0][0]
     old_check = "CHECK((verdict IN ('correct', 'wrong', 'unscored')))"
     if old_check not in ddl:
         raise RuntimeError("generations.verdict's CHECK constraint is not the one m006 replaces")
@@ -435,7 +439,7 @@ def m006_three_verdicts(con):
     """)
 
 
-def m007_votes_from_the_browser(con):
+def m007_votes_from_the_browser(con: duckdb.DuckDBPyConnection) -> None:
     """Who voted and how the pair was shown: a battle's annotator, the side the own model's answer was shown
     on, the decoding settings and the way it came in; a judgment's annotator, the judge prompt's hash, the
     kind of item judged and the heavy flaws ticked per side."""
@@ -454,7 +458,7 @@ def m007_votes_from_the_browser(con):
     """)
 
 
-def m008_keys_of_the_normalization_pipeline(con):
+def m008_keys_of_the_normalization_pipeline(con: duckdb.DuckDBPyConnection) -> None:
     """Match keys and texts recomputed for the normalization pipeline of pairstore.normalize (escapes
     and markup decoded, digits of every script, case folding for every script, number forms, punctuation
     as a word break), for every stored row, holdout member and benchmark n-gram."""
