@@ -61,7 +61,7 @@ class OpenAIChat:
     api_key: str | None = None
     settings: dict = field(default_factory=dict)
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.base_url = self.base_url.rstrip("/")
         self.settings = {"endpoint": self.base_url, "temperature": 0.0, "max_tokens": self.max_tokens}
 
