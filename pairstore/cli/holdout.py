@@ -24,7 +24,7 @@ from pairstore.holdout.sets import (
 
 
 @click.group("holdout")
-def holdout_group():
+def holdout_group() -> None:
     """Named holdout sets that no training mixture may touch."""
 
 
@@ -38,7 +38,7 @@ def holdout_group():
 )
 @json_option
 @click.pass_context
-def holdout_add_cmd(ctx, set_name, ids_file, as_json):
+def holdout_add_cmd(ctx: click.Context, set_name: str, ids_file: str, as_json: bool) -> None:
     """Add the ids in a file to holdout SET (created if new)."""
     with open_db(ctx) as store:
         n = add_from_ids_file(store, set_name, ids_file)
@@ -55,7 +55,9 @@ def holdout_add_cmd(ctx, set_name, ids_file, as_json):
 @click.option("--where", help="SQL filter over battles to sample from.")
 @json_option
 @click.pass_context
-def holdout_sample_cmd(ctx, set_name, n, seed, where, as_json):
+def holdout_sample_cmd(
+    ctx: click.Context, set_name: str, n: int, seed: int, where: str | None, as_json: bool
+) -> None:
     """Sample N battles into SET, stratified by vote and category (deterministic under --seed)."""
     with open_db(ctx) as store:
         ids = sample_holdout(store, set_name, n=n, seed=seed, where=where)
@@ -115,7 +117,7 @@ def holdout_show_cmd(ctx: click.Context, set_name: str, output: str) -> None:
 @click.option("--reason", required=True, help="Why (kept in the audit log).")
 @json_option
 @click.pass_context
-def holdout_remove_cmd(ctx, set_name, item_id, reason, as_json):
+def holdout_remove_cmd(ctx: click.Context, set_name: str, item_id: str, reason: str, as_json: bool) -> None:
     """Remove member ID from SET (logged with the reason; the row is kept as 'removed')."""
     with open_db(ctx) as store:
         remove_member(store, set_name, item_id, reason=reason)
@@ -134,7 +136,9 @@ def holdout_remove_cmd(ctx, set_name, item_id, reason, as_json):
 )
 @json_option
 @click.pass_context
-def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason, as_json):
+def holdout_exempt_cmd(
+    ctx: click.Context, set_name: str, item_id: str, pair_id: str, reason: str, as_json: bool
+) -> None:
     """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
     with open_db(ctx) as store:
         added = add_exemption(store, set_name, item_id, pair_id, reason=reason)

@@ -45,7 +45,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -614,7 +614,7 @@ def add_round(store: Store, path: str | Path) -> tuple[Recipe, bool]:
     return add_rounds(store, [path])[0]
 
 
-def add_rounds(store: Store, paths: list[str | Path] | list[Path]) -> list[tuple[Recipe, bool]]:
+def add_rounds(store: Store, paths: Sequence[StrPath]) -> list[tuple[Recipe, bool]]:
     """Register recipe files as rounds, all or nothing: every mistake of every file is reported (one
     BadInput, or BadInputs with one per mistake) and then nothing is added. A parent may be a registered
     round or a recipe among `paths`. Returns (recipe, added) per file, in the order given; the same file
