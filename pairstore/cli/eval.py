@@ -49,7 +49,18 @@ from train.eval import run_eval
 @trust_remote_code_option
 @json_option
 @click.pass_context
-def eval_cmd(ctx, bundle, suite, path, n, max_new_tokens, engine, model_name, trust_remote_code, as_json):
+def eval_cmd(
+    ctx: click.Context,
+    bundle: str,
+    suite: str,
+    path: str | None,
+    n: int | None,
+    max_new_tokens: int | None,
+    engine: str,
+    model_name: str | None,
+    trust_remote_code: bool,
+    as_json: bool,
+) -> None:
     """Evaluate a bundle on a suite greedily; per-item scores go to `evals`, items to the export gate."""
     with open_db(ctx) as store:
         r = run_eval(

@@ -19,7 +19,7 @@ from pairstore.cli.base import check_seed, echo_json, echo_table, open_db
 @click.option("--seed", default=0, show_default=True, type=int, callback=check_seed, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def ratings_cmd(ctx, bootstrap, seed, as_json):
+def ratings_cmd(ctx: click.Context, bootstrap: int, seed: int, as_json: bool) -> None:
     """Bradley-Terry ratings over battles and judgments (ties half a win each), 95% bootstrap intervals,
     position bias, annotator agreement (Cohen's kappa) and chosen-vs-rejected length by source."""
     with open_db(ctx, read_only=True) as store:
@@ -149,7 +149,15 @@ def serve_cmd(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def judge_cmd(ctx, set_name, model_a, model_b, judge_spec, max_new_tokens, as_json):
+def judge_cmd(
+    ctx: click.Context,
+    set_name: str,
+    model_a: str,
+    model_b: str,
+    judge_spec: str | None,
+    max_new_tokens: int,
+    as_json: bool,
+) -> None:
     """Blind pairwise judging of two models' stored answers on a holdout set, both orders; verdicts go to
     `judgments` with the judge's name and prompt hash. Heavy flaws count double in the tally."""  # fmt: skip
     from miners.pairwise_judge import judge_set
