@@ -4,27 +4,21 @@
     pairstore generate loopfix --n 5000 --seed 12 --families digit_sum,long_division
     pairstore generate families
 
-Families (registry `FAMILIES`, name -> generator):
+A family is one module of this package, declared once with generators.registry.register (its name,
+version, dealing order, phrasings per mode, difficulty levels 1-3 and the form of its gold answers).
+Each module's docstring documents its parameters and notation. A mode is a parameter, so it is part
+of the task key (long division's quotient-and-remainder and decimal modes are one family).
 
-| family | modes | gold |
-| --- | --- | --- |
-| letter_count | occurrences, total | an integer |
-| word_count | words | an integer (words = runs between spaces) |
-| long_division | quotient_remainder, decimal | `253 R 9`; or rounded half-up to N places: `253.3103` |
-| digit_sum | sum, digital_root | an integer |
-| letter_removal | remove | the text without the letter |
-| arithmetic_chain | chain | an integer or reduced fraction: `57`, `-53/2` |
-| fraction_expansion | repeating, places | `0.1(6)`, `0.375`; or N places: `0.71428571428571428571` |
-| short_arithmetic | op | an integer: `a + b` or `a - b` (never negative) |
+Families, in dealing order (built from the declarations; `pairstore generate families` prints the
+same table; "by name": left out when no family is named):
 
-Long division is one family whose `mode` parameter selects quotient-and-remainder
-or decimal expansion; the mode is part of the task key. Each module's docstring
-documents its parameters, difficulty levels (1-3) and notation.
 """
 
 from generators.base import FINAL_ANSWER_PREFIX, Family, Task
-from generators.registry import FAMILIES, FAMILY_NAMES, resolve_families
+from generators.registry import FAMILIES, FAMILY_NAMES, family_table, resolve_families
 from generators.tasks import LoopfixSummary, generate_loopfix, generate_tasks, write_tasks
+
+__doc__ = (__doc__ or "") + family_table()
 
 __all__ = [
     "FAMILIES",

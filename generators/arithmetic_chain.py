@@ -16,6 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from generators.base import Family
+from generators.registry import register
 from generators.rng import HashRng
 
 # difficulty -> (steps range, start range, operand range)
@@ -57,11 +58,12 @@ def expression(start: int, steps, symbols: dict[str, str]) -> str:
     return text
 
 
-class ArithmeticChain(Family):
-    name = "arithmetic_chain"
-    description = "a chain of + − × ÷ steps on integers, exact (fractions where division does not divide)"
-    difficulty_help = "1: 2-3 steps, numbers to 12; 2: 3-5 steps, to 50; 3: 5-7 steps, to 99, start to 999"
-    phrasings = {
+@register(
+    "arithmetic_chain",
+    version="1",
+    order=60,
+    summary="a chain of + − × ÷ steps on integers, exact (fractions where division does not divide)",
+    phrasings={
         "chain": (
             "Start with {start}. {instructions}. What number do you end with?",
             "Evaluate exactly: {expression}",
@@ -70,8 +72,16 @@ class ArithmeticChain(Family):
             "What is the value of {expression}? If it is not an integer, answer with a reduced fraction.",
             "I begin with the number {start}. Step by step I {instructions_lower}. Where do I end up?",
         ),
-    }
-
+    },
+    levels={
+        1: "2-3 steps, numbers to 12",
+        2: "3-5 steps, to 50",
+        3: "5-7 steps, to 99, start to 999",
+    },
+    gold="an integer or reduced fraction: `57`, `-53/2`",
+    default=True,
+)
+class ArithmeticChain(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         (smin, smax), (amin, amax), (omin, omax) = LEVELS[difficulty]
         start = rng.randint(amin, amax)

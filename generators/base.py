@@ -71,11 +71,13 @@ def plural(count: int, noun: str) -> str:
 
 
 class Family(ABC):
-    """Base class of a task family; subclasses set `name`, `description`, `phrasings` and the hooks."""
+    """Base class of a task family: the hooks below. Its declaration (generators.registry.register)
+    sets `name`, `version`, `description`, `difficulty_help` and `phrasings`."""
 
     name: str = ""
+    version: str = ""
     description: str = ""
-    # Difficulty levels and what they change, for `pairstore generate families` and the docs.
+    # Difficulty levels and what they change, on one line.
     difficulty_help: str = ""
     # mode -> phrasing templates (str.format with the fields of `fields()`); at least five each.
     phrasings: dict[str, tuple[str, ...]] = {}

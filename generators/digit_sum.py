@@ -12,6 +12,7 @@ from random digits and, one segment in four, runs of one repeated digit
 from __future__ import annotations
 
 from generators.base import Family
+from generators.registry import register
 from generators.rng import HashRng
 
 LEVELS = {1: (6, 12), 2: (13, 30), 3: (31, 80)}
@@ -33,11 +34,12 @@ def digit_total(digits: str) -> int:
     return sum(int(c) for c in digits)
 
 
-class DigitSum(Family):
-    name = "digit_sum"
-    description = "sum of the digits of a large number; or iterated to a single digit"
-    difficulty_help = "1: 6-12 digits; 2: 13-30 digits; 3: 31-80 digits"
-    phrasings = {
+@register(
+    "digit_sum",
+    version="1",
+    order=40,
+    summary="sum of the digits of a large number; or iterated to a single digit",
+    phrasings={
         "sum": (
             "What is the sum of the digits of {number}?",
             "Add up all the digits of the number {number}.",
@@ -53,8 +55,16 @@ class DigitSum(Family):
             "Reduce {number} to a single digit by summing its digits over and over. What digit do you reach?",
             "Find the single digit you get by iterating the digit sum starting from {number}.",
         ),
-    }
-
+    },
+    levels={
+        1: "6-12 digits",
+        2: "13-30 digits",
+        3: "31-80 digits",
+    },
+    gold="an integer",
+    default=True,
+)
+class DigitSum(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         low, high = LEVELS[difficulty]
         number = draw_number(rng, rng.randint(low, high))

@@ -23,6 +23,7 @@ from math import gcd
 
 from generators.base import Family, plural
 from generators.long_division import round_half_up, rounding_note
+from generators.registry import register
 from generators.rng import HashRng
 
 # difficulty -> (denominator range, numerator upper bound as a multiple of the denominator, places range)
@@ -62,14 +63,12 @@ def _terminates(denominator: int) -> bool:
     return denominator == 1
 
 
-class FractionExpansion(Family):
-    name = "fraction_expansion"
-    description = "a fraction as a decimal: exact with the repeating block in parentheses, or to N places"
-    difficulty_help = (
-        "1: denominators 3-12, 4-8 places; 2: denominators 13-60, 10-20 places; "
-        "3: denominators 61-150, improper fractions, 25-50 places"
-    )
-    phrasings = {
+@register(
+    "fraction_expansion",
+    version="1",
+    order=70,
+    summary="a fraction as a decimal: exact with the repeating block in parentheses, or to N places",
+    phrasings={
         "repeating": (
             "Write {numerator}/{denominator} as a decimal. Put the repeating part in parentheses, "
             "e.g. 1/6 = 0.1(6).",
@@ -90,8 +89,16 @@ class FractionExpansion(Family):
             "Convert {numerator}/{denominator} into a decimal number with exactly {places} digits after "
             "the decimal point (rounded).",
         ),
-    }
-
+    },
+    levels={
+        1: "denominators 3-12, 4-8 places",
+        2: "denominators 13-60, 10-20 places",
+        3: "denominators 61-150, improper fractions, 25-50 places",
+    },
+    gold="`0.1(6)`, `0.375`; or N places: `0.71428571428571428571`",
+    default=True,
+)
+class FractionExpansion(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         (dmin, dmax), multiple, (pmin, pmax) = LEVELS[difficulty]
         mode = "places" if rng.chance(1, 2) else "repeating"

@@ -12,6 +12,7 @@ letter the text does not contain (gold 0): the model must not invent one.
 from __future__ import annotations
 
 from generators.base import Family, plural
+from generators.registry import register
 from generators.rng import HashRng
 from generators.words import NOUNS, phrase
 
@@ -24,11 +25,12 @@ def _spelled(word: str, letter: str | None = None) -> str:
     return "-".join(f"[{c}]" if c == letter else c for c in word)
 
 
-class LetterCount(Family):
-    name = "letter_count"
-    description = "count one letter's occurrences in a word or phrase, or count all its letters"
-    difficulty_help = "1: one word; 2: a long word or two-word phrase; 3: a phrase of 3-5 words"
-    phrasings = {
+@register(
+    "letter_count",
+    version="1",
+    order=10,
+    summary="count one letter's occurrences in a word or phrase, or count all its letters",
+    phrasings={
         "occurrences": (
             'How many times does the letter "{letter}" appear in "{text}"?',
             'Count the occurrences of the letter {letter} in the {kind} "{text}".',
@@ -44,8 +46,16 @@ class LetterCount(Family):
             '"{text}": how many letters does it have, not counting spaces?',
             'Give the letter count of the {kind} "{text}".',
         ),
-    }
-
+    },
+    levels={
+        1: "one word",
+        2: "a long word or two-word phrase",
+        3: "a phrase of 3-5 words",
+    },
+    gold="an integer",
+    default=True,
+)
+class LetterCount(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         if difficulty == 1:
             text = rng.choice(NOUNS)

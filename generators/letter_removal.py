@@ -12,15 +12,17 @@ or two clauses.
 from __future__ import annotations
 
 from generators.base import Family, plural
+from generators.registry import register
 from generators.rng import HashRng
 from generators.words import NOUNS, phrase, sentence_words
 
 
-class LetterRemoval(Family):
-    name = "letter_removal"
-    description = "delete every occurrence of a letter from a word, phrase or sentence"
-    difficulty_help = "1: one word; 2: a phrase of 2-4 words; 3: a sentence of one or two clauses"
-    phrasings = {
+@register(
+    "letter_removal",
+    version="1",
+    order=50,
+    summary="delete every occurrence of a letter from a word, phrase or sentence",
+    phrasings={
         "remove": (
             'Remove every "{letter}" from "{text}". What is left?',
             'Delete all occurrences of the letter {letter} in the {kind} "{text}" and write the result.',
@@ -29,8 +31,16 @@ class LetterRemoval(Family):
             'Strike out each "{letter}" in the following {kind} and give what remains: {text}',
             'If all the {letter}\'s are erased from "{text}", what text do you get?',
         ),
-    }
-
+    },
+    levels={
+        1: "one word",
+        2: "a phrase of 2-4 words",
+        3: "a sentence of one or two clauses",
+    },
+    gold="the text without the letter",
+    default=True,
+)
+class LetterRemoval(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         while True:
             if difficulty == 1:

@@ -14,6 +14,7 @@ that come out exact, where the question would be trivial.
 from __future__ import annotations
 
 from generators.base import Family
+from generators.registry import register
 from generators.rng import HashRng
 
 # difficulty -> (dividend digits range, divisor range, places range)
@@ -47,14 +48,12 @@ def rounding_note(numerator: int, denominator: int, places: int) -> str:
     return f"{cut}…; the digit after decimal place {places} is {following}, so round {direction}"
 
 
-class LongDivision(Family):
-    name = "long_division"
-    description = "integer division: quotient and remainder, or the decimal quotient to N places"
-    difficulty_help = (
-        "1: 3-4 digits ÷ one digit, 2 places; 2: 4-6 digits ÷ two digits, 3-4 places; "
-        "3: 6-9 digits ÷ three digits, 5-8 places"
-    )
-    phrasings = {
+@register(
+    "long_division",
+    version="1",
+    order=30,
+    summary="integer division: quotient and remainder, or the decimal quotient to N places",
+    phrasings={
         "quotient_remainder": (
             "What are the quotient and remainder when {dividend} is divided by {divisor}?",
             "Divide {dividend} by {divisor}. Give the quotient and the remainder.",
@@ -70,8 +69,16 @@ class LongDivision(Family):
             "Divide {dividend} by {divisor} and round the result to {places} decimal places.",
             "Give the value of {dividend} ÷ {divisor} correct to {places} decimal places.",
         ),
-    }
-
+    },
+    levels={
+        1: "3-4 digits ÷ one digit, 2 places",
+        2: "4-6 digits ÷ two digits, 3-4 places",
+        3: "6-9 digits ÷ three digits, 5-8 places",
+    },
+    gold="`253 R 9`; or rounded half-up to N places: `253.3103`",
+    default=True,
+)
+class LongDivision(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         (dmin, dmax), (vmin, vmax), (pmin, pmax) = LEVELS[difficulty]
         mode = "decimal" if rng.chance(1, 2) else "quotient_remainder"

@@ -13,14 +13,16 @@ Difficulty: 1 numbers 0-20; 2 two-digit numbers (10-99); 3 three-digit numbers.
 from __future__ import annotations
 
 from generators.base import Family
+from generators.registry import register
 from generators.rng import HashRng
 
 
-class ShortArithmetic(Family):
-    name = "short_arithmetic"
-    description = "add or subtract two numbers"
-    difficulty_help = "1: numbers to 20; 2: two-digit numbers; 3: three-digit numbers"
-    phrasings = {
+@register(
+    "short_arithmetic",
+    version="1",
+    order=80,
+    summary="add or subtract two numbers",
+    phrasings={
         "op": (
             "What is {a} {op} {b}?",
             "Compute {a} {op} {b}.",
@@ -28,7 +30,15 @@ class ShortArithmetic(Family):
             "Work out {a} {op} {b}.",
             "Calculate {a} {op} {b}.",
         ),
-    }
+    },
+    levels={
+        1: "numbers to 20",
+        2: "two-digit numbers",
+        3: "three-digit numbers",
+    },
+    gold="an integer: `a + b` or `a - b` (never negative)",
+)
+class ShortArithmetic(Family):
     LEVELS = {1: (0, 20), 2: (10, 99), 3: (100, 999)}
 
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:

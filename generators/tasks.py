@@ -3,7 +3,8 @@
     pairstore generate loopfix --n 700 --seed 11 --suite lf-eval     # an eval suite, held out
     pairstore generate loopfix --n 5000 --seed 12                    # training tasks, never held-out keys
 
-Tasks are dealt round-robin over the selected families (registry order).
+Tasks are dealt round-robin over the selected families, in their declared order
+(generators.registry).
 Family f's k-th task is the first acceptable draw of its stream: draw d of
 family f under seed s is fully determined by (s, f, d), and a draw is skipped
 (the next one taken) when its task key is excluded or already produced in this
@@ -19,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
 from generators.base import DIFFICULTIES, Task, canonical_json
-from generators.registry import FAMILIES, resolve_families
+from generators.registry import family_specs, get_family, resolve_families
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.holdout.sets import add_members, held_task_keys
 from pairstore.keys import match_key, match_text
@@ -61,10 +62,11 @@ def generate_tasks(
     excluded = frozenset(exclude_task_keys)
     produced: set[str] = set()
     next_draw = dict.fromkeys(names, 0)
+    generators = {name: get_family(name) for name in names}
     tasks: list[Task] = []
     for i in range(n):
         name = names[i % len(names)]
-        family = FAMILIES[name]
+        family = generators[name]
         skips = 0
         while True:
             task = family.make(seed, next_draw[name], difficulty)
@@ -176,9 +178,16 @@ def write_tasks(store, tasks: Iterable[Task], suite: str | None = None) -> dict:
                     "suite": suite,
                     **counts,
                     "families": dict(sorted(Counter(t.family for t in ordered).items())),
+                    "versions": _versions({t.family for t in ordered}),
                 },
             )
     return counts
+
+
+def _versions(names: set[str]) -> dict[str, str | None]:
+    """family -> its declared version (None: a family no longer registered), sorted by name."""
+    specs = family_specs()
+    return {name: specs[name].version if name in specs else None for name in sorted(names)}
 
 
 def _write_suite(store, tasks: list[Task], suite: str) -> dict:

@@ -11,17 +11,19 @@ clauses (up to ~40 words).
 from __future__ import annotations
 
 from generators.base import Family
+from generators.registry import register
 from generators.rng import HashRng
 from generators.words import sentence
 
 GROUP = 5
 
 
-class WordCount(Family):
-    name = "word_count"
-    description = "count the words in an invented sentence"
-    difficulty_help = "1: one clause; 2: two clauses; 3: three or four clauses"
-    phrasings = {
+@register(
+    "word_count",
+    version="1",
+    order=20,
+    summary="count the words in an invented sentence",
+    phrasings={
         "words": (
             'How many words are in this sentence? "{sentence}"',
             "Count the words in the following sentence: {sentence}",
@@ -30,8 +32,16 @@ class WordCount(Family):
             "Tell me how many words there are in: {sentence}",
             'Please count the number of words in the sentence "{sentence}".',
         ),
-    }
-
+    },
+    levels={
+        1: "one clause",
+        2: "two clauses",
+        3: "three or four clauses",
+    },
+    gold="an integer (words = runs between spaces)",
+    default=True,
+)
+class WordCount(Family):
     def draw_params(self, rng: HashRng, difficulty: int) -> dict:
         clauses = {1: 1, 2: 2}.get(difficulty) or rng.randint(3, 4)
         return {"sentence": sentence(rng, clauses)}

@@ -139,7 +139,7 @@ def parse_model_spec(
     return spec
 
 
-def read_models_file(path) -> list[tuple[str, tuple[str, int]]]:
+def read_models_file(path: str | os.PathLike[str]) -> list[tuple[str, tuple[str, int]]]:
     """The specs of a models file: one NAME=ENDPOINT[@ENVVAR] a line, blank lines and # comments skipped;
     each with (file, line) for its errors."""
     try:

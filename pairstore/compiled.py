@@ -6,14 +6,19 @@ the gate and the export that need them): `pairstore --help` and the store comman
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
 from numba import njit as _numba_njit
 
+F = TypeVar("F", bound=Callable[..., Any])
 
-def njit(**options):
+
+def njit(**options: Any) -> Callable[[F], F]:
     """numba.njit with the compiled code cached beside the calling module (or in the user's cache
     folder); where neither can be written, each process compiles once instead of failing."""
 
-    def compile_later(fn):
+    def compile_later(fn: F) -> F:
         try:
             return _numba_njit(cache=True, **options)(fn)
         except RuntimeError:  # numba finds no writable place for its cache

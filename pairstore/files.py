@@ -32,10 +32,14 @@ import os
 import shutil
 import signal
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 from pairstore.errors import PairstoreError
+
+# A path as the functions here and their callers take it: a string or any os.PathLike of str.
+StrPath: TypeAlias = "str | os.PathLike[str]"
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
@@ -53,7 +57,7 @@ def temp_path(final: Path) -> Path:
 
 
 @contextlib.contextmanager
-def atomic_path(path, *, fsync: bool = True) -> Iterator[Path]:
+def atomic_path(path: StrPath, *, fsync: bool = True) -> Iterator[Path]:
     """Yield a temp path in the same folder; on success it is fsynced and renamed onto `path`,
     on error removed."""
     final = Path(path)
@@ -73,23 +77,23 @@ def atomic_path(path, *, fsync: bool = True) -> Iterator[Path]:
         raise
 
 
-def atomic_write_bytes(path, data: bytes) -> Path:
+def atomic_write_bytes(path: StrPath, data: bytes) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
     return Path(path)
 
 
-def atomic_write_text(path, text: str) -> Path:
+def atomic_write_text(path: StrPath, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def atomic_write_json(path, obj) -> Path:
+def atomic_write_json(path: StrPath, obj: object) -> Path:
     return atomic_write_text(
         path, json.dumps(obj, indent=2, sort_keys=True, default=str, ensure_ascii=False) + "\n"
     )
 
 
-def fsync_dir(path) -> None:
+def fsync_dir(path: StrPath) -> None:
     """Make the renames inside a folder durable (a no-op where the OS cannot open folders)."""
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
@@ -99,7 +103,7 @@ def fsync_dir(path) -> None:
             os.close(fd)
 
 
-def leftover_temps(folder, final_name: str | None = None) -> list[Path]:
+def leftover_temps(folder: StrPath, final_name: str | None = None) -> list[Path]:
     """Temp files a killed writer left in `folder` (for one final name, or any)."""
     folder = Path(folder)
     if not folder.is_dir():
@@ -108,7 +112,7 @@ def leftover_temps(folder, final_name: str | None = None) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(TEMP_SUFFIX))
 
 
-def missing_folders(path) -> list[Path]:
+def missing_folders(path: StrPath) -> list[Path]:
     """`path` and its parents that do not exist yet, deepest first: what mkdir(parents=True) makes."""
     missing = []
     p = Path(path).absolute()
@@ -118,7 +122,7 @@ def missing_folders(path) -> list[Path]:
     return missing
 
 
-def remove_empty_folders(folders) -> None:
+def remove_empty_folders(folders: Iterable[Path]) -> None:
     """rmdir each of `folders` (deepest first) that is empty: a failed write leaves no empty folder it made
     at a final path (one that holds anything stays)."""
     for folder in folders:
@@ -144,7 +148,7 @@ def publish_point(label: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def fsync_file(path) -> None:
+def fsync_file(path: StrPath) -> None:
     with open(path, "rb+") as f:
         os.fsync(f.fileno())
 
@@ -152,7 +156,7 @@ def fsync_file(path) -> None:
 # ---------------------------------------------------------------------------- space
 
 
-def check_free_space(folder, needed: int, *, what: str = "this") -> None:
+def check_free_space(folder: StrPath, needed: int, *, what: str = "this") -> None:
     """PairstoreError (exit 1) naming the folder and the bytes when `folder` (or the nearest existing folder
     above it) has less than `needed` bytes free."""
     probe = Path(folder).absolute()
@@ -166,7 +170,7 @@ def check_free_space(folder, needed: int, *, what: str = "this") -> None:
         )
 
 
-def write_failure(where, error: BaseException) -> PairstoreError:
+def write_failure(where: StrPath, error: BaseException) -> PairstoreError:
     """One line for a write into `where` that failed (a full disk, a permission, a read-only folder)."""
     first = (str(error).splitlines() or [type(error).__name__])[0]
     no_space = (
@@ -191,7 +195,7 @@ REPLACED_SUFFIX = ".old"
 READY_SUFFIX = ".ready"
 
 
-def fsync_tree(folder) -> None:
+def fsync_tree(folder: StrPath) -> None:
     """fsync every file under `folder`, then every folder in it, deepest first."""
     folders = []
     for root, _dirs, files in os.walk(folder):
@@ -205,7 +209,7 @@ def fsync_tree(folder) -> None:
 
 
 @contextlib.contextmanager
-def writes_into(where) -> Iterator[None]:
+def writes_into(where: StrPath) -> Iterator[None]:
     """An OSError inside the block (a full disk, a permission, a read-only folder) becomes
     `write_failure`'s one line naming `where`."""
     try:
@@ -215,7 +219,7 @@ def writes_into(where) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def staged_folder(final) -> Iterator[Path]:
+def staged_folder(final: StrPath) -> Iterator[Path]:
     """A new empty folder beside `final` to write a whole artefact into; removed if the block fails.
     Publish it with `publish_folder` inside the block."""
     final = Path(final)
@@ -229,13 +233,13 @@ def staged_folder(final) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def folder_is_free(final) -> bool:
+def folder_is_free(final: StrPath) -> bool:
     """Nothing at `final`, or an empty folder: a publish there replaces nothing."""
     final = Path(final)
     return not final.exists() or (final.is_dir() and not final.is_symlink() and not any(final.iterdir()))
 
 
-def seal_folder(staged) -> Path:
+def seal_folder(staged: StrPath) -> Path:
     """fsync everything in the complete folder `staged` and rename it `.<final name>.<random>.ready`: from
     here on it is whole, and only waits to be published (a publish point)."""
     staged = Path(staged)
@@ -247,7 +251,7 @@ def seal_folder(staged) -> Path:
     return ready
 
 
-def publish_sealed(ready, final, *, replace: bool = False) -> None:
+def publish_sealed(ready: StrPath, final: StrPath, *, replace: bool = False) -> None:
     """Make the sealed folder `ready` visible as `final` by one rename. A folder already at `final` with
     files in it is refused unless `replace`: then it is first renamed aside and removed once the new one
     is in place."""
@@ -268,12 +272,12 @@ def publish_sealed(ready, final, *, replace: bool = False) -> None:
         shutil.rmtree(aside, ignore_errors=True)
 
 
-def publish_folder(staged, final, *, replace: bool = False) -> None:
+def publish_folder(staged: StrPath, final: StrPath, *, replace: bool = False) -> None:
     """Seal `staged` and publish it as `final` (no registration to wait for)."""
     publish_sealed(seal_folder(staged), final, replace=replace)
 
 
-def recover_folder(final, committed=None) -> list[str]:
+def recover_folder(final: StrPath, committed: Callable[[Path], bool] | None = None) -> list[str]:
     """Clean what a killed publish of `final` left beside it, and return one line per thing done:
 
     - a sealed folder (`.ready`) is published when `committed(ready)` says its registration committed

@@ -20,6 +20,7 @@ import hashlib
 import json
 import unicodedata
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import xxhash
@@ -27,10 +28,20 @@ import xxhash
 from pairstore.errors import BadInput
 from pairstore.normalize import TURN_SEP, compact_text, word_text, word_texts
 
+if TYPE_CHECKING:
+    import pyarrow
+
+    from pairstore.files import StrPath
+
+# Ids to rank: strings, or an Arrow string array (chunked or not).
+Ids: TypeAlias = "Iterable[str] | pyarrow.Array | pyarrow.ChunkedArray"
+
 ROLES = ("system", "user", "assistant")
 
 
-def canonical_messages(prompt, *, where: str = "prompt", path=None, line: int | None = None) -> list[dict]:
+def canonical_messages(
+    prompt: object, *, where: str = "prompt", path: StrPath | None = None, line: int | None = None
+) -> list[dict]:
     """A prompt as a list of {"role", "content"} dicts.
 
     A plain string is one user message. A list must hold dicts (or (role, content) pairs) with a known
@@ -111,12 +122,12 @@ def messages_content_id(messages: Sequence[dict], *more: str | None) -> str:
     return xxh128(_JSON([nfc(x) for x in flat] + [None if p is None else nfc(p) for p in more]))
 
 
-def user_turns(prompt) -> list[str]:
+def user_turns(prompt: object) -> list[str]:
     """The user turns of a prompt (string or messages); system and assistant dropped."""
     return [m["content"] for m in canonical_messages(prompt) if m["role"] == "user"]
 
 
-def match_text(prompt) -> str:
+def match_text(prompt: object) -> str:
     """Normalized user turns joined by TURN_SEP: the text behind the match key and fuzzy matching."""
     return TURN_SEP.join(word_text(t) for t in user_turns(prompt))
 
@@ -126,7 +137,7 @@ def key_of_text(text: str) -> str:
     return xxh128(compact_text(text))
 
 
-def match_key(prompt) -> str:
+def match_key(prompt: object) -> str:
     """xxh3-128 of the normalized user turns, spaces and turn breaks left out (see module docstring)."""
     return key_of_text(match_text(prompt))
 
@@ -155,7 +166,7 @@ def seeded_rank(seed: int, *parts: str) -> int:
     return xxhash.xxh3_64_intdigest("\x1f".join([str(seed), *parts]).encode("utf-8"))
 
 
-def seeded_ranks(seed: int, ids, *parts: str) -> np.ndarray:
+def seeded_ranks(seed: int, ids: Ids, *parts: str) -> np.ndarray:
     """seeded_rank(seed, *parts, id) of each id (a list of strings or an Arrow string array), as uint64.
 
     The joined texts are built by Arrow in one buffer and hashed slice by slice: a plan's limit ranks
@@ -184,13 +195,13 @@ def seeded_ranks(seed: int, ids, *parts: str) -> np.ndarray:
     )
 
 
-def seeded_order(seed: int, ids, *parts: str):
+def seeded_order(seed: int, ids: Ids, *parts: str) -> np.ndarray:
     """Positions of `ids` (strings, or an Arrow string array) sorted by seeded_rank(seed, *parts, id); a
     stable sort, so equal ranks keep the given order. Returns a numpy array of positions."""
     return np.argsort(seeded_ranks(seed, ids, *parts), kind="stable")
 
 
-def sha256_file(path, chunk_size: int = 1 << 20) -> str:
+def sha256_file(path: StrPath, chunk_size: int = 1 << 20) -> str:
     """SHA-256 of a file, streamed in 1 MiB chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as f:

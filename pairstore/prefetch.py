@@ -41,7 +41,7 @@ def prefetch(items: Iterable[T], *, depth: int = 1, name: str = "prefetch") -> G
     handoff: queue.Queue = queue.Queue(maxsize=max(1, depth))
     stop = threading.Event()
 
-    def put(item) -> bool:
+    def put(item: object) -> bool:
         while not stop.is_set():
             try:
                 handoff.put(item, timeout=_POLL_S)

@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sized
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TextIO, TypeVar
+
+T = TypeVar("T")
 
 
 class Stage:
@@ -47,12 +50,14 @@ class Progress:
     """Reports nothing: the default of every library function."""
 
     @contextmanager
-    def stage(self, name: str, total: int | None = None, unit: str = "rows"):
+    def stage(self, name: str, total: int | None = None, unit: str = "rows") -> Iterator[Stage]:
         yield Stage(name, total, unit)
 
-    def track(self, iterable, name: str, total: int | None = None, unit: str = "rows"):
+    def track(
+        self, iterable: Iterable[T], name: str, total: int | None = None, unit: str = "rows"
+    ) -> Iterator[T]:
         """`iterable`, advancing a stage by one per item."""
-        if total is None and hasattr(iterable, "__len__"):
+        if total is None and isinstance(iterable, Sized):
             total = len(iterable)
         with self.stage(name, total, unit) as stage:
             for item in iterable:
@@ -101,7 +106,7 @@ class LineProgress(Progress):
     one when it ends, with its count and time. A watcher thread writes the running lines, so a stage
     whose work item takes minutes (a model generating, a long DuckDB statement) still shows it is alive."""
 
-    def __init__(self, stream=None, every: float | None = None):
+    def __init__(self, stream: TextIO | None = None, every: float | None = None) -> None:
         self.stream = stream
         self.every = heartbeat_seconds() if every is None else every
 
@@ -119,7 +124,7 @@ class LineProgress(Progress):
         return ", ".join(parts)
 
     @contextmanager
-    def stage(self, name: str, total: int | None = None, unit: str = "rows"):
+    def stage(self, name: str, total: int | None = None, unit: str = "rows") -> Iterator[Stage]:
         import threading
 
         stage = Stage(name, total, unit)
@@ -147,7 +152,7 @@ class BarProgress(Progress):
     """A tqdm bar per stage on stderr, with the total when known and the rate."""
 
     @contextmanager
-    def stage(self, name: str, total: int | None = None, unit: str = "rows"):
+    def stage(self, name: str, total: int | None = None, unit: str = "rows") -> Iterator[Stage]:
         from tqdm import tqdm
 
         bar = tqdm(total=total, desc=name, unit=f" {unit}", unit_scale=True, leave=False, file=sys.stderr)
@@ -165,7 +170,7 @@ class BarProgress(Progress):
             bar.close()
 
 
-def for_terminal(*, quiet: bool = False, stream=None) -> Progress:
+def for_terminal(*, quiet: bool = False, stream: TextIO | None = None) -> Progress:
     """What the CLI shows: nothing when quiet, a bar on a terminal, stage lines otherwise."""
     stream = stream or sys.stderr
     if quiet:
@@ -191,7 +196,7 @@ def reporting(progress: Progress) -> Iterator[Progress]:
         _CURRENT.reset(token)
 
 
-def as_progress(progress) -> Progress:
+def as_progress(progress: Progress | bool | None) -> Progress:
     """A Progress from what callers pass: None (the current one), False (nothing), True (a bar), or a
     Progress."""
     if isinstance(progress, Progress):

@@ -144,7 +144,8 @@ def emit_sbatch(store: Store, options: DpoOptions, *, db: str | Path) -> Path:
     config = options.accelerate_config or "zero3"
     if config == "cpu":
         raise BadInput("a Slurm GPU job needs the zero3 or fsdp config", field="accelerate_config")
-    if options.emit_sbatch is None:
+    script = options.emit_sbatch
+    if script is None:
         raise BadInput("no path for the Slurm script (--emit-sbatch)", field="emit_sbatch")
     options = dataclasses.replace(options, resume=True, launcher="accelerate", accelerate_config=config)
     job = prepare_job(store, options)
@@ -162,6 +163,6 @@ def emit_sbatch(store: Store, options: DpoOptions, *, db: str | Path) -> Path:
         time_limit=options.time,
         partition=options.partition,
     )
-    target = atomic_write_text(options.emit_sbatch, text)
+    target = atomic_write_text(script, text)
     os.chmod(target, 0o755)
     return target

@@ -40,7 +40,7 @@ from pairstore.progress import for_terminal, reporting
 )
 @click.version_option(package_name="pairstore")
 @click.pass_context
-def cli(ctx, db, quiet):
+def cli(ctx: click.Context, db: str, quiet: bool) -> None:
     """pairstore: preference pairs, holdout gate and provenance for DPO rounds.
 
     --db and --quiet go before or after the subcommand."""

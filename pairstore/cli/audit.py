@@ -32,7 +32,7 @@ from pairstore.holdout.ngrams import register_benchmark
 
 
 @click.group("audit")
-def audit_group():
+def audit_group() -> None:
     """Read-only analyses: leaks, decontamination, mixtures, the gate itself, lengths, loops, compare,
     verifier, report."""
 
@@ -50,7 +50,7 @@ def audit_group():
     "--json", "as_json", is_flag=True, help="Print one JSON object (the contract in docs/design.md)."
 )
 @click.pass_context
-def audit_leaks_cmd(ctx, holdout, files, as_json):
+def audit_leaks_cmd(ctx: click.Context, holdout: str, files: tuple[str, ...], as_json: bool) -> None:
     """Which holdout members each pair FILE holds (none given: every registered mixture).
 
     Exits 0 with the report even when it finds leaks; the export gate is what refuses."""
@@ -83,7 +83,9 @@ def audit_leaks_cmd(ctx, holdout, files, as_json):
 @click.option("--limit", default=None, type=click.IntRange(min=1), help="At most this many members (seeded).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
-def audit_gate_cmd(ctx, set_name, seed, limit, as_json):
+def audit_gate_cmd(
+    ctx: click.Context, set_name: str | None, seed: int, limit: int | None, as_json: bool
+) -> None:
     """How well the holdout gate finds the store's own members in disguise: recall per transformation,
     false refusals of near neighbours (another number, another content word), and what it cannot catch."""
     with open_db(ctx, read_only=True) as store:
@@ -129,7 +131,16 @@ def audit_gate_cmd(ctx, set_name, seed, limit, as_json):
 @click.option("--register", is_flag=True, help="Also store the benchmark so the export gate checks it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def audit_decontam_cmd(ctx, benchmark, path, n, fmt, all_pairs, register, as_json):
+def audit_decontam_cmd(
+    ctx: click.Context,
+    benchmark: str,
+    path: str,
+    n: int,
+    fmt: str | None,
+    all_pairs: bool,
+    register: bool,
+    as_json: bool,
+) -> None:
     """Word n-gram overlap between training text and a benchmark's test items."""
     with open_db(ctx, read_only=not register) as store:
         items = load_benchmark(path, fmt)
@@ -204,7 +215,9 @@ def audit_mixtures_cmd(ctx: click.Context, output: str) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
 @click.pass_context
-def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
+def audit_compare_cmd(
+    ctx: click.Context, a: str, b: str, suite: str | None, holdout: str | None, as_json: bool
+) -> None:
     """Model A against B: accuracy with Wilson intervals, paired flips and McNemar; blind-judge tallies."""
     with open_db(ctx, read_only=True) as store:
         c = compare(store, a, b, suite=suite, holdout=holdout)
@@ -265,7 +278,15 @@ def audit_compare_cmd(ctx, a, b, suite, holdout, as_json):
 )
 @json_option
 @click.pass_context
-def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models, as_json):
+def audit_report_cmd(
+    ctx: click.Context,
+    model: str,
+    out_dir: str,
+    tokenizer: str | None,
+    incumbent: str | None,
+    all_models: bool,
+    as_json: bool,
+) -> None:
     """Write the provenance report (static HTML with embedded charts, and markdown) for MODEL: the
     verdict against the incumbent first, then what ran, the data and the evaluations."""
     if tokenizer is not None:
@@ -293,7 +314,9 @@ def audit_report_cmd(ctx, model, out_dir, tokenizer, incumbent, all_models, as_j
 @click.option("--round", "rounds", multiple=True, help="Only this round (repeatable; default: every round).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def audit_lengths_cmd(ctx, tokenizer, model, rounds, as_json):
+def audit_lengths_cmd(
+    ctx: click.Context, tokenizer: str | None, model: str | None, rounds: tuple[str, ...], as_json: bool
+) -> None:
     """Token lengths of prompt/chosen/rejected per round and the share max_length truncates.
 
     Without --tokenizer or --model, tokens are estimated as ceil(characters / 4)."""
@@ -381,7 +404,9 @@ def audit_loops_cmd(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the audit as one JSON object.")
 @click.pass_context
-def audit_verifier_cmd(ctx, model, path, examples, as_json):
+def audit_verifier_cmd(
+    ctx: click.Context, model: str | None, path: str | None, examples: int, as_json: bool
+) -> None:
     """What the miners would do: our verdicts (correct / wrong / unknown by reason) and math-verify's,
     per dataset, with the disagreements. Read-only; math-verify runs about 30 rows a second."""
     if (model is None) == (path is None):
@@ -389,6 +414,7 @@ def audit_verifier_cmd(ctx, model, path, examples, as_json):
     if path is not None:
         audit = audit_verifier_file(path, examples)
     else:
+        assert model is not None  # exactly one of the two, checked above
         with open_db(ctx, read_only=True) as store:
             audit = audit_verifier_store(store, model, examples)
     if as_json:

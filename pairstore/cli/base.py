@@ -16,9 +16,9 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 import duckdb
@@ -28,7 +28,15 @@ from pairstore.errors import BadInput, PairstoreError
 from pairstore.progress import for_terminal
 from pairstore.store.lock import open_in_turn
 from pairstore.store.recognize import damaged_store
-from pairstore.store.store import default_path, open_store
+from pairstore.store.store import Store, default_path, open_store
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+    from pairstore.ingest.base import IngestResult
+
+# A command function, as an option decorator takes and returns it.
+F = TypeVar("F", bound=Callable[..., Any])
 
 _WHAT_TO_DO = {
     errno.ENOSPC: "no space left on the device; free space there and run again",
@@ -71,25 +79,27 @@ class _CliError(click.ClickException):
         super().__init__(message)
         self.exit_code = code  # type: ignore[misc]  # click reads it per instance; the class value is 1
 
-    def show(self, file=None):
+    def show(self, file: IO[Any] | None = None) -> None:
         click.echo(f"error: {self.format_message()}", err=True)
 
 
 class PairstoreGroup(click.Group):
     """Turns PairstoreError (and a broken pipe) into one line and an exit status."""
 
-    def parse_args(self, ctx, args):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if ctx.parent is None:
             args = hoist_global_options(list(args))
         return super().parse_args(ctx, args)
 
-    def make_context(self, info_name, args, parent=None, **extra):
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.UsageError as e:
             raise _usage_error(e) from None
 
-    def invoke(self, ctx):
+    def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except PairstoreError as e:
@@ -141,7 +151,7 @@ def _usage_error(e: click.UsageError) -> _CliError:
     return _CliError(f"{message} (see {command} --help)", e.exit_code)
 
 
-def check_seed(ctx, param, value):
+def check_seed(ctx: click.Context, param: click.Parameter, value: int | None) -> int | None:
     """Click callback for every --seed: it goes to BIGINT columns and 64-bit hashes, so a larger integer is
     bad input (one line, exit 2), not a crash halfway through a command."""
     if value is not None and not -(2**63) <= value < 2**63:
@@ -162,7 +172,7 @@ def busy_wait_s() -> float:
     return wait_s
 
 
-def open_db(ctx: click.Context, *, read_only: bool = False):
+def open_db(ctx: click.Context, *, read_only: bool = False) -> Store:
     """The store named by --db / PAIRSTORE_DB, for one command, opened in turn (pairstore.store.lock): a
     store another process holds (`pairstore serve`, another command) is waited for, in line, up to
     PAIRSTORE_BUSY_WAIT seconds (default 10); the holder is named on stderr while it waits. The web app
@@ -229,7 +239,7 @@ def echo_rows(
         echo_table(list(columns), rows)
 
 
-def json_option(fn):
+def json_option(fn: F) -> F:
     """--json on a command: one JSON object (its shape in docs/cli.md) on stdout and nothing else."""
     return click.option(
         "--json",
@@ -239,7 +249,7 @@ def json_option(fn):
     )(fn)
 
 
-def as_plain(obj):
+def as_plain(obj: object) -> Any:
     """A dataclass, Counter or Path as what JSON holds (dicts, lists, strings, numbers)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         if hasattr(obj, "as_dict"):
@@ -305,7 +315,7 @@ def echo_table(columns: list[str], rows: Sequence[Sequence[Any]]) -> None:
     click.echo(render_table(columns, rows, color=sys.stdout.isatty()), nl=False)
 
 
-def echo_notes(notes) -> None:
+def echo_notes(notes: Iterable[str]) -> None:
     """Notes on stderr, one line each (what a command cleaned up before its work): stdout stays its result."""
     for note in notes:
         click.echo(f"note: {note}", err=True)
@@ -339,11 +349,11 @@ def store_names(db: str, kind: str) -> list[str]:
         return []
 
 
-def complete(kind: str):
+def complete(kind: str) -> Callable[[click.Context, click.Parameter, str], list[CompletionItem]]:
     """A Click shell_complete callback offering the store's names of `kind` that start with what is typed.
     The store is the one --db names on the command line so far, else PAIRSTORE_DB, else the default."""
 
-    def callback(ctx: click.Context, param, incomplete: str):
+    def callback(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
         from click.shell_completion import CompletionItem
 
         root = ctx.find_root()
@@ -354,7 +364,7 @@ def complete(kind: str):
 
 
 @contextmanager
-def quiet_libraries(quiet: bool):
+def quiet_libraries(quiet: bool) -> Iterator[None]:
     """With --quiet, the progress bars of the libraries a command loads (transformers' "Loading
     weights", the Hub's downloads, datasets' maps) are off too: through the Hub's environment switch for
     a library not yet imported, through their own switches for one that is; and their deprecation notices
@@ -395,6 +405,7 @@ def quiet_libraries(quiet: bool):
                 os.environ[name] = value
 
 
+# Its return type (Progress) waits for the ingest functions it feeds: they declare `progress: bool`.
 def cli_progress(ctx: click.Context):
     """The progress a command shows (pairstore.progress): a bar on a terminal, stage lines on stderr
     otherwise, nothing with --quiet."""
@@ -406,7 +417,7 @@ def stderr_is_tty() -> bool:
     return sys.stderr.isatty()
 
 
-def echo_ingest(result, as_json: bool = False) -> None:
+def echo_ingest(result: IngestResult, as_json: bool = False) -> None:
     if as_json:
         echo_json(result.as_dict())
         return

@@ -46,6 +46,7 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,7 +95,11 @@ from train.soup import soup
 from train.tiny_chat import CONFIG_FILE, DEMO_DIFFICULTY, DEMO_FAMILIES, DEMO_SEED, DEMO_SUITE_N, DEMO_TRAIN_N
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
     from pairstore.store.store import Store
+
+# How a demo step reports itself: step(name, text).
+Step = Callable[[str, str], None]
 
 HOLDOUT = "judge34"
 SUITE = "arith"  # the held-out suite the round is measured on (two-digit sums and differences)
@@ -227,7 +232,9 @@ def rule_judge(answer_a: str, answer_b: str) -> tuple[str, bool, bool]:
     return winner, flaw_a, flaw_b
 
 
-def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) -> DemoResult:
+def run_demo(
+    out_dir: StrPath = "demo-run", *, echo: Callable[[str], object] = print, progress: bool | None = None
+) -> DemoResult:
 
     import torch
 
@@ -239,7 +246,7 @@ def run_demo(out_dir="demo-run", *, echo=print, progress: bool | None = None) ->
     return _run_demo_steps(out_dir, echo, progress)
 
 
-def _run_demo_steps(out_dir, echo, progress) -> DemoResult:
+def _run_demo_steps(out_dir: StrPath, echo: Callable[[str], object], progress: bool | None) -> DemoResult:
     import datasets
     from transformers.utils import logging as transformers_logging
 
@@ -296,7 +303,7 @@ def _run_demo_steps(out_dir, echo, progress) -> DemoResult:
 # -- the steps --------------------------------------------------------------------------------------
 
 
-def _ingest(store: Store, step) -> None:
+def _ingest(store: Store, step: Step) -> None:
 
     r = ingest_battles(store, sample_file("battles.jsonl"))
     votes = dict(store.con.execute("SELECT vote, count(*) FROM battles GROUP BY vote").fetchall())
@@ -313,7 +320,7 @@ def _ingest(store: Store, step) -> None:
     )
 
 
-def _holdout_and_tasks(store: Store, step) -> None:
+def _holdout_and_tasks(store: Store, step: Step) -> None:
 
     ids = sample_holdout(store, HOLDOUT, n=34, seed=DEMO_SEED)
     votes = dict(
@@ -339,7 +346,7 @@ def _holdout_and_tasks(store: Store, step) -> None:
     )
 
 
-def _simulated_generations(store: Store, out_dir: Path, step) -> None:
+def _simulated_generations(store: Store, out_dir: Path, step: Step) -> None:
 
     path = out_dir / "data" / f"{INCUMBENT}-simulated-generations.jsonl"
     records = simulate_outputs(store, model=INCUMBENT, samples=4, seed=DEMO_SEED)
@@ -354,7 +361,7 @@ def _simulated_generations(store: Store, out_dir: Path, step) -> None:
     )
 
 
-def _incumbent_samples(store: Store, out_dir: Path, step) -> None:
+def _incumbent_samples(store: Store, out_dir: Path, step: Step) -> None:
     """The incumbent answers every training task K times at a temperature; verifier and scanner judge each."""
     base = _base_bundle(store, out_dir)
     options = SampleOptions(
@@ -373,7 +380,7 @@ def _incumbent_samples(store: Store, out_dir: Path, step) -> None:
     )
 
 
-def _attach_history(store: Store, out_dir: Path, step) -> None:
+def _attach_history(store: Store, out_dir: Path, step: Step) -> None:
 
     loaded = load_shipped_recipes(store)
     step(
@@ -391,7 +398,7 @@ def _attach_history(store: Store, out_dir: Path, step) -> None:
     )
 
 
-def _mine(store: Store, step) -> None:
+def _mine(store: Store, step: Step) -> None:
 
     runs: list[tuple[str, dict[str, Any]]] = [
         ("battle", {}),
@@ -406,7 +413,7 @@ def _mine(store: Store, step) -> None:
         step(f"mine {label}", f"kept {r.kept}; dropped: {_counts(dict(r.dropped))}")
 
 
-def _rounds_and_export(store: Store, out_dir: Path, step) -> None:
+def _rounds_and_export(store: Store, out_dir: Path, step: Step) -> None:
 
     replay = out_dir / "data" / "m11a-replay.toml"
     replay.write_text(
@@ -462,7 +469,7 @@ def _base_bundle(store: Store, out_dir: Path) -> Path:
     return path
 
 
-def _audits(store: Store, step) -> None:
+def _audits(store: Store, step: Step) -> None:
 
     d = audit_leaks(store, HOLDOUT).as_dict()
     files = [f for f in d["files"] if f["leaked_ids"] or f["near_ids"]]
@@ -491,7 +498,7 @@ def _audits(store: Store, step) -> None:
     step("audit loops", f"{flagged} of {outputs} outputs flagged as loops")
 
 
-def _train(store: Store, out_dir: Path, step) -> dict[str, Path]:
+def _train(store: Store, out_dir: Path, step: Step) -> dict[str, Path]:
 
     base = _base_bundle(store, out_dir)
     options = DpoOptions(round="m11a", base=str(base), out=str(out_dir / "runs" / "m11a"))
@@ -516,7 +523,7 @@ def _train(store: Store, out_dir: Path, step) -> dict[str, Path]:
     return bundles
 
 
-def _evaluate(store: Store, out_dir: Path, bundles: dict[str, Path], step) -> None:
+def _evaluate(store: Store, out_dir: Path, bundles: dict[str, Path], step: Step) -> None:
 
     for name, path in bundles.items():
         for suite in (SUITE, LOOP_SUITE):
@@ -626,7 +633,7 @@ class DemoNumbers:
     run_sha256: str | None  # SHA-256 over every per-item eval result: equal only for the same outcome
 
 
-def demo_numbers(store) -> DemoNumbers:
+def demo_numbers(store: Store) -> DemoNumbers:
     from audits.compare import paired_flips
     from train.bundle_identity import canonical_sha256
 
@@ -743,7 +750,7 @@ def readme_block_from_text(readme: str) -> str:
 @click.command("demo")
 @click.argument("out_dir", default="demo-run", type=click.Path(file_okay=False))
 @json_option
-def demo_cmd(out_dir, as_json):
+def demo_cmd(out_dir: str, as_json: bool) -> None:
     """Run the end-to-end demo on bundled invented sample data into OUT_DIR.
 
     The incumbent so7a is a tiny character-level model shipped with pairstore

@@ -3,9 +3,11 @@ or as a held-out suite."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
-from generators.registry import FAMILIES, resolve_families
+from generators.registry import family_listing, family_specs, resolve_families
 from generators.tasks import generate_loopfix
 from pairstore.cli.base import (
     check_seed,
@@ -17,9 +19,25 @@ from pairstore.cli.base import (
     open_db,
 )
 
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
+
+
+def complete_families(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[CompletionItem]:
+    """Shell completion of --families: the declared names not typed yet, after the comma-separated ones."""
+    from click.shell_completion import CompletionItem
+
+    typed, comma, last = incomplete.rpartition(",")
+    done = set(typed.split(","))
+    return [
+        CompletionItem(f"{typed}{comma}{name}")
+        for name in family_specs()
+        if name.startswith(last) and name not in done
+    ]
+
 
 @click.group("generate")
-def generate_group():
+def generate_group() -> None:
     """Generate synthetic tasks with gold answers computed by code."""
 
 
@@ -35,8 +53,9 @@ def generate_group():
 @click.option(
     "--families",
     default=None,
-    help="Comma-separated family names (default: the loop-fix families, all but short_arithmetic; "
-    "see `pairstore generate families`).",
+    help="Comma-separated family names (default: the families `pairstore generate families` marks "
+    "default, the loop-fix families).",
+    shell_complete=complete_families,
 )
 @click.option(
     "--suite",
@@ -52,7 +71,15 @@ def generate_group():
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.pass_context
-def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
+def generate_loopfix_cmd(
+    ctx: click.Context,
+    n: int,
+    seed: int,
+    families: str | None,
+    suite: str | None,
+    difficulty: int | None,
+    as_json: bool,
+) -> None:
     """Generate loop-fix tasks (letter/word counts, division, digit sums, ...) into the store."""
     names = resolve_families(families)  # an unknown family fails before the store is opened
     with open_db(ctx) as store:
@@ -76,17 +103,6 @@ def generate_loopfix_cmd(ctx, n, seed, families, suite, difficulty, as_json):
 @generate_group.command("families")
 @listing_options
 def generate_families_cmd(output: str) -> None:
-    """List the task families: modes, phrasings per mode and difficulty levels."""
-    rows = [
-        (f.name, ", ".join(f"{m} ({len(p)})" for m, p in f.phrasings.items()), f.difficulty_help)
-        for f in FAMILIES.values()
-    ]
-    json_rows = [
-        {
-            "family": f.name,
-            "phrasings": {m: len(p) for m, p in f.phrasings.items()},
-            "difficulty": f.difficulty_help,
-        }
-        for f in FAMILIES.values()
-    ]
-    echo_rows(output, ["family", "modes (phrasings)", "difficulty"], rows, json_rows=json_rows)
+    """List the task families as declared: version, modes (phrasings), levels, gold and whether default."""
+    columns, rows, objects = family_listing()
+    echo_rows(output, columns, rows, json_rows=objects)

@@ -16,7 +16,7 @@ from pairstore.rounds.lineage import describe, lineage
 @click.argument("name", shell_complete=complete("round"))
 @click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
 @click.pass_context
-def lineage_cmd(ctx, name, as_json):
+def lineage_cmd(ctx: click.Context, name: str, as_json: bool) -> None:
     """Print the chain of rounds from the base model to NAME, with mixtures where registered."""
     with open_db(ctx, read_only=True) as store:
         stages = lineage(store, name)

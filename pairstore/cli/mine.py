@@ -55,7 +55,7 @@ class MinerGroup(click.Group):
 
 
 @click.group("mine", cls=MinerGroup)
-def mine_group():
+def mine_group() -> None:
     """Mine preference pairs from what the store holds."""
 
 

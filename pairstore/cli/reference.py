@@ -10,6 +10,7 @@ reference cannot drift from the code.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
@@ -21,7 +22,7 @@ END = "<!-- cli-reference:end -->"
 README = Path(__file__).resolve().parents[2] / "README.md"
 
 
-def walk_commands(cmd: click.Command, path: list[str]):
+def walk_commands(cmd: click.Command, path: list[str]) -> Iterator[tuple[list[str], click.Command]]:
     """Every command under `cmd`, as the group lists it (a group may build its commands: `mine`), hidden
     aliases left out."""
     yield path, cmd
@@ -67,7 +68,7 @@ def readme_with_reference(text: str) -> str:
     return f"{head}{START}\n\n{reference_markdown()}\n{END}{tail}"
 
 
-def main(argv=None) -> None:
+def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if "--write" in argv:
         README.write_text(readme_with_reference(README.read_text(encoding="utf-8")), encoding="utf-8")

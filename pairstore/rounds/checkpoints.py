@@ -8,6 +8,9 @@ from typing import TYPE_CHECKING
 from pairstore.errors import BadInput
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pairstore.files import StrPath
     from pairstore.store.store import Store
 
 KINDS = ("base", "adapter", "merge", "soup")
@@ -47,7 +50,7 @@ def register_checkpoint(
         )
 
 
-def checkpoint_at(store, path) -> str | None:
+def checkpoint_at(store: Store, path: StrPath) -> str | None:
     """The checkpoint name registered for the bundle or adapter folder at `path` (the latest), if any."""
     from pathlib import Path
 
@@ -58,7 +61,7 @@ def checkpoint_at(store, path) -> str | None:
     return rows[0]["name"] if rows else None
 
 
-def checkpoint_name(store, path, given: str | None = None) -> str:
+def checkpoint_name(store: Store | None, path: StrPath, given: str | None = None) -> str:
     """One name per checkpoint: `given` (a --a-name, --base-name ...), else the name the folder at `path`
     is registered under, else the folder's name. Reads only."""
     from pathlib import Path
@@ -67,7 +70,7 @@ def checkpoint_name(store, path, given: str | None = None) -> str:
     return given or registered or Path(path).resolve().name
 
 
-def register_folder(store, path, name: str) -> None:
+def register_folder(store: Store | None, path: StrPath, name: str) -> None:
     """Register the folder at `path` under `name` (kind from its training_evidence.json, else base; no
     parents) when neither the folder nor the name is registered yet, so the chain it starts connects in
     lineage. A name already registered for another folder is left as it is."""
@@ -79,14 +82,14 @@ def register_folder(store, path, name: str) -> None:
         register_checkpoint(store, name, _folder_kind(Path(path)), [], path=str(Path(path).resolve()))
 
 
-def checkpoint_name_for(store, path, given: str | None = None) -> str:
+def checkpoint_name_for(store: Store | None, path: StrPath, given: str | None = None) -> str:
     """checkpoint_name, and the folder registered under it (register_folder)."""
     name = checkpoint_name(store, path, given)
     register_folder(store, path, name)
     return name
 
 
-def _folder_kind(folder) -> str:
+def _folder_kind(folder: Path) -> str:
     try:
         kind = json.loads((folder / "training_evidence.json").read_text(encoding="utf-8")).get("kind")
     except (OSError, ValueError, AttributeError):

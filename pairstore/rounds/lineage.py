@@ -107,7 +107,7 @@ def lineage(store: Store, name: str) -> list[dict]:
     order: list[str] = []
     seen: set[str] = set()
 
-    def visit(n: str, child: str | None):
+    def visit(n: str, child: str | None) -> None:
         if n in seen:
             return
         if n not in rounds:

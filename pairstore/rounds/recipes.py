@@ -45,7 +45,7 @@ import json
 import math
 import re
 import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
@@ -54,6 +54,7 @@ from typing import Any, NoReturn
 import duckdb
 
 from pairstore.errors import BadInput, BadInputs, NotFound, PairstoreError, duckdb_message
+from pairstore.files import StrPath
 from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
 from pairstore.store.store import Store
@@ -271,7 +272,7 @@ class _Checker:
     """Checks a recipe's values, recording every mistake (file, line, field) instead of
     stopping at the first."""
 
-    def __init__(self, path, text: str):
+    def __init__(self, path: StrPath | None, text: str) -> None:
         self.path = str(path) if path is not None else None
         self.where = _Lines(text)
         self.problems: list[BadInput] = []
@@ -299,7 +300,18 @@ class _Checker:
         if self.problems:
             raise BadInputs(self.problems)
 
-    def number(self, value, section, key, *, lo=None, hi=None, integer=False, lo_open=False, label=None):
+    def number(
+        self,
+        value: Any,
+        section: str,
+        key: str,
+        *,
+        lo: float | None = None,
+        hi: float | None = None,
+        integer: bool = False,
+        lo_open: bool = False,
+        label: str | None = None,
+    ) -> Any:
         name = label or key
         ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
         if isinstance(value, bool) or not ok_type or (isinstance(value, float) and not math.isfinite(value)):
@@ -312,12 +324,12 @@ class _Checker:
             self.fail(f"{name} must be <= {hi}, got {value!r}", section, key, name)
         return value
 
-    def string(self, value, section, key, label=None):
+    def string(self, value: Any, section: str, key: str, label: str | None = None) -> Any:
         if not isinstance(value, str) or not value.strip():
             self.fail(f"{label or key} must be a non-empty string, got {value!r}", section, key, label)
         return value
 
-    def name(self, value, section, key):
+    def name(self, value: Any, section: str, key: str) -> Any:
         self.string(value, section, key)
         if not NAME_RE.fullmatch(value):
             self.fail(
@@ -337,7 +349,7 @@ _NOT_HERE = {
 }
 
 
-def parse_recipe(text: str, *, path=None, sources=None) -> Recipe:
+def parse_recipe(text: str, *, path: StrPath | None = None, sources: Iterable[str] | None = None) -> Recipe:
     """Parse and validate one recipe. `sources`: allowed mix sources (default known_sources()).
 
     Every mistake is found, not only the first: one BadInput, or BadInputs holding one per mistake."""
@@ -508,7 +520,7 @@ def _train_table(c: _Checker, t: Any) -> TrainConfig:
         if key not in t:
             c.note(f"[train] needs {key!r}", "train", None, f"train.{key}")
 
-    def num(key, **kw):
+    def num(key: str, **kw: Any) -> Any:
         if key not in t:
             return None
         return c.value(lambda: c.number(t[key], "train", key, label=f"train.{key}", **kw))
@@ -569,7 +581,7 @@ def _train_table(c: _Checker, t: Any) -> TrainConfig:
     return TrainConfig(**values)
 
 
-def read_recipe_file(path, *, sources=None) -> Recipe:
+def read_recipe_file(path: StrPath, *, sources: Iterable[str] | None = None) -> Recipe:
     """Read and parse a recipe file; the SHA-256 is of the file's bytes."""
     p = Path(path)
     try:
@@ -607,7 +619,7 @@ def mix_rows_sql(where: str | None) -> str:
     return f"{rows} WHERE ({where})" if where else rows
 
 
-def bind_mix_conditions(store: Store, recipe: Recipe, path: str | Path | None, text: str) -> list[BadInput]:
+def bind_mix_conditions(store: Store, recipe: Recipe, path: StrPath | None, text: str) -> list[BadInput]:
     """Each [[mix]] block's `where`, bound against the store's `pairs` (nothing is read: LIMIT 0), so a
     wrong column is found when the round is added, not at its export after its name is taken. One
     BadInput per block that does not bind, naming the file, the line of its `where` and DuckDB's hint."""
@@ -639,7 +651,7 @@ def add_round(store: Store, path: str | Path) -> tuple[Recipe, bool]:
 
 
 def add_rounds(
-    store: Store, paths: Sequence[str | Path], *, check_only: bool = False
+    store: Store, paths: Sequence[StrPath], *, check_only: bool = False
 ) -> list[tuple[Recipe, bool]]:
     """Register recipe files as rounds, all or nothing: every mistake of every file is reported (one
     BadInput, or BadInputs with one per mistake) and then nothing is added. A parent may be a registered
@@ -807,7 +819,7 @@ def parents_first(recipes: list[Recipe]) -> list[Recipe]:
     by_name = {r.name: r for r in recipes}
     out, done, visiting = [], set(), set()
 
-    def visit(r: Recipe):
+    def visit(r: Recipe) -> None:
         if r.name in done:
             return
         if r.name in visiting:

@@ -11,6 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import duckdb
 
 _HEADING = re.compile(r"^#{2,3} (\w+)\s*$")
 _ROW = re.compile(r"^\| (\w+) \| ([^|]+) \| (.*) \|\s*$")
@@ -36,7 +40,7 @@ def parse_schema_doc(text: str) -> dict[str, DocumentedTable]:
     paragraph: list[str] = []
     columns: dict[str, str] = {}
 
-    def close():
+    def close() -> None:
         if name and columns:
             tables[name] = DocumentedTable(name, _plain(" ".join(paragraph)), dict(columns))
 
@@ -74,7 +78,9 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def comment_statements(con, docs: dict[str, DocumentedTable] | None = None) -> list[str]:
+def comment_statements(
+    con: duckdb.DuckDBPyConnection, docs: dict[str, DocumentedTable] | None = None
+) -> list[str]:
     """The COMMENT statements that bring the store's comments to the documented text (none when they
     already agree). Objects the documentation does not name are left alone: tests/store/test_schema_docs.py
     fails on those."""
@@ -102,7 +108,7 @@ def comment_statements(con, docs: dict[str, DocumentedTable] | None = None) -> l
     return out
 
 
-def apply_comments(con) -> int:
+def apply_comments(con: duckdb.DuckDBPyConnection) -> int:
     """Bring every documented comment up to date in one transaction; returns how many changed."""
     statements = comment_statements(con)
     if not statements:

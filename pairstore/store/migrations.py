@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Any
+
+import duckdb
 
 from pairstore.keys import TURN_SEP, key_of_text, match_text
 from pairstore.normalize import word_text
@@ -18,7 +21,7 @@ from pairstore.store.rekey import rekey_benchmarks, rekey_stored_rows
 MSG = "STRUCT(role VARCHAR, content VARCHAR)[]"
 
 
-def m001_core(con):
+def m001_core(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"""
     CREATE TABLE battles (
         battle_id        VARCHAR PRIMARY KEY,
@@ -253,7 +256,7 @@ def m001_core(con):
     """)
 
 
-def m002_views(con):
+def m002_views(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
     CREATE VIEW pairs_by_source AS
         SELECT source, family, kind, count(*) AS pairs
@@ -277,7 +280,7 @@ def m002_views(con):
     """)
 
 
-def _evidence_sha(evidence) -> str | None:
+def _evidence_sha(evidence: Any) -> str | None:
     """SHA-256 of the evidence file an export wrote, rebuilt from the JSON the registry stored with it."""
     if evidence is None:
         return None
@@ -285,7 +288,7 @@ def _evidence_sha(evidence) -> str | None:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def m003_disguise_proof_keys_and_evidence(con):
+def m003_disguise_proof_keys_and_evidence(con: duckdb.DuckDBPyConnection) -> None:
     """Match keys that survive disguise (pairstore.normalize), recomputed for every stored row; the
     registry keeps the SHA-256 of each export's evidence file and marks superseded registrations."""
     rekey_stored_rows(con)
@@ -324,7 +327,7 @@ def m003_disguise_proof_keys_and_evidence(con):
         )
 
 
-def m004_public_sources(con):
+def m004_public_sources(con: duckdb.DuckDBPyConnection) -> None:
     """What the public sources carry besides the core fields: Arena battles' language, moderation flag and
     anonymity; a MATH-500-shaped problem's own id."""
     con.execute("""
@@ -335,13 +338,13 @@ def m004_public_sources(con):
     """)
 
 
-def m005_scratch_schema_for_sql_write(con):
+def m005_scratch_schema_for_sql_write(con: duckdb.DuckDBPyConnection) -> None:
     """The schema `pairstore sql --write` keeps the user's own tables and views in (pairstore.store.sql):
     everything else in the file is pairstore's."""
     con.execute("CREATE SCHEMA IF NOT EXISTS scratch")
 
 
-def m006_three_verdicts(con):
+def m006_three_verdicts(con: duckdb.DuckDBPyConnection) -> None:
     """`generations.verdict` takes a third value, 'unknown' (the verifier cannot tell: no committed
     answer, an undecidable comparison, verifiers that disagree), with the reason in `verdict_reason`
     and each verifier's reading in `verdict_readings`. DuckDB cannot alter a CHECK constraint, so the
@@ -349,7 +352,7 @@ def m006_three_verdicts(con):
     copied as they are."""
     # pairstore's own table: a user's scratch.generations (pairstore sql --write) is not it
     mine = "database_name = current_database() AND schema_name = 'main' AND table_name = 'generations'"
-    ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchone()[0]
+    ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchall()[0][0]
     old_check = "CHECK((verdict IN ('correct', 'wrong', 'unscored')))"
     if old_check not in ddl:
         raise RuntimeError("generations.verdict's CHECK constraint is not the one m006 replaces")
@@ -372,7 +375,7 @@ def m006_three_verdicts(con):
     """)
 
 
-def m007_votes_from_the_browser(con):
+def m007_votes_from_the_browser(con: duckdb.DuckDBPyConnection) -> None:
     """Who voted and how the pair was shown: a battle's annotator, the side the own model's answer was shown
     on, the decoding settings and the way it came in; a judgment's annotator, the judge prompt's hash, the
     kind of item judged and the heavy flaws ticked per side."""
@@ -391,7 +394,7 @@ def m007_votes_from_the_browser(con):
     """)
 
 
-def m008_keys_of_the_normalization_pipeline(con):
+def m008_keys_of_the_normalization_pipeline(con: duckdb.DuckDBPyConnection) -> None:
     """Match keys and texts recomputed for the normalization pipeline of pairstore.normalize (escapes
     and markup decoded, digits of every script, case folding for every script, number forms, punctuation
     as a word break), for every stored row, holdout member and benchmark n-gram."""
@@ -418,7 +421,7 @@ def m008_keys_of_the_normalization_pipeline(con):
     rekey_benchmarks(con)
 
 
-def m009_normalization_versions(con):
+def m009_normalization_versions(con: duckdb.DuckDBPyConnection) -> None:
     """The normalization that made each table's match keys (`key_versions`, one row per keyed table,
     pairstore.store.rekey), and the text a member added as a text stands for (`holdout.source_text`), so
     re-keying reads the text itself. No row is written here: opening the store finds every keyed table

@@ -69,7 +69,7 @@ def expected_schema(version: int) -> dict[str, frozenset]:
         con.close()
 
 
-def _schema_of(con, database: str | None = None) -> dict[str, frozenset]:
+def _schema_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, frozenset]:
     where = "schema_name = 'main' AND " + (f"database_name = '{database}'" if database else _FILE_OBJECTS)
     out: dict[str, set] = {}
     # Schemas a migration made count as objects too (listed under a name no table can have).
@@ -85,7 +85,7 @@ def _schema_of(con, database: str | None = None) -> dict[str, frozenset]:
     return {t: frozenset(c) for t, c in out.items()}
 
 
-def user_functions(con) -> list[tuple[str, str]]:
+def user_functions(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(schema, name) of every user-defined function and macro in the file, sorted."""
     return con.execute(
         f"""SELECT DISTINCT schema_name, function_name FROM system.main.duckdb_functions()
@@ -93,7 +93,9 @@ def user_functions(con) -> list[tuple[str, str]]:
     ).fetchall()
 
 
-def shadowing_functions(con, user: list[tuple[str, str]] | None = None) -> list[str]:
+def shadowing_functions(
+    con: duckdb.DuckDBPyConnection, user: list[tuple[str, str]] | None = None
+) -> list[str]:
     """User-defined functions and macros in the file whose names are built-ins' (schema.name)."""
     user = user_functions(con) if user is None else user
     if not user:
@@ -108,7 +110,7 @@ def shadowing_functions(con, user: list[tuple[str, str]] | None = None) -> list[
     return [f"{schema}.{name}" for schema, name in user if name in builtins]
 
 
-def recognize(con, path: str, *, new: bool) -> int:
+def recognize(con: duckdb.DuckDBPyConnection, path: str, *, new: bool) -> int:
     """The store's schema version (0 for a new, empty store); raises when it is not one to work on."""
     from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
 

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -63,7 +64,7 @@ _FILE_STATEMENTS = {
 _NOT_USERS = f"database_name NOT IN ('system', 'temp') AND schema_name <> '{USER_SCHEMA}'"
 
 
-def _catalog(con) -> dict:
+def _catalog(con: duckdb.DuckDBPyConnection) -> dict:
     """Every object of the file outside the user's schema, and every user-defined function anywhere, read
     through DuckDB's own catalog functions (system.main.*: no macro can shadow them)."""
     q = {
@@ -89,7 +90,7 @@ def _catalog(con) -> dict:
     return {k: sorted(map(repr, con.execute(sql).fetchall())) for k, sql in q.items()}
 
 
-def _fingerprint(con) -> dict:
+def _fingerprint(con: duckdb.DuckDBPyConnection) -> dict:
     """The catalog (see _catalog), and per protected table an order-independent hash of its rows, computed
     with DuckDB's own hash and sum (system.main.*), never a function the file could redefine."""
     out: dict[str, Any] = {"catalog": _catalog(con)}
@@ -123,7 +124,9 @@ def _changes(before: dict, after: dict) -> list[str]:
     return changed
 
 
-def _run(con, statements) -> tuple[list[str], list[tuple]]:
+def _run(
+    con: duckdb.DuckDBPyConnection, statements: Iterable[duckdb.Statement]
+) -> tuple[list[str], list[tuple]]:
     cols: list[str] = []
     rows: list[tuple] = []
     for st in statements:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable, Iterable
+from typing import NoReturn
 
 import duckdb
 
@@ -67,7 +69,7 @@ def _tokens(fragment: str) -> list[tuple[str, str]]:
     return out
 
 
-def _walk(node, fail) -> None:
+def _walk(node: object, fail: Callable[[str], NoReturn]) -> None:
     if isinstance(node, list):
         for v in node:
             _walk(v, fail)
@@ -97,11 +99,11 @@ def _walk(node, fail) -> None:
         _walk(v, fail)
 
 
-def check_condition(fragment, *, field: str, path: str | None = None, line: int | None = None) -> str:
+def check_condition(fragment: object, *, field: str, path: str | None = None, line: int | None = None) -> str:
     """The fragment, stripped, when it is exactly one safe boolean expression; else
     BadInput naming `field`."""
 
-    def fail(reason: str):
+    def fail(reason: str) -> NoReturn:
         raise BadInput(f"{field} must be one SQL condition: {reason}", path=path, line=line, field=field)
 
     if not isinstance(fragment, str) or not fragment.strip():
@@ -175,13 +177,15 @@ def _in_user_schema(parts: list[str], main_objects: set[str], *, creating: bool)
     return len(parts) == 1 and not creating and parts[0] not in main_objects
 
 
-def check_write_statements(statements, main_objects: set[str], protected: tuple[str, ...]) -> None:
+def check_write_statements(
+    statements: Iterable[duckdb.Statement], main_objects: set[str], protected: tuple[str, ...]
+) -> None:
     """Refuse, before anything runs, a --write statement that could change what pairstore computes: a macro
     or function, a schema, a type, a secret or a sequence; a table or view outside `scratch`; ALTER, DROP,
     COMMENT or rename of pairstore's objects; a write to a PROTECTED table; any statement outside
     WRITE_STATEMENTS. `main_objects`: the names of the store's own tables and views."""
 
-    def refuse(st, reason):
+    def refuse(st: duckdb.Statement, reason: str) -> NoReturn:
         query = " ".join(st.query.split())
         raise BadInput(f"--write refuses {query[:80]!r}: {reason}; nothing was committed")
 

@@ -17,9 +17,10 @@ import json
 import os
 import re
 import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import duckdb
 
@@ -55,6 +56,10 @@ def interrupt_open_stores() -> int:
     return asked
 
 
+# Query parameters as DuckDB takes them: positional (?) or named ($name).
+Params: TypeAlias = "Sequence[object] | Mapping[str, object] | None"
+
+
 class Store:
     """A connection to the store plus the few helpers every module uses."""
 
@@ -67,7 +72,7 @@ class Store:
 
     # -- transactions -------------------------------------------------------
     @contextmanager
-    def transaction(self):
+    def transaction(self) -> Iterator[Store]:
         """BEGIN/COMMIT around the block, ROLLBACK on any exception. Nests (inner blocks join)."""
         if self._depth:
             self._depth += 1
@@ -88,7 +93,7 @@ class Store:
         self.con.execute("COMMIT")
 
     # -- queries --------------------------------------------------------------
-    def sql(self, query: str, params=None) -> duckdb.DuckDBPyRelation:
+    def sql(self, query: str, params: Params = None) -> duckdb.DuckDBPyRelation:
         """A DuckDB relation over `query`: `.df()`, `.arrow()`, `.pl()`, `.fetchall()`, `.show()`, or
         more SQL on it (`.filter`, `.aggregate`). Any result an earlier `con.execute` left half-read is
         run to its end first, so a relation never meets "unfinished result from execute()"."""
@@ -100,24 +105,24 @@ class Store:
         return f"<pairstore.Store {self.path} ({mode}, schema version {self.schema_version()})>"
 
     # -- small helpers ------------------------------------------------------
-    def rows(self, sql: str, params=None) -> list[dict]:
+    def rows(self, sql: str, params: Params = None) -> list[dict]:
         """Run a query and return a list of dicts."""
         cur = self.con.execute(sql, params or [])
         cols = [d[0] for d in cur.description]
         return [dict(zip(cols, r)) for r in cur.fetchall()]
 
-    def scalar(self, sql: str, params=None):
+    def scalar(self, sql: str, params: Params = None) -> Any:
         # fetchall, not fetchone: DuckDB 2 keeps a half-read result open and refuses the next statement.
         rows = self.con.execute(sql, params or []).fetchall()
         return rows[0][0] if rows else None
 
-    def one(self, sql: str, params=None) -> tuple | None:
+    def one(self, sql: str, params: Params = None) -> tuple | None:
         """The first row, or None (the result is read to the end, see scalar)."""
         rows = self.con.execute(sql, params or []).fetchall()
         return rows[0] if rows else None
 
     @contextmanager
-    def registered(self, name: str, table):
+    def registered(self, name: str, table: object) -> Iterator[str]:
         """`table` (an Arrow table, or anything else DuckDB can scan) visible to SQL as `name` inside the
         block; unregistered on the way out, whatever happens."""
         self.con.register(name, table)
@@ -144,10 +149,10 @@ class Store:
     def close(self) -> None:
         self.con.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

@@ -13,11 +13,12 @@ never slip into a training mixture.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from pairstore.errors import BadInput
+from pairstore.files import StrPath
 from pairstore.keys import match_key
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ _ITEM_SCHEMA = pa.schema(
 )
 
 
-def lm_eval_doc_text(doc) -> str | None:
+def lm_eval_doc_text(doc: Any) -> str | None:
     """The question text of an lm-evaluation-harness doc (the held-out part; the few-shot examples in a
     sample's `arguments` are training items and are not taken). None when the doc holds no text."""
     if not isinstance(doc, dict):
@@ -172,7 +173,7 @@ def replace_scores(
     return table.num_rows
 
 
-def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin: str, path) -> int:
+def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin: str, path: StrPath) -> int:
     """Scores made elsewhere (rows with item_id, SCORE_COLUMNS and `_line`): new ones are inserted; one
     already stored with another result is an error naming its line, never a silent overwrite."""
     table = _score_table(model, suite, rows, origin)
@@ -181,7 +182,7 @@ def add_scores(store: Store, model: str, suite: str, rows: list[dict], *, origin
 
 
 def add_staged_scores(
-    store: Store, incoming: str, *, path, where: Callable[[int], tuple[str, int]] | None = None
+    store: Store, incoming: str, *, path: StrPath, where: Callable[[int], tuple[str, int]] | None = None
 ) -> int:
     """add_scores of rows already in DuckDB: `incoming` is a table or view with SCORE_SCHEMA's columns, one
     row per (model, suite, item); they are inserted in `_line` order. `where` turns a row's `_line` into

@@ -13,6 +13,7 @@ at once; the miners fill or refresh them with record_verdicts.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -67,7 +68,7 @@ VERDICT_SCHEMA = pa.schema(
 
 
 def generation_id(
-    model: str, item_kind: str, item_ref: str, sample_index: int, temperature, output: str
+    model: str, item_kind: str, item_ref: str, sample_index: int, temperature: float | None, output: str
 ) -> str:
     """Content id of one output: the model, the item (id or prompt text), sample number, temperature, text."""
     return content_id(model, item_kind, item_ref, str(sample_index), repr(temperature), output)
@@ -93,7 +94,12 @@ def insert_generations(store: Store, rows: list[dict]) -> int:
 
 
 def insert_generations_select(
-    store: Store, select_sql: str, columns: list[str], params=(), *, distinct: bool = False
+    store: Store,
+    select_sql: str,
+    columns: list[str],
+    params: Sequence[object] = (),
+    *,
+    distinct: bool = False,
 ) -> int:
     """Insert the rows of `select_sql` (the GEN_SCHEMA `columns` by name, plus `_row`: the order to store
     them in; the other columns are NULL) whose gen_id is new, the first of each gen_id by `_row`;

@@ -158,7 +158,7 @@ _ORIGIN_SCHEMA = pa.schema(
 )
 
 
-def add_pairs(store: Store, pairs, *, miner: str, miner_version: str) -> AddResult:
+def add_pairs(store: Store, pairs: Iterable[Pair], *, miner: str, miner_version: str) -> AddResult:
     """Insert pairs and origins in one transaction (joins an open one). Idempotent."""
     result = AddResult()
     new_rows: dict[str, dict] = {}

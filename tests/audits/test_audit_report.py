@@ -9,8 +9,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from audits.report import write_report
-from audits.report_render import SECTIONS
+from audits.report import SECTIONS, build_section, write_report
+from audits.report_facts import ReportFacts
+from audits.report_render import Report, Section, render_html, render_markdown
+from pairstore.errors import NotFound
 from pairstore.holdout.ngrams import register_benchmark
 from pairstore.holdout.sets import add_members
 from pairstore.keys import match_key, match_text, sha256_file
@@ -183,7 +185,7 @@ def test_report_renders_every_section(store, db_path, tmp_path, run_cli):
     html_text = (out / "report.html").read_text(encoding="utf-8")
     p = SectionParser()
     p.feed(html_text)
-    for key, title in SECTIONS:
+    for key, title in [(spec.key, spec.title) for spec in SECTIONS]:
         assert key in p.sections, f"section {key} missing"
         sec = p.sections[key]
         assert title in sec["text"]
@@ -216,7 +218,21 @@ def test_report_is_deterministic(store, tmp_path):
     first = write_report(store, "s1", tmp_path / "one")
     second = write_report(store, "s1", tmp_path / "two")
     assert open(first["html"], "rb").read() == open(second["html"], "rb").read()
-    assert first["sections"] == [k for k, _ in SECTIONS]
+    assert first["sections"] == [spec.key for spec in SECTIONS]
+
+
+def test_sections_are_declared_once_and_the_outputs_are_assembled_from_the_list():
+    keys = [spec.key for spec in SECTIONS]
+    assert len(set(keys)) == len(keys) and all(spec.title and spec.reads for spec in SECTIONS)
+    # The assembly reads whatever sections it is given, in their order: contents line, nav and headings.
+    rep = Report("m", [Section("b", "Second"), Section("a", "First", ["text"])], ["## Card", "## More"])
+    md, page = render_markdown(rep), render_html(rep)
+    assert "Sections: Second, First." in md and md.index("## Second") < md.index("## First")
+    assert md.endswith("## Card\n\n## More")
+    assert '<li><a href="#b">Second</a></li><li><a href="#a">First</a></li>' in page
+    assert page.index('<section id="b">') < page.index('<section id="a">')
+    with pytest.raises(NotFound, match="no report section 'nope'"):
+        build_section(None, "nope")
 
 
 def test_report_unknown_model(store, run_cli):
@@ -259,7 +275,7 @@ def _lineage_rows(md: str) -> dict[str, list[str]]:
 
 @pytest.mark.slow
 def test_each_stage_row_says_what_ran_from_the_runs_evidence(store, tmp_path):
-    from audits.report import run_summary
+    from audits.report_training import run_summary
 
     build_store(store, tmp_path)
     evidence = _register_run(store, tmp_path, steps=2, max_length=30)
@@ -338,3 +354,26 @@ def test_evaluation_covers_the_chain_unless_asked_for_every_model(store, tmp_pat
     assert "2 other evaluated model(s)" in evaluation
     assert "stranger" not in evaluation.split("left out")[1] and "| s2 |" not in evaluation
     assert "| stranger |" in every.split("## Evaluation", 1)[1]
+
+
+@pytest.mark.slow
+def test_each_section_reads_only_the_tables_it_declares(store, tmp_path):
+    """Each section built alone, with every table and view it does not declare dropped, is the section the
+    whole store gives: what a section declares it reads is all it reads (on this store's branches)."""
+    build_store(store, tmp_path)
+    _register_run(store, tmp_path)
+    whole = {spec.key: spec.build(ReportFacts(store, "s1")) for spec in SECTIONS}
+    objects = store.con.execute(
+        "SELECT view_name, 'VIEW' FROM duckdb_views() WHERE NOT internal "
+        "UNION ALL SELECT table_name, 'TABLE' FROM duckdb_tables() WHERE NOT internal"
+    ).fetchall()
+    for spec in SECTIONS:
+        store.con.execute("BEGIN TRANSACTION")
+        try:
+            for name, kind in objects:
+                if name not in spec.reads:
+                    store.con.execute(f"DROP {kind} {name}")
+            alone = spec.build(ReportFacts(store, "s1"))
+        finally:
+            store.con.execute("ROLLBACK")
+        assert alone == whole[spec.key], spec.key

@@ -244,13 +244,13 @@ def test_audit_reads_battles_from_the_side_shown_and_judgments_with_agreement(st
 
 
 def test_the_report_section_shows_the_table_and_the_plot(store):
-    from audits.report import _ratings_section
+    from audits.report import build_section
 
-    assert _ratings_section(store).tables == []
+    assert build_section(store, "ratings").tables == []
     add_battle_records(
         store, [_battle(i, ("win", "loss", "tie")[i % 3], "ab"[i % 2]) for i in range(9)], source="t"
     )
-    s = _ratings_section(store)
+    s = build_section(store, "ratings")
     caption, table = s.tables[0]
     assert table.columns[:2] == ["model", "rating"] and {r[0] for r in table.rows} == {"mine", "other"}
     (name, png) = s.images[0]

@@ -276,7 +276,7 @@ def test_readme_demo_section_is_what_the_demo_store_holds(demo_run):
 
 def test_the_report_rows_are_what_the_demo_ran(demo_run):
     """The m11a stage row and the lengths section say what training_evidence.json says ran, not the recipe."""
-    from audits.report import run_summary
+    from audits.report_training import run_summary
 
     evidence = json.loads((demo_run.out_dir / "runs" / "m11a" / "training_evidence.json").read_text())
     md = (demo_run.out_dir / "report" / "report.md").read_text(encoding="utf-8")
