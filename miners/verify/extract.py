@@ -216,7 +216,9 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
             return Extraction(None, last.rule, missing=AMBIGUOUS)
         if _loops_after_other_answer(text, cands, kind):
             return Extraction(None, last.rule, missing=AMBIGUOUS)
-        return Extraction(answer, last.rule, rule.strong and not weak, span_text=last.text)
+        return Extraction(
+            answer, last.rule, rule.strong and not weak, span_text=last.text, start=last.start, end=last.end
+        )
     return _without_spans(text, kind, whole)
 
 
@@ -258,14 +260,20 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
         answer, weak = _finish(stripped, "short", kind)
         if answer:
             # a bare value ("18", "\\frac12") is its own answer; a sentence read for its value is weak
-            return Extraction(answer, "short_output", not weak)
+            return Extraction(answer, "short_output", not weak, start=0, end=len(text.rstrip()))
         return Extraction(None, missing=NO_ANSWER)
     if kind == "task":
         return Extraction(None, missing=NO_ANSWER)
     value = concluding(stripped, kind)
     if value and strip_answer(value):
+        last = sentences(stripped)[-1]
         return Extraction(
-            strip_answer(value), "concluding_sentence", False, span_text=sentences(stripped)[-1]
+            strip_answer(value),
+            "concluding_sentence",
+            False,
+            span_text=last,
+            start=max(0, text.rfind(last)),
+            end=len(text.rstrip()),
         )
     return Extraction(None, missing=NO_ANSWER)
 

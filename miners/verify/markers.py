@@ -62,6 +62,39 @@ ANSWER_MARKERS: tuple[AnswerMarker, ...] = (
     AnswerMarker("sw", ("jibu la mwisho", "jibu"), ("ni",)),
 )
 
+# Words that join alternatives ("12 or 15", "x = 2 oder x = 3"): an answer that lists alternatives
+# against a gold of one value commits to none of them (miners.verify.evidence). Per language, as data.
+_ALTERNATIVES: tuple[tuple[str, str], ...] = (
+    ("en", "or|either"),
+    ("de", "oder"),
+    ("fr", "ou"),
+    ("es", "o|ó"),
+    ("pt", "ou"),
+    ("it", "o|oppure"),
+    ("nl", "ofwel"),
+    ("ru", "или|либо"),
+    ("uk", "або|чи"),
+    ("pl", "lub|albo"),
+    ("cs", "nebo"),
+    ("tr", "veya|ya da"),
+    ("id", "atau"),
+    ("vi", "hoặc"),
+    ("th", "หรือ"),
+    ("hi", "या|अथवा"),
+    ("ar", "أو"),
+    ("fa", "یا"),
+    ("he", "או"),
+    ("el", "ή"),
+    ("sv", "eller"),
+    ("sw", "au"),
+    ("zh", "或者|或是|或"),
+    ("ja", "または|もしくは"),
+    ("ko", "또는|혹은"),
+)
+ALTERNATIVE_WORDS: tuple[str, ...] = tuple(
+    sorted({w for _, words in _ALTERNATIVES for w in words.split("|")}, key=lambda w: (-len(w), w))
+)
+
 # (language, the words that say yes/true, the words that say no/false), space-separated
 _YES_NO: tuple[tuple[str, str, str], ...] = (
     ("en", "true yes correct", "false no incorrect"),

@@ -106,6 +106,28 @@ _MATRIX_RE = re.compile(
 _LONE_MATRIX_RE = re.compile(r"^[(\[](\\begin\{([pbB]?matrix|array)\}.*\\end\{\2\})[)\]]$", re.S)
 
 
+# a numeral in another base by its prefix ("0x1F", "0b1010", "0o17")
+_BASE_PREFIX_RE = re.compile(r"(?<![\w.])0(?:([xX])([0-9a-fA-F]+)|([bB])([01]+)|([oO])([0-7]+))(?![\w.])")
+# a numeral whose separators can be read one way only: groups of three by dots or spaces before a
+# decimal comma ("1.234,5", "1 234,56"), or by apostrophes ("1'234", "1’234.5")
+_LOCALE_NUMERAL_RE = re.compile(
+    r"(?<![\d.,])\d{1,3}(?:[. ]\d{3})+,\d+(?![\d,.])|(?<![\d.,'’])\d{1,3}(?:['’]\d{3})+(?:\.\d+)?(?![\d'’])"
+)
+
+
+def _base_ten(m: re.Match) -> str:
+    digits = m.group(2) or m.group(4) or m.group(6)
+    base = 16 if m.group(1) else 2 if m.group(3) else 8
+    return str(int(digits, base))
+
+
+def _plain_numeral(m: re.Match) -> str:
+    numeral = m.group(0)
+    if "," in numeral:
+        return numeral.replace(".", "").replace(" ", "").replace(",", ".")
+    return numeral.replace("'", "").replace("’", "")
+
+
 def unwrap_text_commands(s: str) -> str:
     while True:
         m = _TEXT_CMD_RE.search(s)
@@ -135,6 +157,10 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
     """(canonical string, is_percent). Pure string work; no evaluation."""
     s = ans.translate(_UNICODE)
     s = unwrap_text_commands(s)
+    if "0" in s:  # "0x1F", "0b1010", "0o17": the number in base ten
+        s = _BASE_PREFIX_RE.sub(_base_ten, s)
+    if "," in s or "'" in s or "’" in s:
+        s = _LOCALE_NUMERAL_RE.sub(_plain_numeral, s)
     if kind == "math":
         s = _BARE_FUNCTION_RE.sub(r"\\\1", s)  # "(sec x)^2" is (\sec x)^2, not s*e*c*x squared
     s = re.sub(r"(?<=\d)(,?)\\!\s*(?=\d)", r"\1", s)  # 11,\! 111 and 1\!000

@@ -121,19 +121,73 @@ def _cut_sentence(span: str) -> str:
     return span
 
 
-def _next_line(text: str, pos: int) -> str:
-    """The first non-empty line after pos ("The answer (arabic numerals) is\\n\\n8")."""
-    lines = text[pos:].split("\n", 8)[1:8]
+_FENCES = ("```", "'''", '"""', "~~~")
+_QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_NEXT_LINES = 8
+
+
+def _next_line(text: str, pos: int) -> tuple[str, int]:
+    """(the value on the first non-empty line after pos, where that value's block ends): "The answer
+    (arabic numerals) is\\n\\n8" -> "8". A block opened there is read whole: a display block
+    (\\[ ... \\], $$ ... $$), a fenced or triple-quoted block (its content), quoted lines (without
+    their ">"). Nothing found: ("", pos)."""
+    at = text.find("\n", pos)
+    if at < 0:
+        return "", pos
+    starts, lines = [], []
+    for _ in range(_NEXT_LINES):
+        nxt = text.find("\n", at + 1)
+        starts.append(at + 1)
+        lines.append(text[at + 1 : len(text) if nxt < 0 else nxt])
+        if nxt < 0:
+            break
+        at = nxt
+    ends = [start + len(line) for start, line in zip(starts, lines)]
     for k, line in enumerate(lines[:3]):
-        if not _PLACEHOLDER_RE.match(line):
-            opener = line.strip()
-            if opener in ("\\[", "$$"):  # a display block opened on its own line: its content
-                closer = _MATH_CLOSE[opener]
-                for j in range(k + 1, len(lines)):
-                    if lines[j].strip().endswith(closer):
-                        return "\n".join(x.strip() for x in lines[k : j + 1])[:400]
-            return opener[:400]
-    return ""
+        if _PLACEHOLDER_RE.match(line):
+            continue
+        opener = line.strip()
+        if opener in ("\\[", "$$"):  # a display block opened on its own line: its content
+            closer = _MATH_CLOSE[opener]
+            for j in range(k + 1, len(lines)):
+                if lines[j].strip().endswith(closer):
+                    return "\n".join(x.strip() for x in lines[k : j + 1])[:400], ends[j]
+        fence = next((f for f in _FENCES if opener.startswith(f)), None)
+        if fence is not None:  # a fenced or triple-quoted block: what it holds
+            rest = opener[len(fence) :]
+            if rest.endswith(fence) and len(rest) > len(fence):  # '''42''' on one line
+                return rest[: -len(fence)].strip()[:400], ends[k]
+            held: list[str] = []
+            for j in range(k + 1, len(lines)):
+                if lines[j].strip().startswith(fence):
+                    return "\n".join(held).strip()[:400], ends[j]
+                held.append(lines[j].strip())
+            return "", pos  # never closed: nothing committed
+        if _QUOTE_RE.match(line):  # quoted lines: their content
+            quoted: list[str] = []
+            for j in range(k, len(lines)):
+                if not _QUOTE_RE.match(lines[j]):
+                    break
+                quoted.append(_QUOTE_RE.sub("", lines[j]).strip())
+            value = next((h for h in quoted if not _PLACEHOLDER_RE.match(h)), "")
+            return value[:400], ends[k + len(quoted) - 1]
+        return opener[:400], ends[k]
+    return "", pos
+
+
+# an answer that ends on an operator or "=" goes on on the next line ("The answer is 6 * 7 =" over "42")
+_GOES_ON_RE = re.compile(r"(?:[-+*/=×÷·]|\\(?:times|cdot|div))[ \t*_$]*$")
+
+
+def _goes_on(text: str, ans: str, end: int) -> tuple[str, int]:
+    """(the answer with the line that continues it, where it ends) where ans ends on an operator or
+    "=" at its line's end; else (ans, end)."""
+    if not _GOES_ON_RE.search(ans) or text[end : end + 1] not in ("\n", "\r"):
+        return ans, end
+    more, more_end = _next_line(text, end)
+    if not more:
+        return ans, end
+    return ans.rstrip(" \t*_$") + " " + strip_answer(more), more_end
 
 
 def _math_block(text: str, open_at: int, opener: str) -> tuple[int, str] | None:
@@ -258,15 +312,19 @@ def find_final_line(text: str, low: str, kind: str) -> Iterable[Span]:
 
 def _sentence_span(text: str, m: re.Match, rule: str) -> Span | None:
     """The answer group of `m` to the end of its sentence, or of the next line's where it holds a
-    placeholder ("the answer is:" then the value below); None where it talks about an answer instead
-    of giving one ("the answer is correct")."""
+    placeholder ("the answer is:" then the value below) or ends on an operator ("is 6 * 7 =" over
+    "42"); None where it talks about an answer instead of giving one ("the answer is correct")."""
     ans = _cut_sentence(m.group("ans"))
     placeholder = _PLACEHOLDER_RE.match(ans) is not None
     if _NOT_AN_ANSWER_RE.match(ans) and not placeholder:
         return None
     end = m.start("ans") + len(ans)
     if placeholder:
-        ans = _cut_sentence(_next_line(text, m.start("ans")))
+        value, value_end = _next_line(text, m.start("ans"))
+        if value:
+            return Span(m.start(), value_end, _cut_sentence(value), rule)
+        return Span(m.start(), end, "", rule)
+    ans, end = _goes_on(text, ans, end)
     return Span(m.start(), end, ans, rule)
 
 
@@ -435,17 +493,20 @@ def _heading_hint(low: str) -> bool:
 _SENTENCE_MARK_RE = re.compile(r"[。！？]|[.!?](?=\s)")
 
 
-def _marker_value(text: str, m: re.Match) -> str | None:
-    """The value after a marker: the rest of its line, or the next line where the marker ends its
-    own -- unless that line is a paragraph (two sentences or more: working, or a refusal, not a
-    value), which is no value at all."""
+def _marker_value(text: str, m: re.Match) -> tuple[str, int] | None:
+    """(the value after a marker, where it ends): the rest of its line (with the next where it ends on
+    an operator), or the next line where the marker ends its own -- unless that line is a paragraph
+    (two sentences or more: working, or a refusal, not a value), which is no value at all."""
     ans = m.group("ans")
+    end = m.start("ans") + len(ans)
     if not _PLACEHOLDER_RE.match(ans):
-        return ans
+        return _goes_on(text, ans, end)
     if m.group("w").lower() in _SAME_LINE:
         return None  # "解答：" over a worked solution: a heading, not an empty answer
-    ans = _next_line(text, m.start("ans"))
-    return None if len(_SENTENCE_MARK_RE.findall(ans)) >= 2 else ans
+    value, value_end = _next_line(text, m.start("ans"))
+    if len(_SENTENCE_MARK_RE.findall(value)) >= 2:
+        return None
+    return (value, value_end) if value else (value, end)
 
 
 def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -455,14 +516,14 @@ def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
     is no value: "【答案】\\n首先，我们需要……因此无法直接给出具体的答案。" commits to none)."""
     for m in _marker_colons(text):
         if _MARKER_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
-            value = _marker_value(text, m)
-            if value is not None:
-                yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+            read = _marker_value(text, m)
+            if read is not None:
+                yield Span(m.start(), read[1], read[0], "marker_line")
     if "[" in text or "【" in text or "〖" in text:
         for m in _MARKER_BRACKET_RE.finditer(text):
-            value = _marker_value(text, m)
-            if value is not None:
-                yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+            read = _marker_value(text, m)
+            if read is not None:
+                yield Span(m.start(), read[1], read[0], "marker_line")
 
 
 _MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 8  # a marker word and the markup before its colon
@@ -493,9 +554,9 @@ def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
     "## Final Answer\\n\\n12" -> "12", "**Antwort**\\n$x = 3$" -> "x = 3"."""
     for m in _MARKER_HEADING_RE.finditer(text):
         if m.group("w").lower() not in _SAME_LINE:
-            value = _next_line(text, m.end() - 1)
+            value, value_end = _next_line(text, m.end() - 1)
             if len(_SENTENCE_MARK_RE.findall(value)) < 2:
-                yield Span(m.start(), m.end(), value, "marker_heading")
+                yield Span(m.start(), max(m.end(), value_end), value, "marker_heading")
 
 
 def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -516,7 +577,9 @@ def _line_span(text: str, m: re.Match, rule: str) -> Span:
     ans = m.group("ans")
     end = m.start("ans") + len(ans)
     if _PLACEHOLDER_RE.match(ans):  # "Answer: _____." with the value on the next line
-        ans = _next_line(text, m.start("ans"))
+        value, value_end = _next_line(text, m.start("ans"))
+        return Span(m.start(), value_end if value else end, value, rule)
+    ans, end = _goes_on(text, ans, end)
     return Span(m.start(), end, ans, rule)
 
 

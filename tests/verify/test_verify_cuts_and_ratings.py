@@ -16,8 +16,8 @@ from fractions import Fraction
 import pytest
 
 from miners.verify import Verifier
+from miners.verify.evidence import could_hold, numeric_gold, stated_numbers
 from miners.verify.prose import concluding, without_closing_rating
-from miners.verify.stated import could_hold, numeric_gold, stated_numbers
 from miners.verify.verifier import ends_mid_sentence
 
 TAV, TRUNCATED = "truncated after a possible answer", "truncated before any answer"

@@ -131,9 +131,16 @@ def test_a_cut_statement_with_nothing_before_it_is_truncation():
 
 def test_an_empty_box_or_tag_still_commits_to_nothing():
     """The cut-statement class is markers only: an empty box at the end is the model's own empty
-    answer (convention 6), not a cut."""
-    assert verdict("The answer is (A). So \\boxed{}", "A") == ("wrong", "empty answer")
-    assert verdict("The answer is 3.\n<answer></answer>", "3") == ("wrong", "empty answer")
+    answer (convention 6), not a cut. An empty answer is no evidence against the gold: it is wrong
+    only where the output states the gold's value nowhere, and unknown where it does."""
+    after_a_value = ("unknown", "empty answer after a possible answer")
+    assert verdict("The answer is (A). So \\boxed{}", "A") == after_a_value
+    assert verdict("The answer is 3.\n<answer></answer>", "3") == (
+        "unknown",
+        "empty answer after a possible answer",
+    )
+    assert verdict("The answer is 3.\n<answer></answer>", "7") == ("wrong", "empty answer")
+    assert verdict("We add the parts. So \\boxed{}", "7") == ("wrong", "empty answer")
 
 
 def test_a_finished_statement_at_the_end_is_no_cut():
@@ -283,8 +290,10 @@ def test_a_cut_off_output_with_an_answer_before_the_cut_keeps_it():
 @pytest.mark.parametrize("ending", ["The answer is: ...", "Final answer: ___", "Answer: [Answer]"])
 def test_a_blank_the_model_wrote_is_an_empty_answer_not_a_cut(ending):
     """An output that ends on a template's blank ended normally: its answer is empty (convention 6),
-    and what it said before is not read as its answer."""
-    assert verdict(WORKING + ending, "12") == ("wrong", "empty answer")
+    and what it said before is not read as its answer -- wrong where the gold's value is stated
+    nowhere, unknown where the working states it."""
+    assert verdict(NEUTRAL + ending, "12") == ("wrong", "empty answer")
+    assert verdict(WORKING + ending, "12") == ("unknown", "empty answer after a possible answer")
 
 
 @pytest.mark.parametrize("cue", ["∴", "故", "综上，", "因此"])
