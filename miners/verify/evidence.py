@@ -55,6 +55,7 @@ from itertools import chain
 from miners.verify.brackets import closing_index, depth_zero
 from miners.verify.fast import fast_compare
 from miners.verify.markers import ALTERNATIVE_WORDS
+from miners.verify.normalize import ASCII_FORMS
 from miners.verify.prose import first_value, number_words_values
 from miners.verify.rules import strip_answer
 from miners.verify.selfrating import rating_word
@@ -81,22 +82,6 @@ from miners.verify.types import (
 )
 
 # ------------------------------------------------------------------------- numbers, as written
-
-# digits of other scripts and full-width punctuation, one character for one (positions are kept)
-_DIGIT_BLOCKS = (0xFF10, 0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0x0AE6, 0x0BE6, 0x1040, 0x17E0)
-_ASCII_FORMS = str.maketrans(
-    {
-        **{chr(block + k): str(k) for block in _DIGIT_BLOCKS for k in range(10)},
-        "．": ".",
-        "，": ",",
-        "％": "%",
-        "٪": "%",
-        "－": "-",
-        "／": "/",
-        "٫": ".",
-        "٬": ",",
-    }
-)
 
 # a gold that is one plain number: "216", "-3", "46.0", "1,250", "3/4", "\\frac{3}{4}", "50\\%"
 _PLAIN_GOLD_RE = re.compile(
@@ -169,7 +154,7 @@ def _written(text: str) -> Iterator[Written]:
     magnitude): the float rules most out cheaply, the exact value decides the few left. A number no
     reader can take (5,000 digits, "1e999") is skipped."""
     if not text.isascii():
-        text = text.translate(_ASCII_FORMS)
+        text = text.translate(ASCII_FORMS)
     # lazily, in the same order: a caller that finds its value early (_writes) scans no further
     matches = chain(
         ((_number_values, m) for m in _TEXT_NUMBER_RE.finditer(text)),

@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from miners.verify.normalize import ASCII_FORMS, NUMERAL
 from miners.verify.prose import (
     concluding,
     is_prose,
@@ -116,7 +117,7 @@ def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
 
 
 # a number as written in prose (thousands separators and decimals kept together)
-_NUMERAL_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMERAL_RE = re.compile(NUMERAL)
 
 
 def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
@@ -127,6 +128,8 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
     dollars." are not weak; "The answer is 18 - 3 = 15 dollars." is). Words with no number at all
     are compared as words: nothing was chosen."""
     stripped = strip_answer(ans)
+    if not stripped.isascii():  # digits of other scripts, the Arabic decimal mark: one character each
+        stripped = stripped.translate(ASCII_FORMS)
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
         return stripped, False
     value = prose_value(stripped, kind)

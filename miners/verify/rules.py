@@ -176,13 +176,14 @@ def _next_line(text: str, pos: int) -> tuple[str, int]:
 
 
 # an answer that ends on an operator or "=" goes on on the next line ("The answer is 6 * 7 =" over "42")
-_GOES_ON_RE = re.compile(r"(?:[-+*/=×÷·]|\\(?:times|cdot|div))[ \t*_$]*$")
+_GOES_ON_RE = re.compile(r"(?:[-+*/=×÷·]|\\(?:times|cdot|div))$")
 
 
 def _goes_on(text: str, ans: str, end: int) -> tuple[str, int]:
     """(the answer with the line that continues it, where it ends) where ans ends on an operator or
     "=" at its line's end; else (ans, end)."""
-    if not _GOES_ON_RE.search(ans) or text[end : end + 1] not in ("\n", "\r"):
+    # (the markup closed around the answer first: the "**" of a bold value is no product)
+    if not _GOES_ON_RE.search(strip_answer(ans)) or text[end : end + 1] not in ("\n", "\r"):
         return ans, end
     more, more_end = _next_line(text, end)
     if not more:

@@ -104,6 +104,23 @@ def check_kind(kind: str) -> None:
         raise BadInput(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", field="kind")
 
 
+# markup that closes what its line opened: "**", "__", "`" (a bold answer line ends on "**")
+_CLOSING_MARKUP_RE = re.compile(r"(\*\*|__|\*|_|`)+$")
+
+
+def _closing_markup_off(body: str) -> str:
+    """body less the markup at its end that closes markup its last line opened ("**So 12.**" ends on
+    "12.", not on an operator); unpaired markup stays (a lone "*" is a product cut off)."""
+    m = _CLOSING_MARKUP_RE.search(body)
+    if m is None:
+        return body
+    line = body[body.rfind("\n") + 1 : m.start()]
+    closing = m.group(0)
+    if line.count(closing) % 2 == 1 or (closing.startswith("**") and line.count("**") % 2 == 1):
+        return body[: m.start()].rstrip()
+    return body
+
+
 def cut_point(text: str) -> int | None:
     """Where an output that stops inside something it opened begins its unfinished part, or None.
 
@@ -120,7 +137,7 @@ def cut_point(text: str) -> int | None:
         cuts.append(last_box)
     if body.count("```") % 2 == 1:
         cuts.append(body.rfind("```"))
-    if body.endswith(_DANGLING_END):
+    if _closing_markup_off(body).endswith(_DANGLING_END):
         cuts.append(body.rfind("\n") + 1)
     cuts += _cut_in_tail(body)
     return min(cuts) if cuts else None
@@ -498,6 +515,15 @@ class Verifier:
             if by_value[0] == label == CORRECT:
                 mv_label, mv_answer = by_value
         readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
+        if (
+            mv_label == label == WRONG
+            and not (mv_answer and self._fast_equal(mv_answer, option_gold or answer, kind))
+            and gold_stated(span_text or answer, mv_gold, kind)
+        ):
+            # both unequal to the gold but not the same value, and the sentence ours was read from
+            # states the gold's value: each reading may be a misreading of it
+            self.stats["second opinion read another value"] += 1
+            return Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings), None, None
         if mv_label == label:
             self.stats["second opinion agreed"] += 1
             return Verdict(label, reason, answer, extraction.rule, readings), commitment, gold_value
