@@ -92,14 +92,14 @@ _PLAIN_GOLD_RE = re.compile(
 # every number an output writes: \frac{a}{b}, a/b, digits with or without thousands commas, decimals
 _TEXT_NUMBER_RE = re.compile(
     r"\\[dt]?frac\s*\{\s*(?P<fn>\d+)\s*\}\s*\{\s*(?P<fd>\d+)\s*\}"
-    r"|(?<![\d.])(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<d>\d+)(?![\d.]))?"
+    r"|(?<![\d.])(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<d>\d+)(?!\d|\.\d))?"
     r"(?P<pct>\s*(?:\\?%|percent\b))?"
 )
 # other ways to write a number, read as well (generous): thousands grouped by a space, a dot, an
 # apostrophe or a LaTeX spacing ("1 000", "1.000", "1'000", "1{,}000", "1\\,000"), e-notation
 # ("2.5e3"), a scale after digits ("1.5k", "3 million")
-_GROUP_SEP = r"(?:[ .'’\u00a0\u202f,]|\{,\}|\\[,! ])"
-_GROUPED_RE = re.compile(r"(?<![\d.])\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+(?![\d])")
+_GROUP_SEP = r"(?:[ .'’\u00a0\u2009\u202f,]|\{,\}|\\[,! ])"
+_GROUPED_RE = re.compile(r"(?<![\d.])(\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+)(?:\.(\d+))?(?![\d])")
 # a decimal comma, with or without thousands groups before it ("3,5", "1.234,5", "1 234,56")
 _DECIMAL_COMMA_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:" + _GROUP_SEP + r"\d{3})*|\d+),(\d+)(?![\d,])")
 _SCALED_RE = re.compile(
@@ -149,12 +149,21 @@ def _exact(number: str, divisor: int = 1, factor: Fraction = Fraction(1)) -> Fra
 Written = tuple[float, Callable[[], Fraction]]
 
 
+def read_plain(text: str) -> str:
+    """text as the number readers below read it: digits of other scripts in ASCII, a LaTeX comma
+    ("223{,}28") a comma, JSON's doubled backslashes single."""
+    if not text.isascii():
+        text = text.translate(ASCII_FORMS)
+    if "{," in text or "\\\\" in text:
+        text = text.replace("{,}", ",").replace("\\\\", "\\")
+    return text
+
+
 def _written(text: str) -> Iterator[Written]:
     """Every number text writes (module doc), as (its magnitude as a float, a thunk for the exact
     magnitude): the float rules most out cheaply, the exact value decides the few left. A number no
     reader can take (5,000 digits, "1e999") is skipped."""
-    if not text.isascii():
-        text = text.translate(ASCII_FORMS)
+    text = read_plain(text)
     # lazily, in the same order: a caller that finds its value early (_writes) scans no further
     matches = chain(
         ((_number_values, m) for m in _TEXT_NUMBER_RE.finditer(text)),
@@ -189,8 +198,12 @@ def _number_values(m: re.Match) -> list[Written]:
 
 
 def _grouped_values(m: re.Match) -> list[Written]:
-    digits = re.sub(r"\D", "", m.group(0))
-    return [(float(digits), partial(_exact, digits))]
+    digits = re.sub(r"\D", "", m.group(1))
+    out: list[Written] = [(float(digits), partial(_exact, digits))]
+    if m.group(2) is not None:  # "1'000.1", "12 345.5": the decimals after the groups
+        number = f"{digits}.{m.group(2)}"
+        out.append((float(number), partial(_exact, number)))
+    return out
 
 
 def _decimal_comma_values(m: re.Match) -> list[Written]:

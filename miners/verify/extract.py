@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from miners.verify.normalize import ASCII_FORMS, NUMERAL
+from miners.verify.normalize import ASCII_FORMS, NUMERAL, normalize
 from miners.verify.prose import (
     concluding,
     is_prose,
@@ -116,6 +116,9 @@ def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
     return ", ".join(parts)
 
 
+_PLAIN_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?")
+# a scale after a number is no unit: "6 dozen" may be 72 or six dozens (the prose reader decides)
+_SCALE_WORD_RE = re.compile(r"(?i)\b(?:dozens?|hundreds?|thousands?|millions?|billions?|k)\b")
 # a number as written in prose (thousands separators and decimals kept together)
 _NUMERAL_RE = re.compile(NUMERAL)
 
@@ -132,6 +135,8 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
         stripped = stripped.translate(ASCII_FORMS)
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
         return stripped, False
+    if _PLAIN_NUMBER_RE.fullmatch(normalize(stripped, kind)[0]) and not _SCALE_WORD_RE.search(stripped):
+        return stripped, False  # a number and its unit or currency ("1 001 грн"): no choice was made
     value = prose_value(stripped, kind)
     numerals = set(_NUMERAL_RE.findall(stripped))
     words = number_word_runs(stripped)

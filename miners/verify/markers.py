@@ -58,7 +58,7 @@ ANSWER_MARKERS: tuple[AnswerMarker, ...] = (
     AnswerMarker("fa", ("پاسخ نهایی", "پاسخ", "جواب")),
     AnswerMarker("he", ("תשובה סופית", "תשובה")),
     AnswerMarker("el", ("τελική απάντηση", "απάντηση"), ("είναι",)),
-    AnswerMarker("sv", ("slutligt svar", "svar"), ("är",)),
+    AnswerMarker("sv", ("slutligt svar", "svaret", "svar"), ("är",)),
     AnswerMarker("sw", ("jibu la mwisho", "jibu"), ("ni",)),
 )
 

@@ -67,7 +67,8 @@ _NUMBER_RE = re.compile(
     # a bracketed list of numbers is one value ("So, 3w = (3, 6, 9).")
     r"[(\[]\s*[-−]?\d+(?:\.\d+)?(?:\s*,\s*[-−]?\d+(?:\.\d+)?)+\s*[)\]]"
     r"|\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
-    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:" + NUMERAL + r")(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
+    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:" + NUMERAL + r")(?:[eE][+-]?\d{1,3}(?![\d.]))?"
+    r"(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
     r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+"
 )
 _MATH_SEG_RE = re.compile(r"\\\((?P<a>.+?)\\\)|\\\[(?P<b>.+?)\\\]|\$\$(?P<c>.+?)\$\$|\$(?P<d>[^$]+?)\$", re.S)

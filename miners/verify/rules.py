@@ -123,7 +123,9 @@ def _cut_sentence(span: str) -> str:
 
 _FENCES = ("```", "'''", '"""', "~~~")
 _QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
-_NEXT_LINES = 8
+_NEXT_LINES = 10
+# a list item's mark: a bullet or a number, then a space ("- 42" is an item, "-42" a number)
+_LIST_ITEM_RE = re.compile(r"^(?:[-*+•·]|\d{1,2}[.)])[ \t]+(?=\S)")
 
 
 def _next_line(text: str, pos: int) -> tuple[str, int]:
@@ -143,10 +145,10 @@ def _next_line(text: str, pos: int) -> tuple[str, int]:
             break
         at = nxt
     ends = [start + len(line) for start, line in zip(starts, lines)]
-    for k, line in enumerate(lines[:3]):
+    for k, line in enumerate(lines[:6]):
         if _PLACEHOLDER_RE.match(line):
             continue
-        opener = line.strip()
+        opener = _LIST_ITEM_RE.sub("", line.strip(), count=1)  # "- 42", "1. 42", "• 42": the item's value
         if opener in ("\\[", "$$"):  # a display block opened on its own line: its content
             closer = _MATH_CLOSE[opener]
             for j in range(k + 1, len(lines)):

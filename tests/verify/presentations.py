@@ -12,7 +12,9 @@ A presentation is an output built on five axes, each a class the suite reports c
 - `wrapper`: what holds the value -- plain, bold, a heading over it, a quoted line or block, a
   fenced or triple-quoted block, `\\boxed{}`, an answer tag, a JSON field, a table row;
 - `position`: where the answer stands -- last, first with the explanation after it, followed by a
-  check or a rating, inside a reasoning block followed by nothing or by garbage;
+  check or a rating, inside a reasoning block followed by nothing or by garbage, after the prompt's
+  format echoed (an empty box, tag or blank before the working), before the format's blank left
+  empty;
 - `form`: how the number is written -- plain, thousands and decimal marks of the marker's language
   and of English, percent, currency, units, fractions, mixed numbers, LaTeX groupings, scientific
   notation, another script's digits;
@@ -390,6 +392,10 @@ WRAPPERS = (
     "answer tag",
     "json field",
     "table row",
+    "bullet under the marker",
+    "numbered item under the marker",
+    "rule between marker and value",
+    "blank lines between marker and value",
 )
 MARKERS = ("line", "copula", "none")
 POSITIONS = (
@@ -399,6 +405,8 @@ POSITIONS = (
     "then a rating",
     "inside reasoning",
     "inside reasoning, garbage",
+    "after the prompt's format echoed",
+    "then the format's empty blank",
 )
 DISTRACTORS = ("none", "intermediate values", "question's numbers")
 
@@ -442,6 +450,14 @@ def _block(wrapper: str, marker: str, lang: Language, word: str, punct: str, x: 
         return f"<answer>{x.text}</answer>"
     if wrapper == "json field":
         return '{"reasoning": "see above", "answer": "' + x.latex.replace("\\", "\\\\") + '"}'
+    if wrapper == "bullet under the marker":
+        return f"{lead.rstrip()}\n- {x.text}"
+    if wrapper == "numbered item under the marker":
+        return f"{lead.rstrip()}\n1. {x.text}"
+    if wrapper == "rule between marker and value":
+        return f"{lead.rstrip()}\n\n---\n\n{x.text}"
+    if wrapper == "blank lines between marker and value":
+        return f"{lead.rstrip()}\n\n\n\n{x.text}"
     if wrapper == "table row":
         return f"| | |\n| --- | --- |\n| {word} | {x.text} |"
     raise ValueError(wrapper)
@@ -459,6 +475,15 @@ class Case:
         return f"{self.classes} gold={self.gold!r} right={self.right}\n{self.output}"
 
 
+# the instruction a prompt gave, repeated by the model before it works: an empty box, an answer tag
+# or a marker holding no value, before the answer itself
+ECHOES = (
+    "I will put the final answer within \\boxed{}.",
+    "The final answer will be inside <answer></answer>.",
+    "Format: Answer: ___",
+)
+# the blank of a prompt's format, written empty after the answer
+BLANKS = ("Final answer: ___", "\\boxed{}", "<answer></answer>", "Answer: [Answer]")
 GARBAGE = (
     " ;;;; ,,,, !!!! ))))",
     "<|reserved_special_token_7|><|reserved_special_token_7|>",
@@ -511,6 +536,11 @@ def presentations(draw: st.DrawFn) -> Case:
         output = f"{reasoning}\n\n{block}\n\nCheck: {x.text} fits both conditions. ✓"
     elif position == "then a rating":
         output = f"{reasoning}\n\n{block}\n\nConfidence: {draw(st.sampled_from(('90%', '100%', 'high')))}"
+    elif position == "after the prompt's format echoed":
+        echo = draw(st.sampled_from(ECHOES))
+        output = f"{echo}\n\n{reasoning}\n\n{block}"
+    elif position == "then the format's empty blank":
+        output = f"{reasoning}\n\n{block}\n\n{draw(st.sampled_from(BLANKS))}"
     else:
         tail = draw(st.sampled_from(GARBAGE)) if position.endswith("garbage") else ""
         output = f"<think>\n{reasoning}\n{block}\n</think>{tail}"
