@@ -33,8 +33,8 @@ csv.field_size_limit(1 << 30)
 
 PS = "AGI-Edgerunners/Plan-and-Solve-Prompting"
 PS_COMMIT = "9d5a176f5b4de1011d426009ab6398dc76046e88"
-# text-davinci-003, zero-shot, the PS+ trigger sentences ("Let's first understand the problem, extract relevant
-# variables ... devise a plan ... show the answer"); `chain-of-thought` is the whole completion.
+# text-davinci-003, zero-shot, the PS+ trigger sentences ("Let's first understand the problem, extract
+# relevant variables ... devise a plan ... show the answer"); `chain-of-thought` is the whole completion.
 # (file under generated_result/, benchmark, kind, rows)
 PS_FILES = [
     ("gsm8k-zero_shot-305-text-davinci-003.json", "GSM8K", "gsm8k", 16),
@@ -58,15 +58,30 @@ ROUTELLM_MODELS = [
 
 THESIS = "Mara4444/MSc_Thesis"
 THESIS_COMMIT = "e8aa60343b1a5cc1bd76d4be30095f4cfa49dff6"
-# Llama-2-chat (and BLOOMZ, English only) on MGSM (the 250 GSM8K problems; machine-translated for the languages MGSM lacks) with a
-# zero-shot chain-of-thought instruction; every response CSV is one quoted "Response: ..." per line, in the
-# order of the questions, without a header. The golds are the shared `answer_number` column of the
-# translated MGSM files (every language has the same 250 answers in the same order).
+# Llama-2-chat (and BLOOMZ, English only) on MGSM (the 250 GSM8K problems; machine-translated for the
+# languages MGSM lacks) with a zero-shot chain-of-thought or an answer-only instruction; every response CSV
+# is one quoted "Response: ..." per line, in the order of the questions, without a header. The golds are
+# the shared `answer_number` column of the translated MGSM files (every language has the same 250 answers
+# in the same order).
 THESIS_GOLDS = "datasets/mgsm/mgsm_ind_Latn.csv"
 # (group, model, files, rows drawn from the pooled responses)
 THESIS_NATIVE = [
-    "German", "French", "Spanish", "Italian", "Portuguese", "Dutch", "Danish", "Indonesian", "Turkish",
-    "Vietnamese", "Russian", "Chinese", "Japanese", "Korean", "Swahili", "Hindi",
+    "German",
+    "French",
+    "Spanish",
+    "Italian",
+    "Portuguese",
+    "Dutch",
+    "Danish",
+    "Indonesian",
+    "Turkish",
+    "Vietnamese",
+    "Russian",
+    "Chinese",
+    "Japanese",
+    "Korean",
+    "Swahili",
+    "Hindi",
 ]
 THESIS_GROUPS = [
     (
@@ -89,7 +104,16 @@ THESIS_GROUPS = [
         "Llama",
         [
             f"results/mgsm/llama-2-13b_mgsm_{lang}_cot_instr_English.csv"
-            for lang in ("German", "French", "Spanish", "Indonesian", "Russian", "Chinese", "Japanese", "English")
+            for lang in (
+                "German",
+                "French",
+                "Spanish",
+                "Indonesian",
+                "Russian",
+                "Chinese",
+                "Japanese",
+                "English",
+            )
         ],
         14,
     ),
@@ -114,7 +138,11 @@ THESIS_GROUPS = [
 # (group, pattern the response must contain, rows)
 THESIS_LLAMA_FILES = re.compile(r"results/mgsm/llama-2-(7b|13b)_mgsm_.*\.csv")
 THESIS_TARGETED = [
-    ("Llama-2 responses holding a number grouped by dots", re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.,]*\d)"), 12),
+    (
+        "Llama-2 responses holding a number grouped by dots",
+        re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.,]*\d)"),
+        12,
+    ),
     (
         "Llama-2 responses holding an answer marker of another language and a colon",
         re.compile(
@@ -160,8 +188,9 @@ DRIFT_FILES = [
 CONV = "Hypogenic-AI/chain-of-thought-conv-1189-codex"
 CONV_COMMIT = "497fcf551aa74852893ee41533059102e197ae65"
 CONV_PATH = "results/raw/model_outputs.jsonl"
-# claude-sonnet-4.5 (through OpenRouter) and gpt-4.1 on 15 GSM8K test questions, two repeats, with and without a
-# chain-of-thought instruction; the prompt asks for a last line 'FINAL_ANSWER: <answer>'. (model, family, rows)
+# claude-sonnet-4.5 (through OpenRouter) and gpt-4.1 on 15 GSM8K test questions, two repeats, with and
+# without a chain-of-thought instruction; the prompt asks for a last line 'FINAL_ANSWER: <answer>'.
+# (model, family, rows)
 CONV_MODELS = [
     ("anthropic/claude-sonnet-4.5", "Claude", 30),
     ("gpt-4.1", "GPT", 8),
@@ -205,7 +234,8 @@ def ps_rows(mirror: Mirror) -> list[dict]:
                 "pred": r["chain-of-thought"],
                 "gold": r["answer"] if kind == "math" else number_gold(r["answer"]),
                 "kind": kind,
-                "source": f"{PS} {path}@{PS_COMMIT[:7]} record {i} ({r['ID']}) model=text-davinci-003 family=GPT "
+                "source": f"{PS} {path}@{PS_COMMIT[:7]} record {i} ({r['ID']}) "
+                f"model=text-davinci-003 family=GPT "
                 f"({benchmark}, zero-shot plan-and-solve prompt; the completion after the trigger sentence)",
                 "source_label": bool(r["ans"]),
             }
@@ -217,9 +247,12 @@ def ps_rows(mirror: Mirror) -> list[dict]:
 
 def routellm_rows(mirror: Mirror) -> list[dict]:
     golds = {
-        r["question"]: gsm8k_gold(r["answer"]) for r in jsonl_at(mirror, ROUTELLM, ROUTELLM_COMMIT, ROUTELLM_TEST)
+        r["question"]: gsm8k_gold(r["answer"])
+        for r in jsonl_at(mirror, ROUTELLM, ROUTELLM_COMMIT, ROUTELLM_TEST)
     }
-    records = list(csv.DictReader(io.StringIO(read_at(mirror, ROUTELLM, ROUTELLM_COMMIT, ROUTELLM_RESPONSES))))
+    records = list(
+        csv.DictReader(io.StringIO(read_at(mirror, ROUTELLM, ROUTELLM_COMMIT, ROUTELLM_RESPONSES)))
+    )
     out = []
     for column, family, n in ROUTELLM_MODELS:
         rng = heldout_draw.rng_for(SEED, ROUTELLM, f"{ROUTELLM_RESPONSES}:{column}")
@@ -239,7 +272,9 @@ def routellm_rows(mirror: Mirror) -> list[dict]:
 
 
 def thesis_rows(mirror: Mirror) -> list[dict]:
-    gold_rows = list(csv.reader(io.StringIO(read_at(mirror, THESIS, THESIS_COMMIT, THESIS_GOLDS)), delimiter=";"))
+    gold_rows = list(
+        csv.reader(io.StringIO(read_at(mirror, THESIS, THESIS_COMMIT, THESIS_GOLDS)), delimiter=";")
+    )
     golds = [row[-1].strip() for row in gold_rows[1:]]
 
     def responses(path: str) -> list[str]:
@@ -266,7 +301,9 @@ def thesis_rows(mirror: Mirror) -> list[dict]:
             path, i, text = pool[j]
             drawn.add((path, i))
             out.append(row(path, i, text, model, family, group))
-    llama_files = [p for p in files_at(mirror, THESIS, THESIS_COMMIT, "results/mgsm") if THESIS_LLAMA_FILES.fullmatch(p)]
+    llama_files = [
+        p for p in files_at(mirror, THESIS, THESIS_COMMIT, "results/mgsm") if THESIS_LLAMA_FILES.fullmatch(p)
+    ]
     texts = {path: responses(path) for path in llama_files}
     for group, pattern, n in THESIS_TARGETED:
         pool = [
@@ -278,7 +315,9 @@ def thesis_rows(mirror: Mirror) -> list[dict]:
         for j in sorted(heldout_draw.rng_for(SEED, THESIS, group).sample(range(len(pool)), n)):
             path, i, text = pool[j]
             drawn.add((path, i))
-            model = "meta-llama/Llama-2-13b-chat-hf" if "llama-2-13b" in path else "meta-llama/Llama-2-7b-chat-hf"
+            model = (
+                "meta-llama/Llama-2-13b-chat-hf" if "llama-2-13b" in path else "meta-llama/Llama-2-7b-chat-hf"
+            )
             out.append(row(path, i, text, model, "Llama", f"targeted: {group}"))
     return out
 
@@ -315,7 +354,8 @@ def lazy_rows(mirror: Mirror) -> list[dict]:
             "pred": pool[j][3],
             "gold": pool[j][4],
             "kind": "gsm8k",
-            "source": f"{LAZY} {pool[j][0]}@{LAZY_COMMIT[:7]} line {pool[j][1]} ({pool[j][2]}) model=gpt-4o-mini "
+            "source": f"{LAZY} {pool[j][0]}@{LAZY_COMMIT[:7]} record {pool[j][1]} ({pool[j][2]}) "
+            "model=gpt-4o-mini "
             "family=GPT (GSM8K test)",
             "source_label": None,
         }
@@ -360,8 +400,9 @@ def conv_rows(mirror: Mirror) -> list[dict]:
                     "pred": r["raw_output"],
                     "gold": r["gold"],
                     "kind": "gsm8k",
-                    "source": f"{CONV} {CONV_PATH}@{CONV_COMMIT[:7]} line {i} (item {r['item_id']}, repeat {r['repeat']}, "
-                    f"{r['condition']}) model={model} family={family} (GSM8K test; 'FINAL_ANSWER: <answer>' asked)",
+                    "source": f"{CONV} {CONV_PATH}@{CONV_COMMIT[:7]} record {i} (item {r['item_id']}, "
+                    f"repeat {r['repeat']}, {r['condition']}) model={model} family={family} "
+                    "(GSM8K test; 'FINAL_ANSWER: <answer>' asked)",
                     "source_label": None,
                 }
             )
