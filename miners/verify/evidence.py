@@ -33,7 +33,8 @@ answer on the rejected side):
   apostrophes, a decimal comma ("3,5", "1.234,5"), LaTeX groupings (`1{,}234`, `1\\,234`),
   `\\frac{a}{b}`, `a/b` (and its two parts), mixed numbers (`2\\frac{1}{4}`, "2 1/4"), e-notation and
   powers of ten ("2.5e3", `1.2 \\times 10^{3}`), base prefixes and subscripts ("0x1F", `1010_2`),
-  a scale ("1.5k", "3 million"), number words ("five", "two hundred");
+  a scale ("1.5k", "3 million"), number words ("five", "two hundred"), Chinese and Japanese
+  numerals ("十二", "三百零五");
 - an option-letter gold: the letter standing alone anywhere, or its option's value stated;
 - a task gold (a loop-fix generator's string): its text, or its numbers;
 - any other gold (an expression, a set, an equation): every result the text states (what follows an
@@ -54,7 +55,7 @@ from itertools import chain
 
 from miners.verify.brackets import closing_index, depth_zero
 from miners.verify.fast import fast_compare
-from miners.verify.markers import ALTERNATIVE_WORDS
+from miners.verify.markers import ALTERNATIVE_WORDS, NUMBER_WORDS_ANY_TEXT, NUMBER_WORDS_IN_LANGUAGE
 from miners.verify.normalize import ASCII_FORMS
 from miners.verify.prose import first_value, number_words_values
 from miners.verify.rules import strip_answer
@@ -103,7 +104,7 @@ _GROUPED_RE = re.compile(r"(?<![\d.])(\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+)(?:\.
 # a decimal comma, with or without thousands groups before it ("3,5", "1.234,5", "1 234,56")
 _DECIMAL_COMMA_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:" + _GROUP_SEP + r"\d{3})*|\d+),(\d+)(?![\d,])")
 _SCALED_RE = re.compile(
-    r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:[eE]\s*([+-]?\d{1,3})\b|(k|K|thousand|million|billion)\b)"
+    r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:[eE]\s*([+-]?\d{1,3})(?!\d)|(k|K|thousand|million|billion)\b)"
 )
 _SCALES = {"k": 1000, "K": 1000, "thousand": 1000, "million": 10**6, "billion": 10**9}
 # a power of ten, alone or times a mantissa: "1.2 \\times 10^{3}", "3·10^5", "10^{6}"
@@ -112,7 +113,7 @@ _POWER_OF_TEN_RE = re.compile(
 )
 # a mixed number: "2\\frac{1}{4}", "2 1/4"
 _MIXED_RE = re.compile(
-    r"(?<![\d.])(\d+)\s*(?:\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}|\s(\d+)\s*/\s*(\d+)(?![\d.]))"
+    r"(?<![\d.])(\d+)\s*(?:\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}|\s(\d+)\s*/\s*(\d+)(?!\d|\.\d))"
 )
 # a numeral in another base: "0x1F", "0b1010", "0o17", "1010_2", "1010_{2}", "(1010)_2"
 _BASED_RE = re.compile(r"(?<![\w.])0([xXbBoO])([0-9a-fA-F]+)\b|\(?\b([0-9A-Fa-f]+)\)?_\{?(\d{1,2})\}?")
@@ -173,6 +174,7 @@ def _written(text: str) -> Iterator[Written]:
         ((_power_values, m) for m in _POWER_OF_TEN_RE.finditer(text) if "10" in text),
         ((_mixed_values, m) for m in _MIXED_RE.finditer(text)),
         ((_based_values, m) for m in _BASED_RE.finditer(text) if "_" in text or "0" in text),
+        ((_cjk_values, m) for m in _CJK_NUMERAL_RE.finditer(text) if not text.isascii()),
     )
     for values_of, m in matches:
         try:
@@ -244,6 +246,45 @@ def _based_values(m: re.Match) -> list[Written]:
     return [(float(value), lambda: Fraction(value))]
 
 
+_CJK_DIGITS = {
+    "零": 0,
+    "〇": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_CJK_UNITS = {"十": 10, "百": 100, "千": 1000}
+_CJK_BIG = {"万": 10**4, "亿": 10**8}
+# a number in Chinese or Japanese numerals: "十二", "三百零五", "两万"
+_CJK_NUMERAL_RE = re.compile("[" + "".join((*_CJK_DIGITS, *_CJK_UNITS, *_CJK_BIG)) + "]+")
+
+
+def _cjk_values(m: re.Match) -> list[Written]:
+    total = section = number = 0
+    for ch in m.group(0):
+        if ch in _CJK_DIGITS:
+            number = _CJK_DIGITS[ch]
+        elif ch in _CJK_UNITS:
+            section += (number or 1) * _CJK_UNITS[ch]
+            number = 0
+        else:
+            total += (section + number) * _CJK_BIG[ch]
+            section = number = 0
+    value = total + section + number
+    out: list[Written] = [(float(value), lambda: Fraction(value))]
+    if all(ch in _CJK_DIGITS for ch in m.group(0)) and len(m.group(0)) > 1:  # "一二三" digit by digit
+        digits = int("".join(str(_CJK_DIGITS[ch]) for ch in m.group(0)))
+        out.append((float(digits), lambda: Fraction(digits)))
+    return out
+
+
 def stated_numbers(text: str) -> set[Fraction]:
     """The magnitude of every number text writes, in digits or in words (module doc)."""
     return {exact() for _, exact in _written(text)}
@@ -301,6 +342,32 @@ def _may_equal(candidate: str, gold_text: str, kind: str) -> bool:
         return True
 
 
+# how a number word stands in a text (markers.NUMBER_WORD_PLACES): a word whole; the start of a word
+# (a language that joins them, "dreiundzwanzig"); anywhere (one that attaches prefixes, "وثلاثة")
+_PLACED = {"word": r"(?<![^\W\d_])(?:{})(?![^\W\d_])", "start": r"(?<![^\W\d_])(?:{})", "anywhere": "(?:{})"}
+
+
+def _words_re(placed: str, words: tuple[str, ...]) -> str:
+    return _PLACED[placed].replace("{}", "|".join(map(re.escape, words)))
+
+
+_OTHER_NUMBER_WORD_RE = re.compile(
+    "|".join(_words_re(placed, words) for placed, words in NUMBER_WORDS_ANY_TEXT.items() if words), re.I
+)
+_IN_LANGUAGE = tuple(
+    (re.compile(_words_re("word", markers), re.I), re.compile(_words_re(placed, words), re.I))
+    for markers, placed, words in NUMBER_WORDS_IN_LANGUAGE
+)
+
+
+def _other_number_word(text: str) -> bool:
+    """Whether text holds a number word of another language than English (markers.NUMBER_WORDS_ANY_TEXT;
+    one in ASCII letters only where an answer marker of its language stands)."""
+    if _OTHER_NUMBER_WORD_RE.search(text) is not None:
+        return True
+    return any(words.search(text) and marker.search(text) for marker, words in _IN_LANGUAGE)
+
+
 _LETTER_GOLD_RE = re.compile(r"\(?([A-Z])\)?|([A-Z]{2,10})")
 # a gold of numbers and brackets only ("(3,034, 3,466)", "[-2, 7]", "\\{1, 2\\}")
 _NUMBERS_ONLY_RE = re.compile(r"(?:[\s()\[\]{},;.\d/%$+-]|\\[{}]|\\left|\\right|−)+")
@@ -327,7 +394,10 @@ def gold_stated(
     gold = numeric_gold(gold_text)
     if gold is not None:
         body = "\n".join((text, *also))
-        return _writes(body, gold) or ("%" in gold_text and _writes(body, gold / 100))  # gold 50%, "0.5"
+        if _writes(body, gold) or ("%" in gold_text and _writes(body, gold / 100)):  # gold 50%, "0.5"
+            return True
+        # a number in words of another language ("zwölf", "douze") may be the gold's: not computed
+        return _other_number_word(body)
     if kind == "task":
         return _task_stated(text, gold_text)
     numbers = _NUMBERS_ONLY_RE.fullmatch(gold_text) and _TEXT_NUMBER_RE.findall(gold_text)
@@ -515,6 +585,7 @@ def confirms(c: Commitment, gold_text: str, kind: str, gold_value: str | None = 
 # a verdict with no committed answer to compare is WRONG only where the gold is stated nowhere; where
 # it is stated, the answer may be there: unknown, for this reason
 _WITHOUT_ANSWER = {
+    GOLD_ABSENT: NO_ANSWER,
     EMPTY_OUTPUT: NO_ANSWER,
     EMPTY_ANSWER: EMPTY_AFTER_VALUE,
     LOOPED: LOOPED_AFTER_VALUE,

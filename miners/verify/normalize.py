@@ -339,6 +339,10 @@ def structure(s: str):
     if m:
         rows = [r for r in m.group(2).split("\x03") if r.strip()]
         return ("matrix", tuple(tuple(c.strip() for c in r.split("&")) for r in rows))
+    if s[:1] == "[" and s[-1:] == "]" and "\x03" in s and encloses(s, "[", "]"):
+        # a matrix in bracket rows, "[-3,2\\5/2,-3/2]": rows split by \\, entries by commas
+        rows = [r for r in s[1:-1].split("\x03") if r.strip()]
+        return ("matrix", tuple(tuple(c.strip() for c in split_top(r)) for r in rows))
     if "\\cup" in s:
         parts = split_top(s, ("\\cup",))
         if len(parts) > 1:

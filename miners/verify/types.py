@@ -87,6 +87,9 @@ class Extraction:
     # reads on from `end` (miners.verify.evidence)
     start: int = 0
     end: int = 0
+    # the language of the marker that found the answer, where one did: its numerals are read with
+    # that language's marks (miners.verify.markers.NUMBER_MARKS)
+    language: str | None = None
 
 
 @dataclass(frozen=True)

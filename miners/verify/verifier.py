@@ -55,12 +55,15 @@ from miners.verify.fast import (
     gold_answer,
     is_bare_option_letter,
     is_letter_gold,
+    localized,
     named_choice,
     option_value,
     other_grouping,
+    word_against_number,
 )
+from miners.verify.normalize import normalize, split_top
 from miners.verify.prose import without_closing_rating
-from miners.verify.readable import glued_signs, states_no_value, undecidable_forms
+from miners.verify.readable import glued_signs, renamed_constants, states_no_value, undecidable_forms
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
@@ -70,6 +73,7 @@ from miners.verify.types import (
     EMPTY_OUTPUT,
     EQUAL,
     FAST,
+    GOLD_ABSENT,
     GOLD_UNREADABLE,
     LOOPED,
     MATH_VERIFY,
@@ -93,8 +97,9 @@ KINDS = ("gsm8k", "math", "task")
 CACHE_SIZE = 65536
 MAX_ANSWER_CHARS = 2000  # longer "answers" are runaways; normalizing them could cost O(n^2)
 
+_EMPHASIS_RE = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
 # Extraction rules that read an output with no answer marker at all.
-FALLBACK_RULES = ("short_output", "concluding_sentence")
+FALLBACK_RULES = ("short_output", "answer_first", "concluding_sentence")
 # An output that ends on one of these was cut off mid-expression.
 _DANGLING_END = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",")
 
@@ -194,23 +199,6 @@ def _cut_in_tail(body: str) -> list[int]:
     if sentence and last_word in _CUT_WORDS or body.endswith("\ufffd"):
         cuts.append(line_start)
     return cuts
-
-
-# an equation of the working (not a comparison: "==", "<=", ">=", "!=")
-_WORKING_RE = re.compile(r"(?<![=<>!])=(?!=)")
-
-
-def ends_mid_sentence(text: str) -> bool:
-    """The output, less a closing rating of its answer, ends on a letter or a digit, or inside a
-    calculator annotation ("<<30"): no sentence's end (cut off, or finished without a full stop).
-    Such an output with no answer found is `wrong` only where the gold is a plain number it never
-    writes (Verifier._without_answer): which of the two it is does not matter there."""
-    body = without_closing_rating(cut_turn(text).rstrip()).rstrip()
-    if not body:
-        return False
-    line = body[body.rfind("\n") + 1 :]
-    # (an ASCII letter or digit only: a script without spaces may end a sentence on any character)
-    return (body[-1].isascii() and body[-1].isalnum()) or line.count("<<") > line.count(">>")
 
 
 def truncated(text: str) -> bool:
@@ -346,14 +334,18 @@ class Verifier:
             self.stats["gold in words"] += 1
             return Comparison(UNKNOWN, None, GOLD_UNREADABLE)
         if fast is False and kind != "task" and undecidable_forms(gold, answer):
-            # constants named differently, a matrix in a notation not read: names compared, not values
+            # constants named differently: equal under a renaming of them is the same solution; unequal
+            # under every one is still open (a general solution may be written with other constants)
+            if any(self._fast_equal(renamed, gold, kind) for renamed in renamed_constants(gold, answer)):
+                self.stats["equal once constants are renamed"] += 1
+                return Comparison(CORRECT, None)
             self.stats["forms compared, not values"] += 1
             return Comparison(UNKNOWN, None, UNDECIDED)
         if fast is not None:
             self.stats["fast path decided"] += 1
             return Comparison(CORRECT if fast else WRONG, None)
         self.stats["fast path undecided"] += 1
-        if kind == "task":
+        if kind == "task" or word_against_number(normalize(answer, kind)[0], normalize(gold, kind)[0]):
             # task golds are plain strings and numbers: nothing for sympy to add
             return Comparison(UNKNOWN, None)
         span, unread = symbolic.span_compare(answer, gold, self.stats)
@@ -393,6 +385,14 @@ class Verifier:
     def _other_grouping_equal(self, answer: str, gold: str, kind: str) -> bool:
         other = other_grouping(answer)
         return other is not None and self._fast_equal(other, gold, kind)
+
+    def _same_statement(self, theirs: str, ours: str, kind: str) -> bool:
+        """math-verify's reading is ours, or one value of ours where ours lists several ("19/8" of
+        "5/4, 19/8, 19/8": its reading of a list is the last value)."""
+        if self._fast_equal(theirs, ours, kind):
+            return True
+        items = split_top(normalize(ours, kind)[0], (",", ";"))
+        return len(items) > 1 and any(self._fast_equal(theirs, item, kind) for item in items)
 
     def _fast_equal(self, answer: str, gold: str, kind: str) -> bool:
         try:
@@ -494,6 +494,9 @@ class Verifier:
                 option_gold = option_value(opts[index]) or None
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule), None, None
+        if kind != "task" and extraction.language is not None:
+            # a numeral read with the marks of the language whose marker committed to it ("1.234")
+            answer = localized(answer, extraction.language, text) or answer
         label, span_reading, unknown_reason, gold_value = self.compare(answer, gold_text, kind, opts)
         fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
         readings = (fast,) if span_reading is None else (fast, span_reading)
@@ -506,7 +509,8 @@ class Verifier:
         # a weak form: math-verify reads the whole output on its own
         mv_gold = gold_value or gold_text
         # (a closing rating of the answer is no part of what it reads: its number would be the last)
-        mv_text = without_closing_rating(cut_turn(text))
+        # and its reading of a bold value is not its reading of a value: markdown emphasis is no math
+        mv_text = _EMPHASIS_RE.sub("", without_closing_rating(cut_turn(text)))
         mv_label, mv_answer = symbolic.output_reading(mv_text, mv_gold, self.stats, (answer, label), kind)
         if option_gold is not None and mv_label != label:
             # math-verify knows no options: an output that names option E and ends on E's value
@@ -517,11 +521,11 @@ class Verifier:
         readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
         if (
             mv_label == label == WRONG
-            and not (mv_answer and self._fast_equal(mv_answer, option_gold or answer, kind))
-            and gold_stated(span_text or answer, mv_gold, kind)
+            and not (mv_answer and self._same_statement(mv_answer, option_gold or answer, kind))
+            and gold_stated(output, mv_gold, kind)
         ):
-            # both unequal to the gold but not the same value, and the sentence ours was read from
-            # states the gold's value: each reading may be a misreading of it
+            # both unequal to the gold but not the same value: neither confirms the other, and the
+            # output states the gold's value somewhere (where it states it nowhere, rule (b) holds)
             self.stats["second opinion read another value"] += 1
             return Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings), None, None
         if mv_label == label:
@@ -581,19 +585,10 @@ class Verifier:
         reason = AMBIGUOUS if extraction.missing == AMBIGUOUS else NO_ANSWER
         if reason == NO_ANSWER and (looped(output) if loop_seen is None else loop_seen):
             return Verdict(WRONG, LOOPED)
-        if (
-            reason == NO_ANSWER
-            and kind != "task"
-            and numeric_gold(gold_text) is not None
-            and ends_mid_sentence(output)
-            and _WORKING_RE.search(output) is not None
-            and not gold_stated(output, gold_text, kind)
-        ):
-            # working (an equation) that stops with no sentence's end: cut off mid-way, and it never
-            # writes the gold's number, so it cannot have answered right. (Talk that ends without a
-            # full stop, "Die Antwort ist richtig", holds no working: it stays unknown; and an output
-            # that writes the gold's number stays "no answer found", not a truncation.)
-            return Verdict(WRONG, TRUNCATED)
+        if reason == NO_ANSWER and kind != "task" and numeric_gold(gold_text) is not None:
+            # no answer committed, against a plain-number gold: wrong where the output writes that
+            # number nowhere (rule (b): no reading of it can hold the right answer), else unknown
+            return Verdict(WRONG, GOLD_ABSENT)
         # math-verify is not asked here: with no committed answer its reading is the output's last
         # expression, and on the labelled corpora every "correct" it gave such an output was wrong
         return Verdict(UNKNOWN, reason, None, extraction.rule)

@@ -17,7 +17,7 @@ A presentation is an output built on five axes, each a class the suite reports c
   empty;
 - `form`: how the number is written -- plain, thousands and decimal marks of the marker's language
   and of English, percent, currency, units, fractions, mixed numbers, LaTeX groupings, scientific
-  notation, another script's digits;
+  notation, another script's digits, words;
 - `distractors`: other numbers in the reasoning -- none, intermediate values (the gold's value among
   them, half the time), the question's own numbers.
 
@@ -255,6 +255,33 @@ LANGUAGES: tuple[Language, ...] = (
     ),
 )
 BY_CODE = {lang.code: lang for lang in LANGUAGES}
+# two to twelve in words, per language (a model may write a small answer so, with no digit)
+NUMBER_WORDS: dict[str, tuple[str, ...]] = {
+    code: tuple(words.split("|"))
+    for code, words in (
+        ("en", "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"),
+        ("zh", "二|三|四|五|六|七|八|九|十|十一|十二"),
+        ("ja", "二|三|四|五|六|七|八|九|十|十一|十二"),
+        ("ko", "둘|셋|넷|다섯|여섯|일곱|여덟|아홉|열|열하나|열둘"),
+        ("ru", "два|три|четыре|пять|шесть|семь|восемь|девять|десять|одиннадцать|двенадцать"),
+        ("uk", "два|три|чотири|п'ять|шість|сім|вісім|дев'ять|десять|одинадцять|дванадцять"),
+        ("de", "zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf"),
+        ("fr", "deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze"),
+        ("es", "dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce"),
+        ("pt", "dois|três|quatro|cinco|seis|sete|oito|nove|dez|onze|doze"),
+        ("it", "due|tre|quattro|cinque|sei|sette|otto|nove|dieci|undici|dodici"),
+        ("nl", "twee|drie|vier|vijf|zes|zeven|acht|negen|tien|elf|twaalf"),
+        ("pl", "dwa|trzy|cztery|pięć|sześć|siedem|osiem|dziewięć|dziesięć|jedenaście|dwanaście"),
+        ("tr", "iki|üç|dört|beş|altı|yedi|sekiz|dokuz|on|on bir|on iki"),
+        ("id", "dua|tiga|empat|lima|enam|tujuh|delapan|sembilan|sepuluh|sebelas|dua belas"),
+        ("vi", "hai|ba|bốn|năm|sáu|bảy|tám|chín|mười|mười một|mười hai"),
+        ("ar", "اثنان|ثلاثة|أربعة|خمسة|ستة|سبعة|ثمانية|تسعة|عشرة|أحد عشر|اثنا عشر"),
+        ("hi", "दो|तीन|चार|पाँच|छह|सात|आठ|नौ|दस|ग्यारह|बारह"),
+        ("th", "สอง|สาม|สี่|ห้า|หก|เจ็ด|แปด|เก้า|สิบ|สิบเอ็ด|สิบสอง"),
+        ("el", "δύο|τρία|τέσσερα|πέντε|έξι|επτά|οκτώ|εννέα|δέκα|έντεκα|δώδεκα"),
+        ("sv", "två|tre|fyra|fem|sex|sju|åtta|nio|tio|elva|tolv"),
+    )
+}
 PUNCTUATION = (": ", ":", "：", " : ", "： ")
 
 # ------------------------------------------------------------------------------------ values
@@ -333,6 +360,9 @@ def forms(value: Fraction, lang: Language) -> dict[str, Shown]:
         out["full-width digits"] = Shown(
             p.translate(str.maketrans("0123456789.", "０１２３４５６７８９．")), p
         )
+    if value.denominator == 1 and 2 <= value <= 12:
+        word = NUMBER_WORDS[lang.code][int(value) - 2]
+        out["number words"] = Shown(word, f"\\text{{{word}}}")
     if value.denominator != 1 and value.denominator <= 12:
         n, d = value.numerator, value.denominator
         out["fraction"] = Shown(f"{n}/{d}", f"\\frac{{{n}}}{{{d}}}")
@@ -353,9 +383,11 @@ def gold_text(value: Fraction, kind: str, form: str) -> str:
 
 @st.composite
 def values(draw: st.DrawFn) -> Fraction:
-    """A gold value: an integer (small, or large enough for thousands marks), a short decimal, or a
-    fraction."""
-    how = draw(st.sampled_from(("small", "large", "decimal", "fraction")))
+    """A gold value: an integer (up to twelve, small, or large enough for thousands marks), a short
+    decimal, or a fraction."""
+    how = draw(st.sampled_from(("tiny", "small", "large", "decimal", "fraction")))
+    if how == "tiny":  # (written in words as well)
+        return Fraction(draw(st.integers(2, 12)))
     if how == "small":
         return Fraction(draw(st.integers(2, 999)))
     if how == "large":
@@ -519,6 +551,9 @@ def presentations(draw: st.DrawFn) -> Case:
     a, b = draw(st.integers(2, 99)), draw(st.integers(2, 99))
     gold_value = plain(value) if _is_short_decimal(value) else f"{value.numerator}/{value.denominator}"
     c = gold_value if distractors == "intermediate values" and draw(st.booleans()) else str(a * b)
+    if form in ("grouped locale", "currency") and lang.decimal != "." and c != gold_value:
+        # an output in that language writes its other numbers with the same marks ("12,5")
+        c = grouped(Fraction(a * b * 10 + 5, 10), lang.group, lang.decimal)
     working = [s.format(a=a, b=b, c=c) for s in lang.reasoning]
     if distractors == "question's numbers":
         working.insert(0, f"Given: {a} and {b}, and {draw(st.integers(100, 999))} in total.")

@@ -92,7 +92,8 @@ def test_forms_a_fresh_source_brings(output, gold, expected):
     ],
 )
 def test_near_marker_forms_commit_to_nothing(output):
-    assert verdict(output, "12")[0] == "unknown"
+    """No commitment: unknown, or wrong by rule (b) only (the gold's value stated nowhere)."""
+    assert verdict(output, "12") in (("unknown", "no answer found"), ("wrong", "gold's value stated nowhere"))
 
 
 def test_solution_word_is_read_only_with_its_value_on_its_line():

@@ -383,6 +383,7 @@ def test_written_numbers_are_read_lazily_in_the_eager_order():
             *((stated._power_values, m) for m in stated._POWER_OF_TEN_RE.finditer(text)),
             *((stated._mixed_values, m) for m in stated._MIXED_RE.finditer(text)),
             *((stated._based_values, m) for m in stated._BASED_RE.finditer(text)),
+            *((stated._cjk_values, m) for m in stated._CJK_NUMERAL_RE.finditer(text)),
         ]
         out = []
         for values_of, m in matches:
