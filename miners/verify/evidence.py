@@ -62,6 +62,7 @@ from miners.verify.rules import strip_answer
 from miners.verify.selfrating import rating_word
 from miners.verify.types import (
     ALTERNATIVES,
+    AMBIGUOUS,
     CORRECT,
     EMPTY_AFTER_VALUE,
     EMPTY_ANSWER,
@@ -493,6 +494,21 @@ def alternatives(span: str) -> list[str]:
     return parts
 
 
+# a number in a sentence (grouped or decimal kept whole)
+_SENTENCE_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_JOINED_RE = re.compile(r"\d[^\d=]*?(?:\s(?:and|und|et|y|e|и|і)\s|[,;&])[^\d=]*?\d")
+
+
+def _several_values(sentence: str) -> bool:
+    """A sentence that states two values or more side by side, with no '=' to say which is the result
+    ("Tim has 4 blue shoe boxes and 6 red shoe boxes left")."""
+    return (
+        "=" not in sentence
+        and len(set(_SENTENCE_NUMBER_RE.findall(sentence))) >= 2
+        and bool(_JOINED_RE.search(sentence))
+    )
+
+
 def _is_list(gold_text: str) -> bool:
     """A gold of several values (a set, a list, a union of intervals, a "1 or 2" of its own), not a
     number grouped by commas ("1,250")."""
@@ -514,6 +530,8 @@ def open_reason(c: Commitment, gold_text: str) -> str | None:
         return INCOMPLETE
     if not _is_list(gold_text) and (alternatives(written) or alternatives(answer)):
         return ALTERNATIVES
+    if written != answer and numeric_gold(gold_text) is not None and _several_values(written):
+        return AMBIGUOUS  # "4 blue boxes and 6 red boxes" read as 4: which value answers is a guess
     if _CONTINUES_RE.match(c.text, c.end):
         return INCOMPLETE  # the left side of an equation whose right side follows, or one term
     return None

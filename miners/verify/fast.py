@@ -40,11 +40,16 @@ def _gsm8k_number(s: str) -> str | None:
     return found[0].replace(" ", "")
 
 
+def _words_and_number(words: str, number: str) -> bool:
+    return _WORD_ONLY_RE.fullmatch(words) is not None and re.fullmatch(r"-?\d+(?:\.\d+)?", number) is not None
+
+
 def word_against_number(pred: str, gold: str) -> bool:
-    """Letters and nothing else against a number (both normalized): a word ("ba", "on iki", "zwölf")
-    no reader here takes as a number, or a product of symbols -- which one is open, so no comparison
-    decides it (math-verify reads it as symbols)."""
-    return _WORD_ONLY_RE.fullmatch(pred) is not None and re.fullmatch(r"-?\d+(?:\.\d+)?", gold) is not None
+    """Letters and nothing else on one side, a number on the other (both normalized): a word ("ba",
+    "on iki", "zwölf") no reader here takes as a number, or a product of symbols; or a number against
+    a word gold ("4479" against "No": what the sentence is about, not its answer). Which one is open,
+    so no comparison decides it (math-verify reads words as symbols)."""
+    return _words_and_number(pred, gold) or _words_and_number(gold, pred)
 
 
 def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:

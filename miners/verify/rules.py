@@ -363,7 +363,8 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
 # a marker before a colon, in brackets or as a heading (marker_line, marker_heading), and a marker
 # with its copula (marker_copula).
 _MARKERS = marker_words()
-_MARKER_ALT = "|".join(re.escape(w) for w, _ in _MARKERS)
+# (the words of a marker may be joined by an underscore or a hyphen: "FINAL_ANSWER:", "Final-Answer:")
+_MARKER_ALT = "|".join(re.escape(w).replace("\\ ", r"[ \t_-]+") for w, _ in _MARKERS)
 _MARKER_OF = {w.lower(): m for w, m in _MARKERS}
 _SAME_LINE = {w for m in ANSWER_MARKERS for w in m.same_line}
 _ANYWHERE = {w.lower() for m in ANSWER_MARKERS for w in m.anywhere}
@@ -464,7 +465,7 @@ def _marker_value(text: str, m: re.Match) -> tuple[str, int] | None:
     end = m.start("ans") + len(ans)
     if not _PLACEHOLDER_RE.match(ans):
         return _goes_on(text, ans, end)
-    if m.group("w").lower() in _SAME_LINE:
+    if _marker_word(m) in _SAME_LINE:
         return None  # "解答：" over a worked solution: a heading, not an empty answer
     value, value_end = _next_line(text, m.start("ans"))
     if len(_SENTENCE_MARK_RE.findall(value)) >= 2:
@@ -482,7 +483,7 @@ def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
     具体的答案。" commits to none)."""
     for m in _marker_colons(text):
         lead = _MARKER_LEAD_RE.search(text, max(0, m.start() - 40), m.start())
-        if lead is not None or m.group("w").lower() in _ANYWHERE:
+        if lead is not None or _marker_word(m) in _ANYWHERE:
             read = _marker_value(text, m)
             if read is not None:
                 yield Span(m.start(), read[1], read[0], "marker_line", _language(m))
@@ -493,8 +494,13 @@ def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
                 yield Span(m.start(), read[1], read[0], "marker_line", _language(m))
 
 
+def _marker_word(m: re.Match) -> str:
+    """The marker word a match found, as the marker table writes it ("FINAL_ANSWER" -> "final answer")."""
+    return re.sub(r"[ \t_-]+", " ", m.group("w").lower())
+
+
 def _language(m: re.Match) -> str | None:
-    marker = _MARKER_OF.get(m.group("w").lower())
+    marker = _MARKER_OF.get(_marker_word(m))
     return marker.language if marker is not None else None
 
 
@@ -525,7 +531,7 @@ def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
     """A heading or a bold line that is only an answer marker, the value on the next line:
     "## Final Answer\\n\\n12" -> "12", "**Antwort**\\n$x = 3$" -> "x = 3"."""
     for m in _MARKER_HEADING_RE.finditer(text):
-        if m.group("w").lower() not in _SAME_LINE:
+        if _marker_word(m) not in _SAME_LINE:
             value, value_end = _next_line(text, m.end() - 1)
             if len(_SENTENCE_MARK_RE.findall(value)) < 2:
                 yield Span(m.start(), max(m.end(), value_end), value, "marker_heading", _language(m))

@@ -302,3 +302,25 @@ def test_a_concluding_sentence_after_a_therefore_sign_or_word(cue):
     text = f"∵ AB=AC，∠A=108°\n\n由三角形内角和得到两个底角相等。\n{cue}∠B=36°。"
     assert verdict(text, "36")[0] == "correct"
     assert verdict(text, "72")[0] in ("wrong", "unknown")  # a weak form: never correct
+
+
+def test_marker_words_joined_by_an_underscore_or_a_hyphen():
+    """ "FINAL_ANSWER: 18" is the marker "final answer" with its words joined otherwise."""
+    for marker in ("FINAL_ANSWER", "Final-Answer", "final answer"):
+        assert verdict(WORKING + f"{marker}: 18", "18") == ("correct", "compared equal"), marker
+        assert verdict(WORKING + f"{marker}: 17", "18")[0] == "wrong", marker
+
+
+def test_a_sentence_stating_several_values_commits_to_none():
+    """Two values side by side and no '=': the one read is a guess; unknown where the output states
+    the gold's value, wrong by rule (b) only where it states it nowhere."""
+    out = "Total = 4 + 6 = 10 boxes.\n\nFinal Answer: Tim has 4 blue boxes and 6 red boxes left in his box."
+    assert verdict(out, "10") == ("unknown", "ambiguous answer")
+    assert verdict(out.replace("= 10 boxes", "boxes"), "10") == ("wrong", "gold's value stated nowhere")
+
+
+def test_a_number_against_a_yes_no_gold_is_undecided():
+    """ "Therefore, [No], 4479 is not a prime number." read as 4479: what the sentence is about, not
+    its answer to a yes/no question."""
+    out = "We check the divisors.\n\nTherefore, [No], 4479 is not a prime number."
+    assert verdict(out, "No")[0] == "unknown"
