@@ -47,6 +47,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout5/heldout.jsonl",
     "verify_heldout6/heldout.jsonl",
     "verify_heldout7/heldout.jsonl",
+    "verify_heldout8/heldout.jsonl",
 }
 
 

@@ -40,6 +40,8 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from miners.verify.markers import EXPLANATION_WORDS
+from miners.verify.normalize import ASCII_FORMS, NUMERAL, normalize
 from miners.verify.prose import (
     concluding,
     is_prose,
@@ -115,8 +117,11 @@ def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
     return ", ".join(parts)
 
 
+_PLAIN_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?: \d+/\d+|/\d+)?")
+# a scale after a number is no unit: "6 dozen" may be 72 or six dozens (the prose reader decides)
+_SCALE_WORD_RE = re.compile(r"(?i)\b(?:dozens?|hundreds?|thousands?|millions?|billions?|k)\b")
 # a number as written in prose (thousands separators and decimals kept together)
-_NUMERAL_RE = re.compile(r"\d+(?:[.,]\d+)*")
+_NUMERAL_RE = re.compile(NUMERAL)
 
 
 def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
@@ -127,8 +132,12 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
     dollars." are not weak; "The answer is 18 - 3 = 15 dollars." is). Words with no number at all
     are compared as words: nothing was chosen."""
     stripped = strip_answer(ans)
+    if not stripped.isascii():  # digits of other scripts, the Arabic decimal mark: one character each
+        stripped = stripped.translate(ASCII_FORMS)
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
         return stripped, False
+    if _PLAIN_NUMBER_RE.fullmatch(normalize(stripped, kind)[0]) and not _SCALE_WORD_RE.search(stripped):
+        return stripped, False  # a number and its unit or currency ("1 001 грн"): no choice was made
     value = prose_value(stripped, kind)
     numerals = set(_NUMERAL_RE.findall(stripped))
     words = number_word_runs(stripped)
@@ -216,7 +225,15 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
             return Extraction(None, last.rule, missing=AMBIGUOUS)
         if _loops_after_other_answer(text, cands, kind):
             return Extraction(None, last.rule, missing=AMBIGUOUS)
-        return Extraction(answer, last.rule, rule.strong and not weak, span_text=last.text)
+        return Extraction(
+            answer,
+            last.rule,
+            rule.strong and not weak,
+            span_text=last.text,
+            start=last.start,
+            end=last.end,
+            language=last.language,
+        )
     return _without_spans(text, kind, whole)
 
 
@@ -243,9 +260,51 @@ def _without_self_ratings(text: str, cands: list[Span]) -> list[Span]:
     ]
 
 
+# a reasoning block's end, and what a model writes after it that says nothing (special tokens,
+# punctuation runs): an answer given only inside the block is what the output committed to
+_REASONING_END_RE = re.compile(r"</(?:think|thinking|reasoning|thought)>", re.I)
+_REASONING_START_RE = re.compile(r"<(?:think|thinking|reasoning|thought)>", re.I)
+_TOKEN_RE = re.compile(r"<\|[^|<>]{0,60}\|>|</?[A-Za-z_]{1,20}>")
+# the first paragraph an answer stated first ("42" over "Explanation: ...") is followed by
+_EXPLANATION_RE = re.compile(
+    r"(?i)^[ \t*_#>]*(?:" + "|".join(re.escape(w) for w in EXPLANATION_WORDS) + r")(?![A-Za-z])"
+)
+
+
+def _reasoning_only(text: str) -> str:
+    """text less a reasoning block's tags where nothing after the block says anything: its garbage
+    ("</think> ;;;; ,,,,", special tokens, a loop of one word) commits to nothing new."""
+    ends = list(_REASONING_END_RE.finditer(text))
+    if not ends:
+        return text
+    after = _TOKEN_RE.sub(" ", text[ends[-1].end() :])
+    if re.search(r"\d", after) or (re.search(r"[^\W\d_]{2,}", after) and not looping(after)):
+        return text
+    # (the opening tag blanked, not removed: positions in the text stay those of the output)
+    return _REASONING_START_RE.sub(lambda m: " " * len(m.group(0)), text[: ends[-1].start()], count=1)
+
+
+def value_only(line: str, kind: str) -> str | None:
+    """The value a line holds where it holds nothing else (markup, a unit or a currency aside):
+    "**42**", "$\\frac{3}{4}$", "1 001 грн", "４２"; None for a sentence or a line without a value."""
+    stripped = strip_answer(line)
+    if not stripped.isascii():
+        stripped = stripped.translate(ASCII_FORMS)
+    if not stripped or len(stripped) > 40 or not re.search(r"\d", stripped):
+        return None
+    if is_prose(stripped) and not (
+        _PLAIN_NUMBER_RE.fullmatch(normalize(stripped, kind)[0]) and not _SCALE_WORD_RE.search(stripped)
+    ):
+        return None
+    return stripped
+
+
 def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
-    """The answer of an output no span rule read: a short one-line output is its own answer, else a
-    concluding sentence."""
+    """The answer of an output no span rule read: a short one-line output is its own answer; an
+    answer stated first in a paragraph of its own, an explanation after it ("42" over "Explanation:
+    ..."); else a concluding sentence or a last line holding only a value. An answer inside a
+    reasoning block that nothing but garbage follows is read inside the block."""
+    text = _reasoning_only(text)
     stripped = text.strip()
     # a short one-line output is its own answer, unless it is a box the model never closed
     if (
@@ -258,14 +317,33 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
         answer, weak = _finish(stripped, "short", kind)
         if answer:
             # a bare value ("18", "\\frac12") is its own answer; a sentence read for its value is weak
-            return Extraction(answer, "short_output", not weak)
+            return Extraction(answer, "short_output", not weak, start=0, end=len(text.rstrip()))
         return Extraction(None, missing=NO_ANSWER)
     if kind == "task":
         return Extraction(None, missing=NO_ANSWER)
+    paragraphs = re.split(r"\n[ \t]*\n", stripped, maxsplit=1)
+    if len(paragraphs) == 2 and _EXPLANATION_RE.match(paragraphs[1]):
+        first = value_only(paragraphs[0], kind)
+        if first is not None and "\n" not in paragraphs[0].strip():
+            start = text.find(paragraphs[0])
+            return Extraction(
+                first,
+                "answer_first",
+                False,
+                span_text=paragraphs[0],
+                start=start,
+                end=start + len(paragraphs[0]),
+            )
     value = concluding(stripped, kind)
     if value and strip_answer(value):
+        last = sentences(stripped)[-1]
         return Extraction(
-            strip_answer(value), "concluding_sentence", False, span_text=sentences(stripped)[-1]
+            strip_answer(value),
+            "concluding_sentence",
+            False,
+            span_text=last,
+            start=max(0, text.rfind(last)),
+            end=len(text.rstrip()),
         )
     return Extraction(None, missing=NO_ANSWER)
 

@@ -19,10 +19,11 @@ import re
 from miners.verify.compare import TooLarge, choice_letter, value_verdict
 from miners.verify.exact import numeric_equal
 from miners.verify.extract import extract_answer, strip_answer
-from miners.verify.markers import boolean_value
+from miners.verify.markers import NUMBER_MARKS, boolean_value
 from miners.verify.normalize import normalize, unwrap_text_commands
 from miners.verify.parse import REPEATING_RE, TooHard, Unsupported, parse_scalar
 
+_WORD_ONLY_RE = re.compile(r"[^\W\d_]{2,}(?:\s+[^\W\d_]+)*")
 _GSM_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?:\s*/\s*\d+)?|-?\.\d+")
 
 
@@ -37,6 +38,18 @@ def _gsm8k_number(s: str) -> str | None:
     if len(found) != 1:
         return None
     return found[0].replace(" ", "")
+
+
+def _words_and_number(words: str, number: str) -> bool:
+    return _WORD_ONLY_RE.fullmatch(words) is not None and re.fullmatch(r"-?\d+(?:\.\d+)?", number) is not None
+
+
+def word_against_number(pred: str, gold: str) -> bool:
+    """Letters and nothing else on one side, a number on the other (both normalized): a word ("ba",
+    "on iki", "zwölf") no reader here takes as a number, or a product of symbols; or a number against
+    a word gold ("4479" against "No": what the sentence is about, not its answer). Which one is open,
+    so no comparison decides it (math-verify reads words as symbols)."""
+    return _words_and_number(pred, gold) or _words_and_number(gold, pred)
 
 
 def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
@@ -60,6 +73,8 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
         pred_bool = boolean_value(pred_answer)
         if pred_bool is not None:
             return pred_bool == gold_bool
+    if word_against_number(pred, gold):
+        return None
     # multiple choice: a gold that is one letter A-E. An answer that names no letter may be the value
     # of an option (the verifier compares it with the options, where it has them): undecided here.
     if re.fullmatch(r"\(?[A-E]\)?", gold):
@@ -90,6 +105,43 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
 # convention, a decimal in the other
 _DOT_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:\.\d{3})+(?![\d.,])")
 _ONE_COMMA_GROUP_RE = re.compile(r"(?<![\d.,])\d{1,3},\d{3}(?![\d.,])")
+
+
+# how a text writes its other numbers: a decimal comma ("12,5", "1.234,5", "1.234.567") or a
+# decimal point ("12.5", "1,234.5", "1,234,567", "3.852e3")
+_COMMA_DECIMAL_RE = re.compile(
+    r"(?<![\d.,])\d+,(?:\d{1,2}|\d{4,})(?![\d,])|\d\.\d{3},\d|(?<![\d.])\d{1,3}(?:\.\d{3}){2,}(?![\d.])"
+)
+_POINT_DECIMAL_RE = re.compile(
+    r"(?<![\d.,])\d+\.(?:\d{1,2}|\d{4,})(?![\d.])|\d,\d{3}\.\d|(?<![\d,])\d{1,3}(?:,\d{3}){2,}(?![\d,])"
+    r"|\d\.\d+[eE][+-]?\d"
+)
+
+
+def decimal_mark(text: str) -> str | None:
+    """The decimal mark the text's numbers show ("," or "."), or None where they show none or both."""
+    comma = _COMMA_DECIMAL_RE.search(text) is not None
+    point = _POINT_DECIMAL_RE.search(text) is not None
+    return "," if comma and not point else "." if point and not comma else None
+
+
+def localized(answer: str, language: str | None, text: str = "") -> str | None:
+    """The answer with its one grouped numeral read by its language's marks (markers.NUMBER_MARKS):
+    "1.234" as 1234 where a dot groups thousands, "2,500" as 2.5 where a comma is the decimal mark --
+    only where the output's other numbers write that decimal mark too (`text`: "12,5"), since a model
+    writing that language may still write English numbers ("2.375 cm"). None where the language
+    lists no marks, the output's numbers do not show them, or the answer holds no such numeral."""
+    marks = NUMBER_MARKS.get(language or "")
+    if marks is None or decimal_mark(text) != marks[1]:
+        return None
+    dots, commas = _DOT_GROUPS_RE.findall(answer), _ONE_COMMA_GROUP_RE.findall(answer)
+    if len(dots) + len(commas) != 1:
+        return None
+    if dots and marks[0] == ".":
+        return answer.replace(dots[0], dots[0].replace(".", ""), 1)
+    if commas and marks[1] == ",":
+        return answer.replace(commas[0], commas[0].replace(",", "."), 1)
+    return None
 
 
 def other_grouping(answer: str) -> str | None:

@@ -1,18 +1,23 @@
-"""Words as data for miners.verify: answer markers in other languages, and yes/no words.
+"""Words as data for miners.verify: answer markers of every language listed, and yes/no words.
 
     from miners.verify.markers import ANSWER_MARKERS, boolean_value
-    [m.language for m in ANSWER_MARKERS][:3]   # -> ["zh", "ja", "ko"]
+    [m.language for m in ANSWER_MARKERS][:3]   # -> ["en", "zh", "ja"]
     boolean_value("Oui")                       # -> True
     boolean_value("falsch")                    # -> False
 
-ANSWER_MARKERS: one row per language, the words that introduce a committed answer the way
-"Answer:" and "The answer is" do in English (the English forms have their own rules in
-miners.verify.rules). `words` are read before a colon ("Ответ: 12", "答案：C"), inside brackets
-("【答案】C", "[Réponse] 12") or as a heading line ("## Antwort" with the value below); `copulas`
-are read after the word ("答案是 C", "La réponse est 12", "Die Antwort lautet 12"), to the end of
-the sentence. A word that also heads a worked solution ("解答" in Chinese) is only read before a
-colon or in brackets with its value on the same line (`same_line`). Adding a language is adding a
-row here, never code.
+ANSWER_MARKERS: one row per language, the words that introduce a committed answer ("Answer:", "The
+answer is", "Ответ:", "答案是"), read by the marker rules of miners.verify.rules. `words` are read
+before a colon of any script or a table's cell border ("Ответ: 12", "答案：C", "| Antwort | 42 |"),
+inside brackets ("【答案】C", "[Réponse] 12") or as a heading line ("## Antwort" with the value
+below); `copulas` are read after the word ("答案是 C", "La réponse est 12", "Die Antwort lautet 12"),
+to the end of the sentence. A word that also heads a worked solution ("解答" in Chinese) is only read
+before a colon or in brackets with its value on the same line (`same_line`); a word strong enough
+to be read anywhere on a line is `anywhere` ("Final Answer: 72" after other words); `talk` lists
+the words that make a copula's sentence talk about the answer ("the answer is correct"). Adding a
+language is adding a row here, never code.
+
+NUMBER_MARKS: the thousands and decimal marks a language writes, where they are not English's: an
+answer read by a marker of that language reads "1.234" or "2,500" by them.
 
 BOOLEAN_WORDS: the words that say yes/true and no/false, per language; a yes/no answer against a
 True/False gold (or the other way round) compares by what it says.
@@ -30,9 +35,44 @@ class AnswerMarker:
     words: tuple[str, ...]  # the longest first where one contains another
     copulas: tuple[str, ...] = ()
     same_line: tuple[str, ...] = ()  # words whose value must stand on their own line
+    # words read before a colon anywhere on a line ("So the Final Answer: 12"); the others only at a
+    # line's start or after a sentence or a clause
+    anywhere: tuple[str, ...] = ()
+    # after a copula, words that make the sentence talk about the answer instead of giving one ("the
+    # answer is correct"), as a regex; where none are listed, a value must follow (a number, math, an
+    # option letter: "La réponse est correcte" gives none)
+    talk: str = ""
 
+
+# English talk about an answer: "the answer is correct", "the answer is as follows", "the answer is
+# that ...", "the answer is not ..."
+_ENGLISH_TALK = (
+    r"correct|incorrect|right|wrong|not|as\s+follows|below|above|that|this|clear|obvious|indeed\s+correct|"
+    r"likely|probably|given|found|shown|simply|in|to|still|also|then|therefore|thus|so|because|calculated|"
+    r"computed|consistent|reasonable|the\s+same|same|written\s+in"
+)
 
 ANSWER_MARKERS: tuple[AnswerMarker, ...] = (
+    AnswerMarker(
+        "en",
+        (
+            "final answer",
+            "only possible option",
+            "correct option",
+            "correct choice",
+            "right option",
+            "right choice",
+            "best option",
+            "best choice",
+            "closest option",
+            "final option",
+            "final choice",
+            "answer",
+        ),
+        ("is", "would be", "should be", "="),
+        anywhere=("final answer",),
+        talk=_ENGLISH_TALK,
+    ),
     AnswerMarker(
         "zh", ("最终答案", "最終答案", "正确答案", "答案", "答"), ("是", "为", "為", "选", "選"), ("解答",)
     ),
@@ -58,8 +98,147 @@ ANSWER_MARKERS: tuple[AnswerMarker, ...] = (
     AnswerMarker("fa", ("پاسخ نهایی", "پاسخ", "جواب")),
     AnswerMarker("he", ("תשובה סופית", "תשובה")),
     AnswerMarker("el", ("τελική απάντηση", "απάντηση"), ("είναι",)),
-    AnswerMarker("sv", ("slutligt svar", "svar"), ("är",)),
+    AnswerMarker("sv", ("slutligt svar", "svaret", "svar"), ("är",)),
     AnswerMarker("sw", ("jibu la mwisho", "jibu"), ("ni",)),
+)
+
+# Words that open an explanation after an answer stated first (a base model's "42" over
+# "Explanation: ..."), per language.
+_EXPLANATIONS: tuple[tuple[str, str], ...] = (
+    ("en", "explanation|reasoning|rationale|justification|solution|because|here's why|work|steps"),
+    ("zh", "解析|解释|说明|理由|解答过程|因为"),
+    ("ja", "説明|解説|理由"),
+    ("ko", "설명|풀이|이유"),
+    ("ru", "объяснение|решение|пояснение"),
+    ("uk", "пояснення|розв'язання"),
+    ("de", "erklärung|begründung|lösung|lösungsweg"),
+    ("fr", "explication|justification|raisonnement"),
+    ("es", "explicación|razonamiento|justificación"),
+    ("pt", "explicação|justificativa|raciocínio"),
+    ("it", "spiegazione|ragionamento|giustificazione"),
+    ("nl", "uitleg|toelichting|redenering"),
+    ("pl", "wyjaśnienie|uzasadnienie|rozwiązanie"),
+    ("tr", "açıklama|çözüm"),
+    ("id", "penjelasan|alasan"),
+    ("vi", "giải thích|lời giải"),
+    ("ar", "الشرح|التفسير|الحل"),
+    ("hi", "व्याख्या|स्पष्टीकरण|हल"),
+    ("th", "คำอธิบาย|เหตุผล"),
+    ("el", "εξήγηση|αιτιολόγηση"),
+    ("sv", "förklaring|motivering"),
+)
+EXPLANATION_WORDS: tuple[str, ...] = tuple(
+    sorted({w for _, words in _EXPLANATIONS for w in words.split("|")}, key=lambda w: (-len(w), w))
+)
+
+# Number words of other languages than English (English ones are read exactly, by
+# miners.verify.prose): 0 to 20, the tens, hundred and thousand. A text that holds one may state a
+# number these readers do not compute, so it may state any gold (miners.verify.evidence reads
+# generously). Per language, how they stand in a text: "word" whole words; "start" the start of a word
+# (a language that joins number words or attaches endings: "dreiundzwanzig", "двадцать", "일곱입니다");
+# "anywhere" (a language that attaches prefixes or writes no spaces: "وثلاثة", "สาม").
+_NUMBER_WORD_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("de", "start", "null eins zwei drei vier fünf sechs sieben acht neun zehn elf zwölf zwanzig dreißig "
+     "vierzig fünfzig sechzig siebzig achtzig neunzig hundert tausend"),
+    ("fr", "word", "zéro deux trois quatre cinq six sept huit neuf dix onze douze treize quatorze quinze "
+     "seize vingt trente quarante cinquante soixante cent mille"),
+    ("es", "start", "cero dos tres cuatro cinco seis siete ocho nueve diez once doce trece catorce quince "
+     "dieci veint treinta cuarenta cincuenta sesenta setenta ochenta noventa cien mil"),
+    ("pt", "start", "zero dois duas três quatro cinco seis sete oito nove dez onze doze treze catorze "
+     "quinze dezes dezo dezan vinte trinta quarenta cinquenta sessenta setenta oitenta noventa cem mil"),
+    ("it", "start", "zero due tre quattro cinque sei sette otto nove dieci undici dodici tredici "
+     "quattordici quindici sedici dicias diciotto dician venti trenta quaranta cinquanta cento mille"),
+    ("nl", "start", "nul twee drie vier vijf zes zeven acht negen tien elf twaalf dertien veertien "
+     "twintig dertig veertig vijftig zestig zeventig tachtig negentig honderd duizend"),
+    ("sv", "start", "noll två tre fyra fem sex sju åtta nio tio elva tolv tjugo trettio fyrtio hundra tusen"),
+    ("pl", "start", "zero jeden jedna dwa dwie trzy cztery pięć sześć siedem osiem dziewięć dziesięć "
+     "jedena dwana dwadzie trzydzie sto tysi"),
+    ("cs", "start", "nula jedna jeden dva dvě tři čtyři pět šest sedm osm devět deset jedenáct dvanáct "
+     "dvacet třicet sto tisíc"),
+    ("ru", "start", "ноль один одна два две три четыр пят шест сем восем девят десят одиннадцат "
+     "двенадцат двадцат тридцат сорок сто тысяч"),
+    ("uk", "start", "нуль один одна два дві три чотир п'ят шіст сім вісім дев'ят десят двадцят сто тисяч"),
+    ("el", "start", "μηδέν ένα δύο τρία τέσσερ πέντε έξι επτά οκτώ εννέα δέκα έντεκα δώδεκα είκοσι εκατό "
+     "χίλι"),
+    ("tr", "start", "sıfır bir iki üç dört beş altı yedi sekiz dokuz on yirmi otuz kırk elli yüz bin"),
+    ("id", "word", "nol satu dua tiga empat lima enam tujuh delapan sembilan sepuluh sebelas belas puluh "
+     "ratus ribu"),
+    ("vi", "word", "không một hai ba bốn năm sáu bảy tám chín mười trăm nghìn"),
+    ("sw", "word", "sifuri moja mbili tatu nne tano sita saba nane tisa kumi ishirini mia elfu"),
+    ("ar", "anywhere", "صفر واحد اثنان اثنا ثلاث أربع خمس ست سبع ثمان تسع عشر مائة ألف"),
+    ("fa", "word", "صفر یک دو سه چهار پنج شش هفت هشت نه ده بیست صد هزار"),
+    ("he", "anywhere", "אפס אחד שניים שתיים שלוש ארבע חמש שש שבע שמונה תשע עשר עשרים מאה אלף"),
+    ("hi", "word", "शून्य एक दो तीन चार पांच पाँच छह सात आठ नौ दस ग्यारह बारह बीस सौ हज़ार"),
+    ("th", "anywhere", "ศูนย์ หนึ่ง สอง สาม สี่ ห้า หก เจ็ด แปด เก้า สิบ ร้อย พัน"),
+    ("ko", "start", "영 하나 둘 셋 넷 다섯 여섯 일곱 여덟 아홉 열 스물 백 천"),
+)  # fmt: skip
+# A number word in ASCII letters only may be an English word or begin one ("once", "mil" in "miles",
+# "sto" in "store", "bir" in "bird", "on", "due"): it counts only in a text that holds an answer marker
+# of its language. A word with any other letter ("zwölf", "três", "два", "สาม") counts in any text.
+NUMBER_WORD_PLACES = ("word", "start", "anywhere")
+
+
+def _number_words(how: str, ascii_only: bool, language: str | None = None) -> tuple[str, ...]:
+    words = {
+        w
+        for code, placed, row in _NUMBER_WORD_ROWS
+        if placed == how and language in (None, code)
+        for w in row.split()
+        if w.isascii() == ascii_only
+    }
+    return tuple(sorted(words, key=lambda w: (-len(w), w)))
+
+
+# {placement: its number words that count in any text}
+NUMBER_WORDS_ANY_TEXT: dict[str, tuple[str, ...]] = {h: _number_words(h, False) for h in NUMBER_WORD_PLACES}
+# (its answer-marker words, placement, its number words in ASCII letters), per language with a marker
+NUMBER_WORDS_IN_LANGUAGE: tuple[tuple[tuple[str, ...], str, tuple[str, ...]], ...] = tuple(
+    (marker.words, placed, _number_words(placed, True, lang))
+    for lang, placed, _ in _NUMBER_WORD_ROWS
+    for marker in ANSWER_MARKERS
+    if marker.language == lang and _number_words(placed, True, lang)
+)
+
+# The thousands and decimal marks of the languages whose decimal mark is a comma, as (thousands,
+# decimal): an answer a marker of one of them read states "1.234" as 1234 (where the thousands mark is
+# a dot) and "2,500" as 2.5. English and the languages that write as it does are not listed: their
+# readings stay open both ways where a numeral could be either (miners.verify.fast.other_grouping).
+NUMBER_MARKS: dict[str, tuple[str, str]] = {
+    **{code: (".", ",") for code in ("de", "es", "pt", "it", "nl", "id", "tr", "vi", "el")},
+    **{code: (" ", ",") for code in ("fr", "ru", "uk", "pl", "cs", "sv")},
+}
+
+# Words that join alternatives ("12 or 15", "x = 2 oder x = 3"): an answer that lists alternatives
+# against a gold of one value commits to none of them (miners.verify.evidence). Per language, as data.
+_ALTERNATIVES: tuple[tuple[str, str], ...] = (
+    ("en", "or|either"),
+    ("de", "oder"),
+    ("fr", "ou"),
+    ("es", "o|ó"),
+    ("pt", "ou"),
+    ("it", "o|oppure"),
+    ("nl", "ofwel"),
+    ("ru", "или|либо"),
+    ("uk", "або|чи"),
+    ("pl", "lub|albo"),
+    ("cs", "nebo"),
+    ("tr", "veya|ya da"),
+    ("id", "atau"),
+    ("vi", "hoặc"),
+    ("th", "หรือ"),
+    ("hi", "या|अथवा"),
+    ("ar", "أو"),
+    ("fa", "یا"),
+    ("he", "או"),
+    ("el", "ή"),
+    ("sv", "eller"),
+    ("sw", "au"),
+    ("zh", "或者|或是|或"),
+    ("ja", "または|もしくは"),
+    ("ko", "또는|혹은"),
+)
+ALTERNATIVE_WORDS: tuple[str, ...] = tuple(
+    sorted({w for _, words in _ALTERNATIVES for w in words.split("|")}, key=lambda w: (-len(w), w))
 )
 
 # (language, the words that say yes/true, the words that say no/false), space-separated

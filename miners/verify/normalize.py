@@ -24,6 +24,36 @@ from miners.verify.brackets import closing_index, depth_zero, encloses
 
 CACHE_SIZE = 65536
 
+# Digits of other scripts and full-width punctuation, one character for one (so positions are kept
+# where a text is read): ０-９, Arabic-Indic, Devanagari, Bengali, Thai, ...; the Arabic decimal and
+# thousands marks; full-width stops and commas.
+_DIGIT_BLOCKS = (0xFF10, 0x0660, 0x06F0, 0x0966, 0x09E6, 0x0E50, 0x0AE6, 0x0BE6, 0x1040, 0x17E0)
+ASCII_FORMS_TABLE = {
+    **{chr(block + k): str(k) for block in _DIGIT_BLOCKS for k in range(10)},
+    "．": ".",
+    "，": ",",
+    "％": "%",
+    "٪": "%",
+    "－": "-",
+    "／": "/",
+    "٫": ".",
+    "٬": ",",
+}
+ASCII_FORMS = str.maketrans(ASCII_FORMS_TABLE)
+
+# How a number is written: digits grouped by threes with one separator throughout (a comma, a dot,
+# an apostrophe, a fixed-width space), then a decimal part; a plain space groups only before a
+# decimal comma (elsewhere "5 100" may be two numbers). "1.234" and "2,500" match, and are read both
+# ways where no language says which (miners.verify.fast.other_grouping).
+NUMERAL = (
+    r"\d{1,3}(?:,\d{3})+(?!\d)(?:\.\d+)?"
+    r"|\d{1,3}(?:\.\d{3})+(?!\d)(?:,\d+)?"
+    r"|\d{1,3}(?:[\u00a0\u2009\u202f]\d{3})+(?!\d)(?:[,.]\d+)?"
+    r"|\d{1,3}(?:['’]\d{3})+(?!\d)(?:\.\d+)?"
+    r"|\d{1,3}(?: \d{3})+(?!\d),\d+"
+    r"|\d+(?:[.,]\d+)?"
+)
+
 _UNICODE = str.maketrans(
     {
         "−": "-",
@@ -58,6 +88,14 @@ _UNICODE = str.maketrans(
         "₦": "",
         "₩": "",
         "₱": "",
+        "₽": "",
+        "₴": "",
+        "₺": "",
+        "₫": "",
+        "元": "",
+        "円": "",
+        "원": "",
+        **{k: v for k, v in ASCII_FORMS_TABLE.items() if k not in "，％"},
     }
 )
 _TEXT_CMD_RE = re.compile(
@@ -88,7 +126,7 @@ _PERCENT_RE = re.compile(r"\\?%|\b(?:percent(?:age)?|pct)\b")
 _UNIT_WORDS = (
     # (?![a-zA-Z]) after each word: a word cannot be split into several "units", which made the
     # repetition below backtrack exponentially on long text answers.
-    r"(?:square|sq\.?|cubic)?\s*(?:[a-zA-Z]{2,}(?![a-zA-Z])\.?)(?:\s*\^\s*\{?[23]\}?|\s*(?:squared|cubed))?"
+    r"(?:square|sq\.?|cubic)?\s*(?:[^\W\d_]{2,}(?![^\W\d_])\.?)(?:\s*\^\s*\{?[23]\}?|\s*(?:squared|cubed))?"
     r"|(?:m|g|s|h|l|L|K|V|W|J|N|C|F)(?![a-zA-Z])(?:\s*\^\s*\{?[23]\}?)?"
 )
 _TRAILING_UNITS_RE = re.compile(
@@ -99,11 +137,33 @@ _KEEP_WORDS = frozenset(
 )
 _CURRENCY_RE = re.compile(r"\\\$|\$|\b(?:USD|usd|dollars?|cents?|rs\.?|inr|eur|euros?|yuan)\b")
 # a currency written as letters glued to a whole amount: R28 (rand), Rs.500, Rp 5000, RM12.50
-_CURRENCY_PREFIX_RE = re.compile(r"^(?:R|Rs\.?|Rp|RM)\s?(?=\d[\d,]*(?:\.\d+)?$)")
+_CURRENCY_PREFIX_RE = re.compile(r"^(?:R|Rs\.?|Rp|RM)\s*(?=\d[\d,]*(?:\.\d+)?$)")
 _MATRIX_RE = re.compile(
     r"^\\begin\{([pbvB]?matrix|array)\}(?:\{[^}]*\})?((?:(?!\\begin\{|\\end\{).)*)\\end\{\1\}$", re.S
 )
 _LONE_MATRIX_RE = re.compile(r"^[(\[](\\begin\{([pbB]?matrix|array)\}.*\\end\{\2\})[)\]]$", re.S)
+
+
+# a numeral in another base by its prefix ("0x1F", "0b1010", "0o17")
+_BASE_PREFIX_RE = re.compile(r"(?<![\w.])0(?:([xX])([0-9a-fA-F]+)|([bB])([01]+)|([oO])([0-7]+))(?![\w.])")
+# a numeral whose separators can be read one way only: groups of three by dots or spaces before a
+# decimal comma ("1.234,5", "1 234,56"), or by apostrophes ("1'234", "1’234.5")
+_LOCALE_NUMERAL_RE = re.compile(
+    r"(?<![\d.,])\d{1,3}(?:[. ]\d{3})+,\d+(?![\d,.])|(?<![\d.,'’])\d{1,3}(?:['’]\d{3})+(?:\.\d+)?(?![\d'’])"
+)
+
+
+def _base_ten(m: re.Match) -> str:
+    digits = m.group(2) or m.group(4) or m.group(6)
+    base = 16 if m.group(1) else 2 if m.group(3) else 8
+    return str(int(digits, base))
+
+
+def _plain_numeral(m: re.Match) -> str:
+    numeral = m.group(0)
+    if "," in numeral:
+        return numeral.replace(".", "").replace(" ", "").replace(",", ".")
+    return numeral.replace("'", "").replace("’", "")
 
 
 def unwrap_text_commands(s: str) -> str:
@@ -135,10 +195,17 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
     """(canonical string, is_percent). Pure string work; no evaluation."""
     s = ans.translate(_UNICODE)
     s = unwrap_text_commands(s)
+    if "0" in s:  # "0x1F", "0b1010", "0o17": the number in base ten
+        s = _BASE_PREFIX_RE.sub(_base_ten, s)
+    if "{" in s:  # 2{,}6 and 5.105{,}1: a decimal comma in LaTeX (before groups of three it groups)
+        s = re.sub(r"(?<=\d)\{\s*,\s*\}(?=\d{1,2}(?!\d)|\d{4,})", ",", s)
+    if "," in s or "'" in s or "’" in s:
+        s = _LOCALE_NUMERAL_RE.sub(_plain_numeral, s)
     if kind == "math":
         s = _BARE_FUNCTION_RE.sub(r"\\\1", s)  # "(sec x)^2" is (\sec x)^2, not s*e*c*x squared
     s = re.sub(r"(?<=\d)(,?)\\!\s*(?=\d)", r"\1", s)  # 11,\! 111 and 1\!000
     s = re.sub(r"(?<=\d)\s?\{\s*,\s*\}\s*(?=\d{3}(?!\d))", ",", s)  # 14{,}916 and 14 {, }916
+
     s = re.sub(r"(?<=\d)(?:\\,|\\ )(?=\d{3}(?!\d))", "", s)  # 1\,000
     s = s.replace("\\!", "")
     s = s.replace("\\\\", "\x03")  # matrix row separator, before "\ " (a space) is dropped
@@ -168,11 +235,13 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
     # trailing unit words ("18 apples", "5 cm^2", "12 km/h"), never a lone variable letter
     m = _TRAILING_UNITS_RE.search(s)
     if m and m.start() > 0:
-        words = re.findall(r"[a-zA-Z]+", m.group(0))
+        words = re.findall(r"[^\W\d_]+", m.group(0))
         # "in" is kept for "x in S", but in a rate ("4 in/s", "30 mi/h") every word is a unit
         keep = _KEEP_WORDS - {"in"} if "/" in m.group(0) else _KEEP_WORDS
         if words and not any(w in keep for w in words) and re.search(r"[\d})]$", s[: m.start()].rstrip()):
             s = s[: m.start()].strip()
+            if _SPACE_THOUSANDS_RE.fullmatch(s):  # "9 302 руб." once the unit is gone
+                s = s.replace(" ", "")
     s = re.sub(r"\s*([=+\-*/^_(),\[\]{}<>!:;])\s*", r"\1", s)
     s = re.sub(r"\s*(\\(?:times|cdot|div|pm|mp|in|cup|cap|approx)(?![a-zA-Z]))\s*", r"\1", s)
     s = re.sub(r"\s+", " ", s).strip()
@@ -270,6 +339,10 @@ def structure(s: str):
     if m:
         rows = [r for r in m.group(2).split("\x03") if r.strip()]
         return ("matrix", tuple(tuple(c.strip() for c in r.split("&")) for r in rows))
+    if s[:1] == "[" and s[-1:] == "]" and "\x03" in s and encloses(s, "[", "]"):
+        # a matrix in bracket rows, "[-3,2\\5/2,-3/2]": rows split by \\, entries by commas
+        rows = [r for r in s[1:-1].split("\x03") if r.strip()]
+        return ("matrix", tuple(tuple(c.strip() for c in split_top(r)) for r in rows))
     if "\\cup" in s:
         parts = split_top(s, ("\\cup",))
         if len(parts) > 1:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from miners.verify.normalize import NUMERAL
 from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
 _NUMBER_WORDS = {
@@ -65,8 +66,11 @@ _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
 _NUMBER_RE = re.compile(
     # a bracketed list of numbers is one value ("So, 3w = (3, 6, 9).")
     r"[(\[]\s*[-−]?\d+(?:\.\d+)?(?:\s*,\s*[-−]?\d+(?:\.\d+)?)+\s*[)\]]"
+    # a mixed number ("1 1/3", "2\\frac{1}{4}") is one value
+    r"|(?<![\d.A-Za-z_])\d+(?:\s+\d+\s*/\s*\d+(?![\d/])|\s*\\[dt]?frac\s*\{\d+\}\s*\{\d+\})"
     r"|\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
-    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:\d{1,3}(?:,\d{3})+|\d+)(?:[.,]\d+)?(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
+    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:" + NUMERAL + r")(?:[eE][+-]?\d{1,3}(?![\d.]))?"
+    r"(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
     r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+"
 )
 _MATH_SEG_RE = re.compile(r"\\\((?P<a>.+?)\\\)|\\\[(?P<b>.+?)\\\]|\$\$(?P<c>.+?)\$\$|\$(?P<d>[^$]+?)\$", re.S)
@@ -237,6 +241,14 @@ _OPENS_WITH_VALUE_RE = re.compile(r"\s*(?:[-−]?\$?\d|(?:" + "|".join(_NUMBER_W
 _PASSIVE_RE = re.compile(r"\s+(?:not\s+)?[a-z]{2,}(?:ed|en)\b", re.I)
 
 
+# a list of numbers after a copula ("4.37, 1.31, and -0.69"): one value, as a list
+_LISTED_NUMBER = r"[-−]?\d+(?:\.\d+)?(?:\s*/\s*\d+)?"
+_VALUE_LIST_RE = re.compile(
+    r"\s*(?:(?:approximately|about|roughly|exactly)\s+)?(?P<values>" + _LISTED_NUMBER
+    + r"(?:\s*,\s*" + _LISTED_NUMBER + r")*(?:,?\s+and\s+|\s*,\s*)" + _LISTED_NUMBER + r")\s*[.;]?\s*$"
+)  # fmt: skip
+
+
 def _sentence_value(s: str) -> str | None:
     bold = _BOLD_RE.findall(s)
     if bold:
@@ -254,6 +266,9 @@ def _sentence_value(s: str) -> str | None:
     eq = _math_free(tail).rfind("=")
     if eq >= 0 and _first_value(tail[eq + 1 :]) is not None:
         tail = tail[eq + 1 :]
+    listed = _VALUE_LIST_RE.match(tail)
+    if listed is not None:  # "are approximately 4.37, 1.31, and -0.69": the values, all of them
+        return re.sub(r",?\s+and\s+", ", ", listed.group("values")).strip()
     value = _first_value(tail)
     if value is None and copulas:  # "24 is the answer"
         value = _first_value(s)
@@ -388,7 +403,7 @@ def concluding(text: str, kind: str) -> str | None:
                 block = body[start + len(opener) : len(body) - len(closer)].strip()
                 if 0 < len(block) < 300:
                     return block
-    lines = body.rsplit("\n", 2)
+    lines = [line for line in body.rsplit("\n", 4) if line.strip()][-2:]  # (blank lines between)
     if len(lines) >= 2 and lines[-2].rstrip(" *_").endswith((":", "：")):
         # a value on the last line under an intro line that announces it ("The eigenvalues are:\n5/4,
         # 19/8, 19/8"): the plain-text form of the display block above
@@ -404,11 +419,20 @@ def concluding(text: str, kind: str) -> str | None:
         # 6 books. Since he had 7 action figures, he had 7 - 6 = 1 more action figure than books.")
         # states the final result: the concluding sentence's value was a step towards it
         continues = k == 1 and bool(_CUE_RE.search(last_two[0])) and _computes_result(sentence)
-        if _CUE_RE.search(sentence) or single or continues:
+        # (a last line holding only a value, "42" or "$\\frac{3}{4}$" under the working, states it)
+        alone = k == len(last_two) - 1 and _VALUE_LINE_RE.fullmatch(sentence.strip()) is not None
+        if _CUE_RE.search(sentence) or single or continues or alone:
             value = _sentence_value(_money(sentence) if kind == "gsm8k" else sentence)
             if value is not None:
                 return value
     return None
+
+
+# a line that holds a value and nothing else: markup, a sign, a currency, a percent, a unit word
+_VALUE_LINE_RE = re.compile(
+    r"[*_`$\s]*[-−]?[$€£¥₹]?\s*(?:" + NUMERAL + r")(?:\s*/\s*\d+)?(?:[eE][+-]?\d{1,3})?"
+    r"\s*(?:\\?%|[^\W\d_]{1,12}\.?)?[*_`$\s.]*"
+)
 
 
 def _computes_result(sentence: str) -> bool:

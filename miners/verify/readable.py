@@ -31,6 +31,7 @@ A reading is refused (the reason is returned) when:
 from __future__ import annotations
 
 import re
+from itertools import permutations
 
 NO_OBJECT = "no mathematical object"
 UNBALANCED = "unbalanced brackets"
@@ -92,9 +93,21 @@ def _has_symbols(obj) -> bool:
 
 def _has_bare_word(span: str) -> bool:
     """A run of three or more letters that is neither a LaTeX command, nor inside \\text{...}, nor a
-    function name: math-verify has no words, so its letters became symbols ("doce" is E*c*do)."""
+    function name, or a letter of a script math has no symbols in ("七", "สาม"): math-verify has no
+    words, so its letters became symbols ("doce" is E*c*do)."""
+    if _OTHER_SCRIPT_RE.search(span):
+        return True
     plain = _COMMAND_RE.sub(" ", _TEXT_COMMAND_RE.sub(" ", span))
     return any(w.lower() not in _FUNCTION_WORDS for w in _WORD_RE.findall(plain))
+
+
+# a letter of a script other than Latin and Greek (math's own symbols)
+_OTHER_SCRIPT_RE = re.compile(r"[^\W\d_A-Za-z\u00c0-\u024f\u0370-\u03ff]")
+
+
+def _texts_a_word(span: str) -> bool:
+    """\\text{...} holding a word of three letters or more ("\\text{seis}"): a word, not a symbol."""
+    return any(re.search(r"[^\W\d_]{3,}", m.group(0)[5:]) for m in _TEXT_COMMAND_RE.finditer(span))
 
 
 def kind_of(obj) -> str | None:
@@ -118,7 +131,7 @@ def unread_reason(parsed, span: str) -> str | None:
     reason = span_signs(span) or span_signs(extracted)
     if reason:
         return reason
-    if _has_bare_word(extracted) and _has_symbols(parsed[0]):
+    if (_has_bare_word(extracted) or _texts_a_word(span)) and _has_symbols(parsed[0]):
         return WORD_AS_PRODUCT
     whole = len(_NOISE_RE.sub("", span))
     kept = len(_NOISE_RE.sub("", extracted))
@@ -167,12 +180,33 @@ _MATRIX_ENV_RE = re.compile(r"\\begin\s*\{[pbvBV]?matrix\}")
 
 
 def undecidable_forms(gold: str, answer: str) -> bool:
-    """An unequal comparison that compared names or notations, not values: arbitrary constants named
-    differently on the two sides (`C_1 x + C_2` against `Cx + D`: the same general solution), or a
-    gold matrix written in rows split by `\\\\` with no environment (`[-3,2\\\\5/2,-3/2]`) against a
-    matrix environment, a notation neither reader parses as a matrix."""
+    """An unequal comparison that compared names, not values: arbitrary constants named differently
+    on the two sides (`C_1 x + C_2` against `Cx + D`: the same general solution may be written with
+    other constants). (renamed_constants gives the renamings under which they may be equal.)"""
     gold_constants = set(_CONSTANT_RE.findall(gold))
     answer_constants = set(_CONSTANT_RE.findall(answer))
-    if gold_constants and answer_constants and gold_constants != answer_constants:
-        return True
-    return "\\\\" in gold and not _MATRIX_ENV_RE.search(gold) and bool(_MATRIX_ENV_RE.search(answer))
+    return bool(gold_constants and answer_constants and gold_constants != answer_constants)
+
+
+# an arbitrary constant: a capital A-H or C with an index ("Cx" is C times x; "Cos" is no constant)
+_ANY_CONSTANT_RE = re.compile(r"(?<![A-Za-z\\])(?:[A-H]|C_\{?\d+\}?)(?![A-Za-z]{2}|_)")
+_MAX_CONSTANTS = 3
+
+
+def renamed_constants(gold: str, answer: str) -> list[str]:
+    """The answer with its arbitrary constants renamed to the gold's, one string per one-to-one
+    renaming (`C_1 x + C_2` as `Cx + D` and as `Dx + C`), where both name the same number of them (at
+    most three); [] otherwise. Equal under one of them is the same general solution."""
+    gold_names = sorted(set(_ANY_CONSTANT_RE.findall(gold)))
+    answer_names = sorted(set(_ANY_CONSTANT_RE.findall(answer)))
+    if not gold_names or len(gold_names) != len(answer_names) or len(gold_names) > _MAX_CONSTANTS:
+        return []
+    out = []
+    for order in permutations(gold_names):
+        rename = dict(zip(answer_names, order))
+
+        def renamed(m: re.Match, to: dict[str, str] = rename) -> str:
+            return "{" + to[m.group(0)] + "}"
+
+        out.append(_ANY_CONSTANT_RE.sub(renamed, answer))
+    return out

@@ -31,6 +31,7 @@ class Span(NamedTuple):
     end: int
     text: str
     rule: str
+    language: str | None = None  # the language of the marker that found it, where one did
 
 
 @dataclass(frozen=True)
@@ -46,16 +47,6 @@ class SpanRule:
 _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
 # The patterns below start at a literal word (found at regex speed); where a match must begin a line
 # or follow a sentence, the code checks the text before it.
-_FINAL_LINE_RE = re.compile(
-    r"(?i)(?<![a-z])final[ \t]+answer[ \t*_]*(?:is)?[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)"
-)
-_ANSWER_IS_RE = re.compile(
-    r"(?i)(?<![a-z])answer\s*(?:\([^()\n]{0,40}\)\s*)?"
-    r"(?:is|would\s+be|should\s+be|=)\s*[:：]?[ \t]*"
-    r"(?=(?P<ans>[^\n]{0,400}))"  # a lookahead: "the answer is 5 ... no, the answer is 6" on one line
-)
-_ANSWER_LINE_RE = re.compile(r"(?i)(?<![a-z])answer[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)")
-_LINE_LEAD_RE = re.compile(r"(?:^|\n)[ \t>*_#-]*$|[.!?] $")  # what may stand before "Answer:"
 _A_LINE_RE = re.compile(r"(?m)^A[ \t]*:[ \t]*(?P<ans>[^\n]+)")  # GSM8K's few-shot "A: 18"
 _HASHES_RE = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
 _ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
@@ -77,21 +68,10 @@ _JSON_NEXT_FIELD_RE = re.compile(
     r"""\s*,\s*(["'])[^"'\n]{1,40}\1\s*:\s*(?:"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|[-\w.]+)""", re.S
 )
 _MATH_CLOSE = {"\\[": "\\]", "$$": "$$", "\\(": "\\)", "$": "$"}
-# "I checked that the answer is correct": talk about an answer, not one.
-_NOT_AN_ANSWER_RE = re.compile(
-    r"(?i)\s*(?:correct|incorrect|right|wrong|not|as\s+follows|below|above|that|this|clear|obvious|"
-    r"indeed\s+correct|likely|probably|given|found|shown|simply|in|to|still|also|then|therefore|thus|so|"
-    r"because|calculated|computed|consistent|reasonable|the\s+same|same|written\s+in)\b|\s*[,.:]?\s*$"
-)
 _SENTENCE_END_RE = re.compile(r"[.;!?](?=\s|$)|[。！？；]")
 _PLACEHOLDER_RE = re.compile(r"^[\s_.:：*-]*$")
 # markup a prompt format puts after the answer ("【答案】C <eoa>", "12 <|end|>"): not part of it
 _TRAILING_MARKUP_RE = re.compile(r"(?:\s*<\|?/?[A-Za-z_]{2,16}\|?>)+\s*$")
-# "the correct option is", "the best choice would be": a committed choice, like "the answer is"
-_OPTION_IS_RE = re.compile(
-    r"(?i)(?<![a-z])(?:correct|right|best|closest|final|only\s+possible)[ \t]+(?:option|choice)[ \t]+"
-    r"(?:is|would\s+be|should\s+be|=)[ \t]*[:：]?[ \t]*(?=(?P<ans>[^\n]{0,400}))"
-)
 
 
 def _json_string(s: str) -> str:
@@ -121,19 +101,76 @@ def _cut_sentence(span: str) -> str:
     return span
 
 
-def _next_line(text: str, pos: int) -> str:
-    """The first non-empty line after pos ("The answer (arabic numerals) is\\n\\n8")."""
-    lines = text[pos:].split("\n", 8)[1:8]
-    for k, line in enumerate(lines[:3]):
-        if not _PLACEHOLDER_RE.match(line):
-            opener = line.strip()
-            if opener in ("\\[", "$$"):  # a display block opened on its own line: its content
-                closer = _MATH_CLOSE[opener]
-                for j in range(k + 1, len(lines)):
-                    if lines[j].strip().endswith(closer):
-                        return "\n".join(x.strip() for x in lines[k : j + 1])[:400]
-            return opener[:400]
-    return ""
+_FENCES = ("```", "'''", '"""', "~~~")
+_QUOTE_RE = re.compile(r"^[ \t]*(?:>[ \t]?)+")
+_NEXT_LINES = 10
+# a list item's mark: a bullet or a number, then a space ("- 42" is an item, "-42" a number)
+_LIST_ITEM_RE = re.compile(r"^(?:[-*+•·]|\d{1,2}[.)])[ \t]+(?=\S)")
+
+
+def _next_line(text: str, pos: int) -> tuple[str, int]:
+    """(the value on the first non-empty line after pos, where that value's block ends): "The answer
+    (arabic numerals) is\\n\\n8" -> "8". A block opened there is read whole: a display block
+    (\\[ ... \\], $$ ... $$), a fenced or triple-quoted block (its content), quoted lines (without
+    their ">"). Nothing found: ("", pos)."""
+    at = text.find("\n", pos)
+    if at < 0:
+        return "", pos
+    starts, lines = [], []
+    for _ in range(_NEXT_LINES):
+        nxt = text.find("\n", at + 1)
+        starts.append(at + 1)
+        lines.append(text[at + 1 : len(text) if nxt < 0 else nxt])
+        if nxt < 0:
+            break
+        at = nxt
+    ends = [start + len(line) for start, line in zip(starts, lines)]
+    for k, line in enumerate(lines[:6]):
+        if _PLACEHOLDER_RE.match(line):
+            continue
+        opener = _LIST_ITEM_RE.sub("", line.strip(), count=1)  # "- 42", "1. 42", "• 42": the item's value
+        if opener in ("\\[", "$$"):  # a display block opened on its own line: its content
+            closer = _MATH_CLOSE[opener]
+            for j in range(k + 1, len(lines)):
+                if lines[j].strip().endswith(closer):
+                    return "\n".join(x.strip() for x in lines[k : j + 1])[:400], ends[j]
+        fence = next((f for f in _FENCES if opener.startswith(f)), None)
+        if fence is not None:  # a fenced or triple-quoted block: what it holds
+            rest = opener[len(fence) :]
+            if rest.endswith(fence) and len(rest) > len(fence):  # '''42''' on one line
+                return rest[: -len(fence)].strip()[:400], ends[k]
+            held: list[str] = []
+            for j in range(k + 1, len(lines)):
+                if lines[j].strip().startswith(fence):
+                    return "\n".join(held).strip()[:400], ends[j]
+                held.append(lines[j].strip())
+            return "", pos  # never closed: nothing committed
+        if _QUOTE_RE.match(line):  # quoted lines: their content
+            quoted: list[str] = []
+            for j in range(k, len(lines)):
+                if not _QUOTE_RE.match(lines[j]):
+                    break
+                quoted.append(_QUOTE_RE.sub("", lines[j]).strip())
+            value = next((h for h in quoted if not _PLACEHOLDER_RE.match(h)), "")
+            return value[:400], ends[k + len(quoted) - 1]
+        return opener[:400], ends[k]
+    return "", pos
+
+
+# an answer that ends on an operator or "=" goes on on the next line ("The answer is 6 * 7 =" over "42")
+_GOES_ON_RE = re.compile(r"(?:[-+*/=×÷·]|\\(?:times|cdot|div))$")
+
+
+def _goes_on(text: str, ans: str, end: int) -> tuple[str, int]:
+    """(the answer with the line that continues it, where it ends) where ans ends on an operator or
+    "=" at its line's end; else (ans, end)."""
+    # (the markup closed around the answer first: the "**" of a bold value is no product)
+    if not _GOES_ON_RE.search(strip_answer(ans)) or text[end : end + 1] not in ("\n", "\r"):
+        return ans, end
+    more, more_end = _next_line(text, end)
+    if not more:
+        return ans, end
+    return ans.rstrip(" \t*_$") + " " + strip_answer(more), more_end
 
 
 def _math_block(text: str, open_at: int, opener: str) -> tuple[int, str] | None:
@@ -249,42 +286,23 @@ def find_boxed(text: str, low: str, kind: str) -> Iterable[Span]:
             yield Span(m.start(), m.end(), m.group(2), "boxed")
 
 
-def find_final_line(text: str, low: str, kind: str) -> Iterable[Span]:
-    """ "Final answer: X" and "The final answer is: X" to the end of the line:
-    "**Final Answer:** 72" -> "72"."""
-    for m in _matches(_FINAL_LINE_RE, text, low, "final"):
-        yield _line_span(text, m, "final_line")
-
-
-def _sentence_span(text: str, m: re.Match, rule: str) -> Span | None:
+def _sentence_span(text: str, m: re.Match, rule: str, talk: re.Pattern | None) -> Span | None:
     """The answer group of `m` to the end of its sentence, or of the next line's where it holds a
-    placeholder ("the answer is:" then the value below); None where it talks about an answer instead
-    of giving one ("the answer is correct")."""
+    placeholder ("the answer is:" then the value below) or ends on an operator ("is 6 * 7 =" over
+    "42"); None where it talks about an answer instead of giving one: words of `talk` ("the answer is
+    correct"), or, where a language lists none, no value ("La réponse est correcte")."""
     ans = _cut_sentence(m.group("ans"))
     placeholder = _PLACEHOLDER_RE.match(ans) is not None
-    if _NOT_AN_ANSWER_RE.match(ans) and not placeholder:
+    if not placeholder and (talk.match(ans) if talk is not None else not _VALUE_LIKE_RE.search(ans[:40])):
         return None
     end = m.start("ans") + len(ans)
     if placeholder:
-        ans = _cut_sentence(_next_line(text, m.start("ans")))
+        value, value_end = _next_line(text, m.start("ans"))
+        if value:
+            return Span(m.start(), value_end, _cut_sentence(value), rule)
+        return Span(m.start(), end, "", rule)
+    ans, end = _goes_on(text, ans, end)
     return Span(m.start(), end, ans, rule)
-
-
-def find_answer_is(text: str, low: str, kind: str) -> Iterable[Span]:
-    """ "the answer is X", "answer would be X", "answer (arabic numerals) is\\n\\n8", to the end of the
-    sentence: "So the answer is 18 dollars." -> "18 dollars" (prose: reduced to 18). Talk about an
-    answer ("the answer is correct") is none."""
-    for m in _matches(_ANSWER_IS_RE, text, low, "answer"):
-        span = _sentence_span(text, m, "answer_is")
-        if span is not None:
-            yield span
-
-
-def find_answer_line(text: str, low: str, kind: str) -> Iterable[Span]:
-    """ "Answer: X" at the start of a line or after a sentence: "**Answer:** $12$" -> "12"."""
-    for m in _matches(_ANSWER_LINE_RE, text, low, "answer"):
-        if _LINE_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
-            yield _line_span(text, m, "answer_line")
 
 
 def find_answer_math(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -340,29 +358,25 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
         yield Span(m.start(), m.end(), m.group("ans"), "hashes")
 
 
-def find_option_is(text: str, low: str, kind: str) -> Iterable[Span]:
-    """ "the correct option is X", "the best choice would be X", to the end of the sentence (or the
-    next line when the line ends there): "So, the correct option is:\\nB)After 12 minutes" ->
-    "B)After 12 minutes" (its option letter is the choice)."""
-    for m in _OPTION_IS_RE.finditer(text):
-        span = _sentence_span(text, m, "option_is")
-        if span is not None:
-            yield span
-
-
-# ------------------------------------------------------------------ markers in other languages
-# Built from miners.verify.markers.ANSWER_MARKERS (data); English "answer" joins the bracket and
-# heading forms, which the English rules above do not read.
+# ------------------------------------------------------------------------- answer markers
+# Built from miners.verify.markers.ANSWER_MARKERS (data, one row per language, English included):
+# a marker before a colon, in brackets or as a heading (marker_line, marker_heading), and a marker
+# with its copula (marker_copula).
 _MARKERS = marker_words()
-_MARKER_ALT = "|".join(re.escape(w) for w, _ in _MARKERS)
-_MARKER_OF = {w: m for w, m in _MARKERS}
+# (the words of a marker may be joined by an underscore or a hyphen: "FINAL_ANSWER:", "Final-Answer:")
+_MARKER_ALT = "|".join(re.escape(w).replace("\\ ", r"[ \t_-]+") for w, _ in _MARKERS)
+_MARKER_OF = {w.lower(): m for w, m in _MARKERS}
 _SAME_LINE = {w for m in ANSWER_MARKERS for w in m.same_line}
+_ANYWHERE = {w.lower() for m in ANSWER_MARKERS for w in m.anywhere}
+# what follows a marker before its value: a colon of any script, or a table's cell border
+_COLONS = ":：﹕︓∶꞉"
+_AFTER_MARKER = r"[ \t*_]*(?:[" + _COLONS + r"]|\|(?=[^|\n]*\|[ \t]*(?:\n|$)))"
 # a marker word may not continue a word of a spaced script ("Responsable:", "ответственный")
 _NO_LETTER_BEFORE = r"(?<![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
 _NO_LETTER_AFTER = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
 _MARKER_COLON_RE = re.compile(
     _NO_LETTER_BEFORE + r"(?P<w>" + _MARKER_ALT + r")" + _NO_LETTER_AFTER
-    + r"[ \t*_]*[:：][ \t*_]*(?P<ans>[^\n]*)",
+    + _AFTER_MARKER + r"[ \t*_]*(?P<ans>[^\n]*)",
     re.I,
 )  # fmt: skip
 _MARKER_BRACKET_RE = re.compile(
@@ -380,7 +394,7 @@ _VALUE_LIKE_RE = re.compile(r"[0-9$\\]|^[ \t*_(（]*[A-Z](?![A-Za-z])")
 # what may stand before a marker's colon: a line's start (after markup), a sentence's or a clause's
 # end, or a word that concludes ("故", "所以", "因此") -- not the middle of a sentence
 _MARKER_LEAD_RE = re.compile(
-    r"(?:^|\n)[ \t>*_#\-【\[]*$|[.!?。！？;；,，:：)）】\]][ \t*_]*$"
+    r"(?:^|\n)[ \t>*_#\-【\[|]*$|[.!?。！？;；,，:：)）】\]][ \t*_]*$"
     r"|(?:故|所以|因此|综上所述|综上|则|即|于是)[ \t]*$"
 )
 
@@ -390,18 +404,24 @@ def _copula_res(marker: AnswerMarker) -> re.Pattern | None:
         return None
     words = "|".join(re.escape(w) for w in sorted(marker.words, key=len, reverse=True))
     # a copula of a spaced script may not begin a longer word ("est" in "estimate"); one of an
-    # unspaced script (是, は) stands right before the value
+    # unspaced script (是, は) stands right before the value; words inside may be spaced any way
     cops = "|".join(
-        re.escape(c) + (_NO_LETTER_AFTER if c.isascii() or c < "\u0530" else "") for c in marker.copulas
+        re.escape(c).replace("\\ ", r"\s+") + (_NO_LETTER_AFTER if c.isascii() or c < "\u0530" else "")
+        for c in marker.copulas
     )
+    # (a note in brackets may stand between the marker and its copula: "answer (arabic numerals) is")
     return re.compile(
-        _NO_LETTER_BEFORE + r"(?:" + words + r")[ \t]*(?:" + cops + r")"
+        _NO_LETTER_BEFORE + r"(?:" + words + r")[ \t]*(?:\([^()\n]{0,40}\)[ \t]*)?(?:" + cops + r")"
         + r"[ \t]*[:：]?[ \t]*(?=(?P<ans>[^\n]{0,400}))",
         re.I,
     )  # fmt: skip
 
 
-_COPULA_RES = tuple((m, _copula_res(m)) for m in ANSWER_MARKERS if m.copulas)
+def _talk_re(marker: AnswerMarker) -> re.Pattern | None:
+    return re.compile(r"(?i)\s*(?:" + marker.talk + r")\b") if marker.talk else None
+
+
+_COPULA_RES = tuple((m, _copula_res(m), _talk_re(m)) for m in ANSWER_MARKERS if m.copulas)
 # The marker words an ASCII text can hold, none containing another ("respuesta final" holds
 # "respuesta"): an ASCII text with none of them holds no marker, which spares the three marker
 # regexes on most outputs; a text with any other character is read by them.
@@ -429,44 +449,63 @@ def _marker_hint(low: str) -> bool:
 
 
 def _heading_hint(low: str) -> bool:
-    return ("#" in low or "**" in low or "__" in low) and ("answer" in low or _marker_hint(low))
+    return ("#" in low or "**" in low or "__" in low) and _marker_hint(low)
 
 
 _SENTENCE_MARK_RE = re.compile(r"[。！？]|[.!?](?=\s)")
 
 
-def _marker_value(text: str, m: re.Match) -> str | None:
-    """The value after a marker: the rest of its line, or the next line where the marker ends its
-    own -- unless that line is a paragraph (two sentences or more: working, or a refusal, not a
-    value), which is no value at all."""
+def _marker_value(text: str, m: re.Match) -> tuple[str, int] | None:
+    """(the value after a marker, where it ends): the rest of its line (with the next where it ends on
+    an operator), or the next line where the marker ends its own -- unless that line is a paragraph
+    (two sentences or more: working, or a refusal, not a value), which is no value at all."""
     ans = m.group("ans")
+    if "|" in m.group(0)[: m.start("ans") - m.start()]:  # a table's cell: the value is the next one
+        ans = ans.split("|", 1)[0]
+    end = m.start("ans") + len(ans)
     if not _PLACEHOLDER_RE.match(ans):
-        return ans
-    if m.group("w").lower() in _SAME_LINE:
+        return _goes_on(text, ans, end)
+    if _marker_word(m) in _SAME_LINE:
         return None  # "解答：" over a worked solution: a heading, not an empty answer
-    ans = _next_line(text, m.start("ans"))
-    return None if len(_SENTENCE_MARK_RE.findall(ans)) >= 2 else ans
+    value, value_end = _next_line(text, m.start("ans"))
+    if len(_SENTENCE_MARK_RE.findall(value)) >= 2:
+        return None
+    return (value, value_end) if value else (value, end)
 
 
 def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
-    """An answer marker of another language (miners.verify.markers) before a colon or in brackets,
-    to the end of the line: "Ответ: 12" -> "12", "【答案】: C <eoa>" -> "C", "Réponse : $\\frac{1}{2}$",
-    "[Answer] 7"; with the value on the next line where the marker ends its line (a paragraph there
-    is no value: "【答案】\\n首先，我们需要……因此无法直接给出具体的答案。" commits to none)."""
+    """An answer marker (miners.verify.markers) before a colon of any script, a table's cell border
+    or in brackets, to the end of the line: "**Answer:** $12$" -> "12", "Final Answer: 72", "Ответ:
+    12", "【答案】: C <eoa>" -> "C", "Réponse : $\\frac{1}{2}$", "[Answer] 7", "| Antwort | 42 |" ->
+    "42"; at a line's start or after a sentence or a clause (a word read anywhere, "final answer", at
+    any place); with the value on the next lines where the marker ends its line (a fenced, quoted or
+    display block read whole; a paragraph there is no value: "【答案】\\n首先，我们需要……因此无法直接给出
+    具体的答案。" commits to none)."""
     for m in _marker_colons(text):
-        if _MARKER_LEAD_RE.search(text, max(0, m.start() - 40), m.start()):
-            value = _marker_value(text, m)
-            if value is not None:
-                yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+        lead = _MARKER_LEAD_RE.search(text, max(0, m.start() - 40), m.start())
+        if lead is not None or _marker_word(m) in _ANYWHERE:
+            read = _marker_value(text, m)
+            if read is not None:
+                yield Span(m.start(), read[1], read[0], "marker_line", _language(m))
     if "[" in text or "【" in text or "〖" in text:
         for m in _MARKER_BRACKET_RE.finditer(text):
-            value = _marker_value(text, m)
-            if value is not None:
-                yield Span(m.start(), m.start("ans") + len(m.group("ans")), value, "marker_line")
+            read = _marker_value(text, m)
+            if read is not None:
+                yield Span(m.start(), read[1], read[0], "marker_line", _language(m))
+
+
+def _marker_word(m: re.Match) -> str:
+    """The marker word a match found, as the marker table writes it ("FINAL_ANSWER" -> "final answer")."""
+    return re.sub(r"[ \t_-]+", " ", m.group("w").lower())
+
+
+def _language(m: re.Match) -> str | None:
+    marker = _MARKER_OF.get(_marker_word(m))
+    return marker.language if marker is not None else None
 
 
 _MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 8  # a marker word and the markup before its colon
-_COLON_RE = re.compile("[:：]")
+_COLON_RE = re.compile("[" + _COLONS + "|]")
 _BEFORE_COLON_RE = re.compile(
     _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$", re.I
 )
@@ -484,7 +523,7 @@ def _marker_colons(text: str) -> Iterable[re.Match]:
         if before is not None:
             m = _MARKER_COLON_RE.match(text, before.start())
             if m is not None:
-                done = m.end()
+                done = m.start("ans")  # (a later marker inside its value is a span of its own)
                 yield m
 
 
@@ -492,46 +531,34 @@ def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
     """A heading or a bold line that is only an answer marker, the value on the next line:
     "## Final Answer\\n\\n12" -> "12", "**Antwort**\\n$x = 3$" -> "x = 3"."""
     for m in _MARKER_HEADING_RE.finditer(text):
-        if m.group("w").lower() not in _SAME_LINE:
-            value = _next_line(text, m.end() - 1)
+        if _marker_word(m) not in _SAME_LINE:
+            value, value_end = _next_line(text, m.end() - 1)
             if len(_SENTENCE_MARK_RE.findall(value)) < 2:
-                yield Span(m.start(), m.end(), value, "marker_heading")
+                yield Span(m.start(), max(m.end(), value_end), value, "marker_heading", _language(m))
 
 
 def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
-    """An answer marker of another language and its copula, to the end of the sentence: "所以答案是D。"
-    -> "D", "La réponse est 12." -> "12", "Die Antwort lautet $x=3$". Only where something value-like
-    follows ("答案是正确的" -- "the answer is right" -- is talk about an answer)."""
-    for marker, regex in _COPULA_RES:
+    """An answer marker and its copula, to the end of the sentence: "So the answer is 18 dollars." ->
+    "18 dollars" (prose: reduced to 18), "the correct option is:\\nB)After 12 minutes", "answer
+    (arabic numerals) is\\n\\n8", "所以答案是D。" -> "D", "La réponse est 12." -> "12", "Die Antwort
+    lautet $x=3$". Talk about an answer is none: "the answer is correct", "答案是正确的"."""
+    for marker, regex, talk in _COPULA_RES:
         if regex is None or not any(w in low for w in marker.words):
             continue
         for m in regex.finditer(text):
-            ans = _cut_sentence(m.group("ans"))
-            if not _VALUE_LIKE_RE.search(ans[:40]):
-                continue
-            yield Span(m.start(), m.start("ans") + len(ans), ans, "marker_copula")
-
-
-def _line_span(text: str, m: re.Match, rule: str) -> Span:
-    ans = m.group("ans")
-    end = m.start("ans") + len(ans)
-    if _PLACEHOLDER_RE.match(ans):  # "Answer: _____." with the value on the next line
-        ans = _next_line(text, m.start("ans"))
-    return Span(m.start(), end, ans, rule)
+            span = _sentence_span(text, m, "marker_copula", talk)
+            if span is not None:
+                yield span._replace(language=marker.language)
 
 
 # The rules, in the order they are tried (the order does not decide: position and priority do).
 SPAN_RULES: tuple[SpanRule, ...] = (
     SpanRule("boxed", 3, True, ("boxed", "fbox"), find_boxed),
     SpanRule("answer_tag", 2, True, ("answer",), find_answer_tag),
-    SpanRule("final_line", 1, True, ("final",), find_final_line),
     SpanRule("json_field", 1, True, ("answer",), find_json_field),
     SpanRule("hashes", 1, True, ("####",), find_hashes),
-    SpanRule("answer_is", 1, True, ("answer",), find_answer_is),
-    SpanRule("answer_line", 1, True, ("answer",), find_answer_line),
     SpanRule("a_line", 1, True, ("a:",), find_a_line),
     SpanRule("answer_math", 0, True, ("answer",), find_answer_math),
-    SpanRule("option_is", 1, True, ("option", "choice"), find_option_is),
     SpanRule("marker_line", 1, True, lambda low: _marker_hint(low) or "answer]" in low, find_marker_line),
     SpanRule("marker_heading", 1, True, _heading_hint, find_marker_heading),
     SpanRule("marker_copula", 1, True, _marker_hint, find_marker_copula),

@@ -114,6 +114,12 @@ def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int 
     return bool(re.match(r"^\s*(?:" + _ANY_RE.pattern + ")", rest, re.I))
 
 
+def rating_word(text: str) -> re.Match | None:
+    """The first word in text that names a rating or says the model is sure ("confidence", "sure"),
+    or None."""
+    return _ANY_RE.search(text) if might_rate(text) else None
+
+
 def names_rating_noun(text: str) -> bool:
     """Whether text names a rating by its noun ("confidence", "certainty", ...), not only by an
     adjective ("I'm not sure how to proceed" rates nothing)."""

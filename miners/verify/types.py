@@ -38,9 +38,25 @@ OPTIONS_UNKNOWN = "option values unknown"
 UNREADABLE = "verifiers cannot read the answer"
 # the gold could not be reduced to an answer (its reader failed): nothing to compare with
 GOLD_UNREADABLE = "gold cannot be read"
+# The property's reasons (miners.verify.evidence): a WRONG the output's own text does not ground
+# the gold's value is stated nowhere in the output: no reading of it can hold the right answer
+GOLD_ABSENT = "gold's value stated nowhere"
+# an empty answer, or a loop, in an output that states the gold's value: the answer may be there
+EMPTY_AFTER_VALUE = "empty answer after a possible answer"
+LOOPED_AFTER_VALUE = "looped after a possible answer"
+# an answer that ends on an operator, an "=" or an unfinished clause, or the left side of an equation
+INCOMPLETE = "answer incomplete"
+ALTERNATIVES = "answer lists alternatives"  # "12 or 15" against one value
+# the answer's statement, read past the span, states the gold's value: the two readings differ
+UNCONFIRMED = "statement states the gold's value"
 UNKNOWN_REASONS = (
     NO_ANSWER,
     TRUNCATED_AFTER_VALUE,
+    EMPTY_AFTER_VALUE,
+    LOOPED_AFTER_VALUE,
+    INCOMPLETE,
+    ALTERNATIVES,
+    UNCONFIRMED,
     AMBIGUOUS,
     DISAGREE,
     UNDECIDED,
@@ -67,6 +83,13 @@ class Extraction:
     # a value: where the gold is an option letter, the letters it names by label count
     # ("D) 3.85 miles" -> D)
     span_text: str | None = None
+    # where the span stands in the text read (a prefix of the output): the property's second reading
+    # reads on from `end` (miners.verify.evidence)
+    start: int = 0
+    end: int = 0
+    # the language of the marker that found the answer, where one did: its numerals are read with
+    # that language's marks (miners.verify.markers.NUMBER_MARKS)
+    language: str | None = None
 
 
 @dataclass(frozen=True)

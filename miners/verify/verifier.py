@@ -45,6 +45,7 @@ from audits.loops import scan
 from miners.verify import symbolic
 from miners.verify.brackets import brace_pairs, closing_index
 from miners.verify.compare import FormOpen, TooLarge
+from miners.verify.evidence import Commitment, gold_stated, numeric_gold, settle
 from miners.verify.extract import cut_turn, read_answer
 from miners.verify.fast import (
     choice_gold,
@@ -54,14 +55,16 @@ from miners.verify.fast import (
     gold_answer,
     is_bare_option_letter,
     is_letter_gold,
+    localized,
     named_choice,
     option_value,
     other_grouping,
+    word_against_number,
 )
+from miners.verify.normalize import normalize, split_top
 from miners.verify.prose import without_closing_rating
-from miners.verify.readable import glued_signs, states_no_value, undecidable_forms
+from miners.verify.readable import glued_signs, renamed_constants, states_no_value, undecidable_forms
 from miners.verify.rules import RULES_BY_NAME, option_labels
-from miners.verify.stated import could_hold, numeric_gold
 from miners.verify.types import (
     AMBIGUOUS,
     CORRECT,
@@ -70,6 +73,7 @@ from miners.verify.types import (
     EMPTY_OUTPUT,
     EQUAL,
     FAST,
+    GOLD_ABSENT,
     GOLD_UNREADABLE,
     LOOPED,
     MATH_VERIFY,
@@ -77,7 +81,6 @@ from miners.verify.types import (
     OPTIONS_UNKNOWN,
     RUNAWAY,
     TRUNCATED,
-    TRUNCATED_AFTER_VALUE,
     UNDECIDED,
     UNEQUAL,
     UNKNOWN,
@@ -94,8 +97,9 @@ KINDS = ("gsm8k", "math", "task")
 CACHE_SIZE = 65536
 MAX_ANSWER_CHARS = 2000  # longer "answers" are runaways; normalizing them could cost O(n^2)
 
+_EMPHASIS_RE = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
 # Extraction rules that read an output with no answer marker at all.
-FALLBACK_RULES = ("short_output", "concluding_sentence")
+FALLBACK_RULES = ("short_output", "answer_first", "concluding_sentence")
 # An output that ends on one of these was cut off mid-expression.
 _DANGLING_END = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",")
 
@@ -103,6 +107,23 @@ _DANGLING_END = ("+", "-", "*", "/", "=", "(", "[", "{", "^", "_", ",")
 def check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise BadInput(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", field="kind")
+
+
+# markup that closes what its line opened: "**", "__", "`" (a bold answer line ends on "**")
+_CLOSING_MARKUP_RE = re.compile(r"(\*\*|__|\*|_|`)+$")
+
+
+def _closing_markup_off(body: str) -> str:
+    """body less the markup at its end that closes markup its last line opened ("**So 12.**" ends on
+    "12.", not on an operator); unpaired markup stays (a lone "*" is a product cut off)."""
+    m = _CLOSING_MARKUP_RE.search(body)
+    if m is None:
+        return body
+    line = body[body.rfind("\n") + 1 : m.start()]
+    closing = m.group(0)
+    if line.count(closing) % 2 == 1 or (closing.startswith("**") and line.count("**") % 2 == 1):
+        return body[: m.start()].rstrip()
+    return body
 
 
 def cut_point(text: str) -> int | None:
@@ -121,7 +142,7 @@ def cut_point(text: str) -> int | None:
         cuts.append(last_box)
     if body.count("```") % 2 == 1:
         cuts.append(body.rfind("```"))
-    if body.endswith(_DANGLING_END):
+    if _closing_markup_off(body).endswith(_DANGLING_END):
         cuts.append(body.rfind("\n") + 1)
     cuts += _cut_in_tail(body)
     return min(cuts) if cuts else None
@@ -178,23 +199,6 @@ def _cut_in_tail(body: str) -> list[int]:
     if sentence and last_word in _CUT_WORDS or body.endswith("\ufffd"):
         cuts.append(line_start)
     return cuts
-
-
-# an equation of the working (not a comparison: "==", "<=", ">=", "!=")
-_WORKING_RE = re.compile(r"(?<![=<>!])=(?!=)")
-
-
-def ends_mid_sentence(text: str) -> bool:
-    """The output, less a closing rating of its answer, ends on a letter or a digit, or inside a
-    calculator annotation ("<<30"): no sentence's end (cut off, or finished without a full stop).
-    Such an output with no answer found is `wrong` only where the gold is a plain number it never
-    writes (Verifier._without_answer): which of the two it is does not matter there."""
-    body = without_closing_rating(cut_turn(text).rstrip()).rstrip()
-    if not body:
-        return False
-    line = body[body.rfind("\n") + 1 :]
-    # (an ASCII letter or digit only: a script without spaces may end a sentence on any character)
-    return (body[-1].isascii() and body[-1].isalnum()) or line.count("<<") > line.count(">>")
 
 
 def truncated(text: str) -> bool:
@@ -330,14 +334,18 @@ class Verifier:
             self.stats["gold in words"] += 1
             return Comparison(UNKNOWN, None, GOLD_UNREADABLE)
         if fast is False and kind != "task" and undecidable_forms(gold, answer):
-            # constants named differently, a matrix in a notation not read: names compared, not values
+            # constants named differently: equal under a renaming of them is the same solution; unequal
+            # under every one is still open (a general solution may be written with other constants)
+            if any(self._fast_equal(renamed, gold, kind) for renamed in renamed_constants(gold, answer)):
+                self.stats["equal once constants are renamed"] += 1
+                return Comparison(CORRECT, None)
             self.stats["forms compared, not values"] += 1
             return Comparison(UNKNOWN, None, UNDECIDED)
         if fast is not None:
             self.stats["fast path decided"] += 1
             return Comparison(CORRECT if fast else WRONG, None)
         self.stats["fast path undecided"] += 1
-        if kind == "task":
+        if kind == "task" or word_against_number(normalize(answer, kind)[0], normalize(gold, kind)[0]):
             # task golds are plain strings and numbers: nothing for sympy to add
             return Comparison(UNKNOWN, None)
         span, unread = symbolic.span_compare(answer, gold, self.stats)
@@ -378,6 +386,14 @@ class Verifier:
         other = other_grouping(answer)
         return other is not None and self._fast_equal(other, gold, kind)
 
+    def _same_statement(self, theirs: str, ours: str, kind: str) -> bool:
+        """math-verify's reading is ours, or one value of ours where ours lists several ("19/8" of
+        "5/4, 19/8, 19/8": its reading of a list is the last value)."""
+        if self._fast_equal(theirs, ours, kind):
+            return True
+        items = split_top(normalize(ours, kind)[0], (",", ";"))
+        return len(items) > 1 and any(self._fast_equal(theirs, item, kind) for item in items)
+
     def _fast_equal(self, answer: str, gold: str, kind: str) -> bool:
         try:
             return fast_compare(answer, gold, kind) is True
@@ -399,7 +415,10 @@ class Verifier:
         """The verdict on one output. `looped`: the caller's repetition-scanner finding, when it has
         scanned the output already (the miners do); otherwise the scanner runs here when needed.
         `options`: a multiple-choice problem's options in letter order (A first), where known: an
-        answer that states an option's value instead of its letter is read as that option."""
+        answer that states an option's value instead of its letter is read as that option.
+
+        What the readings propose, the property grants or turns into unknown
+        (miners.verify.evidence.settle): every verdict returned here has passed it."""
         check_kind(kind)
         if gold is None or not str(gold).strip():
             return self._count(Verdict(UNKNOWN, UNDECIDED))
@@ -411,6 +430,21 @@ class Verifier:
         except Exception:  # counted: a gold its reader fails on is no reference to call anything wrong by
             self.stats["gold exceptions"] += 1
             return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE))
+        proposed, commitment, gold_value = self._propose(output, gold_text, kind, looped, opts)
+        if gold_value is None and opts:  # a letter gold's option: its value may be what is stated
+            letter = choice_gold(gold_text, kind, choice_letters(opts))
+            if letter is not None and ord(letter) - ord("A") < len(opts):
+                gold_value = option_value(opts[ord(letter) - ord("A")]) or None
+        settled = settle(proposed, output, gold_text, kind, commitment, gold_value)
+        if settled.label != proposed.label:
+            self.stats[f"property: {proposed.label} -> {settled.label}: {settled.reason}"] += 1
+        return self._count(settled)
+
+    def _propose(
+        self, output: str, gold_text: str, kind: str, looped: bool | None, opts: Options
+    ) -> tuple[Verdict, Commitment | None, str | None]:
+        """(the verdict the readings propose, the commitment it rests on, the gold letter's option
+        where the answer was a value against a letter gold)."""
         extraction = self._read(output, kind)
         text = output
         if (extraction.answer is None and extraction.missing == NO_ANSWER) or (
@@ -428,13 +462,14 @@ class Verifier:
                 )
                 if extraction.answer is None:
                     if code_followed:  # the working was done and a program followed it: no reading
-                        return self._count(Verdict(UNKNOWN, NO_ANSWER))
-                    return self._count(self._cut_off(output, gold_text, kind))
+                        return Verdict(UNKNOWN, NO_ANSWER), None, None
+                    return Verdict(WRONG, TRUNCATED), None, None
                 self.stats["read before a cut"] += 1
                 extraction = replace(extraction, strong=False)  # read from a cut-off text: confirm it
         if extraction.answer is None:
-            return self._count(self._without_answer(output, gold_text, kind, extraction, looped))
+            return self._without_answer(output, gold_text, kind, extraction, looped), None, None
         answer = extraction.answer
+        commitment = Commitment(answer, text, extraction.start, extraction.end, extraction.span_text)
         option_gold = None  # the chosen letter's option, where an answer named it by label
         span_text = extraction.span_text
         letter = choice_gold(gold_text, kind, choice_letters(opts)) if span_text else None
@@ -445,10 +480,11 @@ class Verifier:
             if listed and len(choices) > 1:
                 # "(B) and (D)" against one letter: an extra option is not the answer (convention 5)
                 fast = Reading(FAST, WRONG, answer)
-                return self._count(Verdict(WRONG, UNEQUAL, answer, extraction.rule, (fast,)))
+                return Verdict(WRONG, UNEQUAL, answer, extraction.rule, (fast,)), commitment, None
             if len(choices) > 1:  # several letters in prose: which one is meant is open
-                return self._count(Verdict(UNKNOWN, AMBIGUOUS, answer, extraction.rule))
+                return Verdict(UNKNOWN, AMBIGUOUS, answer, extraction.rule), None, None
             answer = choices[0]
+            commitment = replace(commitment, answer=answer)
             if extraction.rule is not None and extraction.rule not in FALLBACK_RULES:
                 # a marker's sentence that names one option by label chose nothing out of it: the
                 # numbers after the label restate the option ("A)1 hour and 31 minutes")
@@ -457,20 +493,24 @@ class Verifier:
             if index < len(opts):
                 option_gold = option_value(opts[index]) or None
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
-            return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule))
+            return Verdict(UNKNOWN, RUNAWAY, answer[:200], extraction.rule), None, None
+        if kind != "task" and extraction.language is not None:
+            # a numeral read with the marks of the language whose marker committed to it ("1.234")
+            answer = localized(answer, extraction.language, text) or answer
         label, span_reading, unknown_reason, gold_value = self.compare(answer, gold_text, kind, opts)
         fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
         readings = (fast,) if span_reading is None else (fast, span_reading)
         if label == UNKNOWN:
             reason = unknown_reason or UNDECIDED
-            return self._count(Verdict(UNKNOWN, reason, answer, extraction.rule, readings))
+            return Verdict(UNKNOWN, reason, answer, extraction.rule, readings), None, None
         reason = EQUAL if label == CORRECT else UNEQUAL
         if extraction.strong or kind == "task" or not self.second_opinion:
-            return self._count(Verdict(label, reason, answer, extraction.rule, readings))
+            return Verdict(label, reason, answer, extraction.rule, readings), commitment, gold_value
         # a weak form: math-verify reads the whole output on its own
         mv_gold = gold_value or gold_text
         # (a closing rating of the answer is no part of what it reads: its number would be the last)
-        mv_text = without_closing_rating(cut_turn(text))
+        # and its reading of a bold value is not its reading of a value: markdown emphasis is no math
+        mv_text = _EMPHASIS_RE.sub("", without_closing_rating(cut_turn(text)))
         mv_label, mv_answer = symbolic.output_reading(mv_text, mv_gold, self.stats, (answer, label), kind)
         if option_gold is not None and mv_label != label:
             # math-verify knows no options: an output that names option E and ends on E's value
@@ -479,16 +519,25 @@ class Verifier:
             if by_value[0] == label == CORRECT:
                 mv_label, mv_answer = by_value
         readings = (*readings, Reading(MATH_VERIFY, mv_label, mv_answer))
+        if (
+            mv_label == label == WRONG
+            and not (mv_answer and self._same_statement(mv_answer, option_gold or answer, kind))
+            and gold_stated(output, mv_gold, kind)
+        ):
+            # both unequal to the gold but not the same value: neither confirms the other, and the
+            # output states the gold's value somewhere (where it states it nowhere, rule (b) holds)
+            self.stats["second opinion read another value"] += 1
+            return Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings), None, None
         if mv_label == label:
             self.stats["second opinion agreed"] += 1
-            return self._count(Verdict(label, reason, answer, extraction.rule, readings))
+            return Verdict(label, reason, answer, extraction.rule, readings), commitment, gold_value
         if mv_label == UNKNOWN:
             # nothing confirms a reading that was a choice: "He had seven apples and ate two, so five
             # are left." reads 7 -- either way round a misread would be a training label
             self.stats["second opinion unread"] += 1
-            return self._count(Verdict(UNKNOWN, WEAK_UNCONFIRMED, answer, extraction.rule, readings))
+            return Verdict(UNKNOWN, WEAK_UNCONFIRMED, answer, extraction.rule, readings), None, None
         self.stats["second opinion disagreed"] += 1
-        return self._count(Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings))
+        return Verdict(UNKNOWN, DISAGREE, answer, extraction.rule, readings), None, None
 
     def _read(self, text: str, kind: str, whole: bool = True) -> Extraction:
         try:
@@ -507,19 +556,22 @@ class Verifier:
         except Exception:
             self.stats["gold exceptions"] += 1
             return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE, answer))
-        if not answer or not answer.strip():
-            return self._count(Verdict(WRONG, EMPTY_ANSWER, answer))
+        answer = answer or ""
+        if not answer.strip():
+            return self._count(settle(Verdict(WRONG, EMPTY_ANSWER, answer), answer, gold_text, kind))
         if len(answer) > MAX_ANSWER_CHARS or len(gold_text) > MAX_ANSWER_CHARS:
             return self._count(Verdict(UNKNOWN, RUNAWAY, answer[:200]))
         opts = tuple(str(o) for o in options or ())
-        label, span_reading, unknown_reason, _ = self.compare(answer, gold_text, kind, opts)
+        label, span_reading, unknown_reason, gold_value = self.compare(answer, gold_text, kind, opts)
         fast = Reading(FAST, label if span_reading is None else UNKNOWN, answer)
         readings = (fast,) if span_reading is None else (fast, span_reading)
         if label == UNKNOWN:
             reason = unknown_reason or UNDECIDED
         else:
             reason = EQUAL if label == CORRECT else UNEQUAL
-        return self._count(Verdict(label, reason, answer, None, readings))
+        commitment = Commitment(answer, answer, 0, len(answer), answer)
+        proposed = Verdict(label, reason, answer, None, readings)
+        return self._count(settle(proposed, answer, gold_text, kind, commitment, gold_value))
 
     def _without_answer(
         self, output: str, gold_text: str, kind: str, extraction: Extraction, loop_seen: bool | None
@@ -529,34 +581,17 @@ class Verifier:
         if extraction.missing == EMPTY_ANSWER:
             return Verdict(WRONG, EMPTY_ANSWER, "", extraction.rule)
         if extraction.missing == TRUNCATED:  # a statement of the answer cut off, nothing before it
-            return self._cut_off(output, gold_text, kind, extraction.rule)
+            return Verdict(WRONG, TRUNCATED, None, extraction.rule)
         reason = AMBIGUOUS if extraction.missing == AMBIGUOUS else NO_ANSWER
         if reason == NO_ANSWER and (looped(output) if loop_seen is None else loop_seen):
             return Verdict(WRONG, LOOPED)
-        if (
-            reason == NO_ANSWER
-            and kind != "task"
-            and numeric_gold(gold_text) is not None
-            and ends_mid_sentence(output)
-            and _WORKING_RE.search(output) is not None
-            and not could_hold(cut_turn(output), gold_text, kind)
-        ):
-            # working (an equation) that stops with no sentence's end: cut off mid-way, and it never
-            # writes the gold's number, so it cannot have answered right. (Talk that ends without a
-            # full stop, "Die Antwort ist richtig", holds no working: it stays unknown.)
-            return Verdict(WRONG, TRUNCATED)
+        if reason == NO_ANSWER and kind != "task" and numeric_gold(gold_text) is not None:
+            # no answer committed, against a plain-number gold: wrong where the output writes that
+            # number nowhere (rule (b): no reading of it can hold the right answer), else unknown
+            return Verdict(WRONG, GOLD_ABSENT)
         # math-verify is not asked here: with no committed answer its reading is the output's last
         # expression, and on the labelled corpora every "correct" it gave such an output was wrong
         return Verdict(UNKNOWN, reason, None, extraction.rule)
-
-    def _cut_off(self, output: str, gold_text: str, kind: str, rule: str | None = None) -> Verdict:
-        """An output cut off before any answer it committed to: `wrong` only where it could not hold
-        the right answer (miners.verify.stated: the gold's value stated nowhere in it); where it states
-        that value, the answer may be there, unmarked (convention 4: an answer stated before a cut
-        counts): `unknown`."""
-        if kind != "task" and could_hold(cut_turn(output), gold_text, kind):
-            return Verdict(UNKNOWN, TRUNCATED_AFTER_VALUE, None, rule)
-        return Verdict(WRONG, TRUNCATED, None, rule)
 
     def _count(self, verdict: Verdict) -> Verdict:
         self.stats[f"{verdict.label}: {verdict.reason}"] += 1

@@ -16,11 +16,11 @@ from fractions import Fraction
 import pytest
 
 from miners.verify import Verifier
+from miners.verify.evidence import could_hold, numeric_gold, stated_numbers
 from miners.verify.prose import concluding, without_closing_rating
-from miners.verify.stated import could_hold, numeric_gold, stated_numbers
-from miners.verify.verifier import ends_mid_sentence
 
 TAV, TRUNCATED = "truncated after a possible answer", "truncated before any answer"
+ABSENT = "gold's value stated nowhere"
 
 
 @pytest.fixture(scope="module")
@@ -87,9 +87,9 @@ def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold
 @pytest.mark.parametrize(
     ("output", "gold", "label", "reason"),
     [
-        # no sentence's end, and the gold's number written nowhere: it cannot have answered right
-        (CUT_CALCULATOR_LINES, "75", "wrong", "truncated before any answer"),
-        (CUT_ON_A_WORD, "90", "wrong", "truncated before any answer"),
+        # no answer, and the gold's number written nowhere: it cannot have answered right (rule (b))
+        (CUT_CALCULATOR_LINES, "75", "wrong", ABSENT),
+        (CUT_ON_A_WORD, "90", "wrong", ABSENT),
         # the gold's number written (as an operand or a result): it may hold the answer
         (CUT_CALCULATOR_LINES, "30", "unknown", "no answer found"),
         (CUT_ON_A_WORD, "240", "unknown", "no answer found"),
@@ -99,14 +99,9 @@ def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold
             "unknown",
             "no answer found",
         ),
-        # an output that ends on a sentence's end with no answer stays unknown, whatever its numbers
-        (
-            "First we count the bees.\nShe saw 15 * 2 = 30 bees fly out of the hive.",
-            "75",
-            "unknown",
-            "no answer found",
-        ),
-        ("Let me think step by step.\nThe trains meet after some hours.", "7", "unknown", "no answer found"),
+        # however the output ends: no answer and the gold's number written nowhere is rule (b)
+        ("First we count the bees.\nShe saw 15 * 2 = 30 bees fly out of the hive.", "75", "wrong", ABSENT),
+        ("Let me think step by step.\nThe trains meet after some hours.", "7", "wrong", ABSENT),
         # a gold that is no plain number: which results could state it is not read here
         ("First we expand (x+1)^2.\nThen we collect terms", "x^2+2x+1", "unknown", "no answer found"),
         # ... unless the cut is certain (a word no sentence ends on) and no result states the gold
@@ -117,16 +112,6 @@ def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold
 def test_an_output_ending_mid_sentence(verifier, output, gold, label, reason):
     verdict = verifier.verify(output, gold, "gsm8k" if numeric_gold(gold) is not None else "math")
     assert (verdict.label, verdict.reason) == (label, reason), verdict
-
-
-def test_ends_mid_sentence():
-    assert ends_mid_sentence("The cost of 1")
-    assert ends_mid_sentence("She saw 30 - 6 = <<30")
-    assert ends_mid_sentence("Since")
-    assert not ends_mid_sentence("So she has 12 apples.")
-    assert not ends_mid_sentence("The answer is (B)")
-    # a closing rating is no part of the ending
-    assert not ends_mid_sentence("Therefore, the area is 8 square units.\n\nConfidence level: 100%")
 
 
 def test_numbers_the_output_states():

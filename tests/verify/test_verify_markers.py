@@ -92,7 +92,8 @@ def test_forms_a_fresh_source_brings(output, gold, expected):
     ],
 )
 def test_near_marker_forms_commit_to_nothing(output):
-    assert verdict(output, "12")[0] == "unknown"
+    """No commitment: unknown, or wrong by rule (b) only (the gold's value stated nowhere)."""
+    assert verdict(output, "12") in (("unknown", "no answer found"), ("wrong", "gold's value stated nowhere"))
 
 
 def test_solution_word_is_read_only_with_its_value_on_its_line():
@@ -131,9 +132,16 @@ def test_a_cut_statement_with_nothing_before_it_is_truncation():
 
 def test_an_empty_box_or_tag_still_commits_to_nothing():
     """The cut-statement class is markers only: an empty box at the end is the model's own empty
-    answer (convention 6), not a cut."""
-    assert verdict("The answer is (A). So \\boxed{}", "A") == ("wrong", "empty answer")
-    assert verdict("The answer is 3.\n<answer></answer>", "3") == ("wrong", "empty answer")
+    answer (convention 6), not a cut. An empty answer is no evidence against the gold: it is wrong
+    only where the output states the gold's value nowhere, and unknown where it does."""
+    after_a_value = ("unknown", "empty answer after a possible answer")
+    assert verdict("The answer is (A). So \\boxed{}", "A") == after_a_value
+    assert verdict("The answer is 3.\n<answer></answer>", "3") == (
+        "unknown",
+        "empty answer after a possible answer",
+    )
+    assert verdict("The answer is 3.\n<answer></answer>", "7") == ("wrong", "empty answer")
+    assert verdict("We add the parts. So \\boxed{}", "7") == ("wrong", "empty answer")
 
 
 def test_a_finished_statement_at_the_end_is_no_cut():
@@ -283,8 +291,10 @@ def test_a_cut_off_output_with_an_answer_before_the_cut_keeps_it():
 @pytest.mark.parametrize("ending", ["The answer is: ...", "Final answer: ___", "Answer: [Answer]"])
 def test_a_blank_the_model_wrote_is_an_empty_answer_not_a_cut(ending):
     """An output that ends on a template's blank ended normally: its answer is empty (convention 6),
-    and what it said before is not read as its answer."""
-    assert verdict(WORKING + ending, "12") == ("wrong", "empty answer")
+    and what it said before is not read as its answer -- wrong where the gold's value is stated
+    nowhere, unknown where the working states it."""
+    assert verdict(NEUTRAL + ending, "12") == ("wrong", "empty answer")
+    assert verdict(WORKING + ending, "12") == ("unknown", "empty answer after a possible answer")
 
 
 @pytest.mark.parametrize("cue", ["∴", "故", "综上，", "因此"])
@@ -292,3 +302,25 @@ def test_a_concluding_sentence_after_a_therefore_sign_or_word(cue):
     text = f"∵ AB=AC，∠A=108°\n\n由三角形内角和得到两个底角相等。\n{cue}∠B=36°。"
     assert verdict(text, "36")[0] == "correct"
     assert verdict(text, "72")[0] in ("wrong", "unknown")  # a weak form: never correct
+
+
+def test_marker_words_joined_by_an_underscore_or_a_hyphen():
+    """ "FINAL_ANSWER: 18" is the marker "final answer" with its words joined otherwise."""
+    for marker in ("FINAL_ANSWER", "Final-Answer", "final answer"):
+        assert verdict(WORKING + f"{marker}: 18", "18") == ("correct", "compared equal"), marker
+        assert verdict(WORKING + f"{marker}: 17", "18")[0] == "wrong", marker
+
+
+def test_a_sentence_stating_several_values_commits_to_none():
+    """Two values side by side and no '=': the one read is a guess; unknown where the output states
+    the gold's value, wrong by rule (b) only where it states it nowhere."""
+    out = "Total = 4 + 6 = 10 boxes.\n\nFinal Answer: Tim has 4 blue boxes and 6 red boxes left in his box."
+    assert verdict(out, "10") == ("unknown", "ambiguous answer")
+    assert verdict(out.replace("= 10 boxes", "boxes"), "10") == ("wrong", "gold's value stated nowhere")
+
+
+def test_a_number_against_a_yes_no_gold_is_undecided():
+    """ "Therefore, [No], 4479 is not a prime number." read as 4479: what the sentence is about, not
+    its answer to a yes/no question."""
+    out = "We check the divisors.\n\nTherefore, [No], 4479 is not a prime number."
+    assert verdict(out, "No")[0] == "unknown"

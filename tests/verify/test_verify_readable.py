@@ -43,6 +43,7 @@ UNREAD = [
     ("Monday", readable.WORD_AS_PRODUCT),
     ("doce", readable.WORD_AS_PRODUCT),  # E*c*do: a two-letter symbol among them
     ("dix", readable.WORD_AS_PRODUCT),  # di*x
+    ("\\text{blue}", readable.WORD_AS_PRODUCT),  # a word in text, not a symbol ("\\text{seis}" is six)
     ("12 apples", readable.PARTIAL),  # read as 12: the unit is dropped
 ]
 
@@ -57,7 +58,6 @@ READ = [
     "[1,2)",
     "x=5",
     "x^2+1",
-    "\\text{blue}",  # one symbol named blue, not a product
     "\\left(1,2\\right)",
     "\\pi",
     "sqrt(2)/2",  # plain-text math: function names are no words
@@ -119,15 +119,16 @@ UNKNOWN_CASES = [
     ("\\boxed{\\sqrt25}", "5", "math"),
     ("The answer is \\boxed{\\frac{1}{2}.", "\\frac{1}{3}", "math"),  # the box never closes its fraction
     ("\\boxed{\\frac{-3\\pm\\sqrt{33}}{2}}", "-6", "math"),  # math-verify cannot parse it
-    ("\\boxed{red car}", "5", "math"),
-    ("Final answer: zwölf", "12", "gsm8k"),  # a number in words neither reads
     ("Final answer: dollars", "12", "gsm8k"),  # a unit alone: normalizes to nothing
-    ("Final answer: no solution", "12", "gsm8k"),
 ]
 
 UNDECIDED_CASES = [
     # several numbers and no '=': the first would be a guess at which one is the answer
     ("\\boxed{2 hours 30 minutes}", "150", "gsm8k"),
+    # words against a number: a number word no reader here computes, or a product of symbols
+    ("\\boxed{red car}", "5", "math"),
+    ("Final answer: zwölf", "12", "gsm8k"),
+    ("Final answer: no solution", "12", "gsm8k"),
 ]
 
 

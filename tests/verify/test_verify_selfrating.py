@@ -61,8 +61,10 @@ def test_a_confidence_after_the_answer_is_not_read_as_the_answer(verifier, outpu
     ],
 )
 def test_an_output_whose_only_box_is_a_rating_has_no_answer(verifier, output):
+    """No answer: unknown where the output states the gold's value (in the rating), else rule (b)."""
     verdict = verifier.verify(output, "100", "math")
-    assert (verdict.label, verdict.reason) == ("unknown", "no answer found")
+    expected = ("unknown", "no answer found") if "100" in output else ("wrong", "gold's value stated nowhere")
+    assert (verdict.label, verdict.reason) == expected
 
 
 def test_a_closing_rating_sentence_commits_to_nothing_new(verifier):
@@ -168,19 +170,24 @@ def test_a_last_box_the_output_marks_final_wins(output):
     assert extract_answer(output, "math") == "42"
 
 
-def test_constants_named_differently_are_undecided(verifier):
+def test_constants_named_differently_compare_under_a_renaming(verifier):
+    """Equal under a renaming of the arbitrary constants is the same solution; unequal under every
+    one is still open (a general solution may be written with other constants)."""
     out = "Therefore, the general solution is $\\boxed{ s = -0.1x^2 + C_1 x + C_2 }$."
     verdict = verifier.verify(out, "s=-0.1x^2+Cx+D", "math")
+    assert (verdict.label, verdict.reason) == ("correct", "compared equal")
+    verdict = verifier.verify(out, "s=-0.2x^2+Cx+D", "math")
     assert (verdict.label, verdict.reason) == ("unknown", "comparison undecided")
     # the same constant names on both sides: compared, and decided
     assert verifier.verify("The answer is $\\boxed{x^2 + C}$.", "x^3 + C", "math").label == "wrong"
     assert verifier.verify("The answer is $\\boxed{x^2 + C}$.", "x^2+C", "math").label == "correct"
 
 
-def test_a_matrix_gold_in_bracket_rows_is_undecided(verifier):
+def test_a_matrix_gold_in_bracket_rows_is_read_as_a_matrix(verifier):
     out = "So $\\boxed{\\begin{bmatrix} -3 & 2 \\\\ \\frac{5}{2} & -\\frac{3}{2}\\end{bmatrix}}$."
     verdict = verifier.verify(out, "[-3,2\\\\5/2,-3/2]", "math")
-    assert (verdict.label, verdict.reason) == ("unknown", "comparison undecided")
+    assert (verdict.label, verdict.reason) == ("correct", "compared equal")
+    assert verifier.verify(out, "[-3,2\\\\1,-3/2]", "math").label == "wrong"
     gold = "\\begin{pmatrix} -3 & 2 \\\\ 5/2 & -3/2 \\end{pmatrix}"
     assert verifier.verify(out, gold, "math").label == "correct"
     wrong = "So $\\boxed{\\begin{bmatrix} -3 & 2 \\\\ 1 & -\\frac{3}{2}\\end{bmatrix}}$."

@@ -364,20 +364,26 @@ def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch)
 
 
 def test_written_numbers_are_read_lazily_in_the_eager_order():
-    """stated._written scans lazily; every corpus output yields the same numbers, exact values and
-    order as the eager reading (all three scans first, then the number words), and could_hold's
-    answer is the eager one's."""
+    """evidence._written scans lazily; every corpus output yields the same numbers, exact values and
+    order as the eager reading (every scan in turn, then the number words), and could_hold's answer
+    is the eager one's."""
     import math
     from functools import partial
 
-    from miners.verify import stated
+    from miners.verify import evidence as stated
     from miners.verify.prose import number_words_values
 
     def eager(text: str) -> list:
+        text = stated.read_plain(text)
         matches = [
             *((stated._number_values, m) for m in stated._TEXT_NUMBER_RE.finditer(text)),
             *((stated._grouped_values, m) for m in stated._GROUPED_RE.finditer(text)),
             *((stated._scaled_values, m) for m in stated._SCALED_RE.finditer(text)),
+            *((stated._decimal_comma_values, m) for m in stated._DECIMAL_COMMA_RE.finditer(text)),
+            *((stated._power_values, m) for m in stated._POWER_OF_TEN_RE.finditer(text)),
+            *((stated._mixed_values, m) for m in stated._MIXED_RE.finditer(text)),
+            *((stated._based_values, m) for m in stated._BASED_RE.finditer(text)),
+            *((stated._cjk_values, m) for m in stated._CJK_NUMERAL_RE.finditer(text)),
         ]
         out = []
         for values_of, m in matches:

@@ -1,0 +1,618 @@
+"""Answer presentations for the verifier's property suite, their truth known by construction.
+
+    from tests.verify.presentations import presentations
+    @given(presentations())
+    def test_never_the_opposite(case): ...
+
+A presentation is an output built on five axes, each a class the suite reports coverage by:
+
+- `marker`: how the answer is introduced -- an answer marker of one of 21 languages, before ASCII or
+  full-width punctuation (`Answer:`, `答案：`, `Réponse :`), a copula sentence ("The answer is",
+  "Die Antwort ist", "答案是"), or none (a bare value, a bold line, a box, a concluding sentence);
+- `wrapper`: what holds the value -- plain, bold, a heading over it, a quoted line or block, a
+  fenced or triple-quoted block, `\\boxed{}`, an answer tag, a JSON field, a table row;
+- `position`: where the answer stands -- last, first with the explanation after it, followed by a
+  check or a rating, inside a reasoning block followed by nothing or by garbage, after the prompt's
+  format echoed (an empty box, tag or blank before the working), before the format's blank left
+  empty;
+- `form`: how the number is written -- plain, thousands and decimal marks of the marker's language
+  and of English, percent, currency, units, fractions, mixed numbers, LaTeX groupings, scientific
+  notation, another script's digits, words;
+- `distractors`: other numbers in the reasoning -- none, intermediate values (the gold's value among
+  them, half the time), the question's own numbers.
+
+Every axis is crossed with a right value (the gold's) and a wrong one (another number, shown in the
+same form). The truth is the committed value's: a verdict may be unknown, never the opposite.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from hypothesis import assume
+from hypothesis import strategies as st
+
+
+@dataclass(frozen=True)
+class Language:
+    code: str
+    words: tuple[str, ...]  # answer markers read before punctuation, the first the usual one
+    copula: str | None  # a sentence stating the answer: "{x}" stands for it
+    group: str  # the thousands mark
+    decimal: str  # the decimal mark
+    reasoning: tuple[str, str]  # two sentences of working: {a}, {b} and {c} stand for numbers
+    explanation: str  # the word that opens an explanation after an answer stated first
+    currency: tuple[str, str] = ("$", "")  # (before the number, after it)
+
+
+LANGUAGES: tuple[Language, ...] = (
+    Language(
+        "en",
+        ("Answer", "Final answer", "Final Answer"),
+        "The answer is {x}.",
+        ",",
+        ".",
+        ("We start from {a} and {b}.", "Together that makes {c}."),
+        "Explanation",
+    ),
+    Language(
+        "zh",
+        ("答案", "最终答案"),
+        "所以答案是{x}。",
+        ",",
+        ".",
+        ("我们先看{a}和{b}。", "中间结果是{c}。"),
+        "解析",
+        ("¥", ""),
+    ),
+    Language(
+        "ja",
+        ("答え", "最終的な答え"),
+        "答えは{x}です。",
+        ",",
+        ".",
+        ("まず{a}と{b}を考えます。", "途中の値は{c}です。"),
+        "説明",
+        ("¥", ""),
+    ),
+    Language(
+        "ko",
+        ("정답", "최종 답"),
+        "정답은 {x}입니다.",
+        ",",
+        ".",
+        ("먼저 {a}와 {b}를 봅니다.", "중간 값은 {c}입니다."),
+        "설명",
+        ("₩", ""),
+    ),
+    Language(
+        "ru",
+        ("Ответ", "Окончательный ответ"),
+        "Ответ равен {x}.",
+        "\u00a0",
+        ",",
+        ("Сначала берём {a} и {b}.", "Промежуточный итог равен {c}."),
+        "Объяснение",
+        ("", " руб."),
+    ),
+    Language(
+        "uk",
+        ("Відповідь",),
+        "Відповідь дорівнює {x}.",
+        " ",
+        ",",
+        ("Спочатку беремо {a} і {b}.", "Проміжний підсумок становить {c}."),
+        "Пояснення",
+        ("", " грн"),
+    ),
+    Language(
+        "de",
+        ("Antwort", "Endgültige Antwort"),
+        "Die Antwort ist {x}.",
+        ".",
+        ",",
+        ("Wir beginnen mit {a} und {b}.", "Das Zwischenergebnis beträgt {c}."),
+        "Erklärung",
+        ("", " €"),
+    ),
+    Language(
+        "fr",
+        ("Réponse", "Réponse finale"),
+        "La réponse est {x}.",
+        "\u202f",
+        ",",
+        ("On part de {a} et de {b}.", "Le résultat intermédiaire vaut {c}."),
+        "Explication",
+        ("", " €"),
+    ),
+    Language(
+        "es",
+        ("Respuesta", "Respuesta final"),
+        "La respuesta es {x}.",
+        ".",
+        ",",
+        ("Partimos de {a} y {b}.", "El resultado intermedio vale {c}."),
+        "Explicación",
+        ("", " €"),
+    ),
+    Language(
+        "pt",
+        ("Resposta", "Resposta final"),
+        "A resposta é {x}.",
+        ".",
+        ",",
+        ("Começamos com {a} e {b}.", "O resultado intermediário vale {c}."),
+        "Explicação",
+        ("R$ ", ""),
+    ),
+    Language(
+        "it",
+        ("Risposta",),
+        "La risposta è {x}.",
+        ".",
+        ",",
+        ("Partiamo da {a} e {b}.", "Il risultato intermedio vale {c}."),
+        "Spiegazione",
+        ("", " €"),
+    ),
+    Language(
+        "nl",
+        ("Antwoord",),
+        "Het antwoord is {x}.",
+        ".",
+        ",",
+        ("We beginnen met {a} en {b}.", "Het tussenresultaat bedraagt {c}."),
+        "Uitleg",
+        ("€ ", ""),
+    ),
+    Language(
+        "pl",
+        ("Odpowiedź",),
+        "Odpowiedź to {x}.",
+        " ",
+        ",",
+        ("Zaczynamy od {a} i {b}.", "Wynik pośredni wynosi {c}."),
+        "Wyjaśnienie",
+        ("", " zł"),
+    ),
+    Language(
+        "tr",
+        ("Cevap",),
+        None,
+        ".",
+        ",",
+        ("{a} ve {b} ile başlıyoruz.", "Ara sonuç {c} olur."),
+        "Açıklama",
+        ("", " TL"),
+    ),
+    Language(
+        "id",
+        ("Jawaban",),
+        "Jawaban adalah {x}.",
+        ".",
+        ",",
+        ("Kita mulai dari {a} dan {b}.", "Hasil antaranya {c}."),
+        "Penjelasan",
+        ("Rp ", ""),
+    ),
+    Language(
+        "vi",
+        ("Đáp án",),
+        "Đáp án là {x}.",
+        ".",
+        ",",
+        ("Ta bắt đầu từ {a} và {b}.", "Kết quả trung gian là {c}."),
+        "Giải thích",
+        ("", " đồng"),
+    ),
+    Language(
+        "ar",
+        ("الإجابة",),
+        "الإجابة هي {x}.",
+        "٬",
+        "٫",
+        ("نبدأ من {a} و {b}.", "النتيجة الوسيطة {c}."),
+        "الشرح",
+    ),
+    Language(
+        "hi",
+        ("उत्तर",),
+        None,
+        ",",
+        ".",
+        ("हम {a} और {b} से शुरू करते हैं।", "बीच का परिणाम {c} है।"),
+        "व्याख्या",
+        ("₹", ""),
+    ),
+    Language(
+        "th",
+        ("คำตอบ",),
+        "คำตอบคือ {x}",
+        ",",
+        ".",
+        ("เริ่มจาก {a} และ {b}", "ผลลัพธ์ระหว่างทางคือ {c}"),
+        "คำอธิบาย",
+    ),
+    Language(
+        "el",
+        ("Απάντηση",),
+        "Η απάντηση είναι {x}.",
+        ".",
+        ",",
+        ("Ξεκινάμε από {a} και {b}.", "Το ενδιάμεσο αποτέλεσμα είναι {c}."),
+        "Εξήγηση",
+    ),
+    Language(
+        "sv",
+        ("Svar",),
+        "Svaret är {x}.",
+        " ",
+        ",",
+        ("Vi börjar med {a} och {b}.", "Delresultatet blir {c}."),
+        "Förklaring",
+        ("", " kr"),
+    ),
+)
+BY_CODE = {lang.code: lang for lang in LANGUAGES}
+# two to twelve in words, per language (a model may write a small answer so, with no digit)
+NUMBER_WORDS: dict[str, tuple[str, ...]] = {
+    code: tuple(words.split("|"))
+    for code, words in (
+        ("en", "two|three|four|five|six|seven|eight|nine|ten|eleven|twelve"),
+        ("zh", "二|三|四|五|六|七|八|九|十|十一|十二"),
+        ("ja", "二|三|四|五|六|七|八|九|十|十一|十二"),
+        ("ko", "둘|셋|넷|다섯|여섯|일곱|여덟|아홉|열|열하나|열둘"),
+        ("ru", "два|три|четыре|пять|шесть|семь|восемь|девять|десять|одиннадцать|двенадцать"),
+        ("uk", "два|три|чотири|п'ять|шість|сім|вісім|дев'ять|десять|одинадцять|дванадцять"),
+        ("de", "zwei|drei|vier|fünf|sechs|sieben|acht|neun|zehn|elf|zwölf"),
+        ("fr", "deux|trois|quatre|cinq|six|sept|huit|neuf|dix|onze|douze"),
+        ("es", "dos|tres|cuatro|cinco|seis|siete|ocho|nueve|diez|once|doce"),
+        ("pt", "dois|três|quatro|cinco|seis|sete|oito|nove|dez|onze|doze"),
+        ("it", "due|tre|quattro|cinque|sei|sette|otto|nove|dieci|undici|dodici"),
+        ("nl", "twee|drie|vier|vijf|zes|zeven|acht|negen|tien|elf|twaalf"),
+        ("pl", "dwa|trzy|cztery|pięć|sześć|siedem|osiem|dziewięć|dziesięć|jedenaście|dwanaście"),
+        ("tr", "iki|üç|dört|beş|altı|yedi|sekiz|dokuz|on|on bir|on iki"),
+        ("id", "dua|tiga|empat|lima|enam|tujuh|delapan|sembilan|sepuluh|sebelas|dua belas"),
+        ("vi", "hai|ba|bốn|năm|sáu|bảy|tám|chín|mười|mười một|mười hai"),
+        ("ar", "اثنان|ثلاثة|أربعة|خمسة|ستة|سبعة|ثمانية|تسعة|عشرة|أحد عشر|اثنا عشر"),
+        ("hi", "दो|तीन|चार|पाँच|छह|सात|आठ|नौ|दस|ग्यारह|बारह"),
+        ("th", "สอง|สาม|สี่|ห้า|หก|เจ็ด|แปด|เก้า|สิบ|สิบเอ็ด|สิบสอง"),
+        ("el", "δύο|τρία|τέσσερα|πέντε|έξι|επτά|οκτώ|εννέα|δέκα|έντεκα|δώδεκα"),
+        ("sv", "två|tre|fyra|fem|sex|sju|åtta|nio|tio|elva|tolv"),
+    )
+}
+PUNCTUATION = (": ", ":", "：", " : ", "： ")
+
+# ------------------------------------------------------------------------------------ values
+
+
+def _digits(value: Fraction, places: int) -> tuple[str, str]:
+    """(the whole part's digits, the decimal digits) of a value with `places` decimals."""
+    scaled = round(value * 10**places)
+    whole, frac = divmod(abs(scaled), 10**places)
+    return str(whole), (str(frac).rjust(places, "0") if places else "")
+
+
+def _places(value: Fraction) -> int:
+    for places in range(0, 4):
+        if value * 10**places == int(value * 10**places):
+            return places
+    raise ValueError("not a short decimal")
+
+
+def plain(value: Fraction) -> str:
+    whole, frac = _digits(value, _places(value))
+    return whole + ("." + frac if frac else "")
+
+
+def grouped(value: Fraction, group: str, decimal: str) -> str:
+    whole, frac = _digits(value, _places(value))
+    parts: list[str] = []
+    while len(whole) > 3:
+        parts.insert(0, whole[-3:])
+        whole = whole[:-3]
+    return group.join([whole, *parts]) + (decimal + frac if frac else "")
+
+
+def _is_short_decimal(value: Fraction) -> bool:
+    return (value * 1000).denominator == 1
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A value as written: in text, and inside math (LaTeX: "\\$", "\\%", \\frac)."""
+
+    text: str
+    latex: str
+
+
+def forms(value: Fraction, lang: Language) -> dict[str, Shown]:
+    """Every number form that writes `value` (module doc), by class."""
+    out: dict[str, Shown] = {}
+    if _is_short_decimal(value):
+        p = plain(value)
+        out["plain"] = Shown(p, p)
+        if value >= 1000 or value != int(value):
+            en = grouped(value, ",", ".")
+            out["grouped en"] = Shown(en, en.replace(",", "{,}"))
+            local = grouped(value, lang.group, lang.decimal)
+            if local != en:
+                out["grouped locale"] = Shown(local, local.replace(",", "{,}").replace("\u00a0", "\\,"))
+        if value >= 1000:
+            out["latex thin space"] = Shown(grouped(value, "\u2009", "."), grouped(value, "\\,", "."))
+            out["apostrophe groups"] = Shown(grouped(value, "'", "."), grouped(value, "'", "."))
+        out["percent"] = Shown(p + "%", p + "\\%")
+        before, after = lang.currency
+        money = grouped(value, lang.group, lang.decimal) if lang.code != "en" else grouped(value, ",", ".")
+        out["currency"] = Shown(before + money + after, (before.replace("$", "\\$") + money + after).strip())
+        out["units"] = Shown(p + " cm", p + " \\text{ cm}")
+        if value >= 10:
+            mantissa = value / 10 ** (len(str(int(value))) - 1)
+            exponent = len(str(int(value))) - 1
+            if _is_short_decimal(mantissa):
+                m = plain(mantissa)
+                out["scientific"] = Shown(f"{m}e{exponent}", f"{m} \\times 10^{{{exponent}}}")
+        if lang.code == "ar" or lang.code == "hi":
+            digits = "٠١٢٣٤٥٦٧٨٩" if lang.code == "ar" else "०१२३४५६७८९"
+            native = p.translate(str.maketrans("0123456789.", digits + lang.decimal))
+            out["native digits"] = Shown(native, p)
+        out["full-width digits"] = Shown(
+            p.translate(str.maketrans("0123456789.", "０１２３４５６７８９．")), p
+        )
+    if value.denominator == 1 and 2 <= value <= 12:
+        word = NUMBER_WORDS[lang.code][int(value) - 2]
+        out["number words"] = Shown(word, f"\\text{{{word}}}")
+    if value.denominator != 1 and value.denominator <= 12:
+        n, d = value.numerator, value.denominator
+        out["fraction"] = Shown(f"{n}/{d}", f"\\frac{{{n}}}{{{d}}}")
+        if value > 1:
+            whole, rest = divmod(n, d)
+            out["mixed number"] = Shown(f"{whole} {rest}/{d}", f"{whole}\\frac{{{rest}}}{{{d}}}")
+    return out
+
+
+def gold_text(value: Fraction, kind: str, form: str) -> str:
+    """The gold as a dataset writes it: GSM8K a plain number, MATH LaTeX (a fraction as \\frac)."""
+    if form == "percent" and kind == "math":
+        return plain(value) + "\\%"
+    if _is_short_decimal(value) and (kind == "gsm8k" or value.denominator == 1):
+        return plain(value)
+    return f"\\frac{{{value.numerator}}}{{{value.denominator}}}"
+
+
+@st.composite
+def values(draw: st.DrawFn) -> Fraction:
+    """A gold value: an integer (up to twelve, small, or large enough for thousands marks), a short
+    decimal, or a fraction."""
+    how = draw(st.sampled_from(("tiny", "small", "large", "decimal", "fraction")))
+    if how == "tiny":  # (written in words as well)
+        return Fraction(draw(st.integers(2, 12)))
+    if how == "small":
+        return Fraction(draw(st.integers(2, 999)))
+    if how == "large":
+        return Fraction(draw(st.integers(1001, 9_999_999)))
+    if how == "decimal":
+        return Fraction(draw(st.integers(11, 999_999)), draw(st.sampled_from((10, 100, 4))))
+    d = draw(st.integers(3, 12))
+    n = draw(st.integers(1, 4 * d).filter(lambda k: k % d != 0))
+    return Fraction(n, d)
+
+
+def wrong_values(value: Fraction) -> st.SearchStrategy[Fraction]:
+    """Another value of the same shape (it may be written in the same forms)."""
+    candidates = [value + 1, value + 10, value * 10, value + Fraction(1, value.denominator), value * 2]
+    if value > 2:
+        candidates.append(value - 1)
+    return st.sampled_from([c for c in candidates if c != value and c > 0])
+
+
+# ---------------------------------------------------------------------------------- the output
+
+WRAPPERS = (
+    "plain",
+    "bold value",
+    "bold line",
+    "bold marker",
+    "heading",
+    "quoted line",
+    "quoted block",
+    "fenced block",
+    "fenced block with a language",
+    "triple-quoted block",
+    "boxed",
+    "answer tag",
+    "json field",
+    "table row",
+    "bullet under the marker",
+    "numbered item under the marker",
+    "rule between marker and value",
+    "blank lines between marker and value",
+)
+MARKERS = ("line", "copula", "none")
+POSITIONS = (
+    "last",
+    "first",
+    "then a check",
+    "then a rating",
+    "inside reasoning",
+    "inside reasoning, garbage",
+    "after the prompt's format echoed",
+    "then the format's empty blank",
+)
+DISTRACTORS = ("none", "intermediate values", "question's numbers")
+
+
+def _block(wrapper: str, marker: str, lang: Language, word: str, punct: str, x: Shown) -> str | None:
+    """The answer's statement: the value in its wrapper, introduced by the marker (None where the
+    two do not go together)."""
+    lead = f"{word}{punct}" if marker == "line" else ""
+    if marker == "copula":
+        if lang.copula is None or wrapper not in ("plain", "bold value", "boxed"):
+            return None
+        value = {"plain": x.text, "bold value": f"**{x.text}**", "boxed": f"$\\boxed{{{x.latex}}}$"}[wrapper]
+        return lang.copula.format(x=value)
+    if marker == "none" and wrapper not in ("plain", "bold line", "boxed", "answer tag", "json field"):
+        return None
+    sep = "" if not lead or lead.endswith(" ") else " "
+    if wrapper == "plain":
+        return f"{lead}{sep}{x.text}" if lead else x.text
+    if wrapper == "bold value":
+        return f"{lead}{sep}**{x.text}**"
+    if wrapper == "bold line":
+        return f"**{lead}{sep}{x.text}**" if lead else f"**{x.text}**"
+    if wrapper == "bold marker":
+        return f"**{lead.rstrip()}** {x.text}"
+    if wrapper == "heading":
+        return f"## {word}\n\n{x.text}"
+    if wrapper == "quoted line":
+        return f"> {lead}{sep}{x.text}"
+    if wrapper == "quoted block":
+        return f"{lead.rstrip()}\n> {x.text}"
+    if wrapper == "fenced block":
+        return f"{lead.rstrip()}\n```\n{x.text}\n```"
+    if wrapper == "fenced block with a language":
+        return f"{lead.rstrip()}\n\n```text\n{x.text}\n```"
+    if wrapper == "triple-quoted block":
+        return f'{lead.rstrip()}\n"""\n{x.text}\n"""'
+    if wrapper == "boxed":
+        box = f"$\\boxed{{{x.latex}}}$"
+        return f"{lead}{sep}{box}" if lead else f"$${box[1:-1]}$$"
+    if wrapper == "answer tag":
+        return f"<answer>{x.text}</answer>"
+    if wrapper == "json field":
+        return '{"reasoning": "see above", "answer": "' + x.latex.replace("\\", "\\\\") + '"}'
+    if wrapper == "bullet under the marker":
+        return f"{lead.rstrip()}\n- {x.text}"
+    if wrapper == "numbered item under the marker":
+        return f"{lead.rstrip()}\n1. {x.text}"
+    if wrapper == "rule between marker and value":
+        return f"{lead.rstrip()}\n\n---\n\n{x.text}"
+    if wrapper == "blank lines between marker and value":
+        return f"{lead.rstrip()}\n\n\n\n{x.text}"
+    if wrapper == "table row":
+        return f"| | |\n| --- | --- |\n| {word} | {x.text} |"
+    raise ValueError(wrapper)
+
+
+@dataclass(frozen=True)
+class Case:
+    output: str
+    gold: str
+    kind: str
+    right: bool  # the committed value is the gold's
+    classes: dict[str, str] = field(default_factory=dict)  # axis -> class
+
+    def describe(self) -> str:
+        return f"{self.classes} gold={self.gold!r} right={self.right}\n{self.output}"
+
+
+# the instruction a prompt gave, repeated by the model before it works: an empty box, an answer tag
+# or a marker holding no value, before the answer itself
+ECHOES = (
+    "I will put the final answer within \\boxed{}.",
+    "The final answer will be inside <answer></answer>.",
+    "Format: Answer: ___",
+)
+# the blank of a prompt's format, written empty after the answer
+BLANKS = ("Final answer: ___", "\\boxed{}", "<answer></answer>", "Answer: [Answer]")
+GARBAGE = (
+    " ;;;; ,,,, !!!! ))))",
+    "<|reserved_special_token_7|><|reserved_special_token_7|>",
+    "\n\nthe the the the the",
+)
+
+
+@st.composite
+def presentations(draw: st.DrawFn) -> Case:
+    """One output, its gold and its truth (module doc)."""
+    lang = draw(st.sampled_from(LANGUAGES))
+    value = draw(values())
+    # a GSM8K gold is a number a decimal writes; a fraction's is MATH's
+    kind = draw(st.sampled_from(("gsm8k", "math"))) if _is_short_decimal(value) else "math"
+    right = draw(st.booleans())
+    shown_value = value if right else draw(wrong_values(value))
+    gold_forms, shown_forms = forms(value, lang), forms(shown_value, lang)
+    both = sorted(set(gold_forms) & set(shown_forms))
+    assume(both)  # (a value and another that share no written form: another draw)
+    form = draw(st.sampled_from(both))
+    x = shown_forms[form]
+    marker = draw(st.sampled_from(MARKERS))
+    wrapper = draw(st.sampled_from(WRAPPERS))
+    word = draw(st.sampled_from(lang.words))
+    punct = draw(st.sampled_from(PUNCTUATION))
+    block = _block(wrapper, marker, lang, word, punct, x)
+    if block is None:  # the two do not go together: the plain statement instead
+        wrapper = "plain"
+        block = _block(wrapper, "line", lang, word, punct, x)
+        marker = "line"
+    assert block is not None
+    distractors = draw(st.sampled_from(DISTRACTORS))
+    a, b = draw(st.integers(2, 99)), draw(st.integers(2, 99))
+    gold_value = plain(value) if _is_short_decimal(value) else f"{value.numerator}/{value.denominator}"
+    c = gold_value if distractors == "intermediate values" and draw(st.booleans()) else str(a * b)
+    if form in ("grouped locale", "currency") and lang.decimal != "." and c != gold_value:
+        # an output in that language writes its other numbers with the same marks ("12,5")
+        c = grouped(Fraction(a * b * 10 + 5, 10), lang.group, lang.decimal)
+    working = [s.format(a=a, b=b, c=c) for s in lang.reasoning]
+    if distractors == "question's numbers":
+        working.insert(0, f"Given: {a} and {b}, and {draw(st.integers(100, 999))} in total.")
+    elif distractors == "none":
+        working = [s.format(a="the first part", b="the second", c="the total") for s in lang.reasoning]
+    reasoning = " ".join(working)
+    position = draw(st.sampled_from(POSITIONS))
+    if marker == "none" and position == "first" and wrapper != "plain":
+        position = "last"
+    if position == "last":
+        output = f"{reasoning}\n\n{block}"
+    elif position == "first":
+        output = f"{block}\n\n{lang.explanation}: {reasoning}"
+    elif position == "then a check":
+        output = f"{reasoning}\n\n{block}\n\nCheck: {x.text} fits both conditions. ✓"
+    elif position == "then a rating":
+        output = f"{reasoning}\n\n{block}\n\nConfidence: {draw(st.sampled_from(('90%', '100%', 'high')))}"
+    elif position == "after the prompt's format echoed":
+        echo = draw(st.sampled_from(ECHOES))
+        output = f"{echo}\n\n{reasoning}\n\n{block}"
+    elif position == "then the format's empty blank":
+        output = f"{reasoning}\n\n{block}\n\n{draw(st.sampled_from(BLANKS))}"
+    else:
+        tail = draw(st.sampled_from(GARBAGE)) if position.endswith("garbage") else ""
+        output = f"<think>\n{reasoning}\n{block}\n</think>{tail}"
+    classes = {
+        "language": lang.code,
+        "marker": marker,
+        "punctuation": repr(punct) if marker == "line" else "(none)",
+        "wrapper": wrapper,
+        "position": position,
+        "form": form,
+        "distractors": distractors,
+    }
+    return Case(output, gold_text(value, kind, form), kind, right, classes)
+
+
+# --------------------------------------------------------------------------------- the report
+
+AXES = ("language", "marker", "punctuation", "wrapper", "position", "form", "distractors")
+
+
+def coverage_table(judged: list[tuple[Case, str]]) -> str:
+    """Per axis and class: cases, definite verdicts (and their share), and verdicts opposite to the
+    truth, from (case, label) pairs; a markdown table."""
+    lines = ["| axis | class | cases | definite | opposite |", "| --- | --- | --- | --- | --- |"]
+    for axis in AXES:
+        counts: dict[str, list[int]] = {}
+        for case, label in judged:
+            c = counts.setdefault(case.classes[axis], [0, 0, 0])
+            c[0] += 1
+            c[1] += label != "unknown"
+            c[2] += label == ("wrong" if case.right else "correct")
+        for name, (n, definite, opposite) in sorted(
+            counts.items(), key=lambda kv: (kv[1][1] / kv[1][0], kv[0])
+        ):
+            lines.append(f"| {axis} | {name} | {n} | {definite} ({definite / n:.0%}) | {opposite} |")
+    n = len(judged)
+    definite = sum(label != "unknown" for _, label in judged)
+    opposite = sum(label == ("wrong" if case.right else "correct") for case, label in judged)
+    lines.append(f"| all | all | {n} | {definite} ({definite / max(n, 1):.0%}) | {opposite} |")
+    return "\n".join(lines)

@@ -1,0 +1,57 @@
+"""The verifier's property, over generated answer presentations: never the opposite definite verdict.
+
+An output is built on five axes (tests/verify/presentations.py): the marker (21 languages, ASCII and
+full-width punctuation, a copula sentence, none), the wrapper (bold, heading, quoted, fenced and
+triple-quoted blocks, \\boxed{}, an answer tag, a JSON field, a table row), the position (last, first
+then an explanation, then a check or a rating, inside a reasoning block, garbage after it), the
+number form (every language's thousands and decimal marks, percent, currency, units, fractions,
+mixed numbers, LaTeX, scientific notation, digits of other scripts) and the distractors
+(intermediate values, the question's own numbers). Each is crossed with a right and a wrong value:
+the verdict may be unknown, never the opposite of the truth. The coverage per class (definite
+verdicts) is recorded on the report and printed at the end of the run (tests/verify/conftest.py).
+
+Fixed seed (the derandomized profile of tests/conftest.py), a bounded number of examples here; the
+benchmark runs many more (`bench/bench_verify.py --property`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, note, settings
+
+from miners.verify import Verifier
+from tests.verify.conftest import COVERAGE_PROPERTY
+from tests.verify.presentations import Case, coverage_table, presentations
+
+EXAMPLES = 600
+
+
+def judge_all(verifier: Verifier, examples: int) -> tuple[list[tuple[Case, str]], Callable[[], None]]:
+    """A hypothesis test over `examples` presentations that fails on an opposite verdict, and the
+    (case, label) pairs it saw."""
+    judged: list[tuple[Case, str]] = []
+
+    @settings(max_examples=examples)
+    @given(presentations())
+    def never_the_opposite(case: Case) -> None:
+        verdict = verifier.verify(case.output, case.gold, case.kind)
+        note(case.describe())
+        note(repr(verdict))
+        judged.append((case, verdict.label))
+        opposite = "wrong" if case.right else "correct"
+        assert verdict.label != opposite, f"{verdict.label} ({verdict.reason}) for a {case.right} answer"
+
+    return judged, never_the_opposite
+
+
+@pytest.mark.slow
+def test_never_the_opposite_verdict(record_property) -> None:
+    judged, run = judge_all(Verifier(), EXAMPLES)
+    try:
+        run()
+    finally:
+        table = coverage_table(judged)
+        record_property(COVERAGE_PROPERTY, table)
+        print(table)
