@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml train/_soup_kernel.c
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	# The CPU torch wheel first, or a dependency pulls a multi-GB CUDA build.
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e '.[train,serve,dev]'
+	$(BIN)/python -m pip install -q -e '.[train,serve,dev,scale]'
 	touch $(STAMP)
 
 setup: $(STAMP)
