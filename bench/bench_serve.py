@@ -1,7 +1,7 @@
 """`pairstore serve` on a store of 100k battles: page loads and votes, against the same app holding one
 store connection for its whole life.
 
-    .venv/bin/python bench/bench_serve.py [--battles 100000] [--runs 40]
+    .venv/bin/python bench/bench_serve.py [--battles 100000] [--runs 20] [--rounds 3]
 
 The store: --battles native battles (two turns of text each, inserted with SQL for setup speed), 34 of
 them held out in judge34, and two models' stored answers to those 34 (the Queue's input). The app runs
@@ -13,10 +13,12 @@ from sending to the last byte (http.client, one connection per request as a brow
   * votes: an Arena vote (the POST that writes the battle through the ingest checks, its redirect not
     followed) and a Queue vote (a judgment).
 
-Three arms, one after the other on stores built the same way: shipped (one connection kept while
-requests come, closed 1 s after the last, 5 s at most), per request (`--hold-s 0`: the store opened
-read-only for a page, for writing for a vote, closed after each) and held for life (one read-write
-connection for the server's life: the floor, which locks every other process out).
+Three arms, each a process of its own (server and client) on a fresh copy of one store, interleaved
+(bench/contenders.py: rounds A B C, C B A, ...; CPU time and peak memory of the process beside the
+latencies): shipped (one connection kept while requests come, closed 1 s after the last, 5 s at most),
+per request (`--hold-s 0`: the store opened read-only for a page, for writing for a vote, closed after
+each) and held for life (one read-write connection for the server's life: the floor, which locks every
+other process out).
 Goals: a page under 200 ms and a vote under 100 ms (median) with the shipped design (requests in a
 row, so most find the connection open and one in about every 5 s reopens it). Writes
 bench/results/serve.md.
@@ -26,19 +28,23 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from contenders import Contender, markdown_table, ratio_text, ratios, run_interleaved, summarize  # noqa: E402
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 import pairstore.cli.serve.app as serve_app  # noqa: E402
@@ -140,7 +146,7 @@ def _csrf(html):
     return re.search(r'name="csrf" value="([^"]+)"', html).group(1)
 
 
-def measure(base: str, runs: int, ids: list[str], open_id: str) -> dict[str, list[float]]:
+def measure(base: str, runs: int, open_id: str) -> dict[str, list[float]]:
     c = Client(base)
     c.request("GET", "/arena")
     times: dict[str, list[float]] = {}
@@ -190,34 +196,58 @@ def app_for(db: Path, hold_s):
         serve_app.StoreAccess = StoreAccess
 
 
+def child(arm: str, db: Path, runs: int) -> None:
+    """One contender run: serve the store at `db` (a fresh copy) the arm's way, time the requests, print
+    one JSON line of milliseconds per request kind."""
+    with running(app_for(db, ARMS[arm])) as base:
+        print(json.dumps(measure(base, runs, "b0000001")))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--battles", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=20, help="requests of each kind in each run")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the three arms")
+    ap.add_argument("--child", nargs=3, metavar=("ARM", "DB", "RUNS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        child(args.child[0], Path(args.child[1]), int(args.child[2]))
+        return 0
     load0 = os.getloadavg()[0]
-    results = {}
     with tempfile.TemporaryDirectory() as tmp:
+        template = Path(tmp) / "template.duckdb"
         t0 = time.perf_counter()
-        ids = {}
-        for k, arm in enumerate(ARMS):
-            ids[arm] = build_store(Path(tmp) / f"arm{k}.duckdb", args.battles)
+        build_store(template, args.battles)
         build_s = time.perf_counter() - t0
-        open_id = "b0000001"
-        for k, (arm, hold_s) in enumerate(ARMS.items()):
-            with running(app_for(Path(tmp) / f"arm{k}.duckdb", hold_s)) as base:
-                results[arm] = measure(base, args.runs, ids[arm], open_id)
+
+        def fresh(db: Path) -> Callable[[], object]:
+            return lambda: shutil.copyfile(template, db)
+
+        contenders = []
+        for k, arm in enumerate(ARMS):
+            db = Path(tmp) / f"arm{k}.duckdb"
+            argv = [sys.executable, str(Path(__file__).resolve()), "--child", arm, str(db), str(args.runs)]
+            contenders.append(
+                Contender(arm, argv, env={"PYTHONPATH": str(ROOT)}, cwd=str(ROOT), before=fresh(db))
+            )
+        runs = run_interleaved(contenders, rounds=args.rounds)
     load1 = os.getloadavg()[0]
     arms = list(ARMS)
+    results: dict[str, dict[str, list[float]]] = {arm: {} for arm in arms}
+    for r in runs:
+        for kind, ms in json.loads(r.stdout.strip().splitlines()[-1]).items():
+            results[r.name].setdefault(kind, []).extend(ms)
     kinds = list(results[arms[0]])
     lines = [
         "## serve: page loads and votes on a store of 100k battles",
         "",
-        f"`.venv/bin/python bench/bench_serve.py --battles {args.battles} --runs {args.runs}`; "
-        f"{cpu_model()}, "
-        f"{nproc()} cores, {ram_text()}; load average {load0:.1f} at the start, {load1:.1f} at the end; "
-        f"stores built in {build_s:.0f} s. Milliseconds per request from send to last byte over loopback, "
-        "median and p95 of the runs (Queue votes: one per held-out item, at most 34).",
+        f"`.venv/bin/python bench/bench_serve.py --battles {args.battles} --runs {args.runs} "
+        f"--rounds {args.rounds}`; {cpu_model()}, {nproc()} cores, {ram_text()}; load average {load0:.1f} "
+        f"at the start, {load1:.1f} at the end; store built in {build_s:.0f} s. Each arm serves a fresh "
+        "copy of the store in a process of its own (server and client), the arms interleaved "
+        f"(bench/contenders.py: {args.rounds} rounds, A B C, C B A, ...), {args.runs} requests of each kind "
+        "a run. Milliseconds per request from send to last byte over loopback, median and p95 over every "
+        "run (Queue votes: one per held-out item, at most 34 a run).",
         "",
         "| request | " + " | ".join(f"{a}: median | p95" for a in arms) + " | goal (shipped) |",
         "| --- | " + " | ".join("--- | ---" for _ in arms) + " | --- |",
@@ -236,7 +266,21 @@ def main():
         lines.append(
             f"| {kind} | " + " | ".join(cells) + f" | < {goal} ms: {'met' if med < goal else 'MISSED'} |"
         )
+    page_ms = statistics.median(x for k, xs in results[arms[0]].items() if "vote" not in k for x in xs)
+    vote_ms = statistics.median(x for k, xs in results[arms[0]].items() if "vote" in k for x in xs)
     lines += [
+        "",
+        f"Headline: shipped: a page {page_ms:.0f} ms, a vote {vote_ms:.0f} ms (median; goals "
+        f"{PAGE_GOAL_MS} and {VOTE_GOAL_MS} ms); per request / shipped "
+        f"{ratio_text(ratios(runs, arms[1], arms[0]))} CPU",
+        "",
+        "The processes as a whole (the server and its client, every request of a run; the store copied "
+        "before each run, untimed):",
+        "",
+        markdown_table(summarize(runs)),
+        "",
+        f"CPU per round against the shipped arm: per request {ratio_text(ratios(runs, arms[1], arms[0]))}, "
+        f"held for life {ratio_text(ratios(runs, arms[2], arms[0]))}.",
         "",
         "Shipped: the server keeps one connection while requests come and closes it 1 s after the last (5 s "
         "at most), so a `pairstore` command beside it waits at most that long; per request (`--hold-s 0`) "

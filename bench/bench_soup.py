@@ -6,8 +6,9 @@
 
 A synthetic pair of bf16 checkpoints in Llama layout (embedding, 4 attention and 3 MLP
 projections and 2 norms per layer, final norm, lm_head) in ~500 MB shards is written
-under bench/_work/soup/. Each measured command runs in its own process (peak RSS from
-os.wait4), after the page cache of its input files has been dropped, in rotation:
+under bench/_work/soup/. Each measured command runs in its own process, after the page cache of its
+input files has been dropped, the contenders interleaved (bench/contenders.py: rounds A B C D, D C B A,
+...; wall time, CPU time and peak RSS from the kernel's account of the process):
 
 1. I/O floor: read both inputs and write an output of the same size with fsync, with the
    best I/O pattern we know (a reader thread and a writer thread, preadv with a
@@ -28,11 +29,11 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,7 @@ SLICE = 16 << 20
 
 sys.path.insert(0, str(ROOT))
 
+from contenders import Contender, markdown_table, ratio_text, ratios, run_interleaved, summarize  # noqa: E402
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from pairstore.files import atomic_write_text  # noqa: E402
@@ -131,18 +133,15 @@ def write_checkpoint(path: Path, config: dict, tensors, seed: int, shard_bytes: 
     (path / "config.json").write_text(json.dumps(config, indent=2))
     (path / "generation_config.json").write_text(json.dumps({"bos_token_id": 1, "eos_token_id": [11, 2]}))
     (path / "chat_template.jinja").write_text("{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    # A tokenizer, the same for both: a soup needs two bundles that tokenize alike (train/bundle_identity.py).
+    from train.tiny import tiny_tokenizer
+
+    tiny_tokenizer().save_pretrained(path)
 
 
 def drop_cache(paths) -> str:
-    """Evict files from the page cache. drop_caches needs privileges containers rarely have; fadvise works
-    per file on clean pages (the files are fsynced after writing)."""
-    try:
-        subprocess.run(["sync"], check=True)
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return "echo 3 > /proc/sys/vm/drop_caches"
-    except OSError:
-        pass
+    """Evict the input files from the page cache: fadvise per file on clean pages (the files are fsynced
+    after writing). Not drop_caches: on a shared machine it would empty everyone's cache."""
     for p in paths:
         for f in Path(p).rglob("*"):
             if f.is_file():
@@ -152,7 +151,7 @@ def drop_cache(paths) -> str:
                     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
                 finally:
                     os.close(fd)
-    return "posix_fadvise(POSIX_FADV_DONTNEED) on every input file (drop_caches not permitted)"
+    return "posix_fadvise(POSIX_FADV_DONTNEED) on every input file"
 
 
 def cached_fraction(paths) -> float:
@@ -369,45 +368,22 @@ def compare_bundles(x: Path, y: Path) -> tuple[int, int]:
     return total, same
 
 
-def measure(
-    cmd: list[str], inputs, out: Path, env=None, fsync_after: bool = False, keep: Path | None = None
-) -> dict:
-    """Run cmd in a child with the inputs' page cache dropped; wall time and the child's peak RSS.
-    fsync_after: fsync the outputs after the child exits, inside the timing (for tools that do not)."""
-    shutil.rmtree(out, ignore_errors=True)
-    drop_cache(inputs)
-    cold = cached_fraction(inputs)
-    started = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-    output = proc.stdout.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    if fsync_after and os.waitstatus_to_exitcode(status) == 0:
-        for f in out.iterdir():
-            if f.is_file():
-                fd = os.open(f, os.O_RDONLY)
+def fsync_outputs(out: Path) -> None:
+    """fsync every file of a bundle folder (for a tool that does not, inside its timing)."""
+    for f in out.iterdir():
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
                 os.fsync(fd)
+            finally:
                 os.close(fd)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise RuntimeError(
-            f"{' '.join(cmd)} failed ({proc.returncode}):\n{output.decode(errors='replace')[-3000:]}"
-        )
-    size = sum(f.stat().st_size for f in out.glob("*.safetensors"))
-    shards = len(list(out.glob("*.safetensors")))
-    if keep is not None:
-        shutil.rmtree(keep, ignore_errors=True)
-        out.rename(keep)
-    shutil.rmtree(out, ignore_errors=True)
-    return {
-        "wall": wall,
-        "rss_mb": usage.ru_maxrss / 1024,
-        "cached_before": cold,
-        "out_bytes": size,
-        "out_shards": shards,
-        "user": usage.ru_utime,
-        "sys": usage.ru_stime,
-    }
+
+
+def then_fsync(out: Path, cmd: list[str]) -> None:
+    """Run `cmd`, then fsync what it wrote to `out`: a contender process of its own (its CPU time and the
+    tool's are counted together)."""
+    subprocess.run(cmd, check=True)
+    fsync_outputs(out)
 
 
 def machine_facts() -> str:
@@ -422,12 +398,13 @@ def machine_facts() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gb", type=float, default=2.0, help="size of each checkpoint in GB (default 2)")
-    ap.add_argument("--runs", type=int, default=3, help="runs of each contender (median reported)")
+    ap.add_argument("--runs", type=int, default=3, help="interleaved rounds of the contenders")
     ap.add_argument("--no-write", action="store_true", help="print only; do not write bench/results/soup.md")
     ap.add_argument("--keep", action="store_true", help="keep the synthetic checkpoints")
     ap.add_argument("--floor", nargs=3, metavar=("A", "B", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--mergekit-like", nargs=3, metavar=("A", "B", "OUT"), help=argparse.SUPPRESS)
     ap.add_argument("--soup-unhashed", nargs=3, metavar=("A", "B", "OUT"), help=argparse.SUPPRESS)
+    ap.add_argument("--then-fsync", nargs=argparse.REMAINDER, metavar="OUT CMD", help=argparse.SUPPRESS)
     ap.add_argument(
         "--no-diagnostic",
         action="store_true",
@@ -443,9 +420,12 @@ def main() -> None:
     if args.soup_unhashed:
         soup_unhashed(*map(Path, args.soup_unhashed))
         return
+    if args.then_fsync:
+        then_fsync(Path(args.then_fsync[0]), args.then_fsync[1:])
+        return
 
     facts = machine_facts()
-    a, b, out = WORK / "a", WORK / "b", WORK / "out"
+    a, b = WORK / "a", WORK / "b"
     config, tensors = llama_layout(args.gb * 1e9)
     t0 = time.perf_counter()
     shutil.rmtree(WORK, ignore_errors=True)
@@ -460,12 +440,13 @@ def main() -> None:
     )
 
     ok, mk_note = mergekit_available()
-    contenders = {
-        "I/O floor": [PY, str(Path(__file__).resolve()), "--floor", str(a), str(b), str(out)],
+    me = [PY, str(Path(__file__).resolve())]
+    mk_name = "mergekit linear" if ok else "mergekit-like (re-implementation)"
+    outs = {name: WORK / f"out-{i}" for i, name in enumerate(("I/O floor", OURS, DIAG, mk_name))}
+    commands = {
+        "I/O floor": [*me, "--floor", str(a), str(b), str(outs["I/O floor"])],
         OURS: [
-            PY,
-            "-m",
-            "pairstore.cli",
+            str(Path(PY).parent / "pairstore"),  # the CLI as shipped (the console script)
             "train",
             "soup",
             str(a),
@@ -473,93 +454,83 @@ def main() -> None:
             "--alpha",
             "0.5",
             "--out",
-            str(out),
+            str(outs[OURS]),
             "--no-register",
             "--slice-mb",
             str(SLICE >> 20),
         ],
     }
     if not args.no_diagnostic:
-        contenders[DIAG] = [PY, str(Path(__file__).resolve()), "--soup-unhashed", str(a), str(b), str(out)]
+        commands[DIAG] = [*me, "--soup-unhashed", str(a), str(b), str(outs[DIAG])]
     if ok:
-        mk_name = "mergekit linear"
-        contenders[mk_name] = mergekit_command(a, b, out)
+        # mergekit does not fsync: its outputs are fsynced after it exits, inside its timing
+        commands[mk_name] = [*me, "--then-fsync", str(outs[mk_name]), *mergekit_command(a, b, outs[mk_name])]
     else:
-        mk_name = "mergekit-like (re-implementation)"
-        contenders[mk_name] = [PY, str(Path(__file__).resolve()), "--mergekit-like", str(a), str(b), str(out)]
-    env = dict(os.environ, HF_HUB_OFFLINE="1")
-    results: dict[str, list[dict]] = {k: [] for k in contenders}
+        commands[mk_name] = [*me, "--mergekit-like", str(a), str(b), str(outs[mk_name])]
     method = drop_cache([a, b])
-    kept = {OURS: WORK / "out-ours", mk_name: WORK / "out-mergekit"}
+    cold: list[float] = []
+
+    def cold_start(out: Path) -> Callable[[], None]:
+        def before() -> None:
+            shutil.rmtree(out, ignore_errors=True)
+            drop_cache([a, b])
+            cold.append(cached_fraction([a, b]))
+
+        return before
+
+    env = {"HF_HUB_OFFLINE": "1"}
+    contenders = [
+        Contender(name, cmd, env=env, before=cold_start(outs[name])) for name, cmd in commands.items()
+    ]
     try:
-        for run in range(args.runs):
-            for name, cmd in contenders.items():
-                r = measure(
-                    cmd,
-                    [a, b],
-                    out,
-                    env=env,
-                    fsync_after=name == mk_name,
-                    keep=kept.get(name) if run == args.runs - 1 else None,
-                )
-                results[name].append(r)
-                print(
-                    f"run {run + 1} {name}: {r['wall']:.2f} s, peak RSS {r['rss_mb']:.0f} MB, "
-                    f"cached before {r['cached_before']:.1%}, {r['out_shards']} output shards",
-                    flush=True,
-                )
-        n_tensors, n_same = compare_bundles(kept[OURS], kept[mk_name])
-        kernel_used = json.loads((kept[OURS] / "training_evidence.json").read_text())["kernel"]
+        runs = run_interleaved(contenders, rounds=args.runs)
+        shards = {name: len(list(outs[name].glob("*.safetensors"))) for name in commands}
+        n_tensors, n_same = compare_bundles(outs[OURS], outs[mk_name])
+        kernel_used = json.loads((outs[OURS] / "training_evidence.json").read_text())["kernel"]
     finally:
         if not args.keep:
             shutil.rmtree(WORK, ignore_errors=True)
 
-    med = {k: statistics.median(r["wall"] for r in v) for k, v in results.items()}
-    rss = {k: max(r["rss_mb"] for r in v) for k, v in results.items()}
-    ours, floor, mk = med[OURS], med["I/O floor"], med[mk_name]
+    stats = summarize(runs)
+    floor, ours, mk = stats["I/O floor"], stats[OURS], stats[mk_name]
+    rss_ours = ours.max_rss_mb
     lines = [
         "## Streaming soup (`pairstore train soup`)",
         "",
         f"Synthetic bf16 Llama-layout pair: {size / 1e9:.2f} GB each ({config['num_hidden_layers']} layers, "
         f"hidden 2048, MLP 5632, vocab 32000), {n_shards} shards of ~500 MB; alpha 0.5; output written "
-        f"with fsync. Cold page cache before every run: {method}. Median of {args.runs} run(s), contenders "
-        f"in rotation, each in its own process (peak RSS from wait4).",
+        f"with fsync. Cold page cache before every run ({method}; at most {max(cold):.1%} of the inputs "
+        f"still cached when a run started). {args.runs} rounds, the contenders interleaved "
+        "(bench/contenders.py: A B C D, D C B A, ...), each in its own process: wall time, CPU time (user + "
+        "system of the process and what it waited for) and peak RSS from the kernel.",
         "",
-        "| contender | median wall (s) | runs (s) | CPU user+sys (s) | peak RSS (MB) | vs I/O floor | "
-        "ours faster by |",
-        "|---|---:|---|---:|---:|---:|---:|",
+        f"Headline: {mk_name} / ours {ratio_text(ratios(runs, mk_name, OURS, 'wall_s'))} wall, "
+        f"{ratio_text(ratios(runs, mk_name, OURS))} CPU; ours / I/O floor "
+        f"{ratio_text(ratios(runs, OURS, 'I/O floor', 'wall_s'))} wall",
+        "",
+        markdown_table(stats),
+        "",
+        f"Per round, wall: ours / I/O floor {ratio_text(ratios(runs, OURS, 'I/O floor', 'wall_s'))}; "
+        f"{mk_name} / ours {ratio_text(ratios(runs, mk_name, OURS, 'wall_s'))}. CPU: {mk_name} / ours "
+        f"{ratio_text(ratios(runs, mk_name, OURS))}; ours / I/O floor "
+        f"{ratio_text(ratios(runs, OURS, 'I/O floor'))}.",
+        "",
     ]
-    cpu = {k: statistics.median(r["user"] + r["sys"] for r in v) for k, v in results.items()}
-    for name in contenders:
-        runs = ", ".join(f"{r['wall']:.2f}" for r in results[name])
-        lines.append(
-            f"| {name} | {med[name]:.2f} | {runs} | {cpu[name]:.1f} | {rss[name]:.0f} | "
-            f"{med[name] / floor:.2f}x | {med[name] / ours:.2f}x |"
-        )
-    # Each round's contenders ran back to back under about the same load from other jobs: the median of the
-    # per-round ratios is less sensitive to that load than the ratio of medians.
-    paired_floor = statistics.median(
-        o["wall"] / f["wall"] for o, f in zip(results[OURS], results["I/O floor"])
-    )
-    paired_mk = statistics.median(m["wall"] / o["wall"] for o, m in zip(results[OURS], results[mk_name]))
     goals = [
-        f">= 3x faster than mergekit: {mk / ours:.2f}x -> {'met' if mk / ours >= 3 else 'NOT met'}",
-        f"within 1.3x of the I/O floor: {ours / floor:.2f}x -> {'met' if ours / floor <= 1.3 else 'NOT met'}",
-        f"peak memory < 512 MB: {rss['pairstore soup']:.0f} MB -> "
-        f"{'met' if rss['pairstore soup'] < 512 else 'NOT met'}",
+        f">= 3x faster than mergekit: {mk.median_wall / ours.median_wall:.2f}x -> "
+        f"{'met' if mk.median_wall / ours.median_wall >= 3 else 'NOT met'}",
+        f"within 1.3x of the I/O floor: {ours.median_wall / floor.median_wall:.2f}x -> "
+        f"{'met' if ours.median_wall / floor.median_wall <= 1.3 else 'NOT met'}",
+        f"peak memory < 512 MB: {rss_ours:.0f} MB -> {'met' if rss_ours < 512 else 'NOT met'}",
     ]
     lines += [
-        "",
-        "Goals: " + "; ".join(goals) + ".",
-        "",
-        f"Per-round ratios (median over rounds of each round's own ratio): ours / I/O floor "
-        f"{paired_floor:.2f}x; {mk_name} / ours {paired_mk:.2f}x.",
+        "Goals (on the median wall times): " + "; ".join(goals) + ".",
         "",
         f"Same result: {n_same} of {n_tensors} output tensors of ours and of the {mk_name} run are "
         f"bit-identical (both compute 0.5*a + 0.5*b in float32 and round once to bf16).",
         "",
         f"Baseline: {mk_note}; merge_method linear, weights 0.5/0.5, dtype bfloat16, --out-shard-size "
-        f"500M ({results[mk_name][-1]['out_shards']} shards), --no-copy-tokenizer; it does not fsync, "
+        f"500M ({shards[mk_name]} shards), --no-copy-tokenizer; it does not fsync, "
         f"so its outputs are fsynced after it exits, inside its timing.",
         "",
         f"Ours runs the CLI as shipped (input SHA-256s hashed as they stream, 16 MiB slices, 4 buffer "
@@ -571,13 +542,14 @@ def main() -> None:
         *(
             [
                 f"The diagnostic row (not a shipped mode) is our soup with the inputs' SHA-256 switched off: "
-                f"{med[DIAG]:.2f} s = {med[DIAG] / floor:.2f}x the floor. Hashing both inputs (what the "
-                f"evidence requires) costs {(cpu[OURS] - cpu[DIAG]) / (2 * size / 1e9):.2f} CPU-seconds "
-                f"per GB read here (median CPU of the two rows); it runs beside the reads, but on 2 cores "
-                f"with the reads, the writes and the arithmetic every CPU-second competes for a core.",
+                f"{stats[DIAG].median_wall:.2f} s = {stats[DIAG].median_wall / floor.median_wall:.2f}x the "
+                f"floor. Hashing both inputs (what the evidence requires) costs "
+                f"{(ours.median_cpu - stats[DIAG].median_cpu) / (2 * size / 1e9):.2f} CPU-seconds per GB "
+                "read here (median CPU of the two rows); it runs beside the reads, but on 2 cores with the "
+                "reads, the writes and the arithmetic every CPU-second competes for a core.",
                 "",
             ]
-            if DIAG in med
+            if DIAG in stats
             else []
         ),
         f"Machine: {facts}; load average at end {os.getloadavg()[0]:.1f}.",

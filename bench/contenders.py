@@ -1,11 +1,13 @@
 """Run contenders side by side, fairly: interleaved rounds, each run in its own process, wall and CPU.
 
-    from contenders import Contender, run_interleaved, table_rows
+    from contenders import Contender, markdown_table, ratio_text, ratios, run_interleaved, summarize
     runs = run_interleaved(
-        [Contender("pairstore export", [py, "-c", "..."]), Contender("COPY", [py, "-c", "..."])],
+        [Contender("pairstore export", [py, "-c", "..."], before=fresh_store),
+         Contender("COPY", [py, "-c", "..."])],
         rounds=3,
     )
-    for name, stats in summarize(runs).items(): print(name, stats.median_wall, stats.median_cpu)
+    print(markdown_table(summarize(runs)))
+    print(ratio_text(ratios(runs, "pairstore export", "COPY")))    # CPU, per round: '1.52x [1.40-1.61]'
 
 Why this shape (bench/RESULTS.md's figures rely on it):
 - **Interleaved**: round 1 runs A then B, round 2 B then A, and so on, so a load that rises or falls
@@ -13,6 +15,8 @@ Why this shape (bench/RESULTS.md's figures rely on it):
 - **CPU time beside wall time**: user + system seconds of the contender's process and everything it
   waited for (os.wait4's rusage), which a busy machine inflates much less than the wall clock.
 - **Peak memory**: the child's highest resident set (ru_maxrss), never the parent's.
+- **Same starting point**: a contender's `before` (a fresh copy of a store, an empty output folder) runs
+  in this process before each of its runs, untimed.
 
 Standard library only: bench scripts import it before the project's venv is known to be importable.
 """
@@ -23,7 +27,7 @@ import os
 import statistics
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 
@@ -33,6 +37,7 @@ class Contender:
     argv: Sequence[str]  # the command; it does the contender's work once and exits 0
     env: dict[str, str] | None = None  # added to this process's environment
     cwd: str | None = None
+    before: Callable[[], None] | None = None  # run here before each run, untimed (a fresh store copy, ...)
 
 
 @dataclass
@@ -78,6 +83,8 @@ def run_once(c: Contender, round_no: int = 0, order: int = 0, timeout: float | N
     """Run the contender once in a child process: wall time from here, CPU and peak memory from the
     kernel's account of the child (os.wait4), so nothing the parent does is counted."""
     env = dict(os.environ, **(c.env or {}))
+    if c.before is not None:
+        c.before()
     started = time.perf_counter()
     proc = subprocess.Popen(list(c.argv), env=env, cwd=c.cwd, stdout=subprocess.PIPE, text=True)
     deadline = None if timeout is None else started + timeout

@@ -1,9 +1,10 @@
 """Judging model outputs for mining: the verifier's verdict and the loop scanner's report, cached.
 
-judge = OutputJudge()
-judged = judge.judge_all([(output, gold, "gsm8k"), ...], workers=None)
-record_judgments(store, dict(zip(gen_ids, judged)))    # verdicts and loop flags onto `generations`
-count_unknown(result, judged_item)                      # an unknown verdict: dropped, counted by reason
+with OutputJudge() as judge:                     # closes its worker processes, if it started any
+    judged = judge.judge_all([(output, gold, "gsm8k"), ...], workers=None)
+    record_judgments(store, dict(zip(gen_ids, judged)))  # verdicts and loop flags onto `generations`
+    judge.forget()                                   # between batches of a stream: drop per-text caches
+unknown_reason(judged_item)                          # an unknown verdict: dropped, counted by this key
 
 A verdict is correct, wrong or unknown (miners.verify). Miners turn only the definite ones into
 pairs; an unknown is dropped and counted in MineResult.dropped as "unknown: <reason>".
@@ -14,16 +15,20 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from multiprocessing import get_context
+from types import TracebackType
 
 from audits.loops import LoopReport, scan, scan_many
 from miners.registry import MineResult, write_pairs
 from miners.verify import UNKNOWN, Verdict, Verifier, extract_answer
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.progress import current as current_progress
-from pairstore.tables.generations import record_verdicts
+from pairstore.store.store import Store
+from pairstore.tables.generations import record_verdicts, staged_verdicts
 from pairstore.tables.pairs import Pair
 
 
@@ -69,13 +74,32 @@ class OutputJudge:
     `verifier.stats`.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.verifier = Verifier()
         self._scan = scan
         self._judged: dict[tuple, Judged] = {}
         self._reports: dict[str, LoopReport] = {}  # per distinct text; scanned ahead in batches (prescan)
+        self._pool: tuple[int, ProcessPoolExecutor] | None = None  # (workers, pool), kept across calls
         self.verify_s = 0.0
         self.scan_s = 0.0
+
+    def __enter__(self) -> OutputJudge:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the worker processes judge_all started (a later call starts them again)."""
+        if self._pool is not None:
+            self._pool[1].shutdown()
+            self._pool = None
+
+    def forget(self) -> None:
+        """Drop what is cached per text (verdicts, scanner reports): a miner streaming its generations calls
+        it between batches of whole problems, so memory does not grow with them. Counts and times stay."""
+        self._judged.clear()
+        self._reports.clear()
 
     def extract(self, output: str, kind: str) -> str | None:
         t0 = time.perf_counter()
@@ -119,32 +143,45 @@ class OutputJudge:
             judged = self._judged[key] = Judged(self.verdict(output, gold, kind, looped=looped), report)
         return judged
 
-    def judge_all(self, items: list[tuple[str, str, str]], workers: int | None = 1) -> list[Judged]:
+    def judge_all(
+        self,
+        items: list[tuple[str, str, str]],
+        workers: int | None = 1,
+        advance: Callable[[int], object] | None = None,
+    ) -> list[Judged]:
         """judge() over (output, gold, kind) items, in order; across `workers` processes when many.
 
-        workers None: one process per core (at most 4) from PARALLEL_MIN items on, else one. The
-        items go to the workers in contiguous chunks, so the samples of one problem share a
-        worker's verdict cache; the result is the same whatever the number of workers. Workers
-        are spawned (the caller's main module must be import-safe: the usual __main__ guard).
+        workers None: parallel_workers(len(items)). The items go to the workers in contiguous chunks,
+        so the samples of one problem share a worker's verdict cache; the result is the same whatever
+        the number of workers. Workers are spawned once and kept until close() (the caller's main
+        module must be import-safe: the usual __main__ guard). `advance(n)` hears the progress; without
+        it the call reports a progress stage of its own.
         """
         if workers is None:
-            workers = min(4, os.cpu_count() or 1) if len(items) >= PARALLEL_MIN else 1
-        with current_progress().stage("mine: verify and scan", total=len(items), unit="outputs") as stage:
-            if workers <= 1 or len(items) < 2 * workers:
-                return self.judge_in_order(items, stage.advance)
-            n_chunks = workers * 4
-            size = -(-len(items) // n_chunks)
-            chunks = [items[i : i + size] for i in range(0, len(items), size)]
-            out: list[Judged] = []
+            workers = parallel_workers(len(items))
+        if advance is None:
+            with current_progress().stage("mine: verify and scan", total=len(items), unit="outputs") as stage:
+                return self.judge_all(items, workers, stage.advance)
+        if workers <= 1 or len(items) < 2 * workers:
+            return self.judge_in_order(items, advance)
+        n_chunks = workers * 4
+        size = -(-len(items) // n_chunks)
+        chunks = [items[i : i + size] for i in range(0, len(items), size)]
+        out: list[Judged] = []
+        for judged, verify_s, scan_s, stats in self._workers(workers).map(_judge_chunk, chunks):
+            out.extend(judged)
+            advance(len(judged))
+            self.verify_s += verify_s
+            self.scan_s += scan_s
+            self.verifier.stats.update(stats)
+        return out
+
+    def _workers(self, workers: int) -> ProcessPoolExecutor:
+        if self._pool is None or self._pool[0] != workers:
+            self.close()
             # spawn, not fork: the parent holds an open DuckDB connection and threads.
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-                for judged, verify_s, scan_s, stats in pool.map(_judge_chunk, chunks):
-                    out.extend(judged)
-                    stage.advance(len(judged))
-                    self.verify_s += verify_s
-                    self.scan_s += scan_s
-                    self.verifier.stats.update(stats)
-            return out
+            self._pool = (workers, ProcessPoolExecutor(workers, mp_context=get_context("spawn")))
+        return self._pool[1]
 
     def judge_in_order(self, items: list[tuple[str, str, str]], advance=None) -> list[Judged]:
         """judge() over the items in this process, in order: each batch of PRESCAN_BATCH outputs is
@@ -161,6 +198,14 @@ class OutputJudge:
 
 # Below this many outputs one process is faster than starting workers (about a second each).
 PARALLEL_MIN = 20_000
+
+
+def parallel_workers(outputs: int) -> int:
+    """The worker processes `workers=None` means for this many outputs: one per core (at most 4) from
+    PARALLEL_MIN outputs on, else one."""
+    return min(4, os.cpu_count() or 1) if outputs >= PARALLEL_MIN else 1
+
+
 # Outputs per scan_many call in prescan: large enough for numpy to pay off, small enough to bound
 # the memory of one pass.
 PRESCAN_BATCH = 4096
@@ -180,48 +225,70 @@ def readings_json(verdict: Verdict) -> str | None:
     return json.dumps([r.as_dict() for r in verdict.readings], ensure_ascii=False, sort_keys=True)
 
 
+def judgment_rows(judged: dict[str, Judged]) -> list[dict]:
+    """The `generations` verdict columns (pairstore.tables.generations.VERDICT_SCHEMA) of judged outputs."""
+    return [
+        {
+            "gen_id": gid,
+            "extracted_answer": j.answer,
+            "verdict": j.verdict.label,
+            "verdict_reason": j.verdict.reason,
+            "verdict_readings": readings_json(j.verdict),
+            "loop_flagged": bool(j.report.flagged),
+            "loop_catastrophic": bool(j.report.catastrophic),
+            "loop_tail": bool(j.report.tail_loop),
+            "max_repeat": int(j.report.max_repeat),
+            "n_tokens": int(j.report.n_tokens),
+        }
+        for gid, j in judged.items()
+    ]
+
+
 def record_judgments(store, judged: dict[str, Judged]) -> int:
     """Write verdicts and loop flags back to `generations` (ingest leaves them NULL). Returns rows updated."""
-    return record_verdicts(
-        store,
-        [
-            {
-                "gen_id": gid,
-                "extracted_answer": j.answer,
-                "verdict": j.verdict.label,
-                "verdict_reason": j.verdict.reason,
-                "verdict_readings": readings_json(j.verdict),
-                "loop_flagged": bool(j.report.flagged),
-                "loop_catastrophic": bool(j.report.catastrophic),
-                "loop_tail": bool(j.report.tail_loop),
-                "max_repeat": int(j.report.max_repeat),
-                "n_tokens": int(j.report.n_tokens),
-            }
-            for gid, j in judged.items()
-        ],
-    )
+    return record_verdicts(store, judgment_rows(judged))
 
 
-def write_judged_pairs(
-    store,
-    result: MineResult,
-    judge: OutputJudge,
-    judged: dict[str, Judged],
-    pairs: list[Pair],
-    holdout: HoldoutFilter,
-    *,
-    judge_wall_s: float,
-) -> MineResult:
-    """One transaction: the verdicts and loop flags onto `generations`, then the mined pairs; the seconds
-    spent judging and writing go to result.timings."""
-    t0 = time.perf_counter()
-    with store.transaction():
-        record_judgments(store, judged)
-        write_pairs(store, result, pairs, holdout)
-    result.timings = {
-        "verify_s": judge.verify_s,
-        "scan_s": judge.scan_s,
-        "judge_wall_s": judge_wall_s,
-        "write_s": time.perf_counter() - t0,
-    }
-    return result
+class JudgedWriter:
+    """What a streaming miner writes, batch by batch, inside one transaction: each batch's verdicts and
+    loop flags (staged, written onto `generations` in one UPDATE at the end) and its pairs; the seconds
+    spent go to result.timings.
+
+        with JudgedWriter(store, result, judge, holdout) as out:
+            for batch in ...:
+                out.write(judged, pairs, judge_wall_s=seconds)
+    """
+
+    def __init__(self, store: Store, result: MineResult, judge: OutputJudge, holdout: HoldoutFilter) -> None:
+        self.store, self.result, self.judge, self.holdout = store, result, judge, holdout
+        self.judge_wall_s = 0.0
+        self.write_s = 0.0
+        self._scope = ExitStack()
+
+    def __enter__(self) -> JudgedWriter:
+        self._scope.enter_context(self.store.transaction())
+        self._verdicts = self._scope.enter_context(staged_verdicts(self.store))
+        return self
+
+    def write(self, judged: dict[str, Judged], pairs: list[Pair], *, judge_wall_s: float) -> None:
+        t0 = time.perf_counter()
+        self._verdicts.add(judgment_rows(judged))
+        write_pairs(self.store, self.result, pairs, self.holdout)
+        self.judge_wall_s += judge_wall_s
+        self.write_s += time.perf_counter() - t0
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        t0 = time.perf_counter()
+        self._scope.__exit__(exc_type, exc, tb)  # the verdicts' UPDATE, then the commit (or the rollback)
+        self.write_s += time.perf_counter() - t0
+        self.result.timings = {
+            "verify_s": self.judge.verify_s,
+            "scan_s": self.judge.scan_s,
+            "judge_wall_s": self.judge_wall_s,
+            "write_s": self.write_s,
+        }

@@ -14,6 +14,10 @@ not: dropped and counted as 'unknown: <reason>'; the chosen side is the task's c
 'loopfix', family = the task family, task_key set. The prompt is the
 generation's prompt without a system message.
 
+The generations are read a batch of whole tasks at a time (miners.batches: one sorted query
+streamed on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
+in one transaction: memory stays flat however many generations there are.
+
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
 outputs on). The result does not depend on it; more processes pay only on idle cores
 (bench/results/mining.md). Worker processes are spawned, so a script that calls this with workers != 1 needs
@@ -34,9 +38,11 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
+from miners.batches import item_batches
+from miners.judge import Judged, JudgedWriter, OutputJudge, parallel_workers, unknown_reason
 from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
@@ -69,33 +75,71 @@ class LoopfixOptions:
 @register("loopfix", version="1", options=LoopfixOptions, sources=("loopfix",))
 def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
     """Wrong or looped outputs on generated tasks rejected against the task's canonical answer."""
-    model, per_task, seed, workers = options.model, options.per_task, options.seed, options.workers
+    model, per_task, workers = options.model, options.per_task, options.workers
     if per_task is not None and per_task < 1:
         raise BadInput("per task must be at least 1", field="per_task")
     result = new_result(mine_loopfix)
     holdout = HoldoutFilter.load(store)
-    rows = store.rows(
-        """
+    where = "g.item_kind = 'task' AND (? IS NULL OR g.model = ?)"
+    outputs = store.scalar(
+        f"SELECT count(*) FROM generations g JOIN tasks t ON g.item_id = t.task_id WHERE {where}",
+        [model, model],
+    )
+    # Streamed a batch of whole tasks at a time: memory stays flat however many generations there are.
+    batches = item_batches(
+        store,
+        f"""
         SELECT g.gen_id, g.model, g.prompt, g.output, t.task_id, t.family, t.task_key, t.gold, t.chosen,
                t.match_key AS task_match_key
         FROM generations g JOIN tasks t ON g.item_id = t.task_id
-        WHERE g.item_kind = 'task' AND (? IS NULL OR g.model = ?)
+        WHERE {where}
         ORDER BY t.task_id, g.model, g.sample_index, g.gen_id""",
         [model, model],
+        key="task_id",
     )
+    progress = current_progress()
+    with (
+        OutputJudge() as judge,
+        JudgedWriter(store, result, judge, holdout) as out,
+        progress.stage("mine loopfix: generations", total=outputs, unit="outputs") as reading,
+        progress.stage("mine: verify and scan", total=outputs, unit="outputs") as judging,
+    ):
+        workers = parallel_workers(outputs) if workers is None else workers
+        for rows in batches:
+            reading.advance(len(rows))
+            judged, pairs, judge_s = _mine_batch(
+                rows, result, judge, holdout, options, workers, judging.advance
+            )
+            out.write(judged, pairs, judge_wall_s=judge_s)
+            judge.forget()
+    return result
+
+
+def _mine_batch(
+    rows: list[dict],
+    result: MineResult,
+    judge: OutputJudge,
+    holdout: HoldoutFilter,
+    options: LoopfixOptions,
+    workers: int,
+    advance: Callable[[int], object],
+) -> tuple[dict[str, Judged], list[Pair], float]:
+    """The tasks of one batch (every generation of each, in task order): (the judged generations by
+    gen_id, the pairs, the seconds spent judging)."""
+    per_task, seed = options.per_task, options.seed
     todo = []
-    for r in current_progress().track(rows, "mine loopfix: generations", unit="outputs"):
+    for r in rows:
         result.stats["generations"] += 1
         if holdout.holds("task", r["task_id"], stored_match_key=r["task_match_key"], task_key=r["task_key"]):
             result.dropped["holdout"] += 1
+            advance(1)
             continue
         todo.append(r)
-    judge = OutputJudge()
     t_judge = time.perf_counter()
     judged = dict(
         zip(
             (r["gen_id"] for r in todo),
-            judge.judge_all([(r["output"], r["gold"], "task") for r in todo], workers),
+            judge.judge_all([(r["output"], r["gold"], "task") for r in todo], workers, advance),
         )
     )
     t_judge = time.perf_counter() - t_judge
@@ -133,4 +177,4 @@ def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
                     ],
                 )
             )
-    return write_judged_pairs(store, result, judge, judged, pairs, holdout, judge_wall_s=t_judge)
+    return judged, pairs, t_judge

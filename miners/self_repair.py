@@ -32,6 +32,10 @@ ids become origins):
 - the pair's prompt is the rejected sample's prompt without a system message; its family is the
   dataset ('gsm8k' or 'math').
 
+The generations are read a batch of whole problems at a time (miners.batches: one sorted query
+streamed on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
+in one transaction: memory stays flat however many generations there are.
+
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
 outputs on). The result does not depend on it; more processes pay only on idle cores
 (bench/results/mining.md). Worker processes are spawned, so a script that calls this with workers != 1 needs
@@ -52,9 +56,11 @@ from __future__ import annotations
 
 import time
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from miners.judge import OutputJudge, unknown_reason, write_judged_pairs
+from miners.batches import item_batches
+from miners.judge import Judged, JudgedWriter, OutputJudge, parallel_workers, unknown_reason
 from miners.patterns import solution_in_answer_style
 from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
@@ -114,7 +120,7 @@ def mine_self_repair(store, options: SelfRepairOptions) -> MineResult:
     """Pairs of a model's verified-correct vs wrong samples on GSM8K/MATH; gold solution \
 where all are wrong."""
     model, dataset, pairs_per_problem = options.model, options.dataset, options.pairs_per_problem
-    seed, gold_repair, workers = options.seed, options.gold_repair, options.workers
+    workers = options.workers
     if dataset not in DATASETS:
         raise BadInput(f"unknown dataset {dataset!r} (expected gsm8k or math)", field="dataset")
     if not model:
@@ -123,38 +129,70 @@ where all are wrong."""
         raise BadInput("pairs per problem must be at least 1", field="pairs_per_problem")
     result = new_result(mine_self_repair)
     holdout = HoldoutFilter.load(store)
-    rows = store.rows(
-        """
+    where = "g.item_kind = 'problem' AND g.model = ? AND p.dataset = ?"
+    outputs = store.scalar(
+        f"SELECT count(*) FROM generations g JOIN problems p ON g.item_id = p.problem_id WHERE {where}",
+        [model, dataset],
+    )
+    # Streamed a batch of whole problems at a time: memory stays flat however many generations there are.
+    batches = item_batches(
+        store,
+        f"""
         SELECT g.gen_id, g.item_id AS problem_id, g.prompt, g.output, p.gold, p.solution,
                p.question, p.match_key AS problem_match_key
         FROM generations g JOIN problems p ON g.item_id = p.problem_id
-        WHERE g.item_kind = 'problem' AND g.model = ? AND p.dataset = ?
+        WHERE {where}
         ORDER BY p.problem_id, g.sample_index, g.gen_id""",
         [model, dataset],
+        key="problem_id",
     )
+    with (
+        OutputJudge() as judge,
+        JudgedWriter(store, result, judge, holdout) as out,
+        current_progress().stage("mine self_repair: verify and scan", total=outputs, unit="outputs") as stage,
+    ):
+        workers = parallel_workers(outputs) if workers is None else workers
+        for rows in batches:
+            judged, pairs, judge_s = _mine_batch(
+                rows, result, judge, holdout, options, workers, stage.advance
+            )
+            out.write(judged, pairs, judge_wall_s=judge_s)
+            judge.forget()
+    return result
+
+
+def _mine_batch(
+    rows: list[dict],
+    result: MineResult,
+    judge: OutputJudge,
+    holdout: HoldoutFilter,
+    options: SelfRepairOptions,
+    workers: int,
+    advance: Callable[[int], object],
+) -> tuple[dict[str, Judged], list[Pair], float]:
+    """The problems of one batch (every sample of each, in problem order): (the judged samples by gen_id,
+    the pairs, the seconds spent judging)."""
+    dataset, pairs_per_problem, seed = options.dataset, options.pairs_per_problem, options.seed
     by_problem: dict[str, list[dict]] = defaultdict(list)
     for r in rows:
         by_problem[r["problem_id"]].append(r)
     mined: dict[str, list[dict]] = {}
-    problems = current_progress().track(
-        by_problem.items(), "mine self_repair: problems", len(by_problem), "problems"
-    )
-    for problem_id, samples in problems:
+    for problem_id, samples in by_problem.items():
         result.stats["problems"] += 1
         first = samples[0]
         if holdout.holds(
             "problem", problem_id, prompt=first["question"], stored_match_key=first["problem_match_key"]
         ):
             result.dropped["holdout"] += 1
+            advance(len(samples))
             continue
         mined[problem_id] = samples
-    judge = OutputJudge()
     t_judge = time.perf_counter()
     todo = [s for samples in mined.values() for s in samples]
     judged = dict(
         zip(
             (s["gen_id"] for s in todo),
-            judge.judge_all([(s["output"], s["gold"], dataset) for s in todo], workers),
+            judge.judge_all([(s["output"], s["gold"], dataset) for s in todo], workers, advance),
         )
     )
     t_judge = time.perf_counter() - t_judge
@@ -200,13 +238,13 @@ where all are wrong."""
                         bad_groups[j],
                     )
                 )
-        elif gold_repair:
+        elif options.gold_repair:
             chosen = solution_in_answer_style(dataset, first["solution"], gold)
             for group in bad_groups[:pairs_per_problem]:
                 pairs.append(_pair("gold_repair", dataset, problem_id, gold, chosen, [], group))
         else:
             result.dropped["no correct answer"] += 1
-    return write_judged_pairs(store, result, judge, judged, pairs, holdout, judge_wall_s=t_judge)
+    return judged, pairs, t_judge
 
 
 def _pair(

@@ -42,7 +42,7 @@ from pairstore.export.overwrites import leftovers, recover_interrupted, replacem
 from pairstore.export.paths import export_paths
 from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import ExportedFile, record_export
-from pairstore.export.writer import write_mixture_file
+from pairstore.export.writer import estimated_bytes, write_mixture_file
 from pairstore.files import (
     check_free_space,
     fsync_dir,
@@ -152,16 +152,9 @@ def _out_paths(out: Path, name: str) -> tuple[Path, dict[str, Path], Path]:
 
 
 def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
-    """An upper bound of the export's bytes: its texts as stored, every copy (parquet's compression only
-    makes the files smaller), plus room for the evidence. Each message is counted as its role and content
-    plus 32 bytes (no cast of the messages to text: that cast was most of this query's time)."""
-    raw = con.execute(
-        "SELECT coalesce(sum((coalesce(list_sum(list_transform(p.prompt, "
-        "lambda m: strlen(m.role) + strlen(m.content) + 32)), 0) + strlen(p.chosen) "
-        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) "
-        f"FROM {plan_table} m JOIN pairs p ON p.rowid = m.prow"
-    ).fetchall()[0][0]
-    return int(raw) + (1 << 20)
+    """The bytes the export's files will take (pairstore.export.writer.estimated_bytes: a sample of the
+    plan written with the writer's own settings, scaled up), for the free-space check."""
+    return estimated_bytes(con, plan_table)
 
 
 def _check_writable(out: Path) -> None:

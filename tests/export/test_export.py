@@ -347,3 +347,34 @@ def test_file_bytes_do_not_depend_on_how_rows_are_fetched(setup, tmp_path, monke
     small = export_round(setup, "rl", tmp_path / "small")
     assert small.files["dpo"].rows == 600
     assert small.files["dpo"].sha256 == big.files["dpo"].sha256
+
+
+def test_the_free_space_estimate_is_near_the_files_written(setup, tmp_path, dpo_recipe):
+    """The free-space check asks for about what the export writes (a sample of the plan written with the
+    writer's settings), not for every copy's raw text: within 1.5x of the files, upsampled or not."""
+    import random
+
+    from pairstore.export.plan import planned_mixture
+    from pairstore.export.writer import ESTIMATE_MARGIN_BYTES, estimated_bytes
+    from pairstore.rounds.recipes import get_round
+
+    rng = random.Random(3)
+    words = [f"w{rng.randrange(3000)}" for _ in range(20_000)]
+    pairs = [
+        Pair(
+            prompt=f"Question {i}: " + " ".join(rng.choices(words, k=40)),
+            source="style",
+            family=f"f{i % 3}",
+            chosen=" ".join(rng.choices(words, k=150)),
+            rejected=" ".join(rng.choices(words, k=120)),
+        )
+        for i in range(3000)
+    ]
+    add_pairs(setup, pairs, miner="test", miner_version="1")
+    for name, block in (("plain", 'source = "style"'), ("x12", 'source = "style"\nupsample = 12')):
+        (tmp_path / f"{name}.toml").write_text(dpo_recipe(name, blocks=[block]))
+        add_round(setup, tmp_path / f"{name}.toml")
+        with planned_mixture(setup, get_round(setup, name)) as mix:
+            estimate = estimated_bytes(setup.con, mix.table) - ESTIMATE_MARGIN_BYTES
+        written = Path(export_round(setup, name, tmp_path / name).files["dpo"].path).stat().st_size
+        assert written / 1.5 <= estimate <= written * 1.5, (name, estimate, written)

@@ -311,3 +311,46 @@ def test_cli_mine_loopfix(run_cli, store, loop_store):
     assert r.exit_code == 0, r.output
     assert r.output.splitlines()[0] == "loopfix v1: kept 4 new pairs (4 produced, 8 new origins)"
     assert "dropped: correct=1, holdout=1" in r.output and "looped=2" in r.output and "wrong=3" in r.output
+
+
+def _mined_state(store):
+    """Everything a miner writes: pairs with their origins, and the verdicts on generations."""
+    return (
+        store.rows(
+            "SELECT pair_id, prompt, chosen, rejected, source, family, task_key FROM pairs ORDER BY 1"
+        ),
+        store.rows("SELECT pair_id, origin_kind, origin_id, rule FROM pair_origins ORDER BY 1, 2, 3"),
+        store.rows(
+            "SELECT gen_id, extracted_answer, verdict, verdict_reason, loop_flagged, max_repeat, n_tokens "
+            "FROM generations ORDER BY gen_id"
+        ),
+    )
+
+
+@pytest.mark.parametrize("batch_rows", [1, 2, 3])
+def test_mining_a_batch_at_a_time_gives_what_mining_at_once_gives(
+    store, repair_store, loop_store, monkeypatch, batch_rows
+):
+    """The miners stream their generations a batch of whole problems (tasks) at a time: the result and
+    what they write are the same whatever the batch size, down to one generation a batch."""
+    import miners.batches
+
+    def mine():
+        return [
+            mine_self_repair(store, model="m1", dataset="gsm8k", pairs_per_problem=2),
+            mine_self_repair(store, model="m1", dataset="math", pairs_per_problem=2),
+            mine_loopfix(store, model="m1", per_task=1, seed=1),
+        ]
+
+    def summary(results):
+        return [(r.kept, r.pair_ids, dict(r.stats), dict(r.dropped), dict(r.by_source)) for r in results]
+
+    at_once, state = summary(mine()), _mined_state(store)
+    store.con.execute(
+        "DELETE FROM pair_origins; DELETE FROM pairs; UPDATE generations SET verdict = NULL, "
+        "extracted_answer = NULL, verdict_reason = NULL, loop_flagged = NULL, max_repeat = NULL, "
+        "n_tokens = NULL"
+    )
+    monkeypatch.setattr(miners.batches, "BATCH_ROWS", batch_rows)
+    assert summary(mine()) == at_once
+    assert _mined_state(store) == state
