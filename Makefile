@@ -32,6 +32,7 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	$(BIN)/pyright
 
 # Both run on every core (pytest-xdist, one worker per core); --dist loadgroup keeps the tests of a costly
 # shared fixture (the demo, a training run: tests/conftest.py's SHARED_BUILDS) on one worker, which builds

@@ -7,7 +7,7 @@ the gate and the export that need them): `pairstore --help` and the store comman
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from numba import njit as _numba_njit
 
@@ -20,8 +20,8 @@ def njit(**options: Any) -> Callable[[F], F]:
 
     def compile_later(fn: F) -> F:
         try:
-            return _numba_njit(cache=True, **options)(fn)
+            return cast(F, _numba_njit(cache=True, **options)(fn))
         except RuntimeError:  # numba finds no writable place for its cache
-            return _numba_njit(cache=False, **options)(fn)
+            return cast(F, _numba_njit(cache=False, **options)(fn))
 
     return compile_later

@@ -14,13 +14,16 @@
     True
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import hashlib
 import json
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import xxhash
@@ -54,8 +57,9 @@ def canonical_messages(
 
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
-    if hasattr(prompt, "tolist"):  # numpy / arrow arrays from parquet
-        prompt = prompt.tolist()
+    tolist = getattr(prompt, "tolist", None)
+    if callable(tolist):  # numpy / arrow arrays from parquet
+        prompt = tolist()
     if not isinstance(prompt, (list, tuple)):
         raise bad(f"{where}: expected a string or a list of messages, got {type(prompt).__name__}")
     if not prompt:
@@ -174,7 +178,7 @@ def seeded_ranks(seed: int, ids: Ids, *parts: str) -> np.ndarray:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    arr = ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(ids), pa.large_string())
+    arr: Any = ids if isinstance(ids, (pa.Array, pa.ChunkedArray)) else pa.array(list(ids), pa.large_string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks() if arr.num_chunks else pa.array([], pa.large_string())
     if arr.null_count:

@@ -34,6 +34,9 @@ Vocabulary.ngrams_by_words is the same reading vectorized with Arrow's split,
 compiled pass is tested against (tests/holdout/test_kernels.py).
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import os

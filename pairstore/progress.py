@@ -175,7 +175,7 @@ def for_terminal(*, quiet: bool = False, stream: TextIO | None = None) -> Progre
     stream = stream or sys.stderr
     if quiet:
         return NO_PROGRESS
-    return BarProgress() if stream.isatty() else LineProgress(stream)
+    return BarProgress() if stream is not None and stream.isatty() else LineProgress(stream)
 
 
 _CURRENT: ContextVar[Progress] = ContextVar("pairstore_progress", default=NO_PROGRESS)

@@ -143,8 +143,12 @@ class StoreTurn:
         for line in lines:
             try:
                 entry = json.loads(line)
-                os.kill(int(entry["pid"]), 0)
-            except (ValueError, KeyError, TypeError, ProcessLookupError):
+                pid = int(entry["pid"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
                 continue
             except PermissionError:
                 pass  # alive, another user's
@@ -173,6 +177,7 @@ class StoreTurn:
         fd = self._open(self.lock_path)
         if fd is None:
             return
+        assert fcntl is not None  # _open gives a descriptor only where flock exists
         mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
         if self._try(fd, mode):  # free and no one waiting for it: no need to queue
             if self._no_waiter_or_me():
@@ -211,6 +216,7 @@ class StoreTurn:
         waiting = self._open(self.waiting_path)
         if waiting is None:
             return True
+        assert fcntl is not None  # _open gives a descriptor only where flock exists
         try:
             if self._try(waiting, fcntl.LOCK_EX):
                 return True
