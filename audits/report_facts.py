@@ -34,8 +34,9 @@ from pairstore.store.store import Store
 # What the report's parts read, by where it comes from (tests/audits/test_audit_report.py checks each
 # section reads only what it declares). The model's lineage (pairstore.rounds.lineage):
 LINEAGE_READS = ("rounds", "checkpoints", "exports")
-# The holdout members and the texts they match by (pairstore.holdout.matching).
-MEMBER_READS = ("holdout", "battles", "problems", "tasks", "eval_items")
+# The holdout members and the texts they match by (pairstore.holdout.matching), and the store's other
+# texts the gate samples to tell a stock phrase from a distinctive one (pairstore.holdout.needles).
+MEMBER_READS = ("holdout", "battles", "problems", "tasks", "eval_items", "pairs", "generations")
 # The leak audit of every set against every registered mixture (ReportFacts.leak_reports).
 LEAK_READS = (*MEMBER_READS, "holdout_sets", "exports", "export_rows", "pairs", "pair_origins")
 # A comparison of two models (audits.compare): evaluations, judgments and the battles either trained on.

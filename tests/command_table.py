@@ -67,6 +67,7 @@ CASES: dict[str, Case] = {
     "holdout exempt": _case("holdout exempt judge34 {member} {pair} --reason rewritten"),
     "holdout list": _case("holdout list", ""),
     "holdout show": _case("holdout show judge34", ""),
+    "holdout rekey": _case("holdout rekey --all"),
     "generate loopfix": _case("generate loopfix --n 5 --seed 9"),
     "generate families": _case("generate families", "", opens_store=False),
     "mine battle": _case("mine battle"),

@@ -21,7 +21,13 @@ from pairstore.ingest.generations import ingest_generations
 from pairstore.keys import match_key
 from pairstore.store.migrations import MIGRATIONS
 
+# Commits to nothing, but names every gold of these tests (2, 4, 7, 8) in passing: "no answer found" is
+# unknown only where the gold is stated somewhere; an output that states it nowhere is wrong (rule b).
 NO_ANSWER = (
+    "Let me think about the 2 trains, 4 wagons, 7 stations and 8 tracks.\nFirst the speed, then the"
+    " distance, and after that we compare both of them carefully\nand more"
+)
+GOLD_NOWHERE = (
     "Let me think about the trains.\nFirst the speed, then the distance, and after that we compare"
     " both of them carefully\nand more"
 )
@@ -52,6 +58,7 @@ REASON_CASES = [
     ),
     (LOOP, "7", "gsm8k", "wrong", "looped before any answer"),
     (NO_ANSWER, "7", "gsm8k", "unknown", "no answer found"),
+    (GOLD_NOWHERE, "7", "gsm8k", "wrong", "gold's value stated nowhere"),
     ("no final line here at all, just words\nand more words", "7", "task", "unknown", "no answer found"),
     (DISAGREE, "2", "math", "unknown", "verifiers disagree"),
     (UNDECIDED, "\\frac{n^2(n+1)^2}{4}", "math", "unknown", "comparison undecided"),
@@ -155,8 +162,9 @@ UNKNOWN_OUTPUTS = {
     "unknown: no answer found": NO_ANSWER,
     "unknown: weak form unconfirmed": WEAK,
     "unknown: answer too long": "Final answer: " + "9" * 2500,
-    # a number in words neither verifier reads: math-verify takes the word for a product of symbols
-    "unknown: verifiers cannot read the answer": "Das sind zusammen sieben.\nFinal answer: sieben",
+    # a number in another language's words after an English marker: read as a word, which no number
+    # compares with either way
+    "unknown: comparison undecided": "Das sind zusammen sieben.\nFinal answer: sieben",
     # cut off (on a word no sentence ends on) after writing both problems' golds, 7 and 8
     "unknown: truncated after a possible answer": "We add 3 + 4 = 7 and 5 + 3 = 8, so the total of the",
 }
@@ -195,7 +203,7 @@ def test_self_repair_never_pairs_an_unknown(unknown_store):
     assert res.dropped["unknown: no answer found"] == 3
     assert res.dropped["unknown: weak form unconfirmed"] == 2
     assert res.dropped["unknown: answer too long"] == 2
-    assert res.dropped["unknown: verifiers cannot read the answer"] == 2
+    assert res.dropped["unknown: comparison undecided"] == 2
     assert res.dropped["unknown: truncated after a possible answer"] == 2
     assert res.dropped["every sample unknown"] == 1  # p2: no pair at all, not even a gold repair
     assert res.stats["unknown"] == 11
