@@ -1,0 +1,358 @@
+"""Which held-out members a file holds: every string of every record through the gate's one matcher.
+
+    found = members_in_file(store, "mixture.parquet", set_name="judge34")
+    found.rows          # records read
+    found.hits          # pairstore.holdout.matching.Hit per (member, file row), the strongest kind
+    found.strings, found.distinct   # strings read (copies counted) and texts matched
+
+The file is read in Arrow batches (pairstore.holdout.file_texts: every string of every record, the user
+turns of its prompt apart). Each record gives the matcher three kinds of candidate row, in the shape
+members_in_rows reads (matching.ROW_SCHEMA):
+
+- its prompt: the user turns in order, with the record's task key (an exact match key or task key is a
+  `match_key` / `task_key` hit, as in the gate);
+- each other string alone, as an answer: a system or assistant turn, a tool call's arguments, an extra
+  column, metadata. The matcher finds a member in it whole, as a sentence, embedded or as a near copy;
+- each origin id (id columns, an `origin_ids` list, and the origins the store records for a `pair_id`).
+
+Each distinct candidate is matched once: copies inside a batch are found exactly by Arrow's dictionary
+encoding, copies across batches by fingerprint (pairstore.holdout.text_set, bounded: past its size a
+copy is matched again, never missed). Candidates are matched in chunks of about MATCH_BYTES; a hit on a
+candidate is a hit on every record that holds it, and a record's hits keep one per member, the strongest
+kind. Memory stays flat in the file's size: one batch, one chunk of candidates and the fingerprints.
+
+One thing differs from the gate reading a stored pair: a member split over two strings of a record
+(half in the prompt, half in an answer) is not one text here. The strings of a record are read one by
+one; the prompt's user turns are read together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pairstore.holdout.file_texts import BATCH_ROWS, RecordTexts, read_file_texts
+from pairstore.holdout.matching import HOW_ORDER, ROW_SCHEMA, Hit, members_in_rows
+from pairstore.holdout.ngrams import arrow_query
+from pairstore.holdout.text_set import DEFAULT_MAX_ENTRIES, TextSet, fingerprints
+from pairstore.keys import key_of_text
+from pairstore.normalize import TURN_SEP, word_texts
+from pairstore.progress import current as current_progress
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
+
+MATCH_BYTES = 64 << 20  # candidate text per matcher call
+MATCH_ROWS = 250_000  # candidates per matcher call
+MAX_PENDING = 4_000_000  # (record, candidate) links held before a chunk is matched anyway
+_PROMPT, _TEXT, _ID = 1, 2, 3  # fingerprint seeds: a prompt, a text and an id of the same string differ
+_KEY_SEP = "\x1e"
+
+
+@dataclass
+class FileMatch:
+    path: str
+    rows: int = 0
+    hits: list[Hit] = field(default_factory=list)
+    strings: int = 0  # strings read, copies counted (prompts as one)
+    distinct: int = 0  # candidates matched
+    text_bytes: int = 0  # UTF-8 bytes of every string read, copies counted
+    matched_bytes: int = 0  # UTF-8 bytes of the candidates matched
+    calls: int = 0  # matcher calls
+
+
+@dataclass
+class _Batch:
+    """A batch's links from records to candidates: for each kind, the fingerprints of its distinct
+    candidates and, per link, the record and the candidate's index."""
+
+    first_row: int
+    pair_id: pa.Array
+    kinds: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # (lo, hi, link rows, link index)
+
+
+@dataclass
+class _Chunk:
+    """Candidates waiting for the matcher."""
+
+    prompts: list[pa.Array] = field(default_factory=list)  # list<large_string> of user turns
+    task_keys: list[pa.Array] = field(default_factory=list)
+    prompt_fp: list[np.ndarray] = field(default_factory=list)
+    texts: list[pa.Array] = field(default_factory=list)
+    text_fp: list[np.ndarray] = field(default_factory=list)
+    ids: list[pa.Array] = field(default_factory=list)
+    id_fp: list[np.ndarray] = field(default_factory=list)
+    count: int = 0
+    nbytes: int = 0
+    links: int = 0
+    batches: list[_Batch] = field(default_factory=list)
+
+
+def _fp_pairs(lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    return np.stack([lo, hi], axis=1) if len(lo) else np.zeros((0, 2), dtype=np.uint64)
+
+
+def _nbytes(arr: pa.Array) -> int:
+    return int(pc.sum(pc.binary_length(arr)).as_py() or 0) if len(arr) else 0
+
+
+def _distinct(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """(distinct values, index of each value among them), exact (Arrow's hash table)."""
+    enc = values.dictionary_encode()
+    return enc.dictionary, np.asarray(enc.indices).astype(np.int64)
+
+
+def _prompt_keys(texts: RecordTexts) -> tuple[np.ndarray, pa.ListArray, pa.Array, pa.Array]:
+    """(records with a prompt candidate, their user turns, task keys, dedupe keys)."""
+    n = texts.records
+    counts = np.bincount(texts.user_row, minlength=n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    turns = pa.LargeListArray.from_arrays(pa.array(offsets), texts.user_text)
+    has_key = np.asarray(texts.task_key.is_valid())
+    rows = np.flatnonzero((counts > 0) | has_key)
+    if not len(rows):
+        return rows, turns[:0], texts.task_key[:0], pa.array([], pa.large_string())
+    take = pa.array(rows)
+    turns, task_key = turns.take(take), texts.task_key.take(take)
+    joined = pc.binary_join(turns, pa.scalar(_KEY_SEP, pa.large_string()))
+    with_key = pc.binary_join_element_wise(
+        joined, pc.fill_null(task_key, ""), pa.scalar("\x00", pa.large_string())
+    )
+    keys = pc.if_else(task_key.is_valid(), with_key, joined)
+    return rows, turns, task_key, keys
+
+
+class _FileMatcher:
+    def __init__(self, store: Store, path: str, set_name: str | None, fuzzy: bool, max_distinct: int):
+        self.store = store
+        self.set_name = set_name
+        self.fuzzy = fuzzy
+        self.seen = TextSet(max_distinct)
+        self.result = FileMatch(path)
+        self.chunk = _Chunk()
+        self.hit_of: dict[tuple[int, int], list[tuple[str, str, str, float]]] = {}
+        self.best: dict[tuple[str, str, int], Hit] = {}
+
+    # -- one batch ------------------------------------------------------------
+
+    def add(self, texts: RecordTexts) -> None:
+        res = self.result
+        res.rows += texts.records
+        res.text_bytes += texts.text_bytes
+        chunk = self.chunk
+        kinds = []
+        rows, turns, task_key, keys = _prompt_keys(texts)
+        uniq, index = _distinct(keys)
+        new, lo, hi = self._new(uniq, _PROMPT)
+        if new.any():
+            first = _first_of(index, len(uniq))[new]
+            chunk.prompts.append(turns.take(pa.array(first)))
+            chunk.task_keys.append(task_key.take(pa.array(first)))
+            chunk.prompt_fp.append(_fp_pairs(lo[new], hi[new]))
+            chunk.count += len(first)
+            chunk.nbytes += _nbytes(uniq.filter(pa.array(new)))
+        kinds.append((lo, hi, rows, index))
+        res.strings += len(rows)
+        for values, links, seed, into, fps in (
+            (texts.other_text, texts.other_row, _TEXT, chunk.texts, chunk.text_fp),
+            (*self._ids(texts), _ID, chunk.ids, chunk.id_fp),
+        ):
+            uniq, index = _distinct(values)
+            new, lo, hi = self._new(uniq, seed)
+            if new.any():
+                fresh = uniq.filter(pa.array(new))
+                into.append(fresh)
+                fps.append(_fp_pairs(lo[new], hi[new]))
+                chunk.count += len(fresh)
+                chunk.nbytes += _nbytes(fresh)
+            # one link per (record, candidate)
+            pairs = np.unique(links * len(uniq) + index) if len(uniq) else np.zeros(0, np.int64)
+            kinds.append((lo, hi, pairs // max(len(uniq), 1), pairs % max(len(uniq), 1)))
+            if seed == _TEXT:
+                res.strings += len(values)
+        chunk.links += sum(len(k[2]) for k in kinds)
+        chunk.batches.append(_Batch(texts.first_row, texts.pair_id, kinds))
+        if chunk.count >= MATCH_ROWS or chunk.nbytes >= MATCH_BYTES or chunk.links >= MAX_PENDING:
+            self.flush()
+
+    def _new(self, uniq: pa.Array, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        lo, hi = fingerprints(uniq, seed)
+        return self.seen.add_fingerprints(lo, hi), lo, hi
+
+    def _ids(self, texts: RecordTexts) -> tuple[pa.Array, np.ndarray]:
+        """Origin ids and their records, with the origins the store records for the batch's pair ids."""
+        rows, ids = texts.id_row, texts.ids
+        valid = texts.pair_id.is_valid()
+        if pc.any(valid).as_py():
+            pair_ids = pc.unique(texts.pair_id.filter(valid)).cast(pa.string())
+            with self.store.registered("_fm_pairs", pa.table({"pair_id": pair_ids})):
+                origins = arrow_query(
+                    self.store.con,
+                    "SELECT o.pair_id, o.origin_id FROM pair_origins o SEMI JOIN _fm_pairs USING (pair_id)",
+                )
+            if origins.num_rows:
+                records = pa.table(
+                    {
+                        "row": pa.array(np.arange(texts.records, dtype=np.int64)),
+                        "pair_id": texts.pair_id.cast(pa.string()),
+                    }
+                )
+                joined = records.join(origins, "pair_id", join_type="inner")
+                rows = np.concatenate([rows, np.asarray(joined["row"]).astype(np.int64)])
+                ids = pa.concat_arrays([ids, joined["origin_id"].combine_chunks().cast(pa.large_string())])
+        return ids, rows
+
+    # -- matching a chunk ------------------------------------------------------
+
+    def flush(self) -> None:
+        chunk, self.chunk = self.chunk, _Chunk()
+        if chunk.count:
+            table, fps = _candidate_table(chunk)
+            found = members_in_rows(self.store, table, set_name=self.set_name, fuzzy=self.fuzzy)
+            self.result.calls += 1
+            self.result.distinct += table.num_rows
+            self.result.matched_bytes += chunk.nbytes
+            for h in found.hits:
+                key = (int(fps[h.row_index, 0]), int(fps[h.row_index, 1]))
+                self.hit_of.setdefault(key, []).append((h.set_name, h.item_id, h.how, h.score))
+        if self.hit_of:
+            for batch in chunk.batches:
+                self._resolve(batch)
+
+    def _resolve(self, batch: _Batch) -> None:
+        hit_lo = np.fromiter((k[0] for k in self.hit_of), dtype=np.uint64, count=len(self.hit_of))
+        pair_ids: list | None = None
+        for lo, hi, link_rows, link_index in batch.kinds:
+            maybe = np.flatnonzero(np.isin(lo, hit_lo))
+            for u in maybe.tolist():
+                found = self.hit_of.get((int(lo[u]), int(hi[u])))
+                if not found:
+                    continue
+                for r in link_rows[link_index == u].tolist():
+                    if pair_ids is None:
+                        pair_ids = batch.pair_id.to_pylist()
+                    row = batch.first_row + int(r)
+                    for set_name, item_id, how, score in found:
+                        self._keep(Hit(set_name, item_id, row, pair_ids[r], how, score))
+
+    def _keep(self, hit: Hit) -> None:
+        key = (hit.set_name, hit.item_id, hit.row_index)
+        cur = self.best.get(key)
+        if cur is None or HOW_ORDER.index(hit.how) < HOW_ORDER.index(cur.how):
+            self.best[key] = hit
+
+    def finish(self) -> FileMatch:
+        self.flush()
+        self.result.hits = sorted(self.best.values(), key=lambda h: (h.row_index, h.set_name, h.item_id))
+        return self.result
+
+
+def _first_of(index: np.ndarray, n: int) -> np.ndarray:
+    """For each of n distinct values, the position of its first occurrence in `index`."""
+    first = np.full(n, len(index), dtype=np.int64)
+    np.minimum.at(first, index, np.arange(len(index), dtype=np.int64))
+    return first
+
+
+def _match_keys(turns: pa.ListArray, task_key: pa.Array) -> pa.Array:
+    """The match key of the prompts that carry a task key (the gate spares a generated task by both)."""
+    out: list[str | None] = [None] * len(turns)
+    want = np.flatnonzero(np.asarray(task_key.is_valid()))
+    if len(want):
+        lists = turns.take(pa.array(want)).to_pylist()
+        words = word_texts([t for ts in lists for t in ts])
+        at = 0
+        for i, ts in zip(want.tolist(), lists):
+            out[i] = key_of_text(TURN_SEP.join(words[at : at + len(ts)]))
+            at += len(ts)
+    return pa.array(out, pa.string())
+
+
+def _candidate_table(chunk: _Chunk) -> tuple[pa.Table, np.ndarray]:
+    """The chunk's candidates as matching.ROW_SCHEMA rows, and each row's fingerprint."""
+    parts = []
+    fps = []
+    empty_prompt = pa.array([], ROW_SCHEMA.field("prompt").type)
+    no_strings = pa.array([], pa.list_(pa.string()))
+    if chunk.prompts:
+        turns = pa.concat_arrays(chunk.prompts)
+        task_key = pa.concat_arrays(chunk.task_keys).cast(pa.string())
+        content = pc.list_flatten(turns).cast(pa.string())
+        messages = pa.StructArray.from_arrays(
+            [pa.array(np.full(len(content), "user", dtype=object), pa.string()), content], ["role", "content"]
+        )
+        offsets = np.asarray(turns.offsets).astype(np.int32)
+        offsets = offsets - offsets[0]
+        n = len(turns)
+        parts.append(
+            {
+                "prompt": pa.ListArray.from_arrays(pa.array(offsets), messages),
+                "answers": pa.array([[]] * n, pa.list_(pa.string())),
+                "origin_ids": pa.array([[]] * n, pa.list_(pa.string())),
+                "task_key": task_key,
+                "match_key": _match_keys(turns, task_key),
+            }
+        )
+        fps += chunk.prompt_fp
+    for values, fp, column in (
+        (chunk.texts, chunk.text_fp, "answers"),
+        (chunk.ids, chunk.id_fp, "origin_ids"),
+    ):
+        if not values:
+            continue
+        flat = pa.concat_arrays(values).cast(pa.string())
+        n = len(flat)
+        single = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), flat)
+        parts.append(
+            {
+                "prompt": pa.array([[]] * n, empty_prompt.type),
+                "answers": single if column == "answers" else pa.array([[]] * n, no_strings.type),
+                "origin_ids": single if column == "origin_ids" else pa.array([[]] * n, no_strings.type),
+                "task_key": pa.nulls(n, pa.string()),
+                "match_key": pa.nulls(n, pa.string()),
+            }
+        )
+        fps += fp
+    tables = []
+    start = 0
+    for part in parts:
+        n = len(part["prompt"])
+        tables.append(
+            pa.table(
+                {
+                    "row_index": pa.array(np.arange(start, start + n, dtype=np.int64)),
+                    "pair_id": pa.nulls(n, pa.string()),
+                    "origin_ids": part["origin_ids"],
+                    "match_key": part["match_key"],
+                    "task_key": part["task_key"],
+                    "prompt": part["prompt"],
+                    "answers": part["answers"],
+                },
+                schema=ROW_SCHEMA,
+            )
+        )
+        start += n
+    return pa.concat_tables(tables), np.concatenate(fps)
+
+
+def members_in_file(
+    store: Store,
+    path,
+    *,
+    set_name: str | None = None,
+    fuzzy: bool = True,
+    batch_rows: int = BATCH_ROWS,
+    max_distinct: int = DEFAULT_MAX_ENTRIES,
+) -> FileMatch:
+    """Which held-out members (every set, or only `set_name`) the file at `path` holds, in which rows."""
+    matcher = _FileMatcher(store, str(path), set_name, fuzzy, max_distinct)
+    with current_progress().stage(f"read {path}", unit="rows") as stage:
+        for texts in read_file_texts(path, batch_rows=batch_rows):
+            matcher.add(texts)
+            stage.advance(texts.records)
+    return matcher.finish()
