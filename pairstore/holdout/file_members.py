@@ -28,6 +28,7 @@ one; the prompt's user turns are read together.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,10 +36,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pairstore.holdout.file_texts import BATCH_ROWS, RecordTexts, read_file_texts
+from pairstore.holdout.file_texts import BATCH_ROWS, RecordTexts, StringGroup, read_file_texts
 from pairstore.holdout.matching import HOW_ORDER, ROW_SCHEMA, Hit, members_in_rows
 from pairstore.holdout.ngrams import arrow_query
-from pairstore.holdout.text_set import DEFAULT_MAX_ENTRIES, TextSet, fingerprints
+from pairstore.holdout.text_set import DEFAULT_MAX_ENTRIES, TextSet, combined, fingerprints
 from pairstore.keys import key_of_text
 from pairstore.normalize import TURN_SEP, word_texts
 from pairstore.progress import current as current_progress
@@ -49,7 +50,12 @@ if TYPE_CHECKING:
 MATCH_BYTES = 64 << 20  # candidate text per matcher call
 MATCH_ROWS = 250_000  # candidates per matcher call
 MAX_PENDING = 4_000_000  # (record, candidate) links held before a chunk is matched anyway
-_PROMPT, _TEXT, _ID = 1, 2, 3  # fingerprint seeds: a prompt, a text and an id of the same string differ
+_PROMPT, _TEXT, _ID, _TASK_KEY = (
+    1,
+    2,
+    3,
+    4,
+)  # fingerprint seeds: a prompt, a text and an id of one string differ
 _KEY_SEP = "\x1e"
 
 
@@ -67,12 +73,13 @@ class FileMatch:
 
 @dataclass
 class _Batch:
-    """A batch's links from records to candidates: for each kind, the fingerprints of its distinct
-    candidates and, per link, the record and the candidate's index."""
+    """A batch's links from records to candidates: per link, the record and the candidate's fingerprint."""
 
     first_row: int
     pair_id: pa.Array
-    kinds: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]  # (lo, hi, link rows, link index)
+    rows: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
 
 @dataclass
@@ -100,38 +107,73 @@ def _nbytes(arr: pa.Array) -> int:
     return int(pc.sum(pc.binary_length(arr)).as_py() or 0) if len(arr) else 0
 
 
-def _distinct(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """(distinct values, index of each value among them), exact (Arrow's hash table)."""
-    enc = values.dictionary_encode()
-    return enc.dictionary, np.asarray(enc.indices).astype(np.int64)
+def _group_fingerprints(groups: list[StringGroup], seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(record, fingerprint halves) of every string of the groups, in order."""
+    los, his = [], []
+    for g in groups:
+        if isinstance(g.texts, str):
+            lo, hi = fingerprints(pa.array([g.texts], pa.large_string()), seed)
+            los.append(np.full(len(g.rows), lo[0], dtype=np.uint64))
+            his.append(np.full(len(g.rows), hi[0], dtype=np.uint64))
+        else:
+            lo, hi = fingerprints(g.texts, seed)
+            los.append(lo)
+            his.append(hi)
+    if not groups:
+        empty = np.zeros(0, dtype=np.uint64)
+        return np.zeros(0, np.int64), empty, empty
+    return np.concatenate([g.rows for g in groups]), np.concatenate(los), np.concatenate(his)
 
 
-def _prompt_keys(texts: RecordTexts) -> tuple[np.ndarray, pa.ListArray, pa.Array, pa.Array]:
-    """(records with a prompt candidate, their user turns, task keys, dedupe keys)."""
+def _take_strings(groups: list[StringGroup], positions: np.ndarray) -> pa.Array:
+    """The strings at `positions` (ascending) of the groups' strings in order."""
+    out = []
+    start = 0
+    for g in groups:
+        end = start + len(g.rows)
+        lo, hi = np.searchsorted(positions, [start, end])
+        if hi > lo:
+            mine = positions[lo:hi] - start
+            if isinstance(g.texts, str):
+                out.append(pa.array([g.texts] * len(mine), pa.large_string()))
+            else:
+                out.append(g.texts.take(pa.array(mine)).cast(pa.large_string()))
+        start = end
+    return pa.concat_arrays(out) if out else pa.array([], pa.large_string())
+
+
+def _prompts(texts: RecordTexts) -> tuple[np.ndarray, pa.ListArray, pa.Array, np.ndarray, np.ndarray]:
+    """(records with a prompt candidate, their user turns, task keys, fingerprint halves): a record's
+    prompt is its user turns in order with its task key."""
     n = texts.records
     counts = np.bincount(texts.user_row, minlength=n)
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    turns = pa.LargeListArray.from_arrays(pa.array(offsets), texts.user_text)
     has_key = np.asarray(texts.task_key.is_valid())
     rows = np.flatnonzero((counts > 0) | has_key)
-    if not len(rows):
-        return rows, turns[:0], texts.task_key[:0], pa.array([], pa.large_string())
-    take = pa.array(rows)
-    turns, task_key = turns.take(take), texts.task_key.take(take)
-    joined = pc.binary_join(turns, pa.scalar(_KEY_SEP, pa.large_string()))
-    with_key = pc.binary_join_element_wise(
-        joined, pc.fill_null(task_key, ""), pa.scalar("\x00", pa.large_string())
-    )
-    keys = pc.if_else(task_key.is_valid(), with_key, joined)
-    return rows, turns, task_key, keys
+    turns = pa.LargeListArray.from_arrays(pa.array(offsets), texts.user_text)
+    lo, hi = fingerprints(texts.user_text, _PROMPT)
+    if has_key.any():  # the task key as one more fingerprint at the end of its record's run
+        key_lo, key_hi = fingerprints(pc.fill_null(texts.task_key, ""), _TASK_KEY)
+        lo = np.insert(lo, offsets[1:][has_key], key_lo[has_key])
+        hi = np.insert(hi, offsets[1:][has_key], key_hi[has_key])
+        offsets = offsets + np.r_[0, np.cumsum(has_key)]
+    plo, phi = combined(offsets, lo, hi)
+    return rows, turns, texts.task_key, plo[rows], phi[rows]
 
 
 class _FileMatcher:
-    def __init__(self, store: Store, path: str, set_name: str | None, fuzzy: bool, max_distinct: int):
+    def __init__(
+        self,
+        store: Store,
+        path: str,
+        set_name: str | None,
+        fuzzy: bool,
+        max_distinct: int,
+        match: Callable[[pa.Table], list[Hit]] | None = None,
+    ):
         self.store = store
-        self.set_name = set_name
-        self.fuzzy = fuzzy
+        self.match = match or (lambda t: members_in_rows(store, t, set_name=set_name, fuzzy=fuzzy).hits)
         self.seen = TextSet(max_distinct)
         self.result = FileMatch(path)
         self.chunk = _Chunk()
@@ -141,50 +183,50 @@ class _FileMatcher:
     # -- one batch ------------------------------------------------------------
 
     def add(self, texts: RecordTexts) -> None:
-        res = self.result
+        res, chunk = self.result, self.chunk
         res.rows += texts.records
         res.text_bytes += texts.text_bytes
-        chunk = self.chunk
-        kinds = []
-        rows, turns, task_key, keys = _prompt_keys(texts)
-        uniq, index = _distinct(keys)
-        new, lo, hi = self._new(uniq, _PROMPT)
+        rows, turns, task_key, lo, hi = _prompts(texts)
+        new = self._new(lo, hi)
         if new.any():
-            first = _first_of(index, len(uniq))[new]
-            chunk.prompts.append(turns.take(pa.array(first)))
-            chunk.task_keys.append(task_key.take(pa.array(first)))
+            take = pa.array(rows[new])
+            fresh = turns.take(take)
+            chunk.prompts.append(fresh)
+            chunk.task_keys.append(task_key.take(take))
             chunk.prompt_fp.append(_fp_pairs(lo[new], hi[new]))
-            chunk.count += len(first)
-            chunk.nbytes += _nbytes(uniq.filter(pa.array(new)))
-        kinds.append((lo, hi, rows, index))
+            chunk.count += len(fresh)
+            chunk.nbytes += _nbytes(pc.list_flatten(fresh))
+        links = [(rows, lo, hi)]
         res.strings += len(rows)
-        for values, links, seed, into, fps in (
-            (texts.other_text, texts.other_row, _TEXT, chunk.texts, chunk.text_fp),
-            (*self._ids(texts), _ID, chunk.ids, chunk.id_fp),
+        for groups, seed, into, fps in (
+            (texts.others, _TEXT, chunk.texts, chunk.text_fp),
+            ([StringGroup(*self._ids(texts))], _ID, chunk.ids, chunk.id_fp),
         ):
-            uniq, index = _distinct(values)
-            new, lo, hi = self._new(uniq, seed)
+            rows, lo, hi = _group_fingerprints(groups, seed)
+            new = self._new(lo, hi)
             if new.any():
-                fresh = uniq.filter(pa.array(new))
+                fresh = _take_strings(groups, np.flatnonzero(new))
                 into.append(fresh)
                 fps.append(_fp_pairs(lo[new], hi[new]))
                 chunk.count += len(fresh)
                 chunk.nbytes += _nbytes(fresh)
-            # one link per (record, candidate)
-            pairs = np.unique(links * len(uniq) + index) if len(uniq) else np.zeros(0, np.int64)
-            kinds.append((lo, hi, pairs // max(len(uniq), 1), pairs % max(len(uniq), 1)))
+            links.append((rows, lo, hi))
             if seed == _TEXT:
-                res.strings += len(values)
-        chunk.links += sum(len(k[2]) for k in kinds)
-        chunk.batches.append(_Batch(texts.first_row, texts.pair_id, kinds))
+                res.strings += len(rows)
+        batch = _Batch(texts.first_row, texts.pair_id, *(np.concatenate(x) for x in zip(*links)))
+        chunk.batches.append(batch)
+        chunk.links += len(batch.rows)
         if chunk.count >= MATCH_ROWS or chunk.nbytes >= MATCH_BYTES or chunk.links >= MAX_PENDING:
             self.flush()
 
-    def _new(self, uniq: pa.Array, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        lo, hi = fingerprints(uniq, seed)
-        return self.seen.add_fingerprints(lo, hi), lo, hi
+    def _new(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        """Which fingerprints were not seen before (the first of copies inside the batch)."""
+        new = self.seen.add_fingerprints(lo, hi)
+        if self.seen.full:  # past the set's size: copies inside the batch still once
+            new &= TextSet(max(len(lo), 1)).add_fingerprints(lo, hi)
+        return new
 
-    def _ids(self, texts: RecordTexts) -> tuple[pa.Array, np.ndarray]:
+    def _ids(self, texts: RecordTexts) -> tuple[np.ndarray, pa.Array]:
         """Origin ids and their records, with the origins the store records for the batch's pair ids."""
         rows, ids = texts.id_row, texts.ids
         valid = texts.pair_id.is_valid()
@@ -205,7 +247,7 @@ class _FileMatcher:
                 joined = records.join(origins, "pair_id", join_type="inner")
                 rows = np.concatenate([rows, np.asarray(joined["row"]).astype(np.int64)])
                 ids = pa.concat_arrays([ids, joined["origin_id"].combine_chunks().cast(pa.large_string())])
-        return ids, rows
+        return rows, ids
 
     # -- matching a chunk ------------------------------------------------------
 
@@ -213,11 +255,11 @@ class _FileMatcher:
         chunk, self.chunk = self.chunk, _Chunk()
         if chunk.count:
             table, fps = _candidate_table(chunk)
-            found = members_in_rows(self.store, table, set_name=self.set_name, fuzzy=self.fuzzy)
+            found = self.match(table)
             self.result.calls += 1
             self.result.distinct += table.num_rows
             self.result.matched_bytes += chunk.nbytes
-            for h in found.hits:
+            for h in found:
                 key = (int(fps[h.row_index, 0]), int(fps[h.row_index, 1]))
                 self.hit_of.setdefault(key, []).append((h.set_name, h.item_id, h.how, h.score))
         if self.hit_of:
@@ -227,18 +269,15 @@ class _FileMatcher:
     def _resolve(self, batch: _Batch) -> None:
         hit_lo = np.fromiter((k[0] for k in self.hit_of), dtype=np.uint64, count=len(self.hit_of))
         pair_ids: list | None = None
-        for lo, hi, link_rows, link_index in batch.kinds:
-            maybe = np.flatnonzero(np.isin(lo, hit_lo))
-            for u in maybe.tolist():
-                found = self.hit_of.get((int(lo[u]), int(hi[u])))
-                if not found:
-                    continue
-                for r in link_rows[link_index == u].tolist():
-                    if pair_ids is None:
-                        pair_ids = batch.pair_id.to_pylist()
-                    row = batch.first_row + int(r)
-                    for set_name, item_id, how, score in found:
-                        self._keep(Hit(set_name, item_id, row, pair_ids[r], how, score))
+        for i in np.flatnonzero(np.isin(batch.lo, hit_lo)).tolist():
+            found = self.hit_of.get((int(batch.lo[i]), int(batch.hi[i])))
+            if not found:
+                continue
+            if pair_ids is None:
+                pair_ids = batch.pair_id.to_pylist()
+            r = int(batch.rows[i])
+            for set_name, item_id, how, score in found:
+                self._keep(Hit(set_name, item_id, batch.first_row + r, pair_ids[r], how, score))
 
     def _keep(self, hit: Hit) -> None:
         key = (hit.set_name, hit.item_id, hit.row_index)
@@ -250,13 +289,6 @@ class _FileMatcher:
         self.flush()
         self.result.hits = sorted(self.best.values(), key=lambda h: (h.row_index, h.set_name, h.item_id))
         return self.result
-
-
-def _first_of(index: np.ndarray, n: int) -> np.ndarray:
-    """For each of n distinct values, the position of its first occurrence in `index`."""
-    first = np.full(n, len(index), dtype=np.int64)
-    np.minimum.at(first, index, np.arange(len(index), dtype=np.int64))
-    return first
 
 
 def _match_keys(turns: pa.ListArray, task_key: pa.Array) -> pa.Array:
@@ -356,3 +388,21 @@ def members_in_file(
             matcher.add(texts)
             stage.advance(texts.records)
     return matcher.finish()
+
+
+def candidate_tables(store: Store, path, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+    """The candidate tables (matching.ROW_SCHEMA) members_in_file matches for the file, chunk by chunk, not
+    matched: what a baseline matches to do the same work (bench/bench_leaks.py)."""
+    tables: list[pa.Table] = []
+
+    def keep(table: pa.Table) -> list[Hit]:
+        tables.append(table)
+        return []
+
+    matcher = _FileMatcher(store, str(path), None, True, DEFAULT_MAX_ENTRIES, match=keep)
+    for texts in read_file_texts(path, batch_rows=batch_rows):
+        matcher.add(texts)
+        yield from tables
+        tables.clear()
+    matcher.finish()
+    yield from tables

@@ -117,6 +117,27 @@ _ITEM_STATES = np.array([_item_state(s) for s in range(6)], dtype=np.int8)
 
 
 @dataclass
+class StringGroup:
+    """Strings of a batch found together: the record of each, and the strings, or one string that each of
+    those records holds (an object's key)."""
+
+    rows: np.ndarray  # int64, record within the batch
+    texts: pa.Array | str
+
+    def strings(self) -> pa.LargeStringArray:
+        """The strings as an array (one per record)."""
+        if isinstance(self.texts, str):
+            return pa.array([self.texts] * len(self.rows), pa.large_string())
+        return self.texts.cast(pa.large_string())
+
+    @property
+    def nbytes(self) -> int:
+        if isinstance(self.texts, str):
+            return len(self.texts.encode("utf-8")) * len(self.rows)
+        return _nbytes(self.texts)
+
+
+@dataclass
 class RecordTexts:
     """The strings of a batch of records (see the module docstring)."""
 
@@ -124,17 +145,24 @@ class RecordTexts:
     records: int
     user_row: np.ndarray  # int64, record of each user turn (within the batch), ascending
     user_text: pa.LargeStringArray
-    other_row: np.ndarray
-    other_text: pa.LargeStringArray
+    others: list[StringGroup]  # every other string
     id_row: np.ndarray
     ids: pa.LargeStringArray
     pair_id: pa.LargeStringArray  # one per record
     task_key: pa.LargeStringArray
 
     @property
+    def other_row(self) -> np.ndarray:
+        return np.concatenate([g.rows for g in self.others]) if self.others else np.zeros(0, np.int64)
+
+    @property
+    def other_text(self) -> pa.LargeStringArray:
+        return pa.concat_arrays([g.strings() for g in self.others]) if self.others else _EMPTY
+
+    @property
     def text_bytes(self) -> int:
         """UTF-8 bytes of every string read, copies counted."""
-        return _nbytes(self.user_text) + _nbytes(self.other_text)
+        return _nbytes(self.user_text) + sum(g.nbytes for g in self.others)
 
 
 def _nbytes(arr: pa.Array) -> int:
@@ -144,59 +172,58 @@ def _nbytes(arr: pa.Array) -> int:
 # -- the leaves of a batch -------------------------------------------------------
 
 
+@dataclass
+class _Group:
+    """Strings found together, with what says which are user turns: the top-level field (its code), the
+    string is that field's value itself, the first item of a list in a list (Alpaca history), the turn of
+    a user message. Each flag is one value for the group or one per string."""
+
+    rows: np.ndarray
+    texts: pa.Array | str
+    top: int | np.ndarray
+    top_string: bool | np.ndarray = False
+    pair_first: bool | np.ndarray = False
+    user_turn: bool | np.ndarray = False
+
+
 class _Leaves:
-    """Strings found so far in a batch: (record, top-level field, text, flags) per string."""
+    """The strings of a batch found so far, in groups."""
 
     def __init__(self) -> None:
-        self.rows: list[np.ndarray] = []
-        self.tops: list[np.ndarray] = []
-        self.texts: list[pa.Array] = []
-        self.top_string: list[np.ndarray] = []  # the string is the top-level value itself
-        self.pair_first: list[np.ndarray] = []  # first item of a list in a top-level list (Alpaca history)
-        self.user_turn: list[np.ndarray] = []  # the turn of a user message
+        self.groups: list[_Group] = []
         self.top_codes: dict[str, int] = {}
-        # Python walk: one string at a time
-        self._py: list[tuple] = []
+        self._py: list[tuple] = []  # the Python walk: one string at a time
 
     def code(self, top: str) -> int:
         return self.top_codes.setdefault(top, len(self.top_codes))
 
-    def add(self, top: str, rows, texts, top_string, pair_first, user_turn) -> None:
-        n = len(rows)
-        if not n:
-            return
-        self.rows.append(np.asarray(rows, dtype=np.int64))
-        self.tops.append(np.full(n, self.code(top), dtype=np.int32))
-        self.texts.append(texts)
-        self.top_string.append(np.broadcast_to(np.asarray(top_string, dtype=bool), n))
-        self.pair_first.append(np.broadcast_to(np.asarray(pair_first, dtype=bool), n))
-        self.user_turn.append(np.broadcast_to(np.asarray(user_turn, dtype=bool), n))
+    def add(self, top: str, rows, texts, top_string=False, pair_first=False, user_turn=False) -> None:
+        if len(rows):
+            self.groups.append(
+                _Group(
+                    np.asarray(rows, dtype=np.int64), texts, self.code(top), top_string, pair_first, user_turn
+                )
+            )
 
     def add_one(self, row: int, top: str, text: str, top_string: bool, pair_first: bool, user: bool) -> None:
         self._py.append((row, self.code(top), text, top_string, pair_first, user))
 
-    def columns(self, where: tuple[str, int | None]) -> tuple:
-        """(rows, tops, texts, top_string, pair_first, user_turn), every string found."""
+    def finish(self, where: tuple[str, int | None]) -> list[_Group]:
+        """Every group found (the Python walk's strings as one more)."""
         if self._py:
             rows, tops, texts, ts, pf, ut = zip(*self._py)
             self._py = []
-            self.rows.append(np.array(rows, dtype=np.int64))
-            self.tops.append(np.array(tops, dtype=np.int32))
-            self.texts.append(_strings(list(texts), where))
-            self.top_string.append(np.array(ts, dtype=bool))
-            self.pair_first.append(np.array(pf, dtype=bool))
-            self.user_turn.append(np.array(ut, dtype=bool))
-        if not self.rows:
-            empty = np.zeros(0, dtype=bool)
-            return (np.zeros(0, np.int64), np.zeros(0, np.int32), _EMPTY, empty, empty, empty)
-        return (
-            np.concatenate(self.rows),
-            np.concatenate(self.tops),
-            pa.concat_arrays([t.cast(pa.large_string()) for t in self.texts]),
-            np.concatenate(self.top_string),
-            np.concatenate(self.pair_first),
-            np.concatenate(self.user_turn),
-        )
+            self.groups.append(
+                _Group(
+                    np.array(rows, dtype=np.int64),
+                    _strings(list(texts), where),
+                    np.array(tops, dtype=np.int32),
+                    np.array(ts, dtype=bool),
+                    np.array(pf, dtype=bool),
+                    np.array(ut, dtype=bool),
+                )
+            )
+        return self.groups
 
 
 _EMPTY = pa.array([], pa.large_string())
@@ -338,8 +365,7 @@ class _ArrowWalk:
         for name, child in zip(names, children):
             valid = np.asarray(child.is_valid())
             if valid.any():  # the key itself is a string of the record
-                keys = pa.array(np.full(int(valid.sum()), name, dtype=object), pa.large_string())
-                self.leaves.add(top, rows[valid], keys, False, False, False)
+                self.leaves.add(top, rows[valid] if not valid.all() else rows, name)
             child_state = _FIELD_STATES.get(name, _OTHER_FIELD_STATES)[state]
             self._walk(top, (*path, name), child, rows, child_state, user, None)
 
@@ -460,11 +486,18 @@ def _hh_user_turns(text: str) -> list[str]:
     return [c.strip() for r, c in zip(parts[1::2], parts[2::2]) if r == "Human"]
 
 
-def _user_mask(
-    presence: _Presence, n: int, codes: dict[str, int], rows, tops, top_string, pair_first, user_turn
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(user-turn mask over the strings, rank of each, records whose prompt is an HH dialogue)."""
-    source = np.full(n, -1, dtype=np.int64)  # per record: the code of the field its prompt is in
+@dataclass
+class _Prompt:
+    """Per record: the code of the top-level field its prompt is in (-1: none there), whether it is an
+    Alpaca prompt, whether it is the HH-RLHF dialogue in `chosen`."""
+
+    source: np.ndarray
+    alpaca: np.ndarray
+    hh: np.ndarray
+
+
+def _prompt_of(presence: _Presence, n: int, codes: dict[str, int]) -> _Prompt:
+    source = np.full(n, -1, dtype=np.int64)
     alpaca = presence.string.get("instruction", np.zeros(n, dtype=bool)).copy()
     free = ~alpaca
     for name in PROMPT_FIELDS:
@@ -479,17 +512,24 @@ def _user_mask(
             take = free & presence.listed[name]
             source[take] = codes.get(name, -2)
             free &= ~take
-    mask = (source[rows] == tops) & (top_string | user_turn)
-    rank = np.zeros(len(rows), dtype=np.int8)
-    if alpaca.any():
-        in_alpaca = alpaca[rows]
+    return _Prompt(source, alpaca, hh)
+
+
+def _user_mask(prompt: _Prompt, codes: dict[str, int], g: _Group) -> tuple[np.ndarray, np.ndarray]:
+    """(which strings of the group are user turns of their record's prompt, the rank of each in it)."""
+    n = len(g.rows)
+    mask = (prompt.source[g.rows] == g.top) & (np.asarray(g.top_string) | np.asarray(g.user_turn))
+    mask = np.broadcast_to(mask, n).copy()
+    rank = np.zeros(n, dtype=np.int8)
+    if prompt.alpaca.any():
+        in_alpaca = prompt.alpaca[g.rows]
         for r, name in enumerate(INSTRUCTION_PARTS):
             if name in codes:
-                mine = in_alpaca & (tops == codes[name])
-                mine &= pair_first if name == "history" else top_string
+                mine = in_alpaca & (np.asarray(g.top) == codes[name])
+                mine &= np.asarray(g.pair_first if name == "history" else g.top_string)
                 mask |= mine
                 rank[mine] = r
-    return mask, rank, hh
+    return mask, rank
 
 
 # -- reading files -----------------------------------------------------------------
@@ -742,12 +782,12 @@ def _json_array(path: Path, head: bytes, stream, batch_rows: int) -> Iterator[_P
 
 def _batch_texts(item, path: str, first_row: int) -> RecordTexts:
     leaves = _Leaves()
+    hh_texts: list | None = None
     if isinstance(item, _PythonRecords):
         n = len(item.records)
         for i, rec in enumerate(item.records):
             walk_record(leaves, i, rec)
         presence = _python_presence(item.records)
-        where = (path, None)
         pair_id = _python_top_strings(item.records, "pair_id")
         task_key = _python_top_strings(item.records, "task_key")
         id_row, ids = _python_ids(item.records)
@@ -762,30 +802,39 @@ def _batch_texts(item, path: str, first_row: int) -> RecordTexts:
         for name, col in zip(batch.schema.names, batch.columns):
             valid = np.asarray(col.is_valid())
             if valid.any():  # the column's name is a string of each record that holds it
-                keys = pa.array(np.full(int(valid.sum()), name, dtype=object), pa.large_string())
-                leaves.add(name, np.flatnonzero(valid), keys, False, False, False)
+                leaves.add(name, np.flatnonzero(valid), name)
             walk.column(name, col)
         presence = _arrow_presence(batch)
-        where = (path, None)
         pair_id = _arrow_top_strings(batch, "pair_id")
         task_key = _arrow_top_strings(batch, "task_key")
         id_row, ids = _arrow_ids(batch)
-        hh_texts = None
-    rows, tops, texts, top_string, pair_first, user_turn = leaves.columns(where)
-    user, rank, hh = _user_mask(presence, n, leaves.top_codes, rows, tops, top_string, pair_first, user_turn)
-    # the user turns, record by record, in the prompt's order (a stable sort keeps list order)
-    order = np.flatnonzero(user)
-    order = order[np.lexsort((rank[order], rows[order]))]
-    user_row, user_text = rows[order], texts.take(pa.array(order))
-    if hh.any():
+    where = (path, None)
+    groups = leaves.finish(where)
+    prompt = _prompt_of(presence, n, leaves.top_codes)
+    user_parts: list[tuple[np.ndarray, pa.Array, np.ndarray]] = []
+    others: list[StringGroup] = []
+    for g in groups:
+        if isinstance(g.texts, str):  # an object key: never a turn
+            others.append(StringGroup(g.rows, g.texts))
+            continue
+        mask, rank = _user_mask(prompt, leaves.top_codes, g)
+        if not mask.any():
+            others.append(StringGroup(g.rows, g.texts))
+            continue
+        keep = pa.array(mask)
+        user_parts.append((g.rows[mask], g.texts.filter(keep), rank[mask]))
+        if not mask.all():
+            others.append(StringGroup(g.rows[~mask], g.texts.filter(pc.invert(keep))))
+    user_row, user_text = _user_turns(user_parts)
+    if prompt.hh.any():
         if hh_texts is None:
-            chosen = batch.column("chosen").cast(pa.large_string())
-            hh_rows = np.flatnonzero(hh)
-            hh_texts_of = dict(zip(hh_rows.tolist(), chosen.take(pa.array(hh_rows)).to_pylist()))
+            chosen = item.column("chosen").cast(pa.large_string())
+            hh_rows = np.flatnonzero(prompt.hh)
+            hh_of = dict(zip(hh_rows.tolist(), chosen.take(pa.array(hh_rows)).to_pylist()))
         else:
-            hh_texts_of = {int(r): hh_texts[r] for r in np.flatnonzero(hh)}
+            hh_of = {int(r): hh_texts[r] for r in np.flatnonzero(prompt.hh)}
         extra_rows, extra = [], []
-        for r, text in hh_texts_of.items():
+        for r, text in hh_of.items():
             turns = _hh_user_turns(text or "")
             extra_rows += [r] * len(turns)
             extra += turns
@@ -794,44 +843,60 @@ def _batch_texts(item, path: str, first_row: int) -> RecordTexts:
             user_text = pa.concat_arrays([user_text, pa.array(extra, pa.large_string())])
             order = np.argsort(user_row, kind="stable")
             user_row, user_text = user_row[order], user_text.take(pa.array(order))
-    others = np.flatnonzero(~user)
-    other_row, other_text = rows[others], texts.take(pa.array(others))
-    inner_rows, inner = _json_inside(rows, texts, where)
-    if len(inner_rows):
-        other_row = np.concatenate([other_row, inner_rows])
-        other_text = pa.concat_arrays([other_text, inner])
-    return RecordTexts(
-        first_row, n, user_row, user_text, other_row, other_text, id_row, ids, pair_id, task_key
-    )
+    inner = _json_inside([(user_row, user_text), *[(g.rows, g.texts) for g in others]], where)
+    if inner is not None:
+        others.append(inner)
+    return RecordTexts(first_row, n, user_row, user_text, others, id_row, ids, pair_id, task_key)
 
 
-def _json_inside(rows: np.ndarray, texts: pa.Array, where) -> tuple[np.ndarray, pa.Array]:
-    """The strings inside strings that are JSON themselves (tool-call arguments), to JSON_DEPTH deep."""
-    out_rows: list[np.ndarray] = []
-    out: list[pa.Array] = []
-    for _ in range(JSON_DEPTH):
-        if not len(texts):
-            break
-        maybe = np.flatnonzero(np.asarray(pc.fill_null(pc.match_substring_regex(texts, _JSONISH), False)))
-        if not len(maybe):
-            break
-        leaves = _Leaves()
-        for r, text in zip(rows[maybe].tolist(), texts.take(pa.array(maybe)).to_pylist()):
-            try:
-                value = json.loads(text, object_pairs_hook=_pairs_hook)
-            except (json.JSONDecodeError, RecursionError):
-                continue
-            if isinstance(value, str):
-                leaves.add_one(r, "", value, False, False, False)
-            else:
-                _walk_value(leaves, r, "", (), value, _OUT, False, -1)
-        rows, _, texts, *_ = leaves.columns(where)
-        if len(rows):
-            out_rows.append(rows)
-            out.append(texts)
-    if not out:
+def _user_turns(
+    parts: list[tuple[np.ndarray, pa.Array, np.ndarray]],
+) -> tuple[np.ndarray, pa.LargeStringArray]:
+    """The user turns record by record, each record's in its prompt's order (a stable sort keeps list
+    order)."""
+    if not parts:
         return np.zeros(0, np.int64), _EMPTY
-    return np.concatenate(out_rows), pa.concat_arrays(out)
+    rows = np.concatenate([p[0] for p in parts])
+    texts = pa.concat_arrays([p[1].cast(pa.large_string()) for p in parts])
+    rank = np.concatenate([p[2] for p in parts])
+    order = np.lexsort((rank, rows))
+    if (order == np.arange(len(order))).all():
+        return rows, texts
+    return rows[order], texts.take(pa.array(order))
+
+
+def _json_inside(parts: list[tuple[np.ndarray, pa.Array | str]], where) -> StringGroup | None:
+    """The strings inside strings that are JSON themselves (tool-call arguments), to JSON_DEPTH deep."""
+    found_rows: list[np.ndarray] = []
+    found: list[pa.Array] = []
+    for _ in range(JSON_DEPTH):
+        leaves = _Leaves()
+        for rows, texts in parts:
+            if isinstance(texts, str) or not len(texts):
+                continue  # an object key (a JSON string key is never walked again)
+            maybe = np.flatnonzero(np.asarray(pc.fill_null(pc.match_substring_regex(texts, _JSONISH), False)))
+            for r, text in zip(rows[maybe].tolist(), texts.take(pa.array(maybe)).to_pylist()):
+                try:
+                    value = json.loads(text, object_pairs_hook=_pairs_hook)
+                except (json.JSONDecodeError, RecursionError):
+                    continue
+                if isinstance(value, str):
+                    leaves.add_one(r, "", value, False, False, False)
+                else:
+                    _walk_value(leaves, r, "", (), value, _OUT, False, -1)
+        groups = leaves.finish(where)
+        if not groups:
+            break
+        parts = [(g.rows, g.texts) for g in groups]
+        found_rows += [g.rows for g in groups]
+        found += [
+            g.texts if not isinstance(g.texts, str) else pa.array([g.texts] * len(g.rows)) for g in groups
+        ]
+    if not found:
+        return None
+    return StringGroup(
+        np.concatenate(found_rows), pa.concat_arrays([f.cast(pa.large_string()) for f in found])
+    )
 
 
 def _arrow_top_strings(batch: pa.RecordBatch, name: str) -> pa.LargeStringArray:

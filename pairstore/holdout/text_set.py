@@ -5,9 +5,9 @@
     lo, hi = fingerprints(texts)   # the two 64-bit halves of each text's fingerprint
 
 A file read in batches meets the same text again and again (upsampled copies, one system prompt on every
-row); the holdout audit matches each text once. Within a batch Arrow's dictionary encoding finds the
-copies exactly; across batches this set does, by fingerprint: two lanes of 64-bit multiply-rotate
-mixing over the UTF-8 bytes, eight at a time, each lane finished with a full avalanche. Two different
+row); the holdout audit matches each text once. This set finds the copies, by fingerprint: two lanes of
+64-bit multiply-rotate mixing over the UTF-8 bytes, eight at a time, each lane finished with a full
+avalanche (`combined` folds the fingerprints of a sequence, a prompt's turns, into one). Two different
 texts share a fingerprint with odds of about n^2 / 2^128 for n texts (1e-24 for ten million); the lanes
 start from a random key drawn per process, so no text can be written to collide with another on purpose.
 
@@ -86,6 +86,19 @@ def _fingerprints(data, offsets, key0, key1, seed, lo, hi):
 
 
 @njit(nogil=True)
+def _combine(offsets, lo, hi, out_lo, out_hi):
+    for r in range(len(offsets) - 1):
+        h1 = _K2
+        h2 = _K4
+        for i in range(offsets[r], offsets[r + 1]):
+            h1 = _avalanche(_rotl(h1, 23) ^ lo[i]) + _K1
+            h2 = _avalanche(_rotl(h2, 41) ^ hi[i] ^ h1) + _K3
+        n = np.uint64(offsets[r + 1] - offsets[r])
+        out_lo[r] = _avalanche(h1 ^ n)
+        out_hi[r] = _avalanche(h2 ^ (n * _K1))
+
+
+@njit(nogil=True)
 def _add(table_lo, table_hi, lo, hi, count, limit, new):
     mask = np.uint64(len(table_lo) - 1)
     for i in range(len(lo)):
@@ -132,6 +145,16 @@ def fingerprints(texts: pa.Array, seed: int = 0) -> tuple[np.ndarray, np.ndarray
     hi = np.empty(len(offsets) - 1, dtype=np.uint64)
     _fingerprints(data, offsets, _KEY[0], _KEY[1], np.uint64(seed), lo, hi)
     return lo, hi
+
+
+def combined(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One fingerprint per run of fingerprints (run r: offsets[r] to offsets[r + 1]), order counted: the
+    fingerprint of a sequence of texts (a prompt's turns)."""
+    n = len(offsets) - 1
+    out_lo = np.empty(n, dtype=np.uint64)
+    out_hi = np.empty(n, dtype=np.uint64)
+    _combine(np.ascontiguousarray(offsets, dtype=np.int64), lo, hi, out_lo, out_hi)
+    return out_lo, out_hi
 
 
 class TextSet:
