@@ -28,13 +28,15 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
-from pairstore.holdout.file_texts import RecordTexts, read_file_texts
+from pairstore.holdout.file_texts import RecordTexts, other_strings, read_file_texts
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, text_ngram_table
 from pairstore.holdout.scan import folded
 from pairstore.holdout.text_set import TextSet, fingerprints
@@ -42,6 +44,10 @@ from pairstore.ingest.dataset_files import read_dataset
 from pairstore.normalize import word_text
 from pairstore.progress import current as current_progress
 from pairstore.tables.evals import lm_eval_doc_text
+
+if TYPE_CHECKING:
+    from pairstore.progress import Stage
+    from pairstore.store.store import Store
 
 FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval")
 ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")
@@ -89,7 +95,7 @@ def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
     return out
 
 
-def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
+def load_benchmark(path: str | Path, fmt: str | None = None) -> list[BenchmarkItem]:
     """Test items of a local benchmark: a JSONL or parquet file, its Hub folder or save_to_disk folder (the
     test split), or an MMLU CSV; ids from an id field or the row."""
     path = Path(path)
@@ -163,7 +169,9 @@ class TrainingFile:
     round: str | None
 
 
-def training_sources(store, *, all_pairs: bool = False) -> tuple[list[pa.Table | TrainingFile], list[str]]:
+def training_sources(
+    store: Store, *, all_pairs: bool = False
+) -> tuple[list[pa.Table | TrainingFile], list[str]]:
     """(the training text in parts: tables of source, round, row_index, pair_id, text, one row per training
     row, read from the store; or files to stream; notes)."""
     notes: list[str] = []
@@ -205,7 +213,7 @@ def training_sources(store, *, all_pairs: bool = False) -> tuple[list[pa.Table |
     return parts, notes
 
 
-def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[str]]:
+def training_texts(store: Store, *, all_pairs: bool = False) -> tuple[pa.Table, list[str]]:
     """(table of source, round, row_index, pair_id, text; notes): one row per stored training row (files
     are streamed by decontam, not read here)."""
     parts, notes = training_sources(store, all_pairs=all_pairs)
@@ -275,7 +283,7 @@ class PreparedItems:
     """A benchmark's items as the export gate's benchmark stage reads them: word texts (through
     pairstore.normalize.word_text), their vocabulary and their n-grams (doc = the item's index)."""
 
-    def __init__(self, items: list[BenchmarkItem], n: int = DEFAULT_N):
+    def __init__(self, items: list[BenchmarkItem], n: int = DEFAULT_N) -> None:
         self.n = n
         texts = [word_text(it.text) for it in items]
         self.vocab = Vocabulary.of_texts(texts)
@@ -286,7 +294,7 @@ class PreparedItems:
         """Items of n words or more (the others only an exact match could find)."""
         return len(np.unique(self.ngrams["doc"].to_numpy()))
 
-    def shared(self, con, texts: pa.Array) -> pa.Table:
+    def shared(self, con: duckdb.DuckDBPyConnection, texts: pa.Array) -> pa.Table:
         """(doc, item, ngram): every distinct n-gram a text shares with an item. Training texts are read
         through pairstore.holdout.scan.folded (the janitor words, with look-alikes, invisible characters,
         escapes and markup undone first)."""
@@ -316,7 +324,7 @@ class PreparedItems:
 
 
 def overlap(
-    con, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N
+    con: duckdb.DuckDBPyConnection, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N
 ) -> list[tuple[int, int, int]]:
     """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join.
 
@@ -354,23 +362,34 @@ _STRING_SEED = 7
 
 
 def _file_rows(
-    con, prepared: PreparedItems, items: list[BenchmarkItem], f: TrainingFile, scan: _FileScan, stage
-):
+    con: duckdb.DuckDBPyConnection,
+    prepared: PreparedItems,
+    items: list[BenchmarkItem],
+    f: TrainingFile,
+    scan: _FileScan,
+    stage: Stage,
+) -> list[Contaminated]:
     """The contaminated rows of a registered mixture's file, streamed (see the module docstring)."""
     found: list[Contaminated] = []
     for batch in read_file_texts(f.path):
         scan.rows += batch.records
-        scan.nbytes += batch.text_bytes
         found += _batch_rows(con, prepared, items, f, scan, batch)
         stage.advance(batch.records)
     return found
 
 
 def _batch_rows(
-    con, prepared, items, f: TrainingFile, scan: _FileScan, batch: RecordTexts
+    con: duckdb.DuckDBPyConnection,
+    prepared: PreparedItems,
+    items: list[BenchmarkItem],
+    f: TrainingFile,
+    scan: _FileScan,
+    batch: RecordTexts,
 ) -> list[Contaminated]:
-    texts = pa.concat_arrays([batch.user_text, batch.other_text])
-    rows = np.concatenate([batch.user_row, batch.other_row])
+    other_row, other_text = other_strings(batch)
+    texts = pa.concat_arrays([batch.user_text, other_text])
+    rows = np.concatenate([batch.user_row, other_row])
+    scan.nbytes += int(pc.sum(pc.binary_length(texts)).as_py() or 0) if len(texts) else 0
     if not len(texts):
         return []
     enc = texts.dictionary_encode()
@@ -408,9 +427,9 @@ def _batch_rows(
 
 
 def decontam(
-    store,
+    store: Store,
     benchmark: str,
-    path,
+    path: str | Path | list[BenchmarkItem],
     *,
     n: int = DEFAULT_N,
     fmt: str | None = None,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.export.registry import registered_mixtures
@@ -31,6 +32,9 @@ from pairstore.holdout.file_members import members_in_file
 from pairstore.holdout.matching import Hit, members_in_rows
 from pairstore.keys import sha256_file
 from pairstore.progress import current as current_progress
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 EXACT_HOW = ("id", "match_key", "task_key")
 
@@ -85,7 +89,7 @@ def _export_rows_sql(export_id: str) -> str:
         FROM pairs p WHERE p.pair_id IN (SELECT pair_id FROM export_rows WHERE export_id = '{quoted}')"""
 
 
-def _stored_export(store, export_id: str, holdout: str) -> tuple[int, list[Hit]]:
+def _stored_export(store: Store, export_id: str, holdout: str) -> tuple[int, list[Hit]]:
     """(rows, hits per row) of a registered export read from the store: each distinct pair matched once."""
     rows = store.scalar("SELECT count(*) FROM export_rows WHERE export_id = ?", [export_id])
     store.con.execute(f"CREATE OR REPLACE TEMP VIEW _lk_pairs AS {_export_rows_sql(export_id)}")
@@ -112,18 +116,18 @@ def _stored_export(store, export_id: str, holdout: str) -> tuple[int, list[Hit]]
     return rows, hits
 
 
-def _file_leaks(path: str, sha: str | None, rows: int, hits: list, **extra) -> FileLeaks:
+def _file_leaks(path: str, sha: str | None, rows: int, hits: list, **extra: str | None) -> FileLeaks:
     exact = sorted({h.item_id for h in hits if h.how in EXACT_HOW})
     near = sorted({h.item_id for h in hits if h.how not in EXACT_HOW} - set(exact))
     return FileLeaks(path, sha, rows, exact, near, hits, **extra)
 
 
-def _read_file(store, holdout: str, path: str, **extra) -> FileLeaks:
+def _read_file(store: Store, holdout: str, path: str, **extra: str | None) -> FileLeaks:
     found = members_in_file(store, path, set_name=holdout)
     return _file_leaks(path, sha256_file(path), found.rows, found.hits, **extra)
 
 
-def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakReport:
+def audit_leaks(store: Store, holdout: str, paths: list[str] | None = None) -> LeakReport:
     """Which members of holdout set `holdout` each file holds; no paths = every registered mixture."""
     if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [holdout]):
         raise NotFound(f"no holdout set {holdout!r}")

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -77,9 +78,9 @@ class _Batch:
 
     first_row: int
     pair_id: pa.Array
-    rows: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
+    rows: list[np.ndarray] = field(default_factory=list)
+    lo: list[np.ndarray] = field(default_factory=list)
+    hi: list[np.ndarray] = field(default_factory=list)
 
 
 @dataclass
@@ -171,7 +172,7 @@ class _FileMatcher:
         fuzzy: bool,
         max_distinct: int,
         match: Callable[[pa.Table], list[Hit]] | None = None,
-    ):
+    ) -> None:
         self.store = store
         self.match = match or (lambda t: members_in_rows(store, t, set_name=set_name, fuzzy=fuzzy).hits)
         self.seen = TextSet(max_distinct)
@@ -179,13 +180,16 @@ class _FileMatcher:
         self.chunk = _Chunk()
         self.hit_of: dict[tuple[int, int], list[tuple[str, str, str, float]]] = {}
         self.best: dict[tuple[str, str, int], Hit] = {}
+        self.current: _Batch | None = None  # the batch being read
 
     # -- one batch ------------------------------------------------------------
 
     def add(self, texts: RecordTexts) -> None:
+        """Read one batch: its candidates not seen before go to the chunk, its links to the batch's."""
         res, chunk = self.result, self.chunk
         res.rows += texts.records
-        res.text_bytes += texts.text_bytes
+        res.text_bytes += _nbytes(texts.user_text)
+        self.current = _Batch(texts.first_row, texts.pair_id)
         rows, turns, task_key, lo, hi = _prompts(texts)
         new = self._new(lo, hi)
         if new.any():
@@ -196,28 +200,42 @@ class _FileMatcher:
             chunk.prompt_fp.append(_fp_pairs(lo[new], hi[new]))
             chunk.count += len(fresh)
             chunk.nbytes += _nbytes(pc.list_flatten(fresh))
-        links = [(rows, lo, hi)]
+        self._link(rows, lo, hi)
         res.strings += len(rows)
-        for groups, seed, into, fps in (
-            (texts.others, _TEXT, chunk.texts, chunk.text_fp),
-            ([StringGroup(*self._ids(texts))], _ID, chunk.ids, chunk.id_fp),
-        ):
-            rows, lo, hi = _group_fingerprints(groups, seed)
-            new = self._new(lo, hi)
-            if new.any():
-                fresh = _take_strings(groups, np.flatnonzero(new))
-                into.append(fresh)
-                fps.append(_fp_pairs(lo[new], hi[new]))
-                chunk.count += len(fresh)
-                chunk.nbytes += _nbytes(fresh)
-            links.append((rows, lo, hi))
-            if seed == _TEXT:
-                res.strings += len(rows)
-        batch = _Batch(texts.first_row, texts.pair_id, *(np.concatenate(x) for x in zip(*links)))
-        chunk.batches.append(batch)
-        chunk.links += len(batch.rows)
+        self._strings([StringGroup(*self._ids(texts))], _ID)
+        for group in texts.others:  # a column at a time: each let go once its strings are taken
+            res.text_bytes += group.nbytes
+            res.strings += len(group.rows)
+            self._strings([group], _TEXT)
+        self.current = None
+
+    def _strings(self, groups: list[StringGroup], seed: int) -> None:
+        chunk = self.chunk
+        rows, lo, hi = _group_fingerprints(groups, seed)
+        new = self._new(lo, hi)
+        if new.any():
+            fresh = _take_strings(groups, np.flatnonzero(new))
+            into, fps = (chunk.texts, chunk.text_fp) if seed == _TEXT else (chunk.ids, chunk.id_fp)
+            into.append(fresh)
+            fps.append(_fp_pairs(lo[new], hi[new]))
+            chunk.count += len(fresh)
+            chunk.nbytes += _nbytes(fresh)
+        self._link(rows, lo, hi)
+
+    def _link(self, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Records rows of the current batch hold the candidates (lo, hi); a full chunk is matched now."""
+        chunk = self.chunk
+        assert self.current is not None
+        if not chunk.batches or chunk.batches[-1] is not self.current:
+            chunk.batches.append(self.current)
+        self.current.rows.append(rows)
+        self.current.lo.append(lo)
+        self.current.hi.append(hi)
+        chunk.links += len(rows)
         if chunk.count >= MATCH_ROWS or chunk.nbytes >= MATCH_BYTES or chunk.links >= MAX_PENDING:
             self.flush()
+            if self.current is not None:  # the rest of the batch links into the next chunk
+                self.current = _Batch(self.current.first_row, self.current.pair_id)
 
     def _new(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
         """Which fingerprints were not seen before (the first of copies inside the batch)."""
@@ -267,15 +285,18 @@ class _FileMatcher:
                 self._resolve(batch)
 
     def _resolve(self, batch: _Batch) -> None:
+        if not batch.rows:
+            return
         hit_lo = np.fromiter((k[0] for k in self.hit_of), dtype=np.uint64, count=len(self.hit_of))
+        rows, lo, hi = (np.concatenate(x) for x in (batch.rows, batch.lo, batch.hi))
         pair_ids: list | None = None
-        for i in np.flatnonzero(np.isin(batch.lo, hit_lo)).tolist():
-            found = self.hit_of.get((int(batch.lo[i]), int(batch.hi[i])))
+        for i in np.flatnonzero(np.isin(lo, hit_lo)).tolist():
+            found = self.hit_of.get((int(lo[i]), int(hi[i])))
             if not found:
                 continue
             if pair_ids is None:
                 pair_ids = batch.pair_id.to_pylist()
-            r = int(batch.rows[i])
+            r = int(rows[i])
             for set_name, item_id, how, score in found:
                 self._keep(Hit(set_name, item_id, batch.first_row + r, pair_ids[r], how, score))
 
@@ -374,7 +395,7 @@ def _candidate_table(chunk: _Chunk) -> tuple[pa.Table, np.ndarray]:
 
 def members_in_file(
     store: Store,
-    path,
+    path: str | Path,
     *,
     set_name: str | None = None,
     fuzzy: bool = True,
@@ -390,7 +411,7 @@ def members_in_file(
     return matcher.finish()
 
 
-def candidate_tables(store: Store, path, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
+def candidate_tables(store: Store, path: str | Path, *, batch_rows: int = BATCH_ROWS) -> Iterator[pa.Table]:
     """The candidate tables (matching.ROW_SCHEMA) members_in_file matches for the file, chunk by chunk, not
     matched: what a baseline matches to do the same work (bench/bench_leaks.py)."""
     tables: list[pa.Table] = []

@@ -3,7 +3,7 @@
     for batch in read_file_texts("mixture.parquet"):
         batch.first_row, batch.records        # 0-based file row of its first record, how many records
         batch.user_row, batch.user_text       # the user turns of each record's prompt, in order
-        batch.other_row, batch.other_text     # every other string of each record
+        for group in batch.others: ...        # every other string: group.rows, group.texts
         batch.id_row, batch.ids               # its origin ids (id columns, an origin_ids list)
         batch.pair_id, batch.task_key         # per record, null where absent
 
@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,30 +139,27 @@ class StringGroup:
 
 @dataclass
 class RecordTexts:
-    """The strings of a batch of records (see the module docstring)."""
+    """The strings of a batch of records (see the module docstring). `others` is read once, as it is
+    iterated: a parquet column is read when its strings are reached and let go after them, so one column of
+    the batch is in memory at a time, not every column."""
 
     first_row: int
     records: int
     user_row: np.ndarray  # int64, record of each user turn (within the batch), ascending
     user_text: pa.LargeStringArray
-    others: list[StringGroup]  # every other string
+    others: Iterator[StringGroup]  # every other string, in groups
     id_row: np.ndarray
     ids: pa.LargeStringArray
     pair_id: pa.LargeStringArray  # one per record
     task_key: pa.LargeStringArray
 
-    @property
-    def other_row(self) -> np.ndarray:
-        return np.concatenate([g.rows for g in self.others]) if self.others else np.zeros(0, np.int64)
 
-    @property
-    def other_text(self) -> pa.LargeStringArray:
-        return pa.concat_arrays([g.strings() for g in self.others]) if self.others else _EMPTY
-
-    @property
-    def text_bytes(self) -> int:
-        """UTF-8 bytes of every string read, copies counted."""
-        return _nbytes(self.user_text) + sum(g.nbytes for g in self.others)
+def other_strings(texts: RecordTexts) -> tuple[np.ndarray, pa.LargeStringArray]:
+    """(record, string) of every other string of a batch, read whole (its `others` used up)."""
+    groups = list(texts.others)
+    if not groups:
+        return np.zeros(0, np.int64), _EMPTY
+    return np.concatenate([g.rows for g in groups]), pa.concat_arrays([g.strings() for g in groups])
 
 
 def _nbytes(arr: pa.Array) -> int:
@@ -197,7 +194,15 @@ class _Leaves:
     def code(self, top: str) -> int:
         return self.top_codes.setdefault(top, len(self.top_codes))
 
-    def add(self, top: str, rows, texts, top_string=False, pair_first=False, user_turn=False) -> None:
+    def add(
+        self,
+        top: str,
+        rows: np.ndarray,
+        texts: pa.Array | str,
+        top_string: bool | np.ndarray = False,
+        pair_first: bool | np.ndarray = False,
+        user_turn: bool | np.ndarray = False,
+    ) -> None:
         if len(rows):
             self.groups.append(
                 _Group(
@@ -281,7 +286,7 @@ def _positions(parents: np.ndarray) -> np.ndarray:
 class _ArrowWalk:
     """Every string of an Arrow batch, column by column, with numpy arrays of per-element state."""
 
-    def __init__(self, leaves: _Leaves, path: str, first_row: int):
+    def __init__(self, leaves: _Leaves, path: str, first_row: int) -> None:
         self.leaves = leaves
         self.file = path
         self.first_row = first_row
@@ -295,7 +300,16 @@ class _ArrowWalk:
         row = None if rows is None or not len(rows) else self.first_row + int(rows[0]) + 1
         return BadInput(message, path=self.file, line=row, field=_path_text(path), unit="row")
 
-    def _walk(self, top, path, arr, rows, state, user, pos) -> None:
+    def _walk(
+        self,
+        top: str,
+        path: tuple,
+        arr: pa.Array,
+        rows: np.ndarray,
+        state: np.ndarray,
+        user: np.ndarray,
+        pos: np.ndarray | None,
+    ) -> None:
         t = arr.type
         if isinstance(t, pa.ExtensionType):
             arr, t = arr.storage, t.storage_type
@@ -325,7 +339,9 @@ class _ArrowWalk:
         elif pa.types.is_union(t):
             raise self._bad(path, "a union column cannot be read: store it as one type per column")
 
-    def _list(self, top, path, arr, rows, state, user) -> None:
+    def _list(
+        self, top: str, path: tuple, arr: pa.Array, rows: np.ndarray, state: np.ndarray, user: np.ndarray
+    ) -> None:
         t = arr.type
         if pa.types.is_map(t):
             entry = pa.struct([pa.field("key", t.key_type, nullable=False), pa.field("value", t.item_type)])
@@ -337,7 +353,17 @@ class _ArrowWalk:
             parents = np.asarray(pc.list_parent_indices(arr)).astype(np.int64)
             self._walk_items(top, path, values, rows, parents, state, user, pa.types.is_map(t))
 
-    def _walk_items(self, top, path, values, rows, parents, state, user, map_entries) -> None:
+    def _walk_items(
+        self,
+        top: str,
+        path: tuple,
+        values: pa.Array,
+        rows: np.ndarray,
+        parents: np.ndarray,
+        state: np.ndarray,
+        user: np.ndarray,
+        map_entries: bool,
+    ) -> None:
         rows, state, user = rows[parents], _ITEM_STATES[state[parents]], user[parents]
         if map_entries:  # key and value of each entry, both read; the entry struct's names are not the file's
             key, value = values.flatten()
@@ -346,7 +372,9 @@ class _ArrowWalk:
             return
         self._walk(top, (*path, "[]"), values, rows, state, user, _positions(parents))
 
-    def _struct(self, top, path, arr, rows, state, user) -> None:
+    def _struct(
+        self, top: str, path: tuple, arr: pa.Array, rows: np.ndarray, state: np.ndarray, user: np.ndarray
+    ) -> None:
         t = arr.type
         names = [t.field(i).name for i in range(t.num_fields)]
         children = arr.flatten()  # the struct's nulls merged into each field
@@ -370,7 +398,7 @@ class _ArrowWalk:
             self._walk(top, (*path, name), child, rows, child_state, user, None)
 
 
-def walk_record(leaves: _Leaves, row: int, rec: dict | list) -> None:
+def walk_record(leaves: _Leaves, row: int, rec: dict | Pairs) -> None:
     """Every string of one record from Python's json (a dict, or a list of (key, value) pairs where a key
     is given twice), as _ArrowWalk reads the same record from Arrow."""
     for key, value in _items(rec):
@@ -389,16 +417,16 @@ def _pairs_hook(pairs: list) -> dict | Pairs:
     return d if len(d) == len(pairs) else Pairs(pairs)
 
 
-def _items(obj) -> list:
+def _items(obj: dict | Pairs) -> list:
     return list(obj) if isinstance(obj, Pairs) else list(obj.items())
 
 
-def _is_object(v) -> bool:
+def _is_object(v: object) -> bool:
     return isinstance(v, dict | Pairs)
 
 
 def _walk_value(
-    leaves: _Leaves, row: int, top: str, path: tuple, v, state: int, user: bool, pos: int
+    leaves: _Leaves, row: int, top: str, path: tuple, v: object, state: int, user: bool, pos: int
 ) -> None:
     if isinstance(v, str):
         leaves.add_one(
@@ -414,7 +442,7 @@ def _walk_value(
         for i, x in enumerate(v):
             if x is not None:
                 _walk_value(leaves, row, top, (*path, "[]"), x, item, user, i)
-    elif _is_object(v):
+    elif isinstance(v, dict | Pairs):
         items = _items(v)
         role = next(
             (x for key in ROLE_KEYS for k, x in items if k == key and isinstance(x, str)),
@@ -432,6 +460,29 @@ def _walk_value(
 # -- which strings are the prompt's user turns ---------------------------------------------------
 
 
+class _Columns:
+    """The top-level columns of a batch of records, each read when first asked for and kept only while
+    needed (`drop`)."""
+
+    def __init__(self, names: list[str], num_rows: int, read: Callable[[str], pa.Array]) -> None:
+        self.names = names
+        self.num_rows = num_rows
+        self._read = read
+        self._kept: dict[str, pa.Array] = {}
+
+    @classmethod
+    def of_batch(cls, batch: pa.RecordBatch) -> _Columns:
+        return cls(batch.schema.names, batch.num_rows, batch.column)
+
+    def column(self, name: str) -> pa.Array:
+        if name not in self._kept:
+            self._kept[name] = self._read(name)
+        return self._kept[name]
+
+    def drop(self, name: str) -> None:
+        self._kept.pop(name, None)
+
+
 @dataclass
 class _Presence:
     """Per record and top-level field: present (not null), a string, a list."""
@@ -442,12 +493,12 @@ class _Presence:
     hh: np.ndarray  # records whose prompt is the HH-RLHF dialogue in `chosen`
 
 
-def _arrow_presence(batch: pa.RecordBatch) -> _Presence:
+def _arrow_presence(batch: _Columns) -> _Presence:
     n = batch.num_rows
     present, string, listed = {}, {}, {}
     no = np.zeros(n, dtype=bool)
     for name in _SOURCES:
-        if name in batch.schema.names:
+        if name in batch.names:
             col = batch.column(name)
             valid = np.asarray(col.is_valid())
             t = col.type
@@ -535,7 +586,7 @@ def _user_mask(prompt: _Prompt, codes: dict[str, int], g: _Group) -> tuple[np.nd
 # -- reading files -----------------------------------------------------------------
 
 
-def file_kind(path) -> tuple[str, str | None]:
+def file_kind(path: str | Path) -> tuple[str, str | None]:
     """(parquet | arrow | json, compression or None) from the file's name; BadInput for anything else."""
     p = Path(str(path).lower())
     compression = COMPRESSION.get(p.suffix)
@@ -551,7 +602,7 @@ def file_kind(path) -> tuple[str, str | None]:
     return kind, compression
 
 
-def read_file_texts(path, *, batch_rows: int = BATCH_ROWS) -> Iterator[RecordTexts]:
+def read_file_texts(path: str | Path, *, batch_rows: int = BATCH_ROWS) -> Iterator[RecordTexts]:
     """Every string of every record of the file at `path`, in batches (see the module docstring)."""
     path = Path(path)
     if not path.exists():
@@ -562,6 +613,7 @@ def read_file_texts(path, *, batch_rows: int = BATCH_ROWS) -> Iterator[RecordTex
     if path.stat().st_size == 0:
         raise BadInput("empty file", path=str(path))
     row = 0
+    source: Iterator[_Columns | _PythonRecords]
     if kind == "json":
         source = _json_batches(path, compression, batch_rows)
     else:
@@ -574,19 +626,21 @@ def read_file_texts(path, *, batch_rows: int = BATCH_ROWS) -> Iterator[RecordTex
         raise BadInput("no records", path=str(path))
 
 
-def _arrow_batches(path: Path, kind: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
+def _arrow_batches(path: Path, kind: str, batch_rows: int) -> Iterator[_Columns]:
     what = "parquet" if kind == "parquet" else "Arrow"
     try:
         if kind == "parquet":
-            batches = pq.ParquetFile(path).iter_batches(batch_size=batch_rows)
-        else:
-            source = pa.memory_map(str(path))
-            try:
-                reader = pa.ipc.open_stream(source)
-                batches = iter(reader)
-            except pa.ArrowInvalid:
-                ipc = pa.ipc.open_file(source)
-                batches = (ipc.get_batch(i) for i in range(ipc.num_record_batches))
+            yield from _parquet_batches(path, pq.ParquetFile(path), batch_rows)
+            return
+        source = pa.memory_map(str(path))
+        try:
+            reader = pa.ipc.open_stream(source)
+            batches = iter(reader)
+        except pa.ArrowInvalid:
+            ipc = pa.ipc.open_file(source)
+            batches = (ipc.get_batch(i) for i in range(ipc.num_record_batches))
+    except BadInput:
+        raise
     except Exception as e:  # pyarrow raises several types for a broken file
         raise BadInput(f"not a readable {what} file ({str(e).splitlines()[0]})", path=str(path)) from None
     row = 0
@@ -596,14 +650,47 @@ def _arrow_batches(path: Path, kind: str, batch_rows: int) -> Iterator[pa.Record
         except StopIteration:
             return
         except Exception as e:  # a damaged page: OSError, ArrowInvalid, ...
-            raise BadInput(
-                f"damaged data after row {row} ({(str(e).splitlines() or [type(e).__name__])[0]})",
-                path=str(path),
-            ) from None
+            raise _damaged(path, row, e) from None
         for start in range(0, batch.num_rows, batch_rows):
             part = batch.slice(start, batch_rows)
             row += part.num_rows
-            yield part
+            yield _Columns.of_batch(part)
+
+
+def _damaged(path: Path, row: int, e: Exception) -> BadInput:
+    return BadInput(
+        f"damaged data after row {row} ({(str(e).splitlines() or [type(e).__name__])[0]})", path=str(path)
+    )
+
+
+def _parquet_batches(path: Path, pf: pq.ParquetFile, batch_rows: int) -> Iterator[_Columns]:
+    """Consecutive row groups of at least batch_rows rows (or one larger group) at a time, each column read
+    when asked for: parquet decodes a nested column a row group at a time, so reading a column at a time
+    holds one column of the batch in memory instead of all of them."""
+    names = pf.schema_arrow.names
+    meta = pf.metadata
+    groups: list[int] = []
+    rows = 0
+    row = 0
+
+    def reader(groups: list[int], first: int) -> Callable[[str], pa.Array]:
+        def read(name: str) -> pa.Array:
+            try:
+                col = pf.read_row_groups(groups, columns=[name], use_threads=False).column(0)
+            except Exception as e:  # a damaged page: OSError, ArrowInvalid, ...
+                raise _damaged(path, first, e) from None
+            return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+        return read
+
+    for g in range(meta.num_row_groups):
+        groups.append(g)
+        rows += meta.row_group(g).num_rows
+        if rows >= batch_rows or g == meta.num_row_groups - 1:
+            if rows:
+                yield _Columns(names, rows, reader(groups, row))
+            row += rows
+            groups, rows = [], 0
 
 
 @dataclass
@@ -630,7 +717,7 @@ def _json_batches(path: Path, compression: str | None, batch_rows: int) -> Itera
         stream.close()
 
 
-def _json_lines(path: Path, head: bytes, stream, batch_rows: int) -> Iterator:
+def _json_lines(path: Path, head: bytes, stream: pa.NativeFile, batch_rows: int) -> Iterator:
     line = 1  # the line the next block starts on
     rest = head
     while True:
@@ -659,10 +746,11 @@ def _json_block(path: Path, block: bytes, line: int, batch_rows: int) -> Iterato
         # Arrow could not read it as one table: record by record, with the line of any mistake
         yield from _json_block_records(path, block, line, batch_rows)
         return
-    yield from table.to_batches(max_chunksize=batch_rows)
+    for batch in table.to_batches(max_chunksize=batch_rows):
+        yield _Columns.of_batch(batch)
 
 
-def _loads(text: str, path: Path, line: int, unit: str = "line"):
+def _loads(text: str, path: Path, line: int, unit: str = "line") -> dict | Pairs:
     try:
         rec = json.loads(text, object_pairs_hook=_pairs_hook)
     except json.JSONDecodeError as e:
@@ -699,7 +787,7 @@ def _json_block_records(path: Path, block: bytes, line: int, batch_rows: int) ->
         yield _PythonRecords(records, lines)
 
 
-def _json_array(path: Path, head: bytes, stream, batch_rows: int) -> Iterator[_PythonRecords]:
+def _json_array(path: Path, head: bytes, stream: pa.NativeFile, batch_rows: int) -> Iterator[_PythonRecords]:
     """The records of a file holding one JSON array, read element by element (the file never whole)."""
     decoder = json.JSONDecoder(object_pairs_hook=_pairs_hook)
     pending = bytearray(head)
@@ -780,35 +868,90 @@ def _json_array(path: Path, head: bytes, stream, batch_rows: int) -> Iterator[_P
 # -- a batch's strings --------------------------------------------------------------
 
 
-def _batch_texts(item, path: str, first_row: int) -> RecordTexts:
-    leaves = _Leaves()
-    hh_texts: list | None = None
-    if isinstance(item, _PythonRecords):
-        n = len(item.records)
-        for i, rec in enumerate(item.records):
-            walk_record(leaves, i, rec)
-        presence = _python_presence(item.records)
-        pair_id = _python_top_strings(item.records, "pair_id")
-        task_key = _python_top_strings(item.records, "task_key")
-        id_row, ids = _python_ids(item.records)
-        hh_texts = [
-            next((v for k, v in _items(rec) if k == "chosen" and isinstance(v, str)), "")
-            for rec in item.records
-        ]
-    else:
-        batch = item
-        n = batch.num_rows
-        walk = _ArrowWalk(leaves, path, first_row)
-        for name, col in zip(batch.schema.names, batch.columns):
-            valid = np.asarray(col.is_valid())
-            if valid.any():  # the column's name is a string of each record that holds it
-                leaves.add(name, np.flatnonzero(valid), name)
-            walk.column(name, col)
-        presence = _arrow_presence(batch)
-        pair_id = _arrow_top_strings(batch, "pair_id")
-        task_key = _arrow_top_strings(batch, "task_key")
-        id_row, ids = _arrow_ids(batch)
+def _batch_texts(item: _Columns | _PythonRecords, path: str, first_row: int) -> RecordTexts:
     where = (path, None)
+    if isinstance(item, _PythonRecords):
+        return _python_texts(item, where, first_row)
+    cols = item
+    n = cols.num_rows
+    leaves = _Leaves()
+    walk = _ArrowWalk(leaves, path, first_row)
+    # The fields a prompt can be in are read first (which strings are user turns depends on them all);
+    # every other column is read when `others` reaches it.
+    sources = [name for name in cols.names if name in _SOURCES]
+    for name in sources:
+        _walk_column(leaves, walk, name, cols.column(name))
+    presence = _arrow_presence(cols)
+    pair_id = _arrow_top_strings(cols, "pair_id")
+    task_key = _arrow_top_strings(cols, "task_key")
+    id_row, ids = _arrow_ids(cols)
+    hh_texts = None
+    if presence.hh.any():
+        chosen = cols.column("chosen").cast(pa.large_string())
+        hh_rows = np.flatnonzero(presence.hh)
+        hh_texts = dict(zip(hh_rows.tolist(), chosen.take(pa.array(hh_rows)).to_pylist()))
+    for name in sources:
+        cols.drop(name)
+    user_row, user_text, others = _split_user_turns(leaves, presence, n, hh_texts, where)
+
+    def rest() -> Iterator[StringGroup]:
+        for g in others:
+            yield from _with_json_inside(g, where)
+        yield from _json_inside_of(user_row, user_text, where)
+        for name in cols.names:
+            if name in sources:
+                continue
+            column = _Leaves()
+            _walk_column(column, _ArrowWalk(column, path, first_row), name, cols.column(name))
+            cols.drop(name)
+            for found in column.finish(where):
+                yield from _with_json_inside(StringGroup(found.rows, found.texts), where)
+
+    return RecordTexts(first_row, n, user_row, user_text, rest(), id_row, ids, pair_id, task_key)
+
+
+def _walk_column(leaves: _Leaves, walk: _ArrowWalk, name: str, col: pa.Array) -> None:
+    valid = np.asarray(col.is_valid())
+    if valid.any():  # the column's name is a string of each record that holds it
+        leaves.add(name, np.flatnonzero(valid), name)
+    walk.column(name, col)
+
+
+def _python_texts(item: _PythonRecords, where: tuple[str, int | None], first_row: int) -> RecordTexts:
+    leaves = _Leaves()
+    for i, rec in enumerate(item.records):
+        walk_record(leaves, i, rec)
+    presence = _python_presence(item.records)
+    hh_texts = {
+        int(r): next((v for k, v in _items(item.records[r]) if k == "chosen" and isinstance(v, str)), "")
+        for r in np.flatnonzero(presence.hh)
+    }
+    n = len(item.records)
+    user_row, user_text, others = _split_user_turns(leaves, presence, n, hh_texts, where)
+    groups = [x for g in others for x in _with_json_inside(g, where)]
+    groups += list(_json_inside_of(user_row, user_text, where))
+    id_row, ids = _python_ids(item.records)
+    return RecordTexts(
+        first_row,
+        n,
+        user_row,
+        user_text,
+        iter(groups),
+        id_row,
+        ids,
+        _python_top_strings(item.records, "pair_id"),
+        _python_top_strings(item.records, "task_key"),
+    )
+
+
+def _split_user_turns(
+    leaves: _Leaves,
+    presence: _Presence,
+    n: int,
+    hh_texts: dict[int, str] | None,
+    where: tuple[str, int | None],
+) -> tuple[np.ndarray, pa.LargeStringArray, list[StringGroup]]:
+    """(record of each user turn, the turns in order, every other string found so far)."""
     groups = leaves.finish(where)
     prompt = _prompt_of(presence, n, leaves.top_codes)
     user_parts: list[tuple[np.ndarray, pa.Array, np.ndarray]] = []
@@ -826,16 +969,10 @@ def _batch_texts(item, path: str, first_row: int) -> RecordTexts:
         if not mask.all():
             others.append(StringGroup(g.rows[~mask], g.texts.filter(pc.invert(keep))))
     user_row, user_text = _user_turns(user_parts)
-    if prompt.hh.any():
-        if hh_texts is None:
-            chosen = item.column("chosen").cast(pa.large_string())
-            hh_rows = np.flatnonzero(prompt.hh)
-            hh_of = dict(zip(hh_rows.tolist(), chosen.take(pa.array(hh_rows)).to_pylist()))
-        else:
-            hh_of = {int(r): hh_texts[r] for r in np.flatnonzero(prompt.hh)}
+    if prompt.hh.any() and hh_texts:
         extra_rows, extra = [], []
-        for r, text in hh_of.items():
-            turns = _hh_user_turns(text or "")
+        for r in np.flatnonzero(prompt.hh).tolist():
+            turns = _hh_user_turns(hh_texts.get(r) or "")
             extra_rows += [r] * len(turns)
             extra += turns
         if extra:
@@ -843,10 +980,22 @@ def _batch_texts(item, path: str, first_row: int) -> RecordTexts:
             user_text = pa.concat_arrays([user_text, pa.array(extra, pa.large_string())])
             order = np.argsort(user_row, kind="stable")
             user_row, user_text = user_row[order], user_text.take(pa.array(order))
-    inner = _json_inside([(user_row, user_text), *[(g.rows, g.texts) for g in others]], where)
+    return user_row, user_text, others
+
+
+def _with_json_inside(g: StringGroup, where: tuple[str, int | None]) -> Iterator[StringGroup]:
+    yield g
+    inner = _json_inside([(g.rows, g.texts)], where)
     if inner is not None:
-        others.append(inner)
-    return RecordTexts(first_row, n, user_row, user_text, others, id_row, ids, pair_id, task_key)
+        yield inner
+
+
+def _json_inside_of(
+    rows: np.ndarray, texts: pa.Array, where: tuple[str, int | None]
+) -> Iterator[StringGroup]:
+    inner = _json_inside([(rows, texts)], where)
+    if inner is not None:
+        yield inner
 
 
 def _user_turns(
@@ -865,7 +1014,9 @@ def _user_turns(
     return rows[order], texts.take(pa.array(order))
 
 
-def _json_inside(parts: list[tuple[np.ndarray, pa.Array | str]], where) -> StringGroup | None:
+def _json_inside(
+    parts: list[tuple[np.ndarray, pa.Array | str]], where: tuple[str, int | None]
+) -> StringGroup | None:
     """The strings inside strings that are JSON themselves (tool-call arguments), to JSON_DEPTH deep."""
     found_rows: list[np.ndarray] = []
     found: list[pa.Array] = []
@@ -899,8 +1050,8 @@ def _json_inside(parts: list[tuple[np.ndarray, pa.Array | str]], where) -> Strin
     )
 
 
-def _arrow_top_strings(batch: pa.RecordBatch, name: str) -> pa.LargeStringArray:
-    if name in batch.schema.names and _is_stringlike(batch.column(name).type):
+def _arrow_top_strings(batch: _Columns, name: str) -> pa.LargeStringArray:
+    if name in batch.names and _is_stringlike(batch.column(name).type):
         col = batch.column(name).cast(pa.large_string())
         return pc.if_else(pc.equal(col, ""), pa.scalar(None, pa.large_string()), col)
     return pa.nulls(batch.num_rows, pa.large_string())
@@ -914,7 +1065,7 @@ def _python_top_strings(records: list, name: str) -> pa.LargeStringArray:
     return pa.array(vals, pa.large_string())
 
 
-def _id_value(v) -> str | None:
+def _id_value(v: object) -> str | None:
     if isinstance(v, bool) or v is None:
         return None
     if isinstance(v, str | int):
@@ -922,18 +1073,18 @@ def _id_value(v) -> str | None:
     return None
 
 
-def _arrow_ids(batch: pa.RecordBatch) -> tuple[np.ndarray, pa.LargeStringArray]:
+def _arrow_ids(batch: _Columns) -> tuple[np.ndarray, pa.LargeStringArray]:
     rows: list[np.ndarray] = []
     ids: list[pa.Array] = []
     for name in ID_FIELDS:
-        if name not in batch.schema.names:
+        if name not in batch.names:
             continue
         col = batch.column(name)
         if _is_stringlike(col.type) or pa.types.is_integer(col.type):
             valid = np.asarray(col.is_valid())
             rows.append(np.flatnonzero(valid))
             ids.append(col.filter(pa.array(valid)).cast(pa.large_string()))
-    if "origin_ids" in batch.schema.names and pa.types.is_list(batch.column("origin_ids").type):
+    if "origin_ids" in batch.names and pa.types.is_list(batch.column("origin_ids").type):
         col = batch.column("origin_ids")
         values = pc.list_flatten(col)
         if _is_stringlike(values.type) or pa.types.is_integer(values.type):

@@ -35,12 +35,12 @@ DEFAULT_MAX_ENTRIES = 1 << 22  # 4M fingerprints: a table of 128 MB at most
 
 
 @njit(nogil=True, inline="always")
-def _rotl(x, r):
+def _rotl(x: np.uint64, r: int) -> np.uint64:
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
 @njit(nogil=True, inline="always")
-def _avalanche(h):
+def _avalanche(h: np.uint64) -> np.uint64:
     h ^= h >> np.uint64(33)
     h *= np.uint64(0xFF51AFD7ED558CCD)
     h ^= h >> np.uint64(33)
@@ -49,7 +49,15 @@ def _avalanche(h):
 
 
 @njit(nogil=True)
-def _fingerprints(data, offsets, key0, key1, seed, lo, hi):
+def _fingerprints(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    key0: np.uint64,
+    key1: np.uint64,
+    seed: np.uint64,
+    lo: np.ndarray,
+    hi: np.ndarray,
+) -> None:
     for i in range(len(offsets) - 1):
         a = offsets[i]
         b = offsets[i + 1]
@@ -86,7 +94,9 @@ def _fingerprints(data, offsets, key0, key1, seed, lo, hi):
 
 
 @njit(nogil=True)
-def _combine(offsets, lo, hi, out_lo, out_hi):
+def _combine(
+    offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray, out_lo: np.ndarray, out_hi: np.ndarray
+) -> None:
     for r in range(len(offsets) - 1):
         h1 = _K2
         h2 = _K4
@@ -99,7 +109,15 @@ def _combine(offsets, lo, hi, out_lo, out_hi):
 
 
 @njit(nogil=True)
-def _add(table_lo, table_hi, lo, hi, count, limit, new):
+def _add(
+    table_lo: np.ndarray,
+    table_hi: np.ndarray,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    count: int,
+    limit: int,
+    new: np.ndarray,
+) -> int:
     mask = np.uint64(len(table_lo) - 1)
     for i in range(len(lo)):
         a = lo[i]
@@ -160,7 +178,7 @@ def combined(offsets: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[np.nd
 class TextSet:
     """Fingerprints of the texts added so far, at most `max_entries` of them."""
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
         self.max_entries = max_entries
         self.count = 0
         self._lo = np.zeros(1 << 10, dtype=np.uint64)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from pairstore.errors import BadInput
 from pairstore.holdout import file_texts
-from pairstore.holdout.file_texts import read_file_texts
+from pairstore.holdout.file_texts import other_strings, read_file_texts
 
 KEYS = [
     "prompt",
@@ -69,6 +69,12 @@ def reference_strings(value) -> Counter:
     return out
 
 
+def read_all(path) -> None:
+    """Read every batch and every string (a column is read only when its strings are reached)."""
+    for b in read_file_texts(path):
+        other_strings(b)
+
+
 def strings_per_record(path) -> tuple[list[Counter], list[list[str]]]:
     """(every string of each record, the user turns of each) as read_file_texts reads the file."""
     strings: list[Counter] = []
@@ -79,7 +85,8 @@ def strings_per_record(path) -> tuple[list[Counter], list[list[str]]]:
         for r, t in zip(b.user_row.tolist(), b.user_text.to_pylist()):
             per[r][t] += 1
             turns[r].append(t)
-        for r, t in zip(b.other_row.tolist(), b.other_text.to_pylist()):
+        other_row, other_text = other_strings(b)
+        for r, t in zip(other_row.tolist(), other_text.to_pylist()):
             per[r][t] += 1
         strings += per
         users += turns
@@ -337,7 +344,7 @@ def test_a_json_array_read_across_blocks(tmp_path, monkeypatch):
 def test_bad_files_name_file_and_line(tmp_path, name, data, message):
     (tmp_path / name).write_bytes(data)
     with pytest.raises(BadInput) as e:
-        list(read_file_texts(tmp_path / name))
+        read_all(tmp_path / name)
     assert name in str(e.value) and message in str(e.value)
 
 
@@ -346,7 +353,7 @@ def test_binary_columns_are_text_or_refused(tmp_path):
     assert _turns(tmp_path / "ok.parquet") == [["fine text"]]
     pq.write_table(pa.table({"blob": pa.array([b"ok", b"\xff\xfe"], pa.binary())}), tmp_path / "bad.parquet")
     with pytest.raises(BadInput, match="not UTF-8"):
-        list(read_file_texts(tmp_path / "bad.parquet"))
+        read_all(tmp_path / "bad.parquet")
 
 
 def test_maps_and_dictionary_columns(tmp_path):
