@@ -326,7 +326,12 @@ def main() -> None:
     )
     ap.add_argument("--memory-rows", type=int, default=0, help="Also ours alone on a file of this many rows.")
     ap.add_argument("--work", default=str(BENCH / "_work" / "leaks"))
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="Keep the work folder.")
+    ap.add_argument(
+        "--reuse",
+        action="store_true",
+        help="Reuse the file, store and candidates a --keep run left in --work.",
+    )
     ap.add_argument("--prepare", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--candidates", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--grow-from", default=None, help=argparse.SUPPRESS)
@@ -343,11 +348,16 @@ def main() -> None:
             info.update(write_candidates(work / "store.duckdb", info["path"], work / "candidates.arrow"))
         print(json.dumps(info))
         return
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
     py = sys.executable
     load0 = os.getloadavg()[0]
-    info = prepare(work, args.rows, "mixture.parquet", True)
+    saved = work / "prepared.json"
+    if args.reuse and saved.exists() and json.loads(saved.read_text())["asked_rows"] == args.rows:
+        info = json.loads(saved.read_text())
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        info = prepare(work, args.rows, "mixture.parquet", True)
+        saved.write_text(json.dumps({**info, "asked_rows": args.rows}))
     print(
         f"built {info['rows']:,} rows ({info['file_mb']:.0f} MB) in {info['build_s']:.0f} s; "
         f"{info['candidates']:,} distinct candidates",
@@ -360,9 +370,7 @@ def main() -> None:
     stats = summarize(runs)
     memory = None
     if args.memory_rows:
-        os.remove(cands)
         big = prepare(work, args.memory_rows, "big.parquet", False, grow_from=info["path"])
-        os.remove(info["path"])
         run = run_once(
             Contender(
                 "ours, large file",
@@ -374,6 +382,8 @@ def main() -> None:
         memory = (big, run, json.loads(run.stdout))
     load1 = os.getloadavg()[0]
     write_results(args, info, runs, stats, memory, (load0, load1))
+    if memory:
+        os.remove(memory[0]["path"])
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 
