@@ -3,8 +3,8 @@
     pairstore audit leaks --holdout judge34 s2_pairs_lf1.parquet other.jsonl.gz --json
     pairstore audit leaks --holdout judge34            # every registered mixture, attached history too
 
-A file is any record file, made by this project or not (parquet, Arrow, JSON lines or a JSON array,
-gzip or zstd compressed), read with no layout in mind: every string of every record, whatever its
+A file is any record file, made by this project or not (parquet, Arrow, JSON lines, a JSON array or
+CSV, gzip or zstd compressed), read with no layout in mind: every string of every record, whatever its
 column, however deep, goes through the export gate's matcher (pairstore.holdout.file_members, which
 reads files through pairstore.holdout.file_texts, not through an ingest reader). So a field an ingest
 reader would drop (earlier turns of a message list, tool-call arguments, a `system` or `response` column

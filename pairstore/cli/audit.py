@@ -44,8 +44,8 @@ def audit_group():
 def audit_leaks_cmd(ctx, holdout, files, as_json):
     """Which holdout members each FILE holds (none given: every registered mixture).
 
-    A FILE is parquet, Arrow, JSON lines or a JSON array (also .gz or .zst), in any layout: every string
-    of every record is read, whatever its column. Exits 0 with the report even when it finds leaks; the
+    A FILE is parquet, Arrow, JSON lines, a JSON array or CSV (also .gz or .zst), in any layout: every
+    string of every record is read, whatever its column. Exits 0 with the report even when it finds leaks; the
     export gate is what refuses."""
 
     with open_db(ctx, read_only=True) as store:

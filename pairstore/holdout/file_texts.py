@@ -8,11 +8,12 @@
         batch.pair_id, batch.task_key         # per record, null where absent
 
 Files: parquet, Arrow IPC (`.arrow`, `.feather`), JSON lines or one JSON array (`.jsonl`, `.ndjson`,
-`.json`), the JSON ones also compressed (`.gz`, `.zst`). Rows come in Arrow batches: parquet and Arrow as
-pyarrow reads them, JSON in blocks of about BLOCK_BYTES parsed by pyarrow.json, the types inferred per
-block. A block Arrow cannot type (a field that is a string in one record and an object in another, a key
-twice in one object) and a JSON array are read record by record with Python's json, walked the same way
-(`walk_record`); both walks give the same strings (tests/holdout/test_file_texts.py, a property).
+`.json`), CSV with a header line (every cell a string), the text ones also compressed (`.gz`, `.zst`).
+Rows come in Arrow batches: parquet and Arrow as pyarrow reads them (parquet a column at a time), JSON
+in blocks of about BLOCK_BYTES parsed by pyarrow.json, the types inferred per block. A block Arrow
+cannot type (a field that is a string in one record and an object in another, a key twice in one object)
+and a JSON array are read record by record with Python's json, walked the same way (`walk_record`); both
+walks give the same strings (tests/holdout/test_file_texts.py, a property).
 
 What is read: every string at any depth, whatever the column is called: every column, struct fields,
 list items, map keys and values, binary values (refused unless UTF-8), and the keys of JSON objects (a
@@ -74,7 +75,8 @@ USER_ROLES = ("user", "human")
 HH_MARK = "\n\nHuman:"
 _HH_TURN = re.compile(r"(?:^|\n\n)(Human|Assistant):[ ]?")
 JSON_DEPTH = 3  # a JSON string inside a JSON string inside a JSON string
-_JSONISH = r"^\s*[\[{]"
+# Text that can be a JSON object or array: "{" then a key or "}", "[" then a value or "]" ("[INST]" is not)
+_JSONISH = r'^\s*(?:\{\s*["}]|\[\s*(?:[\[{"\-0-9\]]|true|false|null))'
 BATCH_ROWS = 32_768
 BLOCK_BYTES = 16 << 20
 COMPRESSION = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd"}
@@ -85,6 +87,7 @@ KINDS = {
     ".jsonl": "json",
     ".ndjson": "json",
     ".json": "json",
+    ".csv": "csv",
 }
 _SOURCES = tuple(dict.fromkeys((*INSTRUCTION_PARTS, *PROMPT_FIELDS, *CONVERSATION_FIELDS)))
 
@@ -587,16 +590,17 @@ def _user_mask(prompt: _Prompt, codes: dict[str, int], g: _Group) -> tuple[np.nd
 
 
 def file_kind(path: str | Path) -> tuple[str, str | None]:
-    """(parquet | arrow | json, compression or None) from the file's name; BadInput for anything else."""
+    """(parquet | arrow | json | csv, compression or None) from the file's name; BadInput for anything
+    else."""
     p = Path(str(path).lower())
     compression = COMPRESSION.get(p.suffix)
     if compression is not None:
         p = p.with_suffix("")
     kind = KINDS.get(p.suffix)
-    if kind is None or (compression is not None and kind != "json"):
+    if kind is None or (compression is not None and kind not in ("json", "csv")):
         raise BadInput(
-            "unknown file type (expected .parquet, .arrow, .feather, .jsonl, .ndjson or .json; the JSON ones "
-            "may be compressed: .gz, .zst)",
+            "unknown file type (expected .parquet, .arrow, .feather, .jsonl, .ndjson, .json or .csv; the "
+            "text ones may be compressed: .gz, .zst)",
             path=str(path),
         )
     return kind, compression
@@ -616,6 +620,8 @@ def read_file_texts(path: str | Path, *, batch_rows: int = BATCH_ROWS) -> Iterat
     source: Iterator[_Columns | _PythonRecords]
     if kind == "json":
         source = _json_batches(path, compression, batch_rows)
+    elif kind == "csv":
+        source = _csv_batches(path, compression, batch_rows)
     else:
         source = _arrow_batches(path, kind, batch_rows)
     for item in source:
@@ -655,6 +661,34 @@ def _arrow_batches(path: Path, kind: str, batch_rows: int) -> Iterator[_Columns]
             part = batch.slice(start, batch_rows)
             row += part.num_rows
             yield _Columns.of_batch(part)
+
+
+def _csv_batches(path: Path, compression: str | None, batch_rows: int) -> Iterator[_Columns]:
+    """A CSV file with a header line, every cell read as a string (a cell is text, whatever it looks like)."""
+    import pyarrow.csv as pacsv
+
+    def open_csv(types: dict | None = None) -> pacsv.CSVStreamingReader:
+        stream = pa.input_stream(str(path), compression=compression)
+        return pacsv.open_csv(
+            stream,
+            read_options=pacsv.ReadOptions(block_size=BLOCK_BYTES),
+            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False),
+        )
+
+    row = 0
+    try:
+        names = open_csv().schema.names
+        reader = open_csv({name: pa.string() for name in names})
+        for batch in reader:
+            for start in range(0, batch.num_rows, batch_rows):
+                part = batch.slice(start, batch_rows)
+                row += part.num_rows
+                yield _Columns.of_batch(part)
+    except (pa.ArrowInvalid, OSError) as e:  # a ragged line, bytes that are not UTF-8, a broken stream
+        raise BadInput(
+            f"cannot read as CSV after row {row} ({(str(e).splitlines() or [type(e).__name__])[0]})",
+            path=str(path),
+        ) from None
 
 
 def _damaged(path: Path, row: int, e: Exception) -> BadInput:
@@ -1066,7 +1100,7 @@ def _python_top_strings(records: list, name: str) -> pa.LargeStringArray:
 
 
 def _id_value(v: object) -> str | None:
-    if isinstance(v, bool) or v is None:
+    if isinstance(v, bool) or v is None or v == "":
         return None
     if isinstance(v, str | int):
         return str(v)
@@ -1081,17 +1115,19 @@ def _arrow_ids(batch: _Columns) -> tuple[np.ndarray, pa.LargeStringArray]:
             continue
         col = batch.column(name)
         if _is_stringlike(col.type) or pa.types.is_integer(col.type):
-            valid = np.asarray(col.is_valid())
+            text = col.cast(pa.large_string())
+            valid = np.asarray(pc.fill_null(pc.greater(pc.binary_length(text), 0), False))
             rows.append(np.flatnonzero(valid))
-            ids.append(col.filter(pa.array(valid)).cast(pa.large_string()))
+            ids.append(text.filter(pa.array(valid)))
     if "origin_ids" in batch.names and pa.types.is_list(batch.column("origin_ids").type):
         col = batch.column("origin_ids")
         values = pc.list_flatten(col)
         if _is_stringlike(values.type) or pa.types.is_integer(values.type):
             parents = np.asarray(pc.list_parent_indices(col)).astype(np.int64)
-            valid = np.asarray(values.is_valid())
+            text = values.cast(pa.large_string())
+            valid = np.asarray(pc.fill_null(pc.greater(pc.binary_length(text), 0), False))
             rows.append(parents[valid])
-            ids.append(values.filter(pa.array(valid)).cast(pa.large_string()))
+            ids.append(text.filter(pa.array(valid)))
     if not rows:
         return np.zeros(0, np.int64), _EMPTY
     return np.concatenate(rows), pa.concat_arrays(ids)

@@ -335,7 +335,8 @@ def test_a_json_array_read_across_blocks(tmp_path, monkeypatch):
         ("bad.jsonl", b'{"prompt": "\\ud800"}\n', "surrogate"),
         ("bad.json", b'[{"prompt": "ok"}, {"prompt": ', "record 2: invalid JSON: Expecting value (truncated"),
         ("bad.json", b'[{"prompt": "ok"}', "not closed"),
-        ("bad.csv", b"a,b\n", "unknown file type"),
+        ("bad.txt", b"a,b\n", "unknown file type"),
+        ("bad.csv", b"a,b\n1,2,3\n", "cannot read as CSV"),
         ("bad.parquet", b"not parquet", "not a readable parquet file"),
         ("bad.jsonl", b"\n\n", "no records"),
         ("bad.jsonl.gz", b"not gzip at all", "decompress"),
@@ -369,3 +370,15 @@ def test_maps_and_dictionary_columns(tmp_path):
         Counter({"meta": 1, "k1": 1, "v1": 1, "source": 1, "battle": 1}),
         Counter({"source": 1, "style": 1}),
     ]
+
+
+def test_csv_cells_are_strings(tmp_path):
+    (tmp_path / "p.csv").write_text(
+        'prompt,chosen,id\n"Hello, there",42,7\n"[{""role"": ""user""}]",x,\n', encoding="utf-8"
+    )
+    strings, users = strings_per_record(tmp_path / "p.csv")
+    assert users == [["Hello, there"], ['[{"role": "user"}]']]
+    assert strings[0] == Counter({"Hello, there": 1, "42": 1, "7": 1, "prompt": 1, "chosen": 1, "id": 1})
+    assert strings[1]["role"] == 1 and strings[1]["user"] == 1  # the JSON inside a cell is read too
+    (b,) = read_file_texts(tmp_path / "p.csv")
+    assert b.ids.to_pylist() == ["7"]  # an empty cell is no id
