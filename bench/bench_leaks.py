@@ -410,6 +410,8 @@ def write_results(
         )
         + (f" --before {args.before}" if args.before else "")
         + (f" --memory-rows {args.memory_rows}" if args.memory_rows else "")
+        + (f" --work {args.work} --reuse" if args.reuse else "")
+        + (" --keep" if args.keep else "")
     )
     lines = [
         "## Leak audit: `audit leaks` on a large mixture file vs a pyarrow read plus the gate's matching",

@@ -48,6 +48,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
+from pairstore.prefetch import prefetch
 
 PROMPT_FIELDS = ("prompt", "question", "instruction", "input", "query")
 CONVERSATION_FIELDS = ("chosen", "messages", "conversations")
@@ -90,6 +91,8 @@ KINDS = {
     ".csv": "csv",
 }
 _SOURCES = tuple(dict.fromkeys((*INSTRUCTION_PARTS, *PROMPT_FIELDS, *CONVERSATION_FIELDS)))
+# Columns read before the others: the fields a prompt can be in, the ids and keys of a record.
+_EAGER = frozenset((*_SOURCES, "pair_id", "task_key", "origin_ids", *ID_FIELDS))
 
 # Where a string sits relative to the nearest message (an object with a role), per element:
 _OUT, _MESSAGE, _TURN, _TURN_ITEM, _PART_TEXT, _OFF = range(6)
@@ -697,34 +700,60 @@ def _damaged(path: Path, row: int, e: Exception) -> BadInput:
     )
 
 
+def column_order(names: list[str]) -> list[str]:
+    """The order a batch's columns are read in: the fields a prompt can be in and the id fields first (the
+    user turns and the ids depend on them), then the others as the file has them."""
+    return [n for n in names if n in _EAGER] + [n for n in names if n not in _EAGER]
+
+
 def _parquet_batches(path: Path, pf: pq.ParquetFile, batch_rows: int) -> Iterator[_Columns]:
     """Consecutive row groups of at least batch_rows rows (or one larger group) at a time, each column read
     when asked for: parquet decodes a nested column a row group at a time, so reading a column at a time
-    holds one column of the batch in memory instead of all of them."""
+    holds one column of the batch in memory instead of all of them. A thread decodes the next column
+    (column_order, batch after batch) while this one's strings are read."""
     names = pf.schema_arrow.names
     meta = pf.metadata
+    batches: list[tuple[list[int], int, int]] = []  # (row groups, first row, rows)
     groups: list[int] = []
-    rows = 0
-    row = 0
-
-    def reader(groups: list[int], first: int) -> Callable[[str], pa.Array]:
-        def read(name: str) -> pa.Array:
-            try:
-                col = pf.read_row_groups(groups, columns=[name], use_threads=False).column(0)
-            except Exception as e:  # a damaged page: OSError, ArrowInvalid, ...
-                raise _damaged(path, first, e) from None
-            return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
-
-        return read
-
+    rows = first = 0
     for g in range(meta.num_row_groups):
         groups.append(g)
         rows += meta.row_group(g).num_rows
         if rows >= batch_rows or g == meta.num_row_groups - 1:
             if rows:
-                yield _Columns(names, rows, reader(groups, row))
-            row += rows
+                batches.append((groups, first, rows))
+            first += rows
             groups, rows = [], 0
+    plan = column_order(names)
+
+    def read(groups: list[int], first: int, name: str, source: pq.ParquetFile = pf) -> pa.Array:
+        try:
+            col = source.read_row_groups(groups, columns=[name], use_threads=False).column(0)
+        except Exception as e:  # a damaged page: OSError, ArrowInvalid, ...
+            raise _damaged(path, first, e) from None
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+
+    def columns() -> Iterator[tuple[int, str, pa.Array]]:
+        for b, (groups, first, _) in enumerate(batches):
+            for name in plan:
+                yield b, name, read(groups, first, name)
+
+    ahead = prefetch(columns(), depth=1, name="pairstore-read-columns")
+    try:
+        for b, (groups, first, rows) in enumerate(batches):
+
+            def read_next(name: str, b: int = b, groups: list[int] = groups, first: int = first) -> pa.Array:
+                for got_b, got_name, arr in ahead:  # columns a reader skipped are passed over
+                    if (got_b, got_name) == (b, name):
+                        return arr
+                    if got_b > b:
+                        break
+                # asked out of order: read here, through a file object of its own (the thread reads on)
+                return read(groups, first, name, pq.ParquetFile(path))
+
+            yield _Columns(names, rows, read_next)
+    finally:
+        ahead.close()
 
 
 @dataclass
@@ -910,11 +939,15 @@ def _batch_texts(item: _Columns | _PythonRecords, path: str, first_row: int) -> 
     n = cols.num_rows
     leaves = _Leaves()
     walk = _ArrowWalk(leaves, path, first_row)
-    # The fields a prompt can be in are read first (which strings are user turns depends on them all);
-    # every other column is read when `others` reaches it.
-    sources = [name for name in cols.names if name in _SOURCES]
-    for name in sources:
-        _walk_column(leaves, walk, name, cols.column(name))
+    # The fields a prompt can be in are read first (which strings are user turns depends on them all), and
+    # the ids; every other column is read when `others` reaches it.
+    order = column_order(cols.names)
+    sources = [name for name in order if name in _SOURCES]
+    for name in order:
+        if name in _EAGER:
+            col = cols.column(name)
+            if name in _SOURCES:
+                _walk_column(leaves, walk, name, col)
     presence = _arrow_presence(cols)
     pair_id = _arrow_top_strings(cols, "pair_id")
     task_key = _arrow_top_strings(cols, "task_key")
@@ -932,7 +965,7 @@ def _batch_texts(item: _Columns | _PythonRecords, path: str, first_row: int) -> 
         for g in others:
             yield from _with_json_inside(g, where)
         yield from _json_inside_of(user_row, user_text, where)
-        for name in cols.names:
+        for name in order:
             if name in sources:
                 continue
             column = _Leaves()
