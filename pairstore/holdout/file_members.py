@@ -15,11 +15,14 @@ members_in_rows reads (matching.ROW_SCHEMA):
   column, metadata. The matcher finds a member in it whole, as a sentence, embedded or as a near copy;
 - each origin id (id columns, an `origin_ids` list, and the origins the store records for a `pair_id`).
 
-Each distinct candidate is matched once: copies inside a batch are found exactly by Arrow's dictionary
-encoding, copies across batches by fingerprint (pairstore.holdout.text_set, bounded: past its size a
-copy is matched again, never missed). Candidates are matched in chunks of about MATCH_BYTES; a hit on a
-candidate is a hit on every record that holds it, and a record's hits keep one per member, the strongest
-kind. Memory stays flat in the file's size: one batch, one chunk of candidates and the fingerprints.
+Each distinct candidate is matched once: its copies are found by fingerprint (pairstore.holdout.text_set,
+bounded: past its size a copy is matched again, never missed). Candidates are matched in chunks of about
+MATCH_BYTES; a hit on a candidate is a hit on every record that holds it, and a record's hits keep one
+per member, the strongest kind. Memory stays flat in the file's size: a column of one batch, one chunk of
+candidates, the links from the chunk's records to it, and the fingerprints.
+
+The matcher reads the members' needles again at each call: with a very large holdout a larger
+MATCH_BYTES spends fewer calls.
 
 One thing differs from the gate reading a stored pair: a member split over two strings of a record
 (half in the prompt, half in an answer) is not one text here. The strings of a record are read one by
@@ -51,13 +54,8 @@ if TYPE_CHECKING:
 MATCH_BYTES = 64 << 20  # candidate text per matcher call
 MATCH_ROWS = 250_000  # candidates per matcher call
 MAX_PENDING = 4_000_000  # (record, candidate) links held before a chunk is matched anyway
-_PROMPT, _TEXT, _ID, _TASK_KEY = (
-    1,
-    2,
-    3,
-    4,
-)  # fingerprint seeds: a prompt, a text and an id of one string differ
-_KEY_SEP = "\x1e"
+# Fingerprint seeds: a prompt, a text and an id of one string are three candidates.
+_PROMPT, _TEXT, _ID, _TASK_KEY = 1, 2, 3, 4
 
 
 @dataclass
@@ -326,6 +324,13 @@ def _match_keys(turns: pa.ListArray, task_key: pa.Array) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+def _empty_lists(n: int, list_type: pa.ListType) -> pa.ListArray:
+    """n empty lists of `list_type`."""
+    return pa.ListArray.from_arrays(
+        pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], list_type.value_type)
+    )
+
+
 def _candidate_table(chunk: _Chunk) -> tuple[pa.Table, np.ndarray]:
     """The chunk's candidates as matching.ROW_SCHEMA rows, and each row's fingerprint."""
     parts = []
@@ -345,8 +350,8 @@ def _candidate_table(chunk: _Chunk) -> tuple[pa.Table, np.ndarray]:
         parts.append(
             {
                 "prompt": pa.ListArray.from_arrays(pa.array(offsets), messages),
-                "answers": pa.array([[]] * n, pa.list_(pa.string())),
-                "origin_ids": pa.array([[]] * n, pa.list_(pa.string())),
+                "answers": _empty_lists(n, no_strings.type),
+                "origin_ids": _empty_lists(n, no_strings.type),
                 "task_key": task_key,
                 "match_key": _match_keys(turns, task_key),
             }
@@ -363,9 +368,9 @@ def _candidate_table(chunk: _Chunk) -> tuple[pa.Table, np.ndarray]:
         single = pa.ListArray.from_arrays(pa.array(np.arange(n + 1, dtype=np.int32)), flat)
         parts.append(
             {
-                "prompt": pa.array([[]] * n, empty_prompt.type),
-                "answers": single if column == "answers" else pa.array([[]] * n, no_strings.type),
-                "origin_ids": single if column == "origin_ids" else pa.array([[]] * n, no_strings.type),
+                "prompt": _empty_lists(n, empty_prompt.type),
+                "answers": single if column == "answers" else _empty_lists(n, no_strings.type),
+                "origin_ids": single if column == "origin_ids" else _empty_lists(n, no_strings.type),
                 "task_key": pa.nulls(n, pa.string()),
                 "match_key": pa.nulls(n, pa.string()),
             }
