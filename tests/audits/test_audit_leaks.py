@@ -458,13 +458,14 @@ def held_store(tmp_path_factory, new_store_file):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a failure is shrunk to its smallest example, many more runs
 @given(
     records=st.lists(RECORD, min_size=1, max_size=4),
     where=st.integers(0, 10_000),
     embedded=st.booleans(),
     form=st.sampled_from(["jsonl", "json", "jsonl.gz"]),
 )
-@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_held_out_text_planted_in_any_string_of_any_record_is_found(
     held_store, tmp_path, records, where, embedded, form
 ):

@@ -124,6 +124,7 @@ RECORD = st.dictionaries(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a failure is shrunk to its smallest example, many more runs
 @given(records=st.lists(RECORD, min_size=1, max_size=6))
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_every_string_of_every_record_is_read_in_every_file_form(tmp_path, records):
@@ -207,6 +208,7 @@ def one_shape(draw):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @given(shape=one_shape())
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_arrow_and_python_read_the_same_strings_and_user_turns(tmp_path, shape):

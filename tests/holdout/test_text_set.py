@@ -18,6 +18,7 @@ from tests.audits.test_audit_leaks import HELD, battle_prompt, make_battles
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 @given(st.lists(st.text(max_size=40), max_size=60))
 @settings(max_examples=100)
 def test_equal_texts_and_only_equal_texts_share_a_fingerprint(texts):
