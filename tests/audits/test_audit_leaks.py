@@ -461,27 +461,24 @@ def held_store(tmp_path_factory, new_store_file):
 @pytest.mark.timeout(900)  # a failure is shrunk to its smallest example, many more runs
 @given(
     records=st.lists(RECORD, min_size=1, max_size=4),
-    where=st.integers(0, 10_000),
     embedded=st.booleans(),
     form=st.sampled_from(["jsonl", "json", "jsonl.gz"]),
 )
-@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_held_out_text_planted_in_any_string_of_any_record_is_found(
-    held_store, tmp_path, records, where, embedded, form
+    held_store, tmp_path, records, embedded, form
 ):
-    paths = [(i, p) for i, r in enumerate(records) for p in _string_paths(r)]
-    row, path = paths[where % len(paths)]
+    # one copy of a record per string it holds, with the held-out text planted in that string, then the
+    # records as drawn: every string of every record is tried, in one file and one matcher call
     text = f"alder {HELD} birch" if embedded else HELD
-    leaky = json.loads(json.dumps(records))
-    leaky[row] = _set_path(leaky[row], path, text)
-    files = []
-    for name, recs in (("leaky", leaky), ("clean", records)):
-        data = "".join(json.dumps(r) + "\n" for r in recs) if form != "json" else json.dumps(recs)
-        out = tmp_path / f"{name}-{where}.{form}"
-        out.write_bytes(gzip.compress(data.encode()) if form.endswith(".gz") else data.encode())
-        files.append(str(out))
-    report = audit_leaks(held_store, "judge34", files)
-    leaky_file, clean_file = report.files
-    assert leaky_file.leaked_ids + leaky_file.near_ids == ["b003"], (row, path)
-    assert {h.row_index for h in leaky_file.hits} == {row}
-    assert clean_file.leaked_ids + clean_file.near_ids == []
+    planted = [(i, p) for i, r in enumerate(records) for p in _string_paths(r)]
+    leaky = [_set_path(json.loads(json.dumps(records[i])), p, text) for i, p in planted]
+    recs = leaky + records
+    data = "".join(json.dumps(r) + "\n" for r in recs) if form != "json" else json.dumps(recs)
+    out = tmp_path / f"leaky.{form}"
+    out.write_bytes(gzip.compress(data.encode()) if form.endswith(".gz") else data.encode())
+    (found,) = audit_leaks(held_store, "judge34", [str(out)]).files
+    assert found.leaked_ids + found.near_ids == ["b003"]
+    missed = set(range(len(leaky))) - {h.row_index for h in found.hits}
+    assert not missed, [planted[r] for r in sorted(missed)]
+    assert {h.row_index for h in found.hits} == set(range(len(leaky)))
