@@ -14,9 +14,13 @@ lm-eval samples log (samples_*.jsonl), the question of each record's `doc` (the 
 
 Hashing is vectorized (pairstore.holdout.ngrams: numpy over the Arrow buffers, only
 the benchmark's distinct words hashed in Python) and the overlap is a join in
-DuckDB. A training row's text is its prompt messages, chosen and rejected.
-Training text is every registered mixture (the rows `export_rows` records, or
-the file's rows when none are recorded) or, with --all-pairs, every pair.
+DuckDB. Training text is every registered mixture (the rows `export_rows` records, or
+the file's rows when none are recorded) or, with --all-pairs, every pair. A stored row's text
+is its prompt messages, chosen and rejected. A file is read as the leak audit reads it
+(pairstore.holdout.file_texts: every string of every record, whatever its column), in
+batches, each distinct string once (copies across batches found by fingerprint,
+pairstore.holdout.text_set); a row's shared n-grams are those of its strings together. Memory
+stays flat in the file's size.
 """
 
 from __future__ import annotations
@@ -24,19 +28,26 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
+from pairstore.holdout.file_texts import RecordTexts, other_strings, read_file_texts
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, text_ngram_table
 from pairstore.holdout.scan import folded
+from pairstore.holdout.text_set import TextSet, fingerprints
 from pairstore.ingest.dataset_files import read_dataset
-from pairstore.ingest.pair_files import read_pair_file
 from pairstore.normalize import word_text
 from pairstore.progress import current as current_progress
 from pairstore.tables.evals import lm_eval_doc_text
+
+if TYPE_CHECKING:
+    from pairstore.progress import Stage
+    from pairstore.store.store import Store
 
 FORMATS = ("gsm8k", "math", "mmlu", "ifeval", "text", "lm-eval")
 ID_FIELDS = ("id", "unique_id", "key", "doc_id", "item_id", "task_id")
@@ -84,7 +95,7 @@ def _read_mmlu_csv(path: Path) -> list[tuple[int, dict]]:
     return out
 
 
-def load_benchmark(path, fmt: str | None = None) -> list[BenchmarkItem]:
+def load_benchmark(path: str | Path, fmt: str | None = None) -> list[BenchmarkItem]:
     """Test items of a local benchmark: a JSONL or parquet file, its Hub folder or save_to_disk folder (the
     test split), or an MMLU CSV; ids from an id field or the row."""
     path = Path(path)
@@ -138,8 +149,31 @@ _PAIR_TEXT_SQL = (
 )
 
 
-def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[str]]:
-    """(table of source, round, row_index, pair_id, text; notes). One row per training row."""
+def _empty_texts() -> pa.Table:
+    return pa.table(
+        {
+            "source": pa.array([], pa.string()),
+            "round": pa.array([], pa.string()),
+            "row_index": pa.array([], pa.int64()),
+            "pair_id": pa.array([], pa.string()),
+            "text": pa.array([], pa.string()),
+        }
+    )
+
+
+@dataclass
+class TrainingFile:
+    """A registered mixture read from its file (no rows recorded for it in the store)."""
+
+    path: str
+    round: str | None
+
+
+def training_sources(
+    store: Store, *, all_pairs: bool = False
+) -> tuple[list[pa.Table | TrainingFile], list[str]]:
+    """(the training text in parts: tables of source, round, row_index, pair_id, text, one row per training
+    row, read from the store; or files to stream; notes)."""
     notes: list[str] = []
     con = store.con
     if all_pairs:
@@ -151,8 +185,8 @@ def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[st
                    AS row_index, p.pair_id, {_PAIR_TEXT_SQL} AS text
             FROM pairs p ORDER BY p.pair_id""",
         )
-        return tbl, notes
-    parts = []
+        return [tbl], notes
+    parts: list[pa.Table | TrainingFile] = []
     exports = store.rows(
         "SELECT export_id, round, path, (SELECT count(*) FROM export_rows r "
         "WHERE r.export_id = e.export_id) AS n FROM exports e ORDER BY created_at, export_id"
@@ -171,38 +205,23 @@ def training_texts(store, *, all_pairs: bool = False) -> tuple[pa.Table, list[st
                 )
             )
         elif Path(ex["path"]).exists():
-            rows = read_pair_file(ex["path"])
-            parts.append(
-                pa.table(
-                    {
-                        "source": [ex["path"]] * len(rows),
-                        "round": [ex["round"]] * len(rows),
-                        "row_index": pa.array([r.row_index for r in rows], pa.int64()),
-                        "pair_id": pa.array([r.pair_id for r in rows], pa.string()),
-                        "text": [
-                            "\n".join(
-                                [m["content"] for m in r.prompt] + [x for x in (r.chosen, r.rejected) if x]
-                            )
-                            for r in rows
-                        ],
-                    }
-                )
-            )
+            parts.append(TrainingFile(ex["path"], ex["round"]))
         else:
             notes.append(f"{ex['path']}: missing and no rows recorded; not checked")
-    if not parts:
-        empty = pa.table(
-            {
-                "source": pa.array([], pa.string()),
-                "round": pa.array([], pa.string()),
-                "row_index": pa.array([], pa.int64()),
-                "pair_id": pa.array([], pa.string()),
-                "text": pa.array([], pa.string()),
-            }
-        )
-        return empty, notes + (["no registered mixtures"] if not exports else [])
-    schema = parts[0].schema
-    return pa.concat_tables([t.cast(schema) for t in parts]), notes
+    if not parts and not exports:
+        notes.append("no registered mixtures")
+    return parts, notes
+
+
+def training_texts(store: Store, *, all_pairs: bool = False) -> tuple[pa.Table, list[str]]:
+    """(table of source, round, row_index, pair_id, text; notes): one row per stored training row (files
+    are streamed by decontam, not read here)."""
+    parts, notes = training_sources(store, all_pairs=all_pairs)
+    tables = [p for p in parts if isinstance(p, pa.Table)]
+    if not tables:
+        return _empty_texts(), notes
+    schema = tables[0].schema
+    return pa.concat_tables([t.cast(schema) for t in tables]), notes
 
 
 # -- the audit -------------------------------------------------------------------
@@ -260,45 +279,157 @@ class DecontamReport:
         }
 
 
+class PreparedItems:
+    """A benchmark's items as the export gate's benchmark stage reads them: word texts (through
+    pairstore.normalize.word_text), their vocabulary and their n-grams (doc = the item's index)."""
+
+    def __init__(self, items: list[BenchmarkItem], n: int = DEFAULT_N) -> None:
+        self.n = n
+        texts = [word_text(it.text) for it in items]
+        self.vocab = Vocabulary.of_texts(texts)
+        self.ngrams = text_ngram_table(self.vocab, texts, n)
+
+    @property
+    def with_ngrams(self) -> int:
+        """Items of n words or more (the others only an exact match could find)."""
+        return len(np.unique(self.ngrams["doc"].to_numpy()))
+
+    def shared(self, con: duckdb.DuckDBPyConnection, texts: pa.Array) -> pa.Table:
+        """(doc, item, ngram): every distinct n-gram a text shares with an item. Training texts are read
+        through pairstore.holdout.scan.folded (the janitor words, with look-alikes, invisible characters,
+        escapes and markup undone first)."""
+        train = text_ngram_table(self.vocab, folded(texts), self.n)
+        if self.ngrams.num_rows == 0 or train.num_rows == 0:
+            return pa.table(
+                {
+                    "doc": pa.array([], pa.int64()),
+                    "item": pa.array([], pa.int64()),
+                    "ngram": pa.array([], pa.uint64()),
+                }
+            )
+        con.register("_dc_bench", self.ngrams)
+        con.register("_dc_train", train)
+        try:
+            # Probe first (most training n-grams match nothing), then pair the few left with the items.
+            return arrow_query(
+                con,
+                """
+                WITH t AS (SELECT DISTINCT doc, ngram FROM _dc_train SEMI JOIN _dc_bench USING (ngram))
+                SELECT t.doc, b.doc AS item, t.ngram FROM t JOIN (SELECT DISTINCT doc, ngram FROM _dc_bench) b
+                USING (ngram) ORDER BY 1, 2, 3""",
+            )
+        finally:
+            con.unregister("_dc_bench")
+            con.unregister("_dc_train")
+
+
 def overlap(
-    con, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N
+    con: duckdb.DuckDBPyConnection, items: list[BenchmarkItem], texts: pa.Array, n: int = DEFAULT_N
 ) -> list[tuple[int, int, int]]:
     """(text index, item index, shared distinct n-grams) for every overlapping pair; a DuckDB join.
 
     Both sides are read as the export gate reads them (the gate's benchmark stage is this check): items
-    through pairstore.normalize.word_text, training texts through pairstore.holdout.scan.folded (the
-    janitor words, with look-alikes, invisible characters, escapes and markup undone first)."""
-    item_texts = [word_text(it.text) for it in items]
-    vocab = Vocabulary.of_texts(item_texts)
-    bench = text_ngram_table(vocab, item_texts, n)
-    train = text_ngram_table(vocab, folded(texts), n)
-    if bench.num_rows == 0 or train.num_rows == 0:
+    through pairstore.normalize.word_text, training texts through pairstore.holdout.scan.folded."""
+    return _counts(PreparedItems(items, n).shared(con, texts))
+
+
+def _counts(shared: pa.Table) -> list[tuple[int, int, int]]:
+    if shared.num_rows == 0:
         return []
-    con.register("_dc_bench", bench)
-    con.register("_dc_train", train)
-    try:
-        # Probe first (most training n-grams match nothing), then count distinct shared n-grams.
-        return con.execute("""
-            WITH t AS (SELECT doc, ngram FROM _dc_train SEMI JOIN _dc_bench USING (ngram))
-            SELECT t.doc, b.doc, count(DISTINCT t.ngram)
-            FROM t JOIN _dc_bench b USING (ngram)
-            GROUP BY ALL ORDER BY 1, 2""").fetchall()
-    finally:
-        con.unregister("_dc_bench")
-        con.unregister("_dc_train")
+    grouped = shared.group_by(["doc", "item"]).aggregate([("ngram", "count_distinct")])
+    out = zip(
+        grouped["doc"].to_pylist(), grouped["item"].to_pylist(), grouped["ngram_count_distinct"].to_pylist()
+    )
+    return sorted((int(d), int(i), int(c)) for d, i, c in out)
 
 
 def items_without_ngrams(items: list[BenchmarkItem], n: int) -> int:
-    item_texts = [word_text(it.text) for it in items]
-    vocab = Vocabulary.of_texts(item_texts)
-    docs = text_ngram_table(vocab, item_texts, n)["doc"].to_numpy()
-    return len(items) - len(np.unique(docs))
+    return len(items) - PreparedItems(items, n).with_ngrams
+
+
+@dataclass
+class _FileScan:
+    """Shared n-grams of a file's strings, each distinct string read once (fingerprints across batches)."""
+
+    seen: TextSet = field(default_factory=TextSet)
+    # fingerprint of a string that shares n-grams -> its (item, ngram) pairs
+    shared_of: dict = field(default_factory=dict)
+    rows: int = 0
+    nbytes: int = 0
+
+
+_STRING_SEED = 7
+
+
+def _file_rows(
+    con: duckdb.DuckDBPyConnection,
+    prepared: PreparedItems,
+    items: list[BenchmarkItem],
+    f: TrainingFile,
+    scan: _FileScan,
+    stage: Stage,
+) -> list[Contaminated]:
+    """The contaminated rows of a registered mixture's file, streamed (see the module docstring)."""
+    found: list[Contaminated] = []
+    for batch in read_file_texts(f.path):
+        scan.rows += batch.records
+        found += _batch_rows(con, prepared, items, f, scan, batch)
+        stage.advance(batch.records)
+    return found
+
+
+def _batch_rows(
+    con: duckdb.DuckDBPyConnection,
+    prepared: PreparedItems,
+    items: list[BenchmarkItem],
+    f: TrainingFile,
+    scan: _FileScan,
+    batch: RecordTexts,
+) -> list[Contaminated]:
+    other_row, other_text = other_strings(batch)
+    texts = pa.concat_arrays([batch.user_text, other_text])
+    rows = np.concatenate([batch.user_row, other_row])
+    scan.nbytes += int(pc.sum(pc.binary_length(texts)).as_py() or 0) if len(texts) else 0
+    if not len(texts):
+        return []
+    enc = texts.dictionary_encode()
+    uniq, index = enc.dictionary, np.asarray(enc.indices).astype(np.int64)
+    lo, hi = fingerprints(uniq, _STRING_SEED)
+    fresh = np.flatnonzero(scan.seen.add_fingerprints(lo, hi))
+    if len(fresh):
+        shared = prepared.shared(con, uniq.take(pa.array(fresh)))
+        docs = shared["doc"].to_numpy()
+        pairs = np.stack([shared["item"].to_numpy(), shared["ngram"].to_numpy().astype(np.int64)], axis=1)
+        for d in np.unique(docs).tolist():
+            u = int(fresh[d])
+            scan.shared_of[(int(lo[u]), int(hi[u]))] = pairs[docs == d]
+    if not scan.shared_of:
+        return []
+    per_row: dict[int, list[np.ndarray]] = {}
+    for u in range(len(uniq)):
+        got = scan.shared_of.get((int(lo[u]), int(hi[u])))
+        if got is not None:
+            for r in np.unique(rows[index == u]).tolist():
+                per_row.setdefault(r, []).append(got)
+    out = []
+    pair_ids = batch.pair_id.to_pylist() if per_row else []
+    for r in sorted(per_row):
+        both = np.unique(np.concatenate(per_row[r]), axis=0)
+        items_of, counts = np.unique(both[:, 0], return_counts=True)
+        for b, c in zip(items_of.tolist(), counts.tolist()):
+            it = items[b]
+            out.append(
+                Contaminated(
+                    f.path, f.round, batch.first_row + r, pair_ids[r], it.item_id, int(c), it.text[:SNIPPET]
+                )
+            )
+    return out
 
 
 def decontam(
-    store,
+    store: Store,
     benchmark: str,
-    path,
+    path: str | Path | list[BenchmarkItem],
     *,
     n: int = DEFAULT_N,
     fmt: str | None = None,
@@ -314,33 +445,46 @@ def decontam(
     with progress.stage(f"decontam {benchmark}: read", unit="items") as stage:
         items = path if isinstance(path, list) else load_benchmark(path, fmt)
         stage.advance(len(items))
-    with progress.stage(f"decontam {benchmark}: training rows", unit="rows") as stage:
-        texts, notes = training_texts(store, all_pairs=all_pairs)
-        stage.advance(texts.num_rows)
-    with progress.stage(
-        f"decontam {benchmark}: {n}-gram overlap", total=texts.num_rows, unit="rows"
-    ) as stage:
-        found = overlap(store.con, items, texts["text"], n)
-        stage.advance(texts.num_rows)
-    src = texts["source"].to_pylist()
-    rnd = texts["round"].to_pylist()
-    idx = texts["row_index"].to_pylist()
-    pid = texts["pair_id"].to_pylist()
-    rows = [
-        Contaminated(src[t], rnd[t], int(idx[t]), pid[t], items[b].item_id, int(c), items[b].text[:SNIPPET])
-        for t, b, c in found
-    ]
-    size = texts["text"].combine_chunks()
-    nbytes = int(pc.sum(pc.binary_length(size)).as_py() or 0) if len(size) else 0
+    prepared = PreparedItems(items, n)
+    parts, notes = training_sources(store, all_pairs=all_pairs)
+    rows: list[Contaminated] = []
+    training_rows = 0
+    nbytes = 0
+    scan = _FileScan()
+    contaminated: set[tuple[int, int]] = set()  # (part, row)
+    with progress.stage(f"decontam {benchmark}: {n}-gram overlap", unit="rows") as stage:
+        for k, part in enumerate(parts):
+            if isinstance(part, TrainingFile):
+                before = (scan.rows, scan.nbytes)
+                found_rows = _file_rows(store.con, prepared, items, part, scan, stage)
+                contaminated |= {(k, r.row_index) for r in found_rows}
+                rows += found_rows
+                training_rows += scan.rows - before[0]
+                nbytes += scan.nbytes - before[1]
+                continue
+            found = _counts(prepared.shared(store.con, part["text"]))
+            contaminated |= {(k, t) for t, _, _ in found}
+            src, rnd = part["source"].to_pylist(), part["round"].to_pylist()
+            idx, pid = part["row_index"].to_pylist(), part["pair_id"].to_pylist()
+            rows += [
+                Contaminated(
+                    src[t], rnd[t], int(idx[t]), pid[t], items[b].item_id, int(c), items[b].text[:SNIPPET]
+                )
+                for t, b, c in found
+            ]
+            training_rows += part.num_rows
+            text = part["text"].combine_chunks()
+            nbytes += int(pc.sum(pc.binary_length(text)).as_py() or 0) if len(text) else 0
+            stage.advance(part.num_rows)
     return DecontamReport(
         benchmark,
         n,
         len(items),
-        items_without_ngrams(items, n),
-        texts.num_rows,
+        len(items) - prepared.with_ngrams,
+        training_rows,
         nbytes,
-        len({t for t, _, _ in found}),
-        len({b for _, b, _ in found}),
+        len(contaminated),
+        len({r.item_id for r in rows}),
         rows,
         registered,
         notes,

@@ -1,32 +1,40 @@
 """Leak audit: which holdout members a pair file holds, exactly or near.
 
-    pairstore audit leaks --holdout judge34 s2_pairs_lf1.parquet other.jsonl --json
+    pairstore audit leaks --holdout judge34 s2_pairs_lf1.parquet other.jsonl.gz --json
     pairstore audit leaks --holdout judge34            # every registered mixture, attached history too
 
-A file is any pair file pairstore.ingest.pair_files reads, made by this project or
-not: the prompt as a string or as chat messages (a system prompt in front or
-not), or only inside `chosen` as messages (UltraFeedback style). Each row is checked
-with the export gate's matcher (pairstore.holdout.matching), so the audit and the gate find
-the same members in the same rows: exact = an origin id (a `battle_id`/`origin_id`/...
-column, or the origins the store records for a `pair_id`), the match key of the
-user turns or a task key; near = the member embedded in a longer prompt or in a
-system or assistant turn, or a fuzzy match. Near counts as leaked.
+A file is any record file, made by this project or not (parquet, Arrow, JSON lines, a JSON array or
+CSV, gzip or zstd compressed), read with no layout in mind: every string of every record, whatever its
+column, however deep, goes through the export gate's matcher (pairstore.holdout.file_members, which
+reads files through pairstore.holdout.file_texts, not through an ingest reader). So a field an ingest
+reader would drop (earlier turns of a message list, tool-call arguments, a `system` or `response` column
+beside the prompt) is read all the same. Exact = an origin id (an id column, an `origin_ids` list, or the
+origins the store records for a `pair_id`), the match key of the prompt's user turns or a task key;
+near = the member whole, as a sentence or embedded in any other string of the record, or a near copy.
+Near counts as leaked.
 
-The command prints a report and exits 0 even when it finds leaks: it is an
-audit of what happened. The export gate is what refuses (exit 3).
+A registered mixture whose file is gone, or superseded by a newer export at its path, is read from the
+store (`export_rows` and `pairs`), the rows the gate read when it was exported.
+
+The command prints a report and exits 0 even when it finds leaks: it is an audit of what happened. The
+export gate is what refuses (exit 3).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput, NotFound
-from pairstore.export.registry import registered_mixtures, rows_of_export
-from pairstore.holdout.matching import candidate_table, find_holdout_hits
-from pairstore.ingest.pair_files import PairRow, add_store_origins, read_pair_file
+from pairstore.export.registry import registered_mixtures
+from pairstore.holdout.file_members import members_in_file
+from pairstore.holdout.matching import Hit, members_in_rows
 from pairstore.keys import sha256_file
 from pairstore.progress import current as current_progress
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 EXACT_HOW = ("id", "match_key", "task_key")
 
@@ -69,28 +77,57 @@ class LeakReport:
         }
 
 
-def _scan_rows(store, holdout: str, rows: list[PairRow]) -> list:
-    if not rows:
-        return []
-    cands = candidate_table(
-        (r.row_index, r.pair_id, r.origin_ids, r.prompt, r.task_key, (r.chosen, r.rejected)) for r in rows
-    )
-    return find_holdout_hits(store, cands, set_name=holdout)
+def _export_rows_sql(export_id: str) -> str:
+    """The distinct pairs of a registered export as matching.ROW_SCHEMA rows (row_index: a pair number)."""
+    quoted = export_id.replace("'", "''")
+    return f"""
+        SELECT (row_number() OVER (ORDER BY p.pair_id) - 1)::BIGINT AS row_index, p.pair_id,
+               coalesce((SELECT list(DISTINCT o.origin_id ORDER BY o.origin_id) FROM pair_origins o
+                         WHERE o.pair_id = p.pair_id), []::VARCHAR[]) AS origin_ids,
+               p.match_key, p.task_key, p.prompt,
+               list_filter([p.chosen, p.rejected], lambda a: a IS NOT NULL) AS answers
+        FROM pairs p WHERE p.pair_id IN (SELECT pair_id FROM export_rows WHERE export_id = '{quoted}')"""
 
 
-def _read_with_origins(store, path) -> list[PairRow]:
-    rows = read_pair_file(path)
-    add_store_origins(store, rows)
-    return rows
+def _stored_export(store: Store, export_id: str, holdout: str) -> tuple[int, list[Hit]]:
+    """(rows, hits per row) of a registered export read from the store: each distinct pair matched once."""
+    rows = store.scalar("SELECT count(*) FROM export_rows WHERE export_id = ?", [export_id])
+    store.con.execute(f"CREATE OR REPLACE TEMP VIEW _lk_pairs AS {_export_rows_sql(export_id)}")
+    try:
+        found = members_in_rows(store, "_lk_pairs", set_name=holdout).hits
+        pair_of = (
+            dict(store.con.execute("SELECT row_index, pair_id FROM _lk_pairs").fetchall()) if found else {}
+        )
+    finally:
+        store.con.execute("DROP VIEW IF EXISTS _lk_pairs")
+    by_pair: dict[str, list[Hit]] = {}
+    for h in found:
+        by_pair.setdefault(pair_of[h.row_index], []).append(h)
+    hits = []
+    if by_pair:
+        for row_index, pair_id in store.con.execute(
+            "SELECT row_index, pair_id FROM export_rows WHERE export_id = ? "
+            "AND pair_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY row_index",
+            [export_id, sorted(by_pair)],
+        ).fetchall():
+            hits += [
+                Hit(h.set_name, h.item_id, int(row_index), pair_id, h.how, h.score) for h in by_pair[pair_id]
+            ]
+    return rows, hits
 
 
-def _file_leaks(path: str, sha: str | None, rows: list[PairRow], hits: list, **extra) -> FileLeaks:
+def _file_leaks(path: str, sha: str | None, rows: int, hits: list, **extra: str | None) -> FileLeaks:
     exact = sorted({h.item_id for h in hits if h.how in EXACT_HOW})
     near = sorted({h.item_id for h in hits if h.how not in EXACT_HOW} - set(exact))
-    return FileLeaks(path, sha, len(rows), exact, near, hits, **extra)
+    return FileLeaks(path, sha, rows, exact, near, hits, **extra)
 
 
-def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakReport:
+def _read_file(store: Store, holdout: str, path: str, **extra: str | None) -> FileLeaks:
+    found = members_in_file(store, path, set_name=holdout)
+    return _file_leaks(path, sha256_file(path), found.rows, found.hits, **extra)
+
+
+def audit_leaks(store: Store, holdout: str, paths: list[str] | None = None) -> LeakReport:
     """Which members of holdout set `holdout` each file holds; no paths = every registered mixture."""
     if not store.scalar("SELECT count(*) FROM holdout_sets WHERE set_name = ?", [holdout]):
         raise NotFound(f"no holdout set {holdout!r}")
@@ -100,40 +137,20 @@ def audit_leaks(store, holdout: str, paths: list[str] | None = None) -> LeakRepo
         for p in current_progress().track(paths, f"audit leaks {holdout}: files", unit="files"):
             if not Path(p).exists():
                 raise BadInput("no such file", path=str(p))
-            rows = _read_with_origins(store, p)
-            files.append(_file_leaks(str(p), sha256_file(p), rows, _scan_rows(store, holdout, rows)))
+            files.append(_read_file(store, holdout, str(p)))
     else:
         mixtures = registered_mixtures(store)
         for ex in current_progress().track(mixtures, f"audit leaks {holdout}: mixtures", unit="files"):
             p = ex["path"]
-            if ex["superseded_by"] is not None:  # its path now holds the newer export's bytes
-                rows = rows_of_export(store, ex["export_id"])
-                files.append(
-                    _file_leaks(
-                        p,
-                        None,
-                        rows,
-                        _scan_rows(store, holdout, rows),
-                        round=ex["round"],
-                        note=f"superseded by {ex['superseded_by']}: rows read from export_rows",
-                    )
-                )
-            elif Path(p).exists():
-                rows = _read_with_origins(store, p)
-                files.append(
-                    _file_leaks(p, sha256_file(p), rows, _scan_rows(store, holdout, rows), round=ex["round"])
-                )
-            else:
-                rows = rows_of_export(store, ex["export_id"])
-                files.append(
-                    _file_leaks(
-                        p,
-                        None,
-                        rows,
-                        _scan_rows(store, holdout, rows),
-                        round=ex["round"],
-                        note="file missing: rows read from export_rows",
-                    )
-                )
+            if ex["superseded_by"] is None and Path(p).exists():
+                files.append(_read_file(store, holdout, p, round=ex["round"]))
+                continue
+            note = (
+                f"superseded by {ex['superseded_by']}: rows read from export_rows"
+                if ex["superseded_by"] is not None  # its path now holds the newer export's bytes
+                else "file missing: rows read from export_rows"
+            )
+            rows, hits = _stored_export(store, ex["export_id"], holdout)
+            files.append(_file_leaks(p, None, rows, hits, round=ex["round"], note=note))
     leaked = sorted(set().union(*[set(f.leaked_ids) | set(f.near_ids) for f in files]) if files else set())
     return LeakReport(holdout, size, size - len(leaked), len(leaked), files, leaked)

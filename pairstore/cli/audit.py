@@ -51,9 +51,11 @@ def audit_group() -> None:
 )
 @click.pass_context
 def audit_leaks_cmd(ctx: click.Context, holdout: str, files: tuple[str, ...], as_json: bool) -> None:
-    """Which holdout members each pair FILE holds (none given: every registered mixture).
+    """Which holdout members each FILE holds (none given: every registered mixture).
 
-    Exits 0 with the report even when it finds leaks; the export gate is what refuses."""
+    A FILE is parquet, Arrow, JSON lines, a JSON array or CSV (also .gz or .zst), in any layout: every
+    string of every record is read, whatever its column. Exits 0 with the report even when it finds leaks; the
+    export gate is what refuses."""
 
     with open_db(ctx, read_only=True) as store:
         report = audit_leaks(store, holdout, list(files) or None)

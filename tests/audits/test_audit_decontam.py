@@ -232,3 +232,58 @@ def test_benchmark_read_from_hub_and_save_to_disk_folders(tmp_path):
     rows = [json.loads(line) for line in (real / "MATH-500" / "test.jsonl").read_text().splitlines()]
     datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)}).save_to_disk(str(tmp_path / "saved"))
     assert [i.text for i in load_benchmark(tmp_path / "saved")] == [i.text for i in from_file]
+
+
+def test_a_registered_file_is_read_whole_and_streamed(store, tmp_path, write_jsonl, monkeypatch):
+    """A registered mixture with no stored rows is read from its file as the leak audit reads it: every
+    string of every record, in batches, each distinct string once; a row's count is its strings' shared
+    n-grams together."""
+    from pairstore.holdout import file_texts
+
+    monkeypatch.setattr(file_texts, "BLOCK_BYTES", 256)  # many batches: copies across them
+    q0, q1 = GSM[0]["question"], GSM[1]["question"]
+    recs = []
+    for i in range(30):
+        recs.append({"prompt": f"plain question {i}", "chosen": "a", "rejected": "b", "pair_id": f"p{i}"})
+    recs[3]["response"] = "Sure. " + q0  # a column the old reader did not read
+    recs[11]["chosen"] = [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"function": {"arguments": json.dumps({"q": q0})}}],
+        }
+    ]
+    recs[12]["metadata"] = {"notes": [q1]}
+    recs[20]["response"] = "Sure. " + q0  # a copy, in a later batch
+    path = write_jsonl(tmp_path / "attached.jsonl", recs)
+    store.con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES ('e9', 'att', 'attached', ?, 's', 30, 'c')",
+        [path],
+    )
+    bench = write_jsonl(tmp_path / "gsm8k_test.jsonl", GSM)
+    report = decontam(store, "gsm8k-test", bench)
+    assert report.training_rows == 30
+    got = sorted((r.row_index, r.pair_id, r.item_id, r.shared_ngrams, r.round) for r in report.rows)
+    n0 = len(_lm_eval_ngrams(q0, 13))
+    n1 = len(_lm_eval_ngrams(q1, 13))
+    assert got == [
+        (3, "p3", "0", n0, "att"),
+        (11, "p11", "0", n0, "att"),
+        (12, "p12", "1", n1, "att"),
+        (20, "p20", "0", n0, "att"),
+    ]
+    assert report.contaminated_rows == 4 and report.contaminated_items == 2
+    # A question split over two strings of one row is counted as their n-grams together (none across).
+    words = q0.split()
+    half = len(words) // 2
+    recs2 = [{"prompt": " ".join(words[:half]), "chosen": " ".join(words[half:]), "rejected": "x"}]
+    path2 = write_jsonl(tmp_path / "split.jsonl", recs2)
+    store.con.execute(
+        "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash) "
+        "VALUES ('e10', 'att2', 'attached', ?, 's', 1, 'c')",
+        [path2],
+    )
+    split = [r for r in decontam(store, "gsm8k-test", bench).rows if r.round == "att2"]
+    want = len(_lm_eval_ngrams(" ".join(words[:half]), 13)) + len(_lm_eval_ngrams(" ".join(words[half:]), 13))
+    assert want > 0 and [(r.item_id, r.shared_ngrams) for r in split] == [("0", want)]

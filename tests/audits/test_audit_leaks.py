@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import unicodedata
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import xxhash
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from audits.leaks import audit_leaks
 from pairstore.holdout.sets import add_members
@@ -224,13 +229,133 @@ def test_cli_json_contract_and_registered_mixtures(store, db_path, tmp_path, run
     assert res.exit_code == 2 and "nope" in res.output
 
 
-def test_bad_pair_file_names_line_and_field(store, tmp_path, run_cli, write_jsonl):
+def test_bad_file_names_line_and_exits_2(store, tmp_path, run_cli, write_jsonl):
     make_battles(store, 3)
-    bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "ok", "chosen": "a"}, {"chosen": "no prompt"}])
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"prompt": "ok", "chosen": "a"}, '{"chosen": "cut'])
     store.close()
     res = run_cli("audit", "leaks", "--holdout", "judge34", bad)
     assert res.exit_code == 2
-    assert "bad.jsonl" in res.output and "line 2" in res.output and "prompt" in res.output
+    assert "bad.jsonl" in res.output and "line 2" in res.output and "invalid JSON" in res.output
+
+
+HELD = battle_prompt(3)
+# Each of the shapes an ingest reader used to read in part, with the held-out prompt only in the part it
+# dropped; `{held}` marks where.
+DROPPED_FIELD_SHAPES = {
+    "trl multi-turn: an earlier user turn of rejected": {
+        "chosen": [
+            {"role": "user", "content": "Tell me about tides."},
+            {"role": "assistant", "content": "They follow the moon."},
+            {"role": "user", "content": "And waves?"},
+            {"role": "assistant", "content": "Wind makes them."},
+        ],
+        "rejected": [
+            {"role": "user", "content": "{held}"},
+            {"role": "assistant", "content": "They follow the moon."},
+            {"role": "user", "content": "And waves?"},
+            {"role": "assistant", "content": "No idea."},
+        ],
+    },
+    "trl multi-turn: an earlier assistant turn of chosen beside a prompt": {
+        "prompt": [{"role": "user", "content": "Tell me about tides."}],
+        "chosen": [
+            {"role": "assistant", "content": "{held}"},
+            {"role": "user", "content": "And waves?"},
+            {"role": "assistant", "content": "Wind makes them."},
+        ],
+        "rejected": [{"role": "assistant", "content": "No idea."}],
+    },
+    "a prompt column beside message lists": {
+        "prompt": "Tell me about",
+        "chosen": [{"role": "user", "content": "{held}"}, {"role": "assistant", "content": "Sure."}],
+        "rejected": [{"role": "user", "content": "{held}"}, {"role": "assistant", "content": "No."}],
+    },
+    "tool_calls arguments": {
+        "prompt": "Look something up for me.",
+        "chosen": [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "search", "arguments": json.dumps({"query": "{held}"})},
+                    }
+                ],
+            }
+        ],
+        "rejected": [{"role": "assistant", "content": "I cannot."}],
+    },
+    "function_call arguments": {
+        "prompt": "Look something up for me.",
+        "chosen": [
+            {
+                "role": "assistant",
+                "content": "",
+                "function_call": {"name": "search", "arguments": json.dumps({"q": "{held}", "n": 3})},
+            }
+        ],
+        "rejected": "I cannot.",
+    },
+    "a system column beside a system message": {
+        "system": "{held}",
+        "prompt": [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": "Hello there."},
+        ],
+        "chosen": "Hi!",
+        "rejected": "Go away.",
+    },
+    "a response column beside chosen": {
+        "prompt": "Hello there.",
+        "chosen": "Hi!",
+        "rejected": "No.",
+        "response": "{held}",
+    },
+    "a completion column beside chosen": {
+        "prompt": "Hello there.",
+        "chosen": "Hi!",
+        "rejected": "No.",
+        "completion": "{held}",
+    },
+    "an output column beside chosen": {
+        "prompt": "Hello there.",
+        "chosen": "Hi!",
+        "rejected": "No.",
+        "output": "{held}",
+    },
+}
+
+
+def _fill(value, text: str):
+    """`value` with every {held} replaced by `text` (inside JSON-encoded strings too)."""
+    return json.loads(json.dumps(value).replace("{held}", json.dumps(text)[1:-1].replace("\\", "\\\\")))
+
+
+@pytest.mark.parametrize("shape", sorted(DROPPED_FIELD_SHAPES))
+@pytest.mark.parametrize("form", ["jsonl", "parquet"])
+def test_held_out_text_in_a_field_ingest_dropped_is_found(store, tmp_path, write_jsonl, shape, form):
+    make_battles(store, 6)
+    leaky = _fill(DROPPED_FIELD_SHAPES[shape], HELD)
+    clean = _fill(DROPPED_FIELD_SHAPES[shape], "Tell me about the weather in a town I have never seen.")
+    ordinary = {"prompt": battle_prompt(38), "chosen": "a", "rejected": "b"}  # not held out
+    paths = []
+    for name, rec in (("leaky", leaky), ("clean", clean)):
+        if form == "jsonl":
+            paths.append(write_jsonl(tmp_path / f"{name}.jsonl", [ordinary, rec]))
+        else:
+            try:
+                table = pa.Table.from_pylist([rec, rec])
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                pytest.skip("Arrow cannot type this record as a table")
+            pq.write_table(table, tmp_path / f"{name}.parquet")
+            paths.append(str(tmp_path / f"{name}.parquet"))
+    report = audit_leaks(store, "judge34", paths)
+    got = {Path(f.path).stem: f.leaked_ids + f.near_ids for f in report.files}
+    assert got == {"leaky": ["b003"], "clean": []}
+    rows = sorted(h.row_index for h in report.files[0].hits if h.item_id == "b003")
+    assert rows == ([1] if form == "jsonl" else [0, 1])
 
 
 def test_read_pair_file_layouts(tmp_path, write_jsonl):
@@ -255,3 +380,105 @@ def test_read_pair_file_layouts(tmp_path, write_jsonl):
     assert rows[0].chosen == "a" and rows[0].rejected == "b"
     assert rows[1].prompt[0]["role"] == "system" and rows[1].chosen == "ans"
     assert rows[2].chosen == "done"
+
+
+# -- a property: held-out text anywhere in a record of any shape is found -------------------------------
+
+FILLER_WORDS = (
+    "alder birch cedar dahlia elder fennel ginger hazel indigo juniper kelp lilac mango nutmeg olive parsley "
+    "quince rhubarb sorrel tansy ursine vetch wasabi yucca zinnia"
+).split()
+PHRASE = st.lists(st.sampled_from(FILLER_WORDS), min_size=0, max_size=7).map(" ".join)
+ROLES = ["system", "user", "assistant", "tool", "human", "gpt", "function"]
+KEY_NAMES = [
+    "prompt", "chosen", "rejected", "messages", "conversations", "system", "response", "completion",
+    "output", "question", "metadata", "extra", "tool_calls", "function_call", "arguments", "content", "id",
+]  # fmt: skip
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(ROLES)},
+    optional={
+        "content": PHRASE
+        | st.lists(st.fixed_dictionaries({"type": st.just("text"), "text": PHRASE}), max_size=2),
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "function": st.fixed_dictionaries(
+                        {"name": PHRASE, "arguments": PHRASE.map(lambda p: json.dumps({"q": p}))}
+                    )
+                }
+            ),
+            max_size=2,
+        ),
+        "name": PHRASE,
+    },
+)
+VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | PHRASE,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(KEY_NAMES), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+RECORD = st.dictionaries(
+    st.sampled_from(KEY_NAMES), st.lists(MESSAGE, min_size=0, max_size=5) | VALUE, min_size=1, max_size=6
+).map(lambda r: {**r, "note": "alder birch"} if "note" not in r else r)  # at least one string in each
+
+
+def _string_paths(value, path=()):
+    """The path of every string value in a JSON value (keys not counted)."""
+    if isinstance(value, str):
+        yield path
+    elif isinstance(value, list):
+        for i, x in enumerate(value):
+            yield from _string_paths(x, (*path, i))
+    elif isinstance(value, dict):
+        for k, x in value.items():
+            yield from _string_paths(x, (*path, k))
+
+
+def _set_path(value, path, text):
+    if not path:
+        return text
+    value[path[0]] = _set_path(value[path[0]], path[1:], text)
+    return value
+
+
+@pytest.fixture(scope="module")
+def held_store(tmp_path_factory, new_store_file):
+    import shutil
+
+    from pairstore.store.store import open_store
+
+    path = tmp_path_factory.mktemp("held") / "store.duckdb"
+    shutil.copyfile(new_store_file, path)
+    s = open_store(path)
+    make_battles(s, 6)
+    yield s
+    s.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # a failure is shrunk to its smallest example, many more runs
+@given(
+    records=st.lists(RECORD, min_size=1, max_size=4),
+    embedded=st.booleans(),
+    form=st.sampled_from(["jsonl", "json", "jsonl.gz"]),
+)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_held_out_text_planted_in_any_string_of_any_record_is_found(
+    held_store, tmp_path, records, embedded, form
+):
+    # one copy of a record per string it holds, with the held-out text planted in that string, then the
+    # records as drawn: every string of every record is tried, in one file and one matcher call
+    text = f"alder {HELD} birch" if embedded else HELD
+    planted = [(i, p) for i, r in enumerate(records) for p in _string_paths(r)]
+    leaky = [_set_path(json.loads(json.dumps(records[i])), p, text) for i, p in planted]
+    recs = leaky + records
+    data = "".join(json.dumps(r) + "\n" for r in recs) if form != "json" else json.dumps(recs)
+    out = tmp_path / f"leaky.{form}"
+    out.write_bytes(gzip.compress(data.encode()) if form.endswith(".gz") else data.encode())
+    (found,) = audit_leaks(held_store, "judge34", [str(out)]).files
+    assert found.leaked_ids + found.near_ids == ["b003"]
+    missed = set(range(len(leaky))) - {h.row_index for h in found.hits}
+    assert not missed, [planted[r] for r in sorted(missed)]
+    assert {h.row_index for h in found.hits} == set(range(len(leaky)))
