@@ -10,6 +10,9 @@ Decisions:
   no entry claims (a new block comes with its runner), when an entry names a block that is gone, or when
   an entry names a test that does not exist. Blocks run elsewhere (tests/test_docs.py,
   tests/train/test_recipes_doc_train.py, tests/ingest/test_generations.py) are claimed by those tests.
+- Every code block of docs/*.md names its language, and a ```sh block starts at the line's start, so no
+  shell block escapes the collector. docs/cli.md's completion block was untagged: it is ```sh now (and
+  design.md's diagram and scale.md's formula ```text).
 - Each runner here works in a fresh folder (`tmp_path`, `monkeypatch.chdir`). It first makes what the
   block's text assumes (a store with Arena battles, with loop-fix pairs, a registered export, the parent
   bundle as the tiny random Llama). Then it runs the block's commands in order, exactly as written: a
@@ -26,6 +29,10 @@ Decisions:
   - `train sample ... --ray-address ray://head:10001` needs a Ray cluster at that address (and its `...`
     stands for the line above). The `--ray-address local` line runs with the tiny model where `ray` is
     importable (the `scale` extra) and is skipped, with the reason, where it is not.
+- docs/cli.md's completion block: its bash line runs in bash as written (with the installed `pairstore` on
+  PATH), and bash then completes `pairstore expo` to `export`. zsh and fish are not on a CI machine: the
+  script each of their lines loads is made by pairstore, checked for what it registers, and parsed by
+  `zsh -n` / `fish -n` where that shell is installed.
 - `train merge` and `train soup` of docs/scale.md run for real on tiny bundles. The adapter they merge
   comes from a one-step `train dpo` of round m11a, made by the test as the Slurm job would.
 - docs/bring-your-data.md's "From the store to training" block could not run as written: m11a takes its
@@ -36,9 +43,11 @@ Decisions:
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +77,12 @@ class Runner:
 
 # (doc file, the block's first command) -> the test that runs the block.
 DOC_BLOCKS: dict[tuple[str, str], Runner] = {
+    ("cli.md", 'eval "$(_PAIRSTORE_COMPLETE=bash_source pairstore)"'): Runner(
+        f"{THIS}::test_the_completion_lines_register_pairstores_completion",
+        "the bash line run in bash as written, then a completion asked of it",
+        not_here="zsh and fish lines run only where those shells are installed; elsewhere the script each "
+        "line loads is made by pairstore and checked for the completion it registers",
+    ),
     (
         "bring-your-data.md",
         """pairstore mine battle --where "NOT coalesce(flagged, false) AND language = 'English'\"""",
@@ -151,13 +166,30 @@ def block_key(command: str) -> str:
     return " ".join(command[:cut].split())
 
 
+def untagged_fences(text: str) -> list[int]:
+    """Line numbers of code blocks that name no language, and of indented ```sh blocks: a shell block is
+    found only where its fence says sh or bash at the start of a line, so no shell block escapes."""
+    found, inside = [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        fence = re.match(r"^([ \t]*)```(.*)$", line)
+        if not fence:
+            continue
+        lang = fence.group(2).strip()
+        if not inside and (not lang or (fence.group(1) and lang in ("sh", "bash"))):
+            found.append(number)
+        inside = not inside
+    return found
+
+
 def doc_shell_blocks(docs: Path = DOCS) -> dict[tuple[str, str], list[str]]:
     """(doc file, first command) -> the block's commands, for every ```sh / ```bash block of docs/*.md."""
     found: dict[tuple[str, str], list[str]] = {}
     for path in sorted(docs.glob("*.md")):
         text = path.read_text(encoding="utf-8")
-        indented = re.findall(r"(?m)^[ \t]+```(?:sh|bash)\s*$", text)
-        assert not indented, f"{path.name}: an indented ```sh block (the collector reads blocks at column 0)"
+        untagged = untagged_fences(text)
+        assert not untagged, (
+            f"{path.name}, lines {untagged}: a code block without a language (```sh, ```text)"
+        )
         for block in code_blocks(text, "(?:sh|bash)"):
             commands = [block_key(c) for c in shell_commands(block)]
             assert commands, f"{path.name}: a shell block with no command"
@@ -209,6 +241,10 @@ def test_the_meta_test_notices_a_new_block_and_a_stale_entry(tmp_path):
         ["a.md: `pairstore gone`"],
     )
     assert block_key("pairstore sql \"SELECT '#1'\"  # a note") == "pairstore sql \"SELECT '#1'\""
+    assert untagged_fences("a\n```\npairstore sql x\n```\n```text\nok\n```\n  ```sh\nls\n  ```\n") == [2, 8]
+    (tmp_path / "a.md").write_text("```\npairstore sql 'SELECT 1'\n```\n", encoding="utf-8")
+    with pytest.raises(AssertionError, match=r"a.md, lines \[1\]: a code block without a language"):
+        doc_shell_blocks(tmp_path)
 
 
 # -- running a block ----------------------------------------------------------------------------------
@@ -260,6 +296,40 @@ def setup(*commands: str) -> None:
     for command in commands:
         result = CliRunner().invoke(cli, words(command), catch_exceptions=False)
         assert result.exit_code == 0, f"setup `{command}` exited {result.exit_code}:\n{result.output}"
+
+
+# -- docs/cli.md -------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow  # three pairstore processes
+def test_the_completion_lines_register_pairstores_completion(fresh):
+    bash_line, zsh_line, fish_line = block(
+        *first_command("test_the_completion_lines_register_pairstores_completion")
+    )
+    bin_dir = Path(sys.executable).parent
+    assert (bin_dir / "pairstore").is_file(), "the pairstore command is not installed beside this Python"
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # the line as written, then what bash does on `pairstore expo<TAB>`
+    asked = "COMP_WORDS=(pairstore expo); COMP_CWORD=1; _pairstore_completion pairstore; "
+    asked += 'printf "%s\\n" "${COMPREPLY[@]}"'
+    done = subprocess.run(
+        ["bash", "-c", f"{bash_line}\ncomplete -p pairstore\n{asked}"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert done.stdout.splitlines() == ["complete -o nosort -F _pairstore_completion pairstore", "export"]
+    for line, shell, registers in (
+        (zsh_line, "zsh", "compdef _pairstore_completion pairstore"),
+        (fish_line, "fish", "complete --no-files --command pairstore"),
+    ):
+        assert f"_PAIRSTORE_COMPLETE={shell}_source pairstore" in line
+        made = CliRunner().invoke(
+            cli, [], prog_name="pairstore", env={"_PAIRSTORE_COMPLETE": f"{shell}_source"}
+        )
+        assert made.exit_code == 0 and registers in made.output, made.output
+        if shutil.which(shell):  # the script parses in that shell
+            script = fresh / f"completion.{shell}"
+            script.write_text(made.output, encoding="utf-8")
+            subprocess.run([shell, "-n", str(script)], check=True)
 
 
 # -- docs/bring-your-data.md ------------------------------------------------------------------------------
