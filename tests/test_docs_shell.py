@@ -349,7 +349,7 @@ def arena_row(qid: str, winner: str, language: str, flagged: bool | None) -> dic
     }  # fmt: skip
 
 
-def test_mine_battle_where_leaves_flagged_and_other_languages_out(fresh):
+def test_mine_battle_where_leaves_flagged_and_other_languages_out(fresh, new_store_file):
     rows = [
         arena_row("q1", "model_a", "English", False),  # kept: a win
         arena_row("q2", "model_b", "English", False),  # kept: a loss
@@ -358,6 +358,7 @@ def test_mine_battle_where_leaves_flagged_and_other_languages_out(fresh):
         arena_row("q5", "model_b", "Spanish", True),  # both
     ]
     (fresh / "arena.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    shutil.copyfile(new_store_file, fresh / "pairstore.duckdb")  # a new store, without running migrations
     setup("ingest battles arena.jsonl --format arena --own-model vicuna-13b")
     (command,) = block(*first_command("test_mine_battle_where_leaves_flagged_and_other_languages_out"))
     run_line(command)
