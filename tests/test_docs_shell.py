@@ -473,6 +473,8 @@ def test_the_slurm_lines_write_a_script_sbatch_would_take(fresh, tiny):
     assert words(submit) == ["sbatch", "m11a.sbatch"]
     script = fresh / "m11a.sbatch"
     # No Slurm here, and a test never submits a job: what sbatch would be given is checked instead.
+    why = "never from a test" if shutil.which("sbatch") else "no Slurm here"
+    print(f"`{submit}`: not submitted ({why}); the script it would be given is checked")
     assert subprocess.run(["bash", "-n", str(script)], capture_output=True, text=True).returncode == 0
     text = script.read_text(encoding="utf-8")
     assert text.startswith("#!/bin/bash\n")
