@@ -34,7 +34,11 @@ Decisions:
   script each of their lines loads is made by pairstore, checked for what it registers, and parsed by
   `zsh -n` / `fish -n` where that shell is installed.
 - `train merge` and `train soup` of docs/scale.md run for real on tiny bundles. The adapter they merge
-  comes from a one-step `train dpo` of round m11a, made by the test as the Slurm job would.
+  comes from a one-step `train dpo` of round m11a, made by the test as the Slurm job would (learning rate
+  1e-2 and no warmup, so the merge moves weights); the soup is checked tensor by tensor.
+- docs/recipes.md's train block is run by tests/train/test_recipes_doc_train.py up to a prepared job
+  (`--emit-sbatch` appended): m13a is 250 steps of global batch 32 on the demo's model, and its `train
+  merge` line needs that adapter. Its table entry says so.
 - docs/bring-your-data.md's "From the store to training" block could not run as written: m11a takes its
   parent bundle's system prompt (`system_prompt = "bundle"`), and no so7a bundle is registered in such a
   store. The doc now passes `--bundle bundles/so7a` and says why.
