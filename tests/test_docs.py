@@ -42,7 +42,10 @@ def section(text: str, title: str) -> str:
 
 
 def code_blocks(text: str, lang: str) -> list[str]:
-    return re.findall(rf"(?ms)^```{lang}\n(.*?)^```", text)
+    """Bodies of the fenced blocks whose language matches the regex `lang`. Every fence is paired first,
+    so a block of another language never makes its closing fence look like an opening one."""
+    fenced = re.findall(r"(?ms)^```([^\n`]*)\n(.*?)^```[ \t]*$", text)
+    return [body for tag, body in fenced if re.fullmatch(lang, tag.strip())]
 
 
 def shell_commands(block: str) -> list[str]:
