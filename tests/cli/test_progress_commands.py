@@ -186,7 +186,10 @@ def test_a_running_stage_writes_lines_a_log_can_hold_with_rate_and_time_left():
     progress = LineProgress(out, every=0.05)
     with progress.stage("train sample", total=40, unit="prompts") as stage:
         stage.advance(4)
-        time.sleep(0.3)  # one long item: the lines keep coming
+        # one long item: the lines keep coming (waited for, not timed, so a loaded machine only slows it)
+        deadline = time.monotonic() + 60
+        while len(out.getvalue().splitlines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
     lines = out.getvalue().splitlines()
     running, last = lines[:-1], lines[-1]
     assert len(running) >= 2
