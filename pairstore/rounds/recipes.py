@@ -11,7 +11,7 @@ mistake is one plain error naming the file, the line and the field: an unknown
 key, an unknown source, a missing parent, an alpha outside [0, 1], a name that
 would not be a safe file name.
 
-Rules chosen here (the issue leaves them open):
+Rules chosen here:
 
 - Names: letters, digits, '.', '_' and '-' only, not starting with '.', at most
   100 characters. Round names become file names (NAME.parquet).
