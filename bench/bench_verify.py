@@ -204,8 +204,8 @@ entered `verify_expected.jsonl` as measured.""",
         "verify_heldout8/heldout.jsonl",
         """The eighth corpus (358 rows, seven repositories no other corpus uses; GPT 124, Llama 98,
 Mistral 50, Qwen 40, Claude 30, BLOOM 16) is a development corpus. Its first measurement, with the
-rule changes that make a verdict need evidence in place and before any change for it: 2 wrong definite verdicts (0.56%,
-goal <= 1%) met; coverage 84.1% (goal >= 90%) NOT met. It was then fixed on (three classes:
+rule that a verdict needs evidence in place and before any change for it: 2 wrong definite
+verdicts (0.56%, goal <= 1%) met; coverage 84.1% (goal >= 90%) NOT met. It was then fixed on (three classes:
 marker words joined by `_` or `-`, a sentence stating several values with no `=`, a number against
 a word gold; bench/data/README.md), so its figures above are not held-out figures.""",
     ),
@@ -223,7 +223,7 @@ reply that goes on to invent the next question and answer it ("The answer is 3.\
 are 1", `w0276`, `w0287`; `w0398`), read at its invented turn. The unknowns are 41 of one class:
 "empty answer after a possible answer", replies that echo the prompt's `####` format and end with
 `#### 1210` (tag prompt_echo_hash, 20 of 57 unknown), which the empty-answer guard now
-holds back as unknown. It has three sources where the issue asks more; its rows entered
+holds back as unknown. It has three sources, fewer than the other corpora; its rows entered
 `verify_expected.jsonl` as measured, and nothing was fixed on it.""",
     ),
 )
