@@ -155,7 +155,12 @@ def test_a_round_from_public_files_to_a_trl_step(
     # 7. the folder is a dataset
     data = datasets.load_dataset(str(out), split="train")
     assert data.num_rows == pq.read_table(out / "m1.parquet").num_rows == battle["pairs"] + len(problems) + 3
-    assert HELD not in json.dumps(data.to_list())
+    rows = data.to_list()
+    assert HELD not in json.dumps(rows)
+    # each self-repair pair asks its question once, as a user turn: the templated vLLM prompt was read
+    # back into messages, so the trainer's template does not render markup inside a user's text
+    asked = [r["prompt"][1:] for r in rows if r["source"] == "self_repair"]
+    assert sorted(asked, key=str) == sorted(([{"role": "user", "content": q}] for q, _ in problems), key=str)
 
     # 8. the user's own TRL script on it: nothing of pairstore in between
     model = AutoModelForCausalLM.from_pretrained(str(tiny))
