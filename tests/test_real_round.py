@@ -14,9 +14,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from click.testing import Result
 
 from tests.ingest.test_arena_filters import arena_row
 from tests.ingest.test_generations import TEMPLATE, CompletionOutput
@@ -47,7 +49,7 @@ ATTACHED = [
 ]
 
 
-def vllm_outputs(path, questions_and_golds) -> None:
+def vllm_outputs(path: Path, questions_and_golds: list[tuple[str, str]]) -> None:
     """What docs/bring-your-data.md's vLLM script writes: each RequestOutput as it is, one a line. The
     first request went through the chat template (as `LLM.chat` sends it); each has a right and a wrong
     sample."""
@@ -71,7 +73,7 @@ def gsm8k_train_rows() -> list[tuple[str, str]]:
     return [(r["question"], r["answer"].rsplit("####", 1)[1].strip()) for r in rows]
 
 
-def ok(result, *expected: str) -> str:
+def ok(result: Result, *expected: str) -> str:
     assert result.exit_code == 0, result.output
     for text in expected:
         assert text in result.output, (text, result.output)
