@@ -18,7 +18,9 @@ Read, field for field (docs/schema.md, "Input formats"):
   in a `<tool_response>` block, ShareGPT's `function_call` turn an assistant turn with the call in a
   `<tool_call>` block; the spelling of the tool-use chat templates (Qwen2.5, Hermes), so the gate reads
   every argument and every tool result;
-- an assistant message's `refusal` text, after its content.
+- an assistant message's `refusal` text, after its content;
+- (`RenderedPrompt`, a prompt as a completion endpoint was sent it) a string a chat template rendered,
+  ChatML, Llama 3 or Gemma: read back into its messages, the open assistant turn at its end left out.
 
 Not text, and listed as such: a message's `name` (who spoke), `tool_call_id`, a tool call's `id` and
 `type`, `weight` (OpenAI fine-tuning's 0 or 1). Any other key holding text is refused: its text would
@@ -28,6 +30,7 @@ be lost. The result holds only roles `system`, `user` and `assistant`, every con
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -218,3 +221,52 @@ class Messages(Kind):
         if arr.type == MSG_TYPE:
             return Checked(arr)
         raise NotDirect(f"messages: {arr.type}")
+
+
+# Chat templates whose rendering reads back into messages: (one whole turn: role and content, the open
+# assistant turn a generation prompt leaves at the end). ChatML (Qwen, many fine-tunes), Llama 3, Gemma.
+_RENDERED = (
+    (r"<\|im_start\|>(system|user|assistant)\n(.*?)<\|im_end\|>\n?", r"<\|im_start\|>assistant\n?"),
+    (
+        r"<\|start_header_id\|>(system|user|assistant)<\|end_header_id\|>\n\n(.*?)<\|eot_id\|>",
+        r"<\|start_header_id\|>assistant<\|end_header_id\|>(?:\n\n)?",
+    ),
+    (r"<start_of_turn>(user|model)\n(.*?)<end_of_turn>\n?", r"<start_of_turn>model\n?"),
+)
+_TEMPLATES = [(re.compile(turn, re.S), re.compile(tail)) for turn, tail in _RENDERED]
+_BOS = re.compile(r"<s>|<bos>|<\|begin_of_text\|>")
+
+
+def rendered_messages(text: str) -> list[dict] | None:
+    """The messages of a prompt a chat template rendered (`_RENDERED`), else None.
+
+    The whole text must be turns of one template (a start-of-text token before them, the open assistant
+    turn after them): text outside the turns would be lost, so such a string is not read this way."""
+    start = m.end() if (m := _BOS.match(text)) else 0
+    for turn, tail in _TEMPLATES:
+        messages, pos = [], start
+        while (m := turn.match(text, pos)) is not None:
+            role = "assistant" if m.group(1) == "model" else m.group(1)
+            messages.append({"role": role, "content": m.group(2)})
+            pos = m.end()
+        if (m := tail.match(text, pos)) is not None:
+            pos = m.end()
+        if messages and pos == len(text) and any(x["role"] == "user" for x in messages):
+            return messages
+    return None
+
+
+class RenderedPrompt(Messages):
+    """A prompt as a completion endpoint was sent it: a string a chat template rendered is read back into
+    its messages (the trainer's template renders them again); any other string is one user message."""
+
+    direct = None  # read record by record: a string column is not one user message per row
+    doc = (
+        "a string (one user message; a ChatML, Llama 3 or Gemma rendering: its messages) or a list of "
+        "messages"
+    )
+
+    def value(self, v: Any) -> list[dict]:
+        if isinstance(v, str) and (messages := rendered_messages(v)) is not None:
+            return messages
+        return super().value(v)

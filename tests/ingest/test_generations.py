@@ -204,3 +204,32 @@ def test_eval_results_find_their_item_by_its_question(store, tmp_path):
     ):
         ingest_evals(store, write(tmp_path / "x.jsonl", [{"prompt": "Other?", "score": 1}]), model="n",
                      suite="s", scan=scan)  # fmt: skip
+
+
+RENDERED = {  # the same question as three chat templates render it for a completion endpoint
+    "chatml": "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\n{q}<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    "llama3": "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+    "<|start_header_id|>user<|end_header_id|>\n\n{q}<|eot_id|>"
+    "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "gemma": "<bos><start_of_turn>user\n{q}<end_of_turn>\n<start_of_turn>model\n",
+}
+
+
+@pytest.mark.parametrize("template", sorted(RENDERED))
+def test_a_vllm_prompt_a_chat_template_rendered_is_stored_as_its_messages(store, tmp_path, template):
+    """Mined pairs take the sample's prompt: markup stored as a user's text would be rendered twice."""
+    ingest_problems(store, "gsm8k", path=gsm8k(tmp_path))
+    prompt = RENDERED[template].format(q=QUESTIONS[0])
+    rec = {"request_id": "0", "prompt": prompt, "outputs": [{"index": 0, "text": "72"}]}
+    ingest_generations(store, write(tmp_path / "v.jsonl", [rec]), model="m", fmt="vllm")
+    (stored_prompt,) = store.rows("SELECT prompt FROM generations")
+    system = [] if template == "gemma" else [{"role": "system", "content": "Be brief."}]
+    assert stored_prompt["prompt"] == [*system, {"role": "user", "content": QUESTIONS[0]}]
+
+
+def test_a_string_that_is_not_wholly_a_rendering_stays_one_user_message(store, tmp_path):
+    prompt = "Answer this. " + RENDERED["chatml"].format(q=QUESTIONS[1])  # text outside the turns
+    rec = {"request_id": "0", "prompt": prompt, "outputs": [{"index": 0, "text": "$10"}]}
+    ingest_generations(store, write(tmp_path / "v.jsonl", [rec]), model="m", fmt="vllm", item_kind="prompt")
+    assert store.scalar("SELECT prompt FROM generations") == [{"role": "user", "content": prompt}]

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from pairstore.ingest.declare import ID, LABEL, META, SCORE, SETTING, TEXT, Field, Format, declare
-from pairstore.ingest.messages import Messages
+from pairstore.ingest.messages import RenderedPrompt
 from pairstore.ingest.records import Fields
 
 # What a CompletionOutput holds besides its text and index: none of it text of its own (the decoded
@@ -56,11 +56,15 @@ FORMAT = declare(
         "...}]}): "
         "every output a generation, its item found by the prompt's question.",
         notes="The item kind is --item-kind (default problem); a prompt with a chat template applied is "
-        "found "
-        "too (the match key drops template markup).",
+        "found too (the match key drops template markup), and stored as its messages.",
         fields=(
             Field(
-                "prompt", TEXT, "the prompt as sent", role="prompt", kind=Messages("prompt"), required=True
+                "prompt",
+                TEXT,
+                "the prompt as sent",
+                role="prompt",
+                kind=RenderedPrompt("prompt"),
+                required=True,
             ),
             Field(
                 "outputs",
