@@ -84,7 +84,7 @@ def test_each_distinct_string_is_matched_once_and_every_copy_is_found(store, tmp
     found = members_in_file(store, tmp_path / "m.parquet", set_name="judge34", batch_rows=32)
     assert found.rows == 300 and found.calls > 1
     assert sorted(h.row_index for h in found.hits) == [7, 107, 207]
-    assert {(h.item_id, h.how) for h in found.hits} == {("b003", "embedded")}
+    assert {(h.item_id, h.how) for h in found.hits} == {("b003", "whole_text")}  # the whole answer is it
     # 50 prompts; 60 answers and the held-out one, 50 pair ids, the system prompt, the roles "system",
     # "user" and "assistant", the keys prompt, chosen, pair_id, role and content
     assert found.distinct == 50 + (61 + 50 + 1 + 3 + 5)
