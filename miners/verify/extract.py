@@ -88,6 +88,16 @@ _FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "fol
 _A_TURN_RE = re.compile(r"(?m)^[ \t]*A[ \t]*:")
 
 
+# the problem a prompt states after its answer format, as the model echoes the prompt
+_PROBLEM_RE = re.compile(r"(?i)[ \t\r\n>*_#]*(?:problem|question|题目|问题|題目|問題)[ \t*_]*[:：]")
+
+
+def _echoed_format(text: str, span: Span) -> bool:
+    """A span that states nothing, right before the problem's heading: the prompt's answer format
+    echoed with the prompt ("#### <number>\n\nProblem:\n..."), no answer the reply left empty."""
+    return not strip_answer(span.text) and _PROBLEM_RE.match(text, span.end) is not None
+
+
 def _invented_turn(text: str, cands: list[Span]) -> int | None:
     """Where a turn the model invents after it committed to an answer begins, or None: a new question
     ("Question:", "Q:", "Now it's your turn", ...), or, in an output whose own turn opens with "A:"
@@ -194,7 +204,7 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
     if not text or not text.strip():
         return Extraction(None, missing=EMPTY_OUTPUT)
     text = cut_turn(text)
-    cands = find_spans(text, kind)
+    cands = [c for c in find_spans(text, kind) if not _echoed_format(text, c)]
     if cands:
         turn_at = _invented_turn(text, cands)
         if turn_at is not None:

@@ -70,7 +70,8 @@ def test_an_echoed_format_never_blocks_the_final_answer(a, b, shown, echo):
     "ending,gold,label,reason",
     [
         # the reply's own final marker left empty: it commits to nothing, whatever came before
-        ("####", "84", "unknown", "empty answer after a possible answer"),
+        ("####", "84", "unknown", "no answer found"),  # (no span: hashes with nothing after them)
+        ("#### ___", "84", "unknown", "empty answer after a possible answer"),
         ("#### <number>", "84", "unknown", "empty answer after a possible answer"),
         ("Answer: ___", "84", "unknown", "empty answer after a possible answer"),
         # ... and is wrong only by rule (b): the gold's value stated nowhere
@@ -80,6 +81,23 @@ def test_an_echoed_format_never_blocks_the_final_answer(a, b, shown, echo):
 def test_an_empty_final_marker_still_commits_to_nothing(ending, gold, label, reason):
     verdict = Verifier().verify(_echoed(0, ending=ending), gold, "gsm8k")
     assert (verdict.label, verdict.reason) == (label, reason)
+
+
+@pytest.mark.parametrize("echo", [ECHO_EN, ECHO_ZH], ids=["en", "zh"])
+@pytest.mark.parametrize(
+    "ending,gold,label",
+    [
+        # no marker of its own: the reply's concluding sentence, confirmed by math-verify
+        ("Therefore, the shop sells {v} pens.", "84", "correct"),
+        ("因此，商店一共卖出 {v} 支笔。", "84", "correct"),
+        ("Therefore, the shop sells {v} pens.", "90", "wrong"),
+    ],
+)
+def test_a_reply_without_a_marker_after_an_echoed_format(echo, ending, gold, label):
+    """The echoed format is no empty answer: the reply is read as one with no marker."""
+    verdict = Verifier().verify(_echoed(84, echo=echo, ending=ending), gold, "gsm8k")
+    assert verdict.label == label, verdict
+    assert verdict.reason != "empty answer after a possible answer"
 
 
 def test_an_invented_question_after_the_reply_is_still_cut():
