@@ -48,6 +48,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout6/heldout.jsonl",
     "verify_heldout7/heldout.jsonl",
     "verify_heldout8/heldout.jsonl",
+    "verify_heldout9/heldout.jsonl",
 }
 
 

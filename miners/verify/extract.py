@@ -84,6 +84,38 @@ _FOLLOWUP_RE = re.compile(
 
 # words one of which any follow-up marker contains (a cheap test before the regex)
 _FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "follow", "turn", "solve")
+# a line that opens an answer turn of the few-shot format ("A: ...")
+_A_TURN_RE = re.compile(r"(?m)^[ \t]*A[ \t]*:")
+
+
+# the problem a prompt states after its answer format, as the model echoes the prompt
+_PROBLEM_RE = re.compile(r"(?i)[ \t\r\n>*_#]*(?:problem|question|题目|问题|題目|問題)[ \t*_]*[:：]")
+
+
+def _echoed_format(text: str, span: Span) -> bool:
+    """A span that states nothing, right before the problem's heading: the prompt's answer format
+    echoed with the prompt ("#### <number>\n\nProblem:\n..."), no answer the reply left empty."""
+    return not strip_answer(span.text) and _PROBLEM_RE.match(text, span.end) is not None
+
+
+def _invented_turn(text: str, cands: list[Span]) -> int | None:
+    """Where a turn the model invents after it committed to an answer begins, or None: a new question
+    ("Question:", "Q:", "Now it's your turn", ...), or, in an output whose own turn opens with "A:"
+    (the few-shot format), a later line opening with "A:" after a marker, a box or a `####` stated
+    the answer ("The answer is 3.\n\nA: If there are 1"). A span that states nothing commits to
+    nothing: the prompt's format echoed ("#### <number>") and the problem it goes on with ("Problem:
+    ...") are no answer and no invented question."""
+    first_end = min(c.end for c in cands)
+    low = text.lower()
+    starts: list[tuple[int, bool]] = []  # (where, whether only a marker's answer counts before it)
+    if low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS):
+        starts += [(m.start(), False) for m in _FOLLOWUP_RE.finditer(text, first_end)]
+    if _A_TURN_RE.match(text.lstrip()):
+        starts += [(m.start(), True) for m in _A_TURN_RE.finditer(text, first_end)]
+    for at, marked in sorted(starts):
+        if any(c.end <= at and (not marked or c.rule != "a_line") and strip_answer(c.text) for c in cands):
+            return at
+    return None
 
 
 def _joins(gap: str) -> bool:
@@ -172,17 +204,12 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
     if not text or not text.strip():
         return Extraction(None, missing=EMPTY_OUTPUT)
     text = cut_turn(text)
-    cands = find_spans(text, kind)
+    cands = [c for c in find_spans(text, kind) if not _echoed_format(text, c)]
     if cands:
-        first_end = min(c.end for c in cands)
-        low = text.lower()
-        hints = low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS)
-        for m in _FOLLOWUP_RE.finditer(text, first_end) if hints else ():
-            kept = [c for c in cands if c.end <= m.start()]
-            if kept:
-                cands = kept
-                text = text[: m.start()]
-                break
+        turn_at = _invented_turn(text, cands)
+        if turn_at is not None:
+            cands = [c for c in cands if c.end <= turn_at]
+            text = text[:turn_at]
         # latest start wins; at an equal start the rule of higher priority
         cands.sort(key=lambda c: (c.start, RULES_BY_NAME[c.rule].priority))
         cands = _without_self_ratings(text, cands)

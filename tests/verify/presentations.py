@@ -513,6 +513,8 @@ ECHOES = (
     "I will put the final answer within \\boxed{}.",
     "The final answer will be inside <answer></answer>.",
     "Format: Answer: ___",
+    # a chat prompt echoed whole: its format's placeholder, then the problem it goes on with
+    "Output the final answer on a line starting with:\n#### <number>\n\nProblem:\nHow many are there?",
 )
 # the blank of a prompt's format, written empty after the answer
 BLANKS = ("Final answer: ___", "\\boxed{}", "<answer></answer>", "Answer: [Answer]")

@@ -1,0 +1,152 @@
+"""Two classes of verdict: an output that echoes the prompt's answer format before it works, and an
+output that goes on, after its answer, to invent the next turn of a few-shot prompt.
+
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/verify/test_verify_echoes_and_turns.py -q
+
+- The prompt's format echoed ("#### <number>" and the problem after it) states no answer: it is no
+  committed answer, so the problem it goes on with is no invented question, and the reply's own
+  `#### N` is read. A final marker that is itself empty still commits to nothing.
+- An output whose turn opens with "A:" and that, after a marker stated its answer ("The answer is
+  3."), opens another "A:" turn invented that turn: the answer is the one before it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from miners.verify import Verifier
+from miners.verify.extract import extract_answer
+
+# what a chat model's output holds when its prompt is echoed in it (the template's tokens dropped)
+ECHO_EN = (
+    "user\n\nYou are a careful math tutor. Solve the following problem step by step.\n"
+    "At the end, output ONLY the final numeric answer on a line starting with:\n#### <number>\n\n"
+    "Problem:\nA shop sells {a} boxes of {b} pens each. How many pens does it sell?assistant\n\n"
+)
+ECHO_ZH = (
+    "请逐步解答下面这道题。\n最后请只在单独一行输出最终的数字答案，格式为：\n#### <number>\n\n"
+    "题目：\n商店卖出 {a} 盒笔，每盒 {b} 支。\n\n"
+)
+WORKING = "Step 1: Pens per box = {b}.\nStep 2: Total pens = {a} * {b}\nTotal pens = {c}\n\n"
+
+
+def _echoed(value: int, a: int = 12, b: int = 7, echo: str = ECHO_EN, ending: str = "#### {v}") -> str:
+    return echo.format(a=a, b=b) + WORKING.format(a=a, b=b, c=a * b) + ending.format(v=value)
+
+
+@pytest.mark.parametrize("echo", [ECHO_EN, ECHO_ZH], ids=["en", "zh"])
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "#### {v}",
+        "### Final Answer:\n\n#### {v}",
+        "---\n\n#### {v}\n\n#### <number>{v}",  # the template's placeholder written before the value
+        "Total pens = <<12*7={v}>>{v}.\n#### {v}",
+    ],
+)
+def test_the_reply_after_an_echoed_format_is_read(echo, ending):
+    right = _echoed(84, echo=echo, ending=ending)
+    assert extract_answer(right, "gsm8k") == "84"
+    assert Verifier().verify(right, "84", "gsm8k").label == "correct"
+    wrong = _echoed(85, echo=echo, ending=ending.replace("12*7", "12*7+1"))
+    verdict = Verifier().verify(wrong, "84", "gsm8k")
+    # (84 stands in the working: a WRONG needs the committed 85, compared unequal)
+    assert (verdict.label, verdict.reason, verdict.answer) == ("wrong", "compared unequal", "85")
+
+
+@given(st.integers(2, 60), st.integers(2, 60), st.integers(1, 5000), st.sampled_from([ECHO_EN, ECHO_ZH]))
+def test_an_echoed_format_never_blocks_the_final_answer(a, b, shown, echo):
+    """The class as a property: whatever the reply's `#### N`, it is the answer, and the verdict is
+    the comparison of N with the gold (never unknown for the echo, never the opposite)."""
+    output = _echoed(shown, a, b, echo)
+    verdict = Verifier().verify(output, str(a * b), "gsm8k")
+    assert verdict.answer == str(shown)
+    assert verdict.label == ("correct" if shown == a * b else "wrong")
+
+
+@pytest.mark.parametrize(
+    "ending,gold,label,reason",
+    [
+        # the reply's own final marker left empty: it commits to nothing, whatever came before
+        ("####", "84", "unknown", "no answer found"),  # (no span: hashes with nothing after them)
+        ("#### ___", "84", "unknown", "empty answer after a possible answer"),
+        ("#### <number>", "84", "unknown", "empty answer after a possible answer"),
+        ("Answer: ___", "84", "unknown", "empty answer after a possible answer"),
+        # ... and is wrong only by rule (b): the gold's value stated nowhere
+        ("#### <number>", "5000", "wrong", "empty answer"),
+    ],
+)
+def test_an_empty_final_marker_still_commits_to_nothing(ending, gold, label, reason):
+    verdict = Verifier().verify(_echoed(0, ending=ending), gold, "gsm8k")
+    assert (verdict.label, verdict.reason) == (label, reason)
+
+
+@pytest.mark.parametrize("echo", [ECHO_EN, ECHO_ZH], ids=["en", "zh"])
+@pytest.mark.parametrize(
+    "ending,gold,label",
+    [
+        # no marker of its own: the reply's concluding sentence, confirmed by math-verify
+        ("Therefore, the shop sells {v} pens.", "84", "correct"),
+        ("因此，商店一共卖出 {v} 支笔。", "84", "correct"),
+        ("Therefore, the shop sells {v} pens.", "90", "wrong"),
+    ],
+)
+def test_a_reply_without_a_marker_after_an_echoed_format(echo, ending, gold, label):
+    """The echoed format is no empty answer: the reply is read as one with no marker."""
+    verdict = Verifier().verify(_echoed(84, echo=echo, ending=ending), gold, "gsm8k")
+    assert verdict.label == label, verdict
+    assert verdict.reason != "empty answer after a possible answer"
+
+
+def test_an_invented_question_after_the_reply_is_still_cut():
+    """The echo's problem is no invented question; a new question after the reply's answer is."""
+    output = _echoed(84) + "\n\nQuestion: A shop sells 3 boxes of 4 pens. How many pens?\n#### 12"
+    assert extract_answer(output, "gsm8k") == "84"
+    assert Verifier().verify(output, "84", "gsm8k").label == "correct"
+    assert Verifier().verify(output, "12", "gsm8k").label != "correct"
+
+
+# ------------------------------------------------------------------------------- invented turns
+
+TURN = (
+    "A: He has {n} cards now and got {k} more, so he had {n} - {k} = {v} cards at first. The answer is {v}."
+)
+QUESTION = "\n\nQ: Tom has 4 apples and buys 8. How many?\nA: The answer is 12."
+
+
+@pytest.mark.parametrize(
+    "output,answer",
+    [
+        # the same turn again and again, cut inside the last one
+        ("\n" + "\n\n".join([TURN.format(n=10, k=7, v=3)] * 4) + "\n\nA: If there are 1", "3"),
+        # the prompt's exemplars replayed as "A:" turns, each with its own answer
+        (
+            "\n"
+            + TURN.format(n=10, k=7, v=3)
+            + "\n\nA: If there are 3 cars in the lot and 2 more arrive, how many cars are there?"
+            + "\n\nA: There are 3 cars. 2 more arrive. 3 + 2 = 5. The answer is 5.",
+            "3",
+        ),
+        # a "Q:" turn invented the same way
+        (TURN.format(n=10, k=7, v=3) + QUESTION, "3"),
+    ],
+)
+def test_an_invented_turn_after_the_answer_is_no_answer(output, answer):
+    assert extract_answer(output, "gsm8k") == answer
+    assert Verifier().verify(output, answer, "gsm8k").label == "correct"
+    assert Verifier().verify(output, "12" if answer != "12" else "13", "gsm8k").label != "correct"
+
+
+@pytest.mark.parametrize(
+    "output,answer",
+    [
+        # no marker stated an answer before the second "A:" line: it is the turn's answer
+        ("A: Let's think step by step. He had 10 cards and got 7 more.\nA: 17", "17"),
+        # an output that does not open an "A:" turn: its "A:" line is its answer line
+        ("He had 10 - 7 = 3 cards. So the answer is 3.\nA: 17", "17"),
+    ],
+)
+def test_an_a_line_that_opens_no_new_turn_is_read(output, answer):
+    assert extract_answer(output, "gsm8k") == answer
