@@ -122,7 +122,7 @@ def test_holdout_sample_and_mine_battle_where_run_no_statement(store, tmp_path, 
     with open_store(tmp_path / "store.duckdb", read_only=True) as s:
         assert s.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL") == 3
         assert s.scalar("SELECT count(*) FROM holdout_sets") == 1
-        assert s.scalar("SELECT count(*) FROM audit_log WHERE action = 'holdout.add'") == 1
+        assert s.scalar("SELECT count(*) FROM audit_log WHERE action = 'holdout.add'") == 3  # one per member
         assert s.scalar("SELECT count(*) FROM pairs") == 0
     res = run_cli("mine", "battle", "--where", "category = 'math'", "--json")
     assert res.exit_code == 0, res.output
