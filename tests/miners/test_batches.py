@@ -35,7 +35,7 @@ def test_batches_hold_every_row_in_order_and_never_split_an_item(con, counts, ba
         con.executemany("INSERT INTO t VALUES (?, ?)", rows)
     batches = list(
         item_batches(
-            _Store(con), "SELECT item, k FROM t ORDER BY item, k", [], key="item", batch_rows=batch_rows
+            _Store(con), "SELECT item, k FROM t", [], key="item", order=("item", "k"), batch_rows=batch_rows
         )
     )
     assert [(r["item"], r["k"]) for b in batches for r in b] == rows
