@@ -96,7 +96,10 @@ def _rows(
     """The rows of `sql` whose key lies in [first, last], sorted by `order`."""
     by = ", ".join(f'"{c}"' for c in order)
     return (
-        cursor.sql(f'SELECT * FROM ({sql}) WHERE "{key}" BETWEEN ? AND ? ORDER BY {by}', params=[*params, first, last])
+        cursor.sql(
+            f'SELECT * FROM ({sql}) WHERE "{key}" BETWEEN ? AND ? ORDER BY {by}',
+            params=[*params, first, last],
+        )
         .to_arrow_table()
         .to_pylist()
     )
