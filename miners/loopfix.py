@@ -14,8 +14,8 @@ not: dropped and counted as 'unknown: <reason>'; the chosen side is the task's c
 'loopfix', family = the task family, task_key set. The prompt is the
 generation's prompt without a system message.
 
-The generations are read a batch of whole tasks at a time (miners.batches: one sorted query
-streamed on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
+The generations are read a batch of whole tasks at a time (miners.batches: one query a batch,
+on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
 in one transaction: memory stays flat however many generations there are.
 
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
@@ -89,13 +89,13 @@ def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
     batches = item_batches(
         store,
         f"""
-        SELECT g.gen_id, g.model, g.prompt, g.output, t.task_id, t.family, t.task_key, t.gold, t.chosen,
-               t.match_key AS task_match_key
+        SELECT g.gen_id, g.model, g.sample_index, g.prompt, g.output, t.task_id, t.family, t.task_key,
+               t.gold, t.chosen, t.match_key AS task_match_key
         FROM generations g JOIN tasks t ON g.item_id = t.task_id
-        WHERE {where}
-        ORDER BY t.task_id, g.model, g.sample_index, g.gen_id""",
+        WHERE {where}""",
         [model, model],
         key="task_id",
+        order=("task_id", "model", "sample_index", "gen_id"),
     )
     progress = current_progress()
     with (

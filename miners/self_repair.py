@@ -32,8 +32,8 @@ ids become origins):
 - the pair's prompt is the rejected sample's prompt without a system message; its family is the
   dataset ('gsm8k' or 'math').
 
-The generations are read a batch of whole problems at a time (miners.batches: one sorted query
-streamed on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
+The generations are read a batch of whole problems at a time (miners.batches: one query a batch, on
+a cursor), judged, and their verdicts and pairs written before the next batch is read, all
 in one transaction: memory stays flat however many generations there are.
 
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
@@ -138,13 +138,13 @@ where all are wrong."""
     batches = item_batches(
         store,
         f"""
-        SELECT g.gen_id, g.item_id AS problem_id, g.prompt, g.output, p.gold, p.solution,
+        SELECT g.gen_id, p.problem_id, g.sample_index, g.prompt, g.output, p.gold, p.solution,
                p.question, p.match_key AS problem_match_key
         FROM generations g JOIN problems p ON g.item_id = p.problem_id
-        WHERE {where}
-        ORDER BY p.problem_id, g.sample_index, g.gen_id""",
+        WHERE {where}""",
         [model, dataset],
         key="problem_id",
+        order=("problem_id", "sample_index", "gen_id"),
     )
     with (
         OutputJudge() as judge,

@@ -32,10 +32,10 @@ def test_batches_hold_every_row_in_order_and_never_split_an_item(con, counts, ba
     rows = [(f"item{i:03d}", k) for i, n in enumerate(counts) for k in range(n)]
     con.execute("CREATE OR REPLACE TABLE t (item VARCHAR, k INTEGER)")
     if rows:
-        con.executemany("INSERT INTO t VALUES (?, ?)", rows)
+        con.executemany("INSERT INTO t VALUES (?, ?)", rows[::-1])  # stored out of order: the query sorts
     batches = list(
         item_batches(
-            _Store(con), "SELECT item, k FROM t ORDER BY item, k", [], key="item", batch_rows=batch_rows
+            _Store(con), "SELECT item, k FROM t", [], key="item", order=("item", "k"), batch_rows=batch_rows
         )
     )
     assert [(r["item"], r["k"]) for b in batches for r in b] == rows
@@ -48,3 +48,25 @@ def test_batches_hold_every_row_in_order_and_never_split_an_item(con, counts, ba
             assert items[-1] != following[0]["item"]  # an item is never split
             first_next = [r for r in following if r["item"] == following[0]["item"]]
             assert len(batch) + len(first_next) > batch_rows  # the next item did not fit
+
+
+def test_every_batch_sees_the_rows_as_they_were_when_the_first_was_read(con):
+    """The batches are queries of their own on one read transaction: a row committed meanwhile (the
+    miner writes through the store's own connection) is not read by a later batch."""
+    con.execute("CREATE OR REPLACE TABLE t (item VARCHAR, k INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [("a", 0), ("b", 0), ("c", 0)])
+    batches = item_batches(
+        _Store(con), "SELECT item, k FROM t", [], key="item", order=("item", "k"), batch_rows=1
+    )
+    first = next(batches)
+    con.execute("INSERT INTO t VALUES ('c', 1), ('b', 1)")
+    assert [first, *batches] == [[{"item": "a", "k": 0}], [{"item": "b", "k": 0}], [{"item": "c", "k": 0}]]
+
+
+def test_a_null_key_or_an_order_not_led_by_the_key_is_refused(con):
+    con.execute("CREATE OR REPLACE TABLE t (item VARCHAR, k INTEGER)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", [("a", 0), (None, 1)])
+    with pytest.raises(ValueError, match="NULL"):
+        list(item_batches(_Store(con), "SELECT item, k FROM t", [], key="item", order=("item", "k")))
+    with pytest.raises(ValueError, match="must start with the key"):
+        list(item_batches(_Store(con), "SELECT item, k FROM t", [], key="item", order=("k", "item")))
