@@ -22,28 +22,13 @@ from typing import Any
 
 import pyarrow as pa
 
+# One list of id fields: what an ingest of pairs and the leak audit both take as a row's origin ids.
+from pairstore.holdout.file_texts import ID_FIELDS
 from pairstore.ingest.declare import ID, LABEL, Field
 from pairstore.ingest.kinds import MSG_TYPE, Id, Problem, Text
 from pairstore.ingest.messages import read_messages
 from pairstore.ingest.records import Fields
 
-ID_FIELDS = (
-    "battle_id",
-    "origin_id",
-    "item_id",
-    "source_id",
-    "task_id",
-    "question_id",
-    "prompt_id",
-    "problem_id",
-    "conversation_id",
-    "unique_id",
-    "doc_id",
-    "sample_id",
-    "example_id",
-    "uid",
-    "id",
-)
 PAIR = pa.schema(
     [
         ("prompt", MSG_TYPE),
