@@ -40,7 +40,7 @@ typecheck: $(STAMP)
 PYTEST_PARALLEL := -n auto --dist loadgroup
 
 test: lint typecheck
-	$(OFFLINE) $(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=15
+	$(OFFLINE) $(BIN)/python -m pytest $(PYTEST_PARALLEL) --durations=40
 
 test-fast: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_PARALLEL)
