@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -98,8 +99,8 @@ def _nulls(n: int, t: pa.DataType) -> pa.Array:
     return pa.nulls(n, t)
 
 
-class Kind:
-    """One kind of field value (module docstring)."""
+class Kind(ABC):
+    """One kind of field value (module docstring); each kind defines `value` and `column`."""
 
     arrow: pa.DataType = pa.string()
     direct: pa.DataType | str | None = pa.string()
@@ -110,13 +111,13 @@ class Kind:
         """The type of `value`'s results (what `column` takes from the record-by-record reading)."""
         return self.arrow
 
+    @abstractmethod
     def value(self, v: Any) -> Any:
         """One value a record gives (never None): what it becomes in the column, or Problem."""
-        raise NotImplementedError
 
+    @abstractmethod
     def column(self, col) -> Checked:
         """A whole column: as the JSON reader read it, or as `value` made it."""
-        raise NotImplementedError
 
     def takes(self, t: pa.DataType) -> bool:
         """Whether a column of type `t` as the JSON reader gives it is one `column` reads (one of
