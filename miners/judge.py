@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -292,3 +292,44 @@ class JudgedWriter:
             "judge_wall_s": self.judge_wall_s,
             "write_s": self.write_s,
         }
+
+
+# What a streaming miner does with one batch of whole items: (the judged outputs by gen_id, the pairs,
+# the seconds spent judging), given the rows, the judge, the worker count and the progress callback.
+MineBatch = Callable[[list[dict], "OutputJudge", int, Callable[[int], object]], tuple[dict, list, float]]
+
+
+def mine_in_batches(
+    store: Store,
+    result: MineResult,
+    holdout: HoldoutFilter,
+    batches: Iterable[list[dict]],
+    *,
+    outputs: int,
+    workers: int | None,
+    mine_batch: MineBatch,
+    judging_stage: str,
+    reading_stage: str | None = None,
+) -> MineResult:
+    """The loop every streaming miner shares: one judge, one writer (one transaction), each batch mined
+    and written, the judge's per-batch memory let go; `outputs` sizes the progress stages and the pool."""
+    progress = current_progress()
+    with (
+        OutputJudge() as judge,
+        JudgedWriter(store, result, judge, holdout) as out,
+        ExitStack() as stages,
+    ):
+        reading = (
+            stages.enter_context(progress.stage(reading_stage, total=outputs, unit="outputs"))
+            if reading_stage
+            else None
+        )
+        judging = stages.enter_context(progress.stage(judging_stage, total=outputs, unit="outputs"))
+        workers = parallel_workers(outputs) if workers is None else workers
+        for rows in batches:
+            if reading is not None:
+                reading.advance(len(rows))
+            judged, pairs, judge_s = mine_batch(rows, judge, workers, judging.advance)
+            out.write(judged, pairs, judge_wall_s=judge_s)
+            judge.forget()
+    return result

@@ -42,12 +42,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from miners.batches import item_batches
-from miners.judge import Judged, JudgedWriter, OutputJudge, parallel_workers, unknown_reason
+from miners.judge import Judged, OutputJudge, mine_in_batches, unknown_reason
 from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import seeded_rank
-from pairstore.progress import current as current_progress
 from pairstore.tables.pairs import Origin, Pair
 
 
@@ -97,22 +96,19 @@ def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
         key="task_id",
         order=("task_id", "model", "sample_index", "gen_id"),
     )
-    progress = current_progress()
-    with (
-        OutputJudge() as judge,
-        JudgedWriter(store, result, judge, holdout) as out,
-        progress.stage("mine loopfix: generations", total=outputs, unit="outputs") as reading,
-        progress.stage("mine: verify and scan", total=outputs, unit="outputs") as judging,
-    ):
-        workers = parallel_workers(outputs) if workers is None else workers
-        for rows in batches:
-            reading.advance(len(rows))
-            judged, pairs, judge_s = _mine_batch(
-                rows, result, judge, holdout, options, workers, judging.advance
-            )
-            out.write(judged, pairs, judge_wall_s=judge_s)
-            judge.forget()
-    return result
+    return mine_in_batches(
+        store,
+        result,
+        holdout,
+        batches,
+        outputs=outputs,
+        workers=workers,
+        mine_batch=lambda rows, judge, n, advance: _mine_batch(
+            rows, result, judge, holdout, options, n, advance
+        ),
+        judging_stage="mine: verify and scan",
+        reading_stage="mine loopfix: generations",
+    )
 
 
 def _mine_batch(

@@ -60,13 +60,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from miners.batches import item_batches
-from miners.judge import Judged, JudgedWriter, OutputJudge, parallel_workers, unknown_reason
+from miners.judge import Judged, OutputJudge, mine_in_batches, unknown_reason
 from miners.patterns import solution_in_answer_style
 from miners.registry import WORKERS_HELP, MineResult, new_result, option, register, without_system
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.keys import content_id, seeded_rank
-from pairstore.progress import current as current_progress
 from pairstore.tables.pairs import Origin, Pair
 
 DATASETS = ("gsm8k", "math")
@@ -146,19 +145,18 @@ where all are wrong."""
         key="problem_id",
         order=("problem_id", "sample_index", "gen_id"),
     )
-    with (
-        OutputJudge() as judge,
-        JudgedWriter(store, result, judge, holdout) as out,
-        current_progress().stage("mine self_repair: verify and scan", total=outputs, unit="outputs") as stage,
-    ):
-        workers = parallel_workers(outputs) if workers is None else workers
-        for rows in batches:
-            judged, pairs, judge_s = _mine_batch(
-                rows, result, judge, holdout, options, workers, stage.advance
-            )
-            out.write(judged, pairs, judge_wall_s=judge_s)
-            judge.forget()
-    return result
+    return mine_in_batches(
+        store,
+        result,
+        holdout,
+        batches,
+        outputs=outputs,
+        workers=workers,
+        mine_batch=lambda rows, judge, n, advance: _mine_batch(
+            rows, result, judge, holdout, options, n, advance
+        ),
+        judging_stage="mine self_repair: verify and scan",
+    )
 
 
 def _mine_batch(
