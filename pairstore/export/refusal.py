@@ -78,29 +78,39 @@ def _one_line(text: str | None) -> str | None:
     return flat if len(flat) <= TEXT_SHOWN else flat[: TEXT_SHOWN - 1] + "…"
 
 
+# Where each kind of member keeps its text: SQL giving (set_name, item_id, text) for the members listed
+# in _hit_members (set_name, item_id): eval items ("eval:SUITE"), benchmarks ("benchmark:NAME"), holdout.
+_MEMBER_TEXTS = (
+    "SELECT m.set_name, m.item_id, array_to_string(list_transform(e.prompt, lambda x: x.content), ' ') "
+    "FROM _hit_members m JOIN eval_items e ON 'eval:' || e.suite = m.set_name AND e.item_id = m.item_id",
+    "SELECT m.set_name, m.item_id, b.text FROM _hit_members m "
+    "JOIN benchmark_refs b ON 'benchmark:' || b.benchmark = m.set_name AND b.item_id = m.item_id",
+    "SELECT m.set_name, m.item_id, h.match_text FROM _hit_members m "
+    "JOIN holdout h ON h.set_name = m.set_name AND h.item_id = m.item_id",
+)
+
+
 def _member_texts(store: Store, members: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
-    """The stored text of each (set, item): a holdout member's user turns as matched, an eval item's
-    prompt, a benchmark reference's text."""
-    texts: dict[tuple[str, str], str] = {}
-    for set_name, item_id in members:
-        if set_name.startswith("eval:"):
-            row = store.one(
-                "SELECT array_to_string(list_transform(prompt, lambda m: m.content), ' ') FROM eval_items "
-                "WHERE suite = ? AND item_id = ?",
-                [set_name[5:], item_id],
-            )
-        elif set_name.startswith("benchmark:"):
-            row = store.one(
-                "SELECT text FROM benchmark_refs WHERE benchmark = ? AND item_id = ?",
-                [set_name[10:], item_id],
-            )
-        else:
-            row = store.one(
-                "SELECT match_text FROM holdout WHERE set_name = ? AND item_id = ?", [set_name, item_id]
-            )
-        if row is not None and row[0]:
-            texts[(set_name, item_id)] = row[0]
-    return texts
+    """The stored text of each (set, item), in one query per kind of member: a holdout member's user
+    turns as matched, an eval item's prompt, a benchmark reference's text."""
+    if not members:
+        return {}
+    names, items = zip(*sorted(members), strict=True)
+    con = store.con
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _hit_members AS SELECT unnest(?::VARCHAR[]) AS set_name, "
+        "unnest(?::VARCHAR[]) AS item_id",
+        [list(names), list(items)],
+    )
+    try:
+        texts: dict[tuple[str, str], str] = {}
+        for sql in _MEMBER_TEXTS:
+            for set_name, item_id, text in con.execute(sql).fetchall():
+                if text:
+                    texts.setdefault((set_name, item_id), text)
+        return texts
+    finally:
+        con.execute("DROP TABLE IF EXISTS _hit_members")
 
 
 def _pair_files(store: Store, pair_ids: list[str]) -> dict[str, str]:
