@@ -42,6 +42,8 @@ from pairstore.progress import as_progress
 from pairstore.tables.generations import insert_generations_select
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.progress import Progress
     from pairstore.store.store import Store
 
 ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
@@ -348,13 +350,13 @@ def _not_found_by_question(kind: str, suite: str | None, found: tuple | None) ->
 
 def ingest_generations(
     store: Store,
-    path,
+    path: StrPath,
     *,
     model: str,
     fmt: str = "native",
     item_kind: str | None = None,
     suite: str | None = None,
-    progress=None,
+    progress: Progress | bool | None = None,
 ) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings, from a
     file in any generations format (module docstring). `item_kind` and `suite` apply to the records that
@@ -373,11 +375,11 @@ def ingest_generations(
         raise BadInput("no such file", path=str(path))
     if p.is_dir():
         raise BadInput("a folder, not a file", path=str(path))
-    progress = as_progress(progress)
+    stages = as_progress(progress)
     result = IngestResult("generations", str(path))
     work = _Generations(store, model, item_kind, suite)
     with bounded_memory(store.con), store.transaction():
-        with progress.stage("ingest generations: read", total=records_in(p), unit="records") as stage:
+        with stages.stage("ingest generations: read", total=records_in(p), unit="records") as stage:
             for batch in read_columns(form, READ, p):
                 work.add(batch, p.name)
                 result.read += batch.table.num_rows
