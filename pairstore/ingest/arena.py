@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, NotRequired, TypedDict, overload
+from typing import NotRequired, TypedDict, overload
 
 from pairstore.errors import BadInput
 from pairstore.ingest.records import Fields
@@ -52,7 +52,7 @@ class ArenaBattle:
 # ---------------------------------------------------------------------------- typed values, CSV text too
 
 
-def json_text(f: Fields, name: str) -> Any:
+def json_text(f: Fields, name: str) -> object:
     """The field's value; in a CSV (or any text column) a JSON-encoded value is decoded."""
     v = f.rec.get(name)
     if isinstance(v, str):

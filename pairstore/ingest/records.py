@@ -566,14 +566,41 @@ class Fields:
             raise self.error(name, f"unknown value {v!r} (expected one of {', '.join(choices)})")
         return v
 
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: Literal[True],
+        default: builtins.int | None = ...,
+        bits: builtins.int = ...,
+    ) -> builtins.int: ...
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = ...,
+        default: builtins.int,
+        bits: builtins.int = ...,
+    ) -> builtins.int: ...
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = ...,
+        default: None = ...,
+        bits: builtins.int = ...,
+    ) -> builtins.int | None: ...
     def int(
         self,
         name: builtins.str,
         *,
         required: builtins.bool = False,
-        default: Any = None,
+        default: builtins.int | None = None,
         bits: builtins.int = 64,
-    ) -> Any:
+    ) -> builtins.int | None:
         """An integer that fits a signed `bits`-bit column (32: INTEGER, 64: BIGINT)."""
         v = self.rec.get(name)
         if v is None:
