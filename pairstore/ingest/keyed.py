@@ -109,7 +109,7 @@ def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[s
     if not given:  # the common batch: one template for every row
         fmt, names = _template(always)
         columns = [[p or "null" for p in pieces[k]] for k in names]
-        return [fmt.format(*row) for row in zip(*columns)] if names else [fmt] * n
+        return [fmt.format(*row) for row in zip(*columns)] if names else [fmt.format()] * n
     templates: dict[tuple[str, ...], tuple[str, list[str]]] = {}
     out: list[str] = []
     for i in range(n):
