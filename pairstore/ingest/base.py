@@ -1,5 +1,5 @@
-"""What every table's ingest shares: the result record, the `ingests` log (this module writes it),
-staging rows and inserting only new keys, duplicates within one input found.
+"""What every table's ingest shares: the result record, staging rows and inserting only new keys,
+duplicates within one input found (the `ingests` log is pairstore.tables.ingests).
 
 Every ingest validates the whole file first and writes in one transaction: a bad record raises BadInput
 (file, line, field) and nothing is written. A re-ingest of the same file adds nothing; a known id with
@@ -20,7 +20,6 @@ import pyarrow.parquet as pq
 from pairstore.errors import BadInput
 from pairstore.ingest.batches import line_of
 from pairstore.ingest.records import file_type
-from pairstore.keys import sha256_file
 from pairstore.progress import NO_PROGRESS, as_progress
 
 if TYPE_CHECKING:
@@ -94,17 +93,6 @@ def records_in(path: StrPath) -> int | None:
     except (OSError, pa.ArrowException, BadInput):
         return None
     return None
-
-
-def log_ingest(
-    store: Store, path: StrPath, kind: str, rows_read: int, rows_added: int, *, sha256: str | None = None
-) -> None:
-    """One row in `ingests` per file (or dataset folder: give its `sha256`, pairstore.ingest.dataset_files)
-    read. This module writes that table; call inside the ingest's transaction."""
-    store.con.execute(
-        "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
-        [sha256 or sha256_file(path), kind, str(path), rows_read, rows_added],
-    )
 
 
 # Where each staged row came from: its file, its 0-based record there, its line (row, record) where the

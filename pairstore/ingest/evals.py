@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Protocol
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import PLACE, log_ingest, place_columns, records_in
+from pairstore.ingest.base import PLACE, place_columns, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, line_of, read_columns
 from pairstore.ingest.declare import counted, did_you_mean
 from pairstore.ingest.formats import get_format
@@ -41,7 +41,9 @@ from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.keys import sha256_file
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.evals import COMPARED_COLUMNS, SCORE_SCHEMA, add_eval_items, add_staged_scores
+from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:
     from pairstore.files import StrPath
@@ -428,7 +430,8 @@ def _log(
     held: int,
 ) -> None:
     log_ingest(store, path, "evals", read, added)
-    store.audit(
+    log_action(
+        store,
         "ingest.evals",
         f"{model}/{suite}",
         {

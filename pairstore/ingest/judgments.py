@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import PLACE, IngestResult, StagedRows, log_ingest
+from pairstore.ingest.base import PLACE, IngestResult, StagedRows
 from pairstore.ingest.batches import Batch, read_columns, record_batch
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.formats.judgments_native import HEAVY_FLAWS, JUDGED_KINDS
 from pairstore.keys import content_id
+from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:
     from pairstore.files import StrPath

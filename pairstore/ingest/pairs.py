@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import IngestResult, log_ingest, records_in
+from pairstore.ingest.base import IngestResult, records_in
 from pairstore.ingest.batches import Batch
 from pairstore.ingest.keyed import prompt_match_keys
 from pairstore.ingest.kinds import PY_WHITESPACE, Column
@@ -31,6 +31,7 @@ from pairstore.ingest.pair_rows import ID_FIELDS
 from pairstore.keys import nfc_many, sha256_file, xxh128
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
+from pairstore.tables.ingests import log_ingest
 from pairstore.tables.pairs import ORIGIN_TABLE_SCHEMA, PAIR_TABLE_SCHEMA, add_pair_tables
 
 if TYPE_CHECKING:
