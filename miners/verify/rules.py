@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
-from miners.verify.markers import ANSWER_MARKERS, AnswerMarker, marker_words
+from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, AnswerMarker, marker_words
 
 
 class Span(NamedTuple):
@@ -358,6 +358,25 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
         yield Span(m.start(), m.end(), m.group("ans"), "hashes")
 
 
+# a yes/no word alone in square brackets, the answer format a prompt asked for ('answer "[Yes]" or
+# "[No]"'): not "\\[ ... \\]" display math, not a markdown link "[Yes](...)"
+_BRACKETED_WORD_RE = re.compile(
+    r"\[(?<!\\\[)[ \t]*(?P<ans>"  # (the "[" first: the regex engine skips to each one)
+    + "|".join(
+        re.escape(w) for w in sorted({*BOOLEAN_WORDS[True], *BOOLEAN_WORDS[False]}, key=len, reverse=True)
+    )
+    + r")[ \t]*\](?!\()",
+    re.I,
+)
+
+
+def find_bracketed_word(text: str, low: str, kind: str) -> Iterable[Span]:
+    """A yes/no word alone in square brackets, the format a prompt asked for: "Therefore, 14533 is a
+    prime number.\n\n[Yes]" -> "Yes", "Therefore, [No], 4479 is not a prime number." -> "No"."""
+    for m in _BRACKETED_WORD_RE.finditer(text):
+        yield Span(m.start(), m.end(), m.group("ans"), "bracketed_word")
+
+
 # ------------------------------------------------------------------------- answer markers
 # Built from miners.verify.markers.ANSWER_MARKERS (data, one row per language, English included):
 # a marker before a colon, in brackets or as a heading (marker_line, marker_heading), and a marker
@@ -562,6 +581,7 @@ SPAN_RULES: tuple[SpanRule, ...] = (
     SpanRule("marker_line", 1, True, lambda low: _marker_hint(low) or "answer]" in low, find_marker_line),
     SpanRule("marker_heading", 1, True, _heading_hint, find_marker_heading),
     SpanRule("marker_copula", 1, True, _marker_hint, find_marker_copula),
+    SpanRule("bracketed_word", 1, True, lambda low: "[" in low and "]" in low, find_bracketed_word),
 )
 RULES_BY_NAME = {r.name: r for r in SPAN_RULES}
 
