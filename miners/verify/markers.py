@@ -30,6 +30,7 @@ its result there (miners.verify.prose.concluding, a weak form math-verify must c
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -312,6 +313,14 @@ def boolean_value(answer: str) -> bool | None:
     answer is anything but one such word."""
     s = _WRAP_RE.sub(r"\1", answer).strip().strip("*_`$ \t\"'“”.!。！").strip()
     return _BOOLEAN_OF.get(s.lower())
+
+
+def opening_chars(words: Iterable[str]) -> str:
+    """A lookahead for the first characters of words ("(?=[abc])"), to put before a pattern of those
+    words that opens with a lookbehind or a \\b: Python's re finds no first character of such a
+    pattern on its own and tries it at every position; with this it skips to the places where one
+    of the words can start (the same matches, a few times faster on a long output)."""
+    return "(?=[" + "".join(re.escape(c) for c in sorted({w[0] for w in words if w})) + "])"
 
 
 def marker_words() -> list[tuple[str, AnswerMarker]]:

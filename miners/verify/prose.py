@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from miners.verify.markers import CONCLUDING_WORDS
+from miners.verify.markers import CONCLUDING_WORDS, opening_chars
 from miners.verify.normalize import NUMERAL
 from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
@@ -62,7 +62,11 @@ _NUMBER_WORDS = {
 }
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _WORD_RUN_RE = re.compile(
-    r"(?i)\b(?:(?:negative|minus)\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES)) + r"|a)"
+    r"(?i)"
+    + opening_chars([*_NUMBER_WORDS, *_SCALES, "a", "negative", "minus"])
+    + r"\b(?:(?:negative|minus)\s+)?(?:"
+    + "|".join(list(_NUMBER_WORDS) + list(_SCALES))
+    + r"|a)"
     r"(?:[\s-]+(?:and\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES) + ["point"]) + r"))*\b"
 )
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
@@ -96,8 +100,9 @@ def _concluding_word(word: str) -> str:
 
 
 _CUE_RE = re.compile(
-    r"(?i:" + "|".join(map(_concluding_word, CONCLUDING_WORDS)) + r")|\*\*[^*]*\d[^*]*\*\*"
-    r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\))"  # "... is closest to option E) $78.20."
+    r"(?i:" + opening_chars([*CONCLUDING_WORDS, "*", "option", "choice"]) + r")"
+    r"(?:(?i:" + "|".join(map(_concluding_word, CONCLUDING_WORDS)) + r")|\*\*[^*]*\d[^*]*\*\*"
+    r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\)))"  # "... is closest to option E) $78.20."
 )
 
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
-from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, AnswerMarker, marker_words
+from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, AnswerMarker, marker_words, opening_chars
 
 
 class Span(NamedTuple):
@@ -440,7 +440,9 @@ def _talk_re(marker: AnswerMarker) -> re.Pattern | None:
     return re.compile(r"(?i)\s*(?:" + marker.talk + r")\b") if marker.talk else None
 
 
-_COPULA_RES = tuple((m, _copula_res(m), _talk_re(m)) for m in ANSWER_MARKERS if m.copulas)
+_COPULA_RES = tuple(
+    (m, _copula_res(m), _talk_re(m), any(w.isascii() for w in m.words)) for m in ANSWER_MARKERS if m.copulas
+)
 # The marker words an ASCII text can hold, none containing another ("respuesta final" holds
 # "respuesta"): an ASCII text with none of them holds no marker, which spares the three marker
 # regexes on most outputs; a text with any other character is read by them.
@@ -526,8 +528,10 @@ def _language(m: re.Match) -> str | None:
 _MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 8  # a marker word and the markup before its colon
 _COLON_RE = re.compile("[" + _COLONS + "|]")
 _BEFORE_COLON_RE = re.compile(
-    _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$", re.I
-)
+    opening_chars(w for w, _ in _MARKERS)
+    + _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$",
+    re.I,
+)  # fmt: skip
 
 
 def _marker_colons(text: str) -> Iterable[re.Match]:
@@ -561,8 +565,10 @@ def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
     "18 dollars" (prose: reduced to 18), "the correct option is:\\nB)After 12 minutes", "answer
     (arabic numerals) is\\n\\n8", "所以答案是D。" -> "D", "La réponse est 12." -> "12", "Die Antwort
     lautet $x=3$". Talk about an answer is none: "the answer is correct", "答案是正确的"."""
-    for marker, regex, talk in _COPULA_RES:
-        if regex is None or not any(w in low for w in marker.words):
+    ascii_text = low.isascii()
+    for marker, regex, talk, ascii_words in _COPULA_RES:
+        # (a marker whose words all hold other letters is in no ASCII text: no search)
+        if regex is None or (ascii_text and not ascii_words) or not any(w in low for w in marker.words):
             continue
         for m in regex.finditer(text):
             span = _sentence_span(text, m, "marker_copula", talk)
