@@ -9,15 +9,21 @@ export gate checks, so an evaluated item can never slip into a training mixture.
     pairstore eval --model runs/sm11a --suite gsm8k --path gsm8k_test.jsonl
     pairstore eval --model runs/sm11a --suite lf2
     pairstore eval --model runs/sm11a --suite chat-stop --path chat_prompts.jsonl --name sm11a
+    pairstore eval --model runs/sm11a --suite lf2 --ray-address local --workers 2   # train/ray_shards.py
     run_eval(store, EvalOptions(model="runs/sm11a", suite="lf2"))
 
+With --ray-address the items are answered in shards by Ray workers (train.ray_shards, as `train sample`
+does): one parquet shard per item range, one commit, a rerun skipping finished shards, the same scores as
+one process.
+
 `EvalOptions` is the command's one options object (the generating commands' shared fields from
-train.sample.GenerationOptions), carried whole to the generation loop and saved in the store's audit
+train.sample.ShardedOptions), carried whole to the generation loop and saved in the store's audit
 entry of the run.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,12 +39,20 @@ from pairstore.store.store import Store
 from pairstore.tables.audit_log import log_action
 from pairstore.tables.evals import add_eval_items, replace_scores
 from pairstore.tables.generations import insert_generations
-from train.sample import VERIFIER_KINDS, GenerationOptions, Item, generate, generation_rows, read_prompt_file
+from train.sample import (
+    GREEDY,
+    VERIFIER_KINDS,
+    Item,
+    ShardedOptions,
+    generate,
+    generation_rows,
+    read_prompt_file,
+)
 from train.serving import bundle_name, load_serving
 
 
 @dataclass(frozen=True, kw_only=True)
-class EvalOptions(GenerationOptions):
+class EvalOptions(ShardedOptions):
     """`pairstore eval`: greedy answers of a bundle on a suite."""
 
     suite: str = option(
@@ -151,19 +165,32 @@ def run_eval(store: Store, options: EvalOptions, *, model: Any = None) -> EvalRe
     """Greedy answers of the bundle on the suite, scored per item into `evals` (replacing earlier scores of
     the same model on the same items). `model`: the bundle's model already loaded."""
     options = check_options(options, what="eval")
+    options.check_placement()
     suite, path = options.suite, options.path
     if not suite or not suite.strip():
         raise BadInput("suite name is empty", field="suite")
     if path is not None and not Path(path).exists():
         raise BadInput("no such file", path=str(path))
+    if options.ray_address is not None and model is not None:
+        raise BadInput("a loaded model cannot be shipped to Ray workers", field="ray_address")
     serving = load_serving(options.model, trust_remote_code=options.trust_remote_code)
     items = suite_items(store, suite, path)
     if options.n is not None:
         items = items[: options.n]
     register_suite(store, suite, items)
     name = options.name or bundle_name(store, options.model)
-    outputs, settings = generate(serving, items, options, model=model)
-    rows = generation_rows(name, items, outputs, settings, serving)
+    detail: dict[str, Any] = {}
+    if options.ray_address is not None:
+        from train.ray_shards import answer_in_shards
+
+        answered = answer_in_shards(store, options, GREEDY, name, items, command="eval")
+        rows, skipped, detail = answered.rows, answered.skipped, answered.detail
+        settings = json.loads(rows[0]["decoding"]) if rows else {}
+        settings.pop("bundle", None)
+    else:
+        outputs, settings = generate(serving, items, options, model=model)
+        rows = generation_rows(name, items, outputs, settings, serving)
+        skipped = sum(1 for o in outputs if o is None)
     rendered = {it.item_id: serving.render(serving.with_system(it.prompt)) for it in items}
     scores = [
         {
@@ -173,7 +200,7 @@ def run_eval(store: Store, options: EvalOptions, *, model: Any = None) -> EvalRe
             "extracted_answer": r["extracted_answer"],
             "gold": r["gold"],
             "output_len": r["n_tokens"],
-            "empty": r["empty"],
+            "empty": not r["output"].strip(),
             "loop_flagged": r["loop_flagged"],
             "loop_catastrophic": r["loop_catastrophic"],
             "gen_id": r["gen_id"],
@@ -188,10 +215,15 @@ def run_eval(store: Store, options: EvalOptions, *, model: Any = None) -> EvalRe
             store,
             "eval",
             name,
-            {"suite": suite, "items": len(rows), "settings": settings, "options": options_json(options)},
+            {
+                "suite": suite,
+                "items": len(rows),
+                "settings": settings,
+                "options": options_json(options),
+                **detail,
+            },
         )
     scored = [r for r in rows if r["verdict"] != "unscored"]
-    skipped = sum(1 for o in outputs if o is None)
     return EvalResult(
         model=name,
         suite=suite,
@@ -200,7 +232,7 @@ def run_eval(store: Store, options: EvalOptions, *, model: Any = None) -> EvalRe
         correct=sum(r["verdict"] == "correct" for r in scored),
         loop_flagged=sum(r["loop_flagged"] for r in rows),
         loop_catastrophic=sum(r["loop_catastrophic"] for r in rows),
-        empty=sum(r["empty"] for r in rows),
+        empty=sum(s["empty"] for s in scores),
         mean_output_len=sum(r["n_tokens"] for r in rows) / len(rows) if rows else 0.0,
         skipped={"prompt longer than max_input_tokens": skipped} if skipped else {},
     )

@@ -12,7 +12,7 @@ flags. transformers generates by default; vLLM does when it is installed and a G
     pairstore train sample --model runs/sm11a --items gsm8k --n 200
     pairstore train sample --model runs/sm11a --items tasks --samples 4 --temperature 0.8 --seed 1
     pairstore train sample --model runs/sm11a --items prompts.jsonl --repetition-penalty 1.05
-    pairstore train sample --model runs/sm11a --items tasks --ray-address local --workers 2  # sample_ray.py
+    pairstore train sample --model runs/sm11a --items tasks --ray-address local --workers 2  # ray_shards.py
     sample(store, SampleOptions(model="runs/sm11a", items="gsm8k", n=200))
 
 `SampleOptions` is the command's one options object (each flag declared once, pairstore.options; the
@@ -64,7 +64,34 @@ class GenerationOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampleOptions(GenerationOptions):
+class ShardedOptions(GenerationOptions):
+    """GenerationOptions and where the items are answered: in this process, or in shards by Ray workers
+    (train.ray_shards). What `train sample` and `eval` take."""
+
+    ray_address: str | None = option(
+        None,
+        help="Answer on a Ray cluster at this address ('local': start one here); needs the scale extra.",
+        metavar="ADDR",
+    )
+    workers: int = option(1, help="Ray workers, one engine each (with --ray-address).", min=1)
+    shard_items: int = option(32, help="Items per shard file (with --ray-address).", min=1)
+    work_dir: str | None = option(
+        None,
+        help="Folder of the shard files, seen by every worker (default: beside the store, named by the run).",
+        path=True,
+    )
+
+    def check_placement(self) -> None:
+        """--workers and --work-dir only with --ray-address (BadInput naming the flag)."""
+        if self.ray_address is not None:
+            return
+        for flag, value, default in (("workers", self.workers, 1), ("work_dir", self.work_dir, None)):
+            if value != default:
+                raise BadInput(f"--{flag.replace('_', '-')} needs --ray-address", field=flag)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleOptions(ShardedOptions):
     """`pairstore train sample`."""
 
     items: str = option(
@@ -78,18 +105,6 @@ class SampleOptions(GenerationOptions):
     )
     no_repeat_ngram_size: int | None = option(
         None, help="Decoding knob (default: the bundle's serving_config decoding, else off).", min=1
-    )
-    ray_address: str | None = option(
-        None,
-        help="Sample on a Ray cluster at this address ('local': start one here); needs the scale extra.",
-        metavar="ADDR",
-    )
-    workers: int = option(1, help="Ray workers, one transformers engine each (with --ray-address).", min=1)
-    shard_items: int = option(32, help="Items per shard file (with --ray-address).", min=1)
-    work_dir: str | None = option(
-        None,
-        help="Folder of the shard files, seen by every worker (default: beside the store, named by the run).",
-        path=True,
     )
 
     @property
@@ -243,7 +258,8 @@ def decoding_settings(serving, decoding: dict | None) -> dict:
     return merged
 
 
-def _use_vllm(engine: str, decoding: dict) -> bool:
+def use_vllm(engine: str, decoding: dict) -> bool:
+    """Whether generate() answers with vLLM: asked for or `auto`, installed, a GPU, a decoding it supports."""
     if engine == "transformers":
         return False
     try:
@@ -266,8 +282,11 @@ def generate(
     sampling: Sampling = GREEDY,
     *,
     model: Any = None,
+    llm: Any = None,
 ) -> tuple[list[list[Output] | None], dict]:
-    """K outputs per item (None for an item whose prompt exceeds max_input_tokens) and the settings used."""
+    """K outputs per item (None for an item whose prompt exceeds max_input_tokens) and the settings used.
+    `model`: the bundle's transformers model already loaded; `llm`: a vLLM engine already built
+    (vllm_engine), kept across calls by a worker that answers many ranges."""
     if sampling.samples < 1:
         raise BadInput(f"--samples must be at least 1, got {sampling.samples}", field="samples")
     if sampling.temperature < 0:
@@ -283,7 +302,7 @@ def generate(
     for it in items:
         ids = serving.encode(serving.render(serving.with_system(it.prompt)))
         prompts.append(None if serving.max_input_tokens and len(ids) > serving.max_input_tokens else ids)
-    vllm = model is None and _use_vllm(options.engine, knobs)
+    vllm = llm is not None or (model is None and use_vllm(options.engine, knobs))
     settings = {
         "engine": "vllm" if vllm else "transformers",
         "do_sample": sampling.temperature > 0,
@@ -294,7 +313,7 @@ def generate(
         "seed": sampling.seed,
         **knobs,
     }
-    run = _Generation(serving, items, prompts, options, sampling, knobs, max_new, settings)
+    run = _Generation(serving, items, prompts, options, sampling, knobs, max_new, settings, llm)
     outputs = _generate_vllm(run) if vllm else _generate_transformers(run, model)
     return outputs, settings
 
@@ -311,6 +330,7 @@ class _Generation:
     knobs: dict  # the decoding knobs in force
     max_new: int
     settings: dict  # what is recorded with every output (an engine adds what it sets)
+    llm: Any = None  # a vLLM engine already built, or None: build one for this call
 
 
 def _cut(serving, new_ids: list[int]) -> Output:
@@ -402,17 +422,29 @@ def _greedy_batched(serving, model, prompts, kwargs, pad: int):
 VLLM_CHUNK = 512
 
 
-def _generate_vllm(run: _Generation) -> list[list[Output] | None]:
-    from vllm import LLM, SamplingParams
+def vllm_engine(
+    serving: Serving, options: GenerationOptions, seed: int, *, gpu_memory_utilization: float | None = None
+) -> Any:
+    """A vLLM engine of the bundle (every request carries its own seed; `seed` is the engine's default).
+    `gpu_memory_utilization`: this engine's share of the GPU, where several share one."""
+    from vllm import LLM
 
-    serving, sampling = run.serving, run.sampling
-    llm = LLM(
+    share = {} if gpu_memory_utilization is None else {"gpu_memory_utilization": gpu_memory_utilization}
+    return LLM(
         model=str(serving.path),
         tokenizer=str(serving.path),
-        trust_remote_code=run.options.trust_remote_code,
-        seed=sampling.seed,
+        trust_remote_code=options.trust_remote_code,
+        seed=seed,
         dtype="bfloat16",
+        **share,
     )
+
+
+def _generate_vllm(run: _Generation) -> list[list[Output] | None]:
+    from vllm import SamplingParams
+
+    serving, sampling = run.serving, run.sampling
+    llm = run.llm if run.llm is not None else vllm_engine(serving, run.options, sampling.seed)
     todo = [(i, ids) for i, ids in enumerate(run.prompts) if ids is not None]
     penalty = run.knobs.get("repetition_penalty")
     params = [
@@ -503,31 +535,35 @@ def sample(
 ) -> SampleResult:
     """Answer the items `options.items` names (or `items` given here) with the bundle and store the
     generations (see the module docstring). `model`: the bundle's model already loaded. With
-    `options.ray_address` Ray workers answer the items in shards (train.sample_ray)."""
+    `options.ray_address` Ray workers answer the items in shards (train.ray_shards)."""
     options = check_options(options, what="train sample")
-    if options.ray_address is not None:
-        if model is not None:
-            raise BadInput("a loaded model cannot be shipped to Ray workers", field="ray_address")
-        from train.sample_ray import sample_on_ray
-
-        return sample_on_ray(store, options, items=items)
-    for flag, value, default in (("workers", options.workers, 1), ("work_dir", options.work_dir, None)):
-        if value != default:
-            raise BadInput(f"--{flag.replace('_', '-')} needs --ray-address", field=flag)
-    serving = load_serving(options.model, trust_remote_code=options.trust_remote_code)
+    options.check_placement()
+    if options.ray_address is not None and model is not None:
+        raise BadInput("a loaded model cannot be shipped to Ray workers", field="ray_address")
+    serving = load_serving(
+        options.model, trust_remote_code=options.trust_remote_code
+    )  # a bad bundle stops here
     todo = load_items(store, options.items, options.n) if items is None else list(items)
     name = options.name or bundle_name(store, options.model)
-    outputs, settings = generate(serving, todo, options, options.sampling, model=model)
-    rows = generation_rows(name, todo, outputs, settings, serving)
+    detail: dict[str, Any] = {}
+    if options.ray_address is not None:
+        from train.ray_shards import answer_in_shards
+
+        answered = answer_in_shards(store, options, options.sampling, name, todo, command="sample")
+        rows, skipped, detail = answered.rows, answered.skipped, answered.detail
+    else:
+        outputs, settings = generate(serving, todo, options, options.sampling, model=model)
+        rows = generation_rows(name, todo, outputs, settings, serving)
+        skipped = sum(1 for o in outputs if o is None)
     with store.transaction():
         added = insert_generations(store, rows)
         log_action(
             store,
             "sample",
             name,
-            {"generations": len(rows), "added": added, "options": options_json(options)},
+            {"generations": len(rows), "added": added, "options": options_json(options), **detail},
         )
-    return sample_result(name, todo, sum(1 for o in outputs if o is None), rows, added)
+    return sample_result(name, todo, skipped, rows, added)
 
 
 def sample_result(name: str, todo: list[Item], skipped: int, rows: list[dict], added: int) -> SampleResult:

@@ -1,8 +1,9 @@
-"""`train sample --ray-address` (train/sample_ray.py) on a local Ray cluster with the tiny bundle: two
-workers equal the one-process run sample for sample, a rerun with one worker answers only the range whose
-shard is missing (and equals it), shards and work folders are checked. Skipped without Ray (the scale extra).
+"""`train sample --ray-address` and `eval --ray-address` (train/ray_shards.py) on one local Ray cluster with
+the tiny bundle: two workers equal the one-process run sample for sample (and score for score), a rerun
+answers only the ranges whose shard is missing (and equals it), shards and work folders are checked.
+Skipped without Ray (the scale extra).
 
-HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/train/test_sample_ray.py -q
+HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/train/test_ray_shards.py -q
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from hypothesis import strategies as st
 from pairstore.cli import cli
 from pairstore.errors import BadInput
 from pairstore.store.store import open_store
+from train.ray_shards import RUN_FILE, SHARD_SCHEMA, read_shard, shard_name, shard_ranges, write_shard
 from train.sample import Item, SampleOptions, sample
-from train.sample_ray import RUN_FILE, SHARD_SCHEMA, read_shard, shard_name, shard_ranges, write_shard
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -225,3 +226,48 @@ def test_shard_ranges_cover_every_item_once_in_order():
     assert shard_ranges(7, 3) == [(0, 3), (3, 6), (6, 7)]
     assert shard_ranges(6, 3) == [(0, 3), (3, 6)]
     assert shard_ranges(2, 32) == [(0, 2)]
+
+
+def _scores(db) -> list[tuple]:
+    with open_store(db, read_only=True) as store:
+        rows = store.rows(
+            "SELECT item_id, score, correct, extracted_answer, gold, output_len, empty, loop_flagged, "
+            "gen_id, prompt_hash FROM evals ORDER BY item_id"
+        )
+    return [tuple(r.values()) for r in rows]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # engines start on Ray workers on a shared machine
+def test_eval_on_workers_equals_one_process_and_a_rerun_skips_finished_shards(
+    ray_cluster, tiny, tmp_path, write_jsonl
+):
+    items = _items(write_jsonl, tmp_path)
+    base = ["eval", "--model", str(tiny), "--suite", "qs", "--path", items, "--name", "tiny"]
+    base += ["--max-new-tokens", "6", "--json"]
+    one = CliRunner().invoke(cli, ["--db", str(tmp_path / "one.duckdb"), *base])
+    assert one.exit_code == 0, one.output
+    work = tmp_path / "eval-work"
+    ray_args = ["--ray-address", "local", "--shard-items", "2", "--work-dir", str(work)]
+    two = CliRunner().invoke(cli, ["--db", str(tmp_path / "w2.duckdb"), *base, *ray_args, "--workers", "2"])
+    assert two.exit_code == 0, two.output
+    assert json.loads(two.output) == json.loads(one.output)
+    assert len(_scores(tmp_path / "one.duckdb")) == 5
+    assert _scores(tmp_path / "w2.duckdb") == _scores(tmp_path / "one.duckdb")
+    assert _stored(tmp_path / "w2.duckdb") == _stored(tmp_path / "one.duckdb")
+    names = [shard_name(s, e) for s, e in shard_ranges(5, 2)]
+    assert sorted(p.name for p in work.glob("*.parquet")) == names
+
+    # A rerun with one worker answers only the range whose shard is gone; the scores are the same.
+    kept = {n: (work / n).stat().st_mtime_ns for n in names[:2]}
+    (work / names[2]).unlink()
+    again = CliRunner().invoke(cli, ["--db", str(tmp_path / "w2.duckdb"), *base, *ray_args, "--workers", "1"])
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.output) == json.loads(one.output)
+    assert {n: (work / n).stat().st_mtime_ns for n in names[:2]} == kept and (work / names[2]).exists()
+    assert _scores(tmp_path / "w2.duckdb") == _scores(tmp_path / "one.duckdb")
+    with open_store(tmp_path / "w2.duckdb", read_only=True) as store:
+        audit = store.rows("SELECT detail FROM audit_log WHERE action = 'eval' ORDER BY rowid")
+    details = [json.loads(a["detail"]) for a in audit]
+    assert [(d["shards"], d["shards_reused"]) for d in details] == [(3, 0), (3, 2)]
+    assert details[0]["settings"] == details[1]["settings"]

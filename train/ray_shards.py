@@ -1,16 +1,20 @@
-"""`train sample` on a Ray cluster: the items cut into shards, answered by workers, stored in one commit.
+"""Answering items on a Ray cluster: the items cut into shards, answered by workers, one parquet shard per
+range; what `train sample` and `eval` share (`--ray-address ADDR --workers N`).
 
     pairstore train sample --model runs/sm11a --items tasks --samples 4 --temperature 0.8 \\
         --ray-address local --workers 2                       # a Ray cluster started here
-    pairstore train sample ... --ray-address ray://head:10001 --workers 16 --work-dir /shared/sample-r3
+    pairstore eval --model runs/sm11a --suite lf2 --ray-address ray://head:10001 --workers 16 \\
+        --work-dir /shared/eval-lf2
+    answered = answer_in_shards(store, options, sampling, name, items, command="sample")
 
 The items, in their order, are cut into ranges of --shard-items. Each worker is a Ray actor holding one
-transformers engine; it answers one range at a time and writes its generation rows to a parquet shard named
-by the range (items-00000000-00000032.parquet), whole, under a temp name renamed at the end. When every
-shard is there, the driver reads them all (the generations columns plus gold, or it refuses the file) and
-inserts them with the audit entry in one transaction. A rerun into the same work folder skips the ranges
-whose shard exists. run.json in the folder records what decides the outputs; another run's folder is
-refused.
+engine (vLLM where generate() would pick it: installed, a GPU and the decoding it supports; else
+transformers, on the GPU where there is one); it answers one range at a time and writes its generation
+rows to a parquet shard named by the range (items-00000000-00000032.parquet), whole, under a temp name
+renamed at the end. When every shard is there, the driver reads them all (the generations columns plus
+gold, or it refuses the file) and hands the rows back; the command stores them with its own tables and
+audit entry in one transaction. A rerun into the same work folder skips the ranges whose shard exists.
+run.json in the folder records what decides the outputs; another run's folder is refused.
 
 Seeds are per item (train.sample.item_seed) and the ranges do not depend on the number of workers, so greedy
 batches are the same too: N workers give what one gives, sample for sample. Every worker must see the bundle
@@ -23,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +39,25 @@ from pairstore.files import atomic_path, atomic_write_json
 from pairstore.options import options_json
 from pairstore.progress import current as current_progress
 from pairstore.store.store import Store
-from pairstore.tables.audit_log import log_action
-from pairstore.tables.generations import GEN_SCHEMA, insert_generations
+from pairstore.tables.generations import GEN_SCHEMA
 from train.sample import (
     Item,
-    SampleOptions,
-    SampleResult,
+    Sampling,
+    ShardedOptions,
+    decoding_settings,
     generate,
     generation_rows,
-    load_items,
-    sample_result,
+    use_vllm,
+    vllm_engine,
 )
-from train.serving import bundle_name, load_model, load_serving
+from train.serving import load_model, load_serving
 
 RUN_FILE = "run.json"
 SHARD_SCHEMA = GEN_SCHEMA.append(pa.field("gold", pa.string()))
 # Options that say where and how wide a run goes, not what it answers: a rerun may change them.
 PLACEMENT = ("ray_address", "workers", "work_dir")
+# Of one GPU's memory, what the vLLM engines sharing it take together (the rest: the CUDA context).
+VLLM_GPU_SHARE = 0.85
 
 
 # ---------------------------------------------------------------------------- shards
@@ -106,11 +113,13 @@ def read_shard(path: Path, items: list[Item]) -> list[dict]:
     return rows
 
 
-def run_key(options: SampleOptions, name: str, items: list[Item]) -> dict[str, Any]:
-    """What decides a run's outputs: the options but where they run, the model name, the items, the bundle."""
+def run_key(options: ShardedOptions, command: str, name: str, items: list[Item]) -> dict[str, Any]:
+    """What decides a run's outputs: the command, its options but where they run, the model name, the items,
+    the bundle."""
     decided = {k: v for k, v in options_json(options).items() if k not in PLACEMENT}
     ids = hashlib.sha256("\x1f".join(it.item_id for it in items).encode()).hexdigest()
     return {
+        "command": command,
         "options": decided,
         "model_name": name,
         "bundle": str(Path(options.model).resolve()),
@@ -119,14 +128,16 @@ def run_key(options: SampleOptions, name: str, items: list[Item]) -> dict[str, A
     }
 
 
-def work_folder(store: Store, options: SampleOptions, key: dict[str, Any]) -> Path:
-    """The run's work folder (given, or beside the store named by the run), with run.json recording `key`;
-    a folder holding another run's run.json is BadInput."""
+def work_folder(store: Store, options: ShardedOptions, key: dict[str, Any]) -> Path:
+    """The run's work folder (given, or beside the store: COMMAND-work/MODEL-HASH), with run.json recording
+    `key`; a folder holding another run's run.json is BadInput."""
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     if options.work_dir is not None:
         folder = Path(options.work_dir)
     elif store.path and str(store.path) != ":memory:":
-        folder = Path(store.path).resolve().parent / "sample-work" / f"{key['model_name']}-{digest}"
+        folder = (
+            Path(store.path).resolve().parent / f"{key['command']}-work" / f"{key['model_name']}-{digest}"
+        )
     else:
         raise BadInput("give --work-dir: the store has no folder to put shards beside", field="work_dir")
     recorded = folder / RUN_FILE
@@ -151,24 +162,35 @@ def work_folder(store: Store, options: SampleOptions, key: dict[str, Any]) -> Pa
 
 
 class ShardWorker:
-    """One Ray actor's engine: the bundle loaded once (transformers), answering one range at a time."""
+    """One Ray actor's engine, built once and answering one range at a time: vLLM where generate() would
+    pick it (with `gpu_share` of the GPU's memory), else the bundle's transformers model."""
 
-    def __init__(self, options: SampleOptions) -> None:
+    def __init__(self, options: ShardedOptions, sampling: Sampling, gpu_share: float | None = None) -> None:
         import torch
 
         torch.set_num_threads(1)  # one CPU per actor, as it is declared to Ray
-        self.options = options
+        self.options, self.sampling = options, sampling
         self.serving = load_serving(options.model, trust_remote_code=options.trust_remote_code)
-        self.model = load_model(
-            self.serving.path,
-            trust_remote_code=options.trust_remote_code,
-            device="cuda" if torch.cuda.is_available() else None,
-        )
+        self.model: Any = None
+        self.llm: Any = None
+        if use_vllm(options.engine, decoding_settings(self.serving, sampling.decoding)):
+            self.llm = vllm_engine(
+                self.serving,
+                options,
+                sampling.seed,
+                gpu_memory_utilization=None if gpu_share is None else VLLM_GPU_SHARE * gpu_share,
+            )
+        else:
+            self.model = load_model(
+                self.serving.path,
+                trust_remote_code=options.trust_remote_code,
+                device="cuda" if torch.cuda.is_available() else None,
+            )
 
     def answer(self, name: str, items: list[Item], path: str) -> int:
         """Answer `items` and write their rows to the shard at `path`; returns the rows written."""
         outputs, settings = generate(
-            self.serving, items, self.options, self.options.sampling, model=self.model
+            self.serving, items, self.options, self.sampling, model=self.model, llm=self.llm
         )
         rows = generation_rows(name, items, outputs, settings, self.serving)
         write_shard(Path(path), rows)
@@ -187,7 +209,13 @@ def _import_ray() -> Any:
 
 
 def _run_workers(
-    options: SampleOptions, name: str, items: list[Item], pending: list[tuple[int, int]], work: Path
+    options: ShardedOptions,
+    sampling: Sampling,
+    name: str,
+    items: list[Item],
+    pending: list[tuple[int, int]],
+    work: Path,
+    stage_name: str,
 ) -> None:
     """Answer every pending range on the Ray cluster, each into its shard; the cluster joined (or, for
     'local', started) here and left as found."""
@@ -204,8 +232,12 @@ def _run_workers(
         started = True
     actors: list[Any] = []
     try:
-        remote = ray.remote(num_cpus=1)(ShardWorker)
-        actors = [remote.remote(options) for _ in range(min(options.workers, len(pending)))]
+        n_actors = min(options.workers, len(pending))
+        # Where the cluster has GPUs, the actors share them evenly (two on one GPU: half each).
+        gpus = float(ray.cluster_resources().get("GPU", 0))
+        gpu_share = min(1.0, gpus / n_actors) if gpus else None
+        remote = ray.remote(num_cpus=1, num_gpus=gpu_share or 0)(ShardWorker)
+        actors = [remote.remote(options, sampling, gpu_share) for _ in range(n_actors)]
         queue = list(pending)
         running: dict[Any, tuple[Any, tuple[int, int]]] = {}
 
@@ -218,7 +250,7 @@ def _run_workers(
             if queue:
                 submit(actor)
         total = sum(end - start for start, end in pending)
-        with current_progress().stage("sample (ray)", total=total, unit="prompts") as stage:
+        with current_progress().stage(stage_name, total=total, unit="prompts") as stage:
             while running:
                 (ref,), _ = ray.wait(list(running), num_returns=1)
                 actor, (start, end) = running.pop(ref)
@@ -236,35 +268,46 @@ def _run_workers(
 # ---------------------------------------------------------------------------- the run
 
 
-def sample_on_ray(store: Store, options: SampleOptions, *, items: list[Item] | None = None) -> SampleResult:
-    """train.sample.sample with `options.ray_address`: see the module docstring."""
-    load_serving(options.model, trust_remote_code=options.trust_remote_code)  # a bad bundle stops here
-    todo = load_items(store, options.items, options.n) if items is None else list(items)
-    name = options.name or bundle_name(store, options.model)
-    ranges = shard_ranges(len(todo), options.shard_items)
-    work = work_folder(store, options, run_key(options, name, todo))
+@dataclass
+class Answered:
+    """The rows of every shard of a run, in item order, and where they came from (for the audit entry)."""
+
+    rows: list[dict]
+    skipped: int  # items with no row (prompt longer than max_input_tokens)
+    work: Path
+    shards: int
+    shards_reused: int
+
+    @property
+    def detail(self) -> dict[str, Any]:
+        return {
+            "work_dir": str(self.work.resolve()),
+            "shards": self.shards,
+            "shards_reused": self.shards_reused,
+        }
+
+
+def answer_in_shards(
+    store: Store,
+    options: ShardedOptions,
+    sampling: Sampling,
+    name: str,
+    items: list[Item],
+    *,
+    command: str,
+) -> Answered:
+    """Answer `items` on the Ray cluster at `options.ray_address` (see the module docstring): the ranges
+    whose shard is missing from the run's work folder answered, every shard read back. Nothing is
+    stored: the caller stores the rows in one transaction."""
+    ranges = shard_ranges(len(items), options.shard_items)
+    work = work_folder(store, options, run_key(options, command, name, items))
     pending = [(s, e) for s, e in ranges if not (work / shard_name(s, e)).exists()]
     if pending:
-        _run_workers(options, name, todo, pending, work)
+        _run_workers(options, sampling, name, items, pending, work, f"{command} (ray)")
     rows: list[dict] = []
     answered: set[str] = set()
     for start, end in ranges:
-        shard = read_shard(work / shard_name(start, end), todo[start:end])
+        shard = read_shard(work / shard_name(start, end), items[start:end])
         answered.update(r["item_id"] for r in shard)
         rows.extend(shard)
-    with store.transaction():
-        added = insert_generations(store, rows)
-        log_action(
-            store,
-            "sample",
-            name,
-            {
-                "generations": len(rows),
-                "added": added,
-                "options": options_json(options),
-                "work_dir": str(work.resolve()),
-                "shards": len(ranges),
-                "shards_reused": len(ranges) - len(pending),
-            },
-        )
-    return sample_result(name, todo, len(todo) - len(answered), rows, added)
+    return Answered(rows, len(items) - len(answered), work, len(ranges), len(ranges) - len(pending))
