@@ -36,7 +36,7 @@ from pairstore.ingest.keyed import prompt_match_keys, record_jsons
 from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import content_ids
-from pairstore.progress import as_progress
+from pairstore.progress import Progress, as_progress
 from pairstore.tables.pairs import add_pairs
 
 if TYPE_CHECKING:
@@ -295,7 +295,13 @@ def _check_own_models(own: set[str], seen: Counter, matched: Counter, others: st
 
 
 def ingest_battles(
-    store: Store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
+    store: Store,
+    path,
+    *,
+    fmt: str = "native",
+    own_models=(),
+    others: str = "skip",
+    progress: Progress | bool = False,
 ) -> IngestResult:
     """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files) in any
     battle format (pairstore.ingest.formats). A records format (the Arena's forms) is read from the side

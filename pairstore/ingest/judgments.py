@@ -21,6 +21,7 @@ from pairstore.ingest.batches import Batch, read_columns, record_batch
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.formats.judgments_native import HEAVY_FLAWS, JUDGED_KINDS
 from pairstore.keys import content_id
+from pairstore.progress import Progress
 
 __all__ = ["HEAVY_FLAWS", "JUDGED_KINDS", "add_judgment_records", "ingest_judgments"]
 
@@ -145,7 +146,7 @@ def _write(store, batches: list[Batch], source: str, result: IngestResult, *, lo
     return result
 
 
-def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
+def ingest_judgments(store, path, *, progress: Progress | bool = False) -> IngestResult:
     """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b (and
     optionally annotator, prompt_hash, item_kind, flaws_a/b, origin)."""
     if not Path(path).is_file():

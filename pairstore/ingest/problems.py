@@ -24,7 +24,7 @@ from pairstore.ingest.dataset_files import dataset_files, files_sha256
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.math_problems import HUB_DATASETS, TEST_NAME, FieldProblem, problem_of
 from pairstore.keys import match_keys_of_texts, nfc_many, xxh128
-from pairstore.progress import as_progress
+from pairstore.progress import Progress, as_progress
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -117,7 +117,7 @@ def _hub_batches(dataset: str, schema: pa.Schema):
 
 
 def ingest_problems(
-    store: Store, dataset: str, *, path=None, split: str = "train", progress: bool = False
+    store: Store, dataset: str, *, path=None, split: str = "train", progress: Progress | bool = False
 ) -> IngestResult:
     """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject; or MATH-500-shaped rows)
     train problems, from the Hub or from `path`: a file, a Hub folder or a save_to_disk folder
