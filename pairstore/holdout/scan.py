@@ -143,14 +143,14 @@ def folded(arr: pa.Array) -> pa.Array:
 
 @dataclass
 class Scan:
-    exact: list[tuple[int, int, str]] = field(
-        default_factory=list
-    )  # (row_index, needle loose hash, "user" | "other")
-    grams: list[pa.Table] = field(default_factory=list)  # arrow tables (row_index, ngram)
-    bench_grams: list[pa.Table] = field(
-        default_factory=list
-    )  # arrow tables (row_index, ngram) in benchmark words
-    benchmark: list[tuple[int, str, str]] = field(default_factory=list)  # (row_index, benchmark, item_id)
+    # (row_index, needle loose hash, "user" | "other")
+    exact: list[tuple[int, int, str]] = field(default_factory=list)
+    # arrow tables (row_index, ngram); while streaming, None for a chunk without any (dropped at the end)
+    grams: list[pa.Table | None] = field(default_factory=list)
+    # arrow tables (row_index, ngram) in benchmark words, as grams
+    bench_grams: list[pa.Table | None] = field(default_factory=list)
+    # (row_index, benchmark, item_id)
+    benchmark: list[tuple[int, str, str]] = field(default_factory=list)
     rows: int = 0  # rows read
 
     def gram_table(self) -> pa.Table:
