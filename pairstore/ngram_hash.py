@@ -42,8 +42,10 @@ from __future__ import annotations
 import os
 import string
 import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +55,16 @@ import xxhash
 from pairstore.errors import BadInput
 from pairstore.keys import match_key
 from pairstore.normalize import word_text
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from pairstore.ngram_kernel import GramFilter
+
+# Texts as the functions here take them: an Arrow string array (chunked or not) or a list of str.
+Texts: TypeAlias = "pa.Array | pa.ChunkedArray | Sequence[str | None]"
+# What Vocabulary.kernel_table makes once: (word bytes, word offsets, packed first 16 bytes, slots, hashes).
+KernelTable: TypeAlias = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 DEFAULT_N = 13
 DEFAULT_THREADS = 4
@@ -98,7 +110,7 @@ def _blank_unicode_spaces(data: bytes) -> bytes:
     return bytes(out)
 
 
-def normalize_texts(texts) -> pa.LargeStringArray:
+def normalize_texts(texts: Texts) -> pa.LargeStringArray:
     """The janitor normalization of many texts at once (ASCII lower-case, punctuation to spaces).
 
     Unicode whitespace becomes ASCII spaces as well (same split, see words()).
@@ -116,7 +128,7 @@ def normalize_texts(texts) -> pa.LargeStringArray:
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets - start), pa.py_buffer(new_data))
 
 
-def words(texts) -> tuple[pa.Array, np.ndarray]:
+def words(texts: Texts) -> tuple[pa.Array, np.ndarray]:
     """(words, doc index of each word): the normalized whitespace-split words of each text, as str.split()."""
     split = pc.ascii_split_whitespace(normalize_texts(texts))
     flat = split.flatten()
@@ -196,15 +208,15 @@ class Vocabulary:
 
     words: pa.Array
     hashes: np.ndarray
-    _table: tuple | None = field(default=None, repr=False, compare=False)
+    _table: KernelTable | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def of_texts(cls, texts) -> Vocabulary:
+    def of_texts(cls, texts: Texts) -> Vocabulary:
         flat, _ = words(texts)
         uniq = pc.unique(flat) if len(flat) else pa.array([], type=pa.large_string())
         return cls(uniq, word_hashes(uniq))
 
-    def kernel_table(self) -> tuple:
+    def kernel_table(self) -> KernelTable:
         """(word bytes, word offsets, packed first bytes, slots, token hashes) for the kernel (made once)."""
         if self._table is None:
             from pairstore.ngram_kernel import vocabulary_table
@@ -219,7 +231,7 @@ class Vocabulary:
         return self._table
 
     def ngrams(
-        self, texts, n: int = DEFAULT_N, *, doc_base: int = 0, lookup=None
+        self, texts: Texts, n: int = DEFAULT_N, *, doc_base: int = 0, lookup: GramFilter | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(doc index + doc_base, hash) of the n-grams of `texts` made only of vocabulary words (and, given
         `lookup`, a pairstore.holdout.scan.GramLookup, only those among its hashes).
@@ -244,7 +256,7 @@ class Vocabulary:
         return docs + doc_base, hashes
 
     def ngrams_by_words(
-        self, texts, n: int = DEFAULT_N, *, doc_base: int = 0
+        self, texts: Texts, n: int = DEFAULT_N, *, doc_base: int = 0
     ) -> tuple[np.ndarray, np.ndarray]:
         """ngrams() the vectorized way (the word list, index_in, prefix sums): the reference the compiled
         pass is tested against."""
@@ -257,7 +269,9 @@ class Vocabulary:
         return docs + doc_base, hashes
 
 
-def iter_text_chunks(texts: pa.Array, max_bytes: int | None = None):
+def iter_text_chunks(
+    texts: pa.Array | pa.ChunkedArray, max_bytes: int | None = None
+) -> Iterator[tuple[int, pa.Array]]:
     """(first row, slice) pieces of a string array, each about max_bytes (default _CHUNK_BYTES) of text."""
     max_bytes = max_bytes or _CHUNK_BYTES
     arr = texts.combine_chunks() if isinstance(texts, pa.ChunkedArray) else texts
@@ -276,7 +290,12 @@ def iter_text_chunks(texts: pa.Array, max_bytes: int | None = None):
 
 
 def text_ngram_table(
-    vocab: Vocabulary, texts, n: int = DEFAULT_N, *, threads: int | None = None, lookup=None
+    vocab: Vocabulary,
+    texts: Texts,
+    n: int = DEFAULT_N,
+    *,
+    threads: int | None = None,
+    lookup: GramFilter | None = None,
 ) -> pa.Table:
     """pa.Table(doc int64, ngram uint64): the candidate n-grams of each text (position in `texts`).
 
@@ -304,7 +323,7 @@ def text_ngram_table(
     )
 
 
-def arrow_query(con, sql: str, params=None) -> pa.Table:
+def arrow_query(con: duckdb.DuckDBPyConnection, sql: str, params: object = None) -> pa.Table:
     """A query's result as an Arrow table.
 
     DuckDB refuses con.sql() while the connection holds a result that was only partly fetched

@@ -22,11 +22,22 @@ pairstore.holdout.scan.GramLookup), only windows whose hash is among those are k
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from pairstore.compiled import njit
+
+
+class GramFilter(Protocol):
+    """What vocabulary_ngrams keeps windows by (pairstore.holdout.scan.GramLookup): the sorted hashes
+    wanted and a packed bit table over their low bits."""
+
+    @property
+    def sorted(self) -> np.ndarray: ...
+
+    def kernel_bits(self) -> tuple[np.ndarray, np.uint64]: ...
+
 
 _M0 = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -41,7 +52,7 @@ def _is_space(b: int) -> bool:
 
 
 @njit(nogil=True, inline="always")
-def _slot_hash(p0, p1, length):
+def _slot_hash(p0: np.uint64, p1: np.uint64, length: int) -> np.uint64:
     # the low bits of a product depend only on the low bits of its factors (a word's first bytes): mixed
     # down from the high bits before the table's mask takes the low ones
     h = (p0 * _M0) ^ (p1 * _M1) ^ np.uint64(length)
@@ -51,7 +62,7 @@ def _slot_hash(p0, p1, length):
 
 
 @njit(nogil=True)
-def _table_of(vdata, voff):
+def _table_of(vdata: np.ndarray, voff: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # A word is known by its first 16 bytes packed into two integers and its length (exact for words of
     # up to 16 bytes; longer ones are compared byte by byte as well).
     n = len(voff) - 1
@@ -86,7 +97,21 @@ def vocabulary_table(vdata: np.ndarray, voff: np.ndarray) -> tuple[np.ndarray, n
 
 
 @njit(nogil=True)
-def _ngrams(data, offsets, vdata, voff, packed, slots, tok, n, qpow, bits, bmask, wanted, filtered):
+def _ngrams(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    vdata: np.ndarray,
+    voff: np.ndarray,
+    packed: np.ndarray,
+    slots: np.ndarray,
+    tok: np.ndarray,
+    n: int,
+    qpow: np.ndarray,
+    bits: np.ndarray,
+    bmask: np.uint64,
+    wanted: np.ndarray,
+    filtered: bool,
+) -> tuple[np.ndarray, np.ndarray]:
     total = offsets[len(offsets) - 1] - offsets[0]
     # In one text, words are at least one byte and one separator apart; each text adds at most one more
     # (a text of one byte is a word). No bounds checks run in compiled code: this bound must hold.
@@ -98,7 +123,7 @@ def _ngrams(data, offsets, vdata, voff, packed, slots, tok, n, qpow, bits, bmask
     nw = len(wanted)
     count = 0
     for d in range(len(offsets) - 1):
-        i = offsets[d]
+        i: int = offsets[d]  # (declared: an index of unknown type would make data[i] read as an array)
         stop = offsets[d + 1]
         run = 0  # vocabulary words in a row, in this text
         while i < stop:
@@ -174,7 +199,7 @@ def vocabulary_ngrams(
     vocab: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     n: int,
     qpow: np.ndarray,
-    lookup: Any = None,
+    lookup: GramFilter | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(doc index, n-gram hash) of every window of n consecutive vocabulary words inside one text.
 

@@ -25,7 +25,7 @@ import duckdb
 
 from pairstore.cli.interrupts import INTERRUPTED, INTERRUPTED_LINE, INTERRUPTED_STATUS
 from pairstore.errors import BadInput, PairstoreError
-from pairstore.progress import for_terminal
+from pairstore.progress import Progress, for_terminal
 from pairstore.store.lock import open_in_turn
 from pairstore.store.recognize import damaged_store
 from pairstore.store.store import Store, default_path, open_store
@@ -252,8 +252,9 @@ def json_option(fn: F) -> F:
 def as_plain(obj: object) -> Any:
     """A dataclass, Counter or Path as what JSON holds (dicts, lists, strings, numbers)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        if hasattr(obj, "as_dict"):
-            return as_plain(obj.as_dict())
+        as_dict = getattr(obj, "as_dict", None)
+        if callable(as_dict):
+            return as_plain(as_dict())
         return {f.name: as_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {str(k): as_plain(v) for k, v in obj.items()}
@@ -405,8 +406,7 @@ def quiet_libraries(quiet: bool) -> Iterator[None]:
                 os.environ[name] = value
 
 
-# Its return type (Progress) waits for the ingest functions it feeds: they declare `progress: bool`.
-def cli_progress(ctx: click.Context):
+def cli_progress(ctx: click.Context) -> Progress:
     """The progress a command shows (pairstore.progress): a bar on a terminal, stage lines on stderr
     otherwise, nothing with --quiet."""
     return for_terminal(quiet=bool((ctx.find_root().obj or {}).get("quiet")))

@@ -56,7 +56,16 @@ from pairstore.export.run import export_round
 )
 @json_option
 @click.pass_context
-def export_cmd(ctx, round_name, out_dir, bundle, system_prompt_file, replace, drop_held_out, as_json):
+def export_cmd(
+    ctx: click.Context,
+    round_name: str,
+    out_dir: str,
+    bundle: str | None,
+    system_prompt_file: str | None,
+    replace: bool,
+    drop_held_out: bool,
+    as_json: bool,
+) -> None:
     """Write a round's mixture through the holdout gate (exit 3 and nothing written on a hit)."""
     with open_db(ctx) as store:
         r = export_round(

@@ -28,7 +28,7 @@ from pairstore.store.rekey import key_versions, rekey_every_table
 
 
 @click.group("holdout")
-def holdout_group():
+def holdout_group() -> None:
     """Named holdout sets that no training mixture may touch."""
 
 
@@ -46,7 +46,9 @@ def holdout_group():
 )
 @json_option
 @click.pass_context
-def holdout_add_cmd(ctx, set_name, ids_file, texts_file, as_json):
+def holdout_add_cmd(
+    ctx: click.Context, set_name: str, ids_file: str | None, texts_file: str | None, as_json: bool
+) -> None:
     """Add the ids or the texts in a file to holdout SET (created if new), in one transaction."""
     if (ids_file is None) == (texts_file is None):
         raise click.UsageError("give one of --ids-file or --texts-file")
@@ -54,6 +56,7 @@ def holdout_add_cmd(ctx, set_name, ids_file, texts_file, as_json):
         if ids_file is not None:
             n = add_from_ids_file(store, set_name, ids_file)
         else:
+            assert texts_file is not None  # one of the two, checked above
             n = add_from_texts_file(store, set_name, texts_file)
     if as_json:
         echo_json({"set": set_name, "added": n})
@@ -68,7 +71,9 @@ def holdout_add_cmd(ctx, set_name, ids_file, texts_file, as_json):
 @click.option("--where", help="SQL filter over battles to sample from.")
 @json_option
 @click.pass_context
-def holdout_sample_cmd(ctx, set_name, n, seed, where, as_json):
+def holdout_sample_cmd(
+    ctx: click.Context, set_name: str, n: int, seed: int, where: str | None, as_json: bool
+) -> None:
     """Sample N battles into SET, stratified by vote and category (deterministic under --seed)."""
     with open_db(ctx) as store:
         ids = sample_holdout(store, set_name, n=n, seed=seed, where=where)
@@ -128,7 +133,7 @@ def holdout_show_cmd(ctx: click.Context, set_name: str, output: str) -> None:
 @click.option("--reason", required=True, help="Why (kept in the audit log).")
 @json_option
 @click.pass_context
-def holdout_remove_cmd(ctx, set_name, item_id, reason, as_json):
+def holdout_remove_cmd(ctx: click.Context, set_name: str, item_id: str, reason: str, as_json: bool) -> None:
     """Remove member ID from SET (logged with the reason; the row is kept as 'removed')."""
     with open_db(ctx) as store:
         remove_member(store, set_name, item_id, reason=reason)
@@ -147,7 +152,9 @@ def holdout_remove_cmd(ctx, set_name, item_id, reason, as_json):
 )
 @json_option
 @click.pass_context
-def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason, as_json):
+def holdout_exempt_cmd(
+    ctx: click.Context, set_name: str, item_id: str, pair_id: str, reason: str, as_json: bool
+) -> None:
     """Let PAIR_ID through the export gate for member ITEM_ID of SET (logged; listed in evidence)."""
     with open_db(ctx) as store:
         added = add_exemption(store, set_name, item_id, pair_id, reason=reason)
@@ -163,7 +170,7 @@ def holdout_exempt_cmd(ctx, set_name, item_id, pair_id, reason, as_json):
 )
 @json_option
 @click.pass_context
-def holdout_rekey_cmd(ctx, every, as_json):
+def holdout_rekey_cmd(ctx: click.Context, every: bool, as_json: bool) -> None:
     """Re-key match keys for this pairstore's normalization (every write command re-keys stale ones)."""
     with open_db(ctx) as store:  # opening for writing re-keys every stale table
         counts = rekey_every_table(store.con) if every else {}

@@ -29,7 +29,7 @@ from pairstore.tables.pairs import PairsResult
 
 
 @click.group("ingest")
-def ingest_group():
+def ingest_group() -> None:
     """Bring battles, problems, generations, pairs, judgments, evals and pair datasets into the store."""
 
 
@@ -65,7 +65,9 @@ def format_help(table: str) -> str:
 )
 @json_option
 @click.pass_context
-def ingest_battles_cmd(ctx, file, fmt, own_models, others, as_json):
+def ingest_battles_cmd(
+    ctx: click.Context, file: str, fmt: str, own_models: tuple[str, ...], others: str, as_json: bool
+) -> None:
     """Ingest human side-by-side battles from FILE: JSONL, parquet, CSV, a Hub folder \
 or a save_to_disk folder.
 
@@ -96,7 +98,9 @@ or a save_to_disk folder.
 @click.option("--split", default="train", show_default=True, help="Only train is accepted.")
 @json_option
 @click.pass_context
-def ingest_problems_cmd(ctx, dataset, path, split, as_json):
+def ingest_problems_cmd(
+    ctx: click.Context, dataset: str, path: str | None, split: str, as_json: bool
+) -> None:
     """Ingest GSM8K (openai/gsm8k) or MATH (EleutherAI/hendrycks_math, or MATH-500-shaped rows) \
 train problems."""
     with open_db(ctx) as store:
@@ -125,7 +129,15 @@ train problems."""
 @click.option("--suite", help="The eval suite of eval items, for records that do not name one.")
 @json_option
 @click.pass_context
-def ingest_generations_cmd(ctx, file, model, fmt, item_kind, suite, as_json):
+def ingest_generations_cmd(
+    ctx: click.Context,
+    file: str,
+    model: str,
+    fmt: str,
+    item_kind: str | None,
+    suite: str | None,
+    as_json: bool,
+) -> None:
     """Ingest a model's outputs (on problems, tasks, eval items or free prompts) from FILE.
 
     Native record: output, item_kind (problem|task|eval_item|prompt), item_id or the question as prompt
@@ -153,7 +165,7 @@ def ingest_generations_cmd(ctx, file, model, fmt, item_kind, suite, as_json):
 @click.option("--source", required=True, help="Source name the pairs are stored under.")
 @json_option
 @click.pass_context
-def ingest_pairs_cmd(ctx, file, source, as_json):
+def ingest_pairs_cmd(ctx: click.Context, file: str, source: str, as_json: bool) -> None:
     """Ingest preference pairs (prompt, chosen, rejected as strings or message lists) from FILE."""
     with open_db(ctx) as store:
         echo_ingest(ingest_pairs(store, file, source=source, progress=cli_progress(ctx)), as_json)
@@ -163,7 +175,7 @@ def ingest_pairs_cmd(ctx, file, source, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @json_option
 @click.pass_context
-def ingest_judgments_cmd(ctx, file, as_json):
+def ingest_judgments_cmd(ctx: click.Context, file: str, as_json: bool) -> None:
     """Ingest blind judge verdicts: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b."""
     with open_db(ctx) as store:
         echo_ingest(ingest_judgments(store, file, progress=cli_progress(ctx)), as_json)
@@ -185,7 +197,16 @@ def ingest_judgments_cmd(ctx, file, as_json):
 @click.option("--filter", "filter_name", help="lm-eval: the filter to keep (default: the first in the file).")
 @json_option
 @click.pass_context
-def ingest_evals_cmd(ctx, file, model, suite, fmt, metric, filter_name, as_json):
+def ingest_evals_cmd(
+    ctx: click.Context,
+    file: str,
+    model: str,
+    suite: str,
+    fmt: str,
+    metric: str | None,
+    filter_name: str | None,
+    as_json: bool,
+) -> None:
     """Per-item eval results (simple JSONL or lm-eval samples log) from FILE into `evals`."""
     with open_db(ctx) as store:
         # The domain's repetition scanner judges each output: the core ingest takes it as a function.
@@ -242,7 +263,9 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print the r
 @click.option("--split", default=ULTRAFEEDBACK_SPLIT, show_default=True, help="The dataset split.")
 @_json_option
 @click.pass_context
-def ingest_ultrafeedback_cmd(ctx, path, limit, seed, split, as_json):
+def ingest_ultrafeedback_cmd(
+    ctx: click.Context, path: str | None, limit: int | None, seed: int, split: str, as_json: bool
+) -> None:
     """Import HuggingFaceH4/ultrafeedback_binarized preference pairs (source 'ultrafeedback')."""
     with open_db(ctx) as store:
         result = import_ultrafeedback(store, path=path, limit=limit, seed=seed, split=split)
@@ -256,7 +279,7 @@ def ingest_ultrafeedback_cmd(ctx, path, limit, seed, split, as_json):
 @click.argument("file", type=click.Path())
 @_json_option
 @click.pass_context
-def ingest_compliance_cmd(ctx, file, as_json):
+def ingest_compliance_cmd(ctx: click.Context, file: str, as_json: bool) -> None:
     """Import handcrafted compliance pairs and NLL rows from a JSONL/parquet FILE."""
     with open_db(ctx) as store:
         result = import_compliance(store, path=file)

@@ -21,7 +21,7 @@ from pairstore.rounds.recipes import add_rounds, list_rounds, load_shipped_recip
 
 
 @click.group("round")
-def round_group():
+def round_group() -> None:
     """Round recipes: add, list, show, attach past mixtures."""
 
 
@@ -97,7 +97,7 @@ def round_list_cmd(ctx: click.Context, output: str) -> None:
 @click.option("--toml", "as_toml", is_flag=True, help="Print the recipe's TOML text as registered.")
 @json_option
 @click.pass_context
-def round_show_cmd(ctx, name, as_toml, as_json):
+def round_show_cmd(ctx: click.Context, name: str, as_toml: bool, as_json: bool) -> None:
     """Show round NAME: the stored recipe (JSON), its SHA-256 and its registered mixtures."""
     with open_db(ctx, read_only=True) as store:
         info = show_round(store, name)
@@ -112,7 +112,7 @@ def round_show_cmd(ctx, name, as_toml, as_json):
 @click.argument("file", type=click.Path(dir_okay=False))
 @json_option
 @click.pass_context
-def round_attach_cmd(ctx, name, file, as_json):
+def round_attach_cmd(ctx: click.Context, name: str, file: str, as_json: bool) -> None:
     """Register FILE (parquet/JSONL pairs made elsewhere) as round NAME's training data (not gated)."""
     with open_db(ctx) as store:
         r = attach_round(store, name, file)

@@ -9,6 +9,7 @@ ties` method ties) from the method's options plus the publishing options every m
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -145,7 +146,7 @@ def _method_command(spec: MethodSpec) -> click.Command:
     """`pairstore train COMMAND` of merge method `spec`: its options, then the publishing options."""
 
     def run(
-        out: str, name: str | None, hash_output: bool, no_register: bool, as_json: bool, **values
+        out: str, name: str | None, hash_output: bool, no_register: bool, as_json: bool, **values: Any
     ) -> None:
         ctx = click.get_current_context()
         options = options_from(spec.options, values, what=f"train {spec.command}")

@@ -11,10 +11,10 @@ import click
 
 from audits.ratings import audit_ratings
 from pairstore.chat_endpoint import DEFAULT_KEY_ENV, RetryPolicy
-from pairstore.cli.base import check_seed, echo_json, echo_table, open_db
+from pairstore.cli.base import F, check_seed, echo_json, echo_table, open_db
 
 
-def api_key_env_option(fn):
+def api_key_env_option(fn: F) -> F:
     """--api-key-env NAME: the environment variable holding the API key of an OpenAI-compatible endpoint."""
     return click.option(
         "--api-key-env",
@@ -31,7 +31,7 @@ def api_key_env_option(fn):
 @click.option("--seed", default=0, show_default=True, type=int, callback=check_seed, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.pass_context
-def ratings_cmd(ctx, bootstrap, seed, as_json):
+def ratings_cmd(ctx: click.Context, bootstrap: int, seed: int, as_json: bool) -> None:
     """Bradley-Terry ratings over battles and judgments (ties half a win each), 95% bootstrap intervals,
     position bias, annotator agreement (Cohen's kappa) and chosen-vs-rejected length by source."""
     with open_db(ctx, read_only=True) as store:
@@ -125,8 +125,23 @@ def ratings_cmd(ctx, bootstrap, seed, as_json):
               help="A name the browser may reach the server by (the Host header), beside the loopback "
                    "names and the --host address; '*.example.org' for a domain. Repeatable.")  # fmt: skip
 @click.pass_context
-def serve_cmd(ctx, host, port, models, models_file, api_key_env, own_model, tokens, tokens_file, prompts,
-              report_dir, max_new_tokens, seed, hold_s, allowed_hosts):  # fmt: skip
+def serve_cmd(
+    ctx: click.Context,
+    host: str,
+    port: int,
+    models: tuple[str, ...],
+    models_file: str | None,
+    api_key_env: str | None,
+    own_model: str | None,
+    tokens: tuple[str, ...],
+    tokens_file: str | None,
+    prompts: str | None,
+    report_dir: str | None,
+    max_new_tokens: int,
+    seed: int,
+    hold_s: float,
+    allowed_hosts: tuple[str, ...],
+) -> None:
     """Collect battles (Arena) and blind judgments (Queue) in the browser; Browse the store read-only.
 
     The server keeps the store open only while requests come (--hold-s after the last, 5 s at most), and
@@ -172,8 +187,18 @@ def serve_cmd(ctx, host, port, models, models_file, api_key_env, own_model, toke
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @click.pass_context
-def judge_cmd(ctx, set_name, model_a, model_b, judge_spec, api_key_env, retries, max_wait_s, max_new_tokens,
-              as_json):  # fmt: skip
+def judge_cmd(
+    ctx: click.Context,
+    set_name: str,
+    model_a: str,
+    model_b: str,
+    judge_spec: str | None,
+    api_key_env: str | None,
+    retries: int,
+    max_wait_s: float,
+    max_new_tokens: int,
+    as_json: bool,
+) -> None:
     """Blind pairwise judging of two models' stored answers on a holdout set, both orders; verdicts go to
     `judgments` with the judge's name and prompt hash, each as it is given. A rerun asks only for the
     verdicts still missing. Heavy flaws count double in the tally."""  # fmt: skip

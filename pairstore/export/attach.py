@@ -22,6 +22,7 @@ import pyarrow as pa
 from pairstore.errors import BadInput
 from pairstore.export.registry import attached_id, record_attached
 from pairstore.export.writer import row_digest, rows_content_hash
+from pairstore.files import StrPath
 from pairstore.ingest.pair_files import PairRow, iter_pair_rows, pair_batches, pair_rows_of
 from pairstore.keys import match_key, sha256_file
 from pairstore.rounds.recipes import get_round
@@ -48,7 +49,7 @@ class AttachResult:
     already: bool = False  # the same file was attached to this round before
 
 
-def content_hash_of_file(path) -> str:
+def content_hash_of_file(path: StrPath) -> str:
     """The writer-independent content hash of a pair file's rows (the definition export uses), the file
     read a batch at a time."""
     return rows_content_hash(
@@ -132,7 +133,7 @@ class _Attaching:
         self.row_pairs.extend((i, pid) for i, pid, _ in keep if pid in stored)
 
 
-def attach_round(store: Store, name: str, path) -> AttachResult:
+def attach_round(store: Store, name: str, path: StrPath) -> AttachResult:
     """Register a mixture file made outside pairstore as round `name`'s training data (not gated). The
     file is read whole or refused (pairstore.ingest.pair_files), a batch at a time, in one transaction."""
     get_round(store, name)

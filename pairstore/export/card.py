@@ -18,9 +18,13 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.export.paths import CARD_NAME, EVIDENCE_SUFFIX, is_sft_file
-from pairstore.files import atomic_write_text
+from pairstore.files import StrPath, atomic_write_text
+
+if TYPE_CHECKING:
+    from pairstore.store.store import Store
 
 MARKER = "<!-- written by pairstore export: rebuilt from the store's registry after every export here -->"
 
@@ -80,7 +84,7 @@ def render_card(entries: list[CardEntry], default_round: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
-def card_entries(store, folder: Path) -> tuple[list[CardEntry], str | None]:
+def card_entries(store: Store, folder: Path) -> tuple[list[CardEntry], str | None]:
     """Every round exported into `folder` (the store's current registrations, then the rounds whose
     evidence lies there without one) and the default round: the only one, or None when there are
     several, so load_dataset(FOLDER) never silently picks one."""
@@ -148,7 +152,7 @@ def evidence_entries(folder: Path) -> list[CardEntry]:
     return out
 
 
-def write_card(store, folder) -> tuple[Path | None, str | None]:
+def write_card(store: Store, folder: StrPath) -> tuple[Path | None, str | None]:
     """(card path, None) after (re)writing the folder's card, or (None, why) when a README.md there is
     not pairstore's."""
     folder = Path(folder)

@@ -22,17 +22,20 @@ round's system prompt cannot be dropped and still refuses.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pairstore.errors import BadInput, GateRefused
 from pairstore.export.refusal import SYSTEM_PROMPT_ROW, hit_places
-from pairstore.holdout.matching import GateResult, members_in_rows
+from pairstore.files import StrPath
+from pairstore.holdout.matching import GateResult, Hit, members_in_rows
 from pairstore.holdout.sets import split_exempt
 from pairstore.tables.audit_log import log_action
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
+    from pairstore.store.store import Store
 
 HITS_SHOWN = 50
 
@@ -47,7 +50,7 @@ class GateOutcome:
     dropped: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _build_rows(store, mixture_table: str, system_prompt: str | None) -> None:
+def _build_rows(store: Store, mixture_table: str, system_prompt: str | None) -> None:
     """The view _gate_rows: one row per distinct pair of the mixture, in pairstore.holdout.matching's
     ROW_SCHEMA (the pair's prompt messages and its answers: chosen, rejected or the NLL completion), plus a
     row holding the round's system prompt (which the export writes into every row). Only the ids are
@@ -77,7 +80,7 @@ p.match_key, p.task_key
         FROM _gate_system""")
 
 
-def _hit_line(h) -> str:
+def _hit_line(h: Hit) -> str:
     where = "the round's system prompt" if h.row_index == SYSTEM_PROMPT_ROW else f"pair {h.pair_id}"
     return (
         f"  {h.set_name} {h.item_id} {where} ({h.how}" + (f" {h.score:g}" if h.how == "fuzzy" else "") + ")"
@@ -85,8 +88,8 @@ def _hit_line(h) -> str:
 
 
 def _check_mixture(
-    store, mixture_table: str, system_prompt: str | None
-) -> tuple[GateResult, list, list[dict]]:
+    store: Store, mixture_table: str, system_prompt: str | None
+) -> tuple[GateResult, list[Hit], list[dict]]:
     """(result, standing hits, exemptions that cleared a hit) of the mixture in the temp table
     `mixture_table` (block, prow, pair_id, kind, ...)."""
     _build_rows(store, mixture_table, system_prompt)
@@ -103,7 +106,7 @@ def _check_mixture(
     return result, standing, exempted
 
 
-def _hit_lines(standing: list) -> tuple[list[str], list[tuple[str, str]]]:
+def _hit_lines(standing: list[Hit]) -> tuple[list[str], list[tuple[str, str]]]:
     lines = [_hit_line(h) for h in standing[:HITS_SHOWN]]
     if len(standing) > HITS_SHOWN:
         lines.append(f"  ... and {len(standing) - HITS_SHOWN} more")
@@ -113,7 +116,7 @@ def _hit_lines(standing: list) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def run_gate(
-    store,
+    store: Store,
     round_name: str,
     mixture: MixturePlan,
     system_prompt: str | None = None,
@@ -162,7 +165,7 @@ def run_gate(
     return GateOutcome(result, exempted, dropped)
 
 
-def _member_since(store, set_name: str, item_id: str):
+def _member_since(store: Store, set_name: str, item_id: str) -> datetime | None:
     """When the member became what the gate checks: added to its set, its eval item or benchmark stored."""
     if set_name.startswith("eval:"):
         return store.scalar(
@@ -187,7 +190,7 @@ def _member_since(store, set_name: str, item_id: str):
     return max(x for x in (last_add, added) if x is not None) if (last_add or added) else None
 
 
-def exported_system_prompt(path) -> str | None:
+def exported_system_prompt(path: StrPath) -> str | None:
     """The system prompt an export wrote into its rows (the first row's leading system message), or None."""
     import pyarrow.parquet as pq
 
@@ -200,7 +203,7 @@ def exported_system_prompt(path) -> str | None:
     return first[0]["content"] if first and first[0].get("role") == "system" else None
 
 
-def regate_export(store, export_ids: list[str], system_prompt: str | None = None) -> GateResult:
+def regate_export(store: Store, export_ids: list[str], system_prompt: str | None = None) -> GateResult:
     """Today's gate on registered exports (their rows in export_rows, and the system prompt their rows
     carry): the check `train dpo` runs before training and `audit mixtures` reports. Raises GateRefused
     naming every standing hit and what changed since the export (members added, re-added or registered

@@ -13,8 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
 
 EVIDENCE_SUFFIX = ".training_evidence.json"
 SFT_SUFFIX = ".sft.parquet"
@@ -25,17 +29,17 @@ def evidence_name(round_name: str) -> str:
     return f"{round_name}{EVIDENCE_SUFFIX}"
 
 
-def is_sft_file(path) -> bool:
+def is_sft_file(path: StrPath) -> bool:
     """An export's NLL-only file (prompt, completion), by its name."""
     return str(path).endswith(SFT_SUFFIX)
 
 
-def evidence_beside(path, round_name: str) -> Path:
+def evidence_beside(path: StrPath, round_name: str) -> Path:
     """The evidence file of the export that wrote `path` (its pair file or its NLL file)."""
     return Path(path).parent / evidence_name(round_name)
 
 
-def relocated(store_path, registered) -> Path | None:
+def relocated(store_path: StrPath | None, registered: StrPath) -> Path | None:
     """Where a registered file that is not at its registered path now lies when the store was moved (or
     copied) together with its files: the longest tail of the registered path that exists under the
     store's folder (`/old/run/mixtures/m11a.parquet` -> `STORE_DIR/mixtures/m11a.parquet`); None when

@@ -39,14 +39,14 @@ for _byte, _letter in ((8, "b"), (9, "t"), (10, "n"), (12, "f"), (13, "r")):
 
 
 @njit(nogil=True, inline="always")
-def _put_bytes(out, pos, word):
+def _put_bytes(out: np.ndarray, pos: int, word: np.ndarray) -> int:
     for k in range(len(word)):
         out[pos + k] = word[k]
     return pos + len(word)
 
 
 @njit(nogil=True, inline="always")
-def _put_text(out, pos, data, a, b):
+def _put_text(out: np.ndarray, pos: int, data: np.ndarray, a: int, b: int) -> int:
     out[pos] = 34
     pos += 1
     for i in range(a, b):
@@ -80,7 +80,15 @@ _PER_MESSAGE = len(_CONTENT) + len(_ROLE) + 1 + 1  # and the comma before it
 
 
 @njit(nogil=True, inline="always")
-def _row_bound(r, c_off, r_off, r_ok, l_off, ro_off, co_off):
+def _row_bound(
+    r: int,
+    c_off: np.ndarray,
+    r_off: np.ndarray,
+    r_ok: np.ndarray,
+    l_off: np.ndarray,
+    ro_off: np.ndarray,
+    co_off: np.ndarray,
+) -> int:
     # the most bytes row r's JSON can take: every byte escaped as \u00xx
     raw = c_off[r + 1] - c_off[r]
     if r_ok[r]:
@@ -91,7 +99,21 @@ def _row_bound(r, c_off, r_off, r_ok, l_off, ro_off, co_off):
 
 
 @njit(nogil=True)
-def _fill_rows(c_off, c_data, r_off, r_data, r_ok, l_off, ro_off, ro_data, co_off, co_data, out, offsets, r):
+def _fill_rows(
+    c_off: np.ndarray,
+    c_data: np.ndarray,
+    r_off: np.ndarray,
+    r_data: np.ndarray,
+    r_ok: np.ndarray,
+    l_off: np.ndarray,
+    ro_off: np.ndarray,
+    ro_data: np.ndarray,
+    co_off: np.ndarray,
+    co_data: np.ndarray,
+    out: np.ndarray,
+    offsets: np.ndarray,
+    r: int,
+) -> int:
     # Writes rows r, r+1, ... into `out` from offsets[r] on, each one's end into offsets; stops before a
     # row that might not fit and returns its index (the caller grows `out`), or the row count when done.
     # One pass: the exact size is known only once written, so the buffer is sized from the raw bytes.
@@ -124,7 +146,18 @@ def _fill_rows(c_off, c_data, r_off, r_data, r_ok, l_off, ro_off, ro_data, co_of
     return r
 
 
-def _rows_json(c_off, c_data, r_off, r_data, r_ok, l_off, ro_off, ro_data, co_off, co_data):
+def _rows_json(
+    c_off: np.ndarray,
+    c_data: np.ndarray,
+    r_off: np.ndarray,
+    r_data: np.ndarray,
+    r_ok: np.ndarray,
+    l_off: np.ndarray,
+    ro_off: np.ndarray,
+    ro_data: np.ndarray,
+    co_off: np.ndarray,
+    co_data: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     rows = len(c_off) - 1
     offsets = np.zeros(rows + 1, dtype=np.int64)
     raw = int(c_off[-1] - c_off[0]) + int(r_off[-1] - r_off[0]) + int(co_off[-1] - co_off[0])
@@ -160,9 +193,8 @@ def rows_json(
     says null). Each argument is one contiguous Arrow array (combine_chunks). A row flagged in the third
     array (a null in its prompt, or a null chosen) has placeholder bytes: take its JSON from row_json."""
     rows = len(chosen)
-    if rejected is None:
-        rejected = pa.nulls(rows, pa.string())
-    if len(prompt) != rows or len(rejected) != rows:
+    rejected_texts: pa.Array = pa.nulls(rows, pa.string()) if rejected is None else rejected
+    if len(prompt) != rows or len(rejected_texts) != rows:
         raise ValueError("rows_json: the columns differ in length")
     # prompt.offsets index the child as stored; flatten() gives its fields from the child's own offset
     # on, with a null message's fields null
@@ -183,12 +215,12 @@ def rows_json(
         before = np.concatenate([[0], np.cumsum(null_message, dtype=np.int64)])
         bad |= before[l_off[1:]] > before[l_off[:-1]]
     r_ok = (
-        rejected.is_valid().to_numpy(zero_copy_only=False)
-        if rejected.null_count
+        rejected_texts.is_valid().to_numpy(zero_copy_only=False)
+        if rejected_texts.null_count
         else np.ones(rows, dtype=np.bool_)
     )
     c_off, c_data = _text_buffers(chosen)
-    r_off, r_data = _text_buffers(rejected)
+    r_off, r_data = _text_buffers(rejected_texts)
     ro_off, ro_data = _text_buffers(roles)
     co_off, co_data = _text_buffers(contents)
     data, offsets = _rows_json(c_off, c_data, r_off, r_data, r_ok, l_off, ro_off, ro_data, co_off, co_data)

@@ -44,6 +44,7 @@ from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import ExportedFile, record_export
 from pairstore.export.writer import estimated_bytes, write_mixture_file
 from pairstore.files import (
+    StrPath,
     check_free_space,
     fsync_dir,
     fsync_file,
@@ -57,7 +58,7 @@ from pairstore.files import (
 from pairstore.holdout.matching import EMBED_MIN_WORDS, FUZZY_MIN_CHARS, FUZZY_THRESHOLD
 from pairstore.holdout.sets import removed_members
 from pairstore.keys import sha256_file
-from pairstore.progress import as_progress
+from pairstore.progress import Progress, as_progress
 from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
 from pairstore.tables.audit_log import log_action
 
@@ -106,7 +107,11 @@ class ExportResult:
 
 
 def resolve_system_prompt(
-    store: Store, recipe: DpoRecipe, *, bundle=None, system_prompt_file=None
+    store: Store,
+    recipe: DpoRecipe,
+    *,
+    bundle: StrPath | None = None,
+    system_prompt_file: StrPath | None = None,
 ) -> tuple[str | None, str]:
     """(system prompt or None, where it came from)."""
     sp = recipe.system_prompt
@@ -172,13 +177,13 @@ def _check_writable(out: Path) -> None:
 def export_round(
     store: Store,
     name: str,
-    out_dir=".",
+    out_dir: StrPath = ".",
     *,
-    bundle=None,
-    system_prompt_file=None,
+    bundle: StrPath | None = None,
+    system_prompt_file: StrPath | None = None,
     replace: bool = False,
     drop_held_out: bool = False,
-    progress=None,
+    progress: Progress | bool | None = None,
 ) -> ExportResult:
     """Export round `name` to OUT_DIR/NAME.parquet (+ NAME.sft.parquet) and NAME.training_evidence.json.
 

@@ -103,7 +103,7 @@ def row_digest(prompt: list[dict], chosen: str, rejected: str | None) -> str:
     return xxh128(row_json(prompt, chosen, rejected))
 
 
-def rows_content_hash(digests) -> str:
+def rows_content_hash(digests: Iterable[str]) -> str:
     """The content hash of ordered rows: keys.content_hash_rows over the rows' digests."""
     return content_hash_rows([d] for d in digests)
 
@@ -158,7 +158,8 @@ def _parquet_writer(sink: Path | pa.NativeFile, schema: pa.Schema) -> pq.Parquet
         schema,
         compression=COMPRESSION,
         compression_level=COMPRESSION_LEVEL,
-        use_dictionary=[c for c in _DICT_COLUMNS if c.split(".")[0] in schema.names],
+        # pyarrow takes a bool or a list of columns; unannotated, pyright reads bool from its default
+        use_dictionary=[c for c in _DICT_COLUMNS if c.split(".")[0] in schema.names],  # pyright: ignore[reportArgumentType]
         write_statistics=True,
         version="2.6",
         data_page_version="1.0",

@@ -29,12 +29,15 @@ One thing differs from the gate reading a stored pair: a member split over two s
 one; the prompt's user turns are read together.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
@@ -287,13 +290,13 @@ class _FileMatcher:
             return
         hit_lo = np.fromiter((k[0] for k in self.hit_of), dtype=np.uint64, count=len(self.hit_of))
         rows, lo, hi = (np.concatenate(x) for x in (batch.rows, batch.lo, batch.hi))
-        pair_ids: list | None = None
+        pair_ids: list[str | None] | None = None
         for i in np.flatnonzero(np.isin(lo, hit_lo)).tolist():
             found = self.hit_of.get((int(lo[i]), int(hi[i])))
             if not found:
                 continue
             if pair_ids is None:
-                pair_ids = batch.pair_id.to_pylist()
+                pair_ids = cast("list[str | None]", batch.pair_id.to_pylist())
             r = int(rows[i])
             for set_name, item_id, how, score in found:
                 self._keep(Hit(set_name, item_id, batch.first_row + r, pair_ids[r], how, score))

@@ -33,6 +33,9 @@ message lists, tool calls, a `system` or `response` column, metadata.
 Errors name the file, the line (JSON) or row (parquet, Arrow) and the field where known (BadInput).
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import json

@@ -35,7 +35,9 @@ def gram_bits(sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.uint64]:
 
 
 @njit(nogil=True)
-def _rows_with_bytes(data, offsets, bits):
+def _rows_with_bytes(
+    data: np.ndarray, offsets: np.ndarray, bits: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     # one load and an OR per byte, no branch: faster than stopping at the first flagged byte, since
     # almost every text has none and is read to its end either way
     rows = len(offsets) - 1
@@ -59,7 +61,7 @@ def rows_with_bytes(
 
 
 @njit(nogil=True)
-def _rows_kept_bytes(data, offsets, delete_table):
+def _rows_kept_bytes(data: np.ndarray, offsets: np.ndarray, delete_table: np.ndarray) -> np.ndarray:
     rows = len(offsets) - 1
     kept = np.zeros(rows, dtype=np.int64)
     for r in range(rows):

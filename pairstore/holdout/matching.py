@@ -380,7 +380,7 @@ def members_in_rows(
     rows: a table or view of the store's connection, or an arrow table, of ROW_SCHEMA. The export gate, the
     check before training, `audit leaks`, the battle miner and `audit gate` all call this, so what one
     finds in a row the others find too."""
-    if isinstance(rows, pa.Table):
+    if not isinstance(rows, str):  # an arrow table
         missing = [n for n in ROW_SCHEMA.names if n not in rows.column_names]
         if missing:
             raise BadInput(f"row table lacks columns {', '.join(missing)}", field=missing[0])
@@ -551,7 +551,11 @@ def check_table(
     has_words = index.words > 0
     lengths = set(np.unique(index.loose_len[has_words]).tolist())
     grams = index.grams if fuzzy else None
-    vocab3 = None if grams is None else (index.vocabulary, np.unique(grams["ngram"].to_numpy()))
+    vocab3 = (
+        None
+        if grams is None or index.vocabulary is None  # (needle_index sets the two together)
+        else (index.vocabulary, np.unique(grams["ngram"].to_numpy()))
+    )
     bench = None
     if benchmarks and (set_name is None or set_name.startswith("benchmark:")):
         bench_vocab = registered_vocabulary(store, DEFAULT_N)

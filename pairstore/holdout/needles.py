@@ -17,6 +17,9 @@ an answer, a turn or a sentence is not a stock phrase of the store (`Commonness`
 skipped and counted, not matched).
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence

@@ -26,10 +26,13 @@ The rows spared from text matching (tasks the store generated) are not read here
 compares their stored match keys in SQL.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -66,8 +69,14 @@ NEEDS_WORD_TEXT_TRIGGERS = b"&\\_%<[:"
 _TRIGGER_TABLE = np.zeros(256, dtype=bool)
 _TRIGGER_TABLE[list(NEEDS_WORD_TEXT_TRIGGERS)] = True
 
+# (row_index, benchmark, item_id) of the registered benchmark items whose n-grams are among (row_index,
+# ngram) pairs: pairstore.holdout.ngrams.lookup_ngrams on the store.
+BenchmarkLookup = Callable[[np.ndarray, np.ndarray], list[tuple[int, str, str]]]
+# What the benchmark stage reads with: (vocabulary of the registered items, n, lookup).
+BenchmarkScan = tuple[Vocabulary, int, BenchmarkLookup]
 
-def _large_strings(arr) -> pa.Array:
+
+def _large_strings(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     """A string array as one large_string array, nulls read as empty."""
     arr = pc.fill_null(arr.cast(pa.large_string()), "")
     if isinstance(arr, pa.ChunkedArray):
@@ -134,10 +143,14 @@ def folded(arr: pa.Array) -> pa.Array:
 
 @dataclass
 class Scan:
-    exact: list = field(default_factory=list)  # (row_index, needle loose hash, "user" | "other")
-    grams: list = field(default_factory=list)  # arrow tables (row_index, ngram)
-    bench_grams: list = field(default_factory=list)  # arrow tables (row_index, ngram) in benchmark words
-    benchmark: list = field(default_factory=list)  # (row_index, benchmark, item_id)
+    # (row_index, needle loose hash, "user" | "other")
+    exact: list[tuple[int, int, str]] = field(default_factory=list)
+    # arrow tables (row_index, ngram); while streaming, None for a chunk without any (dropped at the end)
+    grams: list[pa.Table | None] = field(default_factory=list)
+    # arrow tables (row_index, ngram) in benchmark words, as grams
+    bench_grams: list[pa.Table | None] = field(default_factory=list)
+    # (row_index, benchmark, item_id)
+    benchmark: list[tuple[int, str, str]] = field(default_factory=list)
     rows: int = 0  # rows read
 
     def gram_table(self) -> pa.Table:
@@ -147,7 +160,12 @@ class Scan:
 
 
 def _exact(
-    out: Scan, row_index: np.ndarray, texts: pa.Array, wanted: np.ndarray, where: str, lengths=None
+    out: Scan,
+    row_index: np.ndarray,
+    texts: pa.Array,
+    wanted: np.ndarray,
+    where: str,
+    lengths: np.ndarray | None = None,
 ) -> None:
     """Rows whose (already folded) text has a wanted loose hash."""
     if not len(wanted) or len(texts) == 0:
@@ -162,7 +180,7 @@ class GramLookup:
     up: a bit table indexed by the low bits of the hash answers "not a needle's" for almost every gram
     with one memory read, and only the few that pass are looked up in the sorted array."""
 
-    def __init__(self, sorted_hashes: np.ndarray):
+    def __init__(self, sorted_hashes: np.ndarray) -> None:
         self.sorted = np.ascontiguousarray(sorted_hashes, dtype=np.uint64)
         self._kernel_bits: tuple[np.ndarray, np.uint64] | None = None
         size = 1 << max(16, min(24, (64 * max(len(sorted_hashes), 1)).bit_length()))
@@ -213,12 +231,20 @@ def _grams(
     )
 
 
-def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None, other_max_bytes=None) -> None:
+def _stream(
+    out: Scan,
+    reader: pa.RecordBatchReader,
+    wanted: np.ndarray,
+    vocab3: tuple[Vocabulary, GramLookup] | None,
+    bench: BenchmarkScan | None,
+    lengths: np.ndarray | None = None,
+    other_max_bytes: int | None = None,
+) -> None:
     # The n-gram pass of a chunk (compiled, without the GIL) runs in a thread while the next chunk is
     # read, folded and hashed here: the two halves of the work then share the cores. The results are
     # collected in chunk order.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="pairstore-gate-grams") as pool:
-        pending: list[Future] = []
+        pending: list[Future[tuple[str, pa.Table | None]]] = []
         try:
             _stream_chunks(out, reader, wanted, vocab3, bench, lengths, other_max_bytes, pool, pending)
             for future in pending:
@@ -230,7 +256,15 @@ def _stream(out: Scan, reader, wanted: np.ndarray, vocab3, bench, lengths=None, 
 
 
 def _stream_chunks(
-    out: Scan, reader, wanted, vocab3, bench, lengths, other_max_bytes, pool, pending: list
+    out: Scan,
+    reader: pa.RecordBatchReader,
+    wanted: np.ndarray,
+    vocab3: tuple[Vocabulary, GramLookup] | None,
+    bench: BenchmarkScan | None,
+    lengths: np.ndarray | None,
+    other_max_bytes: int | None,
+    pool: ThreadPoolExecutor,
+    pending: list[Future[tuple[str, pa.Table | None]]],
 ) -> None:
     def collect_ready() -> None:
         # keep at most one chunk's n-gram pass in flight: memory stays one chunk ahead
@@ -281,9 +315,9 @@ def scan_candidates(
     cand: str,
     row_filter: str,
     needle_hashes: Iterable[int] | np.ndarray,
-    vocab3=None,
-    bench=None,
-    needle_lengths=None,
+    vocab3: tuple[Vocabulary, np.ndarray] | None = None,
+    bench: BenchmarkScan | None = None,
+    needle_lengths: Iterable[int] | None = None,
     other_max_bytes: int | None = None,
 ) -> Scan:
     """Stream the rows of `cand` (pairstore.holdout.matching.CANDIDATE_SCHEMA, aliased c in `row_filter`, the
@@ -298,11 +332,10 @@ def scan_candidates(
         SELECT c.row_index, array_to_string(c.user_turns, chr(10)) AS user_text, c.other_turns
         FROM {cand} c WHERE {row_filter}""").to_arrow_reader(CHUNK_ROWS)
     wanted = np.unique(np.fromiter(needle_hashes, dtype=np.uint64))
-    if vocab3 is not None:
-        vocab3 = (vocab3[0], GramLookup(vocab3[1]))
+    gram_vocab = None if vocab3 is None else (vocab3[0], GramLookup(vocab3[1]))
     try:
         lengths = None if needle_lengths is None else np.array(sorted(needle_lengths), dtype=np.int64)
-        _stream(out, reader, wanted, vocab3, bench, lengths, other_max_bytes)
+        _stream(out, reader, wanted, gram_vocab, bench, lengths, other_max_bytes)
     finally:
         reader.close()  # an open result would block every later statement on the connection
         # Arrow keeps freed buffers for reuse; the export's writer comes next and needs the room.

@@ -9,19 +9,23 @@ the export gate and leak audits find them in any form. Removal keeps the row
 (status 'removed', with the reason); every change is written to audit_log.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput, NotFound, duckdb_message
+from pairstore.files import StrPath
 from pairstore.holdout.matching import Hit
 from pairstore.keys import content_id, match_key, match_text, seeded_rank, xxh128
 from pairstore.normalize import compact_text
@@ -59,6 +63,7 @@ MEMBER_SCHEMA = pa.schema(
 
 
 def _member_table(members: list[dict] | pa.Table) -> pa.Table:
+    table: pa.Table
     if isinstance(members, pa.Table):
         table = members
     else:
@@ -98,7 +103,7 @@ def add_members(
     return add_set_members(store, set_name, table, description=description, method=method, seed=seed)
 
 
-def _battle_member(row) -> dict:
+def _battle_member(row: tuple[str, list[Any], str]) -> dict[str, Any]:
     battle_id, prompt, mk = row
     return {
         "item_id": battle_id,
@@ -156,7 +161,7 @@ def resolve_ids(store: Store, ids: list[tuple[int, str]], path: str) -> pa.Table
     )
 
 
-def _read_text(path) -> str:
+def _read_text(path: StrPath) -> str:
     try:
         with open(path, encoding="utf-8") as f:
             return f.read()
@@ -166,7 +171,7 @@ def _read_text(path) -> str:
         raise BadInput("no such file", path=str(path)) from None
 
 
-def add_from_ids_file(store: Store, set_name: str, path) -> int:
+def add_from_ids_file(store: Store, set_name: str, path: StrPath) -> int:
     """`holdout add SET --ids-file F`: one id per line (blank lines and # comments ignored)."""
     ids = [
         (i, ln.strip())
@@ -183,7 +188,7 @@ def add_from_ids_file(store: Store, set_name: str, path) -> int:
 TEXT_FIELDS = ("id", "text")
 
 
-def read_texts_file(path) -> list[tuple[int, str | None, str]]:
+def read_texts_file(path: StrPath) -> list[tuple[int, str | None, str]]:
     """(line, id or None, text) of every text of a texts file: JSONL objects with `text` and optionally `id`
     (a string); in a .txt file, each non-blank line is a text. Anything else (another field, a text that
     is not a non-empty string, an id listed twice) is refused naming the line and the field."""
@@ -227,7 +232,7 @@ def read_texts_file(path) -> list[tuple[int, str | None, str]]:
     return out
 
 
-def add_from_texts_file(store: Store, set_name: str, path) -> int:
+def add_from_texts_file(store: Store, set_name: str, path: StrPath) -> int:
     """`holdout add SET --texts-file F`: each text a member of kind `prompt` (its id the given one, else
     `t` and the content id of the text), normalized in one batch, added in one transaction; the text is
     kept (`source_text`), so a re-keyed store reads it again."""
@@ -364,7 +369,7 @@ class HoldoutFilter:
     task_keys: set[str] = field(default_factory=set)
 
     @classmethod
-    def load(cls, store) -> HoldoutFilter:
+    def load(cls, store: Store) -> HoldoutFilter:
         f = cls()
         for row in active_members(store):
             f.item_ids.setdefault(row["item_kind"], set()).add(row["item_id"])
@@ -382,7 +387,7 @@ class HoldoutFilter:
         kind: str,
         item_id: str | None,
         *,
-        prompt=None,
+        prompt: object = None,
         stored_match_key: str | None = None,
         task_key: str | None = None,
     ) -> bool:
@@ -422,7 +427,7 @@ def member_history(store: Store, set_name: str) -> dict[str, list[dict]]:
         "AND action IN ('holdout.add', 'holdout.remove') ORDER BY seq",
         [set_name],
     ).fetchall():
-        d = json.loads(detail) if isinstance(detail, str) else (detail or {})
+        d: Any = json.loads(detail) if isinstance(detail, str) else (detail or {})
         if action == "holdout.add":
             # one entry per member (item_id); entries of older versions list many (items)
             for item in d.get("items") or [d.get("item_id")]:
@@ -449,7 +454,7 @@ def show_set(store: Store, set_name: str) -> list[dict]:
     return rows
 
 
-def removed_members(store) -> list[dict]:
+def removed_members(store: Store) -> list[dict]:
     """Every member removal in the audit log, whether or not the member was added back since: what an
     export's evidence lists (set, id, when, reason)."""
     out = []

@@ -315,7 +315,7 @@ def ingest_battles(
     fmt: str = "native",
     own_models: Iterable[str] = (),
     others: str = "skip",
-    progress: bool = False,
+    progress: Progress | bool = False,
 ) -> IngestResult:
     """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files) in any
     battle format (pairstore.ingest.formats). A records format (the Arena's forms) is read from the side

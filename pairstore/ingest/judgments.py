@@ -26,6 +26,7 @@ from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:
     from pairstore.files import StrPath
+    from pairstore.progress import Progress
     from pairstore.store.store import Store
 
 __all__ = ["HEAVY_FLAWS", "JUDGED_KINDS", "add_judgment_records", "ingest_judgments"]
@@ -158,7 +159,7 @@ def _write(
     return result
 
 
-def ingest_judgments(store: Store, path: StrPath, *, progress: bool = False) -> IngestResult:
+def ingest_judgments(store: Store, path: StrPath, *, progress: Progress | bool = False) -> IngestResult:
     """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b (and
     optionally annotator, prompt_hash, item_kind, flaws_a/b, origin)."""
     if not Path(path).is_file():

@@ -29,7 +29,7 @@ from pairstore.ingest.kinds import PY_WHITESPACE, Column
 from pairstore.ingest.pair_files import pair_batches
 from pairstore.ingest.pair_rows import ID_FIELDS
 from pairstore.keys import nfc_many, sha256_file, xxh128
-from pairstore.progress import as_progress
+from pairstore.progress import Progress, as_progress
 from pairstore.store.store import Store
 from pairstore.tables.ingests import log_ingest
 from pairstore.tables.pairs import ORIGIN_TABLE_SCHEMA, PAIR_TABLE_SCHEMA, add_pair_tables
@@ -134,7 +134,7 @@ def ingest_pairs(
     source: str,
     miner: str = "ingest-pairs",
     miner_version: str = "1",
-    progress: bool = False,
+    progress: Progress | bool = False,
 ) -> IngestResult:
     """Pairs from a pair file in any shape pairstore.ingest.pair_files reads; each row's origins are (file
     SHA-256 prefix, line) and every id the row carries (`battle_id`, `id`, `question_id`, ...). A missing or

@@ -30,6 +30,7 @@ from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:
     from pairstore.files import StrPath
+    from pairstore.progress import Progress
     from pairstore.store.store import Store
 
 _PROBLEM_SCHEMA = pa.schema(
@@ -120,7 +121,12 @@ def _hub_batches(dataset: str, schema: pa.Schema) -> Iterator[Batch]:
 
 
 def ingest_problems(
-    store: Store, dataset: str, *, path: StrPath | None = None, split: str = "train", progress: bool = False
+    store: Store,
+    dataset: str,
+    *,
+    path: StrPath | None = None,
+    split: str = "train",
+    progress: Progress | bool = False,
 ) -> IngestResult:
     """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject; or MATH-500-shaped rows)
     train problems, from the Hub or from `path`: a file, a Hub folder or a save_to_disk folder

@@ -37,7 +37,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def read_tokens(tokens=(), tokens_file=None) -> dict[str, str]:
+def read_tokens(tokens: Sequence[str] = (), tokens_file: PathLike | None = None) -> dict[str, str]:
     """token -> annotator from --token NAME=TOKEN and a tokens file (one NAME=TOKEN a line, # comments)."""
     entries: list[tuple[str, str, int | None]] = [(t, "--token", None) for t in tokens]
     if tokens_file:
@@ -98,7 +98,7 @@ def chat_models(
     return models
 
 
-def read_prompts(path) -> list[str]:
+def read_prompts(path: PathLike) -> list[str]:
     """Prompts to draw from: JSONL with `prompt` (a string, or messages whose last user turn is taken)."""
     prompts = []
     for line, rec in read_records(path):
@@ -117,7 +117,7 @@ def allowed_hosts(host: str, extra: Sequence[str] = ()) -> tuple[str, ...]:
     address) and each --allowed-host (a name, an address, or '*.domain'), checked."""
     from pairstore.cli.serve.app import LOOPBACK_HOSTS
 
-    names = list(LOOPBACK_HOSTS)
+    names: list[str] = list(LOOPBACK_HOSTS)
     bound = host.strip().lower()
     if bound not in ("", "0.0.0.0", "::", "[::]"):
         names.append(f"[{bound}]" if ":" in bound and not bound.startswith("[") else bound)
