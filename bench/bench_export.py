@@ -3,6 +3,7 @@ and the holdout gate's text matching alone.
 
     .venv/bin/python bench/bench_export.py                  # full size: 1,000,000 pairs, ~2.0M rows, 3 rounds
     .venv/bin/python bench/bench_export.py --scale 0.05     # a quick run at 5%
+    .venv/bin/python bench/bench_export.py --skip-before    # no runs of the code before (a quick look)
 
 A synthetic store of 1,000,000 pairs (about 1.7 KB of text per pair: 50% loopfix with task keys and
 templated prompts, 11% battle, 39% self_repair) is built with DuckDB SQL. The mixture: loopfix limit 300k +
@@ -23,6 +24,12 @@ from the kernel's account of it):
   export's size.
 - DuckDB COPY, no ORDER BY: the same COPY without the sort, as a floor. Its rows come in DuckDB's join
   order, not the export's (the bench counts the rows out of place), so it does less than the export.
+- pairstore export before: export_round (the public function, nothing inside it timed or replaced) run
+  by the code of --before (default BEFORE_REF, commit bf1d49a: the last commit before the same-work COPY
+  baseline and the export writer's rework, f784c21), checked out in a temporary git worktree beside the
+  work folder as bench/bench_gate.py does, on a store that code built from the same SQL (the same data at
+  its schema version). The table shows it beside this checkout's export (CPU, wall, peak RSS), with the
+  ratio after / before per round; the bench checks that it wrote as many rows.
 
 The loop-fix pairs come with the generated tasks they were mined from (rows of `tasks` with the same task
 key and match key), as in a real store, so the gate spares them from text matching.
@@ -42,6 +49,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -82,6 +90,9 @@ FLOOR = "DuckDB COPY, no ORDER BY (floor)"
 SIZE_TOLERANCE = 0.05
 # The export's goal: at most this many times the same-work COPY's CPU time.
 GOAL = 2.0
+# The last commit before the same-work COPY baseline and the export writer's rework (f784c21).
+BEFORE_REF = "bf1d49a"
+DEFAULT_OUT = ROOT / "bench" / "results" / "export.md"
 
 
 def words_sql(n: str, salt: int) -> str:
@@ -371,6 +382,31 @@ print(json.dumps({"members": r.members, "seconds": seconds, "rows": rows, "caugh
 )
 
 
+# The export by its public function alone, nothing inside it replaced: what the code before runs.
+CHILD_EXPORT_PLAIN = """
+import json, sys
+from pairstore.export.run import export_round
+from pairstore.store.store import open_store
+
+store = open_store(sys.argv[1])
+r = export_round(store, "bench", sys.argv[2])
+store.close()
+print(json.dumps({"rows": r.files["dpo"].rows, "path": str(r.files["dpo"].path)}))
+"""
+
+# The store built by the code in the worktree argv[4] (its pairstore imported first, so this file's own
+# import of this checkout's path finds it loaded): the same SQL, that code's schema and keys.
+CHILD_BUILD_WITH = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[4])
+import pairstore
+sys.path.insert(0, "bench")
+from bench_export import build_store
+assert pairstore.__file__.startswith(sys.argv[4]), pairstore.__file__
+print(json.dumps(build_store(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))))
+"""
+
 CHILD_BUILD = """
 import json, sys
 from pathlib import Path
@@ -401,6 +437,10 @@ print(json.dumps({}))
 CHILD_ENV = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
 
 
+def before_name(ref: str) -> str:
+    return f"{EXPORT} before ({ref})"
+
+
 def run_child(code: str, *args) -> tuple[float, dict]:
     """A child run once (bench/contenders.run_once): its wall seconds and its JSON line, with its CPU
     seconds (`cpu_s`) and peak memory (`peak_mb`) added."""
@@ -426,9 +466,21 @@ def row_group_rows(path: Path) -> list[int]:
     return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
 
-def measure(work: Path, n: int, limit: int, rounds: int) -> dict:
-    """Build the store, run the contenders interleaved, check that the COPY did the export's work, then
-    the gate alone and `audit gate`. Everything the report needs."""
+def before_worktree(work: Path, ref: str) -> Path:
+    """A detached git worktree of `ref` in the work folder: the code before."""
+    path = work / "before-code"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+def measure(work: Path, n: int, limit: int, rounds: int, old: Path | None = None, ref: str = "") -> dict:
+    """Build the store, run the contenders interleaved (with the code before in the worktree `old`, when
+    given), check that the COPY did the export's work, then the gate alone and `audit gate`. Everything the
+    report needs."""
     template, db = work / "bench.duckdb", work / "run.duckdb"
     export_out, copy_out, floor_out = work / "export", work / "copy.parquet", work / "floor.parquet"
     temp = work / "duckdb_tmp"
@@ -437,6 +489,20 @@ def measure(work: Path, n: int, limit: int, rounds: int) -> dict:
         f"store: {info['pairs']:,} pairs, {info['avg_text_bytes']} bytes of text per pair, "
         f"built in {build_s:.1f} s"
     )
+    old_template, old_db, old_out = (
+        work / "before" / "bench.duckdb",
+        work / "before-run.duckdb",
+        work / "before",
+    )
+    if old is not None:
+        old_template.parent.mkdir(parents=True)
+        _, old_info = run_child(CHILD_BUILD_WITH, old_template, n, limit, old)
+        assert old_info["pairs"] == info["pairs"], (old_info, info)
+        old_out = work / "before-export"
+
+    def fresh_old_store() -> None:
+        shutil.copyfile(old_template, old_db)
+        shutil.rmtree(old_out, ignore_errors=True)
 
     def fresh_store() -> None:
         shutil.copyfile(template, db)
@@ -448,15 +514,26 @@ def measure(work: Path, n: int, limit: int, rounds: int) -> dict:
     def child(name: str, code: str, *args, before) -> Contender:
         return Contender(name, [PY, "-c", code, *map(str, args)], env=CHILD_ENV, cwd=str(ROOT), before=before)
 
-    runs = run_interleaved(
-        [
-            child(EXPORT, CHILD_EXPORT, db, export_out, before=fresh_store),
-            child(COPY, CHILD_COPY, template, copy_out, temp, "ordered", before=no_file(copy_out)),
-            child(FLOOR, CHILD_COPY, template, floor_out, temp, "unordered", before=no_file(floor_out)),
-        ],
-        rounds=rounds,
-    )
+    contenders = [
+        child(EXPORT, CHILD_EXPORT, db, export_out, before=fresh_store),
+        child(COPY, CHILD_COPY, template, copy_out, temp, "ordered", before=no_file(copy_out)),
+        child(FLOOR, CHILD_COPY, template, floor_out, temp, "unordered", before=no_file(floor_out)),
+    ]
+    if old is not None:
+        # the old code's pairstore first on the path, and run from outside this checkout
+        argv = [PY, "-c", CHILD_EXPORT_PLAIN, str(old_db), str(old_out)]
+        env = {**CHILD_ENV, "PYTHONPATH": str(old)}
+        contenders.insert(1, Contender(before_name(ref), argv, env=env, cwd="/tmp", before=fresh_old_store))
+    # Each export once, untimed: a checkout's first run compiles its numba kernels and caches them beside
+    # the code (the worktree of the code before is new), which no later run pays.
+    for warm in contenders[:2] if old is not None else contenders[:1]:
+        run_once(warm)
+    runs = run_interleaved(contenders, rounds=rounds)
     exports = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs if r.name == EXPORT]
+    old_exports = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs if r.name == before_name(ref)]
+    assert all(e["rows"] == exports[0]["rows"] for e in old_exports), "the code before wrote other rows"
+    shutil.rmtree(old_out, ignore_errors=True)
+    old_db.unlink(missing_ok=True)
     export_file = Path(exports[-1]["path"])
     sizes = {
         EXPORT: export_file.stat().st_size,
@@ -512,6 +589,8 @@ def report(m: dict, args: argparse.Namespace, limit: int, loads: tuple[float, fl
     cpu_ratio = ratios(runs, EXPORT, COPY)
     wall_ratio = ratios(runs, EXPORT, COPY, "wall_s")
     floor_ratio = ratios(runs, EXPORT, FLOOR)
+    old = None if args.skip_before else before_name(args.before)
+    versus = (ratios(runs, EXPORT, old), ratios(runs, EXPORT, old, "wall_s")) if old else None
     met = statistics.median(cpu_ratio) <= GOAL
     verdict = ("met" if met else "NOT met") + ("" if args.scale == 1 else " at this size, not at the goal's")
 
@@ -535,6 +614,17 @@ def report(m: dict, args: argparse.Namespace, limit: int, loads: tuple[float, fl
         ".venv/bin/python bench/bench_export.py"
         + ("" if args.scale == 1 else f" --scale {args.scale:g}")
         + ("" if args.runs == 3 else f" --runs {args.runs}")
+        + (" --skip-before" if args.skip_before else "")
+        + ("" if args.skip_before or args.before == BEFORE_REF else f" --before {args.before}")
+        + ("" if Path(args.out).resolve() == DEFAULT_OUT else f" --out {os.path.relpath(args.out, ROOT)}")
+    )
+    before_line = (
+        "No runs of the code before (--skip-before)."
+        if versus is None
+        else f"**Export after / before (commit `{args.before}`, export_round in a git worktree on its own "
+        f"store of the same data), CPU: {ratio_text(versus[0])}** per round; wall {ratio_text(versus[1])}; "
+        f"peak RSS {stats[EXPORT].max_rss_mb:,.0f} MB after, {stats[old].max_rss_mb:,.0f} MB before. Each "
+        "export ran once untimed first (a checkout's first run compiles and caches its numba kernels)."
     )
     lines = [
         "## Export: pairstore vs a DuckDB COPY of the same rows",
@@ -563,6 +653,8 @@ def report(m: dict, args: argparse.Namespace, limit: int, loads: tuple[float, fl
         f"**Export / same-work COPY, CPU: {ratio_text(cpu_ratio)}** per round (goal at most {GOAL:g}x: "
         f"{verdict}); wall {ratio_text(wall_ratio)}. "
         f"Export / the floor (no ORDER BY, rows not in the export's order), CPU: {ratio_text(floor_ratio)}.",
+        "",
+        before_line,
         "",
         f"The same work, checked by the bench: the COPY's {m['rows']:,} rows are the export's, row for row "
         f"(pair_id in file order); row groups of {ROW_GROUP_ROWS:,} rows: the export's {len(groups)} "
@@ -631,7 +723,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3, help="interleaved rounds of the contenders (default 3)")
     ap.add_argument("--work", default=str(ROOT / "bench" / "_work" / "export"), help="scratch folder")
     ap.add_argument("--keep", action="store_true", help="keep the scratch folder")
-    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "export.md"))
+    ap.add_argument("--out", default=str(DEFAULT_OUT))
+    ap.add_argument("--before", default=BEFORE_REF, help=f"the commit to compare with (default {BEFORE_REF})")
+    ap.add_argument("--skip-before", action="store_true", help="no runs of the code before (a quick look)")
     args = ap.parse_args()
 
     work = Path(args.work)
@@ -639,9 +733,12 @@ def main() -> None:
     work.mkdir(parents=True)
     limit = int(300_000 * args.scale)
     load0 = os.getloadavg()[0]
+    old = None if args.skip_before else before_worktree(work, args.before)
     try:
-        measured = measure(work, int(1_000_000 * args.scale), limit, args.runs)
+        measured = measure(work, int(1_000_000 * args.scale), limit, args.runs, old, args.before)
     finally:
+        if old is not None and not args.keep:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     text = report(measured, args, limit, (load0, os.getloadavg()[0]))

@@ -6,6 +6,8 @@ statement that does the same work, interleaved, CPU time beside wall time (bench
                                                              # eval results and lm-eval records
     .venv/bin/python bench/bench_ingest.py --scale 20        # 1,000,000 generations, ...
     .venv/bin/python bench/bench_ingest.py --tables generations --rounds 5
+    .venv/bin/python bench/bench_ingest.py --scale 0.4 --out bench/results/ingest-20000.md
+    .venv/bin/python bench/bench_ingest.py --skip-before      # no runs of the code before (a quick look)
 
 Each contender is a process started from nothing (the interpreter, its imports, opening the store, the
 work, the commit), on its own copy of one store (DuckDB's side imports duckdb alone: the floor), and they
@@ -20,8 +22,17 @@ as a message list, lists of answers, a timestamp), skips ids already stored (an 
 items (generations on tasks: the goal's "read_json joined to tasks") and logs the file with its SHA-256
 in `ingests`. What no DuckDB function computes is the rest of ours: xxh3-128 content ids (md5 there),
 the match keys' Unicode normalization of every prompt (md5 of the lowercased text there), the record
-checks, the repetition scanner over eval outputs. Writes bench/results/ingest.md and deletes its work
-folder unless --keep.
+checks, the repetition scanner over eval outputs.
+
+Before and after: the same ingest run by the code of --before (default BEFORE_REF, commit bf1d49a: the
+last commit before the input formats became one declaration each under pairstore/ingest/formats/,
+665bf1c), checked out in a temporary git worktree beside the work folder, as bench/bench_gate.py does.
+Its store is built by that code (the same data at its schema version) and its input file by the same
+builder; its contender imports that worktree's pairstore first and calls the same public functions
+(`ingest_generations(store, path, model=...)`, ...). It takes its turn with the other two, and the table
+shows it beside this checkout's row (CPU, wall, peak RSS) with the ratio after / before per round.
+
+Writes bench/results/ingest.md (or --out) and deletes its work folder and the worktree unless --keep.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
 import tempfile
 import textwrap
@@ -52,6 +64,30 @@ if TYPE_CHECKING:
 PY = sys.executable
 N_TASKS = 1_000
 ROWS = 50_000
+# The last commit before the input formats became one declaration each (pairstore/ingest/formats/, 665bf1c).
+BEFORE_REF = "bf1d49a"
+
+
+def use_code(code: str | None) -> None:
+    """Import pairstore (and generators, audits) from the worktree `code` instead of this checkout: put
+    first on the path before anything imports them (a child of the "before" contender)."""
+    if code:
+        sys.path.insert(0, code)
+
+
+def before_worktree(work: Path, ref: str) -> Path:
+    """A detached git worktree of `ref` in the work folder: the code before."""
+    path = work / "before-code"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref],
+        check=True,
+        capture_output=True,
+    )
+    return path
+
+
+def remove_worktree(path: Path) -> None:
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
 def build(work: Path, n_rows: int) -> tuple[Path, Path]:
@@ -408,13 +444,24 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0, help="rows = 50,000 x scale for every table")
     ap.add_argument("--tables", default=TABLES)
-    ap.add_argument("--rounds", type=int, default=3, help="rounds of the two contenders, interleaved")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds of the contenders, interleaved")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--cli", action="store_true", help="also the console command (its imports and all)")
+    ap.add_argument("--before", default=BEFORE_REF, help=f"the commit to compare with (default {BEFORE_REF})")
+    ap.add_argument("--skip-before", action="store_true", help="no runs of the code before (a quick look)")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.md"), help="the results file")
     ap.add_argument("--child", nargs=4, metavar=("TABLE", "WHICH", "BASE", "PATH"), help=argparse.SUPPRESS)
+    ap.add_argument("--build", nargs=3, metavar=("TABLE", "WORK", "ROWS"), help=argparse.SUPPRESS)
+    ap.add_argument("--code", help=argparse.SUPPRESS)  # a child's pairstore: this worktree's, not ROOT's
     args = ap.parse_args()
     if args.child:
+        use_code(args.code)
         child(*args.child)
+        return
+    if args.build:
+        use_code(args.code)
+        table, folder, n = args.build
+        print(json.dumps([str(p) for p in BUILDERS[table](Path(folder), int(n))]))
         return
     tables = [t for t in args.tables.split(",") if t]
     rows = int(ROWS * args.scale)
@@ -423,46 +470,72 @@ def main() -> None:
     work.mkdir(parents=True)
     sections, built = [], []
     load_before = os.getloadavg()[0]
+    old = None if args.skip_before else before_worktree(work, args.before)
     try:
         for table in tables:
             t0 = time.perf_counter()
             base, path = BUILDERS[table](work, rows)
             built.append(f"{table} {time.perf_counter() - t0:.1f} s ({path.stat().st_size / 1e6:,.0f} MB)")
             files = [str(base), str(path)]
+            ours_name = f"ingest_{table.replace('-', '_')}()"
             contenders = [
-                Contender(
-                    f"ingest_{table.replace('-', '_')}()", [PY, __file__, "--child", table, "ours", *files]
-                ),
+                Contender(ours_name, [PY, __file__, "--child", table, "ours", *files]),
                 Contender("DuckDB, the same work", [PY, __file__, "--child", table, "duckdb", *files]),
             ]
+            if old is not None:
+                # the store and the file made by the code before: the same data at its schema version
+                folder = work / "before" / table
+                folder.mkdir(parents=True)
+                made = subprocess.run(
+                    [PY, __file__, "--build", table, str(folder), str(rows), "--code", str(old)],
+                    check=True, capture_output=True, text=True,
+                )  # fmt: skip
+                old_files = json.loads(made.stdout.strip().splitlines()[-1])
+                contenders.insert(
+                    1,
+                    Contender(
+                        f"{ours_name} before ({args.before})",
+                        [PY, __file__, "--child", table, "ours", *old_files, "--code", str(old)],
+                    ),
+                )
             if args.cli:
                 name = f"pairstore ingest {CLI_ARGS[table][0]}"
                 contenders.append(Contender(name, [PY, __file__, "--child", table, "cli", *files]))
             runs = run_interleaved(contenders, rounds=args.rounds)
             stats = summarize(runs)
-            base_name = contenders[1].name
-            sections.append(
-                (table, rows, stats, {name: (ratio_text(ratios(runs, name, base_name, "cpu_s")),
-                                             ratio_text(ratios(runs, name, base_name, "wall_s")))
-                                      for name in stats if name != base_name})
+            base_name = "DuckDB, the same work"
+            against = {name: (ratio_text(ratios(runs, name, base_name, "cpu_s")),
+                              ratio_text(ratios(runs, name, base_name, "wall_s")))
+                       for name in stats if name != base_name}  # fmt: skip
+            before_name = contenders[1].name if old is not None else None
+            versus = (
+                {ours_name: (ratio_text(ratios(runs, ours_name, before_name, "cpu_s")),
+                             ratio_text(ratios(runs, ours_name, before_name, "wall_s")))}
+                if before_name else {}
             )  # fmt: skip
+            sections.append((table, rows, stats, against, versus))
     finally:
+        if old is not None and not args.keep:
+            remove_worktree(old)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     load_after = os.getloadavg()[0]
     lines = [
         "| table | rows | contender | wall s, median [range] | CPU s, median [range] | peak RSS MB | "
-        "ours / DuckDB: CPU | wall |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "ours / DuckDB: CPU | wall | after / before: CPU | wall |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for table, n, stats, against in sections:
+    for table, n, stats, against, versus in sections:
         for s in stats.values():
             (w0, w1), (c0, c1) = s.wall_range, s.cpu_range
             ratio = (f"**{against[s.name][0]}**", against[s.name][1]) if s.name in against else ("", "")
+            change = (f"**{versus[s.name][0]}**", versus[s.name][1]) if s.name in versus else ("", "")
             lines.append(
                 f"| {table} | {n:,} | {s.name} | {s.median_wall:.2f} [{w0:.2f}-{w1:.2f}] | "
-                f"{s.median_cpu:.2f} [{c0:.2f}-{c1:.2f}] | {s.max_rss_mb:,.0f} | {ratio[0]} | {ratio[1]} |"
+                f"{s.median_cpu:.2f} [{c0:.2f}-{c1:.2f}] | {s.max_rss_mb:,.0f} | {ratio[0]} | {ratio[1]} | "
+                f"{change[0]} | {change[1]} |"
             )
+    default_out = ROOT / "bench" / "results" / "ingest.md"
     cmd = "".join(
         [
             ".venv/bin/python bench/bench_ingest.py",
@@ -470,9 +543,19 @@ def main() -> None:
             "" if args.tables == TABLES else f" --tables {args.tables}",
             "" if args.rounds == 3 else f" --rounds {args.rounds}",
             " --cli" if args.cli else "",
+            " --skip-before" if args.skip_before else "",
+            "" if args.skip_before or args.before == BEFORE_REF else f" --before {args.before}",
+            "" if Path(args.out).resolve() == default_out else f" --out {os.path.relpath(args.out, ROOT)}",
         ]
     )
     inputs = "; ".join(f"{t}: {WHAT[t]}" for t in tables)
+    before_text = (
+        "No runs of the code before (--skip-before)."
+        if args.skip_before
+        else f"Before: the same public ingest function run by commit `{args.before}` (a git worktree; its "
+        "own store and input file, the same data at its schema version), in the same rounds; after / "
+        "before is per round."
+    )
     text = (
         textwrap.dedent(f"""\
         ## ingest
@@ -483,10 +566,10 @@ def main() -> None:
         steadier figure). Inputs (JSONL files, {rows:,} records each): {inputs}. Built: {", ".join(built)}.
 
         Each contender is a process started from nothing (interpreter, imports, opening the store, the work,
-        the commit) on its own copy of the store, the two taking turns ({args.rounds} rounds, A B then B A);
-        the ratio is per round, ours over DuckDB's, median [range]. DuckDB's side does the same work in one
-        statement per table (bench/bench_ingest.py's docstring says what it skips: what no DuckDB function
-        computes).
+        the commit) on its own copy of the store, the contenders taking turns ({args.rounds} rounds, A B C
+        then C B A); the ratio is per round, ours over DuckDB's, median [range]. DuckDB's side does the
+        same work in one statement per table (bench/bench_ingest.py's docstring says what it skips: what
+        no DuckDB function computes). {before_text}
 
         """)
         + "\n".join(lines)
@@ -500,8 +583,7 @@ def main() -> None:
     )
     from pairstore.files import atomic_write_text
 
-    out = ROOT / "bench" / "results" / "ingest.md"
-    atomic_write_text(out, text)
+    atomic_write_text(Path(args.out), text)
     print(text)
 
 

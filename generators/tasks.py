@@ -24,7 +24,9 @@ from generators.registry import family_specs, get_family, resolve_families
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.holdout.sets import add_members, held_task_keys
 from pairstore.keys import match_key, match_text
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.evals import add_eval_items
+from pairstore.tables.tasks import insert_tasks, mark_suite
 
 # A family that rejects this many draws in a row has run out of new tasks (all excluded or produced).
 MAX_CONSECUTIVE_SKIPS = 5000
@@ -157,21 +159,14 @@ def write_tasks(store, tasks: Iterable[Task], suite: str | None = None) -> dict:
             counts["tasks_existing"] += 1
             if suite is not None and row["suite"] is None:
                 to_mark.append(task.task_id)
-        if new_rows:
-            store.con.executemany(
-                "INSERT INTO tasks (task_id, family, task_key, prompt, gold, chosen, params, phrasing, seed, "
-                "suite, match_key) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                new_rows,
-            )
-        counts["tasks_inserted"] = len(new_rows)
-        if to_mark:
-            store.con.execute(
-                "UPDATE tasks SET suite = ? WHERE task_id IN (SELECT unnest(?::VARCHAR[]))", [suite, to_mark]
-            )
+        counts["tasks_inserted"] = insert_tasks(store, new_rows)
+        if suite is not None:
+            mark_suite(store, suite, to_mark)
         if suite is not None and ordered:
             counts.update(_write_suite(store, ordered, suite))
         if counts["tasks_inserted"] or counts["eval_items_inserted"]:
-            store.audit(
+            log_action(
+                store,
                 "generate_tasks",
                 suite or "training",
                 {

@@ -11,7 +11,7 @@ text) without building the word list, the index array and the prefix sums: those
 every word and most of the gate's time. The text must already be normalized (ngram_hash.normalize_texts:
 ASCII lower case, punctuation and Unicode whitespace to spaces), so a word is a run of bytes that are
 not ASCII whitespace. tests/holdout/test_kernels.py holds it equal to Vocabulary.ngrams_by_words on
-generated text.
+generated text, and tests/base/test_ngram_kernel_property.py to the reading written in Python on any text.
 
 A vocabulary word is found in an open-addressing table keyed by its first 16 bytes (packed into two
 integers while the word is split) and its length; the entry found is compared on those and on any bytes

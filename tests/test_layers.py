@@ -315,7 +315,10 @@ def store_tables() -> set[str]:
 
 
 def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
-    writers = {t: w for t, w in table_writers().items() if not t.startswith("_")}
+    # a table's not-yet-moved writer is left aside beside its new one (audit_log), kept while alone
+    writers = {
+        t: w - NOT_YET_MOVED.get(t, set()) or w for t, w in table_writers().items() if not t.startswith("_")
+    }
     tables = store_tables()
     owners = documented_owners()
     assert set(owners) == tables, f"docs/design.md lists {sorted(set(owners) ^ tables)} wrongly"
@@ -325,6 +328,70 @@ def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
         t: (sorted(w)[0], owners[t]) for t, w in writers.items() if t in tables and sorted(w)[0] != owners[t]
     }
     assert not wrong, f"writer differs from the documented owner: {wrong}"
+
+
+# Tables not written from pairstore/tables/, each with the reason. The store's own bookkeeping is
+# written below the tables room, while the store opens or re-keys: schema_version by the migration runner
+# (before any Store exists; the store room may not import tables) and key_versions by re-keying.
+STORE_BOOKKEEPING = {"schema_version": "pairstore.store.store", "key_versions": "pairstore.store.rekey"}
+# The ingested tables are written by the shared staged insert of pairstore.ingest.base with the kind's
+# table name (a formatted string the scan cannot read); their owner is the ingest of that table.
+INGESTED = {
+    "battles": "pairstore.ingest.battles",
+    "problems": "pairstore.ingest.problems",
+    "judgments": "pairstore.ingest.judgments",
+}
+# Temporary: pairstore.export.registry still logs through Store.audit (pairstore.store.store).
+NOT_YET_MOVED = {
+    "audit_log": {"pairstore.store.store"},
+}
+
+
+def writer_module_problems(
+    writers: dict[str, set[str]], owners: dict[str, str], families: dict[str, str]
+) -> list[str]:
+    """Every way the writers found in the source, the owners docs/design.md lists and the tables room's
+    TABLE_FAMILIES disagree with "a table is written by pairstore/tables/<its family>.py"."""
+    problems = []
+    for table, owner in sorted(owners.items()):
+        if table in STORE_BOOKKEEPING or table in INGESTED:
+            expected = STORE_BOOKKEEPING.get(table) or INGESTED[table]
+            if table in families:
+                problems.append(f"{table}: declared a family, but it is {expected}'s to write")
+        elif table not in families:
+            problems.append(f"{table}: no family in pairstore.tables.TABLE_FAMILIES")
+            continue
+        else:
+            expected = f"pairstore.tables.{families[table]}"
+        if owner != expected and owner not in NOT_YET_MOVED.get(table, ()):
+            problems.append(f"{table}: docs/design.md names {owner}, not {expected}")
+        found = writers.get(table, set()) - NOT_YET_MOVED.get(table, set())
+        if found - {expected}:
+            problems.append(f"{table}: written from {', '.join(sorted(found - {expected}))}, not {expected}")
+    return problems
+
+
+def test_every_table_is_written_by_the_tables_module_of_its_family():
+    from pairstore.tables import TABLE_FAMILIES
+
+    tables = store_tables()
+    assert set(TABLE_FAMILIES) <= tables, f"families of no table: {sorted(set(TABLE_FAMILIES) - tables)}"
+    missing = [
+        f for f in set(TABLE_FAMILIES.values()) if not (ROOT / "pairstore" / "tables" / f"{f}.py").exists()
+    ]
+    # exports.py is the registry rework's to make (NOT_YET_MOVED)
+    assert set(missing) <= {"exports"}, f"families without a module: {sorted(missing)}"
+    problems = writer_module_problems(table_writers(), documented_owners(), TABLE_FAMILIES)
+    assert not problems, "tables not written by their family's module:\n" + "\n".join(problems)
+
+
+def test_the_family_check_catches_a_writer_outside_its_module():
+    owners = {"rounds": "pairstore.tables.rounds", "holdout": "pairstore.holdout.sets"}
+    writers = {"rounds": {"pairstore.rounds.recipes"}, "holdout": {"pairstore.holdout.sets"}}
+    assert writer_module_problems(writers, owners, {"rounds": "rounds"}) == [
+        "holdout: no family in pairstore.tables.TABLE_FAMILIES",
+        "rounds: written from pairstore.rounds.recipes, not pairstore.tables.rounds",
+    ]
 
 
 @pytest.mark.parametrize(

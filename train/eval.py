@@ -30,6 +30,7 @@ from pairstore.ingest.records import Fields
 from pairstore.keys import content_id, sha256_text, user_turns
 from pairstore.options import check_options, option, options_json
 from pairstore.store.store import Store
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.evals import add_eval_items, replace_scores
 from pairstore.tables.generations import insert_generations
 from train.sample import VERIFIER_KINDS, GenerationOptions, Item, generate, generation_rows, read_prompt_file
@@ -183,7 +184,8 @@ def run_eval(store: Store, options: EvalOptions, *, model: Any = None) -> EvalRe
     with store.transaction():
         insert_generations(store, rows)
         replace_scores(store, name, suite, scores)
-        store.audit(
+        log_action(
+            store,
             "eval",
             name,
             {"suite": suite, "items": len(rows), "settings": settings, "options": options_json(options)},

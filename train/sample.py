@@ -38,6 +38,7 @@ from pairstore.keys import canonical_messages, messages_content_id
 from pairstore.options import check_options, option, options_json
 from pairstore.progress import current as current_progress
 from pairstore.store.store import Store
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.generations import generation_id, insert_generations
 from train.serving import DECODING_KEYS, Serving, bundle_name, load_model, load_serving
 
@@ -520,8 +521,11 @@ def sample(
     rows = generation_rows(name, todo, outputs, settings, serving)
     with store.transaction():
         added = insert_generations(store, rows)
-        store.audit(
-            "sample", name, {"generations": len(rows), "added": added, "options": options_json(options)}
+        log_action(
+            store,
+            "sample",
+            name,
+            {"generations": len(rows), "added": added, "options": options_json(options)},
         )
     return sample_result(name, todo, sum(1 for o in outputs if o is None), rows, added)
 

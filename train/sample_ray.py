@@ -34,6 +34,7 @@ from pairstore.files import atomic_path, atomic_write_json
 from pairstore.options import options_json
 from pairstore.progress import current as current_progress
 from pairstore.store.store import Store
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.generations import GEN_SCHEMA, insert_generations
 from train.sample import (
     Item,
@@ -253,7 +254,8 @@ def sample_on_ray(store: Store, options: SampleOptions, *, items: list[Item] | N
         rows.extend(shard)
     with store.transaction():
         added = insert_generations(store, rows)
-        store.audit(
+        log_action(
+            store,
             "sample",
             name,
             {

@@ -8,7 +8,9 @@ For 0 < alpha < 1 every element is computed in float32 as `(1 - alpha) * a + alp
 float32 operations, no fused multiply-add; the weights are float32(1 - alpha) and float32(alpha)) and
 rounded once to the stored dtype with round-to-nearest-even; float64 tensors in float64. bf16 goes
 through a small C kernel (train/_soup_kernel.c, built at install where a C compiler is present);
-numpy computes the same bits where it is not built, at about a third of the speed.
+numpy computes the same bits where it is not built, at about a third of the speed. One freedom is
+IEEE 754's: where a and b are both NaNs, the result is a NaN with either one's payload (the compiler
+and numpy's loops may swap the operands of the sum; tests/train/test_soup_kernel_property.py).
 """
 
 from __future__ import annotations

@@ -50,12 +50,17 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import partial
+from functools import lru_cache, partial
 from itertools import chain
 
 from miners.verify.brackets import closing_index, depth_zero
 from miners.verify.fast import fast_compare
-from miners.verify.markers import ALTERNATIVE_WORDS, NUMBER_WORDS_ANY_TEXT, NUMBER_WORDS_IN_LANGUAGE
+from miners.verify.markers import (
+    ALTERNATIVE_WORDS,
+    NUMBER_WORDS_ANY_TEXT,
+    NUMBER_WORDS_IN_LANGUAGE,
+    opening_chars,
+)
 from miners.verify.normalize import ASCII_FORMS
 from miners.verify.prose import first_value, number_words_values
 from miners.verify.rules import strip_answer
@@ -349,24 +354,60 @@ _PLACED = {"word": r"(?<![^\W\d_])(?:{})(?![^\W\d_])", "start": r"(?<![^\W\d_])(
 
 
 def _words_re(placed: str, words: tuple[str, ...]) -> str:
-    return _PLACED[placed].replace("{}", "|".join(map(re.escape, words)))
+    return opening_chars(words) + _PLACED[placed].replace("{}", "|".join(map(re.escape, words)))
 
 
 _OTHER_NUMBER_WORD_RE = re.compile(
-    "|".join(_words_re(placed, words) for placed, words in NUMBER_WORDS_ANY_TEXT.items() if words), re.I
+    opening_chars(w for words in NUMBER_WORDS_ANY_TEXT.values() for w in words)
+    + "(?:"
+    + "|".join(_words_re(placed, words) for placed, words in NUMBER_WORDS_ANY_TEXT.items() if words)
+    + ")",
+    re.I,
+)
+
+
+def _ascii_reachable(word: str) -> bool:
+    """Whether a case-insensitive match of word can be all ASCII: each of its letters is ASCII or
+    matches an ASCII letter ignoring case (Turkish "ı" matches "I")."""
+    ascii_letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+    return all(c.isascii() or any(re.fullmatch(re.escape(c), a, re.I) for a in ascii_letters) for c in word)
+
+
+# the words of _OTHER_NUMBER_WORD_RE an ASCII text can hold: a text that is all ASCII (most outputs)
+# is searched for these only, with the same answer
+_OTHER_NUMBER_WORD_IN_ASCII_RE = re.compile(
+    "|".join(
+        _words_re(placed, reachable)
+        for placed, words in NUMBER_WORDS_ANY_TEXT.items()
+        if (reachable := tuple(w for w in words if _ascii_reachable(w)))
+    )
+    or r"(?!)",
+    re.I,
 )
 _IN_LANGUAGE = tuple(
     (re.compile(_words_re("word", markers), re.I), re.compile(_words_re(placed, words), re.I))
     for markers, placed, words in NUMBER_WORDS_IN_LANGUAGE
 )
+# any marker of those languages: a text with none (most outputs) needs no search per language
+_ANY_MARKER_IN_LANGUAGE_RE = re.compile(
+    opening_chars(w for markers, _, _ in NUMBER_WORDS_IN_LANGUAGE for w in markers)
+    + "(?:"
+    + ("|".join(marker.pattern for marker, _ in _IN_LANGUAGE) or r"(?!)")
+    + ")",
+    re.I,
+)
 
 
+@lru_cache(maxsize=64)  # (one output is asked about by several readings; a str caches its hash)
 def _other_number_word(text: str) -> bool:
     """Whether text holds a number word of another language than English (markers.NUMBER_WORDS_ANY_TEXT;
     one in ASCII letters only where an answer marker of its language stands)."""
-    if _OTHER_NUMBER_WORD_RE.search(text) is not None:
+    any_text = _OTHER_NUMBER_WORD_IN_ASCII_RE if text.isascii() else _OTHER_NUMBER_WORD_RE
+    if any_text.search(text) is not None:
         return True
-    return any(words.search(text) and marker.search(text) for marker, words in _IN_LANGUAGE)
+    if _ANY_MARKER_IN_LANGUAGE_RE.search(text) is None:
+        return False
+    return any(marker.search(text) and words.search(text) for marker, words in _IN_LANGUAGE)
 
 
 _LETTER_GOLD_RE = re.compile(r"\(?([A-Z])\)?|([A-Z]{2,10})")

@@ -361,7 +361,7 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
                 start=start,
                 end=start + len(paragraphs[0]),
             )
-    value = concluding(stripped, kind)
+    value = concluding(stripped, kind, whole)
     if value and strip_answer(value):
         last = sentences(stripped)[-1]
         return Extraction(

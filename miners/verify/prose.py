@@ -12,7 +12,9 @@ a run of number words: "one hundred eighty point seventy five" -> 180.75, "Thirt
 Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "6 dozen" -> 72, "3 million" -> 3000000).
 concluding: for an output with no answer marker at all (less a closing rating of its answer:
 without_closing_rating), a display block or a value line announced by a colon at the very end, or a
-last sentence that concludes ("Therefore", "So", "因此", "donc", a bold number) -- or that computes a
+last sentence that concludes ("Therefore", "So", "因此", "Por lo tanto": markers.CONCLUDING_WORDS, or a
+bold number), or that stands alone as the last paragraph, one short line after the working ("Harry
+has 8 more trees than Ferdinand.", "Average Speed = 50 mph") -- or that computes a
 result of its own right after one that concludes ("So he had 2 + 4 = 6 books. ..., he had 7 - 6 = 1
 more action figure than books." is 1) --, or the one line after a program's printed output ("Four
 containers were imported."); never a repetition loop, a sentence cut off mid-way or a number inside
@@ -24,6 +26,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from miners.verify.markers import CONCLUDING_WORDS, opening_chars
 from miners.verify.normalize import NUMERAL
 from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
@@ -59,7 +62,11 @@ _NUMBER_WORDS = {
 }
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "trillion": 10**12}
 _WORD_RUN_RE = re.compile(
-    r"(?i)\b(?:(?:negative|minus)\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES)) + r"|a)"
+    r"(?i)"
+    + opening_chars([*_NUMBER_WORDS, *_SCALES, "a", "negative", "minus"])
+    + r"\b(?:(?:negative|minus)\s+)?(?:"
+    + "|".join(list(_NUMBER_WORDS) + list(_SCALES))
+    + r"|a)"
     r"(?:[\s-]+(?:and\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES) + ["point"]) + r"))*\b"
 )
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
@@ -82,10 +89,20 @@ _WORDS_RE = re.compile(
     r"(?<![\\a-zA-Z])[a-zA-Z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff]{3,}"
     r"|[\u0600-\u06ff\u0900-\u097f\u0e00-\u0e7f\u3040-\u30ff\u4e00-\u9fff\uac00-\ud7af]"
 )
+
+
+def _concluding_word(word: str) -> str:
+    """A concluding word as a pattern: a word of a spaced script whole (its spaces any run of
+    whitespace), one of an unspaced script anywhere."""
+    pattern = re.escape(word).replace("\\ ", r"\s+")
+    spaced = all(c < "\u0530" or "\u1e00" <= c <= "\u1eff" for c in word)  # (Latin, Greek, Cyrillic)
+    return r"\b" + pattern + r"\b" if spaced else pattern
+
+
 _CUE_RE = re.compile(
-    r"(?i)\b(?:therefore|thus|so|hence|in\s+total|altogether|in\s+conclusion|finally|total|answer|"
-    r"donc|ainsi|en\s+conclusion|which\s+is)\b|因此|所以|结论|总共|答案|综上|故|∴|لذا|इसलिए|\*\*[^*]*\d[^*]*\*\*"
-    r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\))"  # "... is closest to option E) $78.20."
+    r"(?i:" + opening_chars([*CONCLUDING_WORDS, "*", "option", "choice"]) + r")"
+    r"(?:(?i:" + "|".join(map(_concluding_word, CONCLUDING_WORDS)) + r")|\*\*[^*]*\d[^*]*\*\*"
+    r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\)))"  # "... is closest to option E) $78.20."
 )
 
 
@@ -379,8 +396,10 @@ def without_closing_rating(body: str) -> str:
     return kept
 
 
-def concluding(text: str, kind: str) -> str | None:
-    """The value of a concluding last sentence or of a display block after a colon, or None."""
+def concluding(text: str, kind: str, whole: bool = True) -> str | None:
+    """The value of a concluding last sentence or of a display block after a colon, or None. `whole`:
+    text is the whole output, not its part before a cut (where a last line is where the cut fell, no
+    closing statement)."""
     body = text.rstrip()
     if not body or looping(body):
         return None  # a repetition loop commits to nothing
@@ -410,7 +429,22 @@ def concluding(text: str, kind: str) -> str | None:
         announced = lines[-1].strip()
         if 0 < len(announced) < 200 and _value_like(announced) and re.search(r"\d", announced):
             return announced
-    if not (body[-1] in ".。!！।" or body[-1].isdigit() or body.endswith(("**", "$"))):
+    # the last paragraph, where it is one short line after the working ("...\n\nHarry has 8 more trees
+    # in his yard than Ferdinand."): a closing statement of the result, as a one-line output is
+    closing_paragraph = _PARAGRAPH_BREAK_RE.split(body)[-1].strip()
+    closing_line = (
+        whole
+        and "\n" not in closing_paragraph
+        and len(closing_paragraph) <= 200
+        and _LIST_ITEM_RE.match(closing_paragraph) is None
+    )
+    eq = closing_paragraph.rfind("=")
+    # (such a line that ends on a unit after its last "=", "Average Speed = 50 mph", is a result
+    # line, not a sentence cut off)
+    result_line = (
+        closing_line and eq >= 0 and _VALUE_LINE_RE.fullmatch(closing_paragraph[eq + 1 :]) is not None
+    )
+    if not (body[-1] in ".。!！।" or body[-1].isdigit() or body.endswith(("**", "$")) or result_line):
         return None  # cut off mid-sentence: no commitment
     single = "\n" not in body.strip() and len(body) <= 200
     last_two = sentences(body)[-2:]
@@ -421,12 +455,21 @@ def concluding(text: str, kind: str) -> str | None:
         continues = k == 1 and bool(_CUE_RE.search(last_two[0])) and _computes_result(sentence)
         # (a last line holding only a value, "42" or "$\\frac{3}{4}$" under the working, states it)
         alone = k == len(last_two) - 1 and _VALUE_LINE_RE.fullmatch(sentence.strip()) is not None
-        if _CUE_RE.search(sentence) or single or continues or alone:
+        # (the last paragraph, where it is one short line holding this one sentence and no other)
+        closing = k == len(last_two) - 1 and closing_line and sentence.strip() == closing_paragraph
+        read_anyway = bool(_CUE_RE.search(sentence)) or single or continues or alone
+        if read_anyway or closing:
             value = _sentence_value(_money(sentence) if kind == "gsm8k" else sentence)
-            if value is not None:
+            # (a closing line read for its own sake states a number: "the area is $$ x \pi $$" restates
+            # the problem's unknown)
+            if value is not None and (read_anyway or re.search(r"\d", value)):
                 return value
     return None
 
+
+# a list item's or a step's label ("- ", "3. ", "Step 4:"): a line that opens with one is a step of the
+# working, not a closing statement
+_LIST_ITEM_RE = re.compile(r"(?i)[ \t>]*(?:[-*+•·][ \t]|\d{1,2}[.)][ \t]|(?:step|part|case)\s*\d)")
 
 # a line that holds a value and nothing else: markup, a sign, a currency, a percent, a unit word
 _VALUE_LINE_RE = re.compile(

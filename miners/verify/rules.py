@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
-from miners.verify.markers import ANSWER_MARKERS, AnswerMarker, marker_words
+from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, AnswerMarker, marker_words, opening_chars
 
 
 class Span(NamedTuple):
@@ -358,6 +358,25 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
         yield Span(m.start(), m.end(), m.group("ans"), "hashes")
 
 
+# a yes/no word alone in square brackets, the answer format a prompt asked for ('answer "[Yes]" or
+# "[No]"'): not "\\[ ... \\]" display math, not a markdown link "[Yes](...)"
+_BRACKETED_WORD_RE = re.compile(
+    r"\[(?<!\\\[)[ \t]*(?P<ans>"  # (the "[" first: the regex engine skips to each one)
+    + "|".join(
+        re.escape(w) for w in sorted({*BOOLEAN_WORDS[True], *BOOLEAN_WORDS[False]}, key=len, reverse=True)
+    )
+    + r")[ \t]*\](?!\()",
+    re.I,
+)
+
+
+def find_bracketed_word(text: str, low: str, kind: str) -> Iterable[Span]:
+    """A yes/no word alone in square brackets, the format a prompt asked for: "Therefore, 14533 is a
+    prime number.\n\n[Yes]" -> "Yes", "Therefore, [No], 4479 is not a prime number." -> "No"."""
+    for m in _BRACKETED_WORD_RE.finditer(text):
+        yield Span(m.start(), m.end(), m.group("ans"), "bracketed_word")
+
+
 # ------------------------------------------------------------------------- answer markers
 # Built from miners.verify.markers.ANSWER_MARKERS (data, one row per language, English included):
 # a marker before a colon, in brackets or as a heading (marker_line, marker_heading), and a marker
@@ -421,7 +440,9 @@ def _talk_re(marker: AnswerMarker) -> re.Pattern | None:
     return re.compile(r"(?i)\s*(?:" + marker.talk + r")\b") if marker.talk else None
 
 
-_COPULA_RES = tuple((m, _copula_res(m), _talk_re(m)) for m in ANSWER_MARKERS if m.copulas)
+_COPULA_RES = tuple(
+    (m, _copula_res(m), _talk_re(m), any(w.isascii() for w in m.words)) for m in ANSWER_MARKERS if m.copulas
+)
 # The marker words an ASCII text can hold, none containing another ("respuesta final" holds
 # "respuesta"): an ASCII text with none of them holds no marker, which spares the three marker
 # regexes on most outputs; a text with any other character is read by them.
@@ -507,8 +528,10 @@ def _language(m: re.Match) -> str | None:
 _MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 8  # a marker word and the markup before its colon
 _COLON_RE = re.compile("[" + _COLONS + "|]")
 _BEFORE_COLON_RE = re.compile(
-    _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$", re.I
-)
+    opening_chars(w for w, _ in _MARKERS)
+    + _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$",
+    re.I,
+)  # fmt: skip
 
 
 def _marker_colons(text: str) -> Iterable[re.Match]:
@@ -542,8 +565,10 @@ def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
     "18 dollars" (prose: reduced to 18), "the correct option is:\\nB)After 12 minutes", "answer
     (arabic numerals) is\\n\\n8", "所以答案是D。" -> "D", "La réponse est 12." -> "12", "Die Antwort
     lautet $x=3$". Talk about an answer is none: "the answer is correct", "答案是正确的"."""
-    for marker, regex, talk in _COPULA_RES:
-        if regex is None or not any(w in low for w in marker.words):
+    ascii_text = low.isascii()
+    for marker, regex, talk, ascii_words in _COPULA_RES:
+        # (a marker whose words all hold other letters is in no ASCII text: no search)
+        if regex is None or (ascii_text and not ascii_words) or not any(w in low for w in marker.words):
             continue
         for m in regex.finditer(text):
             span = _sentence_span(text, m, "marker_copula", talk)
@@ -562,6 +587,7 @@ SPAN_RULES: tuple[SpanRule, ...] = (
     SpanRule("marker_line", 1, True, lambda low: _marker_hint(low) or "answer]" in low, find_marker_line),
     SpanRule("marker_heading", 1, True, _heading_hint, find_marker_heading),
     SpanRule("marker_copula", 1, True, _marker_hint, find_marker_copula),
+    SpanRule("bracketed_word", 1, True, lambda low: "[" in low and "]" in low, find_bracketed_word),
 )
 RULES_BY_NAME = {r.name: r for r in SPAN_RULES}
 

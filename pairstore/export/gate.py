@@ -29,6 +29,7 @@ from pairstore.errors import BadInput, GateRefused
 from pairstore.export.refusal import SYSTEM_PROMPT_ROW, hit_places
 from pairstore.holdout.matching import GateResult, members_in_rows
 from pairstore.holdout.sets import split_exempt
+from pairstore.tables.audit_log import log_action
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
@@ -141,7 +142,8 @@ def run_gate(
         members = sorted({(h.set_name, h.item_id) for h in standing})
         lines.append("held-out items: " + ", ".join(f"{s}/{i}" for s, i in members))
         with store.transaction():
-            store.audit(
+            log_action(
+                store,
                 "export.refused",
                 round_name,
                 {"hits": [h.as_dict() for h in standing], "members": [f"{s}/{i}" for s, i in members]},

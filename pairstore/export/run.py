@@ -59,6 +59,7 @@ from pairstore.holdout.sets import removed_members
 from pairstore.keys import sha256_file
 from pairstore.progress import as_progress
 from pairstore.rounds.recipes import NAME_RE, DpoRecipe, get_round
+from pairstore.tables.audit_log import log_action
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -232,7 +233,9 @@ def export_round(
         result.notes = recover_interrupted(store, out_real, every_file)
         result.notes += [f"{path}: {why}" for path, why in leftovers(store, out_real, every_file)]
         with store.transaction():
-            store.audit("export.started", name, {"out": str(out_real), "files": [str(p) for p in every_file]})
+            log_action(
+                store, "export.started", name, {"out": str(out_real), "files": [str(p) for p in every_file]}
+            )
         temps: dict[str, Path] = {}
         by_source: Counter = Counter()
         by_family: Counter = Counter()

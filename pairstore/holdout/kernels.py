@@ -5,8 +5,9 @@ pass over a text buffer (UTF-8 bytes and int64 offsets, as Arrow holds a string 
     kept = rows_kept_bytes(data, offsets, delete_table)
     bits, mask = gram_bits(sorted_hashes)      # the prefilter pairstore.ngram_kernel.vocabulary_ngrams reads
 
-Each has a plain Python definition (`*_reference`) that tests/holdout/test_kernels.py holds it equal to on
-generated text. The n-gram pass itself is pairstore.ngram_kernel (below the store: re-keying needs it).
+Each has a plain Python definition, written in tests/holdout/test_kernels_property.py, that a hypothesis
+property holds it equal to on any text. The n-gram pass itself is pairstore.ngram_kernel (below the store:
+re-keying needs it).
 """
 
 from __future__ import annotations

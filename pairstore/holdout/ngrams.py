@@ -34,6 +34,7 @@ from pairstore.ngram_hash import (
     words,
 )
 from pairstore.normalize import word_text
+from pairstore.tables.benchmarks import replace_benchmark
 
 if TYPE_CHECKING:
     from pairstore.store.store import Store
@@ -69,30 +70,7 @@ def register_benchmark(store: Store, name: str, items: list[tuple[str, str]], n:
         raise BadInput(f"benchmark {name}: item id {dup!r} appears more than once", field="item_id")
     texts = [t if isinstance(t, str) else "" for _, t in items]
     refs, ngrams = benchmark_tables(ids, texts, n)
-    con = store.con
-    with store.transaction():
-        con.execute("DELETE FROM benchmark_ngrams WHERE benchmark = ?", [name])
-        con.execute("DELETE FROM benchmark_refs WHERE benchmark = ?", [name])
-        with store.registered("_bench_refs", refs), store.registered("_bench_ngrams", ngrams):
-            con.execute(
-                "INSERT INTO benchmark_refs (benchmark, item_id, text, match_key, n) "
-                "SELECT ?, item_id, text, match_key, ? FROM _bench_refs",
-                [name, n],
-            )
-            con.execute(
-                "INSERT INTO benchmark_ngrams (benchmark, item_id, ngram) "
-                "SELECT DISTINCT ?, item_id, ngram FROM _bench_ngrams",
-                [name],
-            )
-        n_ngrams = store.scalar("SELECT count(*) FROM benchmark_ngrams WHERE benchmark = ?", [name])
-        short = len(ids) - store.scalar(
-            "SELECT count(DISTINCT item_id) FROM benchmark_ngrams WHERE benchmark = ?", [name]
-        )
-        store.audit(
-            "benchmark_register",
-            name,
-            {"items": len(ids), "n": n, "ngrams": n_ngrams, "items_without_ngrams": short},
-        )
+    replace_benchmark(store, name, refs, ngrams, n=n)
     return len(ids)
 
 

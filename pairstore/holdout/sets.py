@@ -28,6 +28,7 @@ from pairstore.normalize import compact_text
 from pairstore.progress import current as current_progress
 from pairstore.store.rekey import match_texts_of_turns
 from pairstore.store.sql_guard import check_condition
+from pairstore.tables.holdout import add_exemption_row, add_set_members, mark_removed
 from pairstore.tables.pairs import Pair
 
 if TYPE_CHECKING:
@@ -94,46 +95,7 @@ def add_members(
     )
     if not pc.all(first).as_py():
         table = table.filter(first)
-    con = store.con
-    with store.transaction(), store.registered("_new_members", table):
-        con.execute(
-            "INSERT INTO holdout_sets (set_name, description, method, seed) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            [set_name, description, method, seed],
-        )
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _added_members AS "
-            "SELECT m.item_id, h.item_id IS NOT NULL AS again FROM _new_members m "
-            "LEFT JOIN holdout h ON h.set_name = ? AND h.item_id = m.item_id "
-            "WHERE h.item_id IS NULL OR h.removed_at IS NOT NULL",
-            [set_name],
-        )
-        try:
-            con.execute(
-                "INSERT INTO holdout (set_name, item_id, item_kind, match_key, task_key, match_text, "
-                "source_text) SELECT ?, m.item_id, m.item_kind, m.match_key, m.task_key, m.match_text, "
-                "m.source_text "
-                "FROM _new_members m SEMI JOIN (SELECT item_id FROM _added_members WHERE NOT again) a "
-                "USING (item_id)",
-                [set_name],
-            )
-            con.execute(
-                "UPDATE holdout SET removed_at = NULL, removed_reason = NULL WHERE set_name = ? "
-                "AND item_id IN (SELECT item_id FROM _added_members WHERE again)",
-                [set_name],
-            )
-            # one entry per member, in the members' order
-            store.audit_each(
-                "SELECT 'holdout.add', ?, json_object('item_id', a.item_id, 'method', ?::VARCHAR, "
-                "'seed', ?::BIGINT, 'again', a.again) "
-                "FROM _added_members a JOIN (SELECT item_id, row_number() OVER () AS i FROM _new_members) o "
-                "USING (item_id) ORDER BY o.i",
-                [set_name, method, seed],
-            )
-            added = store.scalar("SELECT count(*) FROM _added_members")
-        finally:
-            con.execute("DROP TABLE IF EXISTS _added_members")
-    return int(added)
+    return add_set_members(store, set_name, table, description=description, method=method, seed=seed)
 
 
 def _battle_member(row) -> dict:
@@ -522,12 +484,7 @@ def remove_member(store: Store, set_name: str, item_id: str, *, reason: str) -> 
             raise NotFound(f"{item_id!r} is not a member of holdout set {set_name!r}")
         if row[0] is not None:
             raise BadInput(f"{item_id!r} was already removed from {set_name!r}", field="id")
-        store.con.execute(
-            "UPDATE holdout SET removed_at = current_timestamp, removed_reason = ? "
-            "WHERE set_name = ? AND item_id = ?",
-            [reason, set_name, item_id],
-        )
-        store.audit("holdout.remove", set_name, {"item_id": item_id, "reason": reason})
+        mark_removed(store, set_name, item_id, reason=reason)
 
 
 # -- exemptions: the one way past a gate hit short of removing the member -------------
@@ -549,21 +506,7 @@ def add_exemption(store: Store, set_name: str, item_id: str, pair_id: str, *, re
         raise NotFound(f"{item_id!r} is not a member of {set_name!r}")
     if not store.one("SELECT 1 FROM pairs WHERE pair_id = ?", [pair_id]):
         raise NotFound(f"no pair {pair_id!r}")
-    with store.transaction():
-        row = store.one(
-            "SELECT reason FROM holdout_exemptions WHERE set_name = ? AND item_id = ? AND pair_id = ?",
-            [set_name, item_id, pair_id],
-        )
-        if row is not None:
-            return False
-        store.con.execute(
-            "INSERT INTO holdout_exemptions (set_name, item_id, pair_id, reason) VALUES (?, ?, ?, ?)",
-            [set_name, item_id, pair_id, reason.strip()],
-        )
-        store.audit(
-            "holdout.exempt", set_name, {"item_id": item_id, "pair_id": pair_id, "reason": reason.strip()}
-        )
-    return True
+    return add_exemption_row(store, set_name, item_id, pair_id, reason=reason.strip())
 
 
 def split_exempt(store: Store, hits: list[Hit]) -> tuple[list[Hit], list[dict]]:

@@ -17,8 +17,10 @@ BadInput naming file, line and field.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import NotRequired, TypedDict, overload
 
 from pairstore.errors import BadInput
 from pairstore.ingest.records import Fields
@@ -50,7 +52,7 @@ class ArenaBattle:
 # ---------------------------------------------------------------------------- typed values, CSV text too
 
 
-def json_text(f: Fields, name: str):
+def json_text(f: Fields, name: str) -> object:
     """The field's value; in a CSV (or any text column) a JSON-encoded value is decoded."""
     v = f.rec.get(name)
     if isinstance(v, str):
@@ -61,7 +63,13 @@ def json_text(f: Fields, name: str):
     return v
 
 
-def scalar(f: Fields, name: str, kind: type):
+@overload
+def scalar(f: Fields, name: str, kind: type[bool]) -> bool | None: ...
+@overload
+def scalar(f: Fields, name: str, kind: type[int]) -> int | None: ...
+@overload
+def scalar(f: Fields, name: str, kind: type[float]) -> float | None: ...
+def scalar(f: Fields, name: str, kind: type[bool] | type[int] | type[float]) -> bool | int | float | None:
     """An int, float or bool field (None when absent); CSV gives it as text ("1", "1682351591.13", "True")."""
     v = f.rec.get(name)
     if isinstance(v, str):
@@ -90,7 +98,7 @@ def epoch_time(f: Fields, name: str) -> datetime | None:
 
 def moderation_flag(f: Fields) -> bool | None:
     """openai_moderation.flagged or any toxic_chat_tag model's flag; None when neither is given."""
-    flags = []
+    flags: list[object] = []
     moderation = json_text(f, "openai_moderation")
     if moderation is not None:
         if not isinstance(moderation, dict):
@@ -101,8 +109,8 @@ def moderation_flag(f: Fields) -> bool | None:
         if not isinstance(toxic, dict):
             raise f.error("toxic_chat_tag", "expected an object")
         flags += [tag.get("flagged") for tag in toxic.values() if isinstance(tag, dict)]
-    flags = [flag for flag in flags if flag is not None]
-    return any(bool(flag) for flag in flags) if flags else None
+    given = [flag for flag in flags if flag is not None]
+    return any(bool(flag) for flag in given) if given else None
 
 
 # ---------------------------------------------------------------------------- mapping
@@ -114,12 +122,33 @@ def own_side(b: ArenaBattle, own_models: set[str]) -> str | None:
     return "both" if len(sides) == 2 else (sides[0] if sides else None)
 
 
-def battle_fields(b: ArenaBattle, side: str) -> dict:
+class BattleRow(TypedDict):
+    """The `battles` columns of an Arena battle, read from the own model's side (battle_fields)."""
+
+    battle_id: str
+    prompt: list[dict[str, str]]
+    own_answers: list[str]
+    opponent_answers: list[str]
+    n_turns: int
+    vote: str
+    category: str | None
+    own_model: str
+    opponent_model: str
+    voted_at: datetime | None
+    language: str | None
+    flagged: bool | None
+    anonymous: bool | None
+    own_position: str
+    annotator: NotRequired[str]
+    origin: NotRequired[str]
+
+
+def battle_fields(b: ArenaBattle, side: str) -> BattleRow:
     """The `battles` columns of a battle the own model played on `side`, the vote from that side. The
     Arena shows model_a on the left: the side is where the own model was shown."""
     other = "b" if side == "a" else "a"
     vote = _VOTES.get(b.winner) or ("win" if b.winner == side else "loss")
-    row = {
+    row: BattleRow = {
         "battle_id": b.battle_id,
         "prompt": [{"role": "user", "content": u} for u in b.users],
         "own_answers": b.answers[side],
@@ -136,7 +165,10 @@ def battle_fields(b: ArenaBattle, side: str) -> dict:
         "own_position": side,
     }
     # given only where known, so a row's record hash holds what the form says
-    row.update({k: v for k, v in (("annotator", b.annotator), ("origin", b.origin)) if v is not None})
+    if b.annotator is not None:
+        row["annotator"] = b.annotator
+    if b.origin is not None:
+        row["origin"] = b.origin
     return row
 
 
@@ -157,7 +189,7 @@ def other_pair(b: ArenaBattle) -> Pair | str:
     )
 
 
-def check_options(fmt: str, own_models, others: str) -> set[str]:
+def check_options(fmt: str, own_models: Iterable[str] | None, others: str) -> set[str]:
     """The own model names, after checking the options of an Arena ingest."""
     if others not in OTHERS:
         raise BadInput(f"unknown value {others!r} (expected one of {', '.join(OTHERS)})", field="others")

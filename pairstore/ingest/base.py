@@ -1,5 +1,5 @@
-"""What every table's ingest shares: the result record, the `ingests` log (this module writes it),
-staging rows and inserting only new keys, duplicates within one input found.
+"""What every table's ingest shares: the result record, staging rows and inserting only new keys,
+duplicates within one input found (the `ingests` log is pairstore.tables.ingests).
 
 Every ingest validates the whole file first and writes in one transaction: a bad record raises BadInput
 (file, line, field) and nothing is written. A re-ingest of the same file adds nothing; a known id with
@@ -9,9 +9,10 @@ different content is an error, never a silent overwrite.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -19,11 +20,14 @@ import pyarrow.parquet as pq
 from pairstore.errors import BadInput
 from pairstore.ingest.batches import line_of
 from pairstore.ingest.records import file_type
-from pairstore.keys import sha256_file
 from pairstore.progress import NO_PROGRESS, as_progress
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.progress import Progress
     from pairstore.store.store import Store
+
+T = TypeVar("T")
 
 VOTES = ("win", "loss", "tie", "both_bad")
 ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
@@ -36,7 +40,8 @@ class IngestResult:
     path: str
     read: int = 0
     added: int = 0
-    skipped: Counter = field(default_factory=Counter)  # reason -> count (same content already there, ...)
+    # reason -> count (same content already there, ...)
+    skipped: Counter[str] = field(default_factory=Counter)
     pairs: int = 0  # pairs written beside the rows (Arena battles between other models, --others pairs)
 
     def as_dict(self) -> dict:
@@ -50,7 +55,9 @@ class IngestResult:
         }
 
 
-def progress_bar(iterable, progress, desc: str, *, path=None):
+def progress_bar(
+    iterable: Iterable[T], progress: Progress | bool | None, desc: str, *, path: StrPath | None = None
+) -> Iterable[T]:
     """`iterable` reported to `progress` (a pairstore.progress.Progress, or True for a bar) as stage
     `desc`, with the file's record count as the total when it is cheap to know."""
     progress = as_progress(progress)
@@ -61,7 +68,7 @@ def progress_bar(iterable, progress, desc: str, *, path=None):
     )
 
 
-def count_lines(path: Path) -> int:
+def count_lines(path: StrPath) -> int:
     """Lines in the file, a last line without a newline counted."""
     n, last = 0, b"\n"
     with open(path, "rb") as f:
@@ -71,7 +78,7 @@ def count_lines(path: Path) -> int:
     return n + (last != b"\n")
 
 
-def records_in(path) -> int | None:
+def records_in(path: StrPath) -> int | None:
     """Records in an uncompressed JSONL file (its non-blank lines are at most its lines) or a parquet file;
     None else (a total for progress, never a check)."""
     p = Path(path)
@@ -88,24 +95,15 @@ def records_in(path) -> int | None:
     return None
 
 
-def log_ingest(
-    store: Store, path, kind: str, rows_read: int, rows_added: int, *, sha256: str | None = None
-) -> None:
-    """One row in `ingests` per file (or dataset folder: give its `sha256`, pairstore.ingest.dataset_files)
-    read. This module writes that table; call inside the ingest's transaction."""
-    store.con.execute(
-        "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)",
-        [sha256 or sha256_file(path), kind, str(path), rows_read, rows_added],
-    )
-
-
 # Where each staged row came from: its file, its 0-based record there, its line (row, record) where the
 # reading knew it (NULL: found again by pairstore.ingest.batches.line_of when a message needs it), and
 # its place in the whole ingest (the order rows are inserted in).
 PLACE = [("_file", pa.string()), ("_row", pa.int64()), ("_line", pa.int64()), ("_seq", pa.int64())]
 
 
-def place_columns(n: int, file, rows: pa.Array, lines: list[int] | None, first_seq: int) -> dict:
+def place_columns(
+    n: int, file: StrPath, rows: pa.Array, lines: list[int] | None, first_seq: int
+) -> dict[str, pa.Array]:
     """The PLACE columns of `n` staged rows of one file."""
     return {
         "_file": pa.array([str(file)] * n, pa.string()),
@@ -138,8 +136,15 @@ class StagedRows:
     temp table is dropped on insert or close."""
 
     def __init__(
-        self, store: Store, table: str, key_cols: list[str], schema: pa.Schema, hash_col: str, what: str, path
-    ):
+        self,
+        store: Store,
+        table: str,
+        key_cols: list[str],
+        schema: pa.Schema,
+        hash_col: str,
+        what: str,
+        path: StrPath,
+    ) -> None:
         self.store, self.table, self.key_cols, self.schema = store, table, key_cols, schema
         self.hash_col, self.what, self.path = hash_col, what, path
         self.name = f"_staged_{table}"

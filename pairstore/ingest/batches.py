@@ -24,14 +24,17 @@ it; nothing is left unread: a record with text no field declares is refused. Mem
 the file (about STREAM_BLOCK_SIZE bytes) and the batches the caller keeps.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +54,11 @@ from pairstore.ingest.kinds import (
 )
 from pairstore.ingest.records import MAX_DEPTH, Fields, file_format, open_bytes, read_records, unit_of
 
+if TYPE_CHECKING:
+    import duckdb
+
+    from pairstore.files import StrPath
+
 # The streaming reader's blocks: what is in memory at once (a few tens of thousands of records). A
 # record longer than a block is an error of the reader, and the file is read record by record.
 STREAM_BLOCK_SIZE = 16 << 20
@@ -62,7 +70,7 @@ BULK_MEMORY_LIMIT = "512MB"
 
 
 @contextmanager
-def bounded_memory(con):
+def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
     """DuckDB's memory limit at BULK_MEMORY_LIMIT for the block, the connection's own restored after."""
     before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
     con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
@@ -91,7 +99,7 @@ class Batch:
         return BadInput(message, path=str(self.path), line=self.line(i), field=field, unit=unit_of(self.path))
 
 
-def rows_are_lines(path) -> bool:
+def rows_are_lines(path: StrPath) -> bool:
     """Whether the file's n-th record is on its line n (or row n): a parquet or Arrow file, or a JSONL file
     without a blank line (read once a file and remembered)."""
     kind = file_format(path)
@@ -109,7 +117,7 @@ def _no_blank_line(path: str, size: int, mtime: float) -> bool:
         return not any(not line.strip() for line in f)
 
 
-def line_of(path, row: int) -> int:
+def line_of(path: StrPath, row: int) -> int:
     """The line (row, record) number of the file's record at 0-based position `row`: read again, since
     the whole-columns way does not count lines (blank lines are skipped)."""
     for number, _ in read_records(path, start=row):
@@ -317,37 +325,44 @@ Records = Callable[["Reading", Path, int], Iterator[Batch]]
 
 
 def read_columns(
-    fmt: Format, schema: pa.Schema, path, *, direct: bool | None = None, records: Records | None = None
+    fmt: Format,
+    schema: pa.Schema,
+    path: StrPath,
+    *,
+    direct: bool | None = None,
+    records: Records | None = None,
 ) -> Iterator[Batch]:
     """The file's records in `fmt`, as checked batches of `schema`'s columns (module docstring). Raises
     BadInput naming the first bad record; `direct=False` reads record by record only (the tests compare).
     `records` reads the file's records from the one given on, where not `fmt` alone reads them (the pair
     shapes: each record in the shape its keys say)."""
-    path = Path(path)
+    file = Path(path)
     reading = Reading(fmt, schema)
     done = 0
-    if (DIRECT if direct is None else direct) and path.is_file() and path.stat().st_size:
+    if (DIRECT if direct is None else direct) and file.is_file() and file.stat().st_size:
         try:
-            for table in _direct_blocks(path, reading):
+            for table in _direct_blocks(file, reading):
                 if not table.num_rows:
                     continue
                 checked, bad = reading.direct_table(table, done)
                 if bad is not None:
                     row, field, message = bad
-                    raise Batch(checked, path).error(row, message, field.name)
+                    raise Batch(checked, file).error(row, message, field.name)
                 done += table.num_rows
-                yield Batch(checked, path)
+                yield Batch(checked, file)
             if done:
                 return
         except (pa.ArrowException, NotDirect, OSError, UnicodeDecodeError):
             pass  # the rest of the file, record by record
     if records is not None:
-        yield from records(reading, path, done)
+        yield from records(reading, file, done)
     else:
-        yield from record_batches(reading, path, read_records(path, start=done), done)
+        yield from record_batches(reading, file, read_records(file, start=done), done)
 
 
-def record_columns(fmt: Format, schema: pa.Schema, records, path) -> Iterator[Batch]:
+def record_columns(
+    fmt: Format, schema: pa.Schema, records: Iterable[tuple[int, object]], path: StrPath
+) -> Iterator[Batch]:
     """Checked batches of records that are not a file of ours ((number, record) pairs: rows a library
     loaded, votes from the web page), read the way a file's records are."""
     yield from record_batches(Reading(fmt, schema), Path(str(path)), records, 0)
@@ -365,10 +380,16 @@ def record_batch(fmt: Format, schema: pa.Schema, records: list[dict], source: st
     return Batch(table, Path(source), [line for b in batches for line in b.lines or []])
 
 
-def record_batches(reading: Reading, path: Path, records, start: int, values=None) -> Iterator[Batch]:
+def record_batches(
+    reading: Reading,
+    path: Path,
+    records: Iterable[tuple[int, object]],
+    start: int,
+    values: Callable[[dict, Fields], list[dict]] | None = None,
+) -> Iterator[Batch]:
     """Checked batches of (number, record) pairs; `values(record, Fields)` reads one record where not the
     format's own reading does."""
-    values = values or reading.values
+    read = values or reading.values
     rows: list[dict] = []
     row_ids: list[int] = []
     lines: list[int] = []
@@ -386,7 +407,7 @@ def record_batches(reading: Reading, path: Path, records, start: int, values=Non
         for number, rec in records:
             if not isinstance(rec, dict):
                 raise BadInput(f"expected an object, got {type(rec).__name__}", path=str(path), line=number)
-            got = values(rec, Fields(rec, path, number))
+            got = read(rec, Fields(rec, path, number))
             rows.extend(got)
             row_ids.extend([index] * len(got))
             lines.extend([number] * len(got))

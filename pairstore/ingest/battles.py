@@ -15,9 +15,13 @@ A battle has one identity whatever format brought it (`BATTLE_IDENTITY`: its pro
 with their answers, sides in either order), so a battle ingested from two forms counts once.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,8 +30,8 @@ import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
 from pairstore.holdout.sets import HoldoutFilter
-from pairstore.ingest.arena import ArenaBattle, battle_fields, check_options, other_pair, own_side
-from pairstore.ingest.base import PLACE, IngestResult, StagedRows, log_ingest, place_columns, records_in
+from pairstore.ingest.arena import ArenaBattle, BattleRow, battle_fields, check_options, other_pair, own_side
+from pairstore.ingest.base import PLACE, IngestResult, StagedRows, place_columns, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, read_columns, record_batch
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.declare import Format, Unread, counted, did_you_mean
@@ -37,9 +41,12 @@ from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import content_ids
 from pairstore.progress import as_progress
-from pairstore.tables.pairs import add_pairs
+from pairstore.tables.ingests import log_ingest
+from pairstore.tables.pairs import Pair, add_pairs
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.progress import Progress
     from pairstore.store.store import Store
 
 VOTES = ("win", "loss", "tie", "both_bad")
@@ -163,7 +170,7 @@ def format_hint(record: dict) -> str | None:
     return None
 
 
-def _hinted(e: BadInput, path, number: int | None) -> BadInput:
+def _hinted(e: BadInput, path: StrPath, number: int | None) -> BadInput:
     """`e` with the wrong-format hint, when the record at `number` has another format's columns."""
     if number is None:
         return e
@@ -180,7 +187,7 @@ def _hinted(e: BadInput, path, number: int | None) -> BadInput:
 class _Staging:
     """The battles of one ingest, staged file by file, then inserted."""
 
-    def __init__(self, store: Store, path):
+    def __init__(self, store: Store, path: StrPath) -> None:
         self.store, self.path = store, path
         self.staged = StagedRows(store, "battles", ["battle_id"], _STAGED, "record_hash", "battle_id", path)
         self.seq = 0
@@ -196,7 +203,9 @@ class _Staging:
             result.skipped["already present"] = repeated
 
 
-def _native(store: Store, fmt: Format, path, files, result: IngestResult, progress) -> None:
+def _native(
+    store: Store, fmt: Format, path: StrPath, files: list[Path], result: IngestResult, progress: Progress
+) -> None:
     staging = _Staging(store, path)
     with progress.stage("ingest battles", total=records_in(path), unit="records") as stage:
         for file in files:
@@ -212,16 +221,24 @@ def _native(store: Store, fmt: Format, path, files, result: IngestResult, progre
         staging.insert(result)
 
 
-def _arena(store: Store, fmt: Format, path, files, result: IngestResult, own: set[str], others: str):
+def _arena(
+    store: Store,
+    fmt: Format,
+    path: StrPath,
+    files: list[Path],
+    result: IngestResult,
+    own: set[str],
+    others: str,
+) -> list[Pair]:
     """Battles of a records format read from the side of `own` (staged), and `arena` pairs of the battles
     no own model plays (returned); every record not kept is counted."""
     holdout = HoldoutFilter.load(store) if others == "pairs" else None
     unread = Unread(fmt)
     staging = _Staging(store, path)
-    pairs = []
+    pairs: list[Pair] = []
     seen: Counter[str] = Counter()
     matched: Counter[str] = Counter()
-    pending: list[tuple[dict, int, int]] = []
+    pending: list[tuple[BattleRow, int, int]] = []
     current: tuple[Path, str] = (Path(path), "")
 
     def flush() -> None:
@@ -262,15 +279,10 @@ def _arena(store: Store, fmt: Format, path, files, result: IngestResult, own: se
             result.skipped["no own model"] += 1
         else:
             pair = other_pair(battle)
-            reason = (
-                pair
-                if isinstance(pair, str)
-                else "holdout"
-                if holdout is not None and holdout.holds_pair(pair)
-                else None
-            )
-            if reason:
-                result.skipped[f"others: {reason}"] += 1
+            if isinstance(pair, str):  # a tie or both-bad: no chosen answer
+                result.skipped[f"others: {pair}"] += 1
+            elif holdout is not None and holdout.holds_pair(pair):
+                result.skipped["others: holdout"] += 1
             else:
                 pairs.append(pair)
     flush()
@@ -279,7 +291,9 @@ def _arena(store: Store, fmt: Format, path, files, result: IngestResult, own: se
     return pairs
 
 
-def _check_own_models(own: set[str], seen: Counter, matched: Counter, others: str, path) -> None:
+def _check_own_models(
+    own: set[str], seen: Counter[str], matched: Counter[str], others: str, path: StrPath
+) -> None:
     """A name of --own-model that is in no battle: a typo (it is close to a name seen), or a filter that
     keeps nothing (no name matched and the battles of others are skipped) exits 2 naming what was seen."""
     if not seen:
@@ -295,7 +309,13 @@ def _check_own_models(own: set[str], seen: Counter, matched: Counter, others: st
 
 
 def ingest_battles(
-    store: Store, path, *, fmt: str = "native", own_models=(), others: str = "skip", progress: bool = False
+    store: Store,
+    path: StrPath,
+    *,
+    fmt: str = "native",
+    own_models: Iterable[str] = (),
+    others: str = "skip",
+    progress: bool = False,
 ) -> IngestResult:
     """Battles from a file, a Hub folder or a save_to_disk folder (pairstore.ingest.dataset_files) in any
     battle format (pairstore.ingest.formats). A records format (the Arena's forms) is read from the side
@@ -316,7 +336,7 @@ def ingest_battles(
     with bounded_memory(store.con), store.transaction():
         if form.reads_columns:
             _native(store, form, path, files, result, stages)
-            pairs = []
+            pairs: list[Pair] = []
         else:
             with stages.stage(f"ingest battles:{fmt}", total=records_in(path), unit="records"):
                 pairs = _arena(store, form, path, files, result, own, others)

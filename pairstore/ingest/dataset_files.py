@@ -24,13 +24,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
 from pairstore.ingest.records import is_data_file, read_records
 from pairstore.keys import sha256_file
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
 
 
 @dataclass(frozen=True)
@@ -61,7 +65,7 @@ def _data_files(root: Path) -> list[Path]:
     )
 
 
-def _hub_files(root: Path, split: str, configs) -> list[Path]:
+def _hub_files(root: Path, split: str, configs: Collection[str] | None) -> list[Path]:
     files = _data_files(root)
     if configs:
         in_configs = [p for p in files if p.relative_to(root).parts[0] in set(configs)]
@@ -115,7 +119,9 @@ def _saved_files(root: Path, split: str) -> list[Path]:
     return files
 
 
-def dataset_files(path, *, split: str = "train", configs=None) -> list[Path]:
+def dataset_files(
+    path: StrPath, *, split: str = "train", configs: Collection[str] | None = None
+) -> list[Path]:
     """The data files that hold `split` of the dataset at `path` (a file, a Hub folder or a save_to_disk
     folder). A single file is the whole dataset, whatever `split` says."""
     root = Path(path)
@@ -128,26 +134,28 @@ def dataset_files(path, *, split: str = "train", configs=None) -> list[Path]:
     return _hub_files(root, split, configs)
 
 
-def read_files(root, files: list[Path]) -> Iterator[DatasetRecord]:
+def read_files(root: StrPath, files: list[Path]) -> Iterator[DatasetRecord]:
     """Every record of `files` (from dataset_files(root, ...)), file by file."""
-    root = Path(root)
+    top = Path(root)
     for file in files:
-        source = file.name if file == root else file.relative_to(root).as_posix()
+        source = file.name if file == top else file.relative_to(top).as_posix()
         for line, rec in read_records(file):
             yield DatasetRecord(file, line, rec, source)
 
 
-def read_dataset(path, *, split: str = "train", configs=None) -> Iterator[DatasetRecord]:
+def read_dataset(
+    path: StrPath, *, split: str = "train", configs: Collection[str] | None = None
+) -> Iterator[DatasetRecord]:
     """Every record of `split` of the dataset at `path`, file by file (see the module docstring)."""
     yield from read_files(path, dataset_files(path, split=split, configs=configs))
 
 
-def files_sha256(root, files: list[Path]) -> str:
+def files_sha256(root: StrPath, files: list[Path]) -> str:
     """SHA-256 of one file; for several, of their names (relative to `root`) and SHA-256s in order."""
-    root = Path(root)
-    if len(files) == 1 and files[0] == root:
-        return sha256_file(root)
+    top = Path(root)
+    if len(files) == 1 and files[0] == top:
+        return sha256_file(top)
     h = hashlib.sha256()
     for f in files:
-        h.update(f"{f.relative_to(root).as_posix()}\0{sha256_file(f)}\n".encode())
+        h.update(f"{f.relative_to(top).as_posix()}\0{sha256_file(f)}\n".encode())
     return h.hexdigest()

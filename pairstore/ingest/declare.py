@@ -33,10 +33,14 @@ import difflib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pairstore.errors import BadInput
 from pairstore.ingest.kinds import Kind
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.ingest.records import Fields
 
 TEXT = "text"
 ID, MODEL, SCORE, TIME, LABEL, SETTING, META = "id", "model", "score", "time", "label", "setting", "meta"
@@ -100,8 +104,8 @@ class Format:
     parse: Callable[..., Any] | None = None
     # columns formats: what the kinds cannot say, for the fields only a record carries (a multi-turn
     # battle's `turns`): (checked values, the record's Fields) -> the checked values, or several rows
-    reshape: Callable[..., Any] | None = None
-    files: Callable[[Any], list[Path]] | None = None  # a path's data files, where not the dataset's
+    reshape: Callable[[dict[str, Any], Fields], dict[str, Any] | list[dict[str, Any]]] | None = None
+    files: Callable[[StrPath], list[Path]] | None = None  # a path's data files, where not the dataset's
     order: int = 50  # listing order, and the order the pair shapes are tried in
     extra: dict = field(default_factory=dict)  # what one table's ingest needs of it
 
@@ -235,14 +239,16 @@ class Unread:
             return None
         return _unread(self.trie, record, "")
 
-    def check(self, record: dict, path, line: int, unit: str = "line") -> None:
+    def check(self, record: dict, path: StrPath, line: int, unit: str = "line") -> None:
         """BadInput naming the first text of `record` the format does not read."""
         found = self.find(record)
         if found is not None:
             raise unread_error(self.fmt, found[0], path, line, unit)
 
 
-def unread_error(fmt: Format, where: str, path, line: int | None, unit: str = "line") -> BadInput:
+def unread_error(
+    fmt: Format, where: str, path: StrPath | None, line: int | None, unit: str = "line"
+) -> BadInput:
     """The refusal of a record holding text `fmt` does not read, at `where` (a path into the record)."""
     known = ", ".join(sorted(fmt.top_keys()))
     message = (

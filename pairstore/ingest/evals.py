@@ -27,12 +27,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import PLACE, log_ingest, place_columns, records_in
+from pairstore.ingest.base import PLACE, place_columns, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, line_of, read_columns
 from pairstore.ingest.declare import counted, did_you_mean
 from pairstore.ingest.formats import get_format
@@ -41,7 +41,13 @@ from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.keys import sha256_file
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.evals import COMPARED_COLUMNS, SCORE_SCHEMA, add_eval_items, add_staged_scores
+from pairstore.tables.ingests import log_ingest
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.progress import Progress
 
 
 class OutputReport(Protocol):
@@ -99,7 +105,16 @@ _STAGED = pa.schema(
 class _Evals:
     """One ingest's reading of results: each batch's rows computed and staged."""
 
-    def __init__(self, store: Store, fmt: str, suite: str, metric, filter_name, scan, scan_many):
+    def __init__(
+        self,
+        store: Store,
+        fmt: str,
+        suite: str,
+        metric: str | None,
+        filter_name: str | None,
+        scan: OutputScanner,
+        scan_many: BatchScanner | None,
+    ) -> None:
         self.store, self.fmt, self.metric, self.scan, self.scan_many = store, fmt, metric, scan, scan_many
         self.suite = suite
         self.chosen: str | None = filter_name
@@ -312,7 +327,7 @@ def ingest_evals(
     fmt: str = "jsonl",
     metric: str | None = None,
     filter_name: str | None = None,
-    progress=None,
+    progress: Progress | bool | None = None,
 ) -> EvalsResult:
     """Read, validate and insert per-item results (module docstring); `scan` judges each output (length,
     empty, loops), and `scan_many`, when given, the same for many outputs at once."""
@@ -329,18 +344,18 @@ def ingest_evals(
     if not Path(path).is_file():
         raise BadInput("no such file", path=str(path))
     origin = f"{fmt}:{Path(path).name}:{sha256_file(path)[:16]}"
-    progress = as_progress(progress)
+    stages = as_progress(progress)
     work = _Evals(store, fmt, suite, metric, filter_name, scan, scan_many)
     con = store.con
     read = 0
     try:
         with bounded_memory(con), store.transaction():
-            with progress.stage("ingest evals: read", total=records_in(path), unit="records") as stage:
+            with stages.stage("ingest evals: read", total=records_in(path), unit="records") as stage:
                 for batch in read_columns(form, _reading(fmt), path):
                     work.stage(batch)
                     read += batch.table.num_rows
                     stage.advance(batch.table.num_rows)
-            with progress.stage("ingest evals: insert", total=read, unit="records") as stage:
+            with stages.stage("ingest evals: insert", total=read, unit="records") as stage:
                 work.refuse_conflicts()
                 items = int(
                     con.execute(f"SELECT count(DISTINCT item_id) FROM {_STAGE} WHERE _kept").fetchall()[0][0]
@@ -402,9 +417,21 @@ def _not_found(suite: str, items: list[str]) -> str:
     )
 
 
-def _log(store, path, model, suite, fmt, read, rows, added, chosen_filter, held) -> None:
+def _log(
+    store: Store,
+    path: StrPath,
+    model: str,
+    suite: str,
+    fmt: str,
+    read: int,
+    rows: int,
+    added: int,
+    chosen_filter: str | None,
+    held: int,
+) -> None:
     log_ingest(store, path, "evals", read, added)
-    store.audit(
+    log_action(
+        store,
         "ingest.evals",
         f"{model}/{suite}",
         {

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from xxhash import xxh3_128_hexdigest
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import IngestResult, log_ingest, records_in
+from pairstore.ingest.base import IngestResult, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, read_columns
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.keyed import prompt_match_keys
@@ -40,8 +40,11 @@ from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.keys import nfc_many, sha256_file
 from pairstore.progress import as_progress
 from pairstore.tables.generations import insert_generations_select
+from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.progress import Progress
     from pairstore.store.store import Store
 
 ITEM_KINDS = ("problem", "task", "eval_item", "prompt")
@@ -348,13 +351,13 @@ def _not_found_by_question(kind: str, suite: str | None, found: tuple | None) ->
 
 def ingest_generations(
     store: Store,
-    path,
+    path: StrPath,
     *,
     model: str,
     fmt: str = "native",
     item_kind: str | None = None,
     suite: str | None = None,
-    progress=None,
+    progress: Progress | bool | None = None,
 ) -> IngestResult:
     """Outputs of `model` on problems, tasks, eval items or free prompts, with sampling settings, from a
     file in any generations format (module docstring). `item_kind` and `suite` apply to the records that
@@ -373,11 +376,11 @@ def ingest_generations(
         raise BadInput("no such file", path=str(path))
     if p.is_dir():
         raise BadInput("a folder, not a file", path=str(path))
-    progress = as_progress(progress)
+    stages = as_progress(progress)
     result = IngestResult("generations", str(path))
     work = _Generations(store, model, item_kind, suite)
     with bounded_memory(store.con), store.transaction():
-        with progress.stage("ingest generations: read", total=records_in(p), unit="records") as stage:
+        with stages.stage("ingest generations: read", total=records_in(p), unit="records") as stage:
             for batch in read_columns(form, READ, p):
                 work.add(batch, p.name)
                 result.read += batch.table.num_rows

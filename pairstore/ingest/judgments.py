@@ -10,17 +10,23 @@ same reading (add_judgment_records).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import PLACE, IngestResult, StagedRows, log_ingest
+from pairstore.ingest.base import PLACE, IngestResult, StagedRows
 from pairstore.ingest.batches import Batch, read_columns, record_batch
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.formats.judgments_native import HEAVY_FLAWS, JUDGED_KINDS
 from pairstore.keys import content_id
+from pairstore.tables.ingests import log_ingest
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
+    from pairstore.store.store import Store
 
 __all__ = ["HEAVY_FLAWS", "JUDGED_KINDS", "add_judgment_records", "ingest_judgments"]
 
@@ -93,7 +99,7 @@ def judgment_rows(batch: Batch, source: str, seq: int) -> list[dict]:
     return rows
 
 
-def _check_judged_items(store, rows: list[dict], batch_of) -> None:
+def _check_judged_items(store: Store, rows: list[dict], batch_of: Callable[[dict], Batch]) -> None:
     """Every verdict names a stored battle, or for eval items `<suite>/<item id>` of a stored item (only the
     ids named are looked up: a vote from the Queue page does not read the whole table)."""
     named = {r["battle_id"] for r in rows if r.get("item_kind") != "eval_item"}
@@ -121,7 +127,14 @@ def _check_judged_items(store, rows: list[dict], batch_of) -> None:
             )
 
 
-def _write(store, batches: list[Batch], source: str, result: IngestResult, *, log_path=None) -> IngestResult:
+def _write(
+    store: Store,
+    batches: list[Batch],
+    source: str,
+    result: IngestResult,
+    *,
+    log_path: StrPath | None = None,
+) -> IngestResult:
     rows: list[dict] = []
     owner: dict[int, Batch] = {}
     for batch in batches:
@@ -145,7 +158,7 @@ def _write(store, batches: list[Batch], source: str, result: IngestResult, *, lo
     return result
 
 
-def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
+def ingest_judgments(store: Store, path: StrPath, *, progress: bool = False) -> IngestResult:
     """Blind judge verdicts per battle: battle_id, model_a, model_b, winner a|b|tie, heavy_flaw_a/b (and
     optionally annotator, prompt_hash, item_kind, flaws_a/b, origin)."""
     if not Path(path).is_file():
@@ -154,7 +167,7 @@ def ingest_judgments(store, path, *, progress: bool = False) -> IngestResult:
     return _write(store, batches, Path(path).name, IngestResult("judgments", str(path)), log_path=path)
 
 
-def add_judgment_records(store, records: list[dict], *, source: str) -> IngestResult:
+def add_judgment_records(store: Store, records: list[dict], *, source: str) -> IngestResult:
     """Verdicts made in this process (the Queue page, `pairstore judge`), through the same reading as a
     file's lines, in one transaction."""
     batch = record_batch(get_format("judgments", "native"), _READ, records, source)

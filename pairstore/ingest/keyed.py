@@ -10,10 +10,14 @@ are faster because the normalization runs once over a batch's texts (normalize.w
 JSON is one format string filled with each column's pieces, written once per column.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 from json.encoder import encode_basestring as json_str  # what json.dumps writes for a string
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -22,12 +26,15 @@ import pyarrow.compute as pc
 from pairstore.keys import key_of_text
 from pairstore.normalize import TURN_SEP, word_texts
 
+if TYPE_CHECKING:
+    from pairstore.ingest.kinds import Column
 
-def _array(col) -> pa.Array:
+
+def _array(col: Column) -> pa.Array:
     return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
 
 
-def prompt_match_keys(prompts) -> list[str | None]:
+def prompt_match_keys(prompts: Column) -> list[str | None]:
     """pairstore.keys.match_key of every prompt (a MSG_TYPE column; None for a null prompt): the user
     turns of the whole batch normalized in one call."""
     prompts = _array(prompts)
@@ -48,7 +55,7 @@ def prompt_match_keys(prompts) -> list[str | None]:
     return keys
 
 
-def _pieces(col) -> list[str | None]:
+def _pieces(col: Column) -> list[str | None]:
     """The JSON text of every value of a column (None for a null), as json.dumps(..., default=str,
     ensure_ascii=False, sort_keys=True) writes it inside a row."""
     arr = _array(col)
@@ -77,7 +84,7 @@ def _pieces(col) -> list[str | None]:
     raise TypeError(f"no JSON writer for a {t} column")
 
 
-def _scalar(v) -> str:
+def _scalar(v: object) -> str:
     if v is None:
         return "null"
     if isinstance(v, str):
@@ -102,9 +109,9 @@ def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[s
     if not given:  # the common batch: one template for every row
         fmt, names = _template(always)
         columns = [[p or "null" for p in pieces[k]] for k in names]
-        return [fmt.format(*row) for row in zip(*columns)] if names else [fmt] * n
+        return [fmt.format(*row) for row in zip(*columns)] if names else [fmt.format()] * n
     templates: dict[tuple[str, ...], tuple[str, list[str]]] = {}
-    out = []
+    out: list[str] = []
     for i in range(n):
         pattern = tuple(name for name in given if pieces[name][i] is not None)
         got = templates.get(pattern)

@@ -15,6 +15,9 @@ an unknown choice, an integer out of range, a time that is not one), with the me
 the same message whichever way the value came in.
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import json
@@ -23,12 +26,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.ingest.records import EARLIEST, INT_BITS, LATEST
+
+# A column as a reader gives it: one array, or the chunks of a table's column.
+Column: TypeAlias = "pa.Array | pa.ChunkedArray"
 
 MSG_TYPE = pa.list_(pa.struct([("role", pa.string()), ("content", pa.string())]))
 INFER = "infer"  # `direct`: the JSON reader infers the type; `column` takes the types it knows
@@ -45,7 +51,7 @@ class Problem(ValueError):
     """A value the kind does not take; the message names why (the caller adds file, line and field, or
     `field` where the problem is one part of the value: `prompt[0].content[1]`)."""
 
-    def __init__(self, message: str, *, field: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
 
@@ -65,7 +71,7 @@ class Checked:
             object.__setattr__(self, "message", "")
 
 
-def _holds(t: pa.DataType, test) -> bool:
+def _holds(t: pa.DataType, test: Callable[[pa.DataType], bool]) -> bool:
     """Whether type `t` or a type nested in it passes `test`."""
     if test(t):
         return True
@@ -80,7 +86,7 @@ def type_name(v: Any) -> str:
     return type(v).__name__
 
 
-def as_array(col) -> pa.Array:
+def as_array(col: Column) -> pa.Array:
     if not isinstance(col, pa.ChunkedArray):
         return col
     try:
@@ -89,7 +95,7 @@ def as_array(col) -> pa.Array:
         raise NotDirect(str(e)) from None
 
 
-def _first(mask) -> int | None:
+def _first(mask: Column) -> int | None:
     """Index of the first true value of a boolean mask (nulls false), or None."""
     hit = pc.index(pc.fill_null(mask, False), True).as_py()
     return None if hit < 0 else hit
@@ -116,7 +122,7 @@ class Kind(ABC):
         """One value a record gives (never None): what it becomes in the column, or Problem."""
 
     @abstractmethod
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         """A whole column: as the JSON reader read it, or as `value` made it."""
 
     def takes(self, t: pa.DataType) -> bool:
@@ -124,7 +130,7 @@ class Kind(ABC):
         `value`'s results' type may mean something else there: a doc given as a string)."""
         return True
 
-    def read_whole(self, col) -> Checked:
+    def read_whole(self, col: Column) -> Checked:
         """`column` of a column the JSON reader gave; NotDirect for a type it does not take, and for one
         holding a time the reader inferred from a string (it reads "2026-01-02T03:04:05Z" as a timestamp:
         the string is what the record holds)."""
@@ -136,7 +142,7 @@ class Kind(ABC):
         return self.doc
 
 
-def _strings(col, kind: str) -> pa.Array:
+def _strings(col: Column, kind: str) -> pa.Array:
     """A column that must be strings (or all null), else NotDirect."""
     arr = as_array(col)
     if pa.types.is_null(arr.type):
@@ -158,7 +164,7 @@ def _blank(arr: pa.Array) -> pa.Array:
 class Text(Kind):
     """A string; blank ones refused unless `allow_empty`."""
 
-    def __init__(self, *, allow_empty: bool = False):
+    def __init__(self, *, allow_empty: bool = False) -> None:
         self.allow_empty = allow_empty
         self.doc = "a string" if allow_empty else "a non-blank string"
 
@@ -167,7 +173,7 @@ class Text(Kind):
             raise Problem(f"expected a string, got {type_name(v)}")
         return v
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = _strings(col, "text")
         if self.allow_empty:
             return Checked(arr)
@@ -190,7 +196,7 @@ class Id(Text):
             raise Problem(f"expected a string, got {type_name(v)}")
         return str(v)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_integer(arr.type):
             arr = pc.cast(arr, pa.string())
@@ -200,12 +206,12 @@ class Id(Text):
 class Choice(Text):
     """One of a few strings."""
 
-    def __init__(self, choices: Sequence[str]):
+    def __init__(self, choices: Sequence[str]) -> None:
         super().__init__()
         self.choices = tuple(choices)
         self.doc = "one of " + ", ".join(f"`{c}`" for c in self.choices)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         checked = super().column(col)
         arr = checked.array
         unknown = _first(
@@ -223,7 +229,7 @@ class Int(Kind):
     arrow = pa.int64()
     direct = pa.int64()
 
-    def __init__(self, bits: int = 64):
+    def __init__(self, bits: int = 64) -> None:
         self.bits = bits
         self.doc = f"an integer ({bits}-bit)"
 
@@ -237,7 +243,7 @@ class Int(Kind):
             raise Problem(f"integer {v} is out of range ({low} to {high})")
         return v
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(_nulls(len(arr), pa.int64()))
@@ -268,7 +274,7 @@ class Float(Kind):
             raise Problem(f"expected a finite number, got {v!r}")
         return f
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(_nulls(len(arr), pa.float64()))
@@ -292,7 +298,7 @@ class Score(Float):
             return 1.0 if v else 0.0
         return super().value(v)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_boolean(arr.type):
             return Checked(pc.cast(arr, pa.float64()))
@@ -313,7 +319,7 @@ class Bool(Kind):
             raise Problem(f"expected true or false, got {type_name(v)}")
         return v
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type) or pa.types.is_string(arr.type) and arr.null_count == len(arr):
             return Checked(_nulls(len(arr), pa.bool_()))
@@ -361,7 +367,7 @@ class Time(Kind):
             raise Problem(f"expected an ISO 8601 time, got {type_name(v)}")
         return v
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = _strings(col, "time")
         parsed: dict[str, datetime | str] = {}
         for text in arr.unique().to_pylist():
@@ -383,7 +389,7 @@ class Json(Kind):
     direct = None
     doc = "an object"
 
-    def __init__(self, problem: str = "expected an object"):
+    def __init__(self, problem: str = "expected an object") -> None:
         self.problem = problem
 
     def value(self, v: Any) -> str:
@@ -391,7 +397,7 @@ class Json(Kind):
             raise Problem(self.problem)
         return json.dumps(v, sort_keys=True, ensure_ascii=False)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         return Checked(_strings(col, "object"))
 
 
@@ -404,7 +410,7 @@ class AnyText(Kind):
     def value(self, v: Any) -> str:
         return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, sort_keys=True)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(_nulls(len(arr), pa.string()))
@@ -421,7 +427,7 @@ class IntOrText(Kind):
 
     direct = INFER
 
-    def __init__(self, template: str = "{}", *, allow_empty: bool = False):
+    def __init__(self, template: str = "{}", *, allow_empty: bool = False) -> None:
         self.template, self.allow_empty = template, allow_empty
         self.doc = "a string or an integer"
 
@@ -432,7 +438,7 @@ class IntOrText(Kind):
             raise Problem(f"expected a string, got {type_name(v)}")
         return v
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_int64(arr.type):
             before, _, after = self.template.partition("{}")
@@ -463,13 +469,20 @@ class Values(Kind):
     """A value read by a function of one value (`read`), a column one value at a time: for the nested
     shapes (message lists, lm-eval docs) whose reading is Python's anyway."""
 
-    def __init__(self, read: Callable[[Any], Any], arrow: pa.DataType, doc: str, *, direct=INFER):
+    def __init__(
+        self,
+        read: Callable[[Any], Any],
+        arrow: pa.DataType,
+        doc: str,
+        *,
+        direct: pa.DataType | str | None = INFER,
+    ) -> None:
         self.read, self.arrow, self.doc, self.direct = read, arrow, doc, direct
 
     def value(self, v: Any) -> Any:
         return self.read(v)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if arr.type == self.arrow:
             return Checked(arr)
@@ -477,16 +490,16 @@ class Values(Kind):
         return Checked(pa.array(values, self.arrow))
 
 
-def one_element_lists(values: pa.Array) -> pa.Array:
+def one_element_lists(values: Column) -> pa.Array:
     """Each value as a one-element list (a single-turn prompt's messages, a battle's one answer)."""
     return pa.ListArray.from_arrays(pa.array(range(len(values) + 1), pa.int32()), as_array(values))
 
 
-def user_messages(texts) -> pa.Array:
+def user_messages(texts: Column) -> pa.Array:
     """Each text as a prompt of one user message (MSG_TYPE)."""
-    texts = as_array(texts)
-    roles = pa.array(["user"] * len(texts), pa.string())
-    messages = one_element_lists(pa.StructArray.from_arrays([roles, texts], names=["role", "content"]))
-    if texts.null_count:  # a missing text is a missing prompt, not one empty message
-        messages = pc.if_else(pc.is_null(texts), pa.scalar(None, MSG_TYPE), messages)
+    arr = as_array(texts)
+    roles = pa.array(["user"] * len(arr), pa.string())
+    messages = one_element_lists(pa.StructArray.from_arrays([roles, arr], names=["role", "content"]))
+    if arr.null_count:  # a missing text is a missing prompt, not one empty message
+        messages = pc.if_else(pc.is_null(arr), pa.scalar(None, MSG_TYPE), messages)
     return messages

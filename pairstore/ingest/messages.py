@@ -38,6 +38,7 @@ import pyarrow as pa
 from pairstore.ingest.kinds import (
     MSG_TYPE,
     Checked,
+    Column,
     Kind,
     NotDirect,
     Problem,
@@ -212,7 +213,7 @@ class Messages(Kind):
     def value(self, v: Any) -> list[dict]:
         return read_messages(v, where=self.where)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(pa.nulls(len(arr), MSG_TYPE))

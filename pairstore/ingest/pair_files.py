@@ -36,6 +36,7 @@ from pairstore.ingest.pair_rows import ID_FIELDS, PAIR
 from pairstore.ingest.records import Fields, read_records, unit_of
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
     from pairstore.store.store import Store
 
 
@@ -86,7 +87,9 @@ def _shaped_records(reading: Reading, path: Path, start: int) -> Iterator[Batch]
     yield from record_batches(reading, path, read_records(path, start=start), start, values)
 
 
-def pair_batches(path, *, require_chosen: bool = False, direct: bool | None = None) -> Iterator[Batch]:
+def pair_batches(
+    path: StrPath, *, require_chosen: bool = False, direct: bool | None = None
+) -> Iterator[Batch]:
     """The file's rows as checked PAIR batches (module docstring). With `require_chosen` (a file that becomes
     pairs) a row without a chosen answer is an error naming its line."""
     p = Path(path)
@@ -122,13 +125,13 @@ def pair_rows_of(batch: Batch) -> Iterator[PairRow]:
         )
 
 
-def iter_pair_rows(path, *, require_chosen: bool = False) -> Iterator[PairRow]:
+def iter_pair_rows(path: StrPath, *, require_chosen: bool = False) -> Iterator[PairRow]:
     """Every row of a pair file, streamed (module docstring)."""
     for batch in pair_batches(path, require_chosen=require_chosen):
         yield from pair_rows_of(batch)
 
 
-def read_pair_file(path, *, require_chosen: bool = False) -> list[PairRow]:
+def read_pair_file(path: StrPath, *, require_chosen: bool = False) -> list[PairRow]:
     """Every row of a pair file (module docstring)."""
     return list(iter_pair_rows(path, require_chosen=require_chosen))
 

@@ -18,6 +18,7 @@ here are the ones that make "read whole" true of every shape:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -100,7 +101,9 @@ def answer_of(f: Fields, name: str) -> tuple[list[dict], str] | None:
     return msgs[:last], msgs[last]["content"]
 
 
-def with_system(f: Fields, prompt: list[dict], names=("system", "system_prompt")) -> list[dict]:
+def with_system(
+    f: Fields, prompt: list[dict], names: Sequence[str] = ("system", "system_prompt")
+) -> list[dict]:
     """`prompt` with a system field put in front; one beside a prompt with another system message of its
     own is refused (one of the two would be lost)."""
     for name in names:
@@ -137,7 +140,9 @@ def agree(f: Fields, name: str, turns: list[dict], prompt: list[dict] | None, ag
         )
 
 
-def one_answer(f: Fields, chosen: str | None, names=("completion", "response", "output")) -> str | None:
+def one_answer(
+    f: Fields, chosen: str | None, names: Sequence[str] = ("completion", "response", "output")
+) -> str | None:
     """The chosen answer, and any other answer field beside it: the same text, or refused."""
     for name in names:
         got = answer_of(f, name)

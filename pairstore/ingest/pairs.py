@@ -8,29 +8,37 @@ Arrow batches; each batch's pairs and origins are built as columns (the pair ids
 at a time, pairstore.ingest.keyed) and written in one transaction (add_pair_tables).
 """
 
+# pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
+# pyright: reportAttributeAccessIssue=false
+
 from __future__ import annotations
 
 import re
 from json.encoder import encode_basestring as json_str  # what json.dumps writes for a string
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import IngestResult, log_ingest, records_in
+from pairstore.ingest.base import IngestResult, records_in
 from pairstore.ingest.batches import Batch
 from pairstore.ingest.keyed import prompt_match_keys
-from pairstore.ingest.kinds import PY_WHITESPACE
+from pairstore.ingest.kinds import PY_WHITESPACE, Column
 from pairstore.ingest.pair_files import pair_batches
 from pairstore.ingest.pair_rows import ID_FIELDS
 from pairstore.keys import nfc_many, sha256_file, xxh128
 from pairstore.progress import as_progress
 from pairstore.store.store import Store
+from pairstore.tables.ingests import log_ingest
 from pairstore.tables.pairs import ORIGIN_TABLE_SCHEMA, PAIR_TABLE_SCHEMA, add_pair_tables
 
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
 
-def _blank(col) -> list[bool]:
+
+def _blank(col: Column) -> list[bool]:
     return pc.fill_null(
         pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0), False
     ).to_pylist()
@@ -121,7 +129,7 @@ def pair_tables(
 
 def ingest_pairs(
     store: Store,
-    path,
+    path: StrPath,
     *,
     source: str,
     miner: str = "ingest-pairs",
@@ -138,7 +146,8 @@ def ingest_pairs(
         raise BadInput("no such file" if not Path(path).exists() else "a folder, not a file", path=str(path))
     result = IngestResult("pairs", str(path))
     sha = sha256_file(path)
-    pairs, origins = [], []
+    pairs: list[pa.Table] = []
+    origins: list[pa.Table] = []
     with as_progress(progress).stage("ingest pairs: read", total=records_in(path), unit="records") as stage:
         for batch in pair_batches(path, require_chosen=True):
             refuse_unusable(batch)

@@ -11,6 +11,7 @@ and staged in DuckDB, then deduplicated and inserted in one transaction with the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,15 +19,17 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from pairstore.errors import BadInput
-from pairstore.ingest.base import PLACE, IngestResult, StagedRows, log_ingest, place_columns, records_in
+from pairstore.ingest.base import PLACE, IngestResult, StagedRows, place_columns, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, read_columns, record_columns
 from pairstore.ingest.dataset_files import dataset_files, files_sha256
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.math_problems import HUB_DATASETS, TEST_NAME, FieldProblem, problem_of
 from pairstore.keys import match_keys_of_texts, nfc_many, xxh128
 from pairstore.progress import as_progress
+from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:
+    from pairstore.files import StrPath
     from pairstore.store.store import Store
 
 _PROBLEM_SCHEMA = pa.schema(
@@ -105,7 +108,7 @@ def problem_rows(dataset: str, batch: Batch, source: str, seq: int) -> pa.Table:
     return pa.table([arrays[f.name] for f in _PROBLEM_SCHEMA], schema=_PROBLEM_SCHEMA)
 
 
-def _hub_batches(dataset: str, schema: pa.Schema):
+def _hub_batches(dataset: str, schema: pa.Schema) -> Iterator[Batch]:
     """The real `datasets` loaders, train split only (offline, this needs the hub cache)."""
     import datasets
 
@@ -117,7 +120,7 @@ def _hub_batches(dataset: str, schema: pa.Schema):
 
 
 def ingest_problems(
-    store: Store, dataset: str, *, path=None, split: str = "train", progress: bool = False
+    store: Store, dataset: str, *, path: StrPath | None = None, split: str = "train", progress: bool = False
 ) -> IngestResult:
     """GSM8K (openai/gsm8k, main) or MATH (EleutherAI/hendrycks_math, every subject; or MATH-500-shaped rows)
     train problems, from the Hub or from `path`: a file, a Hub folder or a save_to_disk folder

@@ -26,16 +26,19 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal, overload
+from typing import IO, TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
 from pairstore.keys import canonical_messages
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
 
 # The file types by their last suffix (before a compression suffix); `.json` is JSONL or a JSON array.
 TYPES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".parquet": "parquet", ".csv": "csv"}
@@ -56,7 +59,7 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _EXPECTED = ".jsonl, .json, .ndjson, .parquet, .csv or .arrow (.jsonl, .json and .csv also as .gz or .zst)"
 
 
-def file_type(path) -> tuple[str, str | None]:
+def file_type(path: StrPath) -> tuple[str, str | None]:
     """(type, compression) of a data file by its name: `a.jsonl.gz` -> ('jsonl', 'gzip'). A `.json` file is
     'json' here; whether it holds an array or JSONL is read from its first character (json_layout)."""
     suffixes = [s.lower() for s in Path(str(path)).suffixes]
@@ -68,7 +71,7 @@ def file_type(path) -> tuple[str, str | None]:
     return kind, compression
 
 
-def is_data_file(path) -> bool:
+def is_data_file(path: StrPath) -> bool:
     """Whether the name is one read_records reads (dataset folders look for these)."""
     try:
         file_type(path)
@@ -77,7 +80,7 @@ def is_data_file(path) -> bool:
     return True
 
 
-def file_format(path) -> str:
+def file_format(path: StrPath) -> str:
     """'jsonl', 'array', 'parquet', 'csv' or 'arrow': how the file's records are read."""
     kind, _ = file_type(path)
     if kind == "json":
@@ -85,7 +88,7 @@ def file_format(path) -> str:
     return kind
 
 
-def open_bytes(path) -> IO[bytes]:
+def open_bytes(path: StrPath) -> IO[bytes]:
     """The file's bytes, decompressed as they are read when the name says so."""
     _, compression = file_type(path)
     if compression is None:
@@ -116,13 +119,13 @@ def _layout(path: str, size: int, mtime: float) -> str:
     return "array" if head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[") else "jsonl"
 
 
-def json_layout(path) -> str:
+def json_layout(path: StrPath) -> str:
     """'array' for a `.json` file holding one JSON array, 'jsonl' for one object a line."""
     st = Path(path).stat()
     return _layout(str(path), st.st_size, st.st_mtime)
 
 
-def unit_of(path) -> str:
+def unit_of(path: StrPath) -> str:
     """What a record's number counts in this file: 'row' (parquet, Arrow), 'record' (a JSON array's
     elements, which may share a line) or 'line'."""
     try:
@@ -132,17 +135,17 @@ def unit_of(path) -> str:
     return {"parquet": "row", "arrow": "row", "array": "record"}.get(kind, "line")
 
 
-def read_records(path, *, start: int = 0) -> Iterator[tuple[int, dict]]:
+def read_records(path: StrPath, *, start: int = 0) -> Iterator[tuple[int, dict]]:
     """Yield (line_or_row_number, record) from a data file (module docstring), streamed. With `start`,
     the first `start` records are skipped (read, not checked again)."""
-    path = Path(path)
-    if not path.exists():
-        raise BadInput("no such file", path=str(path))
-    if path.is_dir():
+    file = Path(path)
+    if not file.exists():
+        raise BadInput("no such file", path=str(file))
+    if file.is_dir():
         raise BadInput("a folder, not a file", path=str(path))
-    kind = file_format(path)
-    if path.stat().st_size == 0:
-        raise BadInput("empty file", path=str(path))
+    kind = file_format(file)
+    if file.stat().st_size == 0:
+        raise BadInput("empty file", path=str(file))
     reader = {
         "jsonl": _read_jsonl,
         "array": _read_array,
@@ -150,12 +153,12 @@ def read_records(path, *, start: int = 0) -> Iterator[tuple[int, dict]]:
         "csv": _read_csv,
         "arrow": _read_arrow,
     }[kind]
-    yield from reader(path, start)
+    yield from reader(file, start)
 
 
-def lone_surrogate(value, where: str = "") -> tuple[str, str] | None:
+def lone_surrogate(value: object, where: str = "") -> tuple[str, str] | None:
     """(field path, the escape) of the first string in `value` holding a lone UTF-16 surrogate, else None."""
-    stack = [(where, value)]
+    stack: list[tuple[str, object]] = [(where, value)]
     while stack:
         name, v = stack.pop()
         if isinstance(v, str):
@@ -170,8 +173,8 @@ def lone_surrogate(value, where: str = "") -> tuple[str, str] | None:
     return None
 
 
-def _too_deep(value) -> bool:
-    stack = [(value, 1)]
+def _too_deep(value: object) -> bool:
+    stack: list[tuple[object, int]] = [(value, 1)]
     while stack:
         v, depth = stack.pop()
         if isinstance(v, (dict, list)):
@@ -189,7 +192,7 @@ class _NotFinite(ValueError):
     pass
 
 
-def _object(pairs):
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     d = dict(pairs)
     if len(d) != len(pairs):  # cheap: only an object with a repeated key pays for finding it
         seen = set()
@@ -207,11 +210,11 @@ def _finite_float(text: str) -> float:
     return v
 
 
-def _not_a_number(token: str):
+def _not_a_number(token: str) -> NoReturn:
     raise _NotFinite(token)
 
 
-def loads_record(text: str):
+def loads_record(text: str) -> Any:
     """json.loads, refusing a key twice in one object (readers disagree on which wins) and numbers that are
     not finite (NaN, Infinity, 1e400). Raises json.JSONDecodeError, _DuplicateKey or _NotFinite."""
     return json.loads(
@@ -219,7 +222,9 @@ def loads_record(text: str):
     )
 
 
-def _parse_json(raw: bytes, text: str, path: Path, number: int, unit: str = "line", hint: str = ""):
+def _parse_json(
+    raw: bytes, text: str, path: Path, number: int, unit: str = "line", hint: str = ""
+) -> dict[str, Any]:
     def bad(message: str, field: str | None = None) -> BadInput:
         return BadInput(message, path=str(path), line=number, unit=unit, field=field)
 
@@ -375,7 +380,7 @@ def _read_array(path: Path, start: int = 0) -> Iterator[tuple[int, dict]]:
         raise BadInput("no records (an empty array)", path=str(path))
 
 
-def _element_end(at: int, more, current) -> int | None:
+def _element_end(at: int, more: Callable[[], bool], current: Callable[[], bytes]) -> int | None:
     """The index just past the object that starts at `at` (buffer grown by `more()` as needed), or None
     when the file ends first."""
     depth, pos = 0, at
@@ -397,7 +402,9 @@ def _element_end(at: int, more, current) -> int | None:
             return None
 
 
-def _batches_to_rows(path: Path, batches, start: int = 0) -> Iterator[tuple[int, dict]]:
+def _batches_to_rows(
+    path: Path, batches: Iterable[pa.RecordBatch], start: int = 0
+) -> Iterator[tuple[int, dict]]:
     row = 0
     batches = iter(batches)
     while True:
@@ -494,7 +501,7 @@ def _read_csv(path: Path, start: int = 0) -> Iterator[tuple[int, dict]]:
 class Fields:
     """Typed field access for one record, with errors that name file, line and field."""
 
-    def __init__(self, rec: dict, path, line: int):
+    def __init__(self, rec: dict, path: StrPath, line: int) -> None:
         self.rec, self.path, self.line = rec, str(path), line
 
     def error(self, field: builtins.str, message: builtins.str) -> BadInput:
@@ -544,23 +551,56 @@ class Fields:
         return v
 
     @overload
-    def choice(self, name: builtins.str, choices, *, required: Literal[True] = ...) -> builtins.str: ...
+    def choice(
+        self, name: builtins.str, choices: Collection[builtins.str], *, required: Literal[True] = ...
+    ) -> builtins.str: ...
     @overload
-    def choice(self, name: builtins.str, choices, *, required: builtins.bool) -> builtins.str | None: ...
-    def choice(self, name: builtins.str, choices, *, required: builtins.bool = True) -> builtins.str | None:
+    def choice(
+        self, name: builtins.str, choices: Collection[builtins.str], *, required: builtins.bool
+    ) -> builtins.str | None: ...
+    def choice(
+        self, name: builtins.str, choices: Collection[builtins.str], *, required: builtins.bool = True
+    ) -> builtins.str | None:
         v = self.str(name, required=required)
         if v is not None and v not in choices:
             raise self.error(name, f"unknown value {v!r} (expected one of {', '.join(choices)})")
         return v
 
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: Literal[True],
+        default: builtins.int | None = ...,
+        bits: builtins.int = ...,
+    ) -> builtins.int: ...
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = ...,
+        default: builtins.int,
+        bits: builtins.int = ...,
+    ) -> builtins.int: ...
+    @overload
+    def int(
+        self,
+        name: builtins.str,
+        *,
+        required: builtins.bool = ...,
+        default: None = ...,
+        bits: builtins.int = ...,
+    ) -> builtins.int | None: ...
     def int(
         self,
         name: builtins.str,
         *,
         required: builtins.bool = False,
-        default: Any = None,
+        default: builtins.int | None = None,
         bits: builtins.int = 64,
-    ) -> Any:
+    ) -> builtins.int | None:
         """An integer that fits a signed `bits`-bit column (32: INTEGER, 64: BIGINT)."""
         v = self.rec.get(name)
         if v is None:

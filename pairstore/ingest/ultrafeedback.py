@@ -68,7 +68,12 @@ def _hub_records(split: str) -> list[DatasetRecord]:
         if quiet:
             datasets.enable_progress_bars()
     where = Path(f"{ULTRAFEEDBACK} ({split})")
-    return [DatasetRecord(where, row, rec, ULTRAFEEDBACK) for row, rec in enumerate(ds, start=1)]
+    # A Dataset with no format set gives each row as a dict; its __iter__ is not annotated, so pyright infers
+    # the rows of every format it could be set to.
+    return [
+        DatasetRecord(where, row, rec, ULTRAFEEDBACK)  # pyright: ignore[reportArgumentType]
+        for row, rec in enumerate(ds, start=1)
+    ]
 
 
 def ultrafeedback_records(

@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput
+from pairstore.tables.checkpoints import replace_checkpoint
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -30,24 +31,7 @@ def register_checkpoint(
     """Insert or replace a checkpoint row (a re-run of the same merge updates its path and evidence)."""
     if kind not in KINDS:
         raise BadInput(f"unknown checkpoint kind {kind!r} (expected one of {', '.join(KINDS)})", field="kind")
-    with store.transaction():
-        store.con.execute("DELETE FROM checkpoints WHERE name = ?", [name])
-        store.con.execute(
-            "INSERT INTO checkpoints (name, kind, parents, alpha, round, path, evidence) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [
-                name,
-                kind,
-                list(parents),
-                alpha,
-                round,
-                path,
-                None if evidence is None else json.dumps(evidence, sort_keys=True, default=str),
-            ],
-        )
-        store.audit(
-            "checkpoint", name, {"kind": kind, "parents": list(parents), "alpha": alpha, "path": path}
-        )
+    replace_checkpoint(store, name, kind, parents, alpha=alpha, round=round, path=path, evidence=evidence)
 
 
 def checkpoint_at(store: Store, path: StrPath) -> str | None:

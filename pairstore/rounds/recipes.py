@@ -59,6 +59,7 @@ from pairstore.keys import sha256_text
 from pairstore.store.sql_guard import check_condition
 from pairstore.store.store import Store
 from pairstore.tables.pairs import declared_sources
+from pairstore.tables.rounds import insert_round
 
 # The core modules that write pairs and declare their sources (pairstore.tables.pairs.declare_sources);
 # a miner declares its own on its registration (miners.registry), loaded by whoever runs miners.
@@ -734,25 +735,18 @@ def _named_parents(recipe: Recipe) -> list[tuple[str, str]]:
 
 
 def _insert_round(store: Store, recipe: Recipe, path: Path, text: str) -> None:
-    """The one write of `rounds` (inside the caller's transaction), logged."""
-    store.con.execute(
-        "INSERT INTO rounds (name, kind, parents, alpha, job_id, recipe, recipe_toml, recipe_sha256) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        [
-            recipe.name,
-            recipe.kind,
-            recipe.parents,
-            recipe.alpha if isinstance(recipe, SoupRecipe) else None,
-            recipe.job_id,
-            json.dumps(recipe.to_json(), sort_keys=True),
-            text,
-            recipe.sha256,
-        ],
-    )
-    store.audit(
-        "round.add",
+    """The recipe's row in `rounds` (inside the caller's transaction), logged."""
+    insert_round(
+        store,
         recipe.name,
-        {"kind": recipe.kind, "parents": recipe.parents, "sha256": recipe.sha256, "path": str(path)},
+        recipe.kind,
+        recipe.parents,
+        alpha=recipe.alpha if isinstance(recipe, SoupRecipe) else None,
+        job_id=recipe.job_id,
+        recipe_json=json.dumps(recipe.to_json(), sort_keys=True),
+        recipe_toml=text,
+        recipe_sha256=recipe.sha256,
+        path=str(path),
     )
 
 

@@ -132,16 +132,13 @@ class Store:
             self.con.unregister(name)
 
     def audit(self, action: str, subject: str, detail: dict | None = None) -> None:
-        """Append to audit_log (call inside the transaction that makes the change)."""
+        """Append to audit_log (call inside the transaction that makes the change). Kept only for
+        pairstore.export.registry until its rework calls pairstore.tables.audit_log.log_action, the
+        table's writer; new code calls that."""
         self.con.execute(
             "INSERT INTO audit_log (action, subject, detail) VALUES (?, ?, ?)",
             [action, subject, json.dumps(detail or {}, sort_keys=True, default=str)],
         )
-
-    def audit_each(self, select_sql: str, params: list | None = None) -> None:
-        """Append one audit_log entry per row of `select_sql` (a SELECT of action, subject and detail as
-        JSON text, in the order it gives): a bulk change logs each item it touches in one statement."""
-        self.con.execute("INSERT INTO audit_log (action, subject, detail) " + select_sql, params or [])
 
     def schema_version(self) -> int:
         return self.scalar("SELECT coalesce(max(version), 0) FROM schema_version")

@@ -16,6 +16,7 @@ from pairstore.export.run import export_round
 from pairstore.files import temp_path
 from pairstore.ingest.evals import ingest_evals
 from pairstore.store.store import open_store
+from pairstore.tables.audit_log import log_action
 from pairstore.tables.pairs import Pair, add_pairs
 
 QUESTIONS = [
@@ -179,7 +180,7 @@ def test_leftovers_of_a_killed_export_are_named(exported, tmp_path, run_cli):
     other = tmp_path / "other"
     other.mkdir()
     with open_store(tmp_path / "store.duckdb") as s:
-        s.audit("export.started", "r2", {"out": str(other), "files": [str(other / "r2.parquet")]})
+        log_action(s, "export.started", "r2", {"out": str(other), "files": [str(other / "r2.parquet")]})
     (other / "r2.parquet").write_bytes(b"unregistered bytes")
     res = run_cli("audit", "mixtures")
     assert res.exit_code == 0 and "r2.parquet" in res.output and "no registration names" in res.output, (

@@ -66,6 +66,12 @@ def test_record_jsons_are_json_dumps(rows, optional):
         assert text == json.dumps(kept, sort_keys=True, default=str, ensure_ascii=False)
 
 
+def test_record_jsons_of_rows_with_nothing_to_write_are_empty_objects():
+    # every column optional and null: no template field at all, yet each row is still one JSON object
+    table = pa.table({k: pa.array([None, None], t) for k, t in ROW_TYPES.items()})
+    assert record_jsons(table, always=[], optional=sorted(ROW_TYPES)) == ["{}", "{}"]
+
+
 @settings(max_examples=80)
 @given(rows=st.lists(st.tuples(PROMPTS, TEXT, st.one_of(st.none(), TEXT)), min_size=1, max_size=6))
 def test_pair_ids_are_pair_id_of(rows):

@@ -8,7 +8,9 @@ A presentation is an output built on five axes, each a class the suite reports c
 
 - `marker`: how the answer is introduced -- an answer marker of one of 21 languages, before ASCII or
   full-width punctuation (`Answer:`, `答案：`, `Réponse :`), a copula sentence ("The answer is",
-  "Die Antwort ist", "答案是"), or none (a bare value, a bold line, a box, a concluding sentence);
+  "Die Antwort ist", "答案是"), none (a bare value, a bold line, a box), a last sentence opened by a
+  concluding word of its language ("Por lo tanto, ...", "Таким образом, ..."), or a closing
+  paragraph of one line that states the value with neither;
 - `wrapper`: what holds the value -- plain, bold, a heading over it, a quoted line or block, a
   fenced or triple-quoted block, `\\boxed{}`, an answer tag, a JSON field, a table row;
 - `position`: where the answer stands -- last, first with the explanation after it, followed by a
@@ -20,6 +22,9 @@ A presentation is an output built on five axes, each a class the suite reports c
   notation, another script's digits, words;
 - `distractors`: other numbers in the reasoning -- none, intermediate values (the gold's value among
   them, half the time), the question's own numbers.
+
+`bracketed_yes_no` builds a yes/no answer in the square brackets a prompt asked for ("[Yes]", seven
+languages), on the last line, first with an explanation after it, or inside the last sentence.
 
 Every axis is crossed with a right value (the gold's) and a wrong one (another number, shown in the
 same form). The truth is the committed value's: a verdict may be unknown, never the opposite.
@@ -283,6 +288,30 @@ NUMBER_WORDS: dict[str, tuple[str, ...]] = {
     )
 }
 PUNCTUATION = (": ", ":", "：", " : ", "： ")
+# a last sentence that concludes with no answer marker, opened by a concluding word of its language
+# ({x} stands for the value); Thai is left out (no concluding word of it is read)
+CONCLUDING: dict[str, str] = {
+    "en": "Therefore, we get {x} in all.",
+    "zh": "因此，一共是{x}。",
+    "ja": "したがって、合計は{x}です。",
+    "ko": "따라서 모두 {x}입니다.",
+    "ru": "Таким образом, всего получается {x}.",
+    "uk": "Отже, всього виходить {x}.",
+    "de": "Daher ergibt sich {x}.",
+    "fr": "Par conséquent, il en reste {x}.",
+    "es": "Por lo tanto, en total son {x}.",
+    "pt": "Portanto, no total são {x}.",
+    "it": "Quindi, in totale sono {x}.",
+    "nl": "Dus in totaal zijn het er {x}.",
+    "pl": "Zatem łącznie jest ich {x}.",
+    "tr": "Bu nedenle toplam {x} olur.",
+    "id": "Jadi, totalnya adalah {x}.",
+    "vi": "Do đó, tổng cộng là {x}.",
+    "ar": "لذلك، المجموع هو {x}.",
+    "hi": "इसलिए, कुल {x} हैं।",
+    "el": "Επομένως, συνολικά είναι {x}.",
+    "sv": "Alltså blir det totalt {x}.",
+}
 
 # ------------------------------------------------------------------------------------ values
 
@@ -429,7 +458,11 @@ WRAPPERS = (
     "rule between marker and value",
     "blank lines between marker and value",
 )
-MARKERS = ("line", "copula", "none")
+# "concluding word": the last sentence opens with one (CONCLUDING); "closing line": the last paragraph
+# is one short line stating the value with no marker and no concluding word (the working's own
+# sentence, "Together that makes {x}.")
+MARKERS = ("line", "copula", "none", "concluding word", "closing line")
+SENTENCE_MARKERS = ("concluding word", "closing line")
 POSITIONS = (
     "last",
     "first",
@@ -446,6 +479,10 @@ DISTRACTORS = ("none", "intermediate values", "question's numbers")
 def _block(wrapper: str, marker: str, lang: Language, word: str, punct: str, x: Shown) -> str | None:
     """The answer's statement: the value in its wrapper, introduced by the marker (None where the
     two do not go together)."""
+    if marker == "concluding word":
+        return CONCLUDING[lang.code].format(x=x.text) if lang.code in CONCLUDING else None
+    if marker == "closing line":
+        return lang.reasoning[1].format(c=x.text)
     lead = f"{word}{punct}" if marker == "line" else ""
     if marker == "copula":
         if lang.copula is None or wrapper not in ("plain", "bold value", "boxed"):
@@ -540,7 +577,8 @@ def presentations(draw: st.DrawFn) -> Case:
     form = draw(st.sampled_from(both))
     x = shown_forms[form]
     marker = draw(st.sampled_from(MARKERS))
-    wrapper = draw(st.sampled_from(WRAPPERS))
+    # (a sentence read for its value holds it as written: no wrapper)
+    wrapper = "plain" if marker in SENTENCE_MARKERS else draw(st.sampled_from(WRAPPERS))
     word = draw(st.sampled_from(lang.words))
     punct = draw(st.sampled_from(PUNCTUATION))
     block = _block(wrapper, marker, lang, word, punct, x)
@@ -563,7 +601,10 @@ def presentations(draw: st.DrawFn) -> Case:
         working = [s.format(a="the first part", b="the second", c="the total") for s in lang.reasoning]
     reasoning = " ".join(working)
     position = draw(st.sampled_from(POSITIONS))
-    if marker == "none" and position == "first" and wrapper != "plain":
+    if (marker == "none" and position == "first" and wrapper != "plain") or (
+        marker in SENTENCE_MARKERS and position == "first"
+    ):
+        # (a concluding sentence first, an explanation after it, is no conclusion)
         position = "last"
     if position == "last":
         output = f"{reasoning}\n\n{block}"
@@ -591,6 +632,44 @@ def presentations(draw: st.DrawFn) -> Case:
         "distractors": distractors,
     }
     return Case(output, gold_text(value, kind, form), kind, right, classes)
+
+
+# ------------------------------------------------------------------- a yes/no answer in brackets
+
+# the words that say yes and no, per language, as a model writes them in the prompt's "[Yes]" format
+YES_NO: tuple[tuple[str, str, str], ...] = (
+    ("en", "Yes", "No"),
+    ("de", "Ja", "Nein"),
+    ("fr", "Oui", "Non"),
+    ("es", "Sí", "No"),
+    ("pt", "Sim", "Não"),
+    ("ru", "Да", "Нет"),
+    ("zh", "是", "否"),
+)
+BRACKET_PLACES = ("last line", "first line, explanation after", "inside the last sentence")
+
+
+@st.composite
+def bracketed_yes_no(draw: st.DrawFn) -> Case:
+    """A yes/no answer in square brackets ("[Yes]", the format a prompt asked for) at one of
+    BRACKET_PLACES, after or before working that states numbers; the gold "yes"/"no" in English."""
+    code, yes, no = draw(st.sampled_from(YES_NO))
+    says_yes, gold_yes = draw(st.booleans()), draw(st.booleans())
+    word = yes if says_yes else no
+    n = draw(st.integers(1001, 99999))
+    working = (
+        f"We check whether {n} is prime. Its square root is about {int(n**0.5)}; we try every prime up to it."
+    )
+    place = draw(st.sampled_from(BRACKET_PLACES))
+    if place == "last line":
+        output = f"{working}\n\n[{word}]"
+    elif place == "first line, explanation after":
+        output = f"[{word}]\n\nExplanation: {working}"
+    else:
+        output = f"{working}\n\nTherefore, [{word}], {n} is the number we asked about."
+    gold = draw(st.sampled_from(("yes", "Yes", "YES"))) if gold_yes else draw(st.sampled_from(("no", "No")))
+    classes = {"language": code, "place": place}
+    return Case(output, gold, "math", says_yes == gold_yes, classes)
 
 
 # --------------------------------------------------------------------------------- the report

@@ -245,6 +245,37 @@ def test_a_last_sentence_with_its_own_result_is_read(verifier):
     assert verifier.verify(out, "6", "gsm8k").label != "correct"
 
 
+@pytest.mark.parametrize(
+    ("last", "value"),
+    [
+        ("Por lo tanto, Sophia podría haber recorrido alrededor de 300 millas.", "300"),
+        ("Таким образом, Питер может сходить в кино 3 раза.", "3"),
+        ("In andere woorden: het whiteboard wordt 24 keer per dag schoongemaakt.", "24"),
+        ("Então, os três juntos têm 12 + 6 + 4 = 22 animais.", "22"),
+        ("따라서 Ted가 가져올 감자 샐러드는 35개입니다.", "35"),
+    ],
+)
+def test_a_concluding_word_of_another_language_opens_a_concluding_sentence(last, value):
+    """markers.CONCLUDING_WORDS, a row per language: the working, then a last sentence that concludes."""
+    out = f"We have 12 and 25 to work with.\nThat makes 37 in the middle.\n{last}"
+    assert concluding(out, "gsm8k") == value
+
+
+def test_a_closing_line_after_the_working_states_the_result():
+    """A last paragraph of one short line, with no marker and no concluding word, states the result;
+    a step's heading, a line before a cut, a restated unknown and a line cut mid-word do not."""
+    working = "Ferdinand has 6 / 2 = 3 trees.\n\nHarry has 2 * 3 + 5 = 11 trees.\n\n"
+    assert concluding(working + "Harry has 8 more trees in his yard than Ferdinand.", "gsm8k") == "8"
+    assert concluding(working + "Average Speed = 50 mph", "gsm8k") == "50"
+    assert (
+        concluding(working + "Harry has 8 more trees in his yard than Ferdinand.", "gsm8k", whole=False)
+        is None
+    )
+    assert concluding(working + "Step 4: Write the equation of the plane.", "math") is None
+    assert concluding(working + "The problem states that the area is $$ x \\pi $$", "math") is None
+    assert concluding(working + "Average Speed = 50 mph and then the", "gsm8k") is None
+
+
 def test_a_bracketed_list_of_numbers_is_one_value():
     assert concluding("To find 3w, we multiply.\n\nSo, 3w = (3, 6, 9).", "math") == "(3, 6, 9)"
 

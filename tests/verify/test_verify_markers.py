@@ -13,7 +13,7 @@ import pytest
 from miners.verify import Verifier
 from miners.verify.extract import read_answer
 from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, boolean_value
-from miners.verify.rules import option_labels
+from miners.verify.rules import find_spans, option_labels
 
 WORKING = "We add the two parts: 5 + 7 = 12.\n\n"
 NEUTRAL = "We look at the parts first.\n\n"  # working with no number in it
@@ -320,7 +320,20 @@ def test_a_sentence_stating_several_values_commits_to_none():
 
 
 def test_a_number_against_a_yes_no_gold_is_undecided():
-    """ "Therefore, [No], 4479 is not a prime number." read as 4479: what the sentence is about, not
-    its answer to a yes/no question."""
-    out = "We check the divisors.\n\nTherefore, [No], 4479 is not a prime number."
+    """ "Therefore, 4479 is not a prime number." read as 4479: what the sentence is about, not its
+    answer to a yes/no question."""
+    out = "We check the divisors.\n\nTherefore, 4479 is not a prime number."
     assert verdict(out, "No")[0] == "unknown"
+
+
+def test_a_yes_no_word_in_brackets_is_the_answer():
+    """The prompt's '[Yes]' or '[No]' format: the bracketed word is the answer, on its own line or
+    inside the last sentence, first or last; display math and a markdown link are none."""
+    said = "We check the divisors.\n\nTherefore, [No], 4479 is not a prime number."
+    assert verdict(said, "No") == ("correct", "compared equal")
+    assert verdict(said, "yes") == ("wrong", "compared unequal")
+    assert verdict("We check the divisors.\n\nSo 14533 is a prime number.\n\n[Yes]", "yes")[0] == "correct"
+    assert verdict("[No]\n\nExplanation: 13537 is divisible by 7.", "yes")[0] == "wrong"
+    assert verdict("Es ist eine Primzahl.\n\n[Ja]", "yes")[0] == "correct"
+    for text in ("See [yes](https://example.org) above.", "So \\[ No \\] holds.", "[Yes, it is]"):
+        assert [s.rule for s in find_spans(text)] == [], text

@@ -7,7 +7,8 @@ then an explanation, then a check or a rating, inside a reasoning block, garbage
 number form (every language's thousands and decimal marks, percent, currency, units, fractions,
 mixed numbers, LaTeX, scientific notation, digits of other scripts) and the distractors
 (intermediate values, the question's own numbers). Each is crossed with a right and a wrong value:
-the verdict may be unknown, never the opposite of the truth. The coverage per class (definite
+the verdict may be unknown, never the opposite of the truth; so too for a yes/no answer in the
+square brackets a prompt asked for ("[Yes]", `bracketed_yes_no`). The coverage per class (definite
 verdicts) is recorded on the report and printed at the end of the run (tests/verify/conftest.py).
 
 Fixed seed (the derandomized profile of tests/conftest.py), a bounded number of examples here; the
@@ -23,7 +24,7 @@ from hypothesis import given, note, settings
 
 from miners.verify import Verifier
 from tests.verify.conftest import COVERAGE_PROPERTY
-from tests.verify.presentations import Case, coverage_table, presentations
+from tests.verify.presentations import Case, bracketed_yes_no, coverage_table, presentations
 
 EXAMPLES = 600
 
@@ -55,3 +56,13 @@ def test_never_the_opposite_verdict(record_property) -> None:
         table = coverage_table(judged)
         record_property(COVERAGE_PROPERTY, table)
         print(table)
+
+
+@settings(max_examples=200)
+@given(bracketed_yes_no())
+def test_bracketed_yes_no_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    if case.classes["place"] == "last line":  # a strong form with nothing after it: decided
+        assert verdict.label != "unknown", repr(verdict)

@@ -36,10 +36,12 @@ def parse_arena55k(f: Fields) -> ArenaBattle | str:
     """One lmsys-arena-human-preference-55k row, or the reason it is dropped."""
     battle_id = f.str("id", allow_int=True)
     models = {"a": f.str("model_a"), "b": f.str("model_b")}
-    flags = {name: scalar(f, f"winner_{name}", int) for name in ("model_a", "model_b", "tie")}
-    for name, v in flags.items():
-        if v not in (0, 1):
+    given = {name: scalar(f, f"winner_{name}", int) for name in ("model_a", "model_b", "tie")}
+    flags: dict[str, int] = {}
+    for name, v in given.items():
+        if v is None or v not in (0, 1):
             raise f.error(f"winner_{name}", "missing field" if v is None else f"expected 0 or 1, got {v}")
+        flags[name] = v
     if sum(flags.values()) != 1:
         raise f.error("winner_tie", "exactly one of winner_model_a, winner_model_b, winner_tie must be 1")
     listed = {name: _turn_list(f, name) for name in ("prompt", "response_a", "response_b")}

@@ -36,12 +36,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pairstore.errors import BadInput
 from pairstore.ingest.arena import ArenaBattle
 from pairstore.ingest.declare import ID, LABEL, META, MODEL, SETTING, TEXT, TIME, Field, Format, declare
 from pairstore.ingest.records import Fields
+
+if TYPE_CHECKING:
+    from pairstore.files import StrPath
 
 VOTE_TYPES = {"leftvote": "a", "rightvote": "b", "tievote": "tie", "bothbad_vote": "both_bad"}
 
@@ -69,7 +72,7 @@ UNFINISHED_WORDS = ("▌", '<span class="cursor">')
 _ANONYMOUS_NAMES = ("", "Model A", "Model B")
 
 
-def log_files(path) -> list[Path]:
+def log_files(path: StrPath) -> list[Path]:
     """One log file, or every `*-conv.json` in a folder, in name (that is, date) order."""
     root = Path(path)
     if not root.exists():

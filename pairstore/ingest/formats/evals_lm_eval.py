@@ -14,6 +14,7 @@ from pairstore.ingest.kinds import (
     INFER,
     AnyText,
     Checked,
+    Column,
     Id,
     Kind,
     NotDirect,
@@ -62,7 +63,7 @@ class FirstString(Kind):
     def value(self, v: Any) -> str | None:
         return first_string(v)
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(pa.nulls(len(arr), pa.string()))
@@ -88,7 +89,7 @@ class DocText(Kind):
     def takes(self, t: pa.DataType) -> bool:
         return pa.types.is_struct(t) or pa.types.is_null(t)  # a doc given as a string is no doc
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(pa.nulls(len(arr), pa.string()))

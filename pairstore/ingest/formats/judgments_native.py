@@ -15,6 +15,7 @@ from pairstore.ingest.kinds import (
     Bool,
     Checked,
     Choice,
+    Column,
     Id,
     Kind,
     NotDirect,
@@ -41,7 +42,7 @@ class FlawList(Kind):
             raise Problem("expected a list of heavy flaw names")
         return v
 
-    def column(self, col) -> Checked:
+    def column(self, col: Column) -> Checked:
         arr = as_array(col)
         if pa.types.is_null(arr.type):
             return Checked(pa.nulls(len(arr), self.arrow))
