@@ -1,5 +1,6 @@
 """The registry of mixture files: `exports` (one row per file, exported here or attached from elsewhere)
-and `export_rows` (which pair sits at which row). This module is the one that writes both tables.
+and `export_rows` (which pair sits at which row). This module decides what they hold;
+pairstore.tables.exports writes both tables.
 
     registered_mixtures(store)                # every registered file, oldest first
     rows_of_export(store, export_id)          # its rows as the store records them
@@ -18,10 +19,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from pairstore.ingest.pair_files import PairRow
 from pairstore.keys import xxh128
+from pairstore.tables import exports as exports_table
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
@@ -72,61 +72,42 @@ def record_export(
     from the planned mixture in the file's order (block, store order, copies adjacent), marking the
     registrations in `supersede` superseded. Returns the export ids; a file registered before with the
     same path and bytes is left as it is (registered again if it had been superseded)."""
-    con = store.con
     ids = []
     with store.transaction():
         for kind, info in files.items():
             eid = export_id("export", round_name, info.path, info.sha256)
             ids.append(eid)
             row = store.one("SELECT evidence_sha256, superseded_at FROM exports WHERE export_id = ?", [eid])
+            evidence_json = json.dumps(evidence, sort_keys=True, ensure_ascii=False)
             if row is not None:
                 # The same bytes at the same path. With new evidence (an exemption added, say; only under
                 # --replace) or superseded before, it is registered again, as the newest.
                 if row[0] != evidence_sha256 or row[1] is not None:
-                    con.execute(
-                        "UPDATE exports SET evidence = ?, evidence_path = ?, evidence_sha256 = ?, "
-                        "superseded_at = NULL, superseded_by = NULL, created_at = current_timestamp "
-                        "WHERE export_id = ?",
-                        [
-                            json.dumps(evidence, sort_keys=True, ensure_ascii=False),
-                            evidence_path,
-                            evidence_sha256,
-                            eid,
-                        ],
+                    exports_table.renew_export(
+                        store,
+                        eid,
+                        evidence_json,
+                        evidence_path=evidence_path,
+                        evidence_sha256=evidence_sha256,
                     )
                 continue
-            con.execute(
-                "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence, "
-                "evidence_path, evidence_sha256) VALUES (?, ?, 'export', ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    eid,
-                    round_name,
-                    info.path,
-                    info.sha256,
-                    info.rows,
-                    info.content_hash,
-                    json.dumps(evidence, sort_keys=True, ensure_ascii=False),
-                    evidence_path,
-                    evidence_sha256,
-                ],
+            exports_table.add_export(
+                store,
+                eid,
+                round_name,
+                "export",
+                info.path,
+                info.sha256,
+                info.rows,
+                info.content_hash,
+                evidence_json,
+                evidence_path=evidence_path,
+                evidence_sha256=evidence_sha256,
             )
-            # a running sum over the plan's entries (one per pair) gives each pair's first file row: a sort
-            # of the entries, where numbering the file rows sorted every copy
-            con.execute(
-                f"""
-                INSERT INTO export_rows
-                SELECT ?, first_row + unnest(range(copies)), pair_id
-                FROM (SELECT pair_id, copies, sum(copies) OVER (ORDER BY block, prow ROWS BETWEEN UNBOUNDED \
-PRECEDING AND CURRENT ROW) - copies AS first_row FROM {mixture.table} WHERE kind = ?)""",
-                [eid, kind],
-            )
+            exports_table.add_planned_rows(store, eid, mixture.table, kind)
         old = [e for e in supersede if e not in ids]
         if old:
-            con.execute(
-                "UPDATE exports SET superseded_at = current_timestamp, superseded_by = ? "
-                "WHERE export_id IN (SELECT unnest(?::VARCHAR[]))",
-                [ids[0], old],
-            )
+            exports_table.supersede(store, old, by=ids[0])
         store.audit(
             "export",
             round_name,
@@ -160,22 +141,19 @@ def record_attached(
     """Register an attached file and the pair of each of its rows (row index, pair id); inside the
     caller's transaction when there is one. Returns the export id."""
     eid = attached_id(round_name, sha)
-    con = store.con
     with store.transaction():
-        con.execute(
-            "INSERT INTO exports (export_id, round, kind, path, sha256, rows, content_hash, evidence) "
-            "VALUES (?, ?, 'attached', ?, ?, ?, ?, ?)",
-            [eid, round_name, path, sha, rows, content_hash, json.dumps(detail, sort_keys=True)],
+        exports_table.add_export(
+            store,
+            eid,
+            round_name,
+            "attached",
+            path,
+            sha,
+            rows,
+            content_hash,
+            json.dumps(detail, sort_keys=True),
         )
-        if row_pairs:
-            table = pa.table(
-                {
-                    "row_index": pa.array([i for i, _ in row_pairs], pa.int64()),
-                    "pair_id": pa.array([p for _, p in row_pairs], pa.string()),
-                }
-            )
-            with store.registered("_att_rows", table):
-                con.execute("INSERT INTO export_rows SELECT ?, row_index, pair_id FROM _att_rows", [eid])
+        exports_table.add_rows(store, eid, row_pairs)
         store.audit("round.attach", round_name, {"path": path, "sha256": sha, "rows": rows, **detail})
     return eid
 

@@ -180,16 +180,17 @@ class _Piece:
     def file_rows(self) -> int:
         return int(self.ends[-1]) if len(self.ends) else 0
 
-    def take(self, start: int, stop: int) -> pa.Table:
-        """File rows start..stop-1 of the piece (copies adjacent)."""
+    def span(self, start: int, stop: int) -> tuple[int, int, np.ndarray | None]:
+        """File rows start..stop-1 of the piece as (first pair, last pair, the index of each row into
+        rows[first:last + 1], or None when no pair among them has copies)."""
         first = int(np.searchsorted(self.ends, start, side="right"))
         last = int(np.searchsorted(self.ends, stop - 1, side="right"))
-        if (self.copies[first : last + 1] == 1).all():
-            # no copies among them: a slice of the contiguous chunk, nothing copied
-            return self.rows.slice(first, last - first + 1)
-        index = np.repeat(np.arange(first, last + 1), self.copies[first : last + 1])
+        copies = self.copies[first : last + 1]
+        if (copies == 1).all():
+            return first, last, None
+        index = np.repeat(np.arange(last - first + 1), copies)
         skip = start - (int(self.ends[first - 1]) if first else 0)
-        return self.rows.take(pa.array(index[skip : skip + stop - start]))
+        return first, last, index[skip : skip + stop - start]
 
 
 def _row_groups(pieces: Iterable[_Piece]) -> Iterator[pa.Table]:
@@ -200,21 +201,35 @@ def _row_groups(pieces: Iterable[_Piece]) -> Iterator[pa.Table]:
     pending_rows = 0
 
     def cut(rows: int) -> pa.Table:
+        # The group's distinct pairs are gathered first (slices, no copy) and its rows made from them in
+        # one step: one copy of the texts, where taking each piece's copies and then joining the parts
+        # into one chunk copied every row twice.
         nonlocal pending_rows
-        parts = []
+        sources: list[pa.Table] = []
+        indexes: list[np.ndarray] = []
+        copied = False
+        base = 0  # distinct pairs gathered so far
         need = rows
         while need:
             piece, start = pending[0]
             stop = min(piece.file_rows, start + need)
-            parts.append(piece.take(start, stop))
+            first, last, index = piece.span(start, stop)
+            sources.append(piece.rows.slice(first, last - first + 1))
+            copied |= index is not None
+            indexes.append(base + (np.arange(last - first + 1) if index is None else index))
+            base += last - first + 1
             need -= stop - start
             if stop == piece.file_rows:
                 pending.pop(0)
             else:
                 pending[0] = (piece, stop)
         pending_rows -= rows
-        group = parts[0] if len(parts) == 1 else pa.concat_tables(parts)
-        return group.combine_chunks()
+        source = sources[0] if len(sources) == 1 else pa.concat_tables(sources)
+        if not copied:
+            return source.combine_chunks()  # one slice: nothing copied; several: one copy
+        if len(sources) > 1:
+            source = source.combine_chunks()  # the distinct pairs only: a fraction of the rows
+        return source.take(pa.array(np.concatenate(indexes))).combine_chunks()
 
     for piece in pieces:
         if not piece.file_rows:
