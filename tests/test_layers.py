@@ -315,10 +315,7 @@ def store_tables() -> set[str]:
 
 
 def test_every_table_has_one_writing_module_and_it_is_the_documented_owner():
-    # a table's not-yet-moved writer is left aside beside its new one (audit_log), kept while alone
-    writers = {
-        t: w - NOT_YET_MOVED.get(t, set()) or w for t, w in table_writers().items() if not t.startswith("_")
-    }
+    writers = {t: w for t, w in table_writers().items() if not t.startswith("_")}
     tables = store_tables()
     owners = documented_owners()
     assert set(owners) == tables, f"docs/design.md lists {sorted(set(owners) ^ tables)} wrongly"
@@ -341,10 +338,6 @@ INGESTED = {
     "problems": "pairstore.ingest.problems",
     "judgments": "pairstore.ingest.judgments",
 }
-# Temporary: pairstore.export.registry still logs through Store.audit (pairstore.store.store).
-NOT_YET_MOVED = {
-    "audit_log": {"pairstore.store.store"},
-}
 
 
 def writer_module_problems(
@@ -363,9 +356,9 @@ def writer_module_problems(
             continue
         else:
             expected = f"pairstore.tables.{families[table]}"
-        if owner != expected and owner not in NOT_YET_MOVED.get(table, ()):
+        if owner != expected:
             problems.append(f"{table}: docs/design.md names {owner}, not {expected}")
-        found = writers.get(table, set()) - NOT_YET_MOVED.get(table, set())
+        found = writers.get(table, set())
         if found - {expected}:
             problems.append(f"{table}: written from {', '.join(sorted(found - {expected}))}, not {expected}")
     return problems
@@ -379,8 +372,7 @@ def test_every_table_is_written_by_the_tables_module_of_its_family():
     missing = [
         f for f in set(TABLE_FAMILIES.values()) if not (ROOT / "pairstore" / "tables" / f"{f}.py").exists()
     ]
-    # exports.py is the registry rework's to make (NOT_YET_MOVED)
-    assert set(missing) <= {"exports"}, f"families without a module: {sorted(missing)}"
+    assert not missing, f"families without a module: {sorted(missing)}"
     problems = writer_module_problems(table_writers(), documented_owners(), TABLE_FAMILIES)
     assert not problems, "tables not written by their family's module:\n" + "\n".join(problems)
 

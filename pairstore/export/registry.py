@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from pairstore.ingest.pair_files import PairRow
 from pairstore.keys import xxh128
 from pairstore.tables import exports as exports_table
+from pairstore.tables.audit_log import log_action
 
 if TYPE_CHECKING:
     from pairstore.export.plan import MixturePlan
@@ -108,7 +109,8 @@ def record_export(
         old = [e for e in supersede if e not in ids]
         if old:
             exports_table.supersede(store, old, by=ids[0])
-        store.audit(
+        log_action(
+            store,
             "export",
             round_name,
             {
@@ -154,7 +156,7 @@ def record_attached(
             json.dumps(detail, sort_keys=True),
         )
         exports_table.add_rows(store, eid, row_pairs)
-        store.audit("round.attach", round_name, {"path": path, "sha256": sha, "rows": rows, **detail})
+        log_action(store, "round.attach", round_name, {"path": path, "sha256": sha, "rows": rows, **detail})
     return eid
 
 

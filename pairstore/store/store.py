@@ -13,7 +13,6 @@ transaction.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import weakref
@@ -130,15 +129,6 @@ class Store:
             yield name
         finally:
             self.con.unregister(name)
-
-    def audit(self, action: str, subject: str, detail: dict | None = None) -> None:
-        """Append to audit_log (call inside the transaction that makes the change). Kept only for
-        pairstore.export.registry until its rework calls pairstore.tables.audit_log.log_action, the
-        table's writer; new code calls that."""
-        self.con.execute(
-            "INSERT INTO audit_log (action, subject, detail) VALUES (?, ?, ?)",
-            [action, subject, json.dumps(detail or {}, sort_keys=True, default=str)],
-        )
 
     def schema_version(self) -> int:
         return self.scalar("SELECT coalesce(max(version), 0) FROM schema_version")
