@@ -230,6 +230,31 @@ holds back as unknown. It has three sources, fewer than the other corpora; its r
 echoed, an invented "A:" turn after the answer; bench/data/README.md), so its figures above are not
 held-out figures.""",
     ),
+    (
+        "verify_heldout10/heldout.jsonl",
+        """The tenth corpus (150 rows from three repositories no other corpus uses: GSM8K 120, SVAMP 30;
+GPT and DeepSeek), gathered and labelled by hand by one engineer while another worked on the
+verifier, and read by nobody working on the verifier until it was measured once
+(`bench/bench_verify.py --runs 3 --show 30 --corpora verify_heldout10/heldout.jsonl
+verify_heldout11/heldout.jsonl`, load average 1.1 at the start on 2 cores). Goals on it: wrong
+definite verdicts 2/150 (1.33%, goal <= 1%) NOT met, both right answers called wrong; coverage
+136/150 (90.7%) met; 2.9x math-verify's throughput (goal >= 5x) NOT met on a quiet machine (short
+GSM8K replies, which math-verify reads at 449 rows/s). The two misses: a boxed value with a degree
+unit, `\\boxed{-3°C}` against -3 (`x0108`), compared unequal; a reply cut inside its checking
+sentence ("so the calculation is", `x0126`) read as committing to the last value it wrote. Its rows
+entered `verify_expected.jsonl` as measured.""",
+    ),
+    (
+        "verify_heldout11/heldout.jsonl",
+        """The eleventh corpus (150 rows from four repositories no other corpus uses: MATH 42, GSM8K 108;
+GPT, Claude, Qwen, DeepSeek), gathered and kept unread like the tenth and measured once in the same
+run. Goals on it: wrong definite verdicts 1/150 (0.67%, goal <= 1%) met (a right answer called
+wrong: `ANSWER: even` then `CONFIDENCE: 100`, read as the `h(x)` of the sentence before, `y0028`);
+coverage 125/150 (83.3%, goal >= 90%) NOT met; 4.9x math-verify's throughput (goal >= 5x) NOT met.
+49 of its replies commit to nothing (two sources stored them cut at 300 to 600 characters); 19 of
+its 25 unknowns are "no answer found" or "truncated after a possible answer" on such replies. Its
+rows entered `verify_expected.jsonl` as measured.""",
+    ),
 )
 
 
