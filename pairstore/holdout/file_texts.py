@@ -51,28 +51,9 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
+from pairstore.holdout.record_fields import CONVERSATION_FIELDS, ID_FIELDS, INSTRUCTION_PARTS, PROMPT_FIELDS
 from pairstore.prefetch import prefetch
 
-PROMPT_FIELDS = ("prompt", "question", "instruction", "input", "query")
-CONVERSATION_FIELDS = ("chosen", "messages", "conversations")
-INSTRUCTION_PARTS = ("history", "instruction", "input", "context")  # an Alpaca prompt, in order
-ID_FIELDS = (
-    "battle_id",
-    "origin_id",
-    "item_id",
-    "source_id",
-    "task_id",
-    "question_id",
-    "prompt_id",
-    "problem_id",
-    "conversation_id",
-    "unique_id",
-    "doc_id",
-    "sample_id",
-    "example_id",
-    "uid",
-    "id",
-)
 ROLE_KEYS = ("role", "from")
 TURN_KEYS = ("content", "value")
 USER_ROLES = ("user", "human")

@@ -92,7 +92,22 @@ class Batch:
         if self.lines is not None:
             return self.lines[i]
         row = self.table.column("_row")[i].as_py()
-        return row + 1 if rows_are_lines(self.path) else line_of(self.path, row)
+        return row + 1 if self._rows_are_lines else line_of(self.path, row)
+
+    def all_lines(self) -> list[int]:
+        """The line (row, record) of every row, in order: what `line` gives each, the file read again at
+        most once (where blank lines part record numbers from line numbers)."""
+        if self.lines is not None:
+            return self.lines
+        rows = self.table.column("_row").to_pylist()
+        if self._rows_are_lines:
+            return [row + 1 for row in rows]
+        return lines_of(self.path, rows)
+
+    @functools.cached_property
+    def _rows_are_lines(self) -> bool:
+        # asked once a batch: it looks at the file's name and stat (a per-row cost otherwise)
+        return rows_are_lines(self.path)
 
     def error(self, i: int, message: str, field: str | None = None) -> BadInput:
         """BadInput naming row `i` of the batch (its file and line) and `field`."""
@@ -123,6 +138,22 @@ def line_of(path: StrPath, row: int) -> int:
     for number, _ in read_records(path, start=row):
         return number
     raise ValueError(f"{path} has no record {row}")
+
+
+def lines_of(path: StrPath, rows: list[int]) -> list[int]:
+    """line_of every 0-based record position in `rows`, the file read once from the first of them."""
+    if not rows:
+        return []
+    first, last = min(rows), max(rows)
+    found: dict[int, int] = {}
+    for row, (number, _) in enumerate(read_records(path, start=first), start=first):
+        found[row] = number
+        if row >= last:
+            break
+    missing = [row for row in rows if row not in found]
+    if missing:
+        raise ValueError(f"{path} has no record {missing[0]}")
+    return [found[row] for row in rows]
 
 
 def _has_text(t: pa.DataType) -> bool:

@@ -24,7 +24,7 @@ from typing import Any
 import pyarrow as pa
 
 # One list of id fields: what an ingest of pairs and the leak audit both take as a row's origin ids.
-from pairstore.holdout.file_texts import ID_FIELDS
+from pairstore.holdout.record_fields import ID_FIELDS
 from pairstore.ingest.declare import ID, LABEL, Field
 from pairstore.ingest.kinds import MSG_TYPE, Id, Problem, Text
 from pairstore.ingest.messages import read_messages

@@ -18,6 +18,7 @@ from json.encoder import encode_basestring as json_str  # what json.dumps writes
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -38,15 +39,30 @@ if TYPE_CHECKING:
     from pairstore.files import StrPath
 
 
-def _blank(col: Column) -> list[bool]:
-    return pc.fill_null(
-        pc.equal(pc.utf8_length(pc.utf8_trim(col, characters=PY_WHITESPACE)), 0), False
-    ).to_pylist()
+def _blank(col: Column) -> pa.Array:
+    """Per value: whether it is empty or whitespace only (as str.strip() sees it); a null is not."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    return pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim(arr, characters=PY_WHITESPACE)), 0), False)
+
+
+def _user_text(prompts: Column) -> pa.Array:
+    """Per prompt (a MSG_TYPE column): whether a user message holds text other than whitespace."""
+    arr = prompts.combine_chunks() if isinstance(prompts, pa.ChunkedArray) else prompts
+    flat = arr.flatten()
+    text = pc.and_(
+        pc.fill_null(pc.equal(flat.field("role"), "user"), False),
+        pc.invert(_blank(flat.field("content"))),
+    )
+    rows = pc.list_parent_indices(arr).filter(text).to_numpy(zero_copy_only=False)
+    has = np.zeros(len(arr), dtype=bool)
+    has[rows] = True
+    return pa.array(has)
 
 
 def refuse_unusable(batch: Batch) -> None:
     """A user's pair file is refused, not thinned: an empty side, identical sides or a prompt without user
-    text names its line and field (miners drop such pairs by reason instead)."""
+    text names its line and field (miners drop such pairs by reason instead). The rules run over whole
+    columns; the first row any breaks is named with the first rule it breaks."""
     t = batch.table
     chosen, rejected = t.column("chosen"), t.column("rejected")
     empty_chosen, empty_rejected = _blank(chosen), _blank(rejected)
@@ -55,29 +71,45 @@ def refuse_unusable(batch: Batch) -> None:
             pc.utf8_trim(chosen, characters=PY_WHITESPACE), pc.utf8_trim(rejected, characters=PY_WHITESPACE)
         ),
         False,
-    ).to_pylist()
-    prompts = t.column("prompt").to_pylist()
-    for i in range(t.num_rows):
-        if empty_chosen[i]:
-            raise batch.error(i, "empty or whitespace-only answer", "chosen")
-        if empty_rejected[i]:
-            raise batch.error(i, "empty or whitespace-only answer", "rejected")
-        if same[i]:
-            raise batch.error(i, "the same answer as chosen (a pair needs two different answers)", "rejected")
-        if not any(m["role"] == "user" and m["content"].strip() for m in prompts[i]):
-            raise batch.error(i, "no user message with text", "prompt")
+    )
+    no_user_text = pc.invert(_user_text(t.column("prompt")))
+    bad = pc.or_(pc.or_(empty_chosen, empty_rejected), pc.or_(same, no_user_text))
+    if not pc.any(bad).as_py():
+        return
+    i = pc.index(bad, True).as_py()
+    if empty_chosen[i].as_py():
+        raise batch.error(i, "empty or whitespace-only answer", "chosen")
+    if empty_rejected[i].as_py():
+        raise batch.error(i, "empty or whitespace-only answer", "rejected")
+    if same[i].as_py():
+        raise batch.error(i, "the same answer as chosen (a pair needs two different answers)", "rejected")
+    raise batch.error(i, "no user message with text", "prompt")
 
 
 def pair_ids(prompts: list, chosen: list, rejected: list) -> list[str]:
     """pairstore.tables.pairs.pair_id_of of every row: the JSON list messages_content_id hashes, written out
     with the batch's texts NFC-normalized in one call (tests/ingest/test_keyed.py compares)."""
     flat = [f"{m['role']}:{m['content']}" for p in prompts for m in p]
+    return _pair_ids(flat, [len(p) for p in prompts], chosen, rejected)
+
+
+def pair_ids_of_columns(prompts: Column, chosen: list, rejected: list) -> list[str]:
+    """pair_ids with the prompts an Arrow MSG_TYPE column (no null prompt): its messages read as two flat
+    string columns, not as a dict each."""
+    arr = prompts.combine_chunks() if isinstance(prompts, pa.ChunkedArray) else prompts
+    values = arr.flatten()
+    roles, contents = values.field("role").to_pylist(), values.field("content").to_pylist()
+    flat = [f"{r}:{c}" for r, c in zip(roles, contents)]
+    return _pair_ids(flat, pc.fill_null(pc.list_value_length(arr), 0).to_pylist(), chosen, rejected)
+
+
+def _pair_ids(flat: list[str], lengths: list[int], chosen: list, rejected: list) -> list[str]:
     texts = nfc_many(flat + list(chosen) + [r or "" for r in rejected])
     n_flat, n = len(flat), len(chosen)
     out, at = [], 0
-    for i, p in enumerate(prompts):
-        parts = [json_str(x) for x in texts[at : at + len(p)]]
-        at += len(p)
+    for i, k in enumerate(lengths):
+        parts = [json_str(x) for x in texts[at : at + k]]
+        at += k
         parts.append(json_str(texts[n_flat + i]))
         parts.append("null" if rejected[i] is None else json_str(texts[n_flat + n + i]))
         out.append(xxh128("[" + ", ".join(parts) + "]"))
@@ -91,8 +123,9 @@ def pair_tables(
     line and every id the row carries, once each."""
     t = batch.table
     n = t.num_rows
-    prompts, chosen, rejected = (t.column(c).to_pylist() for c in ("prompt", "chosen", "rejected"))
-    ids = pa.array(pair_ids(prompts, chosen, rejected), pa.string())
+    chosen, rejected = (t.column(c).to_pylist() for c in ("chosen", "rejected"))
+    id_list = pair_ids_of_columns(t.column("prompt"), chosen, rejected)
+    ids = pa.array(id_list, pa.string())
     order = t.column("_row").combine_chunks()
     task = t.column("task_key")
     given = {
@@ -110,21 +143,70 @@ def pair_tables(
         "_order": order,
     }
     pairs = pa.table([given[f.name] for f in PAIR_TABLE_SCHEMA], schema=PAIR_TABLE_SCHEMA)
-    rule = f"ingest pairs --source {source}"
-    id_cols = [t.column(name).to_pylist() for name in ID_FIELDS]
-    more = t.column("origin_ids").to_pylist()
-    rows: dict[str, list] = {name: [] for name in ORIGIN_TABLE_SCHEMA.names}
-    for i in range(n):
-        pid, at = ids[i].as_py(), order[i].as_py()
-        found = [("import", f"{prefix}:{batch.line(i)}")] + [
-            ("file_id", oid)
-            for oid in dict.fromkeys([c[i] for c in id_cols if c[i] is not None] + list(more[i] or []))
-        ]
-        for kind, oid in found:
-            for name, v in zip(ORIGIN_TABLE_SCHEMA.names, (pid, kind, oid, rule, miner, at)):
-                rows[name].append(v)
-    origins = pa.table(rows, schema=ORIGIN_TABLE_SCHEMA)
+    origins = _origins(batch, ids, order, prefix, f"ingest pairs --source {source}", miner)
     return pairs, origins
+
+
+def _origins(batch: Batch, ids: pa.Array, order: pa.Array, prefix: str, rule: str, miner: str) -> pa.Table:
+    """The origins (ORIGIN_TABLE_SCHEMA) of a batch's pairs, built as columns: per row its line, then the
+    ids it carries (ID_FIELDS in order, then `origin_ids`), each id once a row (add_pair_tables keeps
+    the first of a key across rows)."""
+    t = batch.table
+    lines = pa.array([f"{prefix}:{line}" for line in batch.all_lines()], pa.string())
+    rows = pa.array(np.arange(t.num_rows, dtype=np.int64))
+    parts = [(rows, "import", lines)]  # (row of each origin, kind, origin id)
+    for name in ID_FIELDS:
+        col = t.column(name).combine_chunks()
+        if col.null_count < len(col):
+            present = col.is_valid()
+            parts.append((rows.filter(present), "file_id", col.filter(present)))
+    more = t.column("origin_ids").combine_chunks()
+    if len(more) > more.null_count:
+        parts.append((pc.list_parent_indices(more), "file_id", more.flatten()))
+    at = pa.concat_arrays([pa.array(np.full(len(r), k, dtype=np.int64)) for k, (r, _, _) in enumerate(parts)])
+    table = pa.table(
+        {
+            "row": pa.concat_arrays([r.cast(pa.int64()) for r, _, _ in parts]),
+            "part": at,
+            "kind": pa.concat_arrays([pa.array([kind] * len(r), pa.string()) for r, kind, _ in parts]),
+            "origin_id": pa.concat_arrays([oid.cast(pa.string()) for _, _, oid in parts]),
+        }
+    )
+    if len(parts) > 1:
+        # a row's origins together, in the order above; an id a row carries twice kept once
+        table = table.take(pc.sort_indices(table, [("row", "ascending"), ("part", "ascending")]))
+        table = table.filter(pc.invert(_repeated_in_row(table)))
+    row = table.column("row")
+    m = table.num_rows
+    return pa.table(
+        [
+            ids.take(row),
+            table.column("kind"),
+            table.column("origin_id"),
+            pa.array([rule] * m, pa.string()),
+            pa.array([miner] * m, pa.string()),
+            order.take(row),
+        ],
+        schema=ORIGIN_TABLE_SCHEMA,
+    )
+
+
+def _repeated_in_row(table: pa.Table) -> pa.Array:
+    """Per origin (sorted by row): whether it is a file id the same row gave before it. Only rows with two
+    file ids or more are looked at one by one."""
+    rows = table.column("row").to_numpy()
+    file_id = pc.equal(table.column("kind"), "file_id").to_numpy(zero_copy_only=False)
+    repeated = np.zeros(len(rows), dtype=bool)
+    several = np.bincount(rows[file_id], minlength=int(rows.max(initial=-1)) + 1) > 1
+    candidates = np.flatnonzero(file_id & several[rows])
+    if len(candidates):
+        oids = table.column("origin_id").take(pa.array(candidates)).to_pylist()
+        seen: set[tuple[int, str]] = set()
+        for at, oid in zip(candidates.tolist(), oids):
+            key = (int(rows[at]), oid)
+            repeated[at] = key in seen
+            seen.add(key)
+    return pa.array(repeated)
 
 
 def ingest_pairs(

@@ -93,9 +93,14 @@ def records(draw, fmt) -> dict:
 
 
 def outcome(read, path) -> tuple:
+    """The rows and the line of each (all_lines, held equal to line row by row), or the refusal."""
     try:
-        rows = [row for batch in read(path) for row in batch.table.to_pylist()]
-        return ("rows", rows)
+        rows, lines = [], []
+        for batch in read(path):
+            rows.extend(batch.table.to_pylist())
+            lines.extend(batch.all_lines())
+            assert batch.all_lines() == [batch.line(i) for i in range(batch.table.num_rows)]
+        return ("rows", rows, lines)
     except BadInput as e:
         return ("refused", str(e))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import pkgutil
 import re
 import sys
 import textwrap
@@ -52,6 +53,17 @@ def test_the_cli_offers_the_declared_formats():
 def test_an_unknown_format_names_the_known_ones_and_a_close_one():
     with pytest.raises(BadInput, match=r"unknown format 'arena5k'.*arena55k.*did you mean 'arena55k'"):
         get_format("battles", "arena5k")
+
+
+def test_a_format_is_declared_in_a_module_named_for_its_table():
+    """formats_of(table) imports only the modules named `<table>_...`: a format elsewhere would be missed."""
+    in_modules = []
+    for info in pkgutil.iter_modules(registry.__path__):
+        module = importlib.import_module(f"{registry.__name__}.{info.name}")
+        for fmt in (v for v in vars(module).values() if isinstance(v, Format)):
+            assert info.name.startswith(f"{fmt.table}_"), (info.name, fmt.table, fmt.name)
+            in_modules.append((fmt.table, fmt.name))
+    assert sorted(in_modules) == sorted((f.table, f.name) for f in all_formats())
 
 
 def test_adding_a_format_is_one_module(tmp_path, monkeypatch):

@@ -360,6 +360,56 @@ def test_ingest_pairs_strings_messages_and_ultrafeedback_rows(store, tmp_path, w
     assert store.scalar("SELECT count(*) FROM pair_origins WHERE origin_kind = 'import'") == 4
 
 
+def test_pair_origins_are_the_line_then_each_id_once(store, tmp_path):
+    """Origins built as columns: a blank line moves the later lines, an id given in two fields is one
+    origin, a prompt with a blank user turn beside a real one is fine."""
+    from pairstore.keys import sha256_file
+
+    path = tmp_path / "p.jsonl"
+    recs = [
+        {"prompt": "q1", "chosen": "good", "rejected": "bad", "id": "a", "question_id": "a"},
+        {"prompt": "q2", "chosen": "good2", "rejected": "bad2"},
+        {
+            "prompt": [{"role": "user", "content": " "}, {"role": "user", "content": "q3"}],
+            "chosen": "good3",
+            "rejected": "bad3",
+            "battle_id": "c",
+            "id": "b",
+        },
+    ]
+    lines = [json.dumps(r) for r in recs]
+    path.write_text(lines[0] + "\n\n" + lines[1] + "\n" + lines[2] + "\n", encoding="utf-8")
+    assert ingest_pairs(store, path, source="s").added == 3
+    sha = sha256_file(path)[:16]
+    got = store.con.execute(
+        "SELECT p.chosen, o.origin_kind, o.origin_id FROM pair_origins o JOIN pairs p USING (pair_id) "
+        "ORDER BY p.chosen, o.origin_kind DESC, o.origin_id"
+    ).fetchall()
+    assert got == [
+        ("good", "import", f"{sha}:1"),
+        ("good", "file_id", "a"),
+        ("good2", "import", f"{sha}:3"),
+        ("good3", "import", f"{sha}:4"),
+        ("good3", "file_id", "b"),
+        ("good3", "file_id", "c"),
+    ]
+
+
+def test_an_unusable_pair_is_named_by_its_first_broken_rule(store, tmp_path, write_jsonl):
+    """The first row any rule breaks, with the first rule it breaks (a later row breaks an earlier rule)."""
+    path = write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            {"prompt": "q1", "chosen": "good", "rejected": "bad"},
+            {"prompt": "q2", "chosen": "x", "rejected": "x "},
+            {"prompt": "q3", "chosen": " ", "rejected": "bad"},
+        ],
+    )
+    with pytest.raises(BadInput, match="line 2, field 'rejected': the same answer as chosen"):
+        ingest_pairs(store, path, source="s")
+    assert count(store, "pairs") == 0
+
+
 def test_ingest_judgments(store, tmp_path, write_jsonl):
     ingest_battles(store, write_jsonl(tmp_path / "b.jsonl", [battle(1)]))
     path = write_jsonl(

@@ -15,26 +15,35 @@ from __future__ import annotations
 import functools
 import importlib
 import pkgutil
+from collections.abc import Iterable
 
 from pairstore.errors import BadInput
 from pairstore.ingest.declare import Format, did_you_mean, registered
 
 
 @functools.cache
-def _load() -> None:
-    """Import every module of this package once: a format registers itself when its module is imported."""
+def _load(table: str | None = None) -> None:
+    """Import the modules of this package once: a format registers itself when its module is imported. A
+    format of table T is declared in a module named `T_<name>` (tests/ingest/test_formats.py holds every
+    module to it), so one table's formats need only its modules: an ingest imports no other table's."""
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
-        importlib.import_module(f"{__name__}.{info.name}")
+        if table is None or info.name.startswith(f"{table}_"):
+            importlib.import_module(f"{__name__}.{info.name}")
+
+
+def _listed(formats: Iterable[Format]) -> list[Format]:
+    return sorted(formats, key=lambda f: (f.table, f.order, f.name))
 
 
 def all_formats() -> list[Format]:
     """Every declared format, by table, then in its listing order."""
     _load()
-    return sorted(registered().values(), key=lambda f: (f.table, f.order, f.name))
+    return _listed(registered().values())
 
 
 def formats_of(table: str) -> list[Format]:
-    return [f for f in all_formats() if f.table == table]
+    _load(table)
+    return _listed(f for f in registered().values() if f.table == table)
 
 
 def format_names(table: str) -> tuple[str, ...]:
