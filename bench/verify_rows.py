@@ -49,6 +49,8 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout7/heldout.jsonl",
     "verify_heldout8/heldout.jsonl",
     "verify_heldout9/heldout.jsonl",
+    "verify_heldout10/heldout.jsonl",
+    "verify_heldout11/heldout.jsonl",
 }
 
 

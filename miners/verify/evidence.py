@@ -16,12 +16,13 @@ The property (docs/design.md, "The answer verifier"), enforced by `settle` and n
 A complete answer (`open_reason` says why one is not): non-empty; not ending on an operator, an "="
 or a word no sentence ends on; not a list of alternatives ("12 or 15", "x = 2 oder x = 3") against a
 gold that is one value; not the left side of an equation whose right side follows it
-("$\\boxed{a+b} = 12$", "Answer: 3 × 4" over "= 12"). The second reading (`confirms`) reads the
-answer's statement past the span the rules took: the rest of its sentence, and the lines that
-continue it (a line opening with "=" or an operator, a fenced, quoted or display block right after
-it). Where that text states the gold's value, the two readings differ and nothing is confirmed. A
-weak form (a value chosen out of prose) needs math-verify's reading of the whole output as well
-(miners.verify.verifier).
+("$\\boxed{a+b} = 12$", "Answer: 3 × 4" over "= 12"); not read with no marker or box out of the
+working before the point where the output was cut off (`Commitment.after_cut`: "truncated after a
+possible answer"). The second reading (`confirms`) reads the answer's statement past the span the
+rules took: the rest of its sentence, and the lines that continue it (a line opening with "=" or an
+operator, a fenced, quoted or display block right after it). Where that text states the gold's
+value, the two readings differ and nothing is confirmed. A weak form (a value chosen out of prose)
+needs math-verify's reading of the whole output as well (miners.verify.verifier).
 
 "Stated" is read generously (a wrong "stated" costs coverage; a wrong "not stated" would put a right
 answer on the rejected side):
@@ -479,7 +480,7 @@ _OPEN_END_RE = re.compile(
 # words no sentence ends on (lowercase: a last "A" may be an option letter)
 CUT_WORDS = frozenset(
     "the an of to and or is are was were be by with for from that which than as at into we then if "
-    "because where when let whose each".split()
+    "because where when let whose each so".split()
 )
 # the text after a span that makes it the left side of an equation, or one term of an expression: on
 # its line, after closing markup ("**", "$", "}", "\\)"), an "=" or an operator; or a next line that
@@ -504,13 +505,16 @@ _VALUE_CHAR_RE = re.compile(r"[\d$\\]|(?<![A-Za-z])[A-Z](?![A-Za-z])")
 class Commitment:
     """An answer the output committed to, where it stands: `text` is the text it was read from (the
     output, or its part before a cut), text[start:end] the span that holds it, `span_text` the span as
-    written (before it was reduced to a value)."""
+    written (before it was reduced to a value). `after_cut`: read with no answer marker out of the
+    working before the point where the output was cut off ("... = $22,800\n$22,800 is 30% of $76,000,
+    so the calculation is"): the last value the working wrote, not a final commitment."""
 
     answer: str
     text: str
     start: int
     end: int
     span_text: str | None = None
+    after_cut: bool = False
 
 
 def alternatives(span: str) -> list[str]:
@@ -673,7 +677,9 @@ def settle(
         return proposed
     also: list[str] = []
     if reason == UNEQUAL and commitment is not None:
-        why = open_reason(commitment, gold_text)
+        # an output cut off in an unfinished clause has no final commitment at its end: a value its
+        # working wrote before the cut, with no marker or box to commit to it, may not be its answer
+        why = TRUNCATED_AFTER_VALUE if commitment.after_cut else open_reason(commitment, gold_text)
         if why is None:
             if confirms(commitment, gold_text, kind, gold_value):
                 return proposed

@@ -67,6 +67,8 @@ _UNICODE = str.maketrans(
         "π": "\\pi ",
         "∞": "\\infty ",
         "°": "^\\circ",
+        "℃": "^\\circ C",
+        "℉": "^\\circ F",
         "²": "^2",
         "³": "^3",
         "≥": ">=",
@@ -118,8 +120,15 @@ _RELATIONS = (
 )
 _RELATION_RE = re.compile("|".join(re.escape(a) + r"(?![a-zA-Z])" for a, _b in _RELATIONS))
 _RELATION_MAP = dict(_RELATIONS)
-_DEGREE_RE = re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?\b")
-_TRAILING_DEGREE_RE = re.compile(r"(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?)[\s.}]*$")
+_DEGREE = r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|\\degree|\bdegrees?\b"
+_DEGREE_RE = re.compile(_DEGREE)
+# a degree mark with the scale after it ("-3°C", "100^\circ F", "20\,^{\circ}\mathrm{C}", "5 degrees
+# Celsius"): a unit at an answer's end, scale and all
+_DEGREE_SCALE = (
+    r"(?:" + _DEGREE + r")(?:\s*\{?\s*(?:[CFK]|(?i:celsius|fahrenheit|kelvin))\s*\}?(?![a-zA-Z]))?"
+)
+_DEGREE_SCALE_RE = re.compile(_DEGREE_SCALE)
+_TRAILING_DEGREE_RE = re.compile(r"(?:" + _DEGREE_SCALE + r")[\s.}]*$")
 _THOUSANDS_RE = re.compile(r"(?<![\d.])[1-9]\d{0,2}(?:(?:,|\{,\}|\\,)\d{3})+(?![\d])")
 _SPACE_THOUSANDS_RE = re.compile(r"-?[1-9]\d{0,2}(?: \d{3})+(?:\.\d+)?")
 _PERCENT_RE = re.compile(r"\\?%|\b(?:percent(?:age)?|pct)\b")
@@ -218,7 +227,7 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
     # a degree mark ends an answer ("30^\circ", "45 degrees"); inside an expression
     # (\sin(90^\circ - x)) it changes the value, and is left for the symbolic back end
     if _TRAILING_DEGREE_RE.search(s) and len(_DEGREE_RE.findall(s)) == 1:
-        s = _DEGREE_RE.sub(" ", s)
+        s = _DEGREE_SCALE_RE.sub(" ", s)
     else:  # degrees inside an expression: in radians, so that \sin(90^\circ - x) is \cos x
         s = _DEGREE_RE.sub(r"\\cdot\\frac{\\pi}{180}", s)
     percent = False

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from miners.verify.markers import CONCLUDING_WORDS, opening_chars
+from miners.verify.markers import CONCLUDING_WORDS, marker_words, opening_chars
 from miners.verify.normalize import NUMERAL
 from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
@@ -343,13 +343,30 @@ def _states_value(sentence: str) -> bool:
     return bool(_STATES_VALUE_RE.search(sentence)) or number_word_runs(sentence) > 0
 
 
+# a line that opens with an answer marker and its colon and holds a value ("ANSWER: even"): the
+# committed answer, which the rating on the next line ("CONFIDENCE: 100") does not take back
+_MARKED_ANSWER_LINE_RE = re.compile(
+    r"(?im)^[ \t>*_#-]*(?:"
+    + "|".join(re.escape(w).replace("\\ ", r"[ \t_-]+") for w, _ in marker_words())
+    + r")[ \t*_]*[:：][ \t*_]*(?P<value>[^\n]*[^\s*_.:：])"
+)
+
+
+def _states_marked_answer(sentence: str) -> bool:
+    return any(
+        not is_self_rating_sentence(m.group("value")) for m in _MARKED_ANSWER_LINE_RE.finditer(sentence)
+    )
+
+
 def _only_rates(sentence: str) -> bool:
     """A sentence that rates the answer and states nothing else: one number at most (the rating),
-    no equation ("I am 100% confident that 6 + 6 = 12" states 12)."""
+    no equation ("I am 100% confident that 6 + 6 = 12" states 12), no answer marker's line
+    ("ANSWER: even" over "CONFIDENCE: 100" states "even")."""
     return (
         is_self_rating_sentence(sentence)
         and len(re.findall(r"\d+(?:[.,]\d+)?", sentence)) <= 1
         and "=" not in sentence
+        and not _states_marked_answer(sentence)
     )
 
 

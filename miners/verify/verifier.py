@@ -45,7 +45,7 @@ from audits.loops import scan
 from miners.verify import symbolic
 from miners.verify.brackets import brace_pairs, closing_index
 from miners.verify.compare import FormOpen, TooLarge
-from miners.verify.evidence import Commitment, gold_stated, numeric_gold, settle
+from miners.verify.evidence import CUT_WORDS, Commitment, gold_stated, numeric_gold, settle
 from miners.verify.extract import cut_turn, read_answer
 from miners.verify.fast import (
     choice_gold,
@@ -150,13 +150,9 @@ def cut_point(text: str) -> int | None:
 
 # Signs in the text itself that it stops mid-way, each at the end of the output (never a sign
 # somewhere in its middle: a finished output may hold an unclosed group and go on to its answer).
-# A last line ending on one of these words, with no full stop, is a sentence cut off mid-way; the
-# words are ones no finished sentence ends on.
+# A last line ending on a word no finished sentence ends on (miners.verify.evidence.CUT_WORDS: a
+# function word or a copula, "is", "the", "so"), with no full stop, is a sentence cut off mid-way.
 # (lowercase words only: a last "A" may be an option letter, "As" a title)
-_CUT_WORDS = frozenset(
-    "the an of to and or is are was were be by with for from that which than as at into we then if "
-    "because where when let whose each".split()
-)
 _TAIL_CHARS = 400
 _CUT_SENTENCE_WORDS = 3  # "x = a" is an answer; "Therefore, the range of" a sentence cut off
 _COMMAND_BEFORE_RE = re.compile(r"\\[A-Za-z]+\s*$")
@@ -196,7 +192,7 @@ def _cut_in_tail(body: str) -> list[int]:
     last_word = last_words[-1] if last_words else ""
     whole_line = body[line_start:] if len(body) - line_start <= 200 else None
     sentence = whole_line is None or len(whole_line.split()) >= _CUT_SENTENCE_WORDS
-    if sentence and last_word in _CUT_WORDS or body.endswith("\ufffd"):
+    if sentence and last_word in CUT_WORDS or body.endswith("\ufffd"):
         cuts.append(line_start)
     return cuts
 
@@ -447,6 +443,7 @@ class Verifier:
         where the answer was a value against a letter gold)."""
         extraction = self._read(output, kind)
         text = output
+        after_cut = False
         if (extraction.answer is None and extraction.missing == NO_ANSWER) or (
             extraction.rule in FALLBACK_RULES
         ):
@@ -466,10 +463,15 @@ class Verifier:
                     return Verdict(WRONG, TRUNCATED), None, None
                 self.stats["read before a cut"] += 1
                 extraction = replace(extraction, strong=False)  # read from a cut-off text: confirm it
+                # read with no marker out of the working the cut broke off (no check or program was
+                # announced after a conclusion): the last value written, no final commitment
+                after_cut = extraction.rule in FALLBACK_RULES and not code_followed
         if extraction.answer is None:
             return self._without_answer(output, gold_text, kind, extraction, looped), None, None
         answer = extraction.answer
-        commitment = Commitment(answer, text, extraction.start, extraction.end, extraction.span_text)
+        commitment = Commitment(
+            answer, text, extraction.start, extraction.end, extraction.span_text, after_cut=after_cut
+        )
         option_gold = None  # the chosen letter's option, where an answer named it by label
         span_text = extraction.span_text
         letter = choice_gold(gold_text, kind, choice_letters(opts)) if span_text else None

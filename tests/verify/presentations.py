@@ -376,6 +376,11 @@ def forms(value: Fraction, lang: Language) -> dict[str, Shown]:
         money = grouped(value, lang.group, lang.decimal) if lang.code != "en" else grouped(value, ",", ".")
         out["currency"] = Shown(before + money + after, (before.replace("$", "\\$") + money + after).strip())
         out["units"] = Shown(p + " cm", p + " \\text{ cm}")
+        # a temperature: the degree sign and its scale are a unit like any other
+        out["degrees"] = Shown(p + "°C", p + "^\\circ C")
+        out["degrees, spaced"] = Shown(p + " °F", p + "\\,^{\\circ}\\mathrm{C}")
+        out["degree sign alone"] = Shown(p + "°", p + "^{\\circ}")
+        out["degree character"] = Shown(p + "℃", p + "\\,^\\circ\\text{F}")
         if value >= 10:
             mantissa = value / 10 ** (len(str(int(value))) - 1)
             exponent = len(str(int(value))) - 1
@@ -472,6 +477,16 @@ POSITIONS = (
     "inside reasoning, garbage",
     "after the prompt's format echoed",
     "then the format's empty blank",
+    "then a check cut off",
+)
+# how a check after the answer breaks off mid-clause (the output's token limit): on a copula, a
+# function word, an "=" or a comma, with no full stop
+CUT_CLAUSES = (
+    "so the calculation is",
+    "which is the total of",
+    "and so",
+    "so the difference =",
+    "which we add to the rest,",
 )
 DISTRACTORS = ("none", "intermediate values", "question's numbers")
 
@@ -617,6 +632,12 @@ def presentations(draw: st.DrawFn) -> Case:
     elif position == "after the prompt's format echoed":
         echo = draw(st.sampled_from(ECHOES))
         output = f"{echo}\n\n{reasoning}\n\n{block}"
+    elif position == "then a check cut off":
+        # the check writes other values, the last of them on the line before the cut: none of them
+        # is the answer ("$22,800 is 30% of $76,000, so the calculation is")
+        d = draw(st.integers(100, 999).filter(lambda k: Fraction(k) not in (value, shown_value)))
+        cut = draw(st.sampled_from(CUT_CLAUSES))
+        output = f"{reasoning}\n\n{block}\n\nCheck:\nDifference = {d}\n{d} is part of it, {cut}"
     elif position == "then the format's empty blank":
         output = f"{reasoning}\n\n{block}\n\n{draw(st.sampled_from(BLANKS))}"
     else:
@@ -670,6 +691,38 @@ def bracketed_yes_no(draw: st.DrawFn) -> Case:
     gold = draw(st.sampled_from(("yes", "Yes", "YES"))) if gold_yes else draw(st.sampled_from(("no", "No")))
     classes = {"language": code, "place": place}
     return Case(output, gold, "math", says_yes == gold_yes, classes)
+
+
+# ------------------------------------------------------------ a word on an explicit answer line
+
+# a word answer and its opposite, as a MATH problem asks for one ("even, odd, or neither?")
+ANSWER_WORDS = (("even", "odd"), ("yes", "no"), ("increasing", "decreasing"), ("convergent", "divergent"))
+ANSWER_LINES = ("ANSWER: {w}", "Answer: {w}", "Final answer: {w}", "**Answer:** {w}")
+RATING_LINES = ("", "\nCONFIDENCE: 100", "\nConfidence: 90%", "\n\nConfidence level: high")
+
+
+@st.composite
+def answer_word_line(draw: st.DrawFn) -> Case:
+    """A word answer on the explicit answer line a prompt asked for ("ANSWER: even"), a rating of it
+    on the next line or none, after working whose last sentence names an expression and the word
+    ("So \\( h(x) \\) is even."); the gold the word, bare or in \\text{}. The marker's line is the
+    committed answer, not the expression in the prose."""
+    yes, no = draw(st.sampled_from(ANSWER_WORDS))
+    says, gold_says = draw(st.booleans()), draw(st.booleans())
+    word = yes if says else no
+    prose_word = draw(st.sampled_from((word, yes if not says else no)))
+    name = draw(st.sampled_from(("h(x)", "f(g(x^3))", "the series", "n")))
+    working = (
+        f"We compute \\( h(-x) = f(g(-x^3)) \\) and compare it with \\( {name} \\).\n\n"
+        f"So \\( {name} \\) is {prose_word}."
+    )
+    line = draw(st.sampled_from(ANSWER_LINES)).format(w=word)
+    rating = draw(st.sampled_from(RATING_LINES))
+    output = f"{working}\n\n{line}{rating}"
+    gold_word = yes if gold_says else no
+    gold = draw(st.sampled_from((f"\\text{{{gold_word}}}", gold_word, gold_word.capitalize())))
+    classes = {"answer line": line.replace(word, "{w}"), "rating": rating.strip() or "(none)"}
+    return Case(output, gold, "math", says == gold_says, classes)
 
 
 # --------------------------------------------------------------------------------- the report

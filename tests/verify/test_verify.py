@@ -137,6 +137,12 @@ EQUAL = [
     ("\\boxed{30^\\circ}", "30", "math"),  # degrees
     ("\\boxed{30^{\\circ}}", "30", "math"),
     ("The answer is 45°.", "45", "math"),
+    ("\\boxed{-3°C}", "-3", "gsm8k"),  # a degree sign and its scale are a unit
+    ("Final answer: -3 °F", "-3", "gsm8k"),
+    ("\\boxed{20\\,^{\\circ}\\mathrm{C}}", "20", "math"),
+    ("\\boxed{20^\\circ C}", "20", "math"),
+    ("\\boxed{20℃}", "20", "math"),
+    ("The answer is 68℉.", "68", "gsm8k"),
     ("\\boxed{-3}", "-3", "math"),  # negative numbers
     ("\\boxed{−3}", "-3", "math"),
     ("\\boxed{\\frac{-1}{2}}", "-\\frac{1}{2}", "math"),
@@ -195,6 +201,8 @@ NOT_EQUAL = [
     ("\\boxed{\\frac{\\pi}{3}}", "\\pi/2", "math"),
     ("\\boxed{3.14}", "\\pi", "math"),
     ("\\boxed{60^\\circ}", "30", "math"),
+    ("\\boxed{-3°C}", "3", "gsm8k"),
+    ("\\boxed{20^\\circ C}", "-20", "math"),
     ("\\boxed{3}", "-3", "math"),
     ("\\boxed{\\frac{1}{2}}", "-\\frac{1}{2}", "math"),
     ("\\boxed{1.5 \\times 10^{4}}", "1500", "math"),

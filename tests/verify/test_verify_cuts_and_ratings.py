@@ -287,3 +287,50 @@ def test_a_paragraph_break_ends_a_sentence(verifier):
     )
     assert verifier.verify(out, "11", "math").label == "correct"
     assert verifier.verify(out, "6", "math").label == "wrong"
+
+
+# ------------------------------------------------- a check cut off in an unfinished clause
+
+CHECK_CUT_MID_CLAUSE = (  # a GPT-4.1 reply cut at its token limit inside its verification
+    "Combined value = Herb's house + Juan's house\n"
+    "Combined value = $76,000 + $53,200 = $129,200\n\n"
+    "**Step 3: Verification**\nLet's check:\nJuan's house is $53,200.\n"
+    "Difference from Herb's = $76,000 - $53,200 = $22,800\n"
+    "$22,800 is 30% of $76,000, {cut}"
+)
+
+
+@pytest.mark.parametrize(
+    "cut", ["so the calculation is", "and so", "which is the total of", "so the difference =", "so the sum,"]
+)
+def test_a_value_before_a_cut_in_an_unfinished_clause_is_no_commitment(verifier, cut):
+    """The last value the working wrote before the cut is not what the reply commits to: not wrong
+    where the gold is stated earlier; wrong where it is stated nowhere (rule (b))."""
+    out = CHECK_CUT_MID_CLAUSE.format(cut=cut)
+    right = verifier.verify(out, "129200", "gsm8k")
+    assert (right.label, right.reason) == ("unknown", TAV), right
+    assert verifier.verify(out, "5", "gsm8k").label == "wrong"
+
+
+def test_an_explicit_answer_before_the_cut_still_decides(verifier):
+    """A marker or a box before the unfinished check commits to the answer: decided either way."""
+    out = CHECK_CUT_MID_CLAUSE.replace("\n\n**Step 3", "\n\nFinal answer: $129,200\n\n**Step 3").format(
+        cut="so the calculation is"
+    )
+    assert verifier.verify(out, "129200", "gsm8k").label == "correct"
+    assert verifier.verify(out, "22800", "gsm8k").label == "wrong"
+
+
+# ------------------------------------------------- an answer line over a rating line
+
+
+def test_an_answer_line_over_a_rating_line_is_the_answer(verifier):
+    """ "ANSWER: even" then "CONFIDENCE: 100" (the format a prompt asked for): the marker's line is the
+    committed answer, not the expression in the sentence before; the rating line is no part of it."""
+    out = "Therefore, h(-x) = h(x).\n\nSo \\( h(x) \\) is even.\n\nANSWER: even\nCONFIDENCE: 100"
+    assert verifier.verify(out, "\\text{even}", "math").label == "correct"
+    assert verifier.verify(out, "\\text{odd}", "math").label == "wrong"
+    assert without_closing_rating(out) == out
+    # a rating alone after the conclusion is still no answer of its own
+    rated = "So \\( h(x) \\) is even.\n\nCONFIDENCE: 100"
+    assert without_closing_rating(rated) == "So \\( h(x) \\) is even."

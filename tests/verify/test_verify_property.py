@@ -8,8 +8,10 @@ number form (every language's thousands and decimal marks, percent, currency, un
 mixed numbers, LaTeX, scientific notation, digits of other scripts) and the distractors
 (intermediate values, the question's own numbers). Each is crossed with a right and a wrong value:
 the verdict may be unknown, never the opposite of the truth; so too for a yes/no answer in the
-square brackets a prompt asked for ("[Yes]", `bracketed_yes_no`). The coverage per class (definite
-verdicts) is recorded on the report and printed at the end of the run (tests/verify/conftest.py).
+square brackets a prompt asked for ("[Yes]", `bracketed_yes_no`), and for a word on the explicit
+answer line a prompt asked for ("ANSWER: even" over "CONFIDENCE: 100", `answer_word_line`). The
+coverage per class (definite verdicts) is recorded on the report and printed at the end of the run
+(tests/verify/conftest.py).
 
 Fixed seed (the derandomized profile of tests/conftest.py), a bounded number of examples here; the
 benchmark runs many more (`bench/bench_verify.py --property`).
@@ -24,7 +26,13 @@ from hypothesis import given, note, settings
 
 from miners.verify import Verifier
 from tests.verify.conftest import COVERAGE_PROPERTY
-from tests.verify.presentations import Case, bracketed_yes_no, coverage_table, presentations
+from tests.verify.presentations import (
+    Case,
+    answer_word_line,
+    bracketed_yes_no,
+    coverage_table,
+    presentations,
+)
 
 EXAMPLES = 600
 
@@ -66,3 +74,13 @@ def test_bracketed_yes_no_never_the_opposite(case: Case) -> None:
     assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     if case.classes["place"] == "last line":  # a strong form with nothing after it: decided
         assert verdict.label != "unknown", repr(verdict)
+
+
+@settings(max_examples=200)
+@given(answer_word_line())
+def test_answer_word_line_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    # the marker's line commits to the word, a rating after it or not: decided
+    assert verdict.label != "unknown", repr(verdict)
