@@ -27,7 +27,10 @@ def _holds_open(pid: int, path: Path) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/fd").exists(), reason="needs /proc to see the store opened")
-def test_ctrl_c_inside_a_duckdb_statement_stops_it_with_one_line(run_cli, db_path):
+# The signal at several moments after the store opens: before the statement starts (the interrupt finds
+# nothing running yet and must be asked again) and inside it.
+@pytest.mark.parametrize("after_open", [0.0, 0.05, 0.3])
+def test_ctrl_c_inside_a_duckdb_statement_stops_it_with_one_line(run_cli, db_path, after_open):
     assert run_cli("sql", "SELECT 1").exit_code == 0  # the store exists
     proc = subprocess.Popen(
         [
