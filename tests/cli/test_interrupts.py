@@ -45,6 +45,9 @@ def test_ctrl_c_inside_a_duckdb_statement_stops_it_with_one_line(run_cli, db_pat
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # as from a shell: Ctrl-C at its default. A test process may have set SIGINT to be ignored (a
+        # library it loaded, a worker of a parallel run), and an ignored signal stays ignored in a child.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         deadline = time.monotonic() + 60
