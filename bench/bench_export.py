@@ -49,7 +49,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import textwrap
 from collections.abc import Callable
@@ -60,9 +59,11 @@ sys.path.insert(0, str(ROOT))
 
 from contenders import (  # noqa: E402
     Contender,
+    before_worktree,
     markdown_table,
     ratio_text,
     ratios,
+    remove_worktree,
     run_interleaved,
     run_once,
     summarize,
@@ -466,17 +467,6 @@ def row_group_rows(path: Path) -> list[int]:
     return [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
 
 
-def before_worktree(work: Path, ref: str) -> Path:
-    """A detached git worktree of `ref` in the work folder: the code before."""
-    path = work / "before-code"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref],
-        check=True,
-        capture_output=True,
-    )
-    return path
-
-
 def measure(work: Path, n: int, limit: int, rounds: int, old: Path | None = None, ref: str = "") -> dict:
     """Build the store, run the contenders interleaved (with the code before in the worktree `old`, when
     given), check that the COPY did the export's work, then the gate alone and `audit gate`. Everything the
@@ -733,12 +723,12 @@ def main() -> None:
     work.mkdir(parents=True)
     limit = int(300_000 * args.scale)
     load0 = os.getloadavg()[0]
-    old = None if args.skip_before else before_worktree(work, args.before)
+    old = None if args.skip_before else before_worktree(work / "before-code", args.before)
     try:
         measured = measure(work, int(1_000_000 * args.scale), limit, args.runs, old, args.before)
     finally:
         if old is not None and not args.keep:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+            remove_worktree(old)
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
     text = report(measured, args, limit, (load0, os.getloadavg()[0]))

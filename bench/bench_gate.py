@@ -41,7 +41,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from contenders import Contender, run_interleaved, summarize  # noqa: E402
+from contenders import Contender, before_worktree, remove_worktree, run_interleaved, summarize  # noqa: E402
 from machine import cpu_model, nproc, ram_text  # noqa: E402
 
 PY = sys.executable
@@ -206,17 +206,6 @@ def run_checked(c: Contender) -> str:
     return out.stdout.strip()
 
 
-def before_worktree(ref: str) -> Path:
-    path = WORK / "before-code"
-    if not (path / "pairstore").is_dir():
-        subprocess.run(
-            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref],
-            check=True,
-            capture_output=True,
-        )
-    return path
-
-
 def slope(xs: list[float], ys: list[float]) -> float:
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
@@ -242,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [members // 4, members // 2, members]
     WORK.mkdir(parents=True, exist_ok=True)
     load = os.getloadavg()
-    old = None if args.skip_before else before_worktree(args.before)
+    old = None if args.skip_before else before_worktree(WORK / "before-code", args.before)
     after_db, before_db = WORK / f"after-{members}-{rows}.duckdb", WORK / f"before-{members}-{rows}.duckdb"
     if not after_db.exists():
         print(
@@ -340,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     write_results(args, members, rows, sizes, load, gate_runs, add_runs)
     if not args.keep:
         if old:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False)
+            remove_worktree(old)
         shutil.rmtree(WORK, ignore_errors=True)
     return 0
 

@@ -55,7 +55,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from contenders import Contender, ratio_text, ratios, run_interleaved, summarize  # noqa: E402
+from contenders import (  # noqa: E402
+    Contender,
+    before_worktree,
+    ratio_text,
+    ratios,
+    remove_worktree,
+    run_interleaved,
+    summarize,
+)
 from machine import cpu_model, ram_text  # noqa: E402
 
 if TYPE_CHECKING:
@@ -73,21 +81,6 @@ def use_code(code: str | None) -> None:
     first on the path before anything imports them (a child of the "before" contender)."""
     if code:
         sys.path.insert(0, code)
-
-
-def before_worktree(work: Path, ref: str) -> Path:
-    """A detached git worktree of `ref` in the work folder: the code before."""
-    path = work / "before-code"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), ref],
-        check=True,
-        capture_output=True,
-    )
-    return path
-
-
-def remove_worktree(path: Path) -> None:
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)], check=False)
 
 
 def build(work: Path, n_rows: int) -> tuple[Path, Path]:
@@ -470,7 +463,7 @@ def main() -> None:
     work.mkdir(parents=True)
     sections, built = [], []
     load_before = os.getloadavg()[0]
-    old = None if args.skip_before else before_worktree(work, args.before)
+    old = None if args.skip_before else before_worktree(work / "before-code", args.before)
     try:
         for table in tables:
             t0 = time.perf_counter()

@@ -29,6 +29,7 @@ import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -176,3 +177,25 @@ def markdown_table(stats: dict[str, Stats]) -> str:
             f"{s.median_cpu:.2f} [{c0:.2f}-{c1:.2f}] | {s.max_rss_mb:,.0f} |"
         )
     return "\n".join(lines)
+
+
+def before_worktree(path: Path, ref: str) -> Path:
+    """A detached git worktree of `ref` at `path` (the code before, for a bench's before/after rows);
+    kept as it is where a kept run left one there."""
+    if not (path / "pairstore").is_dir():
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", str(path.resolve()), ref],
+            check=True,
+            capture_output=True,
+            cwd=Path(__file__).resolve().parent,
+        )
+    return path
+
+
+def remove_worktree(path: Path) -> None:
+    """Remove a worktree made by before_worktree (nothing to do where it is gone)."""
+    subprocess.run(
+        ["git", "worktree", "remove", "--force", str(path.resolve())],
+        check=False,
+        cwd=Path(__file__).resolve().parent,
+    )
