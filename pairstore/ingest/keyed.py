@@ -15,6 +15,7 @@ JSON is one format string filled with each column's pieces, written once per col
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from json.encoder import encode_basestring as json_str  # what json.dumps writes for a string
 from typing import TYPE_CHECKING
@@ -45,6 +46,8 @@ def prompt_match_keys(prompts: Column) -> list[str | None]:
     words = word_texts(texts)
     parents = pc.list_parent_indices(prompts).filter(user).to_numpy(zero_copy_only=False)
     counts = np.bincount(parents, minlength=n) if len(parents) else np.zeros(n, dtype=np.int64)
+    if prompts.null_count == 0 and bool((counts == 1).all()):  # the common batch: one user turn each
+        return [key_of_text(w) for w in words]
     keys: list[str | None] = []
     at = 0
     valid = prompts.is_valid().to_pylist()
@@ -57,41 +60,48 @@ def prompt_match_keys(prompts: Column) -> list[str | None]:
 
 def _pieces(col: Column) -> list[str | None]:
     """The JSON text of every value of a column (None for a null), as json.dumps(..., default=str,
-    ensure_ascii=False, sort_keys=True) writes it inside a row."""
+    ensure_ascii=False, sort_keys=True) writes it inside a row. Lists and structs are written from their
+    child columns (each child once, as a column), then joined along the offsets: no Python dict per value."""
     arr = _array(col)
     t = arr.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        items = _pieces(arr.flatten())
+        lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
+        if arr.null_count == 0 and bool((lengths == 1).all()) and None not in items:  # one value each
+            return ["[" + p + "]" for p in items]  # type: ignore[operator]
+        offsets = [0, *np.cumsum(lengths).tolist()]  # each list's values in arr.flatten()
+        valid = arr.is_valid().to_pylist()
+        return [
+            "[" + ", ".join(["null" if p is None else p for p in items[a:b]]) + "]" if ok else None
+            for ok, a, b in zip(valid, offsets, offsets[1:])
+        ]
+    if pa.types.is_struct(t):
+        names = sorted(t.field(i).name for i in range(t.num_fields))
+        fmt = "{{" + ", ".join(f"{json_str(k)}: {{}}" for k in names) + "}}"
+        children = [_nulls_written(_pieces(arr.field(k))) for k in names]
+        valid = arr.is_valid().to_pylist()
+        return (
+            [fmt.format(*row) if ok else None for ok, *row in zip(valid, *children)]
+            if names
+            else ["{}" if ok else None for ok in valid]
+        )
     values = arr.to_pylist()
-    if pa.types.is_string(t):
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
         return [None if v is None else json_str(v) for v in values]
     if pa.types.is_boolean(t):
         return [None if v is None else ("true" if v else "false") for v in values]
     if pa.types.is_integer(t):
         return [None if v is None else str(v) for v in values]
+    if pa.types.is_floating(t):
+        return [None if v is None else json.dumps(v) for v in values]
     if pa.types.is_timestamp(t):
         return [None if v is None else json_str(str(v)) for v in values]
-    if pa.types.is_list(t) and pa.types.is_string(t.value_type):
-        return [None if v is None else "[" + ", ".join(map(json_str, v)) + "]" for v in values]
-    if pa.types.is_list(t) and pa.types.is_struct(t.value_type):
-        names = sorted(t.value_type.field(i).name for i in range(t.value_type.num_fields))
-        return [
-            None
-            if v is None
-            else "["
-            + ", ".join("{" + ", ".join(f"{json_str(k)}: {_scalar(m[k])}" for k in names) + "}" for m in v)
-            + "]"
-            for v in values
-        ]
     raise TypeError(f"no JSON writer for a {t} column")
 
 
-def _scalar(v: object) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, str):
-        return json_str(v)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+def _nulls_written(pieces: list[str | None]) -> list[str]:
+    """The pieces with JSON's null for each None (the list itself where it holds none)."""
+    return ["null" if p is None else p for p in pieces] if None in pieces else pieces  # type: ignore[return-value]
 
 
 def _template(names: Sequence[str]) -> tuple[str, list[str]]:
@@ -108,7 +118,7 @@ def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[s
     given = [name for name in optional if any(p is not None for p in pieces[name])]
     if not given:  # the common batch: one template for every row
         fmt, names = _template(always)
-        columns = [[p or "null" for p in pieces[k]] for k in names]
+        columns = [_nulls_written(pieces[k]) for k in names]
         return [fmt.format(*row) for row in zip(*columns)] if names else [fmt.format()] * n
     templates: dict[tuple[str, ...], tuple[str, list[str]]] = {}
     out: list[str] = []

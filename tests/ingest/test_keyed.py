@@ -39,8 +39,11 @@ ROW_TYPES = {
     "flagged": pa.bool_(),
     "voted_at": pa.timestamp("us"),
     "own_answers": pa.list_(pa.string()),
+    "score": pa.float64(),
     "prompt": MSG_TYPE,
 }
+# A message whose content is null: the struct's child is null where the struct is not.
+MESSAGE_OR_EMPTY = MESSAGE | st.fixed_dictionaries({"role": st.just("user"), "content": st.none()})
 ROWS = st.fixed_dictionaries(
     {
         "battle_id": st.one_of(st.none(), TEXT),
@@ -49,8 +52,9 @@ ROWS = st.fixed_dictionaries(
         "voted_at": st.one_of(
             st.none(), st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2199, 1, 1))
         ),
-        "own_answers": st.one_of(st.none(), st.lists(TEXT, max_size=3)),
-        "prompt": st.one_of(st.none(), PROMPTS),
+        "own_answers": st.one_of(st.none(), st.lists(st.one_of(st.none(), TEXT), max_size=3)),
+        "score": st.one_of(st.none(), st.floats()),
+        "prompt": st.one_of(st.none(), st.lists(MESSAGE_OR_EMPTY, min_size=1, max_size=4)),
     }
 )
 
