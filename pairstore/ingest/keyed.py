@@ -85,17 +85,23 @@ def _pieces(col: Column) -> list[str | None]:
             if names
             else ["{}" if ok else None for ok in valid]
         )
+    if pa.types.is_timestamp(t):  # few distinct times, each a costly datetime: each written once
+        encoded = arr.dictionary_encode()
+        written = [json_str(str(v)) for v in encoded.dictionary.to_pylist()]
+        return [None if i is None else written[i] for i in encoded.indices.to_pylist()]
     values = arr.to_pylist()
     if pa.types.is_string(t) or pa.types.is_large_string(t):
+        if not arr.null_count:
+            return list(map(json_str, values))
         return [None if v is None else json_str(v) for v in values]
     if pa.types.is_boolean(t):
         return [None if v is None else ("true" if v else "false") for v in values]
     if pa.types.is_integer(t):
-        return [None if v is None else str(v) for v in values]
+        return (
+            list(map(str, values)) if not arr.null_count else [None if v is None else str(v) for v in values]
+        )
     if pa.types.is_floating(t):
         return [None if v is None else json.dumps(v) for v in values]
-    if pa.types.is_timestamp(t):
-        return [None if v is None else json_str(str(v)) for v in values]
     raise TypeError(f"no JSON writer for a {t} column")
 
 
@@ -104,9 +110,36 @@ def _nulls_written(pieces: list[str | None]) -> list[str]:
     return ["null" if p is None else p for p in pieces] if None in pieces else pieces  # type: ignore[return-value]
 
 
+def _key(name: str) -> str:
+    """A JSON object key as a format string writes it (braces doubled)."""
+    return json_str(name).replace("{", "{{").replace("}", "}}")
+
+
 def _template(names: Sequence[str]) -> tuple[str, list[str]]:
     chosen = sorted(names)
-    return "{{" + ", ".join(f"{json_str(k)}: {{}}" for k in chosen) + "}}", chosen
+    return "{{" + ", ".join(f"{_key(k)}: {{}}" for k in chosen) + "}}", chosen
+
+
+def _parts(col: Column) -> tuple[str, list[list[str]]]:
+    """A format string that writes a value of the column and the columns of pieces that fill it, value by
+    value. A struct with no null, or a list with no null holding one value in every row (a battle's
+    one-turn prompt, its one answer a side), is written inside the row's own format string: one format
+    call per row writes the whole row, no string per inner value."""
+    arr = _array(col)
+    t = arr.type
+    if not arr.null_count and len(arr):
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            if bool((pc.list_value_length(arr).to_numpy(zero_copy_only=False) == 1).all()):
+                inner, columns = _parts(arr.flatten())
+                return "[" + inner + "]", columns
+        elif pa.types.is_struct(t) and t.num_fields:
+            fields, columns = [], []
+            for k in sorted(t.field(i).name for i in range(t.num_fields)):
+                inner, more = _parts(arr.field(k))
+                fields.append(f"{_key(k)}: {inner}")
+                columns += more
+            return "{{" + ", ".join(fields) + "}}", columns
+    return "{}", [_nulls_written(_pieces(arr))]
 
 
 def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
@@ -114,12 +147,16 @@ def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[s
     included), each `optional` column only where it is not null; json.dumps(row, sort_keys=True,
     default=str, ensure_ascii=False) of the same dict."""
     n = table.num_rows
-    pieces = {name: _pieces(table.column(name)) for name in (*always, *optional)}
-    given = [name for name in optional if any(p is not None for p in pieces[name])]
-    if not given:  # the common batch: one template for every row
-        fmt, names = _template(always)
-        columns = [_nulls_written(pieces[k]) for k in names]
-        return [fmt.format(*row) for row in zip(*columns)] if names else [fmt.format()] * n
+    given = [name for name in optional if table.column(name).null_count < n]  # given in some row
+    if not given:  # the common batch: one format string for every row
+        fields, columns = [], []
+        for k in sorted(always):
+            inner, more = _parts(table.column(k))
+            fields.append(f"{_key(k)}: {inner}")
+            columns += more
+        fmt = "{{" + ", ".join(fields) + "}}"
+        return [fmt.format(*row) for row in zip(*columns)] if columns else [fmt.format()] * n
+    pieces = {name: _pieces(table.column(name)) for name in (*always, *given)}
     templates: dict[tuple[str, ...], tuple[str, list[str]]] = {}
     out: list[str] = []
     for i in range(n):
