@@ -156,13 +156,18 @@ def fsync_file(path: StrPath) -> None:
 # ---------------------------------------------------------------------------- space
 
 
-def check_free_space(folder: StrPath, needed: int, *, what: str = "this") -> None:
-    """PairstoreError (exit 1) naming the folder and the bytes when `folder` (or the nearest existing folder
-    above it) has less than `needed` bytes free."""
+def free_space(folder: StrPath) -> int:
+    """The bytes free where `folder` is (or the nearest existing folder above it)."""
     probe = Path(folder).absolute()
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
-    free = shutil.disk_usage(probe).free
+    return shutil.disk_usage(probe).free
+
+
+def check_free_space(folder: StrPath, needed: int, *, what: str = "this") -> None:
+    """PairstoreError (exit 1) naming the folder and the bytes when `folder` (or the nearest existing folder
+    above it) has less than `needed` bytes free."""
+    free = free_space(folder)
     if free < needed:
         raise PairstoreError(
             f"{folder}: not enough free space for {what}: it needs {needed:,} bytes, {free:,} are free; "

@@ -42,10 +42,11 @@ from pairstore.export.overwrites import leftovers, recover_interrupted, replacem
 from pairstore.export.paths import export_paths
 from pairstore.export.plan import planned_mixture
 from pairstore.export.registry import ExportedFile, record_export
-from pairstore.export.writer import estimated_bytes, write_mixture_file
+from pairstore.export.writer import ESTIMATE_MARGIN_BYTES, estimated_bytes, write_mixture_file
 from pairstore.files import (
     StrPath,
     check_free_space,
+    free_space,
     fsync_dir,
     fsync_file,
     missing_folders,
@@ -163,6 +164,35 @@ def _size_estimate(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
     return estimated_bytes(con, plan_table)
 
 
+# Up to this many plan entries the raw upper bound (one SQL sum over the texts) costs less than the
+# sampled estimate, whose cost does not grow with the plan (measured: 0.03 s against 0.15 s at 20,000
+# entries, 0.12 s against 0.17 s at 200,000).
+RAW_BOUND_MAX_ENTRIES = 100_000
+
+
+def _raw_bound(con: duckdb.DuckDBPyConnection, plan_table: str) -> int:
+    """An upper bound of the export's bytes: its texts as stored, every copy (parquet's compression only
+    makes the files smaller), plus the estimate's margin. Each message is counted as its role and content
+    plus 32 bytes, each row 64 bytes more."""
+    raw = con.execute(
+        "SELECT coalesce(sum((coalesce(list_sum(list_transform(p.prompt, "
+        "lambda m: strlen(m.role) + strlen(m.content) + 32)), 0) + strlen(p.chosen) "
+        f"+ coalesce(strlen(p.rejected), 0) + 64) * m.copies), 0) "
+        f"FROM {plan_table} m JOIN pairs p ON p.rowid = m.prow"
+    ).fetchall()[0][0]
+    return int(raw) + ESTIMATE_MARGIN_BYTES
+
+
+def _needed_space(con: duckdb.DuckDBPyConnection, plan_table: str, entries: int, out: Path) -> int:
+    """The bytes the free-space check asks for: a small plan's raw upper bound where the folder has that
+    much free (nothing closer is needed then), else the sampled estimate (_size_estimate)."""
+    if entries <= RAW_BOUND_MAX_ENTRIES:
+        raw = _raw_bound(con, plan_table)
+        if raw <= free_space(out):
+            return raw
+    return _size_estimate(con, plan_table)
+
+
 def _check_writable(out: Path) -> None:
     """The folder `out`, or the nearest folder above it that exists, can take new files."""
     probe = out.absolute()
@@ -229,7 +259,8 @@ def export_round(
             outcome = run_gate(store, name, mix, system_prompt, drop_held_out=drop_held_out)
             gate, exempted = outcome.result, outcome.exempted
             stage.advance(mixture_entries)
-        check_free_space(out, _size_estimate(con, mix.table), what=f"the export of {name}")
+        needed = _needed_space(con, mix.table, mix.entries(), out)
+        check_free_space(out, needed, what=f"the export of {name}")
         with writes_into(out):
             out_real, finals, evidence_path = _out_paths(out, name)
         kinds_present = mix.kinds()

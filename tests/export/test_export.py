@@ -378,3 +378,25 @@ def test_the_free_space_estimate_is_near_the_files_written(setup, tmp_path, dpo_
             estimate = estimated_bytes(setup.con, mix.table) - ESTIMATE_MARGIN_BYTES
         written = Path(export_round(setup, name, tmp_path / name).files["dpo"].path).stat().st_size
         assert written / 1.5 <= estimate <= written * 1.5, (name, estimate, written)
+
+
+def test_the_free_space_check_takes_the_raw_bound_only_where_it_fits(setup, monkeypatch, tmp_path):
+    """A small plan's raw upper bound is asked for where the folder has that much free; where it has not,
+    or the plan is large, the sampled estimate is (so no export is refused for its raw text alone)."""
+    from pairstore.export import run as export_run
+    from pairstore.export.plan import planned_mixture
+    from pairstore.rounds.recipes import get_round
+
+    sampled = []
+    monkeypatch.setattr(export_run, "_size_estimate", lambda con, table: sampled.append(table) or 1234)
+    with planned_mixture(setup, get_round(setup, "r1")) as mix:
+        entries = mix.entries()
+        raw = export_run._raw_bound(setup.con, mix.table)
+        assert raw > 1234
+        monkeypatch.setattr(export_run, "free_space", lambda folder: raw)
+        assert export_run._needed_space(setup.con, mix.table, entries, tmp_path) == raw and not sampled
+        monkeypatch.setattr(export_run, "free_space", lambda folder: raw - 1)
+        assert export_run._needed_space(setup.con, mix.table, entries, tmp_path) == 1234 and len(sampled) == 1
+        monkeypatch.setattr(export_run, "free_space", lambda folder: 1 << 60)
+        large = export_run.RAW_BOUND_MAX_ENTRIES + 1
+        assert export_run._needed_space(setup.con, mix.table, large, tmp_path) == 1234 and len(sampled) == 2
