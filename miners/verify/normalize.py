@@ -21,8 +21,7 @@ import re
 from functools import lru_cache
 
 from miners.verify.brackets import closing_index, depth_zero, encloses
-
-CACHE_SIZE = 65536
+from miners.verify.parse import CACHE_SIZE
 
 # Digits of other scripts and full-width punctuation, one character for one (so positions are kept
 # where a text is read): ０-９, Arabic-Indic, Devanagari, Bengali, Thai, ...; the Arabic decimal and

@@ -16,6 +16,7 @@ import re
 from fractions import Fraction
 from functools import lru_cache
 
+# Entries of each of the verifier's caches (parsed and normalized answers, comparisons), one bound for all.
 CACHE_SIZE = 65536
 
 _MIXED_PLAIN_RE = re.compile(r"^(-?)(\d+)\s+(\d+)\s*/\s*(\d+)$")

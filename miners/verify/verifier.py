@@ -62,6 +62,7 @@ from miners.verify.fast import (
     word_against_number,
 )
 from miners.verify.normalize import normalize, split_top
+from miners.verify.parse import CACHE_SIZE
 from miners.verify.prose import without_closing_rating
 from miners.verify.readable import glued_signs, renamed_constants, states_no_value, undecidable_forms
 from miners.verify.rules import RULES_BY_NAME, option_labels
@@ -94,7 +95,6 @@ from miners.verify.types import (
 from pairstore.errors import BadInput
 
 KINDS = ("gsm8k", "math", "task")
-CACHE_SIZE = 65536
 MAX_ANSWER_CHARS = 2000  # longer "answers" are runaways; normalizing them could cost O(n^2)
 
 _EMPHASIS_RE = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
