@@ -34,12 +34,14 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import duckdb
@@ -257,8 +259,12 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
     }
 
 
-def mine_child(db: Path, workers: int) -> None:
-    """One contender run: mine the store at `db` (a fresh copy), print the result as one JSON line."""
+def mine_child(db: Path, workers: int, trace: bool = False) -> None:
+    """One contender run: mine the store at `db` (a fresh copy), print the result as one JSON line. With
+    `trace` (an untimed run: tracing slows Python down), also where the memory is at the end: the peak of
+    Python's own objects (tracemalloc), DuckDB's memory by tag and the Arrow pool's high-water mark."""
+    if trace:
+        tracemalloc.start()
     t0 = time.perf_counter()
     with open_store(db) as store:
         results = [
@@ -270,7 +276,24 @@ def mine_child(db: Path, workers: int) -> None:
             ),
             mine_loopfix(store, model=MODEL, workers=workers),
         ]
+        duckdb_mb = dict(
+            store.con.execute(
+                "SELECT tag, round(sum(memory_usage_bytes) / 1e6, 1) FROM duckdb_memory() GROUP BY tag"
+            ).fetchall()
+        )
     total = time.perf_counter() - t0
+    if trace:
+        print(
+            json.dumps(
+                {
+                    "python_peak_mb": tracemalloc.get_traced_memory()[1] / 1e6,
+                    "duckdb_mb": duckdb_mb,
+                    "arrow_max_mb": pa.default_memory_pool().max_memory() / 1e6,
+                    "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                }
+            )
+        )
+        return
     t = {k: sum(r.timings[k] for r in results) for k in ("verify_s", "scan_s", "judge_wall_s", "write_s")}
 
     def tally(attr: str) -> dict:
@@ -365,9 +388,18 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
             before=fresh,
         )
         parallel = run_interleaved([workers], rounds=1)[0]
+    fresh()
+    traced = subprocess.run(
+        [sys.executable, me, "--child-mine", str(db), "1", "--trace"],
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    breakdown = json.loads(traced.stdout.splitlines()[-1])
     db.unlink(missing_ok=True)
     template.unlink(missing_ok=True)
-    return {"n": n, "info": info, "build_s": build_s, "runs": runs, "parallel": parallel}
+    return {"n": n, "info": info, "build_s": build_s, "runs": runs, "parallel": parallel, "memory": breakdown}
 
 
 def section(m: dict, args: argparse.Namespace) -> str:
@@ -426,6 +458,36 @@ def section(m: dict, args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def memory_lines(first: dict, last: dict) -> list[str]:
+    """Where a mining process's memory is at its end, at the smallest and the largest size (one untimed,
+    traced run each), and how each part grows per added generation."""
+    tags = sorted(set(first["memory"]["duckdb_mb"]) | set(last["memory"]["duckdb_mb"]))
+
+    def parts(m: dict) -> dict[str, float]:
+        mem = m["memory"]
+        return {
+            "Python objects, peak (tracemalloc)": mem["python_peak_mb"],
+            **{f"DuckDB {tag}": mem["duckdb_mb"].get(tag, 0.0) for tag in tags},
+            "Arrow pool, high-water": mem["arrow_max_mb"],
+        }
+
+    a, b = parts(first), parts(last)
+    added = last["n"] - first["n"]
+    rows = [
+        f"| {name} | {a[name]:,.1f} | {b[name]:,.1f} | {1000 * (b[name] - a[name]) / added:,.2f} |"
+        for name in a
+        if a[name] >= 0.5 or b[name] >= 0.5
+    ]
+    return [
+        f"Where the memory is at the end of mining (one untimed run with tracemalloc on at each size; "
+        f"peak RSS of those runs {first['memory']['rss_mb']:,.0f} and {last['memory']['rss_mb']:,.0f} MB):",
+        "",
+        f"| part | MB at {first['n']:,} | MB at {last['n']:,} | KB per added generation |",
+        "| --- | --- | --- | --- |",
+        *rows,
+    ]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="100000,400000", help="Generations of each store (comma-separated).")
@@ -436,6 +498,7 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mining.md"))
     ap.add_argument("--child-mine", nargs=2, metavar=("DB", "WORKERS"), help=argparse.SUPPRESS)
     ap.add_argument("--child-bare", metavar="DB", help=argparse.SUPPRESS)
+    ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--child-build", nargs=4, metavar=("DB", "N", "SEED", "FAMILIES"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_build:
@@ -445,7 +508,7 @@ def main(argv=None) -> int:
         print(json.dumps(info))
         return 0
     if args.child_mine:
-        mine_child(Path(args.child_mine[0]), int(args.child_mine[1]))
+        mine_child(Path(args.child_mine[0]), int(args.child_mine[1]), trace=args.trace)
         return 0
     if args.child_bare:
         bare_child(Path(args.child_bare))
@@ -503,6 +566,8 @@ def main(argv=None) -> int:
             "3.37 KB streaming from one sorted query, whose whole result DuckDB held; both measured with "
             "the store built in this process, which inflated the peaks). "
             f"Goal: mining 100k generations in under 60 s on 2 cores: {goal}.",
+            "",
+            *memory_lines(first, last),
             "",
             *(section(m, args) for m in measured),
         ]
