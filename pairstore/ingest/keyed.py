@@ -77,7 +77,7 @@ def _pieces(col: Column) -> list[str | None]:
         ]
     if pa.types.is_struct(t):
         names = sorted(t.field(i).name for i in range(t.num_fields))
-        fmt = "{{" + ", ".join(f"{json_str(k)}: {{}}" for k in names) + "}}"
+        fmt = "{{" + ", ".join(f"{_key(k)}: {{}}" for k in names) + "}}"
         children = [_nulls_written(_pieces(arr.field(k))) for k in names]
         valid = arr.is_valid().to_pylist()
         return (
@@ -85,6 +85,8 @@ def _pieces(col: Column) -> list[str | None]:
             if names
             else ["{}" if ok else None for ok in valid]
         )
+    if pa.types.is_null(t):  # a column the reader found no value for
+        return [None] * len(arr)
     if pa.types.is_timestamp(t):  # few distinct times, each a costly datetime: each written once
         encoded = arr.dictionary_encode()
         written = [json_str(str(v)) for v in encoded.dictionary.to_pylist()]

@@ -41,6 +41,7 @@ ROW_TYPES = {
     "own_answers": pa.list_(pa.string()),
     "score": pa.float64(),
     "prompt": MSG_TYPE,
+    "nothing": pa.null(),
 }
 # A message whose content is null: the struct's child is null where the struct is not.
 MESSAGE_OR_EMPTY = MESSAGE | st.fixed_dictionaries({"role": st.just("user"), "content": st.none()})
@@ -54,6 +55,7 @@ ROWS = st.fixed_dictionaries(
         ),
         "own_answers": st.one_of(st.none(), st.lists(st.one_of(st.none(), TEXT), max_size=3)),
         "score": st.one_of(st.none(), st.floats()),
+        "nothing": st.none(),
         "prompt": st.one_of(st.none(), st.lists(MESSAGE_OR_EMPTY, min_size=1, max_size=4)),
     }
 )
