@@ -259,7 +259,8 @@ def export_round(
             outcome = run_gate(store, name, mix, system_prompt, drop_held_out=drop_held_out)
             gate, exempted = outcome.result, outcome.exempted
             stage.advance(mixture_entries)
-        needed = _needed_space(con, mix.table, mix.entries(), out)
+        # (mixture_entries: the plan before any drop, enough to choose how to estimate)
+        needed = _needed_space(con, mix.table, mixture_entries, out)
         check_free_space(out, needed, what=f"the export of {name}")
         with writes_into(out):
             out_real, finals, evidence_path = _out_paths(out, name)

@@ -67,8 +67,6 @@ def _pieces(col: Column) -> list[str | None]:
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         items = _pieces(arr.flatten())
         lengths = pc.fill_null(pc.list_value_length(arr), 0).to_numpy(zero_copy_only=False)
-        if arr.null_count == 0 and bool((lengths == 1).all()) and None not in items:  # one value each
-            return ["[" + p + "]" for p in items]  # type: ignore[operator]
         offsets = [0, *np.cumsum(lengths).tolist()]  # each list's values in arr.flatten()
         valid = arr.is_valid().to_pylist()
         return [
@@ -77,7 +75,7 @@ def _pieces(col: Column) -> list[str | None]:
         ]
     if pa.types.is_struct(t):
         names = sorted(t.field(i).name for i in range(t.num_fields))
-        fmt = "{{" + ", ".join(f"{_key(k)}: {{}}" for k in names) + "}}"
+        fmt = _object_format([(k, "{}") for k in names])
         children = [_nulls_written(_pieces(arr.field(k))) for k in names]
         valid = arr.is_valid().to_pylist()
         return (
@@ -112,14 +110,29 @@ def _nulls_written(pieces: list[str | None]) -> list[str]:
     return ["null" if p is None else p for p in pieces] if None in pieces else pieces  # type: ignore[return-value]
 
 
-def _key(name: str) -> str:
-    """A JSON object key as a format string writes it (braces doubled)."""
-    return json_str(name).replace("{", "{{").replace("}", "}}")
+def _object_format(fields: Sequence[tuple[str, str]]) -> str:
+    """The format string of a JSON object: each (key, the format string of its value), keys' braces
+    doubled."""
+    return (
+        "{{"
+        + ", ".join(json_str(k).replace("{", "{{").replace("}", "}}") + ": " + v for k, v in fields)
+        + "}}"
+    )
 
 
 def _template(names: Sequence[str]) -> tuple[str, list[str]]:
     chosen = sorted(names)
-    return "{{" + ", ".join(f"{_key(k)}: {{}}" for k in chosen) + "}}", chosen
+    return _object_format([(k, "{}") for k in chosen]), chosen
+
+
+def _row_format(table: pa.Table, names: Sequence[str]) -> tuple[str, list[list[str]]]:
+    """The format string of rows holding the columns `names` (keys sorted) and the pieces that fill it."""
+    fields, columns = [], []
+    for k in sorted(names):
+        inner, more = _parts(table.column(k))
+        fields.append((k, inner))
+        columns += more
+    return _object_format(fields), columns
 
 
 def _parts(col: Column) -> tuple[str, list[list[str]]]:
@@ -135,12 +148,8 @@ def _parts(col: Column) -> tuple[str, list[list[str]]]:
                 inner, columns = _parts(arr.flatten())
                 return "[" + inner + "]", columns
         elif pa.types.is_struct(t) and t.num_fields:
-            fields, columns = [], []
-            for k in sorted(t.field(i).name for i in range(t.num_fields)):
-                inner, more = _parts(arr.field(k))
-                fields.append(f"{_key(k)}: {inner}")
-                columns += more
-            return "{{" + ", ".join(fields) + "}}", columns
+            children = pa.Table.from_arrays([arr.field(i) for i in range(t.num_fields)], names=t.names)
+            return _row_format(children, t.names)
     return "{}", [_nulls_written(_pieces(arr))]
 
 
@@ -151,12 +160,7 @@ def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[s
     n = table.num_rows
     given = [name for name in optional if table.column(name).null_count < n]  # given in some row
     if not given:  # the common batch: one format string for every row
-        fields, columns = [], []
-        for k in sorted(always):
-            inner, more = _parts(table.column(k))
-            fields.append(f"{_key(k)}: {inner}")
-            columns += more
-        fmt = "{{" + ", ".join(fields) + "}}"
+        fmt, columns = _row_format(table, always)
         return [fmt.format(*row) for row in zip(*columns)] if columns else [fmt.format()] * n
     pieces = {name: _pieces(table.column(name)) for name in (*always, *given)}
     templates: dict[tuple[str, ...], tuple[str, list[str]]] = {}
