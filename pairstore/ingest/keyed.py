@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pairstore.keys import key_of_text
+from pairstore.keys import key_of_text, keys_of_texts
 from pairstore.normalize import TURN_SEP, word_texts
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def prompt_match_keys(prompts: Column) -> list[str | None]:
     parents = pc.list_parent_indices(prompts).filter(user).to_numpy(zero_copy_only=False)
     counts = np.bincount(parents, minlength=n) if len(parents) else np.zeros(n, dtype=np.int64)
     if prompts.null_count == 0 and bool((counts == 1).all()):  # the common batch: one user turn each
-        return [key_of_text(w) for w in words]
+        return [*keys_of_texts(words)]
     keys: list[str | None] = []
     at = 0
     valid = prompts.is_valid().to_pylist()

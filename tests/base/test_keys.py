@@ -2,6 +2,8 @@ import hashlib
 import unicodedata
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pairstore.errors import BadInput
 from pairstore.keys import (
@@ -144,3 +146,15 @@ def test_seeded_ranks_are_seeded_rank_of_each_id_whatever_the_container():
     assert seeded_order(12076, chunked, "limit").tolist() == sorted(range(len(ids)), key=lambda k: want[k])
     with pytest.raises(BadInput):
         seeded_ranks(1, pa.array(["a", None]))
+
+
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from(["a", " ", "'", "\x1e", "\x00", "é", "1"]), max_size=8), max_size=8
+    )
+)
+def test_keys_of_many_texts_equal_key_of_each(texts):
+    """The joined compact pass (NUL between texts, and texts that hold a NUL or a turn break themselves)."""
+    from pairstore.keys import key_of_text, keys_of_texts
+
+    assert keys_of_texts(texts) == [key_of_text(t) for t in texts]
