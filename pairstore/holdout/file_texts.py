@@ -51,6 +51,7 @@ import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
+from pairstore.heap import return_large_blocks
 from pairstore.holdout.record_fields import CONVERSATION_FIELDS, ID_FIELDS, INSTRUCTION_PARTS, PROMPT_FIELDS
 from pairstore.prefetch import prefetch
 
@@ -603,6 +604,7 @@ def read_file_texts(path: str | Path, *, batch_rows: int = BATCH_ROWS) -> Iterat
     kind, compression = file_kind(path)
     if path.stat().st_size == 0:
         raise BadInput("empty file", path=str(path))
+    return_large_blocks()  # a batch's buffers freed go back to the system, not to a heap kept whole
     row = 0
     source: Iterator[_Columns | _PythonRecords]
     if kind == "json":
