@@ -42,7 +42,6 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
 from pairstore.errors import BadInput
-from pairstore.heap import return_large_blocks
 from pairstore.ingest.declare import TEXT, Field, Format, Unread
 from pairstore.ingest.kinds import (
     MSG_TYPE,
@@ -370,7 +369,6 @@ def read_columns(
     shapes: each record in the shape its keys say)."""
     file = Path(path)
     reading = Reading(fmt, schema)
-    return_large_blocks()  # a batch's buffers freed go back to the system, not to a heap kept whole
     done = 0
     if (DIRECT if direct is None else direct) and file.is_file() and file.stat().st_size:
         try:
