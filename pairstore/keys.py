@@ -29,7 +29,7 @@ import numpy as np
 import xxhash
 
 from pairstore.errors import BadInput
-from pairstore.normalize import TURN_SEP, compact_text, word_text, word_texts
+from pairstore.normalize import TURN_SEP, compact_text, each_through_joined, word_text, word_texts
 
 if TYPE_CHECKING:
     import pyarrow
@@ -143,11 +143,10 @@ def key_of_text(text: str) -> str:
 
 
 def keys_of_texts(texts: Sequence[str]) -> list[str]:
-    """[key_of_text(t) for t in texts]: compact_text of the texts joined by NUL (no step of it reads a
-    NUL), one call per text only for the hash."""
-    joined = "\x00".join(texts)
-    parts = compact_text(joined).split("\x00") if joined.count("\x00") == len(texts) - 1 else None
-    if parts is None or len(parts) != len(texts):  # a text holds NUL itself
+    """[key_of_text(t) for t in texts]: compact_text of the texts joined by NUL (it removes only spaces, turn
+    breaks and apostrophes), one call per text only for the hash."""
+    parts = each_through_joined(texts, compact_text)
+    if parts is None:  # a text holds NUL itself
         return [key_of_text(t) for t in texts]
     digest = xxhash.xxh3_128_hexdigest
     return [digest(t.encode("utf-8")) for t in parts]

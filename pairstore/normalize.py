@@ -503,6 +503,25 @@ class Step:
 _NUL = "\x00"
 
 
+def _split_joined(out: str, n: int, sep: str = _NUL) -> list[str]:
+    """What a run over n texts joined by `sep` gave, split again; the run must neither make nor remove a
+    separator (each caller says why its run reads nothing across one)."""
+    parts = out.split(sep)
+    if len(parts) != n:  # a step made or removed a separator: a bug in the caller's rule
+        raise AssertionError(f"{n} texts joined came back as {len(parts)}")
+    return parts
+
+
+def each_through_joined(texts: Sequence[str], run: Callable[[str], str], sep: str = _NUL) -> list[str] | None:
+    """[run(t) for t in texts] in one call of `run` over the texts joined by `sep` (which holds a NUL), for a
+    `run` that reads nothing across a NUL; None where a text holds a NUL itself (the caller goes one by
+    one)."""
+    together = sep.join(texts)
+    if together.count(_NUL) != len(texts) - 1:
+        return None
+    return _split_joined(run(together), len(texts), sep)
+
+
 def _through_joined(
     texts: list[str],
     one: Callable[[str], str],
@@ -521,9 +540,7 @@ def _through_joined(
         else:
             out[i] = one(t)
     if joined_at:
-        parts = (joined or one)(sep.join(texts[i] for i in joined_at)).split(sep)
-        if len(parts) != len(joined_at):  # a step made or removed a separator: a bug in the caller's rule
-            raise AssertionError(f"{one.__name__}: {len(joined_at)} texts joined came back as {len(parts)}")
+        parts = _split_joined((joined or one)(sep.join(texts[i] for i in joined_at)), len(joined_at), sep)
         for i, part in zip(joined_at, parts):
             out[i] = part
     return out  # type: ignore[return-value]
@@ -547,10 +564,7 @@ def _all_or_each(
 def _joined_run(texts: list[str], at: list[int], run: Callable[[str], str], sep: str = _NUL) -> list[str]:
     """run(texts[i]) for i in `at`, in one call over those texts joined by `sep`: `run` must read nothing
     across a separator (each caller says why). None of the texts may hold a NUL."""
-    parts = run(sep.join(texts[i] for i in at)).split(sep)
-    if len(parts) != len(at):  # a step made or removed a separator: a bug in the caller's rule
-        raise AssertionError(f"{len(at)} texts joined came back as {len(parts)}")
-    return parts
+    return _split_joined(run(sep.join(texts[i] for i in at)), len(at), sep)
 
 
 def _only_where(
@@ -566,12 +580,8 @@ def _only_where(
     together = _NUL.join(texts)
     if not needs(together):
         return texts
-    whole = together.count(_NUL) == len(texts) - 1  # no text holds a NUL of its own
-    if joined is not None and whole:
-        parts = joined(together).split(_NUL)
-        if len(parts) != len(texts):  # a step made or removed a separator: a bug in the caller's rule
-            raise AssertionError(f"{one.__name__}: {len(texts)} texts joined came back as {len(parts)}")
-        return parts
+    if joined is not None and together.count(_NUL) == len(texts) - 1:  # no text holds a NUL of its own
+        return _split_joined(joined(together), len(texts))
     out = list(texts)
     for i, t in enumerate(texts):
         if needs(t):
@@ -605,14 +615,11 @@ def _role_markers_only(joined: str) -> str:
 
 def _strip_markup_many(texts: list[str]) -> list[str]:
     # A text with "<" or "[" one by one (a tag may span anything); one with only ":" in the joined pass.
-    together = _LINE_SEP.join(texts)
+    together = _NUL.join(texts)
     if "<" not in together and "[" not in together and together.count(_NUL) == len(texts) - 1:
         if ":" not in together:
             return texts
-        parts = _role_markers_only(together).split(_LINE_SEP)
-        if len(parts) != len(texts):  # a marker took a separator: a bug in _ROLE_MARKER_AFTER_BREAK
-            raise AssertionError(f"{len(texts)} texts joined came back as {len(parts)}")
-        return parts
+        return _split_joined(_role_markers_only(_LINE_SEP.join(texts)), len(texts), _LINE_SEP)
     tagged = [i for i, t in enumerate(texts) if "<" in t or "[" in t or _NUL in t]
     markers = [i for i, t in enumerate(texts) if ":" in t and _NUL not in t and "<" not in t and "[" not in t]
     out = list(texts)
