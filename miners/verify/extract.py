@@ -326,6 +326,9 @@ def value_only(line: str, kind: str) -> str | None:
     return stripped
 
 
+_SIGNS_ONLY_RE = re.compile(r"[\s$#*_`~=.:|>\-]*")
+
+
 def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
     """The answer of an output no span rule read: a short one-line output is its own answer; an
     answer stated first in a paragraph of its own, an explanation after it ("42" over "Explanation:
@@ -342,7 +345,8 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
         and not looping(stripped)
     ):
         answer, weak = _finish(stripped, "short", kind)
-        if answer:
+        # marker and markup signs alone ("$####", "**") are a format echoed with nothing in it
+        if answer and not _SIGNS_ONLY_RE.fullmatch(answer):
             # a bare value ("18", "\\frac12") is its own answer; a sentence read for its value is weak
             return Extraction(answer, "short_output", not weak, start=0, end=len(text.rstrip()))
         return Extraction(None, missing=NO_ANSWER)

@@ -440,8 +440,15 @@ def _talk_re(marker: AnswerMarker) -> re.Pattern | None:
     return re.compile(r"(?i)\s*(?:" + marker.talk + r")\b") if marker.talk else None
 
 
+def _talk_words(marker: AnswerMarker) -> tuple[str, ...]:
+    """The talk words as plain text ("as\\s+follows" -> "as follows"), to know a word cut short."""
+    return tuple(w.replace(r"\s+", " ").lower() for w in marker.talk.split("|") if w) if marker.talk else ()
+
+
 _COPULA_RES = tuple(
-    (m, _copula_res(m), _talk_re(m), any(w.isascii() for w in m.words)) for m in ANSWER_MARKERS if m.copulas
+    (m, _copula_res(m), _talk_re(m), any(w.isascii() for w in m.words), _talk_words(m))
+    for m in ANSWER_MARKERS
+    if m.copulas
 )
 # The marker words an ASCII text can hold, none containing another ("respuesta final" holds
 # "respuesta"): an ASCII text with none of them holds no marker, which spares the three marker
@@ -560,18 +567,26 @@ def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
                 yield Span(m.start(), max(m.end(), value_end), value, "marker_heading", _language(m))
 
 
+def _cut_talk(answer: str, talk_words: tuple[str, ...]) -> bool:
+    """Whether an answer that the end of the reply cut is a word that begins a talk word."""
+    word = answer.strip().lower()
+    return len(word) >= 2 and word.isalpha() and any(w.startswith(word) for w in talk_words)
+
+
 def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
     """An answer marker and its copula, to the end of the sentence: "So the answer is 18 dollars." ->
     "18 dollars" (prose: reduced to 18), "the correct option is:\\nB)After 12 minutes", "answer
     (arabic numerals) is\\n\\n8", "所以答案是D。" -> "D", "La réponse est 12." -> "12", "Die Antwort
     lautet $x=3$". Talk about an answer is none: "the answer is correct", "答案是正确的"."""
     ascii_text = low.isascii()
-    for marker, regex, talk, ascii_words in _COPULA_RES:
+    for marker, regex, talk, ascii_words, talk_words in _COPULA_RES:
         # (a marker whose words all hold other letters is in no ASCII text: no search)
         if regex is None or (ascii_text and not ascii_words) or not any(w in low for w in marker.words):
             continue
         for m in regex.finditer(text):
             span = _sentence_span(text, m, "marker_copula", talk)
+            if span is not None and span.end == len(text) and _cut_talk(span.text, talk_words):
+                continue  # "That answer is incor" where the reply is cut: the start of talk, no value
             if span is not None:
                 yield span._replace(language=marker.language)
 

@@ -111,7 +111,9 @@ def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int 
     if _ADJ_RE.search(clause):
         return True
     rest = _AFTER_PERCENT_RE.sub("", after_value, count=1)
-    return bool(re.match(r"^\s*(?:" + _ANY_RE.pattern + ")", rest, re.I))
+    # the rating word stands in the percentage's own line: "ANSWER: 44%" then "CONFIDENCE: 100" on the
+    # next is an answer and its rating, not "44% confident"
+    return bool(re.match(r"^[ \t]*(?:" + _ANY_RE.pattern + ")", rest, re.I))
 
 
 def rating_word(text: str) -> re.Match | None:

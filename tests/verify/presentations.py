@@ -725,6 +725,51 @@ def answer_word_line(draw: st.DrawFn) -> Case:
     return Case(output, gold, "math", says == gold_says, classes)
 
 
+@st.composite
+def percent_answer_line(draw: st.DrawFn) -> Case:
+    """A percentage on the explicit answer line ("ANSWER: 44%"), a rating on the next line or none,
+    after working that names other percentages; the gold a percentage (`44\\%`) or bare. The rating's
+    word stands on its own line: it rates nothing on the answer's line ("44%" is no "44% confident")."""
+    value = draw(st.integers(1, 400))
+    says = draw(st.booleans())
+    shown = value if says else draw(st.integers(1, 400).filter(lambda v: v != value))
+    step = draw(st.integers(5, 50))
+    working = f"Each side grows by {step}%, so the area is multiplied by {(100 + step) / 100:g} twice."
+    sign = draw(st.sampled_from(("%", " %", "\\%")))
+    line = draw(st.sampled_from(ANSWER_LINES)).format(w=f"{shown}{sign}")
+    rating = draw(st.sampled_from(RATING_LINES))
+    gold = draw(st.sampled_from((f"{value}\\%", f"{value}")))
+    classes = {"answer line": line, "rating": rating.strip() or "(none)"}
+    return Case(f"{working}\n\n{line}{rating}", gold, "math", says, classes)
+
+
+# feedback a model invents after its answer, as if the user had replied
+FEEDBACK = (
+    "That answer is incorrect. Please reconsider carefully and try again.",
+    "The answer is correct. Well done!",
+    "This answer is wrong, please try again.",
+)
+
+
+@st.composite
+def feedback_turns_cut(draw: st.DrawFn) -> Case:
+    """`#### N` answers, each followed by feedback the model invented ("That answer is incorrect.
+    Please reconsider ..."), repeated, the reply cut inside the last feedback line's words: the cut
+    word begins talk about the answer, not a value; the committed value is the hashes' one."""
+    value = draw(st.integers(2, 99_999))
+    says = draw(st.booleans())
+    shown = value if says else draw(st.integers(2, 99_999).filter(lambda v: v != value))
+    feedback = draw(st.sampled_from(FEEDBACK))
+    turns = draw(st.integers(1, 4))
+    lead = draw(st.sampled_from(("Answer: ", "")))
+    body = "".join(f"{lead}#### {shown}\n{feedback}\n" for _ in range(turns))
+    talk = feedback.index(" is ") + len(" is ")
+    cut = talk + draw(st.integers(2, len(feedback[talk:].split()[0].rstrip(".,!"))))
+    output = f"{body}{lead}#### {shown}\n{feedback[:cut]}"
+    classes = {"feedback": feedback, "turns": str(turns), "cut word": feedback[talk:cut]}
+    return Case(output, str(value), "gsm8k", says, classes)
+
+
 # --------------------------------------------------------------------------------- the report
 
 AXES = ("language", "marker", "punctuation", "wrapper", "position", "form", "distractors")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import pytest
 from hypothesis import given, note, settings
+from hypothesis import strategies as st
 
 from miners.verify import Verifier
 from tests.verify.conftest import COVERAGE_PROPERTY
@@ -31,6 +32,8 @@ from tests.verify.presentations import (
     answer_word_line,
     bracketed_yes_no,
     coverage_table,
+    feedback_turns_cut,
+    percent_answer_line,
     presentations,
 )
 
@@ -84,3 +87,35 @@ def test_answer_word_line_never_the_opposite(case: Case) -> None:
     assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # the marker's line commits to the word, a rating after it or not: decided
     assert verdict.label != "unknown", repr(verdict)
+
+
+@settings(max_examples=150)
+@given(percent_answer_line())
+def test_percent_answer_line_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    # the marker's line commits to the percentage, a rating on the next line or none: decided
+    assert verdict.label != "unknown", repr(verdict)
+
+
+@settings(max_examples=150)
+@given(feedback_turns_cut())
+def test_feedback_turns_cut_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    # a word cut short is no answer: the hashes' value is what the reply committed to
+    assert verdict.label != "unknown", repr(verdict)
+
+
+@settings(max_examples=150)
+@given(
+    st.text(alphabet="$#*_`~=.:|>- \n", min_size=1, max_size=12),
+    st.integers(0, 10**6),
+)
+def test_an_output_of_signs_alone_states_no_value(output: str, gold: int) -> None:
+    """Marker and markup signs with nothing in them ("$####", "**") commit to no answer and state no
+    value: wrong by the cut-off rule, never correct."""
+    verdict = Verifier().verify(output, str(gold), "gsm8k")
+    assert verdict.label == "wrong", repr(verdict)
