@@ -260,6 +260,22 @@ marker's line is no part of the closing rating after it), and three more for cov
 after a percentage stands in its line, a word cut by the reply's end that begins talk is no value,
 signs alone state no value; bench/data/README.md), so its figures above are not held-out figures.""",
     ),
+    (
+        "verify_heldout12/heldout.jsonl",
+        """The twelfth corpus (194 rows from three repositories no other corpus uses: MGSM's English
+problems and MATH-500 answered by 29 models, a base Llama-3.1-8B's GSM8K runs, two MLX fine-tunes'
+grade-school answers; fifteen families, Llama 67), gathered and labelled by hand by one engineer
+while another worked on the verifier, read by nobody working on the verifier until it was measured
+once, with the verifier's code final (`bench/bench_verify.py --runs 3 --show 30 --corpora
+verify_heldout12/heldout.jsonl`, load average 2.7 at the start on 2 cores: another engineer's test
+runs shared the cores). Goals on it: wrong definite verdicts 1/194 (0.52%, goal <= 1%) met, a right
+answer called wrong (`z0168`: "So, \\(5,000 - 1,456 = 3,544\\)." against `3,544`, the equation's
+thousands commas read as a list); coverage 167/194 (86.1%, goal >= 90%) NOT met; 4.7x math-verify's
+throughput (goal >= 5x) NOT met under that load; math-verify alone 12 wrong (6.19%). Of the 27
+unknowns, 16 are "no answer found": base-model and tutoring replies whose value stands in a
+closing sentence after the working or that are cut in the middle of checking. Its rows entered
+`verify_expected.jsonl` as measured.""",
+    ),
 )
 
 
