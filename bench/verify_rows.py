@@ -51,6 +51,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout9/heldout.jsonl",
     "verify_heldout10/heldout.jsonl",
     "verify_heldout11/heldout.jsonl",
+    "verify_heldout12/heldout.jsonl",
 }
 
 

@@ -144,6 +144,18 @@ def localized(answer: str, language: str | None, text: str = "") -> str | None:
     return None
 
 
+_COMMA_GROUPS_RE = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d.,])")
+
+
+def commas_as_thousands(answer: str) -> str | None:
+    """The answer with every comma-grouped numeral read as thousands ("5,000 - 1,456 = 3,544" ->
+    "5000 - 1456 = 3544"), or None where it holds none. In a MATH answer a comma may also separate
+    the items of a list, so the reading is one of two."""
+    if _COMMA_GROUPS_RE.search(answer) is None:
+        return None
+    return _COMMA_GROUPS_RE.sub(lambda m: m.group().replace(",", ""), answer)
+
+
 def other_grouping(answer: str) -> str | None:
     """The answer with its one grouped numeral read the other way -- "1.000" as 1000, "2,500" as
     2.5 -- or None where it holds no such numeral (or several: no single other reading)."""

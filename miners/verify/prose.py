@@ -269,7 +269,12 @@ _VALUE_LIST_RE = re.compile(
 def _sentence_value(s: str) -> str | None:
     bold = _BOLD_RE.findall(s)
     if bold:
-        return bold[-1].strip()
+        inner = bold[-1].strip()
+        # a concluding clause set in bold ("**Therefore, half of 8 is 4.**") is read for its value;
+        # bold around a value ("there are **5** birds", "**84 crayons**") marks the value
+        if _CUE_RE.search(inner) or _COPULA_RE.search(_math_free(inner)):
+            return _sentence_value(inner)
+        return inner
     free = _math_free(s)
     tail = s
     copulas = list(_COPULA_RE.finditer(free))
@@ -413,6 +418,29 @@ def without_closing_rating(body: str) -> str:
     return kept
 
 
+# a closing word to the reader: a question or an offer addressed to them ("Does this make sense? Do you
+# have any questions about the steps?", "Let me know if you need more help.")
+_TO_THE_READER_RE = re.compile(
+    r"(?i)\b(?:you|your|let me know|hope (?:this|that) helps|does (?:this|that) make sense|any questions)\b"
+)
+
+
+def without_closing_address(body: str) -> str:
+    """body less its last paragraphs (two at most) that only address the reader: every sentence a
+    question or an offer to them, and no digit or math in it; they commit to nothing (like a closing
+    rating). A doubt of the model's own ("Wait, is that right?") addresses no one and stays."""
+    for _ in range(2):
+        parts = _PARAGRAPH_BREAK_RE.split(body.rstrip())
+        last = parts[-1]
+        if len(parts) < 2 or re.search(r"[\d$\\=]", last):
+            break
+        said = sentences(last)
+        if not said or not all(_TO_THE_READER_RE.search(sentence) for sentence in said):
+            break
+        body = body.rstrip()[: len(body.rstrip()) - len(last)].rstrip()
+    return body
+
+
 def concluding(text: str, kind: str, whole: bool = True) -> str | None:
     """The value of a concluding last sentence or of a display block after a colon, or None. `whole`:
     text is the whole output, not its part before a cut (where a last line is where the cut fell, no
@@ -429,7 +457,7 @@ def concluding(text: str, kind: str, whole: bool = True) -> str | None:
         body = parts[-1].strip()
         if not body:
             return None
-    body = without_closing_rating(body)
+    body = without_closing_address(without_closing_rating(body))
     if not body:
         return None
     for opener, closer in (("\\[", "\\]"), ("$$", "$$")):

@@ -51,6 +51,7 @@ from miners.verify.fast import (
     choice_gold,
     choice_letters,
     choice_set,
+    commas_as_thousands,
     fast_compare,
     gold_answer,
     is_bare_option_letter,
@@ -380,7 +381,11 @@ class Verifier:
 
     def _other_grouping_equal(self, answer: str, gold: str, kind: str) -> bool:
         other = other_grouping(answer)
-        return other is not None and self._fast_equal(other, gold, kind)
+        if other is not None and self._fast_equal(other, gold, kind):
+            return True
+        # "5,000 - 1,456 = 3,544" against 3,544: unequal as a list, equal with thousands marks
+        thousands = commas_as_thousands(answer) if kind == "math" else None
+        return thousands is not None and self._fast_equal(thousands, gold, kind)
 
     def _same_statement(self, theirs: str, ours: str, kind: str) -> bool:
         """math-verify's reading is ours, or one value of ours where ours lists several ("19/8" of

@@ -770,6 +770,58 @@ def feedback_turns_cut(draw: st.DrawFn) -> Case:
     return Case(output, str(value), "gsm8k", says, classes)
 
 
+@st.composite
+def thousands_equation_line(draw: st.DrawFn) -> Case:
+    """Column arithmetic, then a closing equation whose numbers carry thousands commas ("So,
+    \\(5,000 - 1,456 = 3,544\\).") against a MATH gold written with or without them: as a list the
+    commas split it, with thousands marks it states the gold; never the opposite verdict."""
+    a = draw(st.integers(1_000, 999_999))
+    b = draw(st.integers(1_000, a))
+    says = draw(st.booleans())
+    shown = a - b if says else draw(st.integers(1_000, 999_999).filter(lambda v: v != a - b))
+    working = f"Subtract column by column:\n\n```\n   {a}\n-  {b}\n______\n   {shown}\n```"
+    line = draw(st.sampled_from(("So, \\({x}\\).", "Therefore {x}.", "So, ${x}$.")))
+    equation = f"{a:,} - {b:,} = {shown:,}"
+    gold = draw(st.sampled_from((f"{a - b:,}", str(a - b))))
+    return Case(f"{working}\n\n{line.format(x=equation)}", gold, "math", says, {"line": line})
+
+
+# what a tutoring reply says to the reader after its answer
+TO_THE_READER = (
+    "Do you have any questions about this process?",
+    "Does this make sense? Do you have any questions about the steps?",
+    "I hope this helps! Let me know if anything is unclear.",
+)
+
+
+@st.composite
+def bold_conclusion_to_the_reader(draw: st.DrawFn) -> Case:
+    """A tutoring reply: steps, a concluding clause in bold whole ("**Therefore, Sam has $2 left.**")
+    or with its value in bold ("So, there are **5** birds left!"), then a question or an offer to
+    the reader or none. The clause's value is the answer; what is said to the reader commits to
+    nothing."""
+    total, spent = draw(st.integers(3, 500)), draw(st.integers(1, 200))
+    assume(spent < total)
+    value = total - spent
+    says = draw(st.booleans())
+    shown = value if says else draw(st.integers(0, 600).filter(lambda v: v not in (value, total, spent)))
+    working = f"**Step 1: Subtract**\n\n- ${total} - ${spent} = ${shown}"
+    clause = draw(
+        st.sampled_from(
+            (
+                "**Therefore, Sam has ${x} left after buying the toy.**",
+                "**So, the answer is {x}.**",
+                "So, there are **{x}** birds left on the tree!",
+                "**Therefore, {x} is what he has left**.",
+            )
+        )
+    )
+    closing = draw(st.sampled_from(("", *TO_THE_READER)))
+    output = f"{working}\n\n{clause.format(x=shown)}" + (f"\n\n{closing}" if closing else "")
+    gold = draw(st.sampled_from((str(value), f"${value}")))
+    return Case(output, gold, "gsm8k", says, {"clause": clause, "closing": closing or "(none)"})
+
+
 # --------------------------------------------------------------------------------- the report
 
 AXES = ("language", "marker", "punctuation", "wrapper", "position", "form", "distractors")

@@ -30,11 +30,13 @@ from tests.verify.conftest import COVERAGE_PROPERTY
 from tests.verify.presentations import (
     Case,
     answer_word_line,
+    bold_conclusion_to_the_reader,
     bracketed_yes_no,
     coverage_table,
     feedback_turns_cut,
     percent_answer_line,
     presentations,
+    thousands_equation_line,
 )
 
 EXAMPLES = 600
@@ -119,3 +121,21 @@ def test_an_output_of_signs_alone_states_no_value(output: str, gold: int) -> Non
     value: wrong by the cut-off rule, never correct."""
     verdict = Verifier().verify(output, str(gold), "gsm8k")
     assert verdict.label == "wrong", repr(verdict)
+
+
+@settings(max_examples=150)
+@given(thousands_equation_line())
+def test_thousands_equation_line_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+
+
+@settings(max_examples=150)
+@given(bold_conclusion_to_the_reader())
+def test_bold_conclusion_to_the_reader_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    # the concluding clause commits to its value, a word to the reader after it or not: decided
+    assert verdict.label != "unknown", repr(verdict)
