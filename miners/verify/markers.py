@@ -22,6 +22,9 @@ answer read by a marker of that language reads "1.234" or "2,500" by them.
 BOOLEAN_WORDS: the words that say yes/true and no/false, per language; a yes/no answer against a
 True/False gold (or the other way round) compares by what it says.
 
+REFUSALS: the phrases of an answer that declines to give a value ("cannot be determined", "无法确定"),
+per language: such an answer commits to no value (miners.verify.readable.is_refusal).
+
 CONCLUDING_WORDS: the words that open a concluding sentence ("Therefore", "Por lo tanto", "Таким
 образом", "因此"), per language: an output with no answer marker that ends on such a sentence states
 its result there (miners.verify.prose.concluding, a weak form math-verify must confirm).
@@ -357,3 +360,25 @@ _SELF_RATING: tuple[tuple[str, str, str], ...] = (
 )
 SELF_RATING_NOUNS: tuple[str, ...] = tuple(w for _, nouns, _ in _SELF_RATING for w in nouns.split("|"))
 SELF_RATING_ADJECTIVES: tuple[str, ...] = tuple(w for _, _, adj in _SELF_RATING for w in adj.split("|"))
+
+
+# An answer that declines to give a value ("cannot be determined", "I don't know"), per language: it
+# commits to no value (labelling convention 6: it never equals a gold), so against a number gold the
+# verdict is rule (b)'s. Lowercase; an answer is a refusal where, with its math segments and markup
+# set aside, it opens with one of these and holds no digit.
+_REFUSALS: tuple[tuple[str, str], ...] = (
+    (
+        "en",
+        "cannot be determined|can't be determined|can not be determined|cannot be found|"
+        "cannot be calculated|cannot be computed|cannot be answered|cannot determine|can't determine|"
+        "is not determined|is undetermined|not enough information|insufficient information|"
+        "not possible to determine|impossible to determine|i don't know|i do not know|"
+        "there is no answer|no answer|no solution|undefined|none",
+    ),
+    ("fr", "ne peut pas être déterminé|impossible à déterminer|je ne sais pas|pas de solution"),
+    ("de", "kann nicht bestimmt werden|nicht bestimmbar|ich weiß es nicht|keine lösung"),
+    ("es", "no se puede determinar|no puede determinarse|no lo sé|no hay solución"),
+    ("ru", "невозможно определить|нельзя определить|не знаю|нет решения"),
+    ("zh", "无法确定|不能确定|无法计算|不知道|无解"),
+)
+REFUSALS: tuple[str, ...] = tuple(w for _, words in _REFUSALS for w in words.split("|"))

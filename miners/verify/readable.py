@@ -33,6 +33,8 @@ from __future__ import annotations
 import re
 from itertools import permutations
 
+from miners.verify.markers import REFUSALS
+
 NO_OBJECT = "no mathematical object"
 UNBALANCED = "unbalanced brackets"
 GLUED_ENVIRONMENT = "environment name glued to its contents"
@@ -210,3 +212,18 @@ def renamed_constants(gold: str, answer: str) -> list[str]:
 
         out.append(_ANY_CONSTANT_RE.sub(renamed, answer))
     return out
+
+
+_MATH_OR_MARKUP_RE = re.compile(r"\$[^$]*\$|\\\(.*?\\\)|\\\[.*?\\\]|[*_`\"“”]", re.S)
+_REFUSAL_RE = re.compile(
+    r"(?:(?:it|this|that|the\s+\w+)\s+)?(?:" + "|".join(re.escape(w) for w in REFUSALS) + r")(?![A-Za-z])",
+    re.I,
+)
+
+
+def is_refusal(answer: str) -> bool:
+    """An answer that declines to give a value ("$[ACD]$ cannot be determined from the given
+    information", "I don't know", "无法确定"): with its math segments and markup set aside, it opens
+    with a refusal of miners.verify.markers.REFUSALS and holds no digit."""
+    rest = _MATH_OR_MARKUP_RE.sub(" ", answer).strip(" \t\n.:;,!")
+    return not re.search(r"\d", rest) and _REFUSAL_RE.match(rest) is not None

@@ -65,7 +65,13 @@ from miners.verify.fast import (
 from miners.verify.normalize import normalize, split_top
 from miners.verify.parse import CACHE_SIZE
 from miners.verify.prose import without_closing_rating
-from miners.verify.readable import glued_signs, renamed_constants, states_no_value, undecidable_forms
+from miners.verify.readable import (
+    glued_signs,
+    is_refusal,
+    renamed_constants,
+    states_no_value,
+    undecidable_forms,
+)
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
     AMBIGUOUS,
@@ -471,6 +477,12 @@ class Verifier:
                 # read with no marker out of the working the cut broke off (no check or program was
                 # announced after a conclusion): the last value written, no final commitment
                 after_cut = extraction.rule in FALLBACK_RULES and not code_followed
+        if extraction.answer is not None and kind != "task" and numeric_gold(gold_text) is not None:
+            if is_refusal(extraction.answer):
+                # "cannot be determined", "I don't know": no value committed (convention 6), so
+                # against a number rule (b) decides: wrong where the output never writes the gold
+                self.stats["refusal"] += 1
+                extraction = Extraction(None, missing=NO_ANSWER)
         if extraction.answer is None:
             return self._without_answer(output, gold_text, kind, extraction, looped), None, None
         answer = extraction.answer

@@ -822,6 +822,33 @@ def bold_conclusion_to_the_reader(draw: st.DrawFn) -> Case:
     return Case(output, gold, "gsm8k", says, {"clause": clause, "closing": closing or "(none)"})
 
 
+REFUSAL_LINES = (
+    "Answer: $[ACD]$ cannot be determined from the given information.",
+    "Final answer: I don't know",
+    "Therefore, the answer is undefined.",
+    "**Answer:** Not enough information to determine it.",
+    "Ответ: невозможно определить.",
+    "答案：无法确定",
+)
+
+
+@st.composite
+def refusal_answer(draw: st.DrawFn) -> Case:
+    """An answer that declines to give a value ("cannot be determined", "I don't know") after working
+    that writes the gold's value or not: it commits to no value, so never `correct`; where the
+    gold's value is written nowhere it is `wrong` (rule (b)), else undecided."""
+    gold = draw(st.integers(-50, 10_000))
+    other = draw(st.integers(2, 9))
+    assume(abs(gold) != other)  # (the stated gold is read by magnitude)
+    writes_gold = draw(st.booleans())
+    working = f"We know {other} of the parts. " + (
+        f"One guess is {gold}, but it is not justified." if writes_gold else "The rest is not given."
+    )
+    line = draw(st.sampled_from(REFUSAL_LINES))
+    classes = {"line": line, "gold written": str(writes_gold)}
+    return Case(f"{working}\n\n{line}", str(gold), "gsm8k", not writes_gold, classes)
+
+
 # --------------------------------------------------------------------------------- the report
 
 AXES = ("language", "marker", "punctuation", "wrapper", "position", "form", "distractors")

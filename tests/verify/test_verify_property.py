@@ -36,6 +36,7 @@ from tests.verify.presentations import (
     feedback_turns_cut,
     percent_answer_line,
     presentations,
+    refusal_answer,
     thousands_equation_line,
 )
 
@@ -139,3 +140,14 @@ def test_bold_conclusion_to_the_reader_never_the_opposite(case: Case) -> None:
     assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # the concluding clause commits to its value, a word to the reader after it or not: decided
     assert verdict.label != "unknown", repr(verdict)
+
+
+@settings(max_examples=150)
+@given(refusal_answer())
+def test_a_refusal_commits_to_no_value(case: Case) -> None:
+    """A refusal never equals a gold; it is wrong where the output never writes the gold's value
+    (rule (b)), and undecided where it does (`right` here: the gold is written nowhere)."""
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != "correct", repr(verdict)
+    assert verdict.label == ("wrong" if case.right else "unknown"), repr(verdict)
