@@ -274,8 +274,9 @@ thousands commas read as a list); coverage 167/194 (86.1%, goal >= 90%) NOT met;
 throughput (goal >= 5x) NOT met under that load; math-verify alone 12 wrong (6.19%). Of the 27
 unknowns, 16 are "no answer found": base-model and tutoring replies whose value stands in a
 closing sentence after the working or that are cut in the middle of checking. Its rows entered
-`verify_expected.jsonl` as measured. It was then fixed on (four classes: thousands commas in a
-MATH answer's equation, a concluding clause set in bold whole, a closing word to the reader, a refusal;
+`verify_expected.jsonl` as measured. It was then fixed on (five classes: thousands commas in a
+MATH answer's equation, a concluding clause set in bold whole, a closing word to the reader, a refusal,
+a gold with its unit;
 bench/data/README.md), so its figures above are not held-out figures.""",
     ),
 )

@@ -160,12 +160,20 @@ _LOWER_WORD_RE = re.compile(r"[a-z]{2,}")
 _PLAIN_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}(?![A-Za-z])")
 
 
+# a number (a fraction, a mixed number, money, a percentage) and then up to three lowercase words
+_QUANTITY_RE = re.compile(
+    r"\s*[$€£]?\s*-?\d[\d,]*(?:\.\d+)?(?:\s+\d+/\d+|/\d+)?\s*%?(?:\s+[a-z]{2,}){1,3}\s*\.?\s*"
+)
+
+
 def states_no_value(gold: str, answer: str) -> bool:
     """A gold written in words that no reader takes as mathematics ("all 1", "just B", "na"), against
     an answer written as mathematics (a matrix, a number): an unequal comparison of the two compares
     a description with a value, not two values. A gold of words against an answer of words (a yes/no,
     a name) is a comparison of words and stays decided."""
     if not any(_is_plain_word(token) for token in gold.split()):
+        return False
+    if _QUANTITY_RE.fullmatch(gold):  # "3 3/4 cups", "$45 dollars": a value and its unit (convention 3)
         return False
     return not any(w.lower() not in _MATH_WORDS for w in _PLAIN_WORD_RE.findall(answer))
 

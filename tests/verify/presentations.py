@@ -822,6 +822,28 @@ def bold_conclusion_to_the_reader(draw: st.DrawFn) -> Case:
     return Case(output, gold, "gsm8k", says, {"clause": clause, "closing": closing or "(none)"})
 
 
+UNITS = ("cups", "apples", "pounds of flour", "crates", "birds")
+
+
+@st.composite
+def unit_gold(draw: st.DrawFn) -> Case:
+    """A gold that is a value and its unit ("3 3/4 cups", "12 apples", "$45 dollars"), against a boxed
+    or marked answer of the same or another value: the unit is ignored (convention 3), so the
+    verdict is decided, never the opposite."""
+    whole, num = draw(st.integers(0, 40)), draw(st.integers(0, 3))
+    value = Fraction(whole) + Fraction(num, 4)
+    says = draw(st.booleans())
+    shown = value if says else value + draw(st.sampled_from((Fraction(1, 4), Fraction(1), Fraction(-1, 2))))
+    assume(shown > 0 and value > 0)
+    unit = draw(st.sampled_from(UNITS))
+    gold_number = str(whole) if num == 0 else (f"{whole} {num}/4" if whole else f"{num}/4")
+    gold = f"{gold_number} {unit}"
+    answer = f"\\frac{{{shown.numerator}}}{{{shown.denominator}}}" if shown.denominator > 1 else str(shown)
+    line = draw(st.sampled_from(("So you need $\\boxed{{{x}}}$ {u}.", "Final answer: ${x}$ {u}")))
+    output = f"We multiply the amount per batch by the batches.\n\n{line.format(x=answer, u=unit)}"
+    return Case(output, gold, draw(st.sampled_from(("gsm8k", "math"))), says, {"line": line, "unit": unit})
+
+
 REFUSAL_LINES = (
     "Answer: $[ACD]$ cannot be determined from the given information.",
     "Final answer: I don't know",

@@ -38,6 +38,7 @@ from tests.verify.presentations import (
     presentations,
     refusal_answer,
     thousands_equation_line,
+    unit_gold,
 )
 
 EXAMPLES = 600
@@ -151,3 +152,12 @@ def test_a_refusal_commits_to_no_value(case: Case) -> None:
     note(case.describe())
     assert verdict.label != "correct", repr(verdict)
     assert verdict.label == ("wrong" if case.right else "unknown"), repr(verdict)
+
+
+@settings(max_examples=150)
+@given(unit_gold())
+def test_a_gold_with_its_unit_is_a_value(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    assert verdict.label != "unknown", repr(verdict)
