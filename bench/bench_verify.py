@@ -244,7 +244,8 @@ unit, `\\boxed{-3°C}` against -3 (`x0108`), compared unequal; a reply cut insid
 sentence ("so the calculation is", `x0126`) read as committing to the last value it wrote. Its rows
 entered `verify_expected.jsonl` as measured. Both classes were then fixed (a degree sign and its
 scale are a unit; a value read with no marker out of working before a cut is no final commitment;
-bench/data/README.md), so its figures above are not held-out figures.""",
+then, for coverage, a last line of one "#" and a value is an answer line; bench/data/README.md), so
+its figures above are not held-out figures.""",
     ),
     (
         "verify_heldout11/heldout.jsonl",

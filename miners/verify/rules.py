@@ -358,6 +358,25 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
         yield Span(m.start(), m.end(), m.group("ans"), "hashes")
 
 
+# one "#" opening the output's last line (or, where a source stored the reply with its line breaks
+# flattened to runs of spaces, after two spaces): "... for her class.\n# 16 yards", "# \\( x = 24 \\)"
+_HASH_LINE_RE = re.compile(r"(?:\A|\n|[ \t]{2,})#(?!#)[ \t]*(?P<ans>[^#\n]{1,60}?)\s*\Z")
+_MATH_PARTS_RE = re.compile(r"\\\(.*?\\\)|\$[^$]*\$|\\text\s*\{[^{}]*\}")
+_HEADING_WORDS = frozenset("step part case question problem solution answer example section".split())
+
+
+def find_hash_line(text: str, low: str, kind: str) -> Iterable[Span]:
+    """A last line that is "#" and a value alone, the format a prompt asked for ("# <answer>"): "# 16
+    yards" -> "16 yards", "# \\(x = 6\\)". A heading of words ("# Step 2", "# Solution") is none: a
+    value, and two words at most outside math (a unit)."""
+    m = _HASH_LINE_RE.search(text)
+    if m is None or not re.search(r"\d", m.group("ans")):
+        return
+    words = re.findall(r"[A-Za-z]{2,}", _MATH_PARTS_RE.sub(" ", m.group("ans")))
+    if len(words) <= 2 and not _HEADING_WORDS.intersection(w.lower() for w in words):
+        yield Span(m.start("ans") - 1, m.end(), m.group("ans"), "hash_line")
+
+
 # a yes/no word alone in square brackets, the answer format a prompt asked for ('answer "[Yes]" or
 # "[No]"'): not "\\[ ... \\]" display math, not a markdown link "[Yes](...)"
 _BRACKETED_WORD_RE = re.compile(
@@ -597,6 +616,7 @@ SPAN_RULES: tuple[SpanRule, ...] = (
     SpanRule("answer_tag", 2, True, ("answer",), find_answer_tag),
     SpanRule("json_field", 1, True, ("answer",), find_json_field),
     SpanRule("hashes", 1, True, ("####",), find_hashes),
+    SpanRule("hash_line", 1, True, ("#",), find_hash_line),
     SpanRule("a_line", 1, True, ("a:",), find_a_line),
     SpanRule("answer_math", 0, True, ("answer",), find_answer_math),
     SpanRule("marker_line", 1, True, lambda low: _marker_hint(low) or "answer]" in low, find_marker_line),

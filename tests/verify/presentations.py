@@ -822,6 +822,22 @@ def bold_conclusion_to_the_reader(draw: st.DrawFn) -> Case:
     return Case(output, gold, "gsm8k", says, {"clause": clause, "closing": closing or "(none)"})
 
 
+@st.composite
+def hash_answer_line(draw: st.DrawFn) -> Case:
+    """The "# <answer>" line a prompt asked for, last, after working with markdown headings ("# Step
+    2: ..."); the line breaks kept or flattened to two spaces, as one source stores replies. The value
+    is plain, with a unit, in `\\( x = v \\)` or in `\\text{v}`."""
+    value = draw(st.integers(0, 5_000))
+    says = draw(st.booleans())
+    shown = value if says else draw(st.integers(0, 5_000).filter(lambda v: v != value))
+    form = draw(st.sampled_from(("{v}", "{v} yards", "\\( x = {v} \\)", "\\text{{{v}}}", "\\( {v} \\)")))
+    step = draw(st.integers(1, 9))
+    lines = [f"# Step {step}: set up", f"We combine the parts: {step} + {shown} - {step} = {shown}.", ""]
+    lines.append(f"# {form.format(v=shown)}")
+    joiner = draw(st.sampled_from(("\n", "  ")))
+    return Case(joiner.join(lines), str(value), "gsm8k", says, {"form": form, "breaks": repr(joiner)})
+
+
 UNITS = ("cups", "apples", "pounds of flour", "crates", "birds")
 
 

@@ -34,6 +34,7 @@ from tests.verify.presentations import (
     bracketed_yes_no,
     coverage_table,
     feedback_turns_cut,
+    hash_answer_line,
     percent_answer_line,
     presentations,
     refusal_answer,
@@ -160,4 +161,14 @@ def test_a_gold_with_its_unit_is_a_value(case: Case) -> None:
     verdict = Verifier().verify(case.output, case.gold, case.kind)
     note(case.describe())
     assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    assert verdict.label != "unknown", repr(verdict)
+
+
+@settings(max_examples=150)
+@given(hash_answer_line())
+def test_hash_answer_line_never_the_opposite(case: Case) -> None:
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    # the "# <answer>" line ends the reply: decided
     assert verdict.label != "unknown", repr(verdict)
