@@ -156,9 +156,19 @@ def _strings(col: Column, kind: str) -> pa.Array:
 _BLANK = "^[" + "".join(f"\\x{{{ord(c):04x}}}" for c in PY_WHITESPACE) + "]*$"
 
 
-def _blank(arr: pa.Array) -> pa.Array:
-    """Rows whose string is blank as str.strip() sees it."""
-    return pc.match_substring_regex(arr, pattern=_BLANK)
+_BLANK_STARTS = pa.array(["", *PY_WHITESPACE])
+
+
+def blank(col: Column) -> pa.Array:
+    """Per value: whether it is empty or whitespace only as str.strip() sees it (a null is not). Only
+    a value that is empty or opens with whitespace can be, and the regular expression reads the column
+    only where one does: a regular expression match per value costs several times a first-character
+    lookup, and most columns hold no such value."""
+    arr = as_array(col)
+    may = pc.fill_null(pc.is_in(pc.utf8_slice_codeunits(arr, 0, 1), value_set=_BLANK_STARTS), False)
+    if not pc.any(may).as_py():
+        return may
+    return pc.fill_null(pc.and_(may, pc.match_substring_regex(arr, pattern=_BLANK)), False)
 
 
 class Text(Kind):
@@ -177,7 +187,7 @@ class Text(Kind):
         arr = _strings(col, "text")
         if self.allow_empty:
             return Checked(arr)
-        bad = _first(_blank(arr))
+        bad = _first(blank(arr))
         return Checked(arr, bad, "empty value")
 
 
@@ -446,7 +456,7 @@ class IntOrText(Kind):
         arr = _strings(arr, "string or integer")
         if self.allow_empty:
             return Checked(arr)
-        return Checked(arr, _first(_blank(arr)), "empty value")
+        return Checked(arr, _first(blank(arr)), "empty value")
 
 
 class Answer(Text):

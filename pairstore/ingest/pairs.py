@@ -26,7 +26,7 @@ from pairstore.errors import BadInput
 from pairstore.ingest.base import IngestResult, records_in
 from pairstore.ingest.batches import Batch
 from pairstore.ingest.keyed import prompt_match_keys
-from pairstore.ingest.kinds import PY_WHITESPACE, Column
+from pairstore.ingest.kinds import PY_WHITESPACE, Column, blank
 from pairstore.ingest.pair_files import pair_batches
 from pairstore.ingest.pair_rows import ID_FIELDS
 from pairstore.keys import nfc_many, sha256_file, xxh128
@@ -39,19 +39,13 @@ if TYPE_CHECKING:
     from pairstore.files import StrPath
 
 
-def _blank(col: Column) -> pa.Array:
-    """Per value: whether it is empty or whitespace only (as str.strip() sees it); a null is not."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    return pc.fill_null(pc.equal(pc.utf8_length(pc.utf8_trim(arr, characters=PY_WHITESPACE)), 0), False)
-
-
 def _user_text(prompts: Column) -> pa.Array:
     """Per prompt (a MSG_TYPE column): whether a user message holds text other than whitespace."""
     arr = prompts.combine_chunks() if isinstance(prompts, pa.ChunkedArray) else prompts
     flat = arr.flatten()
     text = pc.and_(
         pc.fill_null(pc.equal(flat.field("role"), "user"), False),
-        pc.invert(_blank(flat.field("content"))),
+        pc.invert(blank(flat.field("content"))),
     )
     rows = pc.list_parent_indices(arr).filter(text).to_numpy(zero_copy_only=False)
     has = np.zeros(len(arr), dtype=bool)
@@ -65,7 +59,7 @@ def refuse_unusable(batch: Batch) -> None:
     columns; the first row any breaks is named with the first rule it breaks."""
     t = batch.table
     chosen, rejected = t.column("chosen"), t.column("rejected")
-    empty_chosen, empty_rejected = _blank(chosen), _blank(rejected)
+    empty_chosen, empty_rejected = blank(chosen), blank(rejected)
     same = pc.fill_null(
         pc.equal(
             pc.utf8_trim(chosen, characters=PY_WHITESPACE), pc.utf8_trim(rejected, characters=PY_WHITESPACE)

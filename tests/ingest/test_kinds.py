@@ -32,6 +32,7 @@ from pairstore.ingest.kinds import (
     Score,
     Text,
     Time,
+    blank,
 )
 from pairstore.ingest.messages import Messages
 
@@ -166,6 +167,20 @@ def test_the_check_fails_when_a_kind_reads_a_value_another_way(tmp_path, monkeyp
 
 def test_py_whitespace_is_what_str_isspace_says_of_every_code_point():
     assert PY_WHITESPACE == "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.none() | st.text(alphabet=st.sampled_from(PY_WHITESPACE + "ab\u00e9\u4e00\x00"), max_size=6),
+        max_size=12,
+    )
+)
+def test_blank_is_what_str_strip_says_of_each_value(values: list[str | None]) -> None:
+    """The column reading (a first-character test, then the regular expression where one may be
+    blank) says of each value what str.strip() does; a null is not blank."""
+    got = blank(pa.array(values, pa.string())).to_pylist()
+    assert got == [v is not None and not v.strip() for v in values]
 
 
 def test_infer_kinds_take_the_json_types_they_name():
