@@ -15,7 +15,7 @@ read differently make the extraction ambiguous (unknown). Adding a form is addin
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -369,7 +369,12 @@ def find_hash_line(text: str, low: str, kind: str) -> Iterable[Span]:
     """A last line that is "#" and a value alone, the format a prompt asked for ("# <answer>"): "# 16
     yards" -> "16 yards", "# \\(x = 6\\)". A heading of words ("# Step 2", "# Solution") is none: a
     value, and two words at most outside math (a unit)."""
-    m = _HASH_LINE_RE.search(text)
+    # (the line is the text's last: its one "#" is the last, and the pattern runs from a little before it)
+    hash_at = text.rfind("#")
+    if hash_at < 0:
+        return
+    start = max(0, text.rfind("\n", 0, hash_at), hash_at - 8)
+    m = _HASH_LINE_RE.search(text, start)
     if m is None or not re.search(r"\d", m.group("ans")):
         return
     words = re.findall(r"[A-Za-z]{2,}", _MATH_PARTS_RE.sub(" ", m.group("ans")))
@@ -592,6 +597,30 @@ def _cut_talk(answer: str, talk_words: tuple[str, ...]) -> bool:
     return len(word) >= 2 and word.isalpha() and any(w.startswith(word) for w in talk_words)
 
 
+def _matches_at_words(regex: re.Pattern, text: str, low: str, words: tuple[str, ...]) -> Iterator[re.Match]:
+    """regex.finditer(text) for a regex whose every match opens with one of `words` (as low, the
+    lowered text, writes them): tried only where a word begins, not at every character -- a long
+    reasoning output is read once per marker language, and the search from every position cost most
+    of the verdict there. Where lowering changed the text's length, positions differ: finditer."""
+    if len(low) != len(text):
+        yield from regex.finditer(text)
+        return
+    starts: set[int] = set()
+    for word in words:
+        at = low.find(word)
+        while at >= 0:
+            starts.add(at)
+            at = low.find(word, at + 1)
+    done = 0
+    for at in sorted(starts):
+        if at < done:  # inside the match before (finditer goes on from its end)
+            continue
+        m = regex.match(text, at)
+        if m is not None:
+            yield m
+            done = max(m.end(), at + 1)
+
+
 def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
     """An answer marker and its copula, to the end of the sentence: "So the answer is 18 dollars." ->
     "18 dollars" (prose: reduced to 18), "the correct option is:\\nB)After 12 minutes", "answer
@@ -602,7 +631,7 @@ def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
         # (a marker whose words all hold other letters is in no ASCII text: no search)
         if regex is None or (ascii_text and not ascii_words) or not any(w in low for w in marker.words):
             continue
-        for m in regex.finditer(text):
+        for m in _matches_at_words(regex, text, low, marker.words):
             span = _sentence_span(text, m, "marker_copula", talk)
             if span is not None and span.end == len(text) and _cut_talk(span.text, talk_words):
                 continue  # "That answer is incor" where the reply is cut: the start of talk, no value
