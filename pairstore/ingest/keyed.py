@@ -78,7 +78,7 @@ def _pieces(col: Column) -> list[str | None]:
     if pa.types.is_struct(t):
         names = sorted(t.field(i).name for i in range(t.num_fields))
         fill = _filler(_object_format([(k, "{}") for k in names]))
-        children = [_nulls_written(_pieces(arr.field(k))) for k in names]
+        children = [_written(arr.field(k)) for k in names]
         valid = arr.is_valid().to_pylist()
         return (
             [fill(*row) if ok else None for ok, *row in zip(valid, *children)]
@@ -129,9 +129,14 @@ def _filler(fmt: str) -> Callable[..., str]:
     return eval(f"lambda {', '.join(params)}: f'{body}'", {f"_l{i}": t for i, t in enumerate(literals)})
 
 
-def _nulls_written(pieces: list[str | None]) -> list[str]:
-    """The pieces with JSON's null for each None (the list itself where it holds none)."""
-    return ["null" if p is None else p for p in pieces] if None in pieces else pieces  # type: ignore[return-value]
+def _written(col: Column) -> list[str]:
+    """_pieces of a column with JSON's null for each null. (Whether there is one is the column's null
+    count: `None in pieces` compares every string with None.)"""
+    arr = _array(col)
+    pieces = _pieces(arr)
+    if not arr.null_count:
+        return pieces  # type: ignore[return-value]
+    return ["null" if p is None else p for p in pieces]
 
 
 def _object_format(fields: Sequence[tuple[str, str]]) -> str:
@@ -174,7 +179,7 @@ def _parts(col: Column) -> tuple[str, list[list[str]]]:
         elif pa.types.is_struct(t) and t.num_fields:
             children = pa.Table.from_arrays([arr.field(i) for i in range(t.num_fields)], names=t.names)
             return _row_format(children, t.names)
-    return "{}", [_nulls_written(_pieces(arr))]
+    return "{}", [_written(arr)]
 
 
 def record_jsons(table: pa.Table, *, always: Sequence[str], optional: Sequence[str] = ()) -> list[str]:
