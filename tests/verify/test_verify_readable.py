@@ -128,7 +128,6 @@ UNDECIDED_CASES = [
     # words against a number: a number word no reader here computes, or a product of symbols
     ("\\boxed{red car}", "5", "math"),
     ("Final answer: zwölf", "12", "gsm8k"),
-    ("Final answer: no solution", "12", "gsm8k"),
 ]
 
 
@@ -233,3 +232,12 @@ def test_digits_grouped_the_other_way_are_ambiguous_not_wrong(answer, gold):
 )
 def test_digit_grouping_decides_where_neither_reading_is_the_gold(answer, gold, label):
     assert Verifier().verify(f"Final answer: {answer}", gold, "gsm8k").label == label
+
+
+def test_a_refusal_is_no_value_and_rule_b_decides():
+    """"no solution" is no word to compute, as "zwölf" is, but an answer that declines to give a value:
+    it never equals the gold, and the output never writes 12."""
+    verdict = Verifier().verify("Final answer: no solution", "12", "gsm8k")
+    assert (verdict.label, verdict.reason) == ("wrong", "gold's value stated nowhere")
+    stated = Verifier().verify("12 would fit, but\n\nFinal answer: no solution", "12", "gsm8k")
+    assert stated.label == "unknown"
