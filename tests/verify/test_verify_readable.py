@@ -235,7 +235,7 @@ def test_digit_grouping_decides_where_neither_reading_is_the_gold(answer, gold, 
 
 
 def test_a_refusal_is_no_value_and_rule_b_decides():
-    """"no solution" is no word to compute, as "zwölf" is, but an answer that declines to give a value:
+    """A refusal ("no solution") is no word to compute, as "zwölf" is, but an answer that gives no value:
     it never equals the gold, and the output never writes 12."""
     verdict = Verifier().verify("Final answer: no solution", "12", "gsm8k")
     assert (verdict.label, verdict.reason) == ("wrong", "gold's value stated nowhere")
