@@ -69,6 +69,9 @@ SHARED_BUILDS = {
     "workspace": "module",  # tests/command_table.py's workspace: every input of every command
     "stores": "module",  # tests/store/test_store_faults.py: damaged and foreign stores
     "browser": "module",  # tests/serve/test_serve_browser.py: one headless Chromium
+    "ray_cluster": "module",  # tests/train/test_ray_shards.py: one local Ray cluster
+    "tables": "module",  # tests/verify/test_verify_regression.py: the verdict of every corpus row
+    "corpus_reading": "module",  # tests/verify/test_verify_speed.py: math-verify's reading of every output
 }
 
 
@@ -90,6 +93,20 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"{where}{name}"))
     if getattr(config.option, "loadgroup", False):
         _name_groups_in_node_ids(items)
+        _longest_first(items)
+
+
+def _longest_first(items) -> None:
+    """The slow tier first, the demo's tests before all: pytest-xdist hands the workers their tests in
+    collection order, and a long test (or a shared build's group) handed out last keeps one worker busy
+    while the other has finished. The order within each tier is the collection order."""
+
+    def tier(item) -> int:
+        if "demo_run" in item.fixturenames:
+            return 0
+        return 1 if item.get_closest_marker("slow") is not None else 2
+
+    items.sort(key=tier)
 
 
 def _name_groups_in_node_ids(items) -> None:
@@ -314,11 +331,24 @@ def tiny(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory):
-    """The full demo (`pairstore demo`), run once per test session; tests read its store and files."""
-    from pairstore.cli.demo import run_demo
+    """The full demo (`pairstore demo`), run once per test session; tests read its store and files.
 
+    Under pytest-xdist the demo's torch runs on at most its worker's share of the cores (OMP_NUM_THREADS,
+    set at the top of this file), not on all of the demo's THREADS: on 2 cores its two threads and the other
+    worker's one preempt each other mid-operation, and the demo took 404 s in the suite against 155 s
+    alone (its training step 600 s against 350 s at one thread on a loaded machine). Where the share is
+    THREADS or more it runs as `make demo` does. At one thread and at two the demo's per-item results are
+    the same (equal run SHA-256 on the AVX2 machine where this was measured); where they are not, the tests
+    check this run against the README as they do any run that is not the recorded one."""
+    import pairstore.cli.demo as demo
+
+    threads = demo.THREADS
+    if "PYTEST_XDIST_WORKER" in os.environ and (os.environ.get("OMP_NUM_THREADS") or "").isdigit():
+        threads = max(1, min(threads, int(os.environ["OMP_NUM_THREADS"])))
     out = tmp_path_factory.mktemp("demo") / "demo-run"
     lines: list[str] = []
-    result = run_demo(out, echo=lines.append, progress=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(demo, "THREADS", threads)
+        result = demo.run_demo(out, echo=lines.append, progress=False)
     result.lines = lines
     return result

@@ -28,6 +28,10 @@ from pathlib import Path
 
 # Variables the library reads when it acts, never at import (see the module's docstring).
 READ_WHEN_USED = ("PAIRSTORE_FAULT_KILL_AT", "PAIRSTORE_FAULT_TRACE")
+# Variables that differ from test to test and that nothing reads at import: pytest names the running test
+# and its phase in PYTEST_CURRENT_TEST. Compared, it would start a new preloading process (torch,
+# transformers and peft imported again) for every test of a module; each run still gets the value.
+CHANGES_PER_TEST = ("PYTEST_CURRENT_TEST",)
 
 # The preloading process: import the modules named on its command line, then, for each request line on
 # stdin, fork; the child takes the request's environment, working folder and output files and runs the
@@ -105,7 +109,7 @@ class PreloadedCli:
         return json.loads(line)
 
     def run(self, args: list[str], *, env: dict[str, str], timeout: float) -> subprocess.CompletedProcess:
-        base = {k: v for k, v in env.items() if k not in READ_WHEN_USED}
+        base = {k: v for k, v in env.items() if k not in READ_WHEN_USED + CHANGES_PER_TEST}
         if self.process is None or base != self.env:
             self._start(base)
         assert self.process is not None and self.process.stdin is not None

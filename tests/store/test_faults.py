@@ -26,12 +26,29 @@ from pairstore.tables.pairs import Origin, Pair, add_pairs
 from tests.preloaded_cli import PreloadedCli
 
 # Each run of a command is a process forked from one that has imported what the command needs
-# (tests/preloaded_cli.py), so dozens of killed runs do not each import it again. Measured per run on the
-# loaded 2-core machine: `train soup` 1.2 s bare, 0.55 s forked from the CLI alone (1.8 s with torch loaded:
-# soup reads safetensors with numpy, and a process holding torch takes longer to end); `train merge` 2.9 s
-# bare, 1.55 s forked with torch, transformers and peft loaded.
-PRELOAD = {("train", "merge"): ["pairstore.cli", "torch", "transformers", "peft", "train.merge"]}
-PRELOAD_DEFAULT = ["pairstore.cli"]
+# (tests/preloaded_cli.py), so dozens of killed runs do not each import it again. `pairstore.cli` itself
+# loads nothing: its main() imports the command tree (pairstore.cli.app, every command group and what they
+# import, over a second per process), so that is preloaded too, with what each command imports when it
+# runs. Soup runs without torch (it reads safetensors with numpy, and a process holding torch takes
+# longer to end); merge needs torch, transformers and peft.
+PRELOAD = {
+    ("train", "merge"): [
+        "pairstore.cli",
+        "pairstore.cli.app",
+        "torch",
+        "transformers",
+        "peft",
+        "train.merge",
+    ],
+    ("train", "soup"): ["pairstore.cli", "pairstore.cli.app", "train.soup", "train.publish"],
+    ("export",): [
+        "pairstore.cli",
+        "pairstore.cli.app",
+        "pairstore.export.run",
+        "pairstore.export.overwrites",
+    ],
+}
+PRELOAD_DEFAULT = ["pairstore.cli", "pairstore.cli.app"]
 _CLIS: dict[tuple, PreloadedCli] = {}
 
 
@@ -48,7 +65,8 @@ def preloaded_clis(tmp_path_factory):
 
 def pairstore(db, *args, env=None, check=False):
     """`pairstore --db DB ARGS` in its own process (forked: see PRELOAD); a CompletedProcess."""
-    cli = _CLIS[tuple(PRELOAD.get(tuple(map(str, args[:2])), PRELOAD_DEFAULT))]
+    words = tuple(map(str, args[:2]))
+    cli = _CLIS[tuple(PRELOAD.get(words, PRELOAD.get(words[:1], PRELOAD_DEFAULT)))]
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
     r = cli.run(["--db", str(db), *map(str, args)], env=full_env, timeout=300)
     if check:

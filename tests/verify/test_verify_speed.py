@@ -69,33 +69,56 @@ def _outputs() -> list[str]:
     return [r["pred"] for name in corpora() for r in load(DATA / name) if r["pred"]]
 
 
+def _parsed(mv, tail: str):
+    """math-verify's parse of `tail` with its defaults, object for object, or the class of what it raised."""
+    import sympy
+
+    try:
+        got = mv.parse(tail, parsing_timeout=None)
+    except Exception as e:
+        return ("raised", type(e).__name__)
+    return [sympy.srepr(x) if isinstance(x, sympy.Basic) else repr(x) for x in got]
+
+
+@pytest.fixture(scope="module")
+def corpus_reading():
+    """(tails, readings): the tail a second opinion hands math-verify of every labelled output in
+    bench/data, and math-verify's parse of each with sympy.Number in its parser (_parsed). About half a
+    minute of parsing that two tests compare against: made once (one worker runs both, SHARED_BUILDS in
+    tests/conftest.py). sympy's cache is cleared first, so no object another reading built stands in for
+    one this reading builds."""
+    import sympy
+    from sympy.core.cache import clear_cache
+
+    mv = symbolic._load_math_verify()
+    assert mv.parser.Number is sympy.Number
+    tails = [t[-symbolic.OUTPUT_TAIL_CHARS :] for t in _outputs()]
+    clear_cache()
+    return tails, [_parsed(mv, t) for t in tails]
+
+
+# The limit covers building corpus_reading too, which the first of its two tests to run pays for.
 @pytest.mark.slow
-def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers():
+@pytest.mark.timeout(600)
+def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers(corpus_reading):
     """math-verify's reading of every labelled output in bench/data (the tail a second opinion
     hands it) is the same, object for object, with plain_number in its parser as with sympy.Number."""
     import sympy
+    from sympy.core.cache import clear_cache
 
     mv = symbolic._load_math_verify()
-
-    def parsed(text):
-        try:
-            got = mv.parse(text[-symbolic.OUTPUT_TAIL_CHARS :], parsing_timeout=None)
-        except Exception as e:
-            return ("raised", type(e).__name__)
-        return [sympy.srepr(x) if isinstance(x, sympy.Basic) else repr(x) for x in got]
-
-    outputs = _outputs()
-    assert len(outputs) > 2000  # every corpus, not a sample
+    tails, slow = corpus_reading
+    assert len(tails) > 2000  # every corpus, not a sample
     plain = []
+    clear_cache()  # (see corpus_reading)
     swapped = symbolic._swap_numbers()
     assert swapped
     try:
-        plain = [parsed(t) for t in outputs]
+        plain = [_parsed(mv, t) for t in tails]
     finally:
         symbolic._restore_numbers(swapped)
     assert mv.parser.Number is sympy.Number
-    slow = [parsed(t) for t in outputs]
-    differ = [t[:80] for t, a, b in zip(outputs, plain, slow) if a != b]
+    differ = [t[:80] for t, a, b in zip(tails, plain, slow) if a != b]
     assert not differ
 
 
@@ -294,16 +317,16 @@ def _mv_reading(got) -> list[str]:
 
 
 @pytest.mark.slow
-def test_parse_output_reads_every_corpus_output_as_math_verify_parse_does():
+@pytest.mark.timeout(600)  # (see the first test of corpus_reading)
+def test_parse_output_reads_every_corpus_output_as_math_verify_parse_does(corpus_reading):
     """The same list, object for object, as math-verify's parse with its defaults, on the tail a
-    second opinion hands it of every labelled output in bench/data."""
-    mv = symbolic._load_math_verify()
+    second opinion hands it of every labelled output in bench/data (a parse that raised is a
+    difference here: parse_output must give a list)."""
     assert symbolic._output_patterns() is not None  # the installed math-verify is the one read
-    outputs = [t[-symbolic.OUTPUT_TAIL_CHARS :] for t in _outputs()]
+    tails, readings = corpus_reading
+    assert len(tails) > 2000
     differ = [
-        t[:80]
-        for t in outputs
-        if _mv_reading(symbolic.parse_output(t)) != _mv_reading(mv.parse(t, parsing_timeout=None))
+        t[:80] for t, mv_read in zip(tails, readings) if _mv_reading(symbolic.parse_output(t)) != mv_read
     ]
     assert not differ
 
