@@ -26,6 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from typing import Any, TypeAlias
 
 import pyarrow as pa
@@ -156,7 +157,10 @@ def _strings(col: Column, kind: str) -> pa.Array:
 _BLANK = "^[" + "".join(f"\\x{{{ord(c):04x}}}" for c in PY_WHITESPACE) + "]*$"
 
 
-_BLANK_STARTS = pa.array(["", *PY_WHITESPACE])
+@cache
+def _blank_starts() -> pa.Array:
+    # (made at first use, not at import: pyarrow imports pandas at its first conversion from Python)
+    return pa.array(["", *PY_WHITESPACE])
 
 
 def blank(col: Column) -> pa.Array:
@@ -165,7 +169,7 @@ def blank(col: Column) -> pa.Array:
     only where one does: a regular expression match per value costs several times a first-character
     lookup, and most columns hold no such value."""
     arr = as_array(col)
-    may = pc.fill_null(pc.is_in(pc.utf8_slice_codeunits(arr, 0, 1), value_set=_BLANK_STARTS), False)
+    may = pc.fill_null(pc.is_in(pc.utf8_slice_codeunits(arr, 0, 1), value_set=_blank_starts()), False)
     if not pc.any(may).as_py():
         return may
     return pc.fill_null(pc.and_(may, pc.match_substring_regex(arr, pattern=_BLANK)), False)
