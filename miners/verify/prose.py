@@ -430,15 +430,16 @@ def without_closing_address(body: str) -> str:
     question or an offer to them, and no digit or math in it; they commit to nothing (like a closing
     rating). A doubt of the model's own ("Wait, is that right?") addresses no one and stays."""
     for _ in range(2):
-        parts = _PARAGRAPH_BREAK_RE.split(body.rstrip())
+        body = body.rstrip()
+        parts = _PARAGRAPH_BREAK_RE.split(body)
         last = parts[-1]
         if len(parts) < 2 or re.search(r"[\d$\\=]", last):
             break
         said = sentences(last)
         if not said or not all(_TO_THE_READER_RE.search(sentence) for sentence in said):
             break
-        body = body.rstrip()[: len(body.rstrip()) - len(last)].rstrip()
-    return body
+        body = body[: len(body) - len(last)]
+    return body.rstrip()
 
 
 def concluding(text: str, kind: str, whole: bool = True) -> str | None:

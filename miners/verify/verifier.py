@@ -477,12 +477,16 @@ class Verifier:
                 # read with no marker out of the working the cut broke off (no check or program was
                 # announced after a conclusion): the last value written, no final commitment
                 after_cut = extraction.rule in FALLBACK_RULES and not code_followed
-        if extraction.answer is not None and kind != "task" and numeric_gold(gold_text) is not None:
-            if is_refusal(extraction.answer):
-                # "cannot be determined", "I don't know": no value committed (convention 6), so
-                # against a number rule (b) decides: wrong where the output never writes the gold
-                self.stats["refusal"] += 1
-                extraction = Extraction(None, missing=NO_ANSWER)
+        if (
+            extraction.answer is not None
+            and kind != "task"
+            and is_refusal(extraction.answer)
+            and numeric_gold(gold_text) is not None
+        ):
+            # "cannot be determined", "I don't know": no value committed (convention 6), so against
+            # a number rule (b) decides: wrong where the output never writes the gold
+            self.stats["refusal"] += 1
+            extraction = Extraction(None, missing=NO_ANSWER)
         if extraction.answer is None:
             return self._without_answer(output, gold_text, kind, extraction, looped), None, None
         answer = extraction.answer

@@ -725,14 +725,20 @@ def answer_word_line(draw: st.DrawFn) -> Case:
     return Case(output, gold, "math", says == gold_says, classes)
 
 
+def right_or_other(draw: st.DrawFn, value: int, others: st.SearchStrategy[int]) -> tuple[bool, int]:
+    """(whether the shown value is the gold's, the value shown): the gold's, or one of `others` that
+    is not it."""
+    says = draw(st.booleans())
+    return says, value if says else draw(others.filter(lambda v: v != value))
+
+
 @st.composite
 def percent_answer_line(draw: st.DrawFn) -> Case:
     """A percentage on the explicit answer line ("ANSWER: 44%"), a rating on the next line or none,
     after working that names other percentages; the gold a percentage (`44\\%`) or bare. The rating's
     word stands on its own line: it rates nothing on the answer's line ("44%" is no "44% confident")."""
     value = draw(st.integers(1, 400))
-    says = draw(st.booleans())
-    shown = value if says else draw(st.integers(1, 400).filter(lambda v: v != value))
+    says, shown = right_or_other(draw, value, st.integers(1, 400))
     step = draw(st.integers(5, 50))
     working = f"Each side grows by {step}%, so the area is multiplied by {(100 + step) / 100:g} twice."
     sign = draw(st.sampled_from(("%", " %", "\\%")))
@@ -757,8 +763,7 @@ def feedback_turns_cut(draw: st.DrawFn) -> Case:
     Please reconsider ..."), repeated, the reply cut inside the last feedback line's words: the cut
     word begins talk about the answer, not a value; the committed value is the hashes' one."""
     value = draw(st.integers(2, 99_999))
-    says = draw(st.booleans())
-    shown = value if says else draw(st.integers(2, 99_999).filter(lambda v: v != value))
+    says, shown = right_or_other(draw, value, st.integers(2, 99_999))
     feedback = draw(st.sampled_from(FEEDBACK))
     turns = draw(st.integers(1, 4))
     lead = draw(st.sampled_from(("Answer: ", "")))
@@ -777,8 +782,7 @@ def thousands_equation_line(draw: st.DrawFn) -> Case:
     commas split it, with thousands marks it states the gold; never the opposite verdict."""
     a = draw(st.integers(1_000, 999_999))
     b = draw(st.integers(1_000, a))
-    says = draw(st.booleans())
-    shown = a - b if says else draw(st.integers(1_000, 999_999).filter(lambda v: v != a - b))
+    says, shown = right_or_other(draw, a - b, st.integers(1_000, 999_999))
     working = f"Subtract column by column:\n\n```\n   {a}\n-  {b}\n______\n   {shown}\n```"
     line = draw(st.sampled_from(("So, \\({x}\\).", "Therefore {x}.", "So, ${x}$.")))
     equation = f"{a:,} - {b:,} = {shown:,}"
@@ -803,8 +807,7 @@ def bold_conclusion_to_the_reader(draw: st.DrawFn) -> Case:
     total, spent = draw(st.integers(3, 500)), draw(st.integers(1, 200))
     assume(spent < total)
     value = total - spent
-    says = draw(st.booleans())
-    shown = value if says else draw(st.integers(0, 600).filter(lambda v: v not in (value, total, spent)))
+    says, shown = right_or_other(draw, value, st.integers(0, 600).filter(lambda v: v not in (total, spent)))
     working = f"**Step 1: Subtract**\n\n- ${total} - ${spent} = ${shown}"
     clause = draw(
         st.sampled_from(
@@ -828,8 +831,7 @@ def hash_answer_line(draw: st.DrawFn) -> Case:
     2: ..."); the line breaks kept or flattened to two spaces, as one source stores replies. The value
     is plain, with a unit, in `\\( x = v \\)` or in `\\text{v}`."""
     value = draw(st.integers(0, 5_000))
-    says = draw(st.booleans())
-    shown = value if says else draw(st.integers(0, 5_000).filter(lambda v: v != value))
+    says, shown = right_or_other(draw, value, st.integers(0, 5_000))
     form = draw(st.sampled_from(("{v}", "{v} yards", "\\( x = {v} \\)", "\\text{{{v}}}", "\\( {v} \\)")))
     step = draw(st.integers(1, 9))
     lines = [f"# Step {step}: set up", f"We combine the parts: {step} + {shown} - {step} = {shown}.", ""]

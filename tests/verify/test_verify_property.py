@@ -45,6 +45,16 @@ from tests.verify.presentations import (
 EXAMPLES = 600
 
 
+def never_the_opposite(case: Case, decided: bool = False) -> None:
+    """The verdict on a generated case, asserted never the opposite of the truth (and, with
+    `decided`, definite); noted for hypothesis's report of a failing example."""
+    verdict = Verifier().verify(case.output, case.gold, case.kind)
+    note(case.describe())
+    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    if decided:
+        assert verdict.label != "unknown", repr(verdict)
+
+
 def judge_all(verifier: Verifier, examples: int) -> tuple[list[tuple[Case, str]], Callable[[], None]]:
     """A hypothesis test over `examples` presentations that fails on an opposite verdict, and the
     (case, label) pairs it saw."""
@@ -77,41 +87,29 @@ def test_never_the_opposite_verdict(record_property) -> None:
 @settings(max_examples=200)
 @given(bracketed_yes_no())
 def test_bracketed_yes_no_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
-    if case.classes["place"] == "last line":  # a strong form with nothing after it: decided
-        assert verdict.label != "unknown", repr(verdict)
+    # a strong form with nothing after it: decided
+    never_the_opposite(case, decided=case.classes["place"] == "last line")
 
 
 @settings(max_examples=200)
 @given(answer_word_line())
 def test_answer_word_line_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # the marker's line commits to the word, a rating after it or not: decided
-    assert verdict.label != "unknown", repr(verdict)
+    never_the_opposite(case, decided=True)
 
 
 @settings(max_examples=150)
 @given(percent_answer_line())
 def test_percent_answer_line_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # the marker's line commits to the percentage, a rating on the next line or none: decided
-    assert verdict.label != "unknown", repr(verdict)
+    never_the_opposite(case, decided=True)
 
 
 @settings(max_examples=150)
 @given(feedback_turns_cut())
 def test_feedback_turns_cut_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # a word cut short is no answer: the hashes' value is what the reply committed to
-    assert verdict.label != "unknown", repr(verdict)
+    never_the_opposite(case, decided=True)
 
 
 @settings(max_examples=150)
@@ -129,19 +127,14 @@ def test_an_output_of_signs_alone_states_no_value(output: str, gold: int) -> Non
 @settings(max_examples=150)
 @given(thousands_equation_line())
 def test_thousands_equation_line_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
+    never_the_opposite(case)
 
 
 @settings(max_examples=150)
 @given(bold_conclusion_to_the_reader())
 def test_bold_conclusion_to_the_reader_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # the concluding clause commits to its value, a word to the reader after it or not: decided
-    assert verdict.label != "unknown", repr(verdict)
+    never_the_opposite(case, decided=True)
 
 
 @settings(max_examples=150)
@@ -158,17 +151,11 @@ def test_a_refusal_commits_to_no_value(case: Case) -> None:
 @settings(max_examples=150)
 @given(unit_gold())
 def test_a_gold_with_its_unit_is_a_value(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
-    assert verdict.label != "unknown", repr(verdict)
+    never_the_opposite(case, decided=True)
 
 
 @settings(max_examples=150)
 @given(hash_answer_line())
 def test_hash_answer_line_never_the_opposite(case: Case) -> None:
-    verdict = Verifier().verify(case.output, case.gold, case.kind)
-    note(case.describe())
-    assert verdict.label != ("wrong" if case.right else "correct"), repr(verdict)
     # the "# <answer>" line ends the reply: decided
-    assert verdict.label != "unknown", repr(verdict)
+    never_the_opposite(case, decided=True)
