@@ -259,14 +259,22 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
     }
 
 
-def mine_child(db: Path, workers: int, trace: bool = False) -> None:
-    """One contender run: mine the store at `db` (a fresh copy), print the result as one JSON line. With
-    `trace` (an untimed run: tracing slows Python down), also where the memory is at the end: the peak of
-    Python's own objects (tracemalloc), DuckDB's memory by tag and the Arrow pool's high-water mark."""
+# DuckDB's memory limit in the untimed run that tells DuckDB's cache of the store's blocks (which DuckDB
+# evicts down to its limit, 80% of RAM by default) from the memory that grows anyway.
+LIMITED_DUCKDB_MB = 64
+
+
+def mine_child(db: Path, workers: int, trace: bool = False, duckdb_limit_mb: int | None = None) -> None:
+    """One contender run: mine the store at `db` (a fresh copy), print the result as one JSON line (with
+    the process's peak RSS). With `trace` (an untimed run: tracing slows Python down), also where the
+    memory is at the end: the peak of Python's own objects (tracemalloc), DuckDB's memory by tag and the
+    Arrow pool's high-water mark. With `duckdb_limit_mb`, DuckDB's memory limit is set to that first."""
     if trace:
         tracemalloc.start()
     t0 = time.perf_counter()
     with open_store(db) as store:
+        if duckdb_limit_mb is not None:
+            store.con.execute(f"SET memory_limit = '{int(duckdb_limit_mb)}MB'")
         results = [
             mine_self_repair(
                 store, model=MODEL, dataset="gsm8k", pairs_per_problem=2, seed=1, workers=workers
@@ -317,6 +325,7 @@ def mine_child(db: Path, workers: int, trace: bool = False) -> None:
                 "dropped": tally("dropped"),
                 "by_source": tally("by_source"),
                 "pair_ids": xxhash.xxh3_64_hexdigest("\n".join(pair_ids).encode()),
+                "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             }
         )
     )
@@ -397,6 +406,18 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
         text=True,
     )
     breakdown = json.loads(traced.stdout.splitlines()[-1])
+    fresh()
+    limited = subprocess.run(
+        [sys.executable, me, "--child-mine", str(db), "1", "--duckdb-memory-limit", str(LIMITED_DUCKDB_MB)],
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    got = json.loads(limited.stdout.splitlines()[-1])
+    mined = json.loads(next(r for r in runs if r.name == MINING).stdout.strip().splitlines()[-1])
+    assert got["pair_ids"] == mined["pair_ids"], "DuckDB's memory limit changed the pairs"
+    breakdown["limited_rss_mb"] = got["rss_mb"]
     db.unlink(missing_ok=True)
     template.unlink(missing_ok=True)
     return {"n": n, "info": info, "build_s": build_s, "runs": runs, "parallel": parallel, "memory": breakdown}
@@ -485,6 +506,24 @@ def memory_lines(first: dict, last: dict) -> list[str]:
         f"| part | MB at {first['n']:,} | MB at {last['n']:,} | KB per added generation |",
         "| --- | --- | --- | --- |",
         *rows,
+        *_limited_lines(first, last),
+    ]
+
+
+def _limited_lines(first: dict, last: dict) -> list[str]:
+    """The untimed run under DuckDB's memory limit of LIMITED_DUCKDB_MB, at both sizes: how much of the
+    growth is DuckDB's cache of the store's blocks (gone under the limit) and how much is not."""
+    a, b = first["memory"].get("limited_rss_mb"), last["memory"].get("limited_rss_mb")
+    if a is None or b is None:
+        return []
+    slope = (b - a) * 1024 / max(1, last["n"] - first["n"])
+    return [
+        "",
+        f"With DuckDB's memory limit set to {LIMITED_DUCKDB_MB} MB (one untimed run at each size; the same "
+        f"pairs): peak RSS {a:,.0f} MB at {first['n']:,} and {b:,.0f} MB at {last['n']:,}, {slope:,.2f} KB "
+        "per added generation. The difference from the runs above is DuckDB's cache of the store's "
+        "blocks, which DuckDB evicts down to its limit (80% of RAM by default); the rest grows with the "
+        "generations.",
     ]
 
 
@@ -499,6 +538,7 @@ def main(argv=None) -> int:
     ap.add_argument("--child-mine", nargs=2, metavar=("DB", "WORKERS"), help=argparse.SUPPRESS)
     ap.add_argument("--child-bare", metavar="DB", help=argparse.SUPPRESS)
     ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--duckdb-memory-limit", type=int, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--child-build", nargs=4, metavar=("DB", "N", "SEED", "FAMILIES"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_build:
@@ -508,7 +548,12 @@ def main(argv=None) -> int:
         print(json.dumps(info))
         return 0
     if args.child_mine:
-        mine_child(Path(args.child_mine[0]), int(args.child_mine[1]), trace=args.trace)
+        mine_child(
+            Path(args.child_mine[0]),
+            int(args.child_mine[1]),
+            trace=args.trace,
+            duckdb_limit_mb=args.duckdb_memory_limit,
+        )
         return 0
     if args.child_bare:
         bare_child(Path(args.child_bare))
