@@ -521,9 +521,8 @@ def _limited_lines(first: dict, last: dict) -> list[str]:
         "",
         f"With DuckDB's memory limit set to {LIMITED_DUCKDB_MB} MB (one untimed run at each size; the same "
         f"pairs): peak RSS {a:,.0f} MB at {first['n']:,} and {b:,.0f} MB at {last['n']:,}, {slope:,.2f} KB "
-        "per added generation. The difference from the runs above is DuckDB's cache of the store's "
-        "blocks, which DuckDB evicts down to its limit (80% of RAM by default); the rest grows with the "
-        "generations.",
+        "per added generation. The difference from the runs above is memory DuckDB gives up when it is "
+        "limited (its default limit is 80% of RAM); the rest grows with the generations.",
     ]
 
 
