@@ -259,8 +259,8 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
     }
 
 
-# DuckDB's memory limit in the untimed run that tells DuckDB's cache of the store's blocks (which DuckDB
-# evicts down to its limit, 80% of RAM by default) from the memory that grows anyway.
+# DuckDB's memory limit in the untimed run that tells the memory DuckDB gives up when limited (its default
+# limit is 80% of RAM) from the memory that grows anyway.
 LIMITED_DUCKDB_MB = 64
 
 
@@ -362,6 +362,11 @@ def machine() -> str:
 MINING, BARE = "mining, one process", "bare checks (verify + scan per output)"
 
 
+def last_json(stdout: str) -> dict:
+    """The JSON line a child printed last."""
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
 def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool) -> dict:
     """Build a store of `n` generations and run the contenders on it, interleaved."""
     template, db = tmp / f"template{n}.duckdb", tmp / "run.duckdb"
@@ -370,9 +375,7 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
     # the fork, so a parent grown by building the store would stand in for the contenders' peaks.
     build = [sys.executable, str(Path(__file__).resolve()), "--child-build", str(template), str(n)]
     build += [str(args.seed), args.families or ""]
-    info = json.loads(
-        subprocess.run(build, check=True, capture_output=True, text=True).stdout.splitlines()[-1]
-    )
+    info = last_json(subprocess.run(build, check=True, capture_output=True, text=True).stdout)
     build_s = time.perf_counter() - t0
     print(
         f"{n:,} generations: store built in {build_s:.1f} s ({info['text_mb']:.1f} MB of output)", flush=True
@@ -397,25 +400,18 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
             before=fresh,
         )
         parallel = run_interleaved([workers], rounds=1)[0]
-    fresh()
-    traced = subprocess.run(
-        [sys.executable, me, "--child-mine", str(db), "1", "--trace"],
-        env={**os.environ, **env},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    breakdown = json.loads(traced.stdout.splitlines()[-1])
-    fresh()
-    limited = subprocess.run(
-        [sys.executable, me, "--child-mine", str(db), "1", "--duckdb-memory-limit", str(LIMITED_DUCKDB_MB)],
-        env={**os.environ, **env},
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    got = json.loads(limited.stdout.splitlines()[-1])
-    mined = json.loads(next(r for r in runs if r.name == MINING).stdout.strip().splitlines()[-1])
+
+    def untimed(*extra: str) -> dict:
+        """One more mining run on a fresh copy, outside the interleaved rounds: what it printed."""
+        fresh()
+        cmd = [sys.executable, me, "--child-mine", str(db), "1", *extra]
+        return last_json(
+            subprocess.run(cmd, env={**os.environ, **env}, check=True, capture_output=True, text=True).stdout
+        )
+
+    breakdown = untimed("--trace")
+    got = untimed("--duckdb-memory-limit", str(LIMITED_DUCKDB_MB))
+    mined = last_json(next(r for r in runs if r.name == MINING).stdout)
     assert got["pair_ids"] == mined["pair_ids"], "DuckDB's memory limit changed the pairs"
     breakdown["limited_rss_mb"] = got["rss_mb"]
     db.unlink(missing_ok=True)
@@ -426,8 +422,8 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
 def section(m: dict, args: argparse.Namespace) -> str:
     n, info, runs = m["n"], m["info"], m["runs"]
     stats = summarize(runs)
-    mined = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs if r.name == MINING]
-    bare = [json.loads(r.stdout.strip().splitlines()[-1]) for r in runs if r.name == BARE]
+    mined = [last_json(r.stdout) for r in runs if r.name == MINING]
+    bare = [last_json(r.stdout) for r in runs if r.name == BARE]
     assert len({x["pair_ids"] for x in mined}) == 1, "mining gave other pairs from one run to the next"
     med = {k: statistics.median(x[k] for x in mined) for k in ("total", "verify", "scan", "judge", "write")}
     other = med["total"] - med["verify"] - med["scan"] - med["write"]
@@ -460,7 +456,7 @@ def section(m: dict, args: argparse.Namespace) -> str:
     ]
     if m["parallel"] is not None:
         p = m["parallel"]
-        got = json.loads(p.stdout.strip().splitlines()[-1])
+        got = last_json(p.stdout)
         assert got["pair_ids"] == first["pair_ids"], "worker processes changed the result"
         lines += [
             "",
@@ -512,7 +508,7 @@ def memory_lines(first: dict, last: dict) -> list[str]:
 
 def _limited_lines(first: dict, last: dict) -> list[str]:
     """The untimed run under DuckDB's memory limit of LIMITED_DUCKDB_MB, at both sizes: how much of the
-    growth is DuckDB's cache of the store's blocks (gone under the limit) and how much is not."""
+    growth DuckDB gives up under the limit and how much it does not."""
     a, b = first["memory"].get("limited_rss_mb"), last["memory"].get("limited_rss_mb")
     if a is None or b is None:
         return []
