@@ -12,7 +12,10 @@ A command opens a file only when it is a pairstore store this pairstore can work
   column those migrations make: refused naming the mismatch (exit 1), before any migration runs again;
 - a user-defined macro or function (made by any DuckDB client) whose name is a built-in's: refused naming
   it (exit 1). pairstore's SQL (the gate's, the audits') calls built-ins by their plain names; a macro of
-  the same name in the file would change their answers.
+  the same name in the file would change their answers;
+- a trigger (made by any DuckDB 2.x client): refused naming it (exit 1). pairstore makes none, and a
+  trigger runs statements of its own inside pairstore's writes: one on `ingests` could delete every
+  holdout member at the next ingest, with no audit-log entry, and the next export would let them through.
 
 Every catalog query here names DuckDB's own functions as `system.main.*`, which no macro can shadow.
 A damaged file (a checksum that does not match, a block past the end) surfaces as a duckdb.Error;
@@ -110,6 +113,23 @@ def shadowing_functions(
     return [f"{schema}.{name}" for schema, name in user if name in builtins]
 
 
+def file_triggers(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(trigger, schema.table it is on) of every trigger in the file, sorted. DuckDB makes triggers only
+    in files of storage format v2.0.0 and later (it refuses CREATE TRIGGER in a v1.x file; a test holds
+    it to that), so a v1.x file is not searched: the listing scans the catalog (about 5 ms), which
+    every open of a store in the v1.x format pairstore writes would pay."""
+    (tag,) = con.execute(
+        "SELECT tags['storage_version'] FROM system.main.duckdb_databases() "
+        "WHERE database_name = system.main.current_database()"
+    ).fetchall()[0]
+    if tag is not None and str(tag).startswith(("v0.", "v1.")):
+        return []
+    return con.execute(
+        f"""SELECT trigger_name, schema_name || '.' || table_name FROM system.main.duckdb_triggers()
+        WHERE {_FILE_OBJECTS} ORDER BY 1, 2"""
+    ).fetchall()
+
+
 def recognize(con: duckdb.DuckDBPyConnection, path: str, *, new: bool) -> int:
     """The store's schema version (0 for a new, empty store); raises when it is not one to work on."""
     from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
@@ -122,6 +142,15 @@ def recognize(con: duckdb.DuckDBPyConnection, path: str, *, new: bool) -> int:
                 f"store {path} holds user-defined function {shadows[0]} with a built-in's name; pairstore's "
                 f"SQL would call it instead of DuckDB's. Drop it with another DuckDB client "
                 f"(DROP MACRO {shadows[0]}) and run again"
+            )
+        triggers = file_triggers(con)
+        if triggers:
+            name, table = triggers[0]
+            raise PairstoreError(
+                f"store {path} holds trigger {name} on table {table}; pairstore makes none, and a trigger "
+                "runs its own statements inside pairstore's writes (it could delete holdout members with no "
+                f"log entry). Drop it with another DuckDB client (DROP TRIGGER {name} ON {table}) "
+                "and run again"
             )
         objects = con.execute(
             f"""SELECT table_name FROM system.main.duckdb_tables() WHERE {_FILE_OBJECTS}

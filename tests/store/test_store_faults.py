@@ -37,8 +37,8 @@ def _sha(p) -> str:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory):
-    """{kind: path} of a truncated, a corrupted, a foreign, a schema-mismatched, a newer store and a store
-    with a shadowing macro; made once."""
+    """{kind: path} of a truncated, a corrupted, a foreign, a schema-mismatched, a newer store, a store
+    with a shadowing macro and one with a trigger; made once."""
     d = tmp_path_factory.mktemp("stores")
     good = d / "good.duckdb"
     with open_store(good) as s:
@@ -77,7 +77,25 @@ def stores(tmp_path_factory):
     con = duckdb.connect(str(out["shadowing macro"]))
     con.execute("CREATE MACRO list_filter(l, f) AS []")
     con.close()
+    out["trigger"] = with_trigger(good, d / "trigger.duckdb")
     return out
+
+
+WIPE = "CREATE TRIGGER wipe AFTER INSERT ON ingests FOR EACH STATEMENT DELETE FROM holdout"
+
+
+def with_trigger(store, path, trigger: str | None = WIPE):
+    """A copy of `store` in DuckDB's v2.0.0 format (the first that holds triggers, as any DuckDB 2.x client
+    can write it) with `trigger` made in it."""
+    con = duckdb.connect()
+    con.execute(f"ATTACH '{store}' AS old (READ_ONLY)")
+    con.execute(f"ATTACH '{path}' AS new (STORAGE_VERSION 'v2.0.0')")
+    con.execute("COPY FROM DATABASE old TO new")
+    if trigger:
+        con.execute("USE new")
+        con.execute(trigger)
+    con.close()
+    return path
 
 
 EXPECTED = {
@@ -88,6 +106,7 @@ EXPECTED = {
     "mismatched": (1, "schema_version"),
     "newer": (1, "newer pairstore"),
     "shadowing macro": (1, "list_filter"),
+    "trigger": (1, "trigger wipe on table main.ingests"),
 }
 
 
@@ -110,6 +129,43 @@ def test_every_command_on_a_bad_store_is_one_line_and_leaves_it_unchanged(stores
         assert not [p for p in tmp_path.iterdir() if p.name.startswith("store.duckdb.")], (kind, name)
         assert not (tmp_path / "out").exists(), (kind, name)
     assert len(OPENS_STORE) >= 40
+
+
+def test_a_trigger_another_client_wrote_is_refused_before_it_can_empty_the_holdout(tmp_path):
+    """A trigger runs inside pairstore's own writes: this one would delete every holdout member at the
+    next ingest, with no audit-log entry. The store is refused at open, whatever the command, and its
+    bytes are kept; the same store without the trigger, in the same format, opens."""
+    from pairstore.errors import PairstoreError
+    from pairstore.holdout.sets import add_members
+
+    made = tmp_path / "made.duckdb"
+    with open_store(made) as s:
+        add_members(
+            s, "h", [{"item_id": "b1", "item_kind": "battle", "match_key": "k", "match_text": "a b c"}]
+        )
+    bad = with_trigger(made, tmp_path / "trigger.duckdb")
+    before = _sha(bad)
+    for read_only in (False, True):
+        with pytest.raises(
+            PairstoreError, match=r"trigger wipe on table main\.ingests.*DROP TRIGGER wipe ON"
+        ):
+            open_store(bad, read_only=read_only)
+    assert _sha(bad) == before
+    with open_store(with_trigger(made, tmp_path / "plain.duckdb", trigger=None)) as s:
+        assert s.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL") == 1
+
+
+def test_a_store_in_the_format_pairstore_writes_cannot_hold_a_trigger(tmp_path):
+    """Why opening a v1.x file does not list triggers: DuckDB refuses to make one there. A DuckDB that
+    allowed it would fail this test, and recognize.file_triggers would have to list them in every file."""
+    path = tmp_path / "store.duckdb"
+    open_store(path).close()
+    con = duckdb.connect(str(path))
+    try:
+        with pytest.raises(duckdb.Error, match="storage version"):
+            con.execute(WIPE)
+    finally:
+        con.close()
 
 
 def test_a_missing_store_is_created_and_an_empty_duckdb_file_is_taken(tmp_path):
@@ -216,6 +272,7 @@ BLINDING = [
     "CREATE TYPE mood AS ENUM ('a')",
     "CREATE SEQUENCE s",
     "CREATE INDEX i ON pairs(pair_id)",
+    "CREATE TRIGGER wipe AFTER INSERT ON ingests FOR EACH STATEMENT DELETE FROM holdout",
     "SET search_path = 'scratch'",
     "PRAGMA enable_profiling",
     "CALL checkpoint()",
