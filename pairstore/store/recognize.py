@@ -13,6 +13,10 @@ A command opens a file only when it is a pairstore store this pairstore can work
 - a user-defined macro or function (made by any DuckDB client) whose name is a built-in's: refused naming
   it (exit 1). pairstore's SQL (the gate's, the audits') calls built-ins by their plain names; a macro of
   the same name in the file would change their answers;
+- a table or view of the migrations defined otherwise than they define it (a default, a constraint, a
+  generated column, a view's query; checked on DuckDB's rendering of each CREATE statement): refused
+  naming it and where it differs (exit 1). A default on `holdout.removed_at` set by another client would
+  make every holdout member added later born removed;
 - a trigger (made by any DuckDB 2.x client): refused naming it (exit 1). pairstore makes none, and a
   trigger runs statements of its own inside pairstore's writes: one on `ingests` could delete every
   holdout member at the next ingest, with no audit-log entry, and the next export would let them through.
@@ -58,18 +62,59 @@ def damaged_store(path: str, error: BaseException) -> PairstoreError:
 
 
 @functools.cache
-def expected_schema(version: int) -> dict[str, frozenset]:
-    """{table or view name: frozenset of (column, type)} that migrations 1..version make, read from an
-    in-memory store they were run on."""
+def _made_by_migrations(version: int) -> tuple[dict[str, frozenset], dict[str, str]]:
+    """(expected_schema, expected_definitions) of `version`, read from one in-memory store that
+    migrations 1..version were run on."""
     from pairstore.store.migrations import MIGRATIONS
 
     con = duckdb.connect()
     try:
         for fn in MIGRATIONS[:version]:
             fn(con)
-        return _schema_of(con, "memory")
+        return _schema_of(con, "memory"), _definitions_of(con, "memory")
     finally:
         con.close()
+
+
+def expected_schema(version: int) -> dict[str, frozenset]:
+    """{table or view name: frozenset of (column, type)} that migrations 1..version make."""
+    return _made_by_migrations(version)[0]
+
+
+def expected_definitions(version: int) -> dict[str, str]:
+    """{"table NAME" or "view NAME": its CREATE statement} of what migrations 1..version make."""
+    return _made_by_migrations(version)[1]
+
+
+def _definitions_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, str]:
+    # DuckDB renders each CREATE statement from the catalog entry, not from the text it was given, so a
+    # file's and an in-memory store's compare alike whichever DuckDB wrote the file.
+    where = f"database_name = '{database}'" if database else _FILE_OBJECTS
+    rows = con.execute(
+        f"""SELECT 'table ' || table_name, sql FROM system.main.duckdb_tables()
+            WHERE schema_name = 'main' AND {where}
+        UNION ALL SELECT 'view ' || view_name, sql FROM system.main.duckdb_views()
+            WHERE NOT internal AND schema_name = 'main' AND {where}"""
+    ).fetchall()
+    return dict(rows)
+
+
+def changed_definition(con: duckdb.DuckDBPyConnection, version: int) -> tuple[str, str | None, str] | None:
+    """(object, the file's CREATE statement or None, the migrations') of the first table or view the
+    migrations make whose definition in the file is not theirs -- a default, a constraint, a generated
+    column or a view's query changed by another client, or a view made a table -- or None."""
+    have = _definitions_of(con)
+    for name, sql in sorted(expected_definitions(version).items()):
+        if have.get(name) != sql:
+            return name, have.get(name), sql
+    return None
+
+
+def _first_difference(have: str, want: str) -> str:
+    """Where two CREATE statements part, from the column or clause it happens in."""
+    at = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
+    start = max(have.rfind(", ", 0, at), have.rfind("(", 0, at)) + 1
+    return f"'{have[start : at + 40].strip()}...' where they write '{want[start : at + 40].strip()}...'"
 
 
 def _schema_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, frozenset]:
@@ -219,5 +264,21 @@ def recognize(con: duckdb.DuckDBPyConnection, path: str, *, new: bool) -> int:
         raise PairstoreError(
             f"store {path} says schema version {version} but already has {what}, which a later "
             "migration adds (a schema_version row was removed?); restore the store from a backup"
+        )
+    try:
+        changed = changed_definition(con, version)
+    except duckdb.Error as e:
+        raise damaged_store(path, e) from None
+    if changed is not None:
+        name, file_sql, migrations_sql = changed
+        how = (
+            f"it is not a {name.split()[0]}"
+            if file_sql is None
+            else _first_difference(file_sql, migrations_sql)
+        )
+        raise PairstoreError(
+            f"store {path}: {name} is not what this pairstore's migrations make ({how}); another client "
+            "changed it, and pairstore's own statements would then do something else (a default that "
+            "removes every new holdout member, say): restore the store from a backup"
         )
     return version

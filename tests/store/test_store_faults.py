@@ -14,6 +14,8 @@ import sys
 import duckdb
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from pairstore.cli import cli
 from pairstore.store.store import open_store
@@ -78,7 +80,25 @@ def stores(tmp_path_factory):
     con.execute("CREATE MACRO list_filter(l, f) AS []")
     con.close()
     out["trigger"] = with_trigger(good, d / "trigger.duckdb")
+    out["changed default"] = d / "default.duckdb"
+    shutil.copy(good, out["changed default"])
+    con = duckdb.connect(str(out["changed default"]))
+    con.execute(CHANGED_DEFINITIONS["a default that removes every new holdout member"])
+    con.close()
     return out
+
+
+# Definitions of the migrations' tables and views another DuckDB client could change, with what is named.
+CHANGED_DEFINITIONS = {
+    "a default that removes every new holdout member": "ALTER TABLE holdout ALTER COLUMN removed_at "
+    "SET DEFAULT current_timestamp",
+    "a default dropped": "ALTER TABLE holdout ALTER COLUMN added_at DROP DEFAULT",
+    "a NOT NULL dropped": "ALTER TABLE holdout ALTER COLUMN match_key DROP NOT NULL",
+    "a view's query": "CREATE OR REPLACE VIEW pairs_by_source AS "
+    "SELECT source, family, kind, count(*) AS pairs FROM pairs WHERE false GROUP BY ALL",
+    "a view made a table": "CREATE TABLE v AS SELECT * FROM holdout_status; DROP VIEW holdout_status; "
+    "ALTER TABLE v RENAME TO holdout_status",
+}
 
 
 WIPE = "CREATE TRIGGER wipe AFTER INSERT ON ingests FOR EACH STATEMENT DELETE FROM holdout"
@@ -107,6 +127,7 @@ EXPECTED = {
     "newer": (1, "newer pairstore"),
     "shadowing macro": (1, "list_filter"),
     "trigger": (1, "trigger wipe on table main.ingests"),
+    "changed default": (1, "table holdout is not what this pairstore's migrations make"),
 }
 
 
@@ -153,6 +174,71 @@ def test_a_trigger_another_client_wrote_is_refused_before_it_can_empty_the_holdo
     assert _sha(bad) == before
     with open_store(with_trigger(made, tmp_path / "plain.duckdb", trigger=None)) as s:
         assert s.scalar("SELECT count(*) FROM holdout WHERE removed_at IS NULL") == 1
+
+
+@pytest.mark.parametrize("change", list(CHANGED_DEFINITIONS))
+def test_a_table_or_view_another_client_redefined_is_refused_naming_it(tmp_path, change):
+    """Its columns and types unchanged, a table or view of the migrations defined otherwise is refused at
+    open, naming it, and the file is kept as it was."""
+    from pairstore.errors import PairstoreError
+
+    path = tmp_path / "store.duckdb"
+    open_store(path).close()
+    con = duckdb.connect(str(path))
+    con.execute(CHANGED_DEFINITIONS[change])
+    con.close()
+    before = _sha(path)
+    named = {"a view's query": "view pairs_by_source", "a view made a table": "view holdout_status"}
+    with pytest.raises(PairstoreError, match=named.get(change, "table holdout") + " is not what"):
+        open_store(path, read_only=True)
+    assert _sha(path) == before
+
+
+@pytest.fixture(scope="module")
+def fresh_store(tmp_path_factory):
+    """A new store's file and {(table, column): its default} of every column of the migrations' tables."""
+    path = tmp_path_factory.mktemp("fresh") / "store.duckdb"
+    open_store(path).close()
+    con = duckdb.connect(str(path), read_only=True)
+    columns = dict(
+        ((t, c), d)
+        for t, c, d in con.execute(
+            """SELECT table_name, column_name, column_default FROM duckdb_columns()
+            WHERE schema_name = 'main' AND table_name IN (SELECT table_name FROM duckdb_tables())"""
+        ).fetchall()
+    )
+    con.close()
+    return path, columns
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_column_default_another_client_sets_is_refused(fresh_store, tmp_path_factory, data):
+    """Any table of the migrations, any column, any default: where the default is not the one the
+    migrations gave, the store is refused at open naming the table; where it is, the store opens."""
+    from pairstore.errors import PairstoreError
+
+    made, columns = fresh_store
+    table, column = data.draw(st.sampled_from(sorted(columns)), label="column")
+    value = data.draw(st.one_of(st.integers(-5, 5), st.sampled_from(["''", "'x'", "NULL"])), label="default")
+    path = tmp_path_factory.mktemp("changed") / "store.duckdb"
+    shutil.copy(made, path)
+    con = duckdb.connect(str(path))
+    try:
+        con.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" SET DEFAULT {value}')
+        rendered = con.execute(
+            "SELECT column_default FROM duckdb_columns() WHERE table_name = ? AND column_name = ?",
+            [table, column],
+        ).fetchall()[0][0]
+    except duckdb.Error:
+        return  # DuckDB refuses this default for this column: nothing was changed
+    finally:
+        con.close()
+    if rendered == columns[(table, column)]:
+        open_store(path, read_only=True).close()
+    else:
+        with pytest.raises(PairstoreError, match=f"table {table} is not what"):
+            open_store(path, read_only=True)
 
 
 def test_a_store_in_the_format_pairstore_writes_cannot_hold_a_trigger(tmp_path):
