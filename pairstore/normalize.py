@@ -503,6 +503,14 @@ class Step:
 _NUL = "\x00"
 
 
+def _no_nul(texts: Sequence[str]) -> bool:
+    """There are texts and none holds a NUL of its own (an empty batch has nothing to join: joined, it
+    would split into one text). One search (memchr, on one-byte text) of the texts joined with nothing
+    between them; counting the NULs of the NUL-joined text reads character by character, eight times
+    the time on ten thousand ASCII prompts."""
+    return len(texts) > 0 and _NUL not in "".join(texts)
+
+
 def _split_joined(out: str, n: int, sep: str = _NUL) -> list[str]:
     """What a run over n texts joined by `sep` gave, split again; the run must neither make nor remove a
     separator (each caller says why its run reads nothing across one)."""
@@ -516,10 +524,9 @@ def each_through_joined(texts: Sequence[str], run: Callable[[str], str], sep: st
     """[run(t) for t in texts] in one call of `run` over the texts joined by `sep` (which holds a NUL), for a
     `run` that reads nothing across a NUL; None where a text holds a NUL itself (the caller goes one by
     one)."""
-    together = sep.join(texts)
-    if together.count(_NUL) != len(texts) - 1:
+    if not _no_nul(texts):
         return None
-    return _split_joined(run(together), len(texts), sep)
+    return _split_joined(run(sep.join(texts)), len(texts), sep)
 
 
 def _through_joined(
@@ -554,7 +561,7 @@ def _all_or_each(
 ) -> list[str]:
     """_through_joined, deciding on the joined text first: when every text is joinable, one check does."""
     together = _NUL.join(texts)
-    if together.count(_NUL) == len(texts) - 1 and joinable(together):
+    if _no_nul(texts) and joinable(together):
         parts = (joined or one)(together).split(_NUL)
         if len(parts) == len(texts):
             return parts
@@ -580,7 +587,7 @@ def _only_where(
     together = _NUL.join(texts)
     if not needs(together):
         return texts
-    if joined is not None and together.count(_NUL) == len(texts) - 1:  # no text holds a NUL of its own
+    if joined is not None and _no_nul(texts):
         return _split_joined(joined(together), len(texts))
     out = list(texts)
     for i, t in enumerate(texts):
@@ -616,7 +623,7 @@ def _role_markers_only(joined: str) -> str:
 def _strip_markup_many(texts: list[str]) -> list[str]:
     # A text with "<" or "[" one by one (a tag may span anything); one with only ":" in the joined pass.
     together = _NUL.join(texts)
-    if "<" not in together and "[" not in together and together.count(_NUL) == len(texts) - 1:
+    if "<" not in together and "[" not in together and _no_nul(texts):
         if ":" not in together:
             return texts
         return _split_joined(_role_markers_only(_LINE_SEP.join(texts)), len(texts), _LINE_SEP)
