@@ -12,7 +12,14 @@ nothing (imports, opening the store, the work); the second ingest alone (two min
 once everything is loaded and warm. The inputs and stores are bench/bench_ingest.py's, built by each
 side's own code, and each side's ingest is its `ours()`: the same public functions.
 
-Counts move by a fraction of a percent from run to run (DuckDB's threads wait differently). valgrind
+Both sides run with one OpenBLAS thread (OPENBLAS_NUM_THREADS=1). numpy's import makes one small dot
+product (a check of its own), which starts OpenBLAS's threads, and they then spin waiting for work:
+31 to 50 M instructions a process, a different amount each run (one run's warm battles ingest counted
+28 M more than the other side's from that alone). That dot product is the only BLAS call on either
+side, so the setting changes no work, only that noise.
+
+Counts still move between runs of the same code, by up to about 1.5% (DuckDB's threads wait
+differently: this tree's warm battles ingest counted 2,122 M and 2,150 M in two runs). valgrind
 must be installed (`apt-get install valgrind`); it runs the processes about fifty times slower.
 Writes bench/results/ingest-instructions.md (or --out).
 """
@@ -46,7 +53,7 @@ def instructions(command: list[str]) -> int:
         ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *command],
         capture_output=True,
         text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0"},
+        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
         check=True,
     )
     found = _REFS_RE.search(got.stderr)
@@ -141,7 +148,8 @@ def main() -> None:
             f"Rows: {args.rows:,} per table (bench/bench_ingest.py's inputs); "
             f"before: commit `{args.before}`. "
             "Instructions executed by every thread of the process, counted by cachegrind: one run each; "
-            "counts move by a fraction of a percent between runs.",
+            "one OpenBLAS thread (its idle threads' spinning is noise, not work); counts move by up to "
+            "about 1.5% between runs of the same code.",
             "",
             headline,
             "",
