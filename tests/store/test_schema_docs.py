@@ -77,6 +77,9 @@ def test_comments_follow_the_doc_when_it_changes(db_path):
         docs = comments.documented_schema()
         docs["battles"].columns["vote"] = "edited meaning"
         statements = comments.comment_statements(s.con, docs)
+        # the caller's edit stays in the caller's copy: the process's one parse of the file is unchanged
+        assert comments.documented_schema()["battles"].columns["vote"] != "edited meaning"
+        assert comments.apply_comments(s.con) == 0
     assert statements == ['COMMENT ON COLUMN "battles"."vote" IS \'edited meaning\'']
 
 
