@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pairstore.errors import PairstoreError
 from pairstore.store.migrations import MIGRATIONS
 from pairstore.store.recognize import changed_definition
 from pairstore.store.store import open_store
@@ -28,6 +29,12 @@ def test_a_store_an_earlier_pairstore_made_opens_migrated_and_as_the_migrations_
     path = tmp_path / "store.duckdb"
     with gzip.open(made) as src, open(path, "wb") as dst:
         shutil.copyfileobj(src, dst)
+    version = int(made.name.split("-")[0].removeprefix("schema"))
+    if version < len(MIGRATIONS):  # a reading command leaves it as it is and says how to migrate it
+        before = path.read_bytes()
+        with pytest.raises(PairstoreError, match=f"at schema version {version}, .* once to migrate it"):
+            open_store(path, read_only=True)
+        assert path.read_bytes() == before
     with open_store(path) as store:
         assert store.schema_version() == len(MIGRATIONS)
     with open_store(path, read_only=True) as store:  # recognised again, now at the latest version
