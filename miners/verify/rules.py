@@ -353,9 +353,12 @@ def find_a_line(text: str, low: str, kind: str) -> Iterable[Span]:
 
 
 def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
-    """GSM8K's "#### X": "#### 72" -> "72"."""
+    """GSM8K's "#### X": "#### 72" -> "72". A markdown heading of level four ("#### Step 2: Result",
+    "#### 2. Final count", "#### Thousands place:") is a title over what follows, no answer: read as
+    one, its step number was a definite "wrong" for the right answer stated under it."""
     for m in _HASHES_RE.finditer(text):
-        yield Span(m.start(), m.end(), m.group("ans"), "hashes")
+        if not is_heading(m.group("ans")):
+            yield Span(m.start(), m.end(), m.group("ans"), "hashes")
 
 
 # one "#" opening the output's last line (or, where a source stored the reply with its line breaks
@@ -363,6 +366,20 @@ def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
 _HASH_LINE_RE = re.compile(r"(?:\A|\n|[ \t]{2,})#(?!#)[ \t]*(?P<ans>[^#\n]{1,60}?)\s*\Z")
 _MATH_PARTS_RE = re.compile(r"\\\(.*?\\\)|\$[^$]*\$|\\text\s*\{[^{}]*\}")
 _HEADING_WORDS = frozenset("step part case question problem solution answer example section".split())
+_ENUMERATION_RE = re.compile(r"\s*\d+[.)]\s+[^\W\d]")  # "2. Final count", "3) Check" (not "2.5")
+_VALUE_FIRST_RE = re.compile(r"\s*[-+−]?\s*[$€£¥]?\s*\d")  # "18 dollars per hour", "$5 each"
+
+
+def is_heading(line: str) -> bool:
+    """Whether what follows a "#" or "####" is a heading's title rather than a value: a heading word
+    ("Step 2", "Solution"), an enumeration ("2. Final count"), a title that ends in a colon, or more
+    than two words outside math where no value opens the line (a value may carry a unit)."""
+    if line.rstrip().endswith((":", "：")) or _ENUMERATION_RE.match(line):
+        return True
+    words = re.findall(r"[A-Za-z]{2,}", _MATH_PARTS_RE.sub(" ", line))
+    if not _HEADING_WORDS.isdisjoint(w.lower() for w in words):
+        return True
+    return len(words) > 2 and not _VALUE_FIRST_RE.match(line)
 
 
 def find_hash_line(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -375,10 +392,7 @@ def find_hash_line(text: str, low: str, kind: str) -> Iterable[Span]:
         return
     start = max(0, text.rfind("\n", 0, hash_at), hash_at - 8)
     m = _HASH_LINE_RE.search(text, start)
-    if m is None or not re.search(r"\d", m.group("ans")):
-        return
-    words = re.findall(r"[A-Za-z]{2,}", _MATH_PARTS_RE.sub(" ", m.group("ans")))
-    if len(words) <= 2 and not _HEADING_WORDS.intersection(w.lower() for w in words):
+    if m is not None and re.search(r"\d", m.group("ans")) and not is_heading(m.group("ans")):
         yield Span(m.start("ans") - 1, m.end(), m.group("ans"), "hash_line")
 
 

@@ -840,6 +840,45 @@ def hash_answer_line(draw: st.DrawFn) -> Case:
     return Case(joiner.join(lines), str(value), "gsm8k", says, {"form": form, "breaks": repr(joiner)})
 
 
+# markdown headings of level four over a reply's steps: "####" and a title, not GSM8K's "#### <answer>"
+H4_HEADINGS = (
+    "#### Step {n}: {title}",
+    "#### Step {n}",
+    "#### {n}. {title}",
+    "#### {n}) {title}",
+    "#### Part {n}",
+    "#### {title}:",
+    "#### Step {n} of {m}",
+    "#### {title} for group {n}",
+)
+H4_TITLES = ("Count the apples", "Thousands place", "Result", "Combine the groups")
+# how the reply states its answer under its last heading
+H4_ENDINGS = ("So she has {x} apples in all.", "The answer is {x}.", "**Answer:** {x}", "#### {x}")
+
+
+@st.composite
+def markdown_h4_steps(draw: st.DrawFn) -> Case:
+    """Working under markdown headings of level four ("#### Step 2: Result", "#### 2. Final count",
+    "#### Thousands place:"), whose step numbers are not the answer, then the answer stated under the
+    last one: in a concluding sentence, after a marker, or on GSM8K's own "#### <answer>" line last.
+    A heading is a title, no answer: never the opposite verdict; "#### <answer>" last is decided."""
+    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    value = a + b
+    says, shown = right_or_other(draw, value, st.integers(10, 2_000))
+    heading = draw(st.sampled_from(H4_HEADINGS))
+    ending = draw(st.sampled_from(H4_ENDINGS))
+    steps = draw(st.integers(2, 3))
+    numbers = [n for n in range(1, steps + 1)]
+    assume(value not in numbers and shown not in numbers)
+    sections = []
+    for n in numbers:
+        title = draw(st.sampled_from(H4_TITLES))
+        sections.append(heading.format(n=n, m=steps, title=title))
+        sections.append(f"We have {a} and {b} here." if n < steps else f"{a} + {b} = {shown}")
+    output = "\n".join(sections) + "\n\n" + ending.format(x=shown)
+    return Case(output, str(value), "gsm8k", says, {"heading": heading, "ending": ending})
+
+
 UNITS = ("cups", "apples", "pounds of flour", "crates", "birds")
 
 

@@ -35,6 +35,7 @@ from tests.verify.presentations import (
     coverage_table,
     feedback_turns_cut,
     hash_answer_line,
+    markdown_h4_steps,
     percent_answer_line,
     presentations,
     refusal_answer,
@@ -159,3 +160,10 @@ def test_a_gold_with_its_unit_is_a_value(case: Case) -> None:
 def test_hash_answer_line_never_the_opposite(case: Case) -> None:
     # the "# <answer>" line ends the reply: decided
     never_the_opposite(case, decided=True)
+
+
+@settings(max_examples=150)
+@given(markdown_h4_steps())
+def test_a_markdown_heading_of_level_four_is_no_answer(case: Case) -> None:
+    # GSM8K's "#### <answer>" line last is read whatever headings came before it: decided
+    never_the_opposite(case, decided=case.classes["ending"] == "#### {x}")
