@@ -48,6 +48,8 @@ _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
 # The patterns below start at a literal word (found at regex speed); where a match must begin a line
 # or follow a sentence, the code checks the text before it.
 _A_LINE_RE = re.compile(r"(?m)^A[ \t]*:[ \t]*(?P<ans>[^\n]+)")  # GSM8K's few-shot "A: 18"
+_B_LINE_RE = re.compile(r"\s*\nB[ \t]*:")  # the next line an option "B:" (read from the end of an "A:" line)
+_MD_HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+(?P<title>[^\n]*)")  # a markdown heading line: its title
 _HASHES_RE = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
 _ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
 _ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
@@ -347,9 +349,12 @@ def find_answer_tag(text: str, low: str, kind: str) -> Iterable[Span]:
 
 
 def find_a_line(text: str, low: str, kind: str) -> Iterable[Span]:
-    """GSM8K's few-shot "A: X" line: "A: The answer is 18." -> "18"."""
+    """GSM8K's few-shot "A: X" line: "A: The answer is 18." -> "18". An "A:" line that a "B:" line
+    follows is the first of a list of options ("A: 12 apples is too few.\nB: 18 apples fits."), no
+    answer: read as one, option A's value was a definite "wrong" for the right answer after it."""
     for m in _A_LINE_RE.finditer(text):
-        yield Span(m.start(), m.end(), m.group("ans"), "a_line")
+        if not _B_LINE_RE.match(text, m.end()):
+            yield Span(m.start(), m.end(), m.group("ans"), "a_line")
 
 
 def find_hashes(text: str, low: str, kind: str) -> Iterable[Span]:
@@ -601,6 +606,9 @@ def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
     for m in _MARKER_HEADING_RE.finditer(text):
         if _marker_word(m) not in _SAME_LINE:
             value, value_end = _next_line(text, m.end() - 1)
+            heading = _MD_HEADING_RE.fullmatch(value)
+            if heading is not None and is_heading(heading.group("title")):
+                continue  # "## Answer" over "### Step 1": the next line is a section's title, no value
             if len(_SENTENCE_MARK_RE.findall(value)) < 2:
                 yield Span(m.start(), max(m.end(), value_end), value, "marker_heading", _language(m))
 

@@ -879,6 +879,35 @@ def markdown_h4_steps(draw: st.DrawFn) -> Case:
     return Case(output, str(value), "gsm8k", says, {"heading": heading, "ending": ending})
 
 
+# lines that number or title parts of a reply, each with a number that is not the answer: options
+# compared ("A: ...", "B: ..."), and an answer heading whose next line is a section's title
+OPTION_LISTS = ("A: {o} apples is too few.\nB: {p} apples is too many.", "A: {o}\nB: {p}\nC: {q}")
+ANSWER_OVER_SECTIONS = (
+    "## Answer\n\n### Step {n}",
+    "## Final Answer\n\n### {n}. Count",
+    "**Answer**\n### Part {n}",
+)
+PART_ENDINGS = ("So she has {x} apples.", "The answer is {x}.", "Therefore, there are {x} apples in all.")
+
+
+@st.composite
+def numbered_parts(draw: st.DrawFn) -> Case:
+    """Options compared on "A:" / "B:" lines, or an answer heading ("## Answer") whose next line is a
+    section's title ("### Step 1"), each holding a number that is not the answer, then the answer
+    stated last. An option or a section title is no answer: never the opposite verdict."""
+    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    value = a + b
+    says, shown = right_or_other(draw, value, st.integers(10, 2_000))
+    others = [draw(st.integers(2, 2_000)) for _ in range(3)]
+    n = draw(st.integers(1, 9))
+    assume(value not in (n, *others) and shown not in (n, *others))
+    layout = draw(st.sampled_from((*OPTION_LISTS, *ANSWER_OVER_SECTIONS)))
+    head = layout.format(o=others[0], p=others[1], q=others[2], n=n)
+    ending = draw(st.sampled_from(PART_ENDINGS))
+    output = f"{head}\nWe add {a} and {b}: {a} + {b} = {shown}.\n\n{ending.format(x=shown)}"
+    return Case(output, str(value), "gsm8k", says, {"layout": layout, "ending": ending})
+
+
 UNITS = ("cups", "apples", "pounds of flour", "crates", "birds")
 
 

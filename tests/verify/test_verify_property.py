@@ -36,6 +36,7 @@ from tests.verify.presentations import (
     feedback_turns_cut,
     hash_answer_line,
     markdown_h4_steps,
+    numbered_parts,
     percent_answer_line,
     presentations,
     refusal_answer,
@@ -167,3 +168,9 @@ def test_hash_answer_line_never_the_opposite(case: Case) -> None:
 def test_a_markdown_heading_of_level_four_is_no_answer(case: Case) -> None:
     # GSM8K's "#### <answer>" line last is read whatever headings came before it: decided
     never_the_opposite(case, decided=case.classes["ending"] == "#### {x}")
+
+
+@settings(max_examples=150)
+@given(numbered_parts())
+def test_an_option_line_or_a_section_title_is_no_answer(case: Case) -> None:
+    never_the_opposite(case)
