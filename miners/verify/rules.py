@@ -436,8 +436,10 @@ _AFTER_MARKER = r"[ \t*_]*(?:[" + _COLONS + r"]|\|(?=[^|\n]*\|[ \t]*(?:\n|$)))"
 # a marker word may not continue a word of a spaced script ("Responsable:", "ответственный")
 _NO_LETTER_BEFORE = r"(?<![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
 _NO_LETTER_AFTER = r"(?![A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff])"
+# the number of a numbered answer between its marker and the colon: "Answer 3: 42", "Answer (2): 7"
+_MARKER_INDEX = r"(?:[ \t]*(?:#[ \t]*)?\d{1,3}|[ \t]*\(\d{1,3}\))?"
 _MARKER_COLON_RE = re.compile(
-    _NO_LETTER_BEFORE + r"(?P<w>" + _MARKER_ALT + r")" + _NO_LETTER_AFTER
+    _NO_LETTER_BEFORE + r"(?P<w>" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + _MARKER_INDEX
     + _AFTER_MARKER + r"[ \t*_]*(?P<ans>[^\n]*)",
     re.I,
 )  # fmt: skip
@@ -575,11 +577,12 @@ def _language(m: re.Match) -> str | None:
     return marker.language if marker is not None else None
 
 
-_MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 8  # a marker word and the markup before its colon
+# a marker word, its number ("Answer (12)") and the markup before its colon
+_MARKER_WINDOW = max(len(w) for w, _ in _MARKERS) + 14
 _COLON_RE = re.compile("[" + _COLONS + "|]")
 _BEFORE_COLON_RE = re.compile(
     opening_chars(w for w, _ in _MARKERS)
-    + _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + r"[ \t*_]*$",
+    + _NO_LETTER_BEFORE + r"(?:" + _MARKER_ALT + r")" + _NO_LETTER_AFTER + _MARKER_INDEX + r"[ \t*_]*$",
     re.I,
 )  # fmt: skip
 

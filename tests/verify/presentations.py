@@ -908,6 +908,30 @@ def numbered_parts(draw: st.DrawFn) -> Case:
     return Case(output, str(value), "gsm8k", says, {"layout": layout, "ending": ending})
 
 
+# an answer marker numbered like its question ("Question 3: ..." then "Answer 3: 42")
+NUMBERED_MARKERS = (
+    "Answer {k}: {x}",
+    "**Answer {k}:** {x}",
+    "Answer ({k}): {x}",
+    "Answer #{k}: {x}",
+    "Ответ {k}: {x}",
+)
+
+
+@st.composite
+def numbered_answer_line(draw: st.DrawFn) -> Case:
+    """A question and its answer numbered alike ("Question 3: ...", "Answer 3: 42"), the number not
+    the answer: the marker's value is the answer, read and decided, never the opposite."""
+    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    value = a + b
+    says, shown = right_or_other(draw, value, st.integers(10, 2_000))
+    k = draw(st.integers(1, 99))
+    assume(k not in (value, shown))
+    marker = draw(st.sampled_from(NUMBERED_MARKERS))
+    output = f"Question {k}: How many apples are there?\nWe add {a} and {b}.\n{marker.format(k=k, x=shown)}"
+    return Case(output, str(value), "gsm8k", says, {"marker": marker})
+
+
 UNITS = ("cups", "apples", "pounds of flour", "crates", "birds")
 
 

@@ -36,6 +36,7 @@ from tests.verify.presentations import (
     feedback_turns_cut,
     hash_answer_line,
     markdown_h4_steps,
+    numbered_answer_line,
     numbered_parts,
     percent_answer_line,
     presentations,
@@ -174,3 +175,9 @@ def test_a_markdown_heading_of_level_four_is_no_answer(case: Case) -> None:
 @given(numbered_parts())
 def test_an_option_line_or_a_section_title_is_no_answer(case: Case) -> None:
     never_the_opposite(case)
+
+
+@settings(max_examples=150)
+@given(numbered_answer_line())
+def test_a_numbered_answer_marker_reads_its_value(case: Case) -> None:
+    never_the_opposite(case, decided=True)
