@@ -86,10 +86,15 @@ def expected_definitions(version: int) -> dict[str, str]:
     return _made_by_migrations(version)[1]
 
 
+def _in(database: str | None) -> str:
+    """The condition of a catalog row in `database` (an in-memory store's), or else in the file."""
+    return f"database_name = '{database}'" if database else _FILE_OBJECTS
+
+
 def _definitions_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, str]:
     # DuckDB renders each CREATE statement from the catalog entry, not from the text it was given, so a
     # file's and an in-memory store's compare alike whichever DuckDB wrote the file.
-    where = f"database_name = '{database}'" if database else _FILE_OBJECTS
+    where = _in(database)
     rows = con.execute(
         f"""SELECT 'table ' || table_name, sql FROM system.main.duckdb_tables()
             WHERE schema_name = 'main' AND {where}
@@ -118,7 +123,7 @@ def _first_difference(have: str, want: str) -> str:
 
 
 def _schema_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, frozenset]:
-    where = "schema_name = 'main' AND " + (f"database_name = '{database}'" if database else _FILE_OBJECTS)
+    where = "schema_name = 'main' AND " + _in(database)
     out: dict[str, set] = {}
     # Schemas a migration made count as objects too (listed under a name no table can have).
     for (schema,) in con.execute(

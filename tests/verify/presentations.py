@@ -840,6 +840,15 @@ def hash_answer_line(draw: st.DrawFn) -> Case:
     return Case(joiner.join(lines), str(value), "gsm8k", says, {"form": form, "breaks": repr(joiner)})
 
 
+@st.composite
+def shown_sum(draw: st.DrawFn) -> tuple[int, int, bool, int]:
+    """(a, b, whether the value shown is their sum, the value shown): the working of the presentations
+    below adds two numbers, and shows the sum or another value."""
+    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    says, shown = right_or_other(draw, a + b, st.integers(10, 2_000))
+    return a, b, says, shown
+
+
 # markdown headings of level four over a reply's steps: "####" and a title, not GSM8K's "#### <answer>"
 H4_HEADINGS = (
     "#### Step {n}: {title}",
@@ -862,9 +871,8 @@ def markdown_h4_steps(draw: st.DrawFn) -> Case:
     "#### Thousands place:"), whose step numbers are not the answer, then the answer stated under the
     last one: in a concluding sentence, after a marker, or on GSM8K's own "#### <answer>" line last.
     A heading is a title, no answer: never the opposite verdict; "#### <answer>" last is decided."""
-    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    a, b, says, shown = draw(shown_sum())
     value = a + b
-    says, shown = right_or_other(draw, value, st.integers(10, 2_000))
     heading = draw(st.sampled_from(H4_HEADINGS))
     ending = draw(st.sampled_from(H4_ENDINGS))
     steps = draw(st.integers(2, 3))
@@ -895,9 +903,8 @@ def numbered_parts(draw: st.DrawFn) -> Case:
     """Options compared on "A:" / "B:" lines, or an answer heading ("## Answer") whose next line is a
     section's title ("### Step 1"), each holding a number that is not the answer, then the answer
     stated last. An option or a section title is no answer: never the opposite verdict."""
-    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    a, b, says, shown = draw(shown_sum())
     value = a + b
-    says, shown = right_or_other(draw, value, st.integers(10, 2_000))
     others = [draw(st.integers(2, 2_000)) for _ in range(3)]
     n = draw(st.integers(1, 9))
     assume(value not in (n, *others) and shown not in (n, *others))
@@ -922,9 +929,8 @@ NUMBERED_MARKERS = (
 def numbered_answer_line(draw: st.DrawFn) -> Case:
     """A question and its answer numbered alike ("Question 3: ...", "Answer 3: 42"), the number not
     the answer: the marker's value is the answer, read and decided, never the opposite."""
-    a, b = draw(st.integers(10, 900)), draw(st.integers(10, 900))
+    a, b, says, shown = draw(shown_sum())
     value = a + b
-    says, shown = right_or_other(draw, value, st.integers(10, 2_000))
     k = draw(st.integers(1, 99))
     assume(k not in (value, shown))
     marker = draw(st.sampled_from(NUMBERED_MARKERS))
