@@ -123,11 +123,22 @@ class Store:
     @contextmanager
     def registered(self, name: str, table: object) -> Iterator[str]:
         """`table` (an Arrow table, or anything else DuckDB can scan) visible to SQL as `name` inside the
-        block; unregistered on the way out, whatever happens."""
-        self.con.register(name, table)
+        block; unregistered on the way out, whatever happens.
+
+        An Arrow table is registered behind a holder that lets go of it on the way out. DuckDB keeps a
+        view dropped inside a transaction until the transaction ends, and with it whatever the view
+        reads: a miner or an ingest that registers each batch inside its one transaction would hold
+        every batch it ever read until the commit (memory growing with the input). The dropped view
+        keeps only the empty holder."""
+        import pyarrow as pa
+
+        held = _ArrowHolder(table) if isinstance(table, pa.Table) else None
+        self.con.register(name, table if held is None else held)
         try:
             yield name
         finally:
+            if held is not None:
+                held.table = None
             self.con.unregister(name)
 
     def schema_version(self) -> int:
@@ -141,6 +152,18 @@ class Store:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _ArrowHolder:
+    """An Arrow table as DuckDB scans it (the Arrow C stream interface), until `table` is set to None."""
+
+    def __init__(self, table: Any) -> None:
+        self.table: Any = table
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        if self.table is None:
+            raise RuntimeError("an Arrow table was read after its registration ended")
+        return self.table.__arrow_c_stream__(requested_schema)
 
 
 # The on-disk format a new store is written in. The duckdb 2.x package writes format 69 by default,
