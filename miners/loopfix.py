@@ -16,7 +16,8 @@ generation's prompt without a system message.
 
 The generations are read a batch of whole tasks at a time (miners.batches: one query a batch,
 on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
-in one transaction: memory stays flat however many generations there are.
+in one transaction: the generations read do not grow memory; the keys of the pairs written do
+(DuckDB holds the key index of a table it writes in memory, about 0.5 KB a pair: docs/scale.md).
 
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
 outputs on). The result does not depend on it; more processes pay only on idle cores
@@ -84,7 +85,7 @@ def mine_loopfix(store, options: LoopfixOptions) -> MineResult:
         f"SELECT count(*) FROM generations g JOIN tasks t ON g.item_id = t.task_id WHERE {where}",
         [model, model],
     )
-    # Streamed a batch of whole tasks at a time: memory stays flat however many generations there are.
+    # Streamed a batch of whole tasks at a time, so the generations read do not grow memory.
     batches = item_batches(
         store,
         f"""

@@ -34,7 +34,8 @@ ids become origins):
 
 The generations are read a batch of whole problems at a time (miners.batches: one query a batch, on
 a cursor), judged, and their verdicts and pairs written before the next batch is read, all
-in one transaction: memory stays flat however many generations there are.
+in one transaction: the generations read do not grow memory; the keys of the pairs written do
+(DuckDB holds the key index of a table it writes in memory, about 0.5 KB a pair: docs/scale.md).
 
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
 outputs on). The result does not depend on it; more processes pay only on idle cores
@@ -133,7 +134,7 @@ where all are wrong."""
         f"SELECT count(*) FROM generations g JOIN problems p ON g.item_id = p.problem_id WHERE {where}",
         [model, dataset],
     )
-    # Streamed a batch of whole problems at a time: memory stays flat however many generations there are.
+    # Streamed a batch of whole problems at a time, so the generations read do not grow memory.
     batches = item_batches(
         store,
         f"""
