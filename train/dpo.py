@@ -123,6 +123,18 @@ def _last_checkpoint(out_dir: Path) -> Path | None:
     return max(steps)[1] if steps else None
 
 
+def trains_on_gpu() -> bool:
+    """Whether this process trains on the GPU: there is one, and no launcher put the process on the CPU.
+    `accelerate launch` with a config that says use_cpu (train/configs/cpu.yaml) sets ACCELERATE_USE_CPU
+    and keeps the model on the CPU; a process that still chose the GPU's precision and device sent its
+    batches to the GPU, and the first forward pass failed with tensors on two devices (seen on a GPU
+    machine)."""
+    import torch
+    from accelerate.utils import parse_flag_from_env
+
+    return torch.cuda.is_available() and not parse_flag_from_env("ACCELERATE_USE_CPU")
+
+
 def run_job(job: TrainingJob) -> dict:
     """Train one round (in this process; under `accelerate launch`, in each process). Returns the evidence."""
     import torch
@@ -161,7 +173,7 @@ def run_job(job: TrainingJob) -> dict:
     )
     dataset = Dataset.from_dict(data)
 
-    cuda = torch.cuda.is_available()
+    cuda = trains_on_gpu()
     lora = LoraConfig(
         r=hp.lora_rank,
         # float: peft says int but scales by alpha / r, and the adapter config has always recorded a float

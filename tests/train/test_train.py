@@ -732,6 +732,31 @@ def test_emit_sbatch_for_four_gpus(tiny, tmp_path):
     )
 
 
+@pytest.mark.parametrize(
+    ("gpu", "launcher_cpu", "on_gpu"),
+    [
+        (True, None, True),
+        (True, "True", False),  # what `accelerate launch` sets for a config with use_cpu
+        (True, "false", True),
+        (False, None, False),
+        (False, "1", False),
+    ],
+)
+def test_a_launcher_that_puts_training_on_the_cpu_is_obeyed_on_a_gpu_machine(
+    monkeypatch, gpu, launcher_cpu, on_gpu
+):
+    # On a GPU machine, `--accelerate-config cpu` kept the model on the CPU while the job chose the GPU's
+    # device and precision: the first forward pass failed with tensors on two devices.
+    from train.dpo import trains_on_gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: gpu)
+    if launcher_cpu is None:
+        monkeypatch.delenv("ACCELERATE_USE_CPU", raising=False)
+    else:
+        monkeypatch.setenv("ACCELERATE_USE_CPU", launcher_cpu)
+    assert trains_on_gpu() is on_gpu
+
+
 @pytest.mark.slow
 def test_accelerate_launch_with_one_cpu_process(tiny, tmp_path):
     db = tmp_path / "s.duckdb"
