@@ -6,8 +6,9 @@
 CI has no GPU, so the code that only runs on one (train/dpo.py trains in bf16 with gradient
 checkpointing there, train/sample.py and train/ray_shards.py put the model on the GPU) is tested only
 here: tests/train/test_train.py (DPO with the NLL term, resume, merge, sample, eval, the accelerate
-launcher), tests/train/test_tiny_chat.py and tests/cli/test_demo.py (the whole demo: ingest, mine,
-export, train, merge, soup, evaluate, report). Nothing is timed against a baseline: this is a check, and
+launcher), tests/train/test_tiny_chat.py, tests/cli/test_demo.py (the whole demo: ingest, mine,
+export, train, merge, soup, evaluate, report), and the other files that train or load what training
+wrote (TEST_FILES). `--files` runs some of them. Nothing is timed against a baseline: this is a check, and
 its figures are what passed. Without a GPU it says so and exits with status 2, having run nothing.
 Writes bench/results/gpu_tests.md (or --out).
 """
@@ -25,7 +26,17 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_FILES = ("tests/train/test_train.py", "tests/train/test_tiny_chat.py", "tests/cli/test_demo.py")
+TEST_FILES = (
+    "tests/train/test_train.py",
+    "tests/train/test_tiny_chat.py",
+    "tests/cli/test_demo.py",
+    "tests/train/test_bundle_compat.py",
+    "tests/train/test_bundle_refusals.py",
+    "tests/train/test_recipes_doc_train.py",
+    "tests/train/test_train_logs.py",
+    "tests/export/test_trl_exports.py",
+    "tests/test_real_round.py",
+)
 PACKAGES = ("torch", "transformers", "trl", "peft", "accelerate", "duckdb", "pyarrow")
 _COUNTS_RE = re.compile(r"(\d+) (passed|failed|skipped|error|errors)")
 
@@ -61,7 +72,8 @@ def run_file(test_file: str) -> dict:
     }
 
 
-def report(gpu: str, runs: list[dict], command: str) -> str:
+def report(gpu: str, runs: list[dict], command: str, *, of: int) -> str:
+    """The results section for `runs`, the first of `of` files asked for."""
     versions = []
     for name in PACKAGES:
         try:
@@ -77,7 +89,8 @@ def report(gpu: str, runs: list[dict], command: str) -> str:
         f"Machine: {gpu}; Python {platform.python_version()}; {', '.join(versions)}.",
         "",
         f"Headline: on {gpu}, {passed} tests passed and {failed} failed "
-        f"({', '.join(Path(r['file']).name for r in runs)})",
+        f"({', '.join(Path(r['file']).name for r in runs)})"
+        + ("" if len(runs) == of else f"; {of - len(runs)} more files asked for did not run (stopped)"),
         "",
         "| test file | passed | failed | skipped | seconds | failures |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -94,22 +107,25 @@ def report(gpu: str, runs: list[dict], command: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "gpu_tests.md"))
+    ap.add_argument("--files", nargs="+", default=list(TEST_FILES), help="test files to run (default: all)")
     args = ap.parse_args()
     gpu = gpu_name()
     if gpu is None:
         print("no GPU (torch is missing or torch.cuda.is_available() is false): nothing run", file=sys.stderr)
         return 2
-    runs = []
-    for test_file in TEST_FILES:
-        runs.append(run_file(test_file))
-        print(runs[-1], flush=True)
     command = " ".join(["python", "bench/gpu_tests.py", *sys.argv[1:]])
-    text = report(gpu, runs, command)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    runs: list[dict] = []
+    text = ""
+    for test_file in args.files:
+        runs.append(run_file(test_file))
+        print(runs[-1], flush=True)
+        # written after every file, so a run stopped at a time limit keeps what it measured
+        text = report(gpu, runs, command, of=len(args.files))
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)
     print(text)
     return 0 if all(r["rc"] == 0 for r in runs) else 1
 
