@@ -211,10 +211,11 @@ def report(keys: int, runs: dict[str, dict], mined: list[dict], n_mine: int, com
         "",
         "Reading: while a keyed table is written, DuckDB holds its primary-key index in memory, and a "
         "write of many keys spread over the key space loads it nearly whole (a checkpoint writes it out "
-        "again). The memory limit cannot spill it: committing every 50,000 rows ran out of the limit as "
-        "one transaction did, a little later. Without the index the same rows fill under the same limit. "
-        "So a mine's memory grows with the keys of the pairs the store holds (a pair's key and its origin "
-        "rows' keys), not with the generations it reads, which stream.",
+        "again). The memory limit cannot spill it: committing every 50,000 rows ran out of the limit, "
+        "as one transaction did. Without the index the same rows fill under the same limit. "
+        "So a mine's memory grows with the keys of the pairs it writes (a pair's key and its origin "
+        "rows' keys) as well as with what else its one transaction holds (the verdicts' UPDATE: "
+        "docs/scale.md), not with the generations it reads, which stream.",
         "",
     ]
     return "\n".join(lines)

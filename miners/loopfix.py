@@ -16,8 +16,9 @@ generation's prompt without a system message.
 
 The generations are read a batch of whole tasks at a time (miners.batches: one query a batch,
 on a cursor), judged, and their verdicts and pairs written before the next batch is read, all
-in one transaction: the generations read do not grow memory; the keys of the pairs written do
-(DuckDB holds the key index of a table it writes in memory, about 0.5 KB a pair: docs/scale.md).
+in one transaction: the generations read do not grow memory; what the transaction writes does (the
+pairs' keys, whose index DuckDB holds in memory, about 0.5 KB a pair, and the verdicts' UPDATE at its
+end: docs/scale.md).
 
 `workers`: processes for verifying and scanning (default 1; None: one per core, at most 4, from 20,000
 outputs on). The result does not depend on it; more processes pay only on idle cores
