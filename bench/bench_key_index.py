@@ -104,8 +104,6 @@ def mine_child(db: str) -> None:
     import bench_mining
 
     from miners import judge
-    from miners.loopfix import mine_loopfix
-    from miners.self_repair import mine_self_repair
     from pairstore.store.store import open_store
 
     exit_writer = judge.JudgedWriter.__exit__
@@ -120,22 +118,7 @@ def mine_child(db: str) -> None:
 
     judge.JudgedWriter.__exit__ = measured_exit  # type: ignore[method-assign]
     with open_store(db) as store:
-        runs = [
-            (
-                "self-repair gsm8k",
-                lambda: mine_self_repair(
-                    store, model=bench_mining.MODEL, dataset="gsm8k", pairs_per_problem=2, seed=1, workers=1
-                ),
-            ),
-            (
-                "self-repair math",
-                lambda: mine_self_repair(
-                    store, model=bench_mining.MODEL, dataset="math", pairs_per_problem=2, seed=1, workers=1
-                ),
-            ),
-            ("loop-fix", lambda: mine_loopfix(store, model=bench_mining.MODEL, workers=1)),
-        ]
-        for name, run in runs:
+        for name, run in bench_mining.mines(store, 1):
             run()
             print(json.dumps({"mine": name, **seen[-1]}))
 

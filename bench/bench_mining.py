@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -264,6 +265,25 @@ def build_store(path: Path, n_generations: int, seed: int, families=None) -> dic
 LIMITED_DUCKDB_MB = 64
 
 
+def mines(store, workers: int) -> list[tuple[str, Callable[[], object]]]:
+    """The mines a run does, in order, each named: self-repair on gsm8k, then on math, then loop-fix."""
+    return [
+        (
+            "self-repair gsm8k",
+            lambda: mine_self_repair(
+                store, model=MODEL, dataset="gsm8k", pairs_per_problem=2, seed=1, workers=workers
+            ),
+        ),
+        (
+            "self-repair math",
+            lambda: mine_self_repair(
+                store, model=MODEL, dataset="math", pairs_per_problem=2, seed=1, workers=workers
+            ),
+        ),
+        ("loop-fix", lambda: mine_loopfix(store, model=MODEL, workers=workers)),
+    ]
+
+
 def mine_child(db: Path, workers: int, trace: bool = False, duckdb_limit_mb: int | None = None) -> None:
     """One contender run: mine the store at `db` (a fresh copy), print the result as one JSON line (with
     the process's peak RSS). With `trace` (an untimed run: tracing slows Python down), also where the
@@ -275,15 +295,7 @@ def mine_child(db: Path, workers: int, trace: bool = False, duckdb_limit_mb: int
     with open_store(db) as store:
         if duckdb_limit_mb is not None:
             store.con.execute(f"SET memory_limit = '{int(duckdb_limit_mb)}MB'")
-        results = [
-            mine_self_repair(
-                store, model=MODEL, dataset="gsm8k", pairs_per_problem=2, seed=1, workers=workers
-            ),
-            mine_self_repair(
-                store, model=MODEL, dataset="math", pairs_per_problem=2, seed=1, workers=workers
-            ),
-            mine_loopfix(store, model=MODEL, workers=workers),
-        ]
+        results = [run() for _, run in mines(store, workers)]
         duckdb_mb = dict(
             store.con.execute(
                 "SELECT tag, round(sum(memory_usage_bytes) / 1e6, 1) FROM duckdb_memory() GROUP BY tag"

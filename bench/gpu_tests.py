@@ -26,6 +26,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pairstore.files import atomic_write_text  # noqa: E402
+
 TEST_FILES = (
     "tests/train/test_train.py",
     "tests/train/test_tiny_chat.py",
@@ -123,9 +127,7 @@ def main() -> int:
         print(runs[-1], flush=True)
         # written after every file, so a run stopped at a time limit keeps what it measured
         text = report(gpu, runs, command, of=len(args.files))
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, out)
+        atomic_write_text(out, text)
     print(text)
     return 0 if all(r["rc"] == 0 for r in runs) else 1
 
