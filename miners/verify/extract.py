@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from miners.verify.lowered import lowered
 from miners.verify.markers import EXPLANATION_WORDS
 from miners.verify.normalize import ASCII_FORMS, NUMERAL, normalize
 from miners.verify.prose import (
@@ -106,7 +107,7 @@ def _invented_turn(text: str, cands: list[Span]) -> int | None:
     nothing: the prompt's format echoed ("#### <number>") and the problem it goes on with ("Problem:
     ...") are no answer and no invented question."""
     first_end = min(c.end for c in cands)
-    low = text.lower()
+    low = lowered(text)
     starts: list[tuple[int, bool]] = []  # (where, whether only a marker's answer counts before it)
     if low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS):
         starts += [(m.start(), False) for m in _FOLLOWUP_RE.finditer(text, first_end)]
@@ -189,7 +190,7 @@ def cut_turn(text: str) -> str:
         m = _TURN_END_RE.search(text)
         if m:
             text = text[: m.start()]
-    low = text.lower()
+    low = lowered(text)
     if "user" in low or "human" in low:
         m = _ROLE_RE.search(text, 1)
         if m:

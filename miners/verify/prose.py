@@ -315,6 +315,45 @@ def sentences(text: str) -> list[str]:
     return out
 
 
+# A long text's last sentences are split from a place near its end: TAIL_CHARS from it, moved on to a
+# place where a split of the tail cuts where the split of the whole does (_tail_start).
+TAIL_CHARS = 4_000
+_ALNUM_RE = re.compile(r"[^\W_]")
+
+
+def _tail_start(text: str, near: int) -> int | None:
+    """A place p at or after `near` where sentences(text[p:]) cuts as sentences(text) does after p:
+    outside every math segment of the whole text (a scan from p then finds the whole's segments
+    after p: between two segments of the whole no segment starts, and the pattern reads nothing
+    before its start), right after a letter or digit outside math (no cut ends at p, and no blank
+    line runs across it). None where no such place follows `near`."""
+    gap_start = 0  # where the stretch outside math that holds `near` (or follows it) begins
+    for seg in _MATH_SEG_RE.finditer(text):
+        if seg.end() <= near:
+            gap_start = seg.end()
+            continue
+        found = _ALNUM_RE.search(text, max(gap_start, near), seg.start())
+        if found is not None:
+            return found.end()
+        gap_start = seg.end()
+    found = _ALNUM_RE.search(text, max(gap_start, near))
+    return found.end() if found is not None else None
+
+
+def last_sentences(text: str, n: int) -> list[str]:
+    """sentences(text)[-n:], split from near the end of a long text, not from its start: a long
+    reasoning output's closing rating is read from its last sentences, and splitting all of it was a
+    fifth of its verdict. The tail's first sentence may have begun before the tail: only the ones
+    after it are taken, and where they are too few, the whole is split."""
+    if len(text) > 2 * TAIL_CHARS:
+        at = _tail_start(text, len(text) - TAIL_CHARS)
+        if at is not None:
+            got = sentences(text[at:])
+            if len(got) > n:
+                return got[-n:]
+    return sentences(text)[-n:]
+
+
 def _money(s: str) -> str:
     return re.sub(r"(?<![\\\w])\$(?=\d)", "", s)  # "$880" in prose is money, not a math delimiter
 
@@ -407,7 +446,7 @@ def without_closing_rating(body: str) -> str:
         if any(rated and (names_rating_noun(s) or re.search(r"\d", s)) for s, rated in zip(said, rates)):
             cut = start
     kept = body if cut is None else body[:cut].rstrip()
-    said = sentences(kept)
+    said = last_sentences(kept, _CLOSING_PARAGRAPHS)  # the loop reads no more of them
     for _ in range(_CLOSING_PARAGRAPHS):
         if not said or not _only_rates(said[-1]):
             break

@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
+from miners.verify.lowered import lowered
 from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, AnswerMarker, marker_words, opening_chars
 
 
@@ -490,16 +491,20 @@ def _talk_words(marker: AnswerMarker) -> tuple[str, ...]:
     return tuple(w.replace(r"\s+", " ").lower() for w in marker.talk.split("|") if w) if marker.talk else ()
 
 
-_COPULA_RES = tuple(
-    (m, _copula_res(m), _talk_re(m), any(w.isascii() for w in m.words), _talk_words(m))
-    for m in ANSWER_MARKERS
-    if m.copulas
-)
+_COPULA_RES = tuple((m, _copula_res(m), _talk_re(m), _talk_words(m)) for m in ANSWER_MARKERS if m.copulas)
 # The marker words an ASCII text can hold, none containing another ("respuesta final" holds
 # "respuesta"): an ASCII text with none of them holds no marker, which spares the three marker
 # regexes on most outputs; a text with any other character is read by them.
+# "answer" first: most outputs hold it, and _marker_hint's search stops at the first word found.
 _ASCII_MARKER_WORDS = tuple(
-    w for w, _ in _MARKERS if w.isascii() and not any(o != w and o in w for o, _ in _MARKERS if o.isascii())
+    sorted(
+        (
+            w
+            for w, _ in _MARKERS
+            if w.isascii() and not any(o != w and o in w for o, _ in _MARKERS if o.isascii())
+        ),
+        key=lambda w: w != "answer",
+    )
 )
 
 
@@ -646,17 +651,52 @@ def _matches_at_words(regex: re.Pattern, text: str, low: str, words: tuple[str, 
             done = max(m.end(), at + 1)
 
 
+# Every copula marker's word under a key word it holds: the shortest other marker word inside it
+# ("final answer" -> "answer", "svaret" -> "svar"), else its last word ("best choice" -> "choice",
+# "only possible option" -> "option"). A text holds the marker word only if it holds the key, so a long
+# output is searched once for "answer", not once for each of the marker words that hold it.
+_COPULA_WORDS = tuple(dict.fromkeys(w for m, *_ in _COPULA_RES for w in m.words))
+
+
+def _key_word(word: str) -> str:
+    inside = [o for o in _COPULA_WORDS if o != word and o in word]
+    return min(inside, key=len) if inside else word.split()[-1]
+
+
+def _by_key_word(words: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    groups: dict[str, list[str]] = {}
+    for w in words:
+        groups.setdefault(_key_word(w), []).append(w)
+    return tuple((key, tuple(ws)) for key, ws in groups.items())
+
+
+_COPULA_GROUPS = _by_key_word(_COPULA_WORDS)
+_ASCII_COPULA_GROUPS = _by_key_word(w for w in _COPULA_WORDS if w.isascii())  # what an ASCII text can hold
+
+
+@lru_cache(maxsize=8)  # asked once per text and rule pass (a str caches its hash)
+def _copula_words_in(low: str) -> frozenset[str]:
+    """The copula markers' words that occur in low (substring tests, as `w in low`)."""
+    found: list[str] = []
+    for key, words in _ASCII_COPULA_GROUPS if low.isascii() else _COPULA_GROUPS:
+        if key in low:
+            found += [w for w in words if w == key or w in low]
+    return frozenset(found)
+
+
 def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
     """An answer marker and its copula, to the end of the sentence: "So the answer is 18 dollars." ->
     "18 dollars" (prose: reduced to 18), "the correct option is:\\nB)After 12 minutes", "answer
     (arabic numerals) is\\n\\n8", "所以答案是D。" -> "D", "La réponse est 12." -> "12", "Die Antwort
     lautet $x=3$". Talk about an answer is none: "the answer is correct", "答案是正确的"."""
-    ascii_text = low.isascii()
-    for marker, regex, talk, ascii_words, talk_words in _COPULA_RES:
-        # (a marker whose words all hold other letters is in no ASCII text: no search)
-        if regex is None or (ascii_text and not ascii_words) or not any(w in low for w in marker.words):
+    present = _copula_words_in(low)
+    if not present:
+        return
+    for marker, regex, talk, talk_words in _COPULA_RES:
+        if regex is None or present.isdisjoint(marker.words):
             continue
-        for m in _matches_at_words(regex, text, low, marker.words):
+        words = tuple(w for w in marker.words if w in present)
+        for m in _matches_at_words(regex, text, low, words):
             span = _sentence_span(text, m, "marker_copula", talk)
             if span is not None and span.end == len(text) and _cut_talk(span.text, talk_words):
                 continue  # "That answer is incor" where the reply is cut: the start of talk, no value
@@ -684,7 +724,7 @@ RULES_BY_NAME = {r.name: r for r in SPAN_RULES}
 def find_spans(text: str, kind: str = "math", rules: tuple[SpanRule, ...] = SPAN_RULES) -> list[Span]:
     """Every answer span every rule finds in text; spans inside the fields that follow a JSON answer
     field (its "confidence", "notes") are commentary on that answer, not later answers."""
-    low = text.lower()
+    low = lowered(text)
     found: list[Span] = []
     for rule in rules:
         hints = rule.hints  # (inline: this loop runs for every rule of every output)

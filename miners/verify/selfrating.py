@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from miners.verify.lowered import lowered
 from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS
 
 # a word of a spaced script ends where its letters do ("probability that i" is not "... that it")
@@ -80,7 +81,7 @@ def might_rate(text: str) -> bool:
     # substring tests, not a regex tried at every character of every output; a word is looked for
     # only where its stem occurs (a search for every word through a text that holds a common stem,
     # "like" or "sure", cost a seventh of the whole verdict on the held-out corpora)
-    low = text.lower()
+    low = lowered(text)
     for stem in _ASCII_RATING_STEMS if low.isascii() else _RATING_STEMS:
         at = low.find(stem)
         while at >= 0:

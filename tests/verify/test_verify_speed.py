@@ -14,6 +14,8 @@ import threading
 from collections import Counter
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miners.verify import Verifier, symbolic
 from tests.paths import ROOT
@@ -264,6 +266,64 @@ def test_might_rate_is_any_rating_word_in_the_lowercased_text():
     # under the uncached function, each text gets its own answer
     for text in texts[:200] + texts[:200][::-1]:
         assert might_rate(text) == might_rate.__wrapped__(text) == plain(text), text[:80]
+
+
+# the pieces whose places decide a sentence split: math delimiters (a `$` opens or closes by its
+# parity from the text's start), sentence ends, blank lines, and the letters and spaces between
+_SPLIT_PIECES = ["$", "$$", "\\(", "\\)", "\\[", "\\]", ".", "!", "?", "。", "।", "\n", "\n\n", " ", "\t"]
+_SPLIT_PIECES += ["a", "Z", "7", "_", "x = 3", "é", "答", "I am 90% sure.", "Confidence: 80%"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_SPLIT_PIECES), max_size=120), st.integers(1, 13), st.integers(1, 40))
+def test_last_sentences_are_the_last_of_the_whole_split(pieces, n, tail):
+    """last_sentences(text, n) splits only a tail of a long text; on generated text, with tails short
+    enough that the tail is taken wherever a place for it is found, it is sentences(text)[-n:]."""
+    from miners.verify import prose
+
+    text = "".join(pieces)
+    whole = prose.sentences(text)[-n:]
+    saved = prose.TAIL_CHARS
+    prose.TAIL_CHARS = tail
+    try:
+        assert prose.last_sentences(text, n) == whole
+    finally:
+        prose.TAIL_CHARS = saved
+
+
+def test_last_sentences_of_every_corpus_output_are_the_last_of_the_whole_split():
+    """The same on every corpus output, at the length the verifier reads a tail from and at shorter
+    ones (most outputs are shorter than two tails)."""
+    from miners.verify import prose
+
+    saved = prose.TAIL_CHARS
+    try:
+        for tail in (saved, 200, 40):
+            prose.TAIL_CHARS = tail
+            for text in _outputs():
+                assert prose.last_sentences(text, 12) == prose.sentences(text)[-12:], text[:80]
+    finally:
+        prose.TAIL_CHARS = saved
+
+
+def test_copula_words_in_a_text_are_the_words_a_substring_test_finds():
+    """_copula_words_in skips a marker word whose longest word is absent; the answer is the plain one
+    (every copula marker word that is a substring of the lowercased text) on every corpus output and
+    on texts built out of the words, their pieces and words of other scripts."""
+    from miners.verify.rules import _COPULA_WORDS, _copula_words_in
+
+    rnd = random.Random(23)
+    pieces = [
+        *_COPULA_WORDS,
+        *(p for w in _COPULA_WORDS for p in w.split()),
+        *(w[:-1] for w in _COPULA_WORDS),
+    ]
+    pieces += [" ", "\n", "é", "K"]
+    texts = [t.lower() for t in _outputs()]
+    texts += ["".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 6))) for _ in range(3000)]
+    assert sum(bool(_copula_words_in(t)) for t in texts) > 100  # both answers are exercised
+    for low in texts:
+        assert _copula_words_in(low) == {w for w in _COPULA_WORDS if w in low}, low[:80]
 
 
 def _walk_closing_index(s: str, open_at: int) -> int:

@@ -1,0 +1,16 @@
+"""The lowercased text of an output, made once for the rules that read it.
+
+Turn cutting, the span rules, the invented-turn check and the self-rating check each read the
+output lowercased; a long reasoning output was lowercased four times per verdict (about 7% of its
+verdict), and a str caches its hash, so the cache's lookup of the same text is cheap.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+
+@lru_cache(maxsize=8)
+def lowered(text: str) -> str:
+    """text.lower()."""
+    return text.lower()
