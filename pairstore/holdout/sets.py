@@ -26,7 +26,6 @@ import pyarrow.compute as pc
 
 from pairstore.errors import BadInput, NotFound, duckdb_message
 from pairstore.files import StrPath
-from pairstore.holdout.matching import Hit
 from pairstore.keys import content_id, match_key, match_text, seeded_rank, xxh128
 from pairstore.normalize import compact_text
 from pairstore.progress import current as current_progress
@@ -36,6 +35,7 @@ from pairstore.tables.holdout import add_exemption_row, add_set_members, mark_re
 from pairstore.tables.pairs import Pair
 
 if TYPE_CHECKING:
+    from pairstore.holdout.matching import Hit
     from pairstore.store.store import Store
 
 SET_NAME = re.compile(r"[A-Za-z0-9_.:\-]+")

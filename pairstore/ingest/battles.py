@@ -29,7 +29,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pairstore.errors import BadInput
-from pairstore.holdout.sets import HoldoutFilter
 from pairstore.ingest.arena import ArenaBattle, BattleRow, battle_fields, check_options, other_pair, own_side
 from pairstore.ingest.base import PLACE, IngestResult, StagedRows, place_columns, records_in
 from pairstore.ingest.batches import Batch, bounded_memory, read_columns, record_batch
@@ -232,6 +231,9 @@ def _arena(
 ) -> list[Pair]:
     """Battles of a records format read from the side of `own` (staged), and `arena` pairs of the battles
     no own model plays (returned); every record not kept is counted."""
+    # (imported here: the gate's matcher is a few milliseconds of imports that native battles never use)
+    from pairstore.holdout.sets import HoldoutFilter
+
     holdout = HoldoutFilter.load(store) if others == "pairs" else None
     unread = Unread(fmt)
     staging = _Staging(store, path)

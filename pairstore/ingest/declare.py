@@ -29,7 +29,6 @@ module of its package, so adding a format is one file there (and its test).
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -263,6 +262,8 @@ def unread_error(
 
 def did_you_mean(given: str, seen: Iterable[str]) -> str:
     """'; did you mean X?' when `given` is close to one of `seen` (difflib), else ''."""
+    import difflib  # (only a refusal needs it: not imported by every ingest)
+
     close = difflib.get_close_matches(given, sorted(set(seen)), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 

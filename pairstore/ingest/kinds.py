@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from functools import cache
 from typing import Any, TypeAlias
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -383,18 +384,25 @@ class Time(Kind):
 
     def column(self, col: Column) -> Checked:
         arr = _strings(col, "time")
-        parsed: dict[str, datetime | str] = {}
-        for text in arr.unique().to_pylist():
-            if text is not None:
-                try:
-                    parsed[text] = parse_time(text)
-                except Problem as e:
-                    parsed[text] = str(e)
-        texts = arr.to_pylist()
-        bad = next((i for i, t in enumerate(texts) if t is not None and isinstance(parsed[t], str)), None)
-        if bad is not None:
-            return Checked(_nulls(len(arr), self.arrow), bad, str(parsed[texts[bad]]))
-        return Checked(pa.array([None if t is None else parsed[t] for t in texts], self.arrow))
+        n = len(arr)
+        if arr.null_count == n:
+            return Checked(_nulls(n, self.arrow))
+        # each distinct text parsed once, and each row taken from its text's time by index: a column of
+        # a few distinct times costs a few parses, not a Python object per row
+        encoded = arr.dictionary_encode()
+        times: list[datetime | None] = []
+        problems: dict[int, str] = {}
+        for code, text in enumerate(encoded.dictionary.to_pylist()):
+            try:
+                times.append(parse_time(text))
+            except Problem as e:
+                times.append(None)
+                problems[code] = str(e)
+        if problems:
+            bad_codes = pa.array([code in problems for code in range(len(times))])
+            first = pc.index(pc.fill_null(pc.take(bad_codes, encoded.indices), False), True).as_py()
+            return Checked(_nulls(n, self.arrow), first, problems[encoded.indices[first].as_py()])
+        return Checked(pa.array(times, self.arrow).take(encoded.indices))
 
 
 class Json(Kind):
@@ -506,7 +514,9 @@ class Values(Kind):
 
 def one_element_lists(values: Column) -> pa.Array:
     """Each value as a one-element list (a single-turn prompt's messages, a battle's one answer)."""
-    return pa.ListArray.from_arrays(pa.array(range(len(values) + 1), pa.int32()), as_array(values))
+    # offsets 0..n made by numpy: pa.array(range(n + 1)) converted a Python int per row
+    offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, as_array(values))
 
 
 def user_messages(texts: Column) -> pa.Array:

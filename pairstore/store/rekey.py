@@ -26,7 +26,6 @@ import pyarrow as pa
 
 from pairstore.errors import PairstoreError
 from pairstore.keys import xxh128
-from pairstore.ngram_hash import benchmark_tables
 from pairstore.normalize import TURN_SEP, compact_text, normalization_version, word_texts
 
 BATCH_ROWS = 50_000
@@ -136,6 +135,10 @@ def rekey_benchmarks(con: duckdb.DuckDBPyConnection) -> int:
     """Every registered benchmark's keys and n-grams rebuilt by today's normalization."""
     total = 0
     for bench, n in con.execute("SELECT DISTINCT benchmark, n FROM benchmark_refs ORDER BY 1").fetchall():
+        # (imported only where there is a benchmark to re-key: every open of a store runs the migrations
+        # once on an empty scratch store, pairstore.store.recognize, and needs no n-grams there)
+        from pairstore.ngram_hash import benchmark_tables
+
         items = con.execute(
             "SELECT item_id, text FROM benchmark_refs WHERE benchmark = ? ORDER BY item_id", [bench]
         ).fetchall()

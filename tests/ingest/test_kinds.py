@@ -33,6 +33,8 @@ from pairstore.ingest.kinds import (
     Text,
     Time,
     blank,
+    one_element_lists,
+    parse_time,
 )
 from pairstore.ingest.messages import Messages
 
@@ -181,6 +183,36 @@ def test_blank_is_what_str_strip_says_of_each_value(values: list[str | None]) ->
     blank) says of each value what str.strip() does; a null is not blank."""
     got = blank(pa.array(values, pa.string())).to_pylist()
     assert got == [v is not None and not v.strip() for v in values]
+
+
+_TIME_TEXTS = st.sampled_from(
+    ["2026-01-02T03:04:05Z", "2026-01-02", "1999-12-31T23:59:59+05:00", "2024-02-29T12:00:00.123456",
+     "yesterday", "9999-01-01", "1600-01-01", "", "2026-13-01"]
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(st.lists(st.none() | _TIME_TEXTS, max_size=12))
+def test_a_time_column_is_each_value_parsed_in_turn(texts: list[str | None]) -> None:
+    """Time.column parses each distinct text once and takes the rows from them; it is parse_time of
+    each value in turn: the same times, or the first refused row and its reason."""
+    got = Time().column(pa.array(texts, pa.string()))
+    for row, text in enumerate(texts):
+        if text is None:
+            continue
+        try:
+            parse_time(text)
+        except Problem as e:
+            assert (got.first_bad, got.message) == (row, str(e))
+            return
+    assert got.first_bad is None
+    assert got.array.to_pylist() == [None if t is None else parse_time(t) for t in texts]
+
+
+def test_one_element_lists_hold_each_value_alone():
+    values = pa.array(["a", None, "", "b"], pa.string())
+    assert one_element_lists(values).to_pylist() == [["a"], [None], [""], ["b"]]
+    assert one_element_lists(pa.array([], pa.string())).to_pylist() == []
 
 
 def test_infer_kinds_take_the_json_types_they_name():
