@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import shutil
 import subprocess
 import sys
@@ -40,26 +38,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import bench_ingest  # noqa: E402
 from contenders import before_worktree, byte_compile, remove_worktree  # noqa: E402
-from machine import cpu_model, ram_text  # noqa: E402
+from valgrind_count import instructions, work_folder, write_section  # noqa: E402
 
 PY = sys.executable
 TABLES = "battles,pairs,problems"
-_REFS_RE = re.compile(r"I\s+refs:\s+([\d,]+)")
-
-
-def instructions(command: list[str]) -> int:
-    """Instructions the command executes, all its threads, as cachegrind counts them."""
-    got = subprocess.run(
-        ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null", *command],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1"},
-        check=True,
-    )
-    found = _REFS_RE.search(got.stderr)
-    if found is None:
-        raise SystemExit(f"no instruction count in valgrind's output: {got.stderr[-300:]}")
-    return int(found.group(1).replace(",", ""))
 
 
 def child(table: str, base: str, path: str, times: int) -> None:
@@ -82,11 +64,7 @@ def main() -> None:
         table, base, path, times = args.child
         child(table, base, path, int(times))
         return
-    if shutil.which("valgrind") is None:
-        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
-    work = ROOT / "bench" / "_work" / "ingest-instructions"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    work = work_folder("ingest-instructions")
     # both sides byte-compiled (before_worktree compiles its copy): a process that compiles the
     # sources it imports would count the compiler's work as the ingest's
     byte_compile(ROOT)
@@ -138,27 +116,17 @@ def main() -> None:
         + ("" if args.tables == TABLES else f" --tables {args.tables}")
         + ("" if args.rows == 10_000 else f" --rows {args.rows}")
     )
-    text = "\n".join(
-        [
-            "## Ingest after / before in instructions (valgrind)",
-            "",
-            f"Command: `{cmd}`  ",
-            f"Machine: {os.cpu_count()} CPUs ({cpu_model()}), {ram_text()}, "
-            f"Python {sys.version.split()[0]}.  ",
-            f"Rows: {args.rows:,} per table (bench/bench_ingest.py's inputs); "
-            f"before: commit `{args.before}`. "
-            "Instructions executed by every thread of the process, counted by cachegrind: one run each; "
-            "one OpenBLAS thread (its idle threads' spinning is noise, not work); counts move by up to "
-            "about 1.5% between runs of the same code.",
-            "",
-            headline,
-            "",
-            *lines,
-            "",
-        ]
+    write_section(
+        args.out,
+        "Ingest after / before in instructions (valgrind)",
+        cmd,
+        f"Rows: {args.rows:,} per table (bench/bench_ingest.py's inputs); before: commit `{args.before}`. "
+        "Instructions executed by every thread of the process, counted by cachegrind: one run each; "
+        "one OpenBLAS thread (its idle threads' spinning is noise, not work); counts move by up to "
+        "about 1.5% between runs of the same code.",
+        headline,
+        lines,
     )
-    Path(args.out).write_text(text, encoding="utf-8")
-    print(text)
 
 
 if __name__ == "__main__":
