@@ -41,7 +41,8 @@ answer on the rejected side):
 - any other gold (an expression, a set, an equation): every result the text states (what follows an
   "=" or a copula up to the end of its clause), every math segment and box, and every alternative of
   a committed answer, compared with the gold by the fast path; one equal or one it cannot decide
-  could be the answer.
+  could be the answer, where it could be a value at all: not a clause that opens with a word, and,
+  against a gold of digits and no variable, not a candidate with no digit or with a variable.
 """
 
 from __future__ import annotations
@@ -449,13 +450,48 @@ def gold_stated(
         body = "\n".join((text, *also))
         if all(v is not None and _writes(body, abs(v)) for v in values):
             return True
-    candidates = chain(also, stated_results(text), _math_segments(text))
-    for candidate in candidates:
+    gold_digits = _DIGIT_RE.search(gold_text) is not None and not _letters(gold_text)
+    for candidate in chain(also, stated_results(text), _math_segments(text)):
         # the clause whole, and its first value ("\\frac{1}{2} and then the" states \\frac{1}{2})
         first = first_value(candidate)
-        if _may_equal(candidate, gold_text, kind) or (first and _may_equal(first, gold_text, kind)):
+        if any(c and _may_state(c, gold_text, kind, gold_digits) for c in (candidate, first)):
             return True
     return False
+
+
+_DIGIT_RE = re.compile(r"\d")
+# a LaTeX environment's name is no word of the text ("\\begin{pmatrix}")
+_ENVIRONMENT_RE = re.compile(r"\\(?:begin|end)\{[A-Za-z]+\*?\}")
+# a word of letters that no backslash makes a command ("radius", "Total" in "\\text{Total}", not "mathbf")
+_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]+")
+
+
+# a clause that opens with a word ("the other leg (radius \\( r"), not with a value ("x^2+2x+1 in all")
+_OPENS_WITH_WORD_RE = re.compile(r"[\s*_(\[{]*[A-Za-z]{3,}")
+
+
+def _letters(text: str) -> list[str]:
+    return _WORD_RE.findall(_ENVIRONMENT_RE.sub(" ", text))
+
+
+def _may_state(candidate: str, gold_text: str, kind: str, gold_digits: bool) -> bool:
+    """Whether a candidate may state the gold's value: equal, or a value the fast path cannot decide.
+    What cannot be a value is not one it cannot decide: a clause that opens with a word ("the other
+    leg (radius \\( r"; its first value is a candidate of its own), and, against a gold of digits
+    and no variable, a candidate with no digit or with a variable ("\\pi r s", "Q(17)")."""
+    try:
+        equal = fast_compare(candidate, gold_text, kind)
+    except Exception:  # an input the fast path cannot take
+        equal = None
+    if equal is not None:
+        return equal
+    if _OPENS_WITH_WORD_RE.match(candidate):
+        return False
+    # against a gold of digits and no variable: a candidate with no digit, or with a variable (a
+    # letter standing alone other than the constants e and i: "\\pi r^2", "10 \\implies Q(17)"),
+    # states no value of its own
+    variables = {w for w in _letters(candidate) if len(w) == 1} - {"e", "i"}
+    return not (gold_digits and (_DIGIT_RE.search(candidate) is None or variables))
 
 
 def _task_stated(text: str, gold_text: str) -> bool:

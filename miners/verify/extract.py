@@ -45,6 +45,7 @@ from miners.verify.markers import EXPLANATION_WORDS
 from miners.verify.normalize import ASCII_FORMS, NUMERAL, normalize
 from miners.verify.prose import (
     concluding,
+    emphasized_value,
     is_prose,
     looping,
     number_word_runs,
@@ -369,10 +370,13 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
     value = concluding(stripped, kind, whole)
     if value and strip_answer(value):
         last = sentences(stripped)[-1]
+        # a value the concluding sentence sets in bold is one the output marked as its answer: strong
+        # (settle still asks a WRONG for a complete answer its statement confirms)
+        marked = emphasized_value(last)
         return Extraction(
             strip_answer(value),
             "concluding_sentence",
-            False,
+            marked is not None and strip_answer(marked) == strip_answer(value),
             span_text=last,
             start=max(0, text.rfind(last)),
             end=len(text.rstrip()),

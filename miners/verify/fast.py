@@ -156,6 +156,11 @@ def commas_as_thousands(answer: str) -> str | None:
     return _COMMA_GROUPS_RE.sub(lambda m: m.group().replace(",", ""), answer)
 
 
+def is_comma_grouped(text: str) -> bool:
+    """text is one numeral grouped by commas and nothing else ("3,544", "-1,250,000")."""
+    return _COMMA_GROUPS_RE.fullmatch(text.strip().lstrip("-")) is not None
+
+
 def other_grouping(answer: str) -> str | None:
     """The answer with its one grouped numeral read the other way -- "1.000" as 1000, "2,500" as
     2.5 -- or None where it holds no such numeral (or several: no single other reading)."""

@@ -297,6 +297,17 @@ def _sentence_value(s: str) -> str | None:
     return value
 
 
+def emphasized_value(sentence: str) -> str | None:
+    """The value a sentence sets in bold where it sets one span in bold and that span holds a value
+    and nothing else ("there will be **84 crayons** in 7 boxes"): the output's own mark of its answer,
+    which a reader of the plain text (math-verify reads the last number, 7) does not see."""
+    bold = _BOLD_RE.findall(sentence)
+    if len(bold) != 1 or sentence.count("**") != 2:
+        return None
+    inner = bold[0].strip()
+    return inner if _VALUE_LINE_RE.fullmatch(inner) else None
+
+
 def sentences(text: str) -> list[str]:
     """text split into sentences outside math (display math and a paragraph break end a sentence too:
     "we have:\n\n$6 + 5 = 11$\n\nSo, $x = 11$." ends in "So, $x = 11$.")."""
@@ -369,11 +380,14 @@ def prose_value(span: str, kind: str, look_back: int = 3) -> str | None:
 
 
 def looping(text: str) -> bool:
-    """The tail repeats itself: a word trigram 4 or more times among the last 60 words."""
+    """The tail repeats itself: among the last 60 words, a word trigram 6 or more times (a phrase
+    looping), or two trigrams 4 or more times each (a sentence looping). One trigram 4 times alone
+    is a phrase the working reuses ("... in the box." closing four sentences that count pencils)."""
     words = text[-600:].split()[-60:]
     if len(words) < 12:
         return False
-    return Counter(zip(words, words[1:], words[2:])).most_common(1)[0][1] >= 4
+    counts = [n for _, n in Counter(zip(words, words[1:], words[2:])).most_common(2)]
+    return counts[0] >= 6 or (len(counts) == 2 and counts[1] >= 4)
 
 
 # a paragraph break, and a paragraph that holds only display math (a value under its intro line)

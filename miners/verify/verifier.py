@@ -23,8 +23,8 @@ How a verdict is reached:
      it cannot decide, math-verify compares the two spans (time-bounded); if that cannot decide
      either (a timeout, an unparsable expression, an error), `unknown` ("comparison undecided").
   3. a second opinion where the form is weak (a value read out of prose, a concluding sentence with
-     no marker): math-verify reads the whole output itself; where the two readings differ the
-     verdict is `unknown` ("verifiers disagree") with both readings kept.
+     no marker and no value set in bold): math-verify reads the whole output itself; where the two
+     readings differ the verdict is `unknown` ("verifiers disagree") with both readings kept.
      Where math-verify cannot read the output, the weak reading is unconfirmed and the verdict is
      `unknown` ("weak form unconfirmed").
   Where the verifier finds no committed answer, math-verify is not asked: its reading would be the
@@ -55,6 +55,7 @@ from miners.verify.fast import (
     fast_compare,
     gold_answer,
     is_bare_option_letter,
+    is_comma_grouped,
     is_letter_gold,
     localized,
     named_choice,
@@ -327,6 +328,11 @@ class Verifier:
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
+        if fast is False and kind == "math" and self._grouped_as_the_gold(answer, gold):
+            # the gold is a numeral grouped by commas ("3,544"): the task writes thousands so, and
+            # the answer's commas before groups of three read the same way ("5,000 - 1,456 = 3,544")
+            self.stats["commas group thousands as the gold's do"] += 1
+            return Comparison(CORRECT, None)
         if fast is False and kind != "task" and self._other_grouping_equal(answer, gold, kind):
             # "1.000" against 1000, "2,500" against 2.5: equal in the other convention of grouping
             # digits, and nothing in the answer says which one it uses
@@ -389,9 +395,13 @@ class Verifier:
         other = other_grouping(answer)
         if other is not None and self._fast_equal(other, gold, kind):
             return True
-        # "5,000 - 1,456 = 3,544" against 3,544: unequal as a list, equal with thousands marks
+        # "5,000 - 1,456 = 3,544" against 3544: unequal as a list, equal with thousands marks
         thousands = commas_as_thousands(answer) if kind == "math" else None
         return thousands is not None and self._fast_equal(thousands, gold, kind)
+
+    def _grouped_as_the_gold(self, answer: str, gold: str) -> bool:
+        thousands = commas_as_thousands(answer) if is_comma_grouped(gold) else None
+        return thousands is not None and self._fast_equal(thousands, gold, "math")
 
     def _same_statement(self, theirs: str, ours: str, kind: str) -> bool:
         """math-verify's reading is ours, or one value of ours where ours lists several ("19/8" of

@@ -14,10 +14,12 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miners.verify import Verifier
-from miners.verify.evidence import could_hold, numeric_gold, stated_numbers
-from miners.verify.prose import concluding, without_closing_rating
+from miners.verify.evidence import could_hold, gold_stated, numeric_gold, stated_numbers
+from miners.verify.prose import concluding, emphasized_value, looping, without_closing_rating
 
 TAV, TRUNCATED = "truncated after a possible answer", "truncated before any answer"
 ABSENT = "gold's value stated nowhere"
@@ -161,6 +163,26 @@ def test_could_hold_an_expression_gold():
     assert not could_hold("So the slope is m = 3, and then the", "\\frac12", "math")
 
 
+@pytest.mark.parametrize(
+    ("text", "stated"),
+    [
+        # what the fast path cannot decide may be the value, where it may be a value at all
+        ("It is 4\\sqrt{2}+4 in all.\nThen we", True),
+        ("We find \\(4\\sqrt{2} + 4\\) and", True),
+        ("The sum is \\(\\sqrt{32} + 4\\) and", True),
+        ("Then \\( 4(\\sqrt{2}+1) \\) and", True),
+        # a clause that opens with a word, or a formula in a variable, states no number
+        ("The base is the other leg (radius \\( r = 2 \\) and", False),
+        ("Total surface area:\n\\[\n\\pi r s + \\pi r^2", False),
+        ("So $Q(17) = Q(24)$ and $10 \\implies Q(17)$, so $Q", False),
+    ],
+)
+def test_what_may_state_an_expression_gold(text, stated):
+    """A cut output against "4\\sqrt{2} + 4" (a gold of digits and no variable): rule (b) calls it
+    wrong only where no candidate may state the value (miners.verify.evidence._may_state)."""
+    assert gold_stated(text, "4\\sqrt{2} + 4", "math") is stated
+
+
 # ------------------------------------------------------------------------------ closing ratings
 
 # (output, gold): the conclusion is right, and a rating of it follows (real forms, abridged)
@@ -287,6 +309,73 @@ def test_a_paragraph_break_ends_a_sentence(verifier):
     )
     assert verifier.verify(out, "11", "math").label == "correct"
     assert verifier.verify(out, "6", "math").label == "wrong"
+
+
+PENCILS = (  # a Llama-3.1-8B base-model GSM8K answer: "in the box." closes four of its sentences
+    "Explanation: There are 20 pencils in the box. If 4 pencils are missing, then there are 16 pencils in "
+    "the box.\nNow, we have to find the number of pairs of pencils in the box.\nWe know that 1 pair of "
+    "pencils = 2 pencils.\nSo, 16 pencils = 16/2 = 8 pairs of pencils.\n"
+    "Therefore, there are 8 pairs of pencils in the box."
+)
+
+
+def test_a_phrase_the_working_reuses_is_no_loop(verifier):
+    assert not looping(PENCILS)
+    assert concluding(PENCILS, "gsm8k") == "8"
+    assert verifier.verify(PENCILS, "8", "gsm8k").label == "correct"
+    assert verifier.verify(PENCILS, "10", "gsm8k").label != "correct"
+
+
+_WORDS = st.lists(
+    st.text("abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8), min_size=5, max_size=12, unique=True
+)
+
+
+@settings(max_examples=60, derandomize=True)
+@given(_WORDS, st.integers(4, 8))
+def test_a_sentence_said_again_and_again_is_a_loop(words, times):
+    sentence = " ".join(words) + "."
+    assert looping(" ".join([sentence] * times))
+
+
+@settings(max_examples=60, derandomize=True)
+@given(
+    st.lists(
+        st.text("abcdefghijklmnopqrstuvwxyz", min_size=2, max_size=8), min_size=16, max_size=30, unique=True
+    ),
+    st.integers(1, 5),
+)
+def test_one_phrase_among_other_words_is_no_loop(words, times):
+    """One trigram up to five times, other words between each use: working that reuses a phrase."""
+    phrase = "in the box."
+    chunks = [" ".join(words[3 * k : 3 * k + 3]) for k in range(times + 1)]
+    assert not looping(f" {phrase} ".join(chunks))
+
+
+def test_a_value_the_concluding_sentence_sets_in_bold_is_its_answer(verifier):
+    """The bold value is the output's own mark: no second opinion needed (math-verify, reading the
+    plain text, takes the last number, 7); a WRONG still needs a statement that confirms it."""
+    out = (
+        "**Step 3: Calculate the answer**\n\n* 12 x 7 = **84 crayons**\n\n"
+        "Therefore, there will be **84 crayons** in 7 boxes."
+    )
+    assert (verifier.verify(out, "84", "gsm8k").label, verifier.verify(out, "85", "gsm8k").label) == (
+        "correct",
+        "wrong",
+    )
+    assert emphasized_value("there will be **84 crayons** in 7 boxes.") == "84 crayons"
+    assert emphasized_value("**Therefore, there are 84 crayons.**") is None  # a clause, not a value
+    assert emphasized_value("**84** crayons in **7** boxes.") is None  # two marked: which is open
+
+
+def test_commas_group_thousands_where_the_gold_groups_them_so(verifier):
+    """A MATH gold written "3,544" groups thousands by commas: the answer's "5,000 - 1,456 = 3,544" is
+    read that way (as a list it would be unequal). Against a bare 3544 nothing says which reading the
+    answer meant."""
+    out = "Subtract column by column, borrowing where needed.\n\nSo, \\(5,000 - 1,456 = 3,544\\)."
+    assert verifier.verify(out, "3,544", "math").label == "correct"
+    assert verifier.verify(out, "3544", "math").reason == "ambiguous answer"
+    assert verifier.verify(out, "3,545", "math").label == "wrong"
 
 
 # ------------------------------------------------- a check cut off in an unfinished clause
