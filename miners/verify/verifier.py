@@ -166,11 +166,32 @@ _CUT_SENTENCE_WORDS = 3  # "x = a" is an answer; "Therefore, the range of" a sen
 _COMMAND_BEFORE_RE = re.compile(r"\\[A-Za-z]+\s*$")
 
 
+# a single "$" (not "$$", not an escaped "\\$") that opens math: a letter, a backslash or a bracket
+# follows it ("so $Q", "$\\frac"); one before a digit may be a price ("costs $5")
+_DOLLAR_RE = re.compile(r"(?<![\\$])\$(?!\$)")
+_OPENS_MATH_RE = re.compile(r"[A-Za-z\\({\[]")
+
+
+def _inline_math_open(body: str, line_start: int) -> list[int]:
+    """Where inline math opened on the last line and never closed begins: a "\\(" after the line's
+    last "\\)", or the last of an odd number of "$" signs where it opens math ("so $Q")."""
+    line = body[line_start:]
+    if len(line) > _TAIL_CHARS:
+        return []
+    opened = line.rfind("\\(")
+    if opened > line.rfind("\\)"):
+        return [line_start + opened]
+    dollars = [m.start() for m in _DOLLAR_RE.finditer(line)]
+    if len(dollars) % 2 == 1 and _OPENS_MATH_RE.match(line, dollars[-1] + 1):
+        return [line_start + dollars[-1]]
+    return []
+
+
 def _cut_in_tail(body: str) -> list[int]:
     """Where the output's unfinished end begins, for each sign that it was cut off there: a math
-    environment, a display block (\\[ or $$) or a brace group opened near the end and never closed, a
-    last line ending on a word no sentence ends on ("Therefore, the range of"), or a character cut in
-    half (U+FFFD)."""
+    environment, a display block (\\[ or $$), inline math on the last line (\\( or $) or a brace
+    group opened near the end and never closed, a last line ending on a word no sentence ends on
+    ("Therefore, the range of"), or a character cut in half (U+FFFD)."""
     cuts = []
     tail_start = max(0, len(body) - _TAIL_CHARS)
     line_start = body.rfind("\n") + 1
@@ -196,6 +217,7 @@ def _cut_in_tail(body: str) -> list[int]:
             window = max(line_start, first_open - 40)
             command = _COMMAND_BEFORE_RE.search(body, window, first_open)
             cuts.append(command.start() if command else first_open)  # at "\\mathrm{ga", not the line
+    cuts += _inline_math_open(body, line_start)
     last_words = body[max(line_start, len(body) - 200) :].split()[-_CUT_SENTENCE_WORDS:]
     last_word = last_words[-1] if last_words else ""
     whole_line = body[line_start:] if len(body) - line_start <= 200 else None

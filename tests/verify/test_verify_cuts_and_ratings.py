@@ -79,6 +79,9 @@ def test_a_cut_output_that_states_the_gold_is_unknown(verifier, output, gold):
         (CUT_MID_SENTENCE_AFTER_THE_VALUE, "7"),
         ("We compute 3 + 4 =", "8"),
         ("The total is \\boxed{\\frac{1", "7"),
+        # inline math opened on the last line and never closed (a Qwen MATH answer at its limit)
+        ("So $Q(17) = Q(24) = -10$.\n\nBut $Q(x)$ is a quadratic, so $Q", "19, 22"),
+        ("So $Q(17) = Q(24) = -10$.\n\nBut \\(Q(x)\\) is a quadratic, so \\(Q", "19, 22"),
     ],
 )
 def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold):
@@ -114,6 +117,12 @@ def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold
 def test_an_output_ending_mid_sentence(verifier, output, gold, label, reason):
     verdict = verifier.verify(output, gold, "gsm8k" if numeric_gold(gold) is not None else "math")
     assert (verdict.label, verdict.reason) == (label, reason), verdict
+
+
+def test_a_dollar_before_a_digit_is_no_math_left_open(verifier):
+    """ "costs $5" may be a price, so the odd "$" leaves the output read as finished."""
+    verdict = verifier.verify("Each pen costs $5. So 3 pens cost 3 × 5 = 15 dollars, or $15", "15", "gsm8k")
+    assert verdict.label == "correct", verdict
 
 
 def test_numbers_the_output_states():
