@@ -35,7 +35,7 @@ answer on the rejected side):
   `\\frac{a}{b}`, `a/b` (and its two parts), mixed numbers (`2\\frac{1}{4}`, "2 1/4"), e-notation and
   powers of ten ("2.5e3", `1.2 \\times 10^{3}`), base prefixes and subscripts ("0x1F", `1010_2`),
   a scale ("1.5k", "3 million"), number words ("five", "two hundred"), Chinese and Japanese
-  numerals ("十二", "三百零五");
+  numerals ("十二", "三百零五"); the labels of a numbered list ("1. ... 2. ...") count items, no value;
 - an option-letter gold: the letter standing alone anywhere, or its option's value stated;
 - a task gold (a loop-fix generator's string): its text, or its numbers;
 - any other gold (an expression, a set, an equation): every result the text states (what follows an
@@ -437,7 +437,7 @@ def gold_stated(
         return gold_stated(text, gold_value, kind)
     gold = numeric_gold(gold_text)
     if gold is not None:
-        body = "\n".join((text, *also))
+        body = "\n".join((without_list_labels(text), *also))
         if _writes(body, gold) or ("%" in gold_text and _writes(body, gold / 100)):  # gold 50%, "0.5"
             return True
         # a number in words of another language ("zwölf", "douze") may be the gold's: not computed
@@ -492,6 +492,26 @@ def _may_state(candidate: str, gold_text: str, kind: str, gold_digits: bool) -> 
     # states no value of its own
     variables = {w for w in _letters(candidate) if len(w) == 1} - {"e", "i"}
     return not (gold_digits and (_DIGIT_RE.search(candidate) is None or variables))
+
+
+# a list item's label at a line's start, text after it ("2. **Subtract the cost", "3) We add")
+_LIST_LABEL_RE = re.compile(r"(?m)^([ \t>*_#]*)(\d{1,2})([.)])(?=[ \t]+\S)")
+
+
+def without_list_labels(text: str) -> str:
+    """text less the numbers that label the items of a numbered list: a label n where n - 1 or n + 1
+    labels another item ("1. ... 2. **Subtract the cost of t"). They count items and state no value;
+    a lone "2. That is because ..." may be an answer stated first, and stays."""
+    if not _LIST_LABEL_RE.search(text):
+        return text
+    numbers = {int(m.group(2)) for m in _LIST_LABEL_RE.finditer(text)}
+
+    def blank(m: re.Match[str]) -> str:
+        n = int(m.group(2))
+        listed = n - 1 in numbers or n + 1 in numbers
+        return m.group(1) + " " * len(m.group(2) + m.group(3)) if listed else m.group(0)
+
+    return _LIST_LABEL_RE.sub(blank, text)
 
 
 def _task_stated(text: str, gold_text: str) -> bool:

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miners.verify import Verifier
-from miners.verify.evidence import could_hold, gold_stated, numeric_gold, stated_numbers
+from miners.verify.evidence import could_hold, gold_stated, numeric_gold, stated_numbers, without_list_labels
 from miners.verify.prose import concluding, emphasized_value, looping, without_closing_rating
 
 TAV, TRUNCATED = "truncated after a possible answer", "truncated before any answer"
@@ -117,6 +117,33 @@ def test_a_cut_output_that_never_states_the_gold_is_wrong(verifier, output, gold
 def test_an_output_ending_mid_sentence(verifier, output, gold, label, reason):
     verdict = verifier.verify(output, gold, "gsm8k" if numeric_gold(gold) is not None else "math")
     assert (verdict.label, verdict.reason) == (label, reason), verdict
+
+
+def test_a_numbered_list_cut_off_states_no_value_by_its_labels(verifier):
+    """A GPT-4o-mini GSM8K reply cut at its limit in item 2: the label "2." is no statement of 2."""
+    out = (
+        "Let's carefully re-evaluate the problem step-by-step:\n\n"
+        "1. **Calculate the total amount of money John made**:\n   John sold 13 Lego sets at $15 each: "
+        "13 × 15 = $195\n\n2. **Subtract the cost of t"
+    )
+    assert verifier.verify(out, "2", "gsm8k").as_dict()["reason"] == "gold's value stated nowhere"
+    assert verifier.verify(out, "195", "gsm8k").label == "unknown"
+    # a lone label may be an answer stated first
+    assert (
+        without_list_labels("Answer:\n2. That is because 1 + 1 = 2.")
+        == "Answer:\n2. That is because 1 + 1 = 2."
+    )
+
+
+@settings(max_examples=60, derandomize=True)
+@given(
+    st.lists(st.sampled_from(("We add", "**Subtract** it", "Then divide", "Check")), min_size=2, max_size=12)
+)
+def test_list_labels_are_blanked_in_place(items):
+    text = "\n".join(f"{k}. {item} {10 * k + 7} apples" for k, item in enumerate(items, 1))
+    blanked = without_list_labels(text)
+    assert len(blanked) == len(text)  # positions in the text stay those of the output
+    assert stated_numbers(blanked) == {Fraction(10 * k + 7) for k in range(1, len(items) + 1)}
 
 
 def test_a_dollar_before_a_digit_is_no_math_left_open(verifier):
