@@ -75,14 +75,69 @@ _TURN_END_RE = re.compile(
 )
 # An invented role line: what follows is a conversation the model made up.
 _ROLE_RE = re.compile(r"(?m)^[ \t>*_#]*(?:user|human|humanbrain)[ \t*_]*[:：]", re.I)
-# A new question the model invents after it has answered. Only cut when an answer precedes it.
-_FOLLOWUP_RE = re.compile(
-    r"(?im)^[ \t>*_#]*(?:question|q|problem|instruction|exercise|new\s+problem|new\s+question|"
+# A new question the model invents after it has answered. Only cut when an answer precedes it: a line
+# that opens with a question's label, or a phrase that hands the turn over anywhere. Declared once
+# here; _FOLLOWUP_RE is the definition, followup_starts the fast path (tests hold them equal).
+_FOLLOWUP_LINE = (
+    r"[ \t>*_#]*(?:question|q|problem|instruction|exercise|new\s+problem|new\s+question|"
     r"follow[- ]up(?:\s+question)?)[ \t*_]*(?:\d+[ \t]*)?[:：.]"
-    r"|\b(?:now\s+(?:it'?s|is)\s+your\s+turn|your\s+turn\s*[:!.]|here\s+is\s+a\s+new\s+question|"
-    r"can\s+you\s+now\s+solve|now\s+solve\s+the\s+(?:following\s+)?(?:question|problem)|"
-    r"please\s+answer\s+this\s+question)"
 )
+_FOLLOWUP_PHRASES = (
+    r"now\s+(?:it'?s|is)\s+your\s+turn",
+    r"your\s+turn\s*[:!.]",
+    r"here\s+is\s+a\s+new\s+question",
+    r"can\s+you\s+now\s+solve",
+    r"now\s+solve\s+the\s+(?:following\s+)?(?:question|problem)",
+    r"please\s+answer\s+this\s+question",
+)
+_FOLLOWUP_RE = re.compile(r"(?im)^" + _FOLLOWUP_LINE + r"|\b(?:" + "|".join(_FOLLOWUP_PHRASES) + ")")
+# The fast path's two searches, each with a prefix the regex engine scans for instead of trying the
+# whole pattern at every character (a long reasoning output paid milliseconds for the one above):
+# the line form after its newline, and each phrase from its first letter.
+_FOLLOWUP_LINE_RE = re.compile(r"\n(?i:" + _FOLLOWUP_LINE + ")")
+_FOLLOWUP_FIRST_LINE_RE = re.compile(r"(?i:" + _FOLLOWUP_LINE + ")")
+_FIRST_LETTERS = "".join(sorted({p[0] for p in _FOLLOWUP_PHRASES}))
+_FOLLOWUP_PHRASE_RE = re.compile(
+    rf"(?i:[{_FIRST_LETTERS}])(?<=\b[{_FIRST_LETTERS}{_FIRST_LETTERS.upper()}])(?:"
+    + "|".join(rf"(?<=[{p[0]}{p[0].upper()}])(?i:{p[1:]})" for p in _FOLLOWUP_PHRASES)
+    + ")"
+)
+
+
+def _next_line_followup(text: str, pos: int) -> tuple[int, int] | None:
+    """(start, end) of the first line-form follow-up at or after pos (its start is the line's)."""
+    if pos == 0:
+        m = _FOLLOWUP_FIRST_LINE_RE.match(text)
+        if m is not None:
+            return m.start(), m.end()
+    m = _FOLLOWUP_LINE_RE.search(text, max(0, pos - 1))
+    return None if m is None else (m.start() + 1, m.end())
+
+
+def _next_phrase_followup(text: str, pos: int) -> tuple[int, int] | None:
+    m = _FOLLOWUP_PHRASE_RE.search(text, pos)
+    return None if m is None else (m.start(), m.end())
+
+
+def followup_starts(text: str, pos: int = 0) -> list[int]:
+    """[m.start() for m in _FOLLOWUP_RE.finditer(text, pos)], found by two prefix searches merged as
+    the alternation does: the leftmost match, the line form first where both start at one place, the
+    next search from its end."""
+    out: list[int] = []
+    line, phrase = _next_line_followup(text, pos), _next_phrase_followup(text, pos)
+    while line is not None or phrase is not None:
+        if line is not None and (phrase is None or line[0] <= phrase[0]):
+            start, end = line
+        else:
+            assert phrase is not None
+            start, end = phrase
+        out.append(start)
+        if line is not None and line[0] < end:
+            line = _next_line_followup(text, end)
+        if phrase is not None and phrase[0] < end:
+            phrase = _next_phrase_followup(text, end)
+    return out
+
 
 # words one of which any follow-up marker contains (a cheap test before the regex)
 _FOLLOWUP_HINTS = ("question", "\nq", "problem", "instruction", "exercise", "follow", "turn", "solve")
@@ -111,7 +166,7 @@ def _invented_turn(text: str, cands: list[Span]) -> int | None:
     low = lowered(text)
     starts: list[tuple[int, bool]] = []  # (where, whether only a marker's answer counts before it)
     if low.startswith("q") or any(h in low for h in _FOLLOWUP_HINTS):
-        starts += [(m.start(), False) for m in _FOLLOWUP_RE.finditer(text, first_end)]
+        starts += [(at, False) for at in followup_starts(text, first_end)]
     if _A_TURN_RE.match(text.lstrip()):
         starts += [(m.start(), True) for m in _A_TURN_RE.finditer(text, first_end)]
     for at, marked in sorted(starts):

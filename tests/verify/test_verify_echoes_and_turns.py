@@ -13,11 +13,11 @@ HF_HUB_OFFLINE=1 .venv/bin/python -m pytest tests/verify/test_verify_echoes_and_
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miners.verify import Verifier
-from miners.verify.extract import extract_answer
+from miners.verify.extract import _FOLLOWUP_RE, extract_answer, followup_starts
 
 # what a chat model's output holds when its prompt is echoed in it (the template's tokens dropped)
 ECHO_EN = (
@@ -150,3 +150,45 @@ def test_an_invented_turn_after_the_answer_is_no_answer(output, answer):
 )
 def test_an_a_line_that_opens_no_new_turn_is_read(output, answer):
     assert extract_answer(output, "gsm8k") == answer
+
+
+# pieces a follow-up search meets: both of its forms, their near misses, line breaks, a word joined to a
+# phrase ("known it's your turn" is no "now it's your turn"), a form broken by a line break
+FOLLOWUP_PIECES = (
+    "\n",
+    "\n\n",
+    " ",
+    "Question:",
+    "question 2.",
+    "Q:",
+    "q.",
+    "> **Problem 3:**",
+    "New problem：",
+    "Follow-up question:",
+    "Now it's your turn",
+    "NOW IS YOUR TURN",
+    "your turn!",
+    "Your turn:",
+    "here is a new question",
+    "Can you now solve",
+    "now solve the following\nproblem.",
+    "Please answer this question",
+    "known",
+    "éyour turn:",
+    "The answer is 12.",
+    "x = 3",
+    "Questions",
+    "\\(q\\)",
+)
+
+
+@settings(max_examples=300, derandomize=True)
+@given(st.lists(st.sampled_from(FOLLOWUP_PIECES), max_size=14), st.data())
+def test_the_follow_up_fast_path_is_the_regex(pieces, data):
+    """followup_starts (two prefix searches merged) finds what _FOLLOWUP_RE.finditer finds, from
+    any place (often where a piece begins: a line that starts right at the search's start): the one
+    declaration of the invented-turn forms, and its fast path held equal to it."""
+    text = "".join(pieces)
+    boundaries = [sum(len(p) for p in pieces[:k]) for k in range(len(pieces) + 1)]
+    pos = data.draw(st.one_of(st.sampled_from(boundaries), st.integers(0, len(text))))
+    assert followup_starts(text, pos) == [m.start() for m in _FOLLOWUP_RE.finditer(text, pos)]
