@@ -11,8 +11,9 @@ each executes, under valgrind's cachegrind (`--cache-sim=no`: instructions only)
 contender, one process that imports everything and reads every row once (a warm-up: imports,
 compiled patterns, math-verify's grammar), and one that then reads every row twice more; a pass is
 half their difference. The contenders are bench_verify's: ours is a fresh `Verifier()` per pass
-after `symbolic.clear_caches()`, math-verify is `verify(parse("$" + gold + "$"), parse(output))`
-with its defaults. "Before" is ours at commit --before (a git worktree), on the same rows.
+after `verify_rows.fresh_caches()` (no per-input cache warm from the pass before, in either tree),
+math-verify is `verify(parse("$" + gold + "$"), parse(output))` with its defaults. "Before" is
+ours at commit --before (a git worktree), on the same rows.
 
 Counts move between runs of the same code by well under 1% (the garbage collector runs at other
 moments). valgrind must be installed (`apt-get install valgrind`); it runs about fifty times slower,
@@ -61,10 +62,12 @@ def child(side: str, code: str, corpus: str, passes: int) -> None:
                     pass
 
     else:
-        from miners.verify import Verifier, symbolic
+        from verify_rows import fresh_caches
+
+        from miners.verify import Verifier
 
         def one_pass() -> None:
-            symbolic.clear_caches()
+            fresh_caches()
             verifier = Verifier()
             for r in rows:
                 verifier.verify(r["pred"], r["gold"], r["kind"], options=r["options"])

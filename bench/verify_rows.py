@@ -98,6 +98,19 @@ def load(path: Path) -> list[dict]:
     return rows
 
 
+def fresh_caches() -> None:
+    """Forget every per-input cache of miners.verify, whichever tree it was imported from: parsed golds,
+    normalized and parsed answers, the per-text caches. A timed pass then starts as a fresh process
+    does after its warm-up: a cache warm from the pass before would skip work a miner's first pass
+    over new outputs pays. Setup caches of one entry (math-verify's patterns) stay warm."""
+    for name, module in list(sys.modules.items()):
+        if name == "miners.verify" or name.startswith("miners.verify."):
+            for obj in list(vars(module).values()):
+                info = getattr(obj, "cache_info", None)
+                if callable(info) and getattr(obj, "__module__", None) == name and info().maxsize != 1:
+                    obj.cache_clear()
+
+
 # math-verify's time bounds while the table is made: generous, so that no verdict depends on how
 # loaded the machine is (the benchmark keeps the verifier's own bounds)
 GENEROUS_TIMEOUT_S = 30.0
