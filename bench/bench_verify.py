@@ -310,7 +310,9 @@ verdicts 0/134 (goal <= 1%) met; coverage 125/134 (93.3%) met; 1.4x math-verify'
 >= 5x) NOT met: its cut-off DeepScaleR replies of 13,000-38,000 characters are `wrong` only by rule
 (b), which reads every number the reply writes (17-21 ms a reply) where math-verify reads its last
 expression. Six of its nine unknowns are one class, the prompt's `\\boxed{}` instruction echoed
-before a reply that concludes in prose (`empty answer after a possible answer`).""",
+before a reply that concludes in prose (`empty answer after a possible answer`); it was then fixed on
+(that class, and "20 dozens" read both as a count and as the things counted), so its figures above
+are not held-out figures.""",
     ),
 )
 

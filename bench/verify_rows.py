@@ -52,6 +52,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout10/heldout.jsonl",
     "verify_heldout11/heldout.jsonl",
     "verify_heldout12/heldout.jsonl",
+    "verify_heldout14/heldout.jsonl",
 }
 
 

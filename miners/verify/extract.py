@@ -149,10 +149,26 @@ _A_TURN_RE = re.compile(r"(?m)^[ \t]*A[ \t]*:")
 _PROBLEM_RE = re.compile(r"(?i)[ \t\r\n>*_#]*(?:problem|question|题目|问题|題目|問題)[ \t*_]*[:：]")
 
 
+# an instruction that asks for a box, up to the box: "put your final answer within \\boxed{}", "write
+# the answer in \\boxed{}", "请将最终答案放在\\boxed{}中"
+_BOX_INSTRUCTION_RE = re.compile(
+    r"(?i)(?:\b(?:put|write|place|present|enclose|give|wrap|format|mark)\b[^\n.]{0,60}?\b(?:with)?in"
+    r"|放在|写在|置于|放入)[ \t*_`$]*$"
+)
+
+
 def _echoed_format(text: str, span: Span) -> bool:
-    """A span that states nothing, right before the problem's heading: the prompt's answer format
-    echoed with the prompt ("#### <number>\n\nProblem:\n..."), no answer the reply left empty."""
-    return not strip_answer(span.text) and _PROBLEM_RE.match(text, span.end) is not None
+    """A span that states nothing and is the prompt's answer format, echoed with the prompt, no answer
+    the reply left empty: one right before the problem's heading ("#### <number>\n\nProblem:\n..."),
+    or an empty box an instruction asks for ("put your final answer within \\boxed{}")."""
+    if strip_answer(span.text):
+        return False
+    if _PROBLEM_RE.match(text, span.end) is not None:
+        return True
+    return (
+        span.rule == "boxed"
+        and _BOX_INSTRUCTION_RE.search(text, max(0, span.start - 100), span.start) is not None
+    )
 
 
 def _invented_turn(text: str, cands: list[Span]) -> int | None:

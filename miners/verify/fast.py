@@ -15,6 +15,7 @@ one-variable relations as intervals, matrix sums and products (miners.verify.com
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 from miners.verify.compare import TooLarge, choice_letter, value_verdict
 from miners.verify.exact import numeric_equal
@@ -154,6 +155,18 @@ def commas_as_thousands(answer: str) -> str | None:
     if _COMMA_GROUPS_RE.search(answer) is None:
         return None
     return _COMMA_GROUPS_RE.sub(lambda m: m.group().replace(",", ""), answer)
+
+
+_DOZENS_RE = re.compile(r"(?i)(?<![\d.])(\d+(?:\.\d+)?)\s*dozens?\b")
+
+
+def dozens_counted(answer: str) -> str | None:
+    """The answer with each "N dozen(s)" read as the things counted, 12 N ("20 dozens" -> "240"), or
+    None where it holds none. The fast path reads "20 dozens" as 20, the count of dozens; which of
+    the two a question asks for, the answer does not say."""
+    if _DOZENS_RE.search(answer) is None:
+        return None
+    return _DOZENS_RE.sub(lambda m: str(Fraction(m.group(1)) * 12), answer)
 
 
 def is_comma_grouped(text: str) -> bool:

@@ -9,7 +9,7 @@ prose_value: the last of the last three sentences that states a value gives it -
 else what follows the last copula ("is", "=", ":", "是", "est" ...), else after the last "=", else
 the first value (a math segment, a number with its currency/percent/scale word, \\frac{..}{..}, or
 a run of number words: "one hundred eighty point seventy five" -> 180.75, "Thirty-Four Dollars and
-Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "6 dozen" -> 72, "3 million" -> 3000000).
+Seventy-Two Cents" -> 34.72, "negative seven" -> -7, "3 million" -> 3000000; "6 dozen" as written).
 concluding: for an output with no answer marker at all (less a closing rating of its answer:
 without_closing_rating), a display block or a value line announced by a colon at the very end, or a
 last sentence that concludes ("Therefore", "So", "因此", "Por lo tanto": markers.CONCLUDING_WORDS, or a
@@ -76,7 +76,7 @@ _NUMBER_RE = re.compile(
     # a mixed number ("1 1/3", "2\\frac{1}{4}") is one value
     r"|(?<![\d.A-Za-z_])\d+(?:\s+\d+\s*/\s*\d+(?![\d/])|\s*\\[dt]?frac\s*\{\d+\}\s*\{\d+\})"
     r"|\\[dt]?frac\s*\{[^{}]*\}\s*\{[^{}]*\}|\\sqrt\s*\{[^{}]*\}"
-    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:" + NUMERAL + r")(?:[eE][+-]?\d{1,3}(?![\d.]))?"
+    r"|(?<![A-Za-z0-9_.])[-−]?\$?(?:" + NUMERAL + r")(?:[eE][+-]?\d{1,3}(?!\d|\.\d))?"
     r"(?:\s*/\s*\d+)?(?:\s*(?:\\?%|percent))?"
     r"(?:\s+(?:dozen|million|billion|thousand))?|(?<![A-Za-z0-9_])\.\d+"
 )
@@ -180,12 +180,14 @@ def _words_int(words: list[str]) -> int | None:
 
 
 def _scaled(token: str) -> str:
-    """ "6 dozen" -> "72", "3 million" -> "3000000" (exact: Python integers)."""
-    m = re.match(r"(.*?\d)\s+(dozen|million|billion|thousand)$", token)
+    """ "3 million" -> "3000000" (exact: Python integers). "6 dozen" stays as written: a count of
+    dozens or 72 of the things counted, and the comparison reads it both ways
+    (miners.verify.fast.dozens_counted)."""
+    m = re.match(r"(.*?\d)\s+(million|billion|thousand)$", token)
     if not m:
         return token
     num = m.group(1).replace(",", "").lstrip("$")
-    factor = {"dozen": 12, "thousand": 1000, "million": 10**6, "billion": 10**9}[m.group(2)]
+    factor = {"thousand": 1000, "million": 10**6, "billion": 10**9}[m.group(2)]
     try:
         if "." in num:
             whole, frac = num.split(".", 1)

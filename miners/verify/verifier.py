@@ -52,6 +52,7 @@ from miners.verify.fast import (
     choice_letters,
     choice_set,
     commas_as_thousands,
+    dozens_counted,
     fast_compare,
     gold_answer,
     is_bare_option_letter,
@@ -350,6 +351,11 @@ class Verifier:
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
+        if fast is False and kind != "task" and self._dozens_counted_equal(answer, gold, kind):
+            # "20 dozens" against 240: the things counted, twelve to the dozen (read as 20 dozens, the
+            # count, it was unequal); which of the two the question asks for, the answer cannot say
+            self.stats["dozens read as the things counted"] += 1
+            return Comparison(CORRECT, None)
         if fast is False and kind == "math" and self._grouped_as_the_gold(answer, gold):
             # the gold is a numeral grouped by commas ("3,544"): the task writes thousands so, and
             # the answer's commas before groups of three read the same way ("5,000 - 1,456 = 3,544")
@@ -420,6 +426,10 @@ class Verifier:
         # "5,000 - 1,456 = 3,544" against 3544: unequal as a list, equal with thousands marks
         thousands = commas_as_thousands(answer) if kind == "math" else None
         return thousands is not None and self._fast_equal(thousands, gold, kind)
+
+    def _dozens_counted_equal(self, answer: str, gold: str, kind: str) -> bool:
+        counted = dozens_counted(answer)
+        return counted is not None and self._fast_equal(counted, gold, kind)
 
     def _grouped_as_the_gold(self, answer: str, gold: str) -> bool:
         thousands = commas_as_thousands(answer) if is_comma_grouped(gold) else None

@@ -334,6 +334,24 @@ def test_a_closing_line_after_the_working_states_the_result():
     assert concluding(working + "Average Speed = 50 mph and then the", "gsm8k") is None
 
 
+@pytest.mark.parametrize(("gold", "label"), [("20", "correct"), ("240", "correct"), ("21", "wrong")])
+def test_dozens_are_read_as_a_count_and_as_the_things_counted(gold, label):
+    """ "20 dozens" is 20 dozens or 240 eggs; which one the question asks for, the answer cannot say:
+    equal to the gold either way is equal, unequal both ways is unequal."""
+    out = (
+        "Total eggs = 90 + 150 = 240 eggs\n\nTotal dozens = 240 / 12 = 20\n\nThe answer is 20 dozens of eggs."
+    )
+    assert Verifier(second_opinion=False).verify(out, gold, "gsm8k").label == label
+
+
+def test_scientific_notation_at_a_sentence_end_is_read_whole(verifier):
+    """ "1.025e1." ends a sentence: the full stop after the exponent is no decimal point (the property
+    suite found "1.025" read, and called a right answer wrong)."""
+    out = "Промежуточный итог равен the total.\n\nТаким образом, всего получается 1.025e1."
+    assert concluding(out, "gsm8k") == "1.025e1"
+    assert verifier.verify(out, "10.25", "gsm8k").label != "wrong"
+
+
 def test_a_bracketed_list_of_numbers_is_one_value():
     assert concluding("To find 3w, we multiply.\n\nSo, 3w = (3, 6, 9).", "math") == "(3, 6, 9)"
 

@@ -192,3 +192,39 @@ def test_the_follow_up_fast_path_is_the_regex(pieces, data):
     boundaries = [sum(len(p) for p in pieces[:k]) for k in range(len(pieces) + 1)]
     pos = data.draw(st.one_of(st.sampled_from(boundaries), st.integers(0, len(text))))
     assert followup_starts(text, pos) == [m.start() for m in _FOLLOWUP_RE.finditer(text, pos)]
+
+
+# a chat transcript stored with its prompt, the template's special tokens dropped (the role words stay,
+# glued to the text): the prompt asks for a box the reply never writes
+CHAT_ECHO = (
+    "system\n\nCutting Knowledge Date: December 2023\n\nAnswer the following questions. You should "
+    "think step-by-step and put your final answer within \\boxed{}.user\n\nQuestion: A bus goes 300 "
+    "miles and a car 240 miles. How many miles farther did the bus go?assistant\n\n"
+)
+REPLY = (
+    "Difference = 300 miles - 240 miles\nDifference = 60 miles\n\n"
+    "So, the bus went {v} miles farther than the car."
+)
+
+
+@pytest.mark.parametrize(
+    "echo",
+    [
+        CHAT_ECHO,
+        "请一步一步地思考，并将最终答案放在\\boxed{}中。\n\n",
+        "Please write the answer in $\\boxed{}$.\n\n",
+    ],
+    ids=["chat", "zh", "dollars"],
+)
+def test_a_box_the_prompt_asks_for_is_no_empty_answer(echo):
+    """An empty box inside an instruction ("put your final answer within \\boxed{}") is the prompt's
+    format echoed, not an answer the reply left empty: the reply's own concluding sentence is read."""
+    verifier = Verifier()
+    right = verifier.verify(echo + REPLY.format(v=60), "60", "gsm8k")
+    assert (right.label, right.rule) == ("correct", "concluding_sentence"), right
+    assert verifier.verify(echo + REPLY.format(v=60), "70", "gsm8k").label == "wrong"
+
+
+def test_a_box_the_reply_leaves_empty_is_still_empty():
+    verdict = Verifier().verify("We add 12 and 30, so the answer is \\boxed{}.", "42", "gsm8k")
+    assert verdict.reason in ("empty answer", "empty answer after a possible answer"), verdict
