@@ -91,6 +91,10 @@ from miners.verify.types import (
 )
 
 # ------------------------------------------------------------------------- numbers, as written
+# (A number's readers below open with the digit itself and look behind it, "\\d(?<![\\d.]\\d)", not
+# with "(?<![\\d.])\\d": a pattern that opens with a character class is searched for that class
+# first, where a lookbehind is tried at every character; a long reasoning output is read by all of
+# them for rule (b). tests/verify/test_verify_speed.py holds each equal to its lookbehind-first form.)
 
 # a gold that is one plain number: "216", "-3", "46.0", "1,250", "3/4", "\\frac{3}{4}", "50\\%"
 _PLAIN_GOLD_RE = re.compile(
@@ -101,18 +105,21 @@ _PLAIN_GOLD_RE = re.compile(
 # every number an output writes: \frac{a}{b}, a/b, digits with or without thousands commas, decimals
 _TEXT_NUMBER_RE = re.compile(
     r"\\[dt]?frac\s*\{\s*(?P<fn>\d+)\s*\}\s*\{\s*(?P<fd>\d+)\s*\}"
-    r"|(?<![\d.])(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<d>\d+)(?!\d|\.\d))?"
+    r"|(?P<n>\d(?<![\d.]\d)(?:\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?)|\.(?<![\d.]\.)\d+)"
+    r"(?:\s*/\s*(?P<d>\d+)(?!\d|\.\d))?"
     r"(?P<pct>\s*(?:\\?%|percent\b))?"
 )
 # other ways to write a number, read as well (generous): thousands grouped by a space, a dot, an
 # apostrophe or a LaTeX spacing ("1 000", "1.000", "1'000", "1{,}000", "1\\,000"), e-notation
 # ("2.5e3"), a scale after digits ("1.5k", "3 million")
 _GROUP_SEP = r"(?:[ .'’\u00a0\u2009\u202f,]|\{,\}|\\[,! ])"
-_GROUPED_RE = re.compile(r"(?<![\d.])(\d{1,3}(?:" + _GROUP_SEP + r"\d{3})+)(?:\.(\d+))?(?![\d])")
+_GROUPED_RE = re.compile(r"(\d(?<![\d.]\d)\d{0,2}(?:" + _GROUP_SEP + r"\d{3})+)(?:\.(\d+))?(?![\d])")
 # a decimal comma, with or without thousands groups before it ("3,5", "1.234,5", "1 234,56")
-_DECIMAL_COMMA_RE = re.compile(r"(?<![\d.,])(\d{1,3}(?:" + _GROUP_SEP + r"\d{3})*|\d+),(\d+)(?![\d,])")
+_DECIMAL_COMMA_RE = re.compile(
+    r"(\d(?<![\d.,]\d)(?:\d{0,2}(?:" + _GROUP_SEP + r"\d{3})*|\d*)),(\d+)(?![\d,])"
+)
 _SCALED_RE = re.compile(
-    r"(?<![\d.])(\d+(?:\.\d+)?)\s*(?:[eE]\s*([+-]?\d{1,3})(?!\d)|(k|K|thousand|million|billion)\b)"
+    r"(\d(?<![\d.]\d)\d*(?:\.\d+)?)\s*(?:[eE]\s*([+-]?\d{1,3})(?!\d)|(k|K|thousand|million|billion)\b)"
 )
 _SCALES = {"k": 1000, "K": 1000, "thousand": 1000, "million": 10**6, "billion": 10**9}
 # a power of ten, alone or times a mantissa: "1.2 \\times 10^{3}", "3·10^5", "10^{6}"
@@ -121,7 +128,7 @@ _POWER_OF_TEN_RE = re.compile(
 )
 # a mixed number: "2\\frac{1}{4}", "2 1/4"
 _MIXED_RE = re.compile(
-    r"(?<![\d.])(\d+)\s*(?:\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}|\s(\d+)\s*/\s*(\d+)(?!\d|\.\d))"
+    r"(\d(?<![\d.]\d)\d*)\s*(?:\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}|\s(\d+)\s*/\s*(\d+)(?!\d|\.\d))"
 )
 # a numeral in another base: "0x1F", "0b1010", "0o17", "1010_2", "1010_{2}", "(1010)_2"
 _BASED_RE = re.compile(r"(?<![\w.])0([xXbBoO])([0-9a-fA-F]+)\b|\(?\b([0-9A-Fa-f]+)\)?_\{?(\d{1,2})\}?")

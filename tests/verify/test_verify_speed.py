@@ -487,3 +487,67 @@ def test_written_numbers_are_read_lazily_in_the_eager_order():
             target = float(gold)
             slow = any(math.isclose(a, target, rel_tol=1e-9, abs_tol=1e-12) and e() == gold for a, e in lazy)
             assert stated._writes(r["pred"], gold) == slow, r["id"]
+
+
+# The number readers of miners.verify.evidence as first written: a lookbehind, then the digit. Each is
+# now written digit first (a class the regex engine searches for); these are their definitions.
+_GROUP_SEP_DEF = r"(?:[ .'’\u00a0\u2009\u202f,]|\{,\}|\\[,! ])"
+NUMBER_READER_DEFINITIONS = {
+    "_TEXT_NUMBER_RE": r"\\[dt]?frac\s*\{\s*(?P<fn>\d+)\s*\}\s*\{\s*(?P<fd>\d+)\s*\}"
+    r"|(?<![\d.])(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<d>\d+)(?!\d|\.\d))?"
+    r"(?P<pct>\s*(?:\\?%|percent\b))?",
+    "_GROUPED_RE": r"(?<![\d.])(\d{1,3}(?:" + _GROUP_SEP_DEF + r"\d{3})+)(?:\.(\d+))?(?![\d])",
+    "_DECIMAL_COMMA_RE": r"(?<![\d.,])(\d{1,3}(?:" + _GROUP_SEP_DEF + r"\d{3})*|\d+),(\d+)(?![\d,])",
+    "_SCALED_RE": r"(?<![\d.])(\d+(?:\.\d+)?)\s*"
+    r"(?:[eE]\s*([+-]?\d{1,3})(?!\d)|(k|K|thousand|million|billion)\b)",
+    "_MIXED_RE": r"(?<![\d.])(\d+)\s*"
+    r"(?:\\[dt]?frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\s*\}|\s(\d+)\s*/\s*(\d+)(?!\d|\.\d))",
+}
+# what numbers are written with: digits (one of another script), every separator and sign the readers
+# know, the words and LaTeX they read, and letters around them
+_NUMBER_PIECES = (
+    *"0123456789",
+    "12",
+    "1,250",
+    "٣",
+    ".",
+    ",",
+    " ",
+    "'",
+    "’",
+    "\u00a0",
+    "\u202f",
+    "{,}",
+    "\\,",
+    "\\!",
+    "%",
+    "\\%",
+    " percent",
+    "/",
+    " / ",
+    "\\frac{3}{4}",
+    "\\dfrac {1}{ 2}",
+    "e",
+    "E+",
+    "e-",
+    "k",
+    "K ",
+    " thousand",
+    "million ",
+    "x",
+    "a",
+    "\n",
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_NUMBER_PIECES), max_size=40))
+def test_number_readers_written_digit_first_find_what_their_definitions_find(pieces):
+    import re
+
+    from miners.verify import evidence
+
+    text = "".join(pieces)
+    for name, definition in NUMBER_READER_DEFINITIONS.items():
+        fast = [(m.span(), m.groups()) for m in getattr(evidence, name).finditer(text)]
+        assert fast == [(m.span(), m.groups()) for m in re.finditer(definition, text)], (name, text)
