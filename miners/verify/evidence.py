@@ -350,11 +350,16 @@ def _math_segments(text: str) -> Iterator[str]:
         yield text[m.end() : end - 1 if end >= 0 else len(text)]
 
 
-def _may_equal(candidate: str, gold_text: str, kind: str) -> bool:
+def _fast_reading(candidate: str, gold_text: str, kind: str) -> bool | None:
+    """The fast path's comparison, None where it cannot tell or cannot take the input."""
     try:
-        return fast_compare(candidate, gold_text, kind) is not False  # equal, or it cannot tell
+        return fast_compare(candidate, gold_text, kind)
     except Exception:  # an input the fast path cannot take: it could be the answer
-        return True
+        return None
+
+
+def _may_equal(candidate: str, gold_text: str, kind: str) -> bool:
+    return _fast_reading(candidate, gold_text, kind) is not False  # equal, or it cannot tell
 
 
 # how a number word stands in a text (markers.NUMBER_WORD_PLACES): a word whole; the start of a word
@@ -471,8 +476,6 @@ _DIGIT_RE = re.compile(r"\d")
 _ENVIRONMENT_RE = re.compile(r"\\(?:begin|end)\{[A-Za-z]+\*?\}")
 # a word of letters that no backslash makes a command ("radius", "Total" in "\\text{Total}", not "mathbf")
 _WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]+")
-
-
 # a clause that opens with a word ("the other leg (radius \\( r"), not with a value ("x^2+2x+1 in all")
 _OPENS_WITH_WORD_RE = re.compile(r"[\s*_(\[{]*[A-Za-z]{3,}")
 
@@ -486,10 +489,7 @@ def _may_state(candidate: str, gold_text: str, kind: str, gold_digits: bool) -> 
     What cannot be a value is not one it cannot decide: a clause that opens with a word ("the other
     leg (radius \\( r"; its first value is a candidate of its own), and, against a gold of digits
     and no variable, a candidate with no digit or with a variable ("\\pi r s", "Q(17)")."""
-    try:
-        equal = fast_compare(candidate, gold_text, kind)
-    except Exception:  # an input the fast path cannot take
-        equal = None
+    equal = _fast_reading(candidate, gold_text, kind)
     if equal is not None:
         return equal
     if _OPENS_WITH_WORD_RE.match(candidate):

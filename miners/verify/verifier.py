@@ -351,12 +351,17 @@ class Verifier:
         except Exception:  # a bug or an input nobody foresaw: undecided and counted, never a silent verdict
             self.stats["fast path exceptions"] += 1
             fast = None
-        if fast is False and kind != "task" and self._dozens_counted_equal(answer, gold, kind):
+        if fast is False and kind != "task" and self._fast_equal(dozens_counted(answer), gold, kind):
             # "20 dozens" against 240: the things counted, twelve to the dozen (read as 20 dozens, the
             # count, it was unequal); which of the two the question asks for, the answer cannot say
             self.stats["dozens read as the things counted"] += 1
             return Comparison(CORRECT, None)
-        if fast is False and kind == "math" and self._grouped_as_the_gold(answer, gold):
+        if (
+            fast is False
+            and kind == "math"
+            and is_comma_grouped(gold)
+            and self._fast_equal(commas_as_thousands(answer), gold, kind)
+        ):
             # the gold is a numeral grouped by commas ("3,544"): the task writes thousands so, and
             # the answer's commas before groups of three read the same way ("5,000 - 1,456 = 3,544")
             self.stats["commas group thousands as the gold's do"] += 1
@@ -420,20 +425,10 @@ class Verifier:
         return Comparison(UNKNOWN, None, None, gold_value)
 
     def _other_grouping_equal(self, answer: str, gold: str, kind: str) -> bool:
-        other = other_grouping(answer)
-        if other is not None and self._fast_equal(other, gold, kind):
-            return True
         # "5,000 - 1,456 = 3,544" against 3544: unequal as a list, equal with thousands marks
-        thousands = commas_as_thousands(answer) if kind == "math" else None
-        return thousands is not None and self._fast_equal(thousands, gold, kind)
-
-    def _dozens_counted_equal(self, answer: str, gold: str, kind: str) -> bool:
-        counted = dozens_counted(answer)
-        return counted is not None and self._fast_equal(counted, gold, kind)
-
-    def _grouped_as_the_gold(self, answer: str, gold: str) -> bool:
-        thousands = commas_as_thousands(answer) if is_comma_grouped(gold) else None
-        return thousands is not None and self._fast_equal(thousands, gold, "math")
+        return self._fast_equal(other_grouping(answer), gold, kind) or (
+            kind == "math" and self._fast_equal(commas_as_thousands(answer), gold, kind)
+        )
 
     def _same_statement(self, theirs: str, ours: str, kind: str) -> bool:
         """math-verify's reading is ours, or one value of ours where ours lists several ("19/8" of
@@ -443,7 +438,10 @@ class Verifier:
         items = split_top(normalize(ours, kind)[0], (",", ";"))
         return len(items) > 1 and any(self._fast_equal(theirs, item, kind) for item in items)
 
-    def _fast_equal(self, answer: str, gold: str, kind: str) -> bool:
+    def _fast_equal(self, answer: str | None, gold: str, kind: str) -> bool:
+        """The fast path says equal; False for no answer (None: a reading that does not apply)."""
+        if answer is None:
+            return False
         try:
             return fast_compare(answer, gold, kind) is True
         except Exception:
