@@ -18,8 +18,9 @@ product (a check of its own), which starts OpenBLAS's threads, and they then spi
 28 M more than the other side's from that alone). That dot product is the only BLAS call on either
 side, so the setting changes no work, only that noise.
 
-Counts still move between runs of the same code, by up to about 1.5% (DuckDB's threads wait
-differently: this tree's warm battles ingest counted 2,122 M and 2,150 M in two runs). valgrind
+Counts still move between runs of the same code, by up to about 2.5% (DuckDB's threads wait
+differently: this tree's warm battles ingest counted 2,122 M and 2,150 M in two runs, the warm pairs
+ingest of commit bf1d49a 2,174 M and 2,229 M). valgrind
 must be installed (`apt-get install valgrind`); it runs the processes about fifty times slower.
 Writes bench/results/ingest-instructions.md (or --out).
 """
@@ -123,7 +124,7 @@ def main() -> None:
         f"Rows: {args.rows:,} per table (bench/bench_ingest.py's inputs); before: commit `{args.before}`. "
         "Instructions executed by every thread of the process, counted by cachegrind: one run each; "
         "one OpenBLAS thread (its idle threads' spinning is noise, not work); counts move by up to "
-        "about 1.5% between runs of the same code.",
+        "about 2.5% between runs of the same code.",
         headline,
         lines,
     )

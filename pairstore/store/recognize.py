@@ -33,10 +33,7 @@ import functools
 import duckdb
 
 from pairstore.errors import BadInput, PairstoreError
-
-SCHEMAS = " schemas"
-# Objects of DuckDB's own (and of the in-session temp catalog) are not the file's.
-_FILE_OBJECTS = "database_name NOT IN ('system', 'temp')"
+from pairstore.store.catalog import FILE_OBJECTS, SCHEMAS, definitions_of, schema_of
 
 
 def damaged_store(path: str, error: BaseException) -> PairstoreError:
@@ -63,17 +60,12 @@ def damaged_store(path: str, error: BaseException) -> PairstoreError:
 
 @functools.cache
 def _made_by_migrations(version: int) -> tuple[dict[str, frozenset], dict[str, str]]:
-    """(expected_schema, expected_definitions) of `version`, read from one in-memory store that
+    """(expected_schema, expected_definitions) of `version`: saved (pairstore.store.schema_snapshot) where
+    the saved copy is this DuckDB's and these migrations', else read from an in-memory store that
     migrations 1..version were run on."""
-    from pairstore.store.migrations import MIGRATIONS
+    from pairstore.store.schema_snapshot import from_scratch, saved
 
-    con = duckdb.connect()
-    try:
-        for fn in MIGRATIONS[:version]:
-            fn(con)
-        return _schema_of(con, "memory"), _definitions_of(con, "memory")
-    finally:
-        con.close()
+    return saved(version) or from_scratch(version)
 
 
 def expected_schema(version: int) -> dict[str, frozenset]:
@@ -86,29 +78,11 @@ def expected_definitions(version: int) -> dict[str, str]:
     return _made_by_migrations(version)[1]
 
 
-def _in(database: str | None) -> str:
-    """The condition of a catalog row in `database` (an in-memory store's), or else in the file."""
-    return f"database_name = '{database}'" if database else _FILE_OBJECTS
-
-
-def _definitions_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, str]:
-    # DuckDB renders each CREATE statement from the catalog entry, not from the text it was given, so a
-    # file's and an in-memory store's compare alike whichever DuckDB wrote the file.
-    where = _in(database)
-    rows = con.execute(
-        f"""SELECT 'table ' || table_name, sql FROM system.main.duckdb_tables()
-            WHERE schema_name = 'main' AND {where}
-        UNION ALL SELECT 'view ' || view_name, sql FROM system.main.duckdb_views()
-            WHERE NOT internal AND schema_name = 'main' AND {where}"""
-    ).fetchall()
-    return dict(rows)
-
-
 def changed_definition(con: duckdb.DuckDBPyConnection, version: int) -> tuple[str, str | None, str] | None:
     """(object, the file's CREATE statement or None, the migrations') of the first table or view the
     migrations make whose definition in the file is not theirs -- a default, a constraint, a generated
     column or a view's query changed by another client, or a view made a table -- or None."""
-    have = _definitions_of(con)
+    have = definitions_of(con)
     for name, sql in sorted(expected_definitions(version).items()):
         if have.get(name) != sql:
             return name, have.get(name), sql
@@ -122,27 +96,11 @@ def _first_difference(have: str, want: str) -> str:
     return f"'{have[start : at + 40].strip()}...' where they write '{want[start : at + 40].strip()}...'"
 
 
-def _schema_of(con: duckdb.DuckDBPyConnection, database: str | None = None) -> dict[str, frozenset]:
-    where = "schema_name = 'main' AND " + _in(database)
-    out: dict[str, set] = {}
-    # Schemas a migration made count as objects too (listed under a name no table can have).
-    for (schema,) in con.execute(
-        "SELECT schema_name FROM system.main.duckdb_schemas() WHERE NOT internal AND "
-        + (f"database_name = '{database}'" if database else _FILE_OBJECTS)
-    ).fetchall():
-        out.setdefault(SCHEMAS, set()).add((schema, "SCHEMA"))
-    for table, column, dtype in con.execute(
-        f"SELECT table_name, column_name, data_type FROM system.main.duckdb_columns() WHERE {where}"
-    ).fetchall():
-        out.setdefault(table, set()).add((column, dtype))
-    return {t: frozenset(c) for t, c in out.items()}
-
-
 def user_functions(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(schema, name) of every user-defined function and macro in the file, sorted."""
     return con.execute(
         f"""SELECT DISTINCT schema_name, function_name FROM system.main.duckdb_functions()
-        WHERE NOT internal AND {_FILE_OBJECTS} ORDER BY 1, 2"""
+        WHERE NOT internal AND {FILE_OBJECTS} ORDER BY 1, 2"""
     ).fetchall()
 
 
@@ -176,7 +134,7 @@ def file_triggers(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
         return []
     return con.execute(
         f"""SELECT trigger_name, schema_name || '.' || table_name FROM system.main.duckdb_triggers()
-        WHERE {_FILE_OBJECTS} ORDER BY 1, 2"""
+        WHERE {FILE_OBJECTS} ORDER BY 1, 2"""
     ).fetchall()
 
 
@@ -203,9 +161,9 @@ def recognize(con: duckdb.DuckDBPyConnection, path: str, *, new: bool) -> int:
                 "and run again"
             )
         objects = con.execute(
-            f"""SELECT table_name FROM system.main.duckdb_tables() WHERE {_FILE_OBJECTS}
+            f"""SELECT table_name FROM system.main.duckdb_tables() WHERE {FILE_OBJECTS}
             UNION ALL SELECT view_name FROM system.main.duckdb_views()
-                WHERE NOT internal AND {_FILE_OBJECTS}"""
+                WHERE NOT internal AND {FILE_OBJECTS}"""
         ).fetchall()
         names = {n for (n,) in objects} | {name for _, name in user}
         if not names:
@@ -241,7 +199,7 @@ def recognize(con: duckdb.DuckDBPyConnection, path: str, *, new: bool) -> int:
             "the store was changed outside pairstore: restore it from a backup"
         )
     try:
-        have_schema = _schema_of(con)
+        have_schema = schema_of(con)
     except duckdb.Error as e:
         raise damaged_store(path, e) from None
     for table, columns in sorted(expected_schema(version).items()):
