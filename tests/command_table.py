@@ -97,16 +97,27 @@ CASES: dict[str, Case] = {
     "train dpo": _case(
         "train dpo --round m11a --base {bundle} --out {out} --max-steps 1", "store files", True
     ),
-    "train merge": _case(
-        "train merge --base {bundle} --adapter {ws}/adapter --out {out}", "store files", True
-    ),
     "train sample": _case(
         "train sample --model {bundle} --items gsm8k --n 1 --max-new-tokens 4", "store", True
     ),
-    "train soup": _case("train soup {bundle} {ws}/b --alpha 0.5 --out {out}", "store files"),
-    "train ties": _case("train ties --base {bundle} --model {ws}/b --density 0.5 --out {out}", "store files"),
     "eval": _case("eval --model {bundle} --suite lf2 --n 1 --max-new-tokens 4", "store", True),
 }
+
+
+def _merge_cases() -> dict[str, Case]:
+    """A case per merge method, from the example it declares (train.merges.registry): `{other}` is the
+    workspace's second bundle, `{adapter}` its LoRA adapter (merged with torch: the slow tier)."""
+    from train.merges.registry import methods
+
+    cases = {}
+    for spec in methods().values():
+        args = spec.example.replace("{other}", "{ws}/b").replace("{adapter}", "{ws}/adapter")
+        line = f"train {spec.command} {args} --out {{out}}"
+        cases[f"train {spec.command}"] = _case(line, "store files", "{adapter}" in spec.example)
+    return cases
+
+
+CASES.update(_merge_cases())
 
 # Commands the table leaves to their own tests, and why.
 NOT_RUN = {

@@ -168,4 +168,6 @@ def _method_command(spec: MethodSpec) -> click.Command:
             click.echo("not registered (--no-register)" if no_register else "not registered (no store given)")
 
     params = parameters(spec.options) + _publish_parameters(spec)
-    return click.Command(spec.command, callback=run, params=params, help=spec.summary)
+    return click.Command(
+        spec.command, callback=run, params=params, help=spec.summary, epilog=f"Example: {spec.example_line()}"
+    )

@@ -273,14 +273,18 @@ def test_a_declaration_is_checked_when_registered():
         x: int = option(1, help="x")
 
     with pytest.raises(PairstoreError, match="kind is one of"):
-        register("bad_test", version="1", kind="adapterish", options=Fine)
+        register("bad_test", version="1", kind="adapterish", options=Fine, example="")
 
     @dataclasses.dataclass(frozen=True, kw_only=True)
     class NoHelp:
         x: int = 1
 
     with pytest.raises(PairstoreError, match="NoHelp.x: declare it with"):
-        register("bad_test", version="1", kind="soup", options=NoHelp)
+        register("bad_test", version="1", kind="soup", options=NoHelp, example="")
     with pytest.raises(PairstoreError, match="command 'soup' is another method's"):
-        register("bad_test", version="1", kind="soup", options=Fine, command="soup")(lambda options: None)
+        register("bad_test", version="1", kind="soup", options=Fine, example="", command="soup")(
+            lambda options: None
+        )
+    with pytest.raises(PairstoreError, match=r"example names \{model\}"):
+        register("bad_test", version="1", kind="soup", options=Fine, example="--base {model}")
     assert "bad_test" not in methods()

@@ -446,7 +446,14 @@ def _plan_job(a_dir: Path, b_dir: Path, alpha: float, slice_bytes: int) -> tuple
     return job, fingerprint, (a_dir / INDEX_NAME).exists()
 
 
-@register("linear", version="1", kind="soup", options=LinearOptions, command="soup")
+@register(
+    "linear",
+    version="1",
+    kind="soup",
+    options=LinearOptions,
+    command="soup",
+    example="{bundle} {other} --alpha 0.5",
+)
 def linear(options: LinearOptions) -> Merge:
     """Soup two bundles with the same tensors: OUT = A + alpha*(B - A), streamed shard by shard."""
     a_dir, b_dir, alpha = Path(options.a), Path(options.b), options.alpha

@@ -262,6 +262,7 @@ def _default_name(training: dict | None, step: int | None, round_name: str | Non
     version="1",
     kind="merge",
     options=LoraOptions,
+    example="--base {bundle} --adapter {adapter}",
     command="merge",
     default_name="the adapter's round, ROUND-stepN for an intermediate checkpoint, else the output folder's",
 )

@@ -156,6 +156,15 @@ class MethodSpec:
     summary: str  # the first line of the function's docstring
     help: str
     options: type
+    # The method's arguments in one example, without --out: `{bundle}` and `{other}` stand for bundles of
+    # one model family, `{adapter}` for a LoRA adapter of `{bundle}`. The command's help shows it
+    # (example_line), and the fault tests run it on their own bundles (tests/command_table.py).
+    example: str
+
+    def example_line(self) -> str:
+        """`pairstore train COMMAND ...` as the help shows it, with folders a round would have."""
+        args = self.example.format(bundle="runs/so7a", other="runs/m11a", adapter="runs/m11a-adapter")
+        return f"pairstore train {self.command} {args} --out runs/out"
 
     def make_options(self, options: Any) -> Any:
         """The options object from an object of the declaration or a dict of values, checked."""
@@ -181,22 +190,33 @@ def register(
     version: str,
     kind: str,
     options: type,
+    example: str,
     command: str | None = None,
     default_name: str = "the output folder's name",
 ) -> Callable[[F], F]:
     """Decorator: register `fn(options) -> Merge` as merge method `name`, whose output is a checkpoint of
-    `kind`, run by `pairstore train COMMAND` (default: the name). `default_name` says, for the help, how
-    the output is named without --name (what the Merge's default_name gives, else the folder's name)."""
+    `kind`, run by `pairstore train COMMAND` (default: the name). `example`: its arguments in one example
+    (MethodSpec.example). `default_name` says, for the help, how the output is named without --name (what
+    the Merge's default_name gives, else the folder's name)."""
     if kind not in KINDS:
         raise PairstoreError(f"merge method {name!r}: kind is one of {', '.join(KINDS)}, not {kind!r}")
     if not dataclasses.is_dataclass(options):
         raise PairstoreError(f"merge method {name!r}: options must be a dataclass")
     option_specs(options)  # every field declared with option(), of a type the command line can take
+    try:
+        example.format(bundle="", other="", adapter="")
+    except (KeyError, IndexError, ValueError) as e:
+        raise PairstoreError(
+            f"merge method {name!r}: example names {{{e.args[0] if isinstance(e, KeyError) else '?'}}}; it "
+            "may name only {bundle}, {other} and {adapter}"
+        ) from None
 
     def wrap(fn: F) -> F:
         doc = (fn.__doc__ or "").strip()
         summary = doc.splitlines()[0] if doc else ""
-        spec = MethodSpec(name, version, kind, command or name, default_name, fn, summary, doc, options)
+        spec = MethodSpec(
+            name, version, kind, command or name, default_name, fn, summary, doc, options, example
+        )
         known = _REGISTRY.get(name)
         if known is not None and known.fn is not fn:
             raise PairstoreError(f"merge method {name!r} registered twice")

@@ -123,7 +123,13 @@ def _check_options(options: TiesOptions) -> list[float]:
     return weights
 
 
-@register("ties", version="1", kind="soup", options=TiesOptions)
+@register(
+    "ties",
+    version="1",
+    kind="soup",
+    options=TiesOptions,
+    example="--base {bundle} --model {other} --density 0.5",
+)
 def ties(options: TiesOptions) -> Merge:
     """TIES-merge fine-tuned bundles into their base: trim each task vector, elect signs, disjoint mean."""
     weights = _check_options(options)
