@@ -85,18 +85,16 @@ def nfc(text: str) -> str:
 
 
 def nfc_many(texts: Sequence[str]) -> list[str]:
-    """[nfc(t) for t in texts] in one call: NFC of the texts joined by NUL, split again. NUL is a starter
-    that composes with nothing, so nothing reorders or composes across it (tests/base/test_keys.py)."""
-    joined = "\x00".join(texts)
-    if joined.isascii():
-        return list(texts)
-    if joined.count("\x00") != len(texts) - 1:
-        return [nfc(t) for t in texts]  # a text holds NUL itself
-    return unicodedata.normalize("NFC", joined).split("\x00")
+    """[nfc(t) for t in texts], without copying a text that is NFC already. An ASCII text is its own NFC
+    (str.isascii reads a flag CPython keeps on every string), and unicodedata.normalize returns an NFC
+    text itself. Normalizing the texts joined into one string instead copied every text of a batch
+    twice when one was not ASCII (17x the time, a batch's text three times over in memory)."""
+    normalize = unicodedata.normalize
+    return [t if t.isascii() else normalize("NFC", t) for t in texts]
 
 
 def content_ids(texts: Sequence[str]) -> list[str]:
-    """[content_id(t) for t in texts] (each one text), NFC in one call."""
+    """[content_id(t) for t in texts] (each one text)."""
     digest = xxhash.xxh3_128_hexdigest  # xxh128 inlined: a call per text costs a fifth more
     return [digest(t.encode("utf-8")) for t in nfc_many(texts)]
 

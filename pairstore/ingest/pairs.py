@@ -92,8 +92,7 @@ def pair_ids_of_columns(prompts: Column, chosen: list, rejected: list) -> list[s
     string columns, not as a dict each."""
     arr = prompts.combine_chunks() if isinstance(prompts, pa.ChunkedArray) else prompts
     values = arr.flatten()
-    roles, contents = values.field("role").to_pylist(), values.field("content").to_pylist()
-    flat = [f"{r}:{c}" for r, c in zip(roles, contents)]
+    flat = [f"{r}:{c}" for r, c in zip(values.field("role").to_pylist(), values.field("content").to_pylist())]
     return _pair_ids(flat, pc.fill_null(pc.list_value_length(arr), 0).to_pylist(), chosen, rejected)
 
 
@@ -117,9 +116,13 @@ def pair_tables(
     line and every id the row carries, once each."""
     t = batch.table
     n = t.num_rows
-    chosen, rejected = (t.column(c).to_pylist() for c in ("chosen", "rejected"))
-    id_list = pair_ids_of_columns(t.column("prompt"), chosen, rejected)
-    ids = pa.array(id_list, pa.string())
+    # the sides as Python strings only while the ids are made: they are a batch's largest Python objects
+    ids = pa.array(
+        pair_ids_of_columns(
+            t.column("prompt"), t.column("chosen").to_pylist(), t.column("rejected").to_pylist()
+        ),
+        pa.string(),
+    )
     order = t.column("_row").combine_chunks()
     task = t.column("task_key")
     given = {
