@@ -39,13 +39,13 @@ from pairstore.errors import BadInput
 from pairstore.holdout.file_texts import RecordTexts, other_strings, read_file_texts
 from pairstore.holdout.ngrams import DEFAULT_N, Vocabulary, arrow_query, text_ngram_table
 from pairstore.holdout.scan import folded
-from pairstore.holdout.text_set import TextSet, fingerprints
 from pairstore.ingest.dataset_files import read_dataset
 from pairstore.normalize import word_text
 from pairstore.progress import current as current_progress
 from pairstore.tables.evals import lm_eval_doc_text
 
 if TYPE_CHECKING:
+    from pairstore.holdout.text_set import TextSet
     from pairstore.progress import Stage
     from pairstore.store.store import Store
 
@@ -347,11 +347,19 @@ def items_without_ngrams(items: list[BenchmarkItem], n: int) -> int:
     return len(items) - PreparedItems(items, n).with_ngrams
 
 
+def _text_set() -> TextSet:
+    # imported here: text_set compiles with numba, whose import (and scipy's with it) is a fifth of a
+    # second that `pairstore --help` and every other command would pay (pairstore.compiled)
+    from pairstore.holdout.text_set import TextSet
+
+    return TextSet()
+
+
 @dataclass
 class _FileScan:
     """Shared n-grams of a file's strings, each distinct string read once (fingerprints across batches)."""
 
-    seen: TextSet = field(default_factory=TextSet)
+    seen: TextSet = field(default_factory=_text_set)
     # fingerprint of a string that shares n-grams -> its (item, ngram) pairs
     shared_of: dict = field(default_factory=dict)
     rows: int = 0
@@ -394,6 +402,8 @@ def _batch_rows(
         return []
     enc = texts.dictionary_encode()
     uniq, index = enc.dictionary, np.asarray(enc.indices).astype(np.int64)
+    from pairstore.holdout.text_set import fingerprints
+
     lo, hi = fingerprints(uniq, _STRING_SEED)
     fresh = np.flatnonzero(scan.seen.add_fingerprints(lo, hi))
     if len(fresh):

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING
 
 from pairstore.errors import BadInput, NotFound
 from pairstore.export.registry import registered_mixtures
-from pairstore.holdout.file_members import members_in_file
 from pairstore.holdout.matching import Hit, members_in_rows
 from pairstore.keys import sha256_file
 from pairstore.progress import current as current_progress
@@ -123,6 +122,10 @@ def _file_leaks(path: str, sha: str | None, rows: int, hits: list, **extra: str 
 
 
 def _read_file(store: Store, holdout: str, path: str, **extra: str | None) -> FileLeaks:
+    # imported here: the file matcher compiles with numba (pairstore.compiled), an import of a fifth of a
+    # second that every other command would pay
+    from pairstore.holdout.file_members import members_in_file
+
     found = members_in_file(store, path, set_name=holdout)
     return _file_leaks(path, sha256_file(path), found.rows, found.hits, **extra)
 

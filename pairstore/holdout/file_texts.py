@@ -222,7 +222,7 @@ class _Leaves:
         return self.groups
 
 
-_EMPTY = pa.array([], pa.large_string())
+_EMPTY = pa.nulls(0, pa.large_string())  # no pa.array here: its first call imports pandas (0.25 s)
 
 
 def _strings(texts: list[str], where: tuple[str, int | None]) -> pa.LargeStringArray:

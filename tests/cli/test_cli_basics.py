@@ -9,7 +9,9 @@ import pytest
 
 from pairstore.store.store import open_store
 
-HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib")
+# pandas: pyarrow imports it at its first pa.array (a module-level pa.array cost every command 0.25 s);
+# numba and scipy (numba imports it): modules that compile are imported inside the functions that run them
+HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib", "pandas", "numba", "scipy")
 
 
 def _loaded_after(code: str) -> set[str]:
