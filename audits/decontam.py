@@ -394,6 +394,8 @@ def _batch_rows(
     scan: _FileScan,
     batch: RecordTexts,
 ) -> list[Contaminated]:
+    from pairstore.holdout.text_set import fingerprints  # numba: imported where it runs (_text_set)
+
     other_row, other_text = other_strings(batch)
     texts = pa.concat_arrays([batch.user_text, other_text])
     rows = np.concatenate([batch.user_row, other_row])
@@ -402,8 +404,6 @@ def _batch_rows(
         return []
     enc = texts.dictionary_encode()
     uniq, index = enc.dictionary, np.asarray(enc.indices).astype(np.int64)
-    from pairstore.holdout.text_set import fingerprints
-
     lo, hi = fingerprints(uniq, _STRING_SEED)
     fresh = np.flatnonzero(scan.seen.add_fingerprints(lo, hi))
     if len(fresh):

@@ -29,11 +29,15 @@ A damaged file (a checksum that does not match, a block past the end) surfaces a
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from pairstore.errors import BadInput, PairstoreError
 from pairstore.store.catalog import FILE_OBJECTS, SCHEMAS, definitions_of, schema_of
+
+if TYPE_CHECKING:
+    from pairstore.store.schema_snapshot import Made
 
 
 def damaged_store(path: str, error: BaseException) -> PairstoreError:
@@ -59,10 +63,10 @@ def damaged_store(path: str, error: BaseException) -> PairstoreError:
 
 
 @functools.cache
-def _made_by_migrations(version: int) -> tuple[dict[str, frozenset], dict[str, str]]:
-    """(expected_schema, expected_definitions) of `version`: saved (pairstore.store.schema_snapshot) where
-    the saved copy is this DuckDB's and these migrations', else read from an in-memory store that
-    migrations 1..version were run on."""
+def _made_by_migrations(version: int) -> Made:
+    """(expected_schema, expected_definitions) of `version`, once a process: saved
+    (pairstore.store.schema_snapshot) where the saved copy is this DuckDB's and these migrations', else
+    read from an in-memory store that migrations 1..version were run on."""
     from pairstore.store.schema_snapshot import from_scratch, saved
 
     return saved(version) or from_scratch(version)

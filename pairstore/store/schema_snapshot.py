@@ -15,7 +15,6 @@ equal to a scratch run (tests/store/test_schema_snapshot.py).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from pathlib import Path
@@ -59,7 +58,6 @@ def _as_json(version: int, made: Made) -> dict[str, Any]:
     }
 
 
-@functools.cache
 def saved(version: int) -> Made | None:
     """The saved result for `version`, where it is this DuckDB's and this migrations.py's; else None."""
     try:

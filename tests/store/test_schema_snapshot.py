@@ -13,13 +13,6 @@ from pairstore.store.migrations import SCHEMA_VERSION
 from pairstore.store.recognize import expected_definitions, expected_schema
 
 
-@pytest.fixture(autouse=True)
-def _no_cached_copy():
-    schema_snapshot.saved.cache_clear()
-    yield
-    schema_snapshot.saved.cache_clear()
-
-
 def test_saved_copy_is_what_the_migrations_make():
     data = json.loads(schema_snapshot.SNAPSHOT.read_text(encoding="utf-8"))
     if data["duckdb"] != duckdb.__version__:
@@ -65,7 +58,6 @@ def test_a_missing_or_damaged_copy_falls_back_to_the_migrations(tmp_path, monkey
     for text in ('{"duckdb": ', "[]", json.dumps({"duckdb": duckdb.__version__})):
         damaged.write_text(text, encoding="utf-8")
         monkeypatch.setattr(schema_snapshot, "SNAPSHOT", damaged)
-        schema_snapshot.saved.cache_clear()
         assert schema_snapshot.saved(SCHEMA_VERSION) is None
     # recognize then reads a scratch run, which gives the same answer
     assert expected_schema(SCHEMA_VERSION) == schema_snapshot.from_scratch(SCHEMA_VERSION)[0]

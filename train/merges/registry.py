@@ -145,6 +145,10 @@ class MergeResult:
 # ---------------------------------------------------------------------------- the registry
 
 
+# What a method's example may name, and the folders the help shows for each (MethodSpec.example).
+EXAMPLE_FOLDERS = {"bundle": "runs/so7a", "other": "runs/m11a", "adapter": "runs/m11a-adapter"}
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     name: str
@@ -163,7 +167,7 @@ class MethodSpec:
 
     def example_line(self) -> str:
         """`pairstore train COMMAND ...` as the help shows it, with folders a round would have."""
-        args = self.example.format(bundle="runs/so7a", other="runs/m11a", adapter="runs/m11a-adapter")
+        args = self.example.format(**EXAMPLE_FOLDERS)
         return f"pairstore train {self.command} {args} --out runs/out"
 
     def make_options(self, options: Any) -> Any:
@@ -204,11 +208,11 @@ def register(
         raise PairstoreError(f"merge method {name!r}: options must be a dataclass")
     option_specs(options)  # every field declared with option(), of a type the command line can take
     try:
-        example.format(bundle="", other="", adapter="")
+        example.format(**EXAMPLE_FOLDERS)
     except (KeyError, IndexError, ValueError) as e:
         raise PairstoreError(
             f"merge method {name!r}: example names {{{e.args[0] if isinstance(e, KeyError) else '?'}}}; it "
-            "may name only {bundle}, {other} and {adapter}"
+            f"may name only {', '.join('{' + k + '}' for k in EXAMPLE_FOLDERS)}"
         ) from None
 
     def wrap(fn: F) -> F:
