@@ -22,9 +22,15 @@ rounds A B, B A, ...; each run a process of its own; CPU time and peak memory fr
 - the bare checks: a plain loop calling miners.verify.Verifier().verify(output, gold, kind) and
   audits.loops.scan(output) on every output of the same store (read with one query), a fresh Verifier
   (cold cache), nothing written: the floor that reading, pairing and writing add to.
+- mining by the code of --before (default BEFORE_REF, commit cac38eb: the last commit before each
+  batch's verdicts were committed on their own and `pairs` / `pair_origins` lost their DuckDB index),
+  checked out in a temporary git worktree, on a copy of the same store built by that code (its schema
+  is one migration older): the same pairs, its memory beside this code's.
 - at the first size only, mining with --workers processes, one round: the same pair ids, its time.
 
-Goal: mining 100k generations < 60 s on 2 cores; memory flat in the number of generations.
+After the rounds, at each size, one untimed run of each code under DuckDB's memory limit of 64 MB
+(what DuckDB can spill or evict is then not counted), and one traced run of this code (where the
+memory is). Goal: mining 100k generations < 60 s on 2 cores; memory flat in the number of generations.
 Writes bench/results/mining.md.
 """
 
@@ -51,7 +57,16 @@ import xxhash
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from contenders import Contender, markdown_table, ratio_text, ratios, run_interleaved, summarize  # noqa: E402
+from contenders import (  # noqa: E402
+    Contender,
+    before_worktree,
+    markdown_table,
+    ratio_text,
+    ratios,
+    remove_worktree,
+    run_interleaved,
+    summarize,
+)
 from machine import cpu_model, nproc, ram_text  # noqa: E402 (bench/machine.py)
 
 from audits.loops import scan  # noqa: E402
@@ -323,7 +338,9 @@ def mine_child(db: Path, workers: int, trace: bool = False, duckdb_limit_mb: int
                 out[k] = out.get(k, 0) + v
         return out
 
-    pair_ids = [pid for r in results for pid in r.pair_ids]
+    # the pairs produced, in order: each miner's digest of their ids (a streaming miner keeps no list;
+    # the code before this commit kept one, so its runs are compared by their counts instead)
+    pair_ids = [getattr(r, "ids_digest", None) or "\n".join(r.pair_ids) for r in results]
     print(
         json.dumps(
             {
@@ -372,6 +389,17 @@ def machine() -> str:
 
 
 MINING, BARE = "mining, one process", "bare checks (verify + scan per output)"
+BEFORE_REF = "cac38eb"
+
+
+def mining_before(ref: str) -> str:
+    return f"mining, code of {ref}"
+
+
+def same_pairs(a: dict, b: dict) -> bool:
+    """Two mining runs' JSON lines made the same pairs: the same counts of new pairs, of pairs by source
+    and of drops by reason (runs of one code compare their ids' digests too)."""
+    return all(a.get(k) == b.get(k) for k in ("kept", "by_source", "dropped"))
 
 
 def last_json(stdout: str) -> dict:
@@ -379,29 +407,55 @@ def last_json(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool) -> dict:
-    """Build a store of `n` generations and run the contenders on it, interleaved."""
+def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool, old: Path | None) -> dict:
+    """Build a store of `n` generations (and, with `old`, the same store by the code there) and run the
+    contenders on it, interleaved."""
     template, db = tmp / f"template{n}.duckdb", tmp / "run.duckdb"
+    old_template, old_db = tmp / f"template{n}-before.duckdb", tmp / "run-before.duckdb"
+    me = str(Path(__file__).resolve())
+    old_me = str(old / "bench" / "bench_mining.py") if old is not None else None
     t0 = time.perf_counter()
     # Built in a process of its own: a child's peak RSS (ru_maxrss) counts its parent's resident set at
     # the fork, so a parent grown by building the store would stand in for the contenders' peaks.
-    build = [sys.executable, str(Path(__file__).resolve()), "--child-build", str(template), str(n)]
-    build += [str(args.seed), args.families or ""]
-    info = last_json(subprocess.run(build, check=True, capture_output=True, text=True).stdout)
+    for code, path in ((me, template), (old_me, old_template)):
+        if code is None:
+            continue
+        build = [
+            sys.executable,
+            code,
+            "--child-build",
+            str(path),
+            str(n),
+            str(args.seed),
+            args.families or "",
+        ]
+        info = last_json(subprocess.run(build, check=True, capture_output=True, text=True).stdout)
     build_s = time.perf_counter() - t0
     print(
         f"{n:,} generations: store built in {build_s:.1f} s ({info['text_mb']:.1f} MB of output)", flush=True
     )
-    me = str(Path(__file__).resolve())
 
     def fresh() -> None:
         shutil.copyfile(template, db)
 
+    def fresh_before() -> None:
+        shutil.copyfile(old_template, old_db)
+
     env = {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    old_env = {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(old)} if old is not None else {}
     contenders = [
         Contender(MINING, [sys.executable, me, "--child-mine", str(db), "1"], env=env, before=fresh),
         Contender(BARE, [sys.executable, me, "--child-bare", str(template)], env=env),
     ]
+    if old_me is not None:
+        contenders.append(
+            Contender(
+                mining_before(args.before),
+                [sys.executable, old_me, "--child-mine", str(old_db), "1"],
+                env=old_env,
+                before=fresh_before,
+            )
+        )
     runs = run_interleaved(contenders, rounds=args.runs)
     parallel = None
     if with_workers:
@@ -413,12 +467,15 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
         )
         parallel = run_interleaved([workers], rounds=1)[0]
 
-    def untimed(*extra: str) -> dict:
+    def untimed(*extra: str, before: bool = False) -> dict:
         """One more mining run on a fresh copy, outside the interleaved rounds: what it printed."""
-        fresh()
-        cmd = [sys.executable, me, "--child-mine", str(db), "1", *extra]
+        (fresh_before if before else fresh)()
+        code, path, with_env = (old_me, old_db, old_env) if before else (me, db, env)
+        cmd = [sys.executable, str(code), "--child-mine", str(path), "1", *extra]
         return last_json(
-            subprocess.run(cmd, env={**os.environ, **env}, check=True, capture_output=True, text=True).stdout
+            subprocess.run(
+                cmd, env={**os.environ, **with_env}, check=True, capture_output=True, text=True
+            ).stdout
         )
 
     breakdown = untimed("--trace")
@@ -426,9 +483,109 @@ def measure_size(tmp: Path, n: int, args: argparse.Namespace, with_workers: bool
     mined = last_json(next(r for r in runs if r.name == MINING).stdout)
     assert got["pair_ids"] == mined["pair_ids"], "DuckDB's memory limit changed the pairs"
     breakdown["limited_rss_mb"] = got["rss_mb"]
-    db.unlink(missing_ok=True)
-    template.unlink(missing_ok=True)
+    if old_me is not None:
+        earlier = last_json(next(r for r in runs if r.name == mining_before(args.before)).stdout)
+        assert same_pairs(earlier, mined), "the code before made other pairs"
+        breakdown["before_limited_rss_mb"] = untimed(
+            "--duckdb-memory-limit", str(LIMITED_DUCKDB_MB), before=True
+        )["rss_mb"]
+    for path in (db, template, old_db, old_template):
+        path.unlink(missing_ok=True)
     return {"n": n, "info": info, "build_s": build_s, "runs": runs, "parallel": parallel, "memory": breakdown}
+
+
+def limited_size(tmp: Path, n: int, args: argparse.Namespace, old: Path | None, done: list[dict]) -> dict:
+    """At a size of --limited-sizes: one untimed run of each code under DuckDB's memory limit of
+    LIMITED_DUCKDB_MB, each on a store built by its own code: peak RSS, or how the run failed. A code
+    that failed at a smaller size (in `done`) is not run again."""
+    me = str(Path(__file__).resolve())
+    codes = [("this code", me, Path(__file__).resolve().parents[1])]
+    before_failed = any("failed" in m.get("the code before", {}) for m in done)
+    if old is not None and not before_failed:
+        codes.append(("the code before", str(old / "bench" / "bench_mining.py"), old))
+    got: dict = {"n": n}
+    for who, code, root in codes:
+        template, db = tmp / f"limited{n}.duckdb", tmp / "limited-run.duckdb"
+        build = [
+            sys.executable,
+            code,
+            "--child-build",
+            str(template),
+            str(n),
+            str(args.seed),
+            args.families or "",
+        ]
+        subprocess.run(build, check=True, capture_output=True, text=True)
+        shutil.copyfile(template, db)
+        cmd = [
+            sys.executable,
+            code,
+            "--child-mine",
+            str(db),
+            "1",
+            "--duckdb-memory-limit",
+            str(LIMITED_DUCKDB_MB),
+        ]
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(root)}
+        t0 = time.perf_counter()
+        run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        if run.returncode == 0:
+            out = last_json(run.stdout)
+            got[who] = {k: out[k] for k in ("rss_mb", "kept", "by_source", "dropped", "pair_ids")}
+            got[who]["wall_s"] = wall
+        else:
+            error = [line for line in run.stderr.splitlines() if "Error" in line] or run.stderr.splitlines()[
+                -1:
+            ]
+            got[who] = {"failed": error[-1][:160] if error else f"exit {run.returncode}", "wall_s": wall}
+        print(f"{n:,} generations under {LIMITED_DUCKDB_MB} MB, {who}: {got[who]}", flush=True)
+        for path in (template, db):
+            path.unlink(missing_ok=True)
+    return got
+
+
+def limited_size_lines(limited: list[dict], first: dict, last: dict) -> list[str]:
+    """The --limited-sizes runs beside the untimed limited runs of the timed sizes."""
+    if not limited:
+        return []
+    rows = []
+    for m in (first, last):
+        for who, key in (("this code", "limited_rss_mb"), ("the code before", "before_limited_rss_mb")):
+            if m["memory"].get(key) is not None:
+                rows.append(f"| {m['n']:,} | {who} | {m['memory'][key]:,.0f} |  |")
+    for m in limited:
+        for who in ("this code", "the code before"):
+            r = m.get(who)
+            if r is None:
+                if who == "the code before" and any("failed" in x.get(who, {}) for x in limited):
+                    rows.append(f"| {m['n']:,} | {who} |  | not run: it failed at a smaller size |")
+                continue
+            rows.append(
+                f"| {m['n']:,} | {who} | "
+                + (
+                    f"{r['rss_mb']:,.0f} | {r['kept']:,} pairs, {r['wall_s']:.0f} s |"
+                    if "rss_mb" in r
+                    else f" | failed after {r['wall_s']:.0f} s: {r['failed']} |"
+                )
+            )
+    same = [
+        m
+        for m in limited
+        if "pair_ids" in m.get("this code", {}) and "pair_ids" in m.get("the code before", {})
+    ]
+    for m in same:
+        assert same_pairs(m["this code"], m["the code before"]), "the code before made other pairs"
+    return [
+        "",
+        f"Larger stores, mined once by each code under DuckDB's memory limit of {LIMITED_DUCKDB_MB} MB "
+        "(a store built by that code; the run's peak RSS). Flat memory means the larger stores need no "
+        "more:",
+        "",
+        "| generations | code | peak RSS MB | note |",
+        "| --- | --- | --- | --- |",
+        *rows,
+    ]
 
 
 def section(m: dict, args: argparse.Namespace) -> str:
@@ -519,18 +676,27 @@ def memory_lines(first: dict, last: dict) -> list[str]:
 
 
 def _limited_lines(first: dict, last: dict) -> list[str]:
-    """The untimed run under DuckDB's memory limit of LIMITED_DUCKDB_MB, at both sizes: how much of the
-    growth DuckDB gives up under the limit and how much it does not."""
-    a, b = first["memory"].get("limited_rss_mb"), last["memory"].get("limited_rss_mb")
-    if a is None or b is None:
+    """The untimed runs under DuckDB's memory limit of LIMITED_DUCKDB_MB, at both sizes, of this code and
+    the code before: how much of the growth DuckDB gives up under the limit and how much it does not."""
+    added = max(1, last["n"] - first["n"])
+    lines = []
+    for who, key in (("this code", "limited_rss_mb"), ("the code before", "before_limited_rss_mb")):
+        a, b = first["memory"].get(key), last["memory"].get(key)
+        if a is None or b is None:
+            continue
+        lines.append(f"| {who} | {a:,.0f} | {b:,.0f} | {(b - a) * 1024 / added:,.2f} |")
+    if not lines:
         return []
-    slope = (b - a) * 1024 / max(1, last["n"] - first["n"])
     return [
         "",
-        f"With DuckDB's memory limit set to {LIMITED_DUCKDB_MB} MB (one untimed run at each size; the same "
-        f"pairs): peak RSS {a:,.0f} MB at {first['n']:,} and {b:,.0f} MB at {last['n']:,}, {slope:,.2f} KB "
-        "per added generation. The difference from the runs above is memory DuckDB gives up when it is "
-        "limited (its default limit is 80% of RAM); the rest grows with the generations.",
+        f"With DuckDB's memory limit set to {LIMITED_DUCKDB_MB} MB (one untimed run of each code at each "
+        "size; the same pairs), peak RSS MB. The difference from the runs above is memory DuckDB gives up "
+        "when it is limited (its default limit is 80% of RAM); what is left grows with the generations "
+        "only where something cannot be spilled:",
+        "",
+        f"| code | MB at {first['n']:,} | MB at {last['n']:,} | KB per added generation |",
+        "| --- | --- | --- | --- |",
+        *lines,
     ]
 
 
@@ -542,6 +708,13 @@ def main(argv=None) -> int:
     ap.add_argument("--families", default=None, help="Task families (comma-separated; default: all).")
     ap.add_argument("--workers", type=int, default=2, help="Worker processes of the parallel run.")
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "mining.md"))
+    ap.add_argument("--before", default=BEFORE_REF, help=f"the commit to compare with (default {BEFORE_REF})")
+    ap.add_argument("--skip-before", action="store_true", help="no run of the code before")
+    ap.add_argument(
+        "--limited-sizes",
+        default="",
+        help="More sizes (comma-separated), mined only once by each code under DuckDB's 64 MB limit.",
+    )
     ap.add_argument("--child-mine", nargs=2, metavar=("DB", "WORKERS"), help=argparse.SUPPRESS)
     ap.add_argument("--child-bare", metavar="DB", help=argparse.SUPPRESS)
     ap.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
@@ -569,23 +742,50 @@ def main(argv=None) -> int:
     sizes = [int(x) for x in args.sizes.split(",")]
     work = Path(__file__).parent / "_work"
     work.mkdir(exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=work) as tmp:
-        measured = [measure_size(Path(tmp), n, args, with_workers=i == 0) for i, n in enumerate(sizes)]
+    old = None if args.skip_before else before_worktree(work / "before-code", args.before)
+    try:
+        with tempfile.TemporaryDirectory(dir=work) as tmp:
+            measured = [
+                measure_size(Path(tmp), n, args, with_workers=i == 0, old=old) for i, n in enumerate(sizes)
+            ]
+            limited: list[dict] = []
+            for n in args.limited_sizes.split(","):
+                if n.strip():
+                    limited.append(limited_size(Path(tmp), int(n), args, old, limited))
+    finally:
+        if old is not None:
+            remove_worktree(old)
     load_end = os.getloadavg()[0]
     cmd = (
         "HF_HUB_OFFLINE=1 .venv/bin/python bench/bench_mining.py"
         + (" " + " ".join(sys.argv[1:] if argv is None else argv)).rstrip()
     )
+    before = None if args.skip_before else mining_before(args.before)
     rows = []
     for m in measured:
-        st = summarize(m["runs"])[MINING]
+        stats = summarize(m["runs"])
+        st = stats[MINING]
+        was = stats.get(before) if before else None
         rows.append(
             f"| {m['n']:,} | {st.median_cpu:.1f} | {1000 * st.median_cpu / m['n']:.2f} | "
-            f"{st.median_wall:.1f} | {st.max_rss_mb:,.0f} | {summarize(m['runs'])[BARE].max_rss_mb:,.0f} |"
+            f"{st.median_wall:.1f} | {st.max_rss_mb:,.0f} | "
+            + (f"{was.median_cpu:.1f} | {was.max_rss_mb:,.0f} | " if was else "")
+            + f"{stats[BARE].max_rss_mb:,.0f} |"
         )
     first, last = measured[0], measured[-1]
+    added = max(1, last["n"] - first["n"])
     rss0, rss1 = (summarize(m["runs"])[MINING].max_rss_mb for m in (first, last))
-    slope = (rss1 - rss0) * 1024 / max(1, last["n"] - first["n"])
+    slope = (rss1 - rss0) * 1024 / added
+    was_text = ""
+    if before:
+        was0, was1 = (summarize(m["runs"])[before].max_rss_mb for m in (first, last))
+        was_text = (
+            f"; the code of {args.before}: {was0:,.0f} MB to {was1:,.0f} MB, "
+            f"{(was1 - was0) * 1024 / added:,.2f} KB per added generation"
+        )
+        cpu_ratio = f"; this code / the code before {ratio_text(ratios(last['runs'], MINING, before))} CPU"
+    else:
+        cpu_ratio = ""
     hundred = next((m for m in measured if m["n"] == 100_000), None)
     goal = (
         "not measured at 100,000"
@@ -606,22 +806,24 @@ def main(argv=None) -> int:
             "",
             f"Headline: mining / bare checks {ratio_text(ratios(first['runs'], MINING, BARE))} CPU at "
             f"{first['n']:,} generations; peak memory {rss0:,.0f} MB at {first['n']:,}, {rss1:,.0f} MB at "
-            f"{last['n']:,}",
+            f"{last['n']:,}, {slope:,.2f} KB per added generation{was_text}{cpu_ratio} at {last['n']:,}",
             "",
             "| generations | mining CPU s (median) | CPU ms per generation | wall s | mining peak RSS MB | "
-            "bare checks peak RSS MB |",
-            "| --- | --- | --- | --- | --- | --- |",
+            + (f"code of {args.before}: CPU s | its peak RSS MB | " if before else "")
+            + "bare checks peak RSS MB |",
+            "| --- | --- | --- | --- | --- | " + ("--- | --- | " if before else "") + "--- |",
             *rows,
             "",
             f"Memory from {first['n']:,} to {last['n']:,} generations: {rss0:,.0f} MB to {rss1:,.0f} MB, "
-            f"{slope:,.2f} KB per added generation (1.58 KB from 10,000 to 80,000 while each batch's "
-            "Arrow table stayed registered until the commit, before f36822f; "
+            f"{slope:,.2f} KB per added generation{was_text} (earlier: 1.58 KB from 10,000 to 80,000 while "
+            "each batch's Arrow table stayed registered until the commit, before f36822f; "
             "3.7 KB before the miners streamed their input; "
             "3.37 KB streaming from one sorted query, whose whole result DuckDB held; both measured with "
             "the store built in this process, which inflated the peaks). "
             f"Goal: mining 100k generations in under 60 s on 2 cores: {goal}.",
             "",
             *memory_lines(first, last),
+            *limited_size_lines(limited, first, last),
             "",
             *(section(m, args) for m in measured),
         ]

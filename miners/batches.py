@@ -5,11 +5,18 @@ generations.
                              key="problem_id", order=("problem_id", "sample_index", "gen_id")):
         ...   # dicts in `order`; every row of one problem in one list
 
-Two kinds of query run on a cursor of its own (a second connection to the same store, in one read
-transaction, so every query sees the same rows), and the miner writes through store.con meanwhile:
+Two kinds of query run on a cursor of its own (a second connection to the same store), and the miner
+writes through store.con meanwhile:
 
-- the items: each value of `key` and its row count, in order (small: a key and a count per item);
+- the items: each value of `key` and its row count, in order (small: a key and a count per item), all
+  read before the first batch;
 - the rows of each batch: `key BETWEEN first AND last` item of the batch, sorted by `order`.
+
+Each query is a read transaction of its own, ended when its rows are read. An open transaction, a
+reader's too, keeps DuckDB from checkpointing what the miner commits meanwhile (each batch's verdicts),
+so one read transaction around every batch would hold every verdict written in memory. What the miner
+writes (verdicts, pairs) is not what its query selects on, and a store has one writing process (the
+miner's), so the batches read the rows the item query counted.
 
 One sorted query over every row would not do: DuckDB holds its whole sorted result in memory until
 the last row is read (about 1.5 KB per generation in the miners' queries), so the process grows with
@@ -52,12 +59,11 @@ def item_batches(
     size = max(1, batch_rows or BATCH_ROWS)
     cursor = store.con.cursor()
     try:
-        cursor.execute("BEGIN TRANSACTION")  # one snapshot for the item query and every batch's
         ranges = list(_item_ranges(cursor, sql, params, key, size))  # two keys a batch
         for first, last in ranges:
             yield _rows(cursor, sql, params, key, order, first, last)
     finally:
-        cursor.close()  # ends the read transaction
+        cursor.close()
 
 
 def _item_ranges(

@@ -23,13 +23,13 @@ from multiprocessing import get_context
 from types import TracebackType
 
 from audits.loops import LoopReport, scan, scan_many
-from miners.registry import MineResult, write_pairs
+from miners.registry import MineResult
 from miners.verify import UNKNOWN, Verdict, Verifier, extract_answer
 from pairstore.holdout.sets import HoldoutFilter
 from pairstore.progress import current as current_progress
-from pairstore.store.store import Store
-from pairstore.tables.generations import record_verdicts, staged_verdicts
-from pairstore.tables.pairs import Pair
+from pairstore.store.store import Store, bounded_memory
+from pairstore.tables.generations import record_verdicts
+from pairstore.tables.pairs import Pair, PairStage, commit_staged_pairs, stage_pairs
 
 
 @dataclass
@@ -250,9 +250,13 @@ def record_judgments(store, judged: dict[str, Judged]) -> int:
 
 
 class JudgedWriter:
-    """What a streaming miner writes, batch by batch, inside one transaction: each batch's verdicts and
-    loop flags (staged, written onto `generations` in one UPDATE at the end) and its pairs; the seconds
-    spent go to result.timings.
+    """What a streaming miner writes, batch by batch: each batch's verdicts and loop flags onto
+    `generations` and its pairs into a stage, in one transaction a batch; when the block ends without an
+    error, every staged pair into `pairs` in one transaction (a run's pairs land whole or not at all).
+    Memory stays flat in the number of generations: a committed batch's UPDATE is checkpointed and its
+    staged pairs spill, where one transaction held every verdict's old value. A run that fails leaves
+    the verdicts of the batches it finished (each is what the verifier says of that output) and no pair.
+    Inside a caller's transaction every write joins it. The seconds spent go to result.timings.
 
         with JudgedWriter(store, result, judge, holdout) as out:
             for batch in ...:
@@ -263,17 +267,16 @@ class JudgedWriter:
         self.store, self.result, self.judge, self.holdout = store, result, judge, holdout
         self.judge_wall_s = 0.0
         self.write_s = 0.0
-        self._scope = ExitStack()
 
     def __enter__(self) -> JudgedWriter:
-        self._scope.enter_context(self.store.transaction())
-        self._verdicts = self._scope.enter_context(staged_verdicts(self.store))
+        self._pairs = PairStage(self.store, miner=self.result.miner, miner_version=self.result.version)
         return self
 
     def write(self, judged: dict[str, Judged], pairs: list[Pair], *, judge_wall_s: float) -> None:
         t0 = time.perf_counter()
-        self._verdicts.add(judgment_rows(judged))
-        write_pairs(self.store, self.result, pairs, self.holdout)
+        with self.store.transaction():
+            record_verdicts(self.store, judgment_rows(judged))
+            stage_pairs(self._pairs, self.result, pairs, self.holdout)
         self.judge_wall_s += judge_wall_s
         self.write_s += time.perf_counter() - t0
 
@@ -284,7 +287,11 @@ class JudgedWriter:
         tb: TracebackType | None,
     ) -> None:
         t0 = time.perf_counter()
-        self._scope.__exit__(exc_type, exc, tb)  # the verdicts' UPDATE, then the commit (or the rollback)
+        try:
+            if exc_type is None:
+                commit_staged_pairs(self._pairs, self.result)
+        finally:
+            self._pairs.close()
         self.write_s += time.perf_counter() - t0
         self.result.timings = {
             "verify_s": self.judge.verify_s,
@@ -311,10 +318,13 @@ def mine_in_batches(
     judging_stage: str,
     reading_stage: str | None = None,
 ) -> MineResult:
-    """The loop every streaming miner shares: one judge, one writer (one transaction), each batch mined
-    and written, the judge's per-batch memory let go; `outputs` sizes the progress stages and the pool."""
+    """The loop every streaming miner shares: one judge, one writer (a transaction a batch, one for the
+    pairs), each batch mined and written, the judge's per-batch memory let go, DuckDB's memory bounded;
+    `outputs` sizes the progress stages and the pool."""
     progress = current_progress()
+    result.keep_ids = False  # the number and digest of the pairs produced, not a list that grows with them
     with (
+        bounded_memory(store.con),  # nothing it holds must stay in memory, so DuckDB may spill beyond this
         OutputJudge() as judge,
         JudgedWriter(store, result, judge, holdout) as out,
         ExitStack() as stages,

@@ -2,7 +2,8 @@
 
     from miners.registry import run_miner, miners
     result = run_miner(store, "battle")            # -> MineResult
-    result.kept, result.dropped, result.pair_ids
+    result.kept, result.dropped, result.produced, result.ids_digest
+    result.pair_ids                                # empty from a miner that streams its generations
 
     pairstore mine list                           # the registered miners
     pairstore mine battle

@@ -237,7 +237,7 @@ def echo_pairs_result(result: PairsResult) -> None:
     """What a run that writes pairs did (a dataset import here, a miner in `pairstore mine`)."""
     click.echo(
         f"{result.miner} v{result.version}: kept {result.kept} new pairs "
-        f"({len(result.pair_ids)} produced, {result.new_origins} new origins)"
+        f"({result.produced} produced, {result.new_origins} new origins)"
     )
     if result.by_source:
         echo_counts("by source", dict(result.by_source))

@@ -16,8 +16,8 @@ from pairstore.store.sql import run_sql
     is_flag=True,
     help="Open the store for writing: every statement in one transaction, all or nothing. New tables "
     "and views go in schema scratch (CREATE TABLE scratch.x ...); no macros or functions, no ALTER, DROP "
-    "or COMMENT of pairstore's objects, and the tables the gate and the audits read stay as they are "
-    "(default: read-only).",
+    "or COMMENT of pairstore's objects, the tables the gate and the audits read stay as they are, and a "
+    "pair's or an origin's key stays on one row (default: read-only).",
 )
 @click.option(
     "--allow-files",

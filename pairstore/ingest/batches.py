@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,8 +54,6 @@ from pairstore.ingest.kinds import (
 from pairstore.ingest.records import MAX_DEPTH, Fields, file_format, open_bytes, read_records, unit_of
 
 if TYPE_CHECKING:
-    import duckdb
-
     from pairstore.files import StrPath
 
 # The streaming reader's blocks: what is in memory at once (a few tens of thousands of records). A
@@ -65,19 +62,6 @@ STREAM_BLOCK_SIZE = 16 << 20
 RECORD_BATCH = 8192  # rows of a batch read record by record
 # Whether files are read as whole columns where they can be (tests set it off to compare the two ways).
 DIRECT = True
-# DuckDB's buffer memory during an ingest (it spills staged rows to disk beyond this).
-BULK_MEMORY_LIMIT = "512MB"
-
-
-@contextmanager
-def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """DuckDB's memory limit at BULK_MEMORY_LIMIT for the block, the connection's own restored after."""
-    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
-    con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}'")
-    try:
-        yield
-    finally:
-        con.execute(f"SET memory_limit = '{before}'")
 
 
 @dataclass

@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 from pairstore.errors import BadInput
 from pairstore.ingest.arena import ArenaBattle, BattleRow, battle_fields, check_options, other_pair, own_side
 from pairstore.ingest.base import PLACE, IngestResult, StagedRows, place_columns, records_in
-from pairstore.ingest.batches import Batch, bounded_memory, read_columns, record_batch
+from pairstore.ingest.batches import Batch, read_columns, record_batch
 from pairstore.ingest.dataset_files import dataset_files, files_sha256, read_files
 from pairstore.ingest.declare import Format, Unread, counted, did_you_mean
 from pairstore.ingest.formats import formats_of, get_format
@@ -40,6 +40,7 @@ from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.ingest.records import Fields, read_records
 from pairstore.keys import content_ids
 from pairstore.progress import as_progress
+from pairstore.store.store import bounded_memory
 from pairstore.tables.ingests import log_ingest
 from pairstore.tables.pairs import Pair, add_pairs
 

@@ -33,14 +33,14 @@ import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import PLACE, place_columns, records_in
-from pairstore.ingest.batches import Batch, bounded_memory, line_of, read_columns
+from pairstore.ingest.batches import Batch, line_of, read_columns
 from pairstore.ingest.declare import counted, did_you_mean
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.keyed import prompt_match_keys
 from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.keys import sha256_file
 from pairstore.progress import as_progress
-from pairstore.store.store import Store
+from pairstore.store.store import Store, bounded_memory
 from pairstore.tables.audit_log import log_action
 from pairstore.tables.evals import COMPARED_COLUMNS, SCORE_SCHEMA, add_eval_items, add_staged_scores
 from pairstore.tables.ingests import log_ingest

@@ -33,12 +33,13 @@ from xxhash import xxh3_128_hexdigest
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import IngestResult, records_in
-from pairstore.ingest.batches import Batch, bounded_memory, read_columns
+from pairstore.ingest.batches import Batch, read_columns
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.keyed import prompt_match_keys
 from pairstore.ingest.kinds import MSG_TYPE
 from pairstore.keys import nfc_many, sha256_file
 from pairstore.progress import as_progress
+from pairstore.store.store import bounded_memory
 from pairstore.tables.generations import insert_generations_select
 from pairstore.tables.ingests import log_ingest
 

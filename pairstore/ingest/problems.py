@@ -20,12 +20,13 @@ import pyarrow as pa
 
 from pairstore.errors import BadInput
 from pairstore.ingest.base import PLACE, IngestResult, StagedRows, place_columns, records_in
-from pairstore.ingest.batches import Batch, bounded_memory, read_columns, record_columns
+from pairstore.ingest.batches import Batch, read_columns, record_columns
 from pairstore.ingest.dataset_files import dataset_files, files_sha256
 from pairstore.ingest.formats import get_format
 from pairstore.ingest.math_problems import HUB_DATASETS, TEST_NAME, FieldProblem, problem_of
 from pairstore.keys import match_keys_of_texts, nfc_many, xxh128
 from pairstore.progress import as_progress
+from pairstore.store.store import bounded_memory
 from pairstore.tables.ingests import log_ingest
 
 if TYPE_CHECKING:

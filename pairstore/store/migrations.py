@@ -436,6 +436,44 @@ def m009_normalization_versions(con: duckdb.DuckDBPyConnection) -> None:
     """)
 
 
+def m010_pair_keys_kept_by_their_writer(con: duckdb.DuckDBPyConnection) -> None:
+    """`pairs` and `pair_origins` without a PRIMARY KEY: DuckDB keeps a key's index in memory whole (it
+    cannot spill it), so every write of many pairs, a mine's or an ingest's, grew with the keys it wrote.
+    A pair id and an origin's (pair_id, origin_kind, origin_id) stay unique: their one writer adds only
+    what is not stored yet (pairstore.tables.pairs, an anti-join in the write's transaction), and
+    `pairstore sql --write` refuses a change that repeats one (pairstore.store.sql). The key columns stay
+    NOT NULL. Each table is rebuilt from its own catalog definition, rows copied in their order."""
+    keys = {
+        "pairs": [("pair_id VARCHAR PRIMARY KEY,", "pair_id VARCHAR NOT NULL,")],
+        "pair_origins": [
+            (
+                "(pair_id VARCHAR, origin_kind VARCHAR, origin_id VARCHAR,",
+                "(pair_id VARCHAR NOT NULL, origin_kind VARCHAR NOT NULL, origin_id VARCHAR NOT NULL,",
+            ),
+            (", PRIMARY KEY(pair_id, origin_kind, origin_id))", ")"),
+        ],
+    }
+    for table, replacements in keys.items():
+        mine = f"database_name = current_database() AND schema_name = 'main' AND table_name = '{table}'"
+        ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchall()[0][0]
+        for old, new in replacements:
+            if old not in ddl:
+                raise RuntimeError(f"{table}'s definition is not the one m010 rebuilds: {old!r} not in it")
+            ddl = ddl.replace(old, new, 1)
+        ddl = ddl.replace(f"CREATE TABLE {table}(", f"CREATE TABLE _m010_{table}(", 1)
+        cols = [
+            r[0]
+            for r in con.execute(
+                f"SELECT column_name FROM duckdb_columns() WHERE {mine} ORDER BY column_index"
+            ).fetchall()
+        ]
+        names = ", ".join(f'"{c}"' for c in cols)
+        con.execute(ddl)
+        con.execute(f"INSERT INTO _m010_{table} ({names}) SELECT {names} FROM {table} ORDER BY rowid")
+        con.execute(f"DROP TABLE {table}")
+        con.execute(f"ALTER TABLE _m010_{table} RENAME TO {table}")
+
+
 # The ordered list. Append only.
 MIGRATIONS = [
     m001_core,
@@ -447,5 +485,6 @@ MIGRATIONS = [
     m007_votes_from_the_browser,
     m008_keys_of_the_normalization_pipeline,
     m009_normalization_versions,
+    m010_pair_keys_kept_by_their_writer,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

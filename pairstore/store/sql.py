@@ -17,6 +17,8 @@
   Checked twice: on DuckDB's parse of each statement before anything runs
   (pairstore.store.sql_guard.check_write_statements), and before the commit by comparing the catalog
   and PROTECTED's rows with DuckDB's own functions (`system.main.*`); any change rolls everything back.
+  Before the commit, too, every key of UNIQUE_KEYS must be on one row: `pairs` and `pair_origins` have
+  no DuckDB index (it would stay in memory whole), so this check is what a primary key did.
 """
 
 from __future__ import annotations
@@ -51,6 +53,9 @@ PROTECTED = (
     "schema_version",
     "key_versions",
 )
+# Kept unique by their one writer (pairstore.tables.pairs), not by a DuckDB index (migration m010: an
+# index stays in memory whole): --write refuses a change that leaves a key on two rows.
+UNIQUE_KEYS = {"pairs": "pair_id", "pair_origins": "pair_id, origin_kind, origin_id"}
 _FILE_STATEMENTS = {
     duckdb.StatementType.COPY,
     duckdb.StatementType.ATTACH,
@@ -124,6 +129,21 @@ def _changes(before: dict, after: dict) -> list[str]:
     return changed
 
 
+def _refuse_repeated_keys(con: duckdb.DuckDBPyConnection) -> None:
+    """BadInput where a table of UNIQUE_KEYS holds a key on more than one row (counted with DuckDB's own
+    functions, system.main.*)."""
+    for table, key in UNIQUE_KEYS.items():
+        repeats = con.execute(
+            f"SELECT system.main.count_star() - system.main.count(DISTINCT ({key})) FROM main.{table}"
+        ).fetchall()[0][0]
+        if repeats:
+            raise BadInput(
+                f"--write would leave {repeats:,} row(s) of {table} repeating the key ({key}) of another: "
+                "a key is one row; nothing was committed",
+                field=table,
+            )
+
+
 def _run(
     con: duckdb.DuckDBPyConnection, statements: Iterable[duckdb.Statement]
 ) -> tuple[list[str], list[tuple]]:
@@ -185,6 +205,7 @@ def run_sql(
                     f"functions change only through its commands, which log every change; user tables "
                     f"and views go in schema {USER_SCHEMA!r}; nothing was committed"
                 )
+            _refuse_repeated_keys(con)
             return result
     except duckdb.Error as e:
         first = duckdb_message(e)

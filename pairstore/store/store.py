@@ -13,6 +13,7 @@ transaction.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import weakref
@@ -28,6 +29,35 @@ from pairstore.store.comments import apply_comments
 from pairstore.store.migrations import MIGRATIONS, SCHEMA_VERSION
 from pairstore.store.recognize import damaged_store, recognize
 from pairstore.store.rekey import ensure_current_keys
+
+# DuckDB's buffer memory during a bulk write (an ingest, a mine): it spills staged rows to disk beyond
+# this, so the write's memory does not grow with its rows.
+BULK_MEMORY_LIMIT = 512 << 20
+_SIZE_UNITS = {"bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50}
+
+
+def _size_bytes(text: str) -> int | None:
+    """Bytes of a size as DuckDB shows a setting ('488.2 MiB'); None for anything else."""
+    number, _, unit = text.strip().partition(" ")
+    try:
+        return int(float(number) * _SIZE_UNITS[unit])
+    except (KeyError, ValueError):
+        return None
+
+
+@contextmanager
+def bounded_memory(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """DuckDB's memory limit at most BULK_MEMORY_LIMIT for the block (a lower limit already set is kept),
+    the connection's own restored after."""
+    before = con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+    current = _size_bytes(before)
+    if current is None or current > BULK_MEMORY_LIMIT:
+        con.execute(f"SET memory_limit = '{BULK_MEMORY_LIMIT}B'")
+    try:
+        yield
+    finally:
+        con.execute(f"SET memory_limit = '{before}'")
+
 
 DEFAULT_DB = "pairstore.duckdb"
 _PID = re.compile(r"PID (\d+)")
@@ -136,10 +166,17 @@ class Store:
         self.con.register(name, table if held is None else held)
         try:
             yield name
-        finally:
+        except BaseException:
             if held is not None:
                 held.table = None
-            self.con.unregister(name)
+            # A failed statement aborts the transaction, and DuckDB then refuses the unregister too: its
+            # error would hide the one that matters. The rollback drops a view made inside it.
+            with contextlib.suppress(duckdb.Error):
+                self.con.unregister(name)
+            raise
+        if held is not None:
+            held.table = None
+        self.con.unregister(name)
 
     def schema_version(self) -> int:
         return self.scalar("SELECT coalesce(max(version), 0) FROM schema_version")

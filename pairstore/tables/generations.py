@@ -4,8 +4,6 @@ the one that writes it.
     insert_generations(store, rows)    # ingest, `train sample`, `eval`: new outputs
                                        # (a known gen_id is skipped)
     record_verdicts(store, verdicts)   # miners: the verifier's verdict and the scanner's loop flags
-    with staged_verdicts(store) as stage:   # the same, batch by batch: one UPDATE when the block ends
-        stage.add(verdicts)
 
 A generation's id is the content id of the model, the item, the sample number, the temperature and
 the text (generation_id), so the same output stored twice is one row. Ingest leaves verdicts and loop
@@ -15,13 +13,9 @@ at once; the miners fill or refresh them with record_verdicts.
 
 from __future__ import annotations
 
-import contextlib
-import itertools
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from pairstore.keys import content_id
@@ -128,66 +122,26 @@ def insert_generations_select(
 
 def record_verdicts(store: Store, verdicts: list[dict]) -> int:
     """Write the verifier's verdicts and the scanner's loop flags onto stored generations (rows in
-    VERDICT_SCHEMA's columns). Returns the rows that changed."""
+    VERDICT_SCHEMA's columns), in one transaction (joins an open one). Returns the rows that changed.
+    A streaming miner calls it once a batch and commits each: DuckDB keeps an uncommitted UPDATE's old
+    values in memory, and an open transaction (a reader's too) keeps committed ones from being
+    checkpointed, so one UPDATE of every generation mined would grow with them."""
     if not verdicts:
         return 0
-    with staged_verdicts(store) as stage:
-        stage.add(verdicts)
-    return stage.updated
-
-
-class VerdictStage:
-    """Verdicts added batch by batch into a temp table (`add`), written onto `generations` at the end of
-    `staged_verdicts` in one UPDATE (`updated`: the rows that changed)."""
-
-    def __init__(self, store: Store, table: str) -> None:
-        self.store = store
-        self.table = table
-        self.updated = 0
-
-    def add(self, verdicts: list[dict]) -> None:
-        if not verdicts:
-            return
-        batch = pa.Table.from_pylist(verdicts, schema=VERDICT_SCHEMA)
-        with self.store.registered("_verdict_batch", batch):
-            self.store.con.execute(f"INSERT INTO {self.table} SELECT * FROM _verdict_batch")
-
-
-_stage_numbers = itertools.count()
-
-
-@contextmanager
-def staged_verdicts(store: Store) -> Iterator[VerdictStage]:
-    """A VerdictStage whose verdicts are written onto `generations` when the block ends without an error:
-    a miner that streams its generations keeps no verdict in memory, and `generations` is joined once,
-    not once a batch. Joins the caller's transaction when there is one."""
-    table = f"_staged_verdicts_{next(_stage_numbers)}"
-    con = store.con
-    empty = VERDICT_SCHEMA.empty_table()
-    with store.transaction():
-        with store.registered("_verdict_columns", empty):
-            con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM _verdict_columns")
-        try:
-            stage = VerdictStage(store, table)
-            yield stage
-            stage.updated = con.execute(f"""
-                UPDATE generations g SET extracted_answer = j.extracted_answer, verdict = j.verdict,
-                    verdict_reason = j.verdict_reason, verdict_readings = j.verdict_readings,
-                    loop_flagged = j.loop_flagged, loop_catastrophic = j.loop_catastrophic,
-                    loop_tail = j.loop_tail, max_repeat = j.max_repeat, n_tokens = j.n_tokens
-                FROM {table} j
-                WHERE g.gen_id = j.gen_id AND (g.verdict IS DISTINCT FROM j.verdict
-                    OR g.verdict_reason IS DISTINCT FROM j.verdict_reason
-                    OR CAST(g.verdict_readings AS VARCHAR) IS DISTINCT FROM j.verdict_readings
-                    OR g.extracted_answer IS DISTINCT FROM j.extracted_answer
-                    OR g.loop_flagged IS DISTINCT FROM j.loop_flagged
-                    OR g.max_repeat IS DISTINCT FROM j.max_repeat
-                    OR g.n_tokens IS DISTINCT FROM j.n_tokens
-                    OR g.loop_catastrophic IS DISTINCT FROM j.loop_catastrophic
-                    OR g.loop_tail IS DISTINCT FROM j.loop_tail)""").fetchall()[0][0]
-        except BaseException:
-            # the transaction rolls back (the temp table with it); a failed statement may have aborted it
-            with contextlib.suppress(duckdb.Error):
-                con.execute(f"DROP TABLE IF EXISTS {table}")
-            raise
-        con.execute(f"DROP TABLE {table}")
+    batch = pa.Table.from_pylist(verdicts, schema=VERDICT_SCHEMA)
+    with store.transaction(), store.registered("_verdicts", batch):
+        return store.con.execute("""
+            UPDATE generations g SET extracted_answer = j.extracted_answer, verdict = j.verdict,
+                verdict_reason = j.verdict_reason, verdict_readings = j.verdict_readings,
+                loop_flagged = j.loop_flagged, loop_catastrophic = j.loop_catastrophic,
+                loop_tail = j.loop_tail, max_repeat = j.max_repeat, n_tokens = j.n_tokens
+            FROM _verdicts j
+            WHERE g.gen_id = j.gen_id AND (g.verdict IS DISTINCT FROM j.verdict
+                OR g.verdict_reason IS DISTINCT FROM j.verdict_reason
+                OR CAST(g.verdict_readings AS VARCHAR) IS DISTINCT FROM j.verdict_readings
+                OR g.extracted_answer IS DISTINCT FROM j.extracted_answer
+                OR g.loop_flagged IS DISTINCT FROM j.loop_flagged
+                OR g.max_repeat IS DISTINCT FROM j.max_repeat
+                OR g.n_tokens IS DISTINCT FROM j.n_tokens
+                OR g.loop_catastrophic IS DISTINCT FROM j.loop_catastrophic
+                OR g.loop_tail IS DISTINCT FROM j.loop_tail)""").fetchall()[0][0]

@@ -15,12 +15,16 @@ explain every row that is not there. `rejected=None` makes an NLL-only `sft` row
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+import duckdb
 import pyarrow as pa
+import xxhash
 
 from pairstore.keys import canonical_messages, match_keys, messages_content_id
 
@@ -160,6 +164,26 @@ _ORIGIN_SCHEMA = pa.schema(
 
 def add_pairs(store: Store, pairs: Iterable[Pair], *, miner: str, miner_version: str) -> AddResult:
     """Insert pairs and origins in one transaction (joins an open one). Idempotent."""
+    result, pair_tbl, origin_tbl = pair_rows(pairs, miner=miner, miner_version=miner_version)
+    if pair_tbl.num_rows == 0 and origin_tbl.num_rows == 0:
+        return result
+    with (
+        store.transaction(),
+        store.registered("_new_pairs", pair_tbl),
+        store.registered("_new_origins", origin_tbl),
+    ):
+        _insert_new(store, "_new_pairs", "_new_origins", pair_tbl.num_rows, result)
+    if result.dropped.get("duplicate") == 0:
+        del result.dropped["duplicate"]
+    return result
+
+
+def pair_rows(
+    pairs: Iterable[Pair], *, miner: str, miner_version: str
+) -> tuple[AddResult, pa.Table, pa.Table]:
+    """The checked pairs as rows (_PAIR_SCHEMA, one per pair_id, the first kept) and their origins
+    (_ORIGIN_SCHEMA, one per key), with what add_pairs counts before it writes: the drops by reason (a
+    repeated pair_id as 'duplicate') and the id of every kept pair in input order. Writes nothing."""
     result = AddResult()
     new_rows: dict[str, dict] = {}
     origin_rows: dict[tuple, dict] = {}
@@ -192,37 +216,39 @@ def add_pairs(store: Store, pairs: Iterable[Pair], *, miner: str, miner_version:
                 (pid, o.kind, o.id),
                 {"pair_id": pid, "origin_kind": o.kind, "origin_id": o.id, "rule": o.rule, "miner": miner},
             )
-    if not new_rows and not origin_rows:
-        return result
     rows = list(new_rows.values())
     for row, key in zip(rows, match_keys([r["prompt"] for r in rows])):
         row["match_key"] = key
     pair_tbl = pa.Table.from_pylist(rows, schema=_PAIR_SCHEMA)
     origin_tbl = pa.Table.from_pylist(list(origin_rows.values()), schema=_ORIGIN_SCHEMA)
-    with (
-        store.transaction(),
-        store.registered("_new_pairs", pair_tbl),
-        store.registered("_new_origins", origin_tbl),
-    ):
-        _insert_new(store, "_new_pairs", "_new_origins", len(new_rows), result)
-    if result.dropped.get("duplicate") == 0:
-        del result.dropped["duplicate"]
-    return result
+    return result, pair_tbl, origin_tbl
 
 
 def _insert_new(store: Store, pairs: str, origins: str, n_pairs: int, result: AddResult) -> None:
     """The pairs of `pairs` (one row per pair_id, _PAIR_SCHEMA's columns) not stored yet, and the origins
-    of `origins` (one per key, _ORIGIN_SCHEMA's) not stored yet; counts into `result`."""
+    of `origins` (one per key, _ORIGIN_SCHEMA's) not stored yet; counts into `result`.
+
+    The new ids are found first, between the two key columns alone, and the rows then picked by them: an
+    anti-join of the whole rows would build its hash table of them (DuckDB builds on the smaller side, the
+    new rows of a large store), prompts and answers included, and under a tight memory limit it ran out
+    where this does not."""
     con = store.con
-    existing = con.execute(f"SELECT count(*) FROM {pairs} n JOIN pairs p USING (pair_id)").fetchall()[0][0]
-    result.dropped["duplicate"] += existing
-    result.added = n_pairs - existing
-    con.execute(f"""
-        INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner,
-                           miner_version, match_key, task_key)
-        SELECT n.pair_id, n.kind, n.prompt, n.chosen, n.rejected, n.source, n.family, n.miner,
-               n.miner_version, n.match_key, n.task_key
-        FROM {pairs} n ANTI JOIN pairs p USING (pair_id)""")
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _new_pair_ids AS
+        SELECT n.pair_id FROM (SELECT pair_id FROM {pairs}) n ANTI JOIN (SELECT pair_id FROM pairs) p
+        USING (pair_id)""")
+    try:
+        new = con.execute("SELECT count(*) FROM _new_pair_ids").fetchall()[0][0]
+        result.dropped["duplicate"] += n_pairs - new
+        result.added = new
+        con.execute(f"""
+            INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner,
+                               miner_version, match_key, task_key)
+            SELECT n.pair_id, n.kind, n.prompt, n.chosen, n.rejected, n.source, n.family, n.miner,
+                   n.miner_version, n.match_key, n.task_key
+            FROM {pairs} n SEMI JOIN _new_pair_ids USING (pair_id)""")
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction: its owner rolls it back
+            con.execute("DROP TABLE IF EXISTS _new_pair_ids")
     result.new_origins = con.execute(f"""
         INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
         SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
@@ -241,29 +267,111 @@ def add_pair_tables(store: Store, pairs: pa.Table, origins: pa.Table) -> AddResu
     as check_pair checks them, with their ids and keys: the first row of each pair_id (by `_order`) is
     kept and the later ones counted as duplicates, the first origin of each key kept, as add_pairs does
     with a list. One transaction (joins an open one). `pair_ids` is left empty."""
+    with store.transaction(), store.registered("_in_pairs", pairs), store.registered("_in_origins", origins):
+        return _add_first_of_each(store, "_in_pairs", "_in_origins", pairs.num_rows)
+
+
+def _add_first_of_each(store: Store, pairs: str, origins: str, n_rows: int) -> AddResult:
+    """add_pair_tables' insert, of the relations named `pairs` and `origins` (n_rows rows in `pairs`), inside
+    the caller's transaction."""
     result = AddResult()
     con = store.con
-    with store.transaction(), store.registered("_in_pairs", pairs), store.registered("_in_origins", origins):
-        try:
-            firsts = []
-            for name, key in (("pairs", "pair_id"), ("origins", "pair_id, origin_kind, origin_id")):
-                repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM _in_{name}").fetchall()
-                if repeats[0][0] == 0:  # the common case: read as it is, nothing copied
-                    firsts.append(f"(SELECT * EXCLUDE (_order) FROM _in_{name})")
-                    continue
-                con.execute(f"""CREATE OR REPLACE TEMP TABLE _first_{name} AS
-                    SELECT * EXCLUDE (_order) FROM _in_{name}
-                    QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1""")
-                firsts.append(f"_first_{name}")
-            distinct = con.execute(f"SELECT count(*) FROM {firsts[0]}").fetchall()[0][0]
-            result.dropped["duplicate"] = pairs.num_rows - distinct
-            _insert_new(store, firsts[0], firsts[1], distinct, result)
-        finally:
-            con.execute("DROP TABLE IF EXISTS _first_pairs")
-            con.execute("DROP TABLE IF EXISTS _first_origins")
+    try:
+        firsts = []
+        for name, source, key in (
+            ("pairs", pairs, "pair_id"),
+            ("origins", origins, "pair_id, origin_kind, origin_id"),
+        ):
+            repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {source}").fetchall()
+            if repeats[0][0] == 0:  # the common case: read as it is, nothing copied
+                firsts.append(f"(SELECT * EXCLUDE (_order) FROM {source})")
+                continue
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE _first_{name} AS
+                SELECT * EXCLUDE (_order) FROM {source}
+                QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1""")
+            firsts.append(f"_first_{name}")
+        distinct = con.execute(f"SELECT count(*) FROM {firsts[0]}").fetchall()[0][0]
+        result.dropped["duplicate"] = n_rows - distinct
+        _insert_new(store, firsts[0], firsts[1], distinct, result)
+    finally:
+        for table in ("_first_pairs", "_first_origins"):
+            with contextlib.suppress(duckdb.Error):  # an aborted transaction: its owner rolls it back
+                con.execute(f"DROP TABLE IF EXISTS {table}")
     if result.dropped.get("duplicate") == 0:
         del result.dropped["duplicate"]
     return result
+
+
+_stage_numbers = itertools.count()
+
+
+class PairStage:
+    """Pairs written batch by batch into two TEMP tables of the store's connection (`add`, in the
+    caller's transaction: a streaming miner commits each batch with its verdicts), and into `pairs` and
+    `pair_origins` by `commit`, in one transaction: a run's pairs land whole or not at all. None of it
+    has to stay in memory: DuckDB spills a temp table under its memory limit, and the two tables have
+    no index (migration m010), so the commit's anti-join spills too. `close` drops the stage's tables
+    (a connection's temp tables also go when it closes).
+
+        with PairStage(store, miner="self_repair", miner_version="1") as stage:
+            for batch in ...:
+                with store.transaction():
+                    counts = stage.add(pairs)      # drops and ids of this batch's pairs (AddResult)
+            added = stage.commit()                 # new pairs and origins, duplicates across batches
+    """
+
+    def __init__(self, store: Store, *, miner: str, miner_version: str) -> None:
+        self.store, self.miner, self.miner_version = store, miner, miner_version
+        number = next(_stage_numbers)
+        self.pairs, self.origins = f"_staged_pairs_{number}", f"_staged_origins_{number}"
+        self.rows = 0  # pair rows staged: the next batch's `_order` starts here
+        con = store.con
+        with store.transaction():
+            for table, schema in ((self.pairs, PAIR_TABLE_SCHEMA), (self.origins, ORIGIN_TABLE_SCHEMA)):
+                with store.registered("_stage_columns", schema.empty_table()):
+                    con.execute(f"CREATE TEMP TABLE {table} AS SELECT * FROM _stage_columns")
+
+    def __enter__(self) -> PairStage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add(self, pairs: Iterable[Pair]) -> AddResult:
+        """Stage the pairs (checked and keyed as add_pairs does); returns their drops and ids."""
+        result, pair_tbl, origin_tbl = pair_rows(pairs, miner=self.miner, miner_version=self.miner_version)
+        if pair_tbl.num_rows == 0 and origin_tbl.num_rows == 0:
+            return result
+        first = self.rows
+        order = {pid: first + i for i, pid in enumerate(pair_tbl.column("pair_id").to_pylist())}
+        pair_tbl = pair_tbl.append_column(
+            "_order", pa.array(range(first, first + pair_tbl.num_rows), pa.int64())
+        )
+        origin_order = pa.array(
+            [order.get(pid, first) for pid in origin_tbl.column("pair_id").to_pylist()], pa.int64()
+        )
+        origin_tbl = origin_tbl.append_column("_order", origin_order)
+        with (
+            self.store.registered("_stage_pairs", pair_tbl),
+            self.store.registered("_stage_origins", origin_tbl),
+        ):
+            self.store.con.execute(f"INSERT INTO {self.pairs} SELECT * FROM _stage_pairs")
+            self.store.con.execute(f"INSERT INTO {self.origins} SELECT * FROM _stage_origins")
+        self.rows += pair_tbl.num_rows
+        return result
+
+    def commit(self) -> AddResult:
+        """Every staged pair and origin not stored yet into `pairs` and `pair_origins` (the first of each
+        key by the order staged), in one transaction (joins an open one); a pair_id staged twice or
+        already stored counts as a duplicate."""
+        with self.store.transaction():
+            return _add_first_of_each(self.store, self.pairs, self.origins, self.rows)
+
+    def close(self) -> None:
+        con = self.store.con
+        for table in (self.pairs, self.origins):
+            with contextlib.suppress(duckdb.Error):  # an aborted transaction is rolled back by its owner
+                con.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 class HoldsPairs(Protocol):
@@ -285,11 +393,22 @@ class PairsResult:
     new_origins: int = 0  # origins written (new and known pairs)
     dropped: Counter = field(default_factory=Counter)  # reason -> count
     stats: Counter = field(default_factory=Counter)  # what was looked at: battles, generations, rows, ...
-    pair_ids: list[str] = field(default_factory=list)  # ids of every pair produced, in order
+    # ids of every pair produced (kept by the checks, new or stored already), in order; a run that
+    # streams its input sets keep_ids False and keeps only their number and digest, so its memory does
+    # not grow with the pairs it produces
+    pair_ids: list[str] = field(default_factory=list)
+    keep_ids: bool = True
+    produced: int = 0  # pairs produced
     by_source: Counter = field(default_factory=Counter)  # produced pairs per source
     # seconds: verify_s / scan_s inside the verifier / scanner (summed over worker processes),
     # judge_wall_s judging on the clock, write_s writing verdicts, pairs and origins
     timings: dict[str, float] = field(default_factory=dict)
+    _ids: Any = field(default_factory=xxhash.xxh3_128, init=False, repr=False, compare=False)
+
+    @property
+    def ids_digest(self) -> str:
+        """xxh3-128 of the produced pair ids in order, one line each: equal runs give equal digests."""
+        return self._ids.hexdigest()
 
     def as_dict(self) -> dict:
         return {
@@ -300,7 +419,7 @@ class PairsResult:
             "dropped": dict(sorted(self.dropped.items())),
             "stats": dict(sorted(self.stats.items())),
             "by_source": dict(sorted(self.by_source.items())),
-            "pairs": len(self.pair_ids),
+            "pairs": self.produced,
         }
 
 
@@ -313,19 +432,50 @@ def write_pairs(store: Store, result: R, pairs: Iterable[Pair], holdout: HoldsPa
     With a holdout filter, a pair whose prompt's match key (or task key) is held out is dropped as
     'holdout' here too: a last check for prompts that reach a producer by another road than their item id.
     """
+    kept = _not_held_out(result, pairs, holdout)
+    added = add_pairs(store, kept, miner=result.miner, miner_version=result.version)
+    _count_produced(result, added, kept)
+    result.kept += added.added
+    result.new_origins += added.new_origins
+    return result
+
+
+def stage_pairs(stage: PairStage, result: R, pairs: Iterable[Pair], holdout: HoldsPairs | None = None) -> R:
+    """write_pairs for a run that writes its pairs at the end: `pairs` staged (stage.add), their drops and
+    ids folded into `result`; commit_staged_pairs writes them and counts what was new."""
+    kept = _not_held_out(result, pairs, holdout)
+    _count_produced(result, stage.add(kept), kept)
+    return result
+
+
+def commit_staged_pairs(stage: PairStage, result: R) -> R:
+    """The staged pairs written (stage.commit), the new pairs and origins and the duplicates counted."""
+    written = stage.commit()
+    result.kept += written.added
+    result.new_origins += written.new_origins
+    result.dropped.update(written.dropped)  # staged twice, or stored already: 'duplicate'
+    return result
+
+
+def _not_held_out(result: PairsResult, pairs: Iterable[Pair], holdout: HoldsPairs | None) -> list[Pair]:
     kept = []
     for p in pairs:
         if holdout is not None and holdout.holds_pair(p):
             result.dropped["holdout"] += 1
             continue
         kept.append(p)
-    added = add_pairs(store, kept, miner=result.miner, miner_version=result.version)
-    result.kept += added.added
-    result.new_origins += added.new_origins
-    result.dropped.update(added.dropped)
-    result.pair_ids.extend(added.pair_ids)
-    ids = set(added.pair_ids)
+    return kept
+
+
+def _count_produced(result: PairsResult, counts: AddResult, kept: list[Pair]) -> None:
+    """The drops before writing, the ids of the pairs produced and their sources."""
+    result.dropped.update(counts.dropped)
+    result.produced += len(counts.pair_ids)
+    for pid in counts.pair_ids:
+        result._ids.update(f"{pid}\n".encode())
+    if result.keep_ids:
+        result.pair_ids.extend(counts.pair_ids)
+    ids = set(counts.pair_ids)
     for p in kept:
         if p.pair_id in ids:
             result.by_source[p.source] += 1
-    return result

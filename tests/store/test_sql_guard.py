@@ -156,6 +156,35 @@ def test_sql_read_only_default_cannot_reach_files_or_other_databases(store, tmp_
     assert run_cli("sql", "SELECT count(*) AS n FROM pairs", "--json").exit_code == 0
 
 
+def test_sql_write_cannot_repeat_a_pair_or_origin_key(store, tmp_path, run_cli, fill_pairs):
+    """`pairs` and `pair_origins` have no DuckDB index (it would stay in memory whole); their keys stay
+    unique because their writer adds only what is new and --write checks before it commits."""
+    fill_pairs(store)
+    pairs, origins = (
+        store.scalar("SELECT count(*) FROM pairs"),
+        store.scalar("SELECT count(*) FROM pair_origins"),
+    )
+    store.close()
+    for query, table in [
+        ("INSERT INTO pairs SELECT * FROM pairs LIMIT 1", "pairs"),
+        ("UPDATE pairs SET pair_id = (SELECT min(pair_id) FROM pairs)", "pairs"),
+        (
+            "INSERT INTO pair_origins SELECT * REPLACE ('another rule' AS rule) FROM pair_origins LIMIT 2",
+            "pair_origins",
+        ),
+        ("DELETE FROM pairs WHERE family = 'none'; INSERT INTO pairs SELECT * FROM pairs", "pairs"),
+    ]:
+        res = run_cli("sql", "--write", query)
+        assert res.exit_code == 2, (query, res.output)
+        assert f"of {table} repeating the key" in res.output and "nothing was committed" in res.output
+    # a change that keeps every key one row is allowed
+    assert run_cli("sql", "--write", "UPDATE pairs SET family = 'edited'").exit_code == 0
+    with open_store(tmp_path / "store.duckdb", read_only=True) as s:
+        assert s.scalar("SELECT count(*) FROM pairs") == pairs
+        assert s.scalar("SELECT count(*) FROM pair_origins") == origins
+        assert s.scalar("SELECT count(DISTINCT pair_id) FROM pairs") == pairs
+
+
 def test_sql_write_is_all_or_nothing_and_keeps_logged_tables(store, tmp_path, run_cli, fill_pairs):
     from pairstore.holdout.sets import add_members
 
