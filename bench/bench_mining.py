@@ -659,8 +659,12 @@ def memory_lines(first: dict, last: dict) -> list[str]:
 
     a, b = parts(first), parts(last)
     added = last["n"] - first["n"]
+
+    def per_generation(name: str) -> str:  # one size only: nothing added to divide by
+        return f"{1000 * (b[name] - a[name]) / added:,.2f}" if added else ""
+
     rows = [
-        f"| {name} | {a[name]:,.1f} | {b[name]:,.1f} | {1000 * (b[name] - a[name]) / added:,.2f} |"
+        f"| {name} | {a[name]:,.1f} | {b[name]:,.1f} | {per_generation(name)} |"
         for name in a
         if a[name] >= 0.5 or b[name] >= 0.5
     ]
