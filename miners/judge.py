@@ -253,8 +253,8 @@ class JudgedWriter:
     """What a streaming miner writes, batch by batch: each batch's verdicts and loop flags onto
     `generations` and its pairs into a stage, in one transaction a batch; when the block ends without an
     error, every staged pair into `pairs` in one transaction (a run's pairs land whole or not at all).
-    Memory stays flat in the number of generations: a committed batch's UPDATE is checkpointed and its
-    staged pairs spill, where one transaction held every verdict's old value. A run that fails leaves
+    Neither grows with the generations in memory: a committed batch's UPDATE can be checkpointed and
+    the staged pairs spill, where one transaction held every verdict's old value. A run that fails leaves
     the verdicts of the batches it finished (each is what the verifier says of that output) and no pair.
     Inside a caller's transaction every write joins it. The seconds spent go to result.timings.
 
