@@ -271,9 +271,36 @@ def add_pair_tables(store: Store, pairs: pa.Table, origins: pa.Table) -> AddResu
         return _add_first_of_each(store, "_in_pairs", "_in_origins", pairs.num_rows)
 
 
+# Rows of `_order` _add_first_of_each inserts at a time. What one insert builds in memory (the new ids'
+# hash table, the origins' anti-join) is sized by its chunk, not by the rows added: one insert of a
+# mine's 1,000,000 staged pairs ran out of memory under a 64 MB DuckDB limit (its semi-join's table of
+# new ids cannot spill inside an INSERT), in chunks of this size it does not (bench/bench_mining.py).
+COMMIT_CHUNK_ROWS = 50_000
+
+
 def _add_first_of_each(store: Store, pairs: str, origins: str, n_rows: int) -> AddResult:
-    """add_pair_tables' insert, of the relations named `pairs` and `origins` (n_rows rows in `pairs`), inside
-    the caller's transaction."""
+    """add_pair_tables' insert, of the relations named `pairs` and `origins` (n_rows rows in `pairs`),
+    inside the caller's transaction, COMMIT_CHUNK_ROWS values of `_order` at a time, in order. Each
+    chunk keeps the first row of each key within it; a key an earlier chunk wrote is stored by then (the
+    transaction sees its own rows), so the anti-join against the table drops it: the first row of each
+    key in the whole input is the one kept, as in one insert."""
+    result = AddResult()
+    con = store.con
+    chunk_rows = COMMIT_CHUNK_ROWS
+    orders = f"SELECT _order FROM {pairs} UNION ALL SELECT _order FROM {origins}"
+    lo, hi = con.execute(f"SELECT min(_order), max(_order) FROM ({orders})").fetchall()[0]
+    for first in range(lo, hi + 1, chunk_rows) if lo is not None else ():
+        chunk = _insert_chunk(store, pairs, origins, f"_order BETWEEN {first} AND {first + chunk_rows - 1}")
+        result.added += chunk.added
+        result.new_origins += chunk.new_origins
+    if n_rows - result.added:
+        result.dropped["duplicate"] = n_rows - result.added
+    return result
+
+
+def _insert_chunk(store: Store, pairs: str, origins: str, where: str) -> AddResult:
+    """The rows of `pairs` and `origins` that match `where`: the first of each key among them (by
+    `_order`), those not stored yet inserted (_insert_new)."""
     result = AddResult()
     con = store.con
     try:
@@ -282,23 +309,21 @@ def _add_first_of_each(store: Store, pairs: str, origins: str, n_rows: int) -> A
             ("pairs", pairs, "pair_id"),
             ("origins", origins, "pair_id, origin_kind, origin_id"),
         ):
-            repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {source}").fetchall()
+            rows = f"(SELECT * FROM {source} WHERE {where})"
+            repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {rows}").fetchall()
             if repeats[0][0] == 0:  # the common case: read as it is, nothing copied
-                firsts.append(f"(SELECT * EXCLUDE (_order) FROM {source})")
+                firsts.append(f"(SELECT * EXCLUDE (_order) FROM {rows})")
                 continue
             con.execute(f"""CREATE OR REPLACE TEMP TABLE _first_{name} AS
-                SELECT * EXCLUDE (_order) FROM {source}
+                SELECT * EXCLUDE (_order) FROM {rows}
                 QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1""")
             firsts.append(f"_first_{name}")
         distinct = con.execute(f"SELECT count(*) FROM {firsts[0]}").fetchall()[0][0]
-        result.dropped["duplicate"] = n_rows - distinct
         _insert_new(store, firsts[0], firsts[1], distinct, result)
     finally:
         for table in ("_first_pairs", "_first_origins"):
             with contextlib.suppress(duckdb.Error):  # an aborted transaction: its owner rolls it back
                 con.execute(f"DROP TABLE IF EXISTS {table}")
-    if result.dropped.get("duplicate") == 0:
-        del result.dropped["duplicate"]
     return result
 
 
@@ -309,9 +334,9 @@ class PairStage:
     """Pairs written batch by batch into two TEMP tables of the store's connection (`add`, in the
     caller's transaction: a streaming miner commits each batch with its verdicts), and into `pairs` and
     `pair_origins` by `commit`, in one transaction: a run's pairs land whole or not at all. None of it
-    has to stay in memory: DuckDB spills a temp table under its memory limit, and the two tables have
-    no index (migration m010), so the commit's anti-join spills too. `close` drops the stage's tables
-    (a connection's temp tables also go when it closes).
+    has to stay in memory: DuckDB spills a temp table under its memory limit, the two tables have no
+    index (migration m010), and the commit inserts a chunk of the stage at a time (COMMIT_CHUNK_ROWS).
+    `close` drops the stage's tables (a connection's temp tables also go when it closes).
 
         with PairStage(store, miner="self_repair", miner_version="1") as stage:
             for batch in ...:
@@ -350,15 +375,20 @@ class PairStage:
         origin_order = pa.array(
             [order.get(pid, first) for pid in origin_tbl.column("pair_id").to_pylist()], pa.int64()
         )
-        origin_tbl = origin_tbl.append_column("_order", origin_order)
+        self.add_tables(pair_tbl, origin_tbl.append_column("_order", origin_order))
+        return result
+
+    def add_tables(self, pairs: pa.Table, origins: pa.Table) -> None:
+        """Stage pairs already built as Arrow columns, as add_pair_tables takes them (PAIR_TABLE_SCHEMA,
+        ORIGIN_TABLE_SCHEMA, their `_order` given: a stage takes its rows from `add` or from this, not
+        both)."""
         with (
-            self.store.registered("_stage_pairs", pair_tbl),
-            self.store.registered("_stage_origins", origin_tbl),
+            self.store.registered("_stage_pairs", pairs),
+            self.store.registered("_stage_origins", origins),
         ):
             self.store.con.execute(f"INSERT INTO {self.pairs} SELECT * FROM _stage_pairs")
             self.store.con.execute(f"INSERT INTO {self.origins} SELECT * FROM _stage_origins")
-        self.rows += pair_tbl.num_rows
-        return result
+        self.rows += pairs.num_rows
 
     def commit(self) -> AddResult:
         """Every staged pair and origin not stored yet into `pairs` and `pair_origins` (the first of each

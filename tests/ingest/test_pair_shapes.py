@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pairstore.errors import BadInput
-from pairstore.ingest.pair_files import read_pair_file
+from pairstore.ingest.pair_files import pair_batches, read_pair_file
 from pairstore.ingest.pairs import ingest_pairs
 from tests.ingest.containers import CONTAINERS, write_records
 from tests.ingest.test_read_whole import pair_record
@@ -289,3 +289,30 @@ def test_round_attach_reads_through_the_same_reader(round_r1, tmp_path):
     got = attach_round(store, "r1", write_records(tmp_path / "old.json.gz", rows))
     assert got.rows == 4 and got.added == 2 and got.matched == 0  # three layouts, one pair
     assert store.scalar("SELECT count(*) FROM export_rows") == 4
+
+
+def test_a_file_of_many_batches_is_staged_and_a_late_refusal_writes_nothing(store, tmp_path, monkeypatch):
+    """ingest pairs stages each batch as it reads it (memory flat in the file): a row refused in a late
+    batch leaves the store as it was, staged batches and all; read whole, every batch lands, a pair the
+    file repeats in a later batch counted once."""
+    import json
+
+    from pairstore.ingest import batches
+
+    monkeypatch.setattr(batches, "STREAM_BLOCK_SIZE", 1 << 12)  # a few dozen rows a batch
+    rows = [
+        {"prompt": f"question {i % 700}", "chosen": "yes", "rejected": f"no {i % 700}"} for i in range(900)
+    ]
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(
+        "".join(json.dumps(r) + "\n" for r in rows[:-1]) + json.dumps({**rows[-1], "chosen": " "}) + "\n"
+    )
+    assert len(list(pair_batches(good))) > 5
+    refused(store, bad, line=900, field="chosen", says="empty")
+    assert store.scalar("SELECT count(*) FROM pair_origins") == 0
+    assert store.scalar("SELECT count(*) FROM duckdb_tables() WHERE temporary") == 0
+    got = ingest_pairs(store, good, source="x")
+    assert (got.read, got.added, dict(got.skipped)) == (900, 700, {"duplicate": 200})
+    assert store.scalar("SELECT count(*) FROM pairs") == 700

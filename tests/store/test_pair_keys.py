@@ -3,11 +3,14 @@ pairs are written adds only what is not stored yet, whatever repeats within and 
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pairstore.store.store import open_store
+from pairstore.tables import pairs as pairs_table
 from pairstore.tables.pairs import (
     ORIGIN_TABLE_SCHEMA,
     PAIR_TABLE_SCHEMA,
@@ -81,3 +84,52 @@ def test_every_writer_keeps_pair_and_origin_keys_unique(tmp_path_factory, writes
         assert sorted(r["pair_id"] for r in stored) == sorted(expected_pairs)
         assert sorted(tuple(r.values()) for r in origins) == sorted(expected_origins)
         assert store.scalar("SELECT count(*) FROM duckdb_tables() WHERE temporary") == 0
+
+
+# A row is (prompt number, chosen number, source number, origin numbers, rule number): rows that share a
+# pair_id or an origin key differ in what the first of them decides (source, rule).
+row_specs = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.integers(0, 2),
+        st.integers(0, 2),
+        st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True),
+        st.integers(0, 2),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(first=row_specs, second=row_specs, chunk=st.integers(1, 5))
+def test_a_commit_in_chunks_stores_what_one_insert_stores(tmp_path_factory, first, second, chunk):
+    """add_pair_tables inserts COMMIT_CHUNK_ROWS positions at a time: whatever the chunk, the same rows
+    (the first of each key by position, across chunks too), the same counts, as one insert of all."""
+
+    def pairs_of(specs):
+        return [
+            Pair(
+                prompt=f"question {q}",
+                chosen=f"answer {c}",
+                rejected="a wrong answer",
+                source=f"source {s}",
+                origins=[Origin("generation", f"g{q}-{o}", f"rule {r}") for o in origins],
+            )
+            for q, c, s, origins, r in specs
+        ]
+
+    def stored(chunk_rows):
+        with (
+            mock.patch.object(pairs_table, "COMMIT_CHUNK_ROWS", chunk_rows),
+            open_store(tmp_path_factory.mktemp("chunks") / "s.duckdb") as store,
+        ):
+            counts = [
+                add_pair_tables(store, *_tables(pairs_of(specs))).as_dict() for specs in (first, second)
+            ]
+            return (
+                counts,
+                store.rows("SELECT pair_id, source FROM pairs ORDER BY pair_id"),
+                store.rows("SELECT * EXCLUDE (created_at) FROM pair_origins ORDER BY ALL"),
+            )
+
+    assert stored(chunk) == stored(10_000)
