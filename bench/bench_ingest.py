@@ -169,6 +169,30 @@ UNION ALL
 SELECT pair_id, 'file_id', id, 'ingest pairs --source attached', 'ingest-pairs' FROM _in WHERE id IS NOT NULL
 """,
     ],
+    # round attach: the rows as new pairs with an `attached` origin (file and line), each row's pair in
+    # export_rows, the file registered (ours writes `exports` and `actions`; here the `ingests` row)
+    "attach": [
+        """
+CREATE TEMP TABLE _in AS
+SELECT md5(to_json(['user:' || j.prompt, j.chosen, j.rejected])) AS pair_id, j.prompt, j.chosen,
+       j.rejected, row_number() OVER () AS line
+FROM read_json(?, format = 'newline_delimited', columns = {
+        id: 'VARCHAR', prompt: 'VARCHAR', chosen: 'VARCHAR', rejected: 'VARCHAR'}) j
+""",
+        """
+INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, match_key)
+SELECT i.pair_id, 'dpo', [{'role': 'user', 'content': i.prompt}], i.chosen, i.rejected, 'attached',
+       'round-attach', '1', md5(lower(i.prompt))
+FROM _in i ANTI JOIN pairs p USING (pair_id)
+""",
+        """
+INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
+SELECT pair_id, 'attached', 'f:' || line, 'round attach base', 'round-attach' FROM _in
+""",
+        """
+INSERT INTO export_rows SELECT 'attached:base:f', line - 1, pair_id FROM _in
+""",
+    ],
     "problems": [
         """
 INSERT INTO problems (problem_id, dataset, subject, level, split, question, solution, gold, match_key,
@@ -244,12 +268,23 @@ def build_battles(work: Path, n_rows: int) -> tuple[Path, Path]:
 
 
 def build_pairs(work: Path, n_rows: int) -> tuple[Path, Path]:
+    return _empty_store(work, "pairs"), write_pairs_file(work / "pairs.jsonl", n_rows)
+
+
+def build_attach(work: Path, n_rows: int) -> tuple[Path, Path]:
+    """The pairs file of build_pairs, attached to the round `base` of a store that has it."""
+    from pairstore.rounds.recipes import add_round
     from pairstore.store.store import open_store
 
-    db = work / "pairs-base.duckdb"
-    with open_store(db):
-        pass
-    path = work / "pairs.jsonl"
+    db = work / "attach-base.duckdb"
+    recipe = work / "base.toml"
+    recipe.write_text('name = "base"\nkind = "base"\n')
+    with open_store(db) as store:
+        add_round(store, recipe)
+    return db, write_pairs_file(work / "attach.jsonl", n_rows)
+
+
+def write_pairs_file(path: Path, n_rows: int) -> Path:
     with open(path, "w", encoding="utf-8") as f:
         for i in range(n_rows):
             a, b = i % 91, i % 37
@@ -260,7 +295,7 @@ def build_pairs(work: Path, n_rows: int) -> tuple[Path, Path]:
                 "rejected": f"{FILLER * 2}I think it is {a * b + 1}",
             }
             f.write(json.dumps(rec) + "\n")
-    return db, path
+    return path
 
 
 def _empty_store(work: Path, name: str) -> Path:
@@ -355,7 +390,7 @@ def child(table: str, which: str, base: str, path: str) -> None:
         if which == "cli":  # what a user runs: the console command, its imports and all
             from pairstore.cli import cli
 
-            args = ["--db", str(db), "-q", "ingest", *CLI_ARGS[table], path]
+            args = ["--db", str(db), "-q", *CLI_ARGS[table], path]
             cli.main(args=args, prog_name="pairstore", standalone_mode=False)
             print(json.dumps({"added": None}))
             return
@@ -395,6 +430,10 @@ def ours(store: Store, table: str, path: str) -> int:
         from pairstore.ingest.pairs import ingest_pairs
 
         return ingest_pairs(store, path, source="attached").added
+    if table == "attach":
+        from pairstore.export.attach import attach_round
+
+        return attach_round(store, "base", path).added
     if table == "problems":
         from pairstore.ingest.problems import ingest_problems
 
@@ -406,27 +445,30 @@ def ours(store: Store, table: str, path: str) -> int:
     return ingest_evals(store, path, model="sm11a", suite="v6", scan=scan, scan_many=scan_many, fmt=fmt).added
 
 
-CLI_ARGS = {
-    "generations": ["generations", "--model", "so7a"],
-    "battles": ["battles"],
-    "pairs": ["pairs", "--source", "attached"],
-    "problems": ["problems", "--dataset", "gsm8k", "--path"],
-    "evals": ["evals", "--model", "sm11a", "--suite", "v6"],
-    "lm-eval": ["evals", "--model", "sm11a", "--suite", "v6", "--format", "lm-eval"],
+CLI_ARGS = {  # the console command after `pairstore --db DB -q`, the file last
+    "generations": ["ingest", "generations", "--model", "so7a"],
+    "battles": ["ingest", "battles"],
+    "pairs": ["ingest", "pairs", "--source", "attached"],
+    "attach": ["round", "attach", "base"],
+    "problems": ["ingest", "problems", "--dataset", "gsm8k", "--path"],
+    "evals": ["ingest", "evals", "--model", "sm11a", "--suite", "v6"],
+    "lm-eval": ["ingest", "evals", "--model", "sm11a", "--suite", "v6", "--format", "lm-eval"],
 }
 WHAT = {
     "generations": "generations on stored loop-fix tasks (the item joined: read_json joined to tasks)",
     "battles": "native single-turn battles",
     "pairs": "plain-layout pairs with an id (origins: the line and the id)",
+    "attach": "the pairs file above attached to a round (`round attach`: new pairs, each row's pair linked)",
     "problems": "a GSM8K-shaped train file",
     "evals": "simple-form eval results with outputs (ours: the repetition scanner over each)",
     "lm-eval": "an lm-eval GSM8K samples log, two filters per doc (docs held out as eval items)",
 }
-TABLES = "generations,battles,pairs,problems,evals,lm-eval"
+TABLES = "generations,battles,pairs,attach,problems,evals,lm-eval"
 BUILDERS = {
     "generations": build,
     "battles": build_battles,
     "pairs": build_pairs,
+    "attach": build_attach,
     "problems": build_problems,
     "evals": build_evals,
     "lm-eval": build_lm_eval,
@@ -470,7 +512,7 @@ def main() -> None:
             base, path = BUILDERS[table](work, rows)
             built.append(f"{table} {time.perf_counter() - t0:.1f} s ({path.stat().st_size / 1e6:,.0f} MB)")
             files = [str(base), str(path)]
-            ours_name = f"ingest_{table.replace('-', '_')}()"
+            ours_name = "attach_round()" if table == "attach" else f"ingest_{table.replace('-', '_')}()"
             contenders = [
                 Contender(ours_name, [PY, __file__, "--child", table, "ours", *files]),
                 Contender("DuckDB, the same work", [PY, __file__, "--child", table, "duckdb", *files]),
@@ -492,7 +534,7 @@ def main() -> None:
                     ),
                 )
             if args.cli:
-                name = f"pairstore ingest {CLI_ARGS[table][0]}"
+                name = f"pairstore {' '.join(CLI_ARGS[table][:2])}"
                 contenders.append(Contender(name, [PY, __file__, "--child", table, "cli", *files]))
             runs = run_interleaved(contenders, rounds=args.rounds)
             stats = summarize(runs)

@@ -137,11 +137,11 @@ def record_attached(
     sha: str,
     rows: int,
     content_hash: str,
-    row_pairs: list[tuple[int, str]],
     detail: dict,
 ) -> str:
-    """Register an attached file and the pair of each of its rows (row index, pair id); inside the
-    caller's transaction when there is one. Returns the export id."""
+    """Register an attached file (the caller writes the pair of each of its rows into `export_rows` as
+    it reads them: pairstore.tables.exports.add_rows); inside the caller's transaction when there is
+    one. Returns the export id."""
     eid = attached_id(round_name, sha)
     with store.transaction():
         exports_table.add_export(
@@ -155,7 +155,6 @@ def record_attached(
             content_hash,
             json.dumps(detail, sort_keys=True),
         )
-        exports_table.add_rows(store, eid, row_pairs)
         log_action(store, "round.attach", round_name, {"path": path, "sha256": sha, "rows": rows, **detail})
     return eid
 

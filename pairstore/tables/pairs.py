@@ -375,20 +375,15 @@ class PairStage:
         origin_order = pa.array(
             [order.get(pid, first) for pid in origin_tbl.column("pair_id").to_pylist()], pa.int64()
         )
-        self.add_tables(pair_tbl, origin_tbl.append_column("_order", origin_order))
-        return result
-
-    def add_tables(self, pairs: pa.Table, origins: pa.Table) -> None:
-        """Stage pairs already built as Arrow columns, as add_pair_tables takes them (PAIR_TABLE_SCHEMA,
-        ORIGIN_TABLE_SCHEMA, their `_order` given: a stage takes its rows from `add` or from this, not
-        both)."""
+        origin_tbl = origin_tbl.append_column("_order", origin_order)
         with (
-            self.store.registered("_stage_pairs", pairs),
-            self.store.registered("_stage_origins", origins),
+            self.store.registered("_stage_pairs", pair_tbl),
+            self.store.registered("_stage_origins", origin_tbl),
         ):
             self.store.con.execute(f"INSERT INTO {self.pairs} SELECT * FROM _stage_pairs")
             self.store.con.execute(f"INSERT INTO {self.origins} SELECT * FROM _stage_origins")
-        self.rows += pairs.num_rows
+        self.rows += pair_tbl.num_rows
+        return result
 
     def commit(self) -> AddResult:
         """Every staged pair and origin not stored yet into `pairs` and `pair_origins` (the first of each

@@ -278,6 +278,49 @@ def test_attaching_an_export_matches_its_pairs_and_content_hash(setup, tmp_path)
     assert [r["pair_id"] for r in er] == pq.read_table(res.files["dpo"].path).column("pair_id").to_pylist()
 
 
+@pytest.mark.parametrize("block", [1 << 12, None])
+def test_attach_in_many_batches_links_every_row_and_counts_repeats_once(
+    setup, tmp_path, write_jsonl, monkeypatch, block
+):
+    """An attach reads a batch at a time and keeps nothing per row in memory: rows repeating a stored
+    pair are matched, a pair the file repeats is added once (its later rows neither), every row is
+    linked in order, and the content hash is the file's, however many batches the file is read in."""
+    from pairstore.ingest import batches
+    from pairstore.ingest.pair_files import pair_batches
+    from pairstore.tables.pairs import pair_id_of
+
+    if block:  # a small block for files pyarrow reads, a small batch for those read record by record
+        monkeypatch.setattr(batches, "STREAM_BLOCK_SIZE", block)
+        monkeypatch.setattr(batches, "RECORD_BATCH", 40)
+    store = setup
+    stored = store.rows(
+        "SELECT prompt, chosen, rejected FROM pairs WHERE kind = 'dpo' ORDER BY pair_id LIMIT 10"
+    )
+    base = [
+        {"prompt": [dict(m) for m in r["prompt"]], "chosen": r["chosen"], "rejected": r["rejected"]}
+        for r in stored
+    ]
+    base += [{"prompt": f"outside question {i}?", "chosen": f"yes {i}", "rejected": "no"} for i in range(110)]
+    rows = [base[i % 120] for i in range(300)]
+    path = write_jsonl(tmp_path / "many.jsonl", rows)
+    assert (len(list(pair_batches(path))) > 5) == bool(block)
+    att = attach_round(store, "r1", path)
+    assert (att.rows, att.matched, att.added) == (300, 30, 110)
+    assert att.content_hash == content_hash_of_file(path)
+    linked = store.rows(
+        "SELECT pair_id FROM export_rows WHERE export_id = ? ORDER BY row_index", [att.export_id]
+    )
+
+    def pid(row):
+        prompt = (
+            row["prompt"] if isinstance(row["prompt"], list) else [{"role": "user", "content": row["prompt"]}]
+        )
+        return pair_id_of(prompt, row["chosen"], row["rejected"])
+
+    assert [r["pair_id"] for r in linked] == [pid(r) for r in rows]
+    assert store.scalar("SELECT count(*) FROM duckdb_tables() WHERE temporary") == 0
+
+
 def test_attach_reports_bad_rows_with_file_and_line(setup, tmp_path, write_jsonl):
     path = write_jsonl(
         tmp_path / "bad.jsonl",

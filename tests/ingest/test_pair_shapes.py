@@ -292,9 +292,9 @@ def test_round_attach_reads_through_the_same_reader(round_r1, tmp_path):
 
 
 def test_a_file_of_many_batches_is_staged_and_a_late_refusal_writes_nothing(store, tmp_path, monkeypatch):
-    """ingest pairs stages each batch as it reads it (memory flat in the file): a row refused in a late
-    batch leaves the store as it was, staged batches and all; read whole, every batch lands, a pair the
-    file repeats in a later batch counted once."""
+    """ingest pairs inserts each batch as it reads it, in one transaction (memory flat in the file): a row
+    refused in a late batch leaves the store as it was, earlier batches and all; read whole, every batch
+    lands, a pair the file repeats in a later batch counted once."""
     import json
 
     from pairstore.ingest import batches
