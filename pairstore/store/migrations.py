@@ -453,14 +453,23 @@ def m010_pair_keys_kept_by_their_writer(con: duckdb.DuckDBPyConnection) -> None:
             (", PRIMARY KEY(pair_id, origin_kind, origin_id))", ")"),
         ],
     }
+    _rebuild_without_key(con, "m010", keys)
+
+
+def _rebuild_without_key(
+    con: duckdb.DuckDBPyConnection, tag: str, keys: dict[str, list[tuple[str, str]]]
+) -> None:
+    """Each table of `keys` rebuilt from its own catalog definition with each (old, new) text replaced in
+    it (its PRIMARY KEY dropped), rows copied in their order; `tag` names the migration in errors and in
+    the name of the table being built."""
     for table, replacements in keys.items():
         mine = f"database_name = current_database() AND schema_name = 'main' AND table_name = '{table}'"
         ddl = con.execute(f"SELECT sql FROM duckdb_tables() WHERE {mine}").fetchall()[0][0]
         for old, new in replacements:
             if old not in ddl:
-                raise RuntimeError(f"{table}'s definition is not the one m010 rebuilds: {old!r} not in it")
+                raise RuntimeError(f"{table}'s definition is not the one {tag} rebuilds: {old!r} not in it")
             ddl = ddl.replace(old, new, 1)
-        ddl = ddl.replace(f"CREATE TABLE {table}(", f"CREATE TABLE _m010_{table}(", 1)
+        ddl = ddl.replace(f"CREATE TABLE {table}(", f"CREATE TABLE _{tag}_{table}(", 1)
         cols = [
             r[0]
             for r in con.execute(
@@ -469,9 +478,31 @@ def m010_pair_keys_kept_by_their_writer(con: duckdb.DuckDBPyConnection) -> None:
         ]
         names = ", ".join(f'"{c}"' for c in cols)
         con.execute(ddl)
-        con.execute(f"INSERT INTO _m010_{table} ({names}) SELECT {names} FROM {table} ORDER BY rowid")
+        con.execute(f"INSERT INTO _{tag}_{table} ({names}) SELECT {names} FROM {table} ORDER BY rowid")
         con.execute(f"DROP TABLE {table}")
-        con.execute(f"ALTER TABLE _m010_{table} RENAME TO {table}")
+        con.execute(f"ALTER TABLE _{tag}_{table} RENAME TO {table}")
+
+
+def m011_export_rows_kept_by_their_writer(con: duckdb.DuckDBPyConnection) -> None:
+    """`export_rows` without its PRIMARY KEY (export_id, row_index), for m010's reason: DuckDB keeps the
+    index in memory whole, so an export grew with the rows it registered (about 80 bytes a row: 8 GB for
+    a file of 100 million rows). The key stays unique: a file's rows are written only with its new
+    `exports` row (whose export_id keeps its key), each row index once (pairstore.export.registry,
+    pairstore.export.attach), and `pairstore sql --write` cannot change the table (it is protected).
+    The key columns stay NOT NULL."""
+    _rebuild_without_key(
+        con,
+        "m011",
+        {
+            "export_rows": [
+                (
+                    "(export_id VARCHAR, row_index BIGINT,",
+                    "(export_id VARCHAR NOT NULL, row_index BIGINT NOT NULL,",
+                ),
+                (", PRIMARY KEY(export_id, row_index))", ")"),
+            ]
+        },
+    )
 
 
 # The ordered list. Append only.
@@ -486,5 +517,6 @@ MIGRATIONS = [
     m008_keys_of_the_normalization_pipeline,
     m009_normalization_versions,
     m010_pair_keys_kept_by_their_writer,
+    m011_export_rows_kept_by_their_writer,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

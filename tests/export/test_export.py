@@ -321,6 +321,29 @@ def test_attach_in_many_batches_links_every_row_and_counts_repeats_once(
     assert store.scalar("SELECT count(*) FROM duckdb_tables() WHERE temporary") == 0
 
 
+def test_a_file_s_rows_are_registered_once(setup, tmp_path):
+    """export_rows has no DuckDB index (migration m011): exporting the same round again (the same file:
+    registered already), elsewhere (another file), and attaching a file twice register each row of each
+    file once."""
+    store = setup
+    first = export_round(store, "r1", tmp_path / "o")
+    export_round(store, "r1", tmp_path / "o")
+    export_round(store, "r1", tmp_path / "elsewhere")
+    for _ in range(2):
+        attach_round(store, "base", first.files["dpo"].path)
+    rows = store.rows(
+        "SELECT count(*) AS n, count(DISTINCT (export_id, row_index)) AS keys, "
+        "count(DISTINCT export_id) AS files FROM export_rows"
+    )[0]
+    assert rows["n"] == rows["keys"] and rows["files"] >= 3
+    assert (
+        store.scalar(
+            "SELECT count(*) FROM export_rows WHERE export_id NOT IN (SELECT export_id FROM exports)"
+        )
+        == 0
+    )
+
+
 def test_attach_reports_bad_rows_with_file_and_line(setup, tmp_path, write_jsonl):
     path = write_jsonl(
         tmp_path / "bad.jsonl",
