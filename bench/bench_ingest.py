@@ -74,6 +74,8 @@ N_TASKS = 1_000
 ROWS = 50_000
 # The last commit before the input formats became one declaration each (pairstore/ingest/formats/, 665bf1c).
 BEFORE_REF = "bf1d49a"
+# --duckdb-memory-limit: DuckDB's memory limit in our contenders' processes (0: the ingest's own)
+LIMIT_MB = int(os.environ.get("BENCH_INGEST_DUCKDB_MB", "0"))
 
 
 def use_code(code: str | None) -> None:
@@ -398,6 +400,8 @@ def child(table: str, which: str, base: str, path: str) -> None:
             from pairstore.store.store import open_store
 
             with open_store(db) as store:
+                if LIMIT_MB:  # a lower limit than bounded_memory's, which keeps it: what cannot spill
+                    store.con.execute(f"SET memory_limit = '{LIMIT_MB}MB'")
                 added = ours(store, table, path)
         else:
             import duckdb
@@ -485,10 +489,18 @@ def main() -> None:
     ap.add_argument("--before", default=BEFORE_REF, help=f"the commit to compare with (default {BEFORE_REF})")
     ap.add_argument("--skip-before", action="store_true", help="no runs of the code before (a quick look)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "ingest.md"), help="the results file")
+    ap.add_argument(
+        "--duckdb-memory-limit",
+        type=int,
+        default=0,
+        help="DuckDB's memory limit (MB) in our contenders, before and after (shows what cannot spill)",
+    )
     ap.add_argument("--child", nargs=4, metavar=("TABLE", "WHICH", "BASE", "PATH"), help=argparse.SUPPRESS)
     ap.add_argument("--build", nargs=3, metavar=("TABLE", "WORK", "ROWS"), help=argparse.SUPPRESS)
     ap.add_argument("--code", help=argparse.SUPPRESS)  # a child's pairstore: this worktree's, not ROOT's
     args = ap.parse_args()
+    if args.duckdb_memory_limit:  # read by every child (LIMIT_MB)
+        os.environ["BENCH_INGEST_DUCKDB_MB"] = str(args.duckdb_memory_limit)
     if args.child:
         use_code(args.code)
         child(*args.child)
@@ -584,6 +596,12 @@ def main() -> None:
         ]
     )
     inputs = "; ".join(f"{t}: {WHAT[t]}" for t in tables)
+    limit_text = (
+        " Our contenders (this code's and the code before's) run with DuckDB's memory limit at "
+        f"{args.duckdb_memory_limit} MB, so their peak RSS counts only what DuckDB cannot spill."
+        if args.duckdb_memory_limit
+        else ""
+    )
     before_text = (
         "No runs of the code before (--skip-before)."
         if args.skip_before
@@ -604,7 +622,7 @@ def main() -> None:
         the commit) on its own copy of the store, the contenders taking turns ({args.rounds} rounds, A B C
         then C B A); the ratio is per round, ours over DuckDB's, median [range]. DuckDB's side does the
         same work in one statement per table (bench/bench_ingest.py's docstring says what it skips: what
-        no DuckDB function computes). {before_text}
+        no DuckDB function computes). {before_text}{limit_text}
 
         """)
         + "\n".join(lines)

@@ -30,6 +30,7 @@ from pairstore.ingest.batches import Batch
 from pairstore.ingest.pair_files import PairRow, iter_pair_rows, pair_batches, pair_rows_of
 from pairstore.keys import match_key, sha256_file
 from pairstore.rounds.recipes import get_round
+from pairstore.store.store import bounded_memory
 from pairstore.tables.exports import add_rows
 from pairstore.tables.pairs import Origin, Pair, add_pairs, declare_sources, pair_id_of
 
@@ -173,7 +174,7 @@ def attach_round(store: Store, name: str, path: StrPath) -> AttachResult:
         )
     result = AttachResult(round=name, path=abs_path, sha256=sha, rows=0, export_id=eid)
     work = _Attaching(store, name, sha, eid, result)
-    with store.transaction():
+    with bounded_memory(store.con), store.transaction():  # what it writes spills, as an ingest's does
         store.con.execute(f"CREATE OR REPLACE TEMP TABLE {_ADDED_HERE} (pair_id VARCHAR)")
         try:
             result.content_hash = rows_content_hash(work.digests(pair_batches(p, require_chosen=True)))
