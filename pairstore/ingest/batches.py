@@ -33,7 +33,7 @@ import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -320,20 +320,32 @@ class Reading:
 def _direct_blocks(path: Path, reading: Reading) -> Iterator[pa.Table]:
     kind = file_format(path)
     if kind == "jsonl":
-        reader = pa_json.open_json(
-            open_bytes(path),
-            read_options=pa_json.ReadOptions(block_size=STREAM_BLOCK_SIZE, use_threads=True),
-            parse_options=pa_json.ParseOptions(
-                explicit_schema=reading.explicit, unexpected_field_behavior="infer"
-            ),
-        )
-        for batch in reader:
-            yield pa.Table.from_batches([batch])
+        parse = pa_json.ParseOptions(explicit_schema=reading.explicit, unexpected_field_behavior="infer")
+        with open_bytes(path) as stream:
+            yield from _jsonl_blocks(stream, parse)
     elif kind == "parquet":
         for batch in pq.ParquetFile(path).iter_batches(batch_size=65536):
             yield pa.Table.from_batches([batch])
     else:
         raise NotDirect(kind)
+
+
+def _jsonl_blocks(stream: IO[bytes], parse: pa_json.ParseOptions) -> Iterator[pa.Table]:
+    """The JSONL stream parsed about STREAM_BLOCK_SIZE bytes of whole lines at a time. pyarrow's streaming
+    reader (open_json) reads ahead without bound: after its first batch it held the whole of a 368 MB
+    file, so an ingest's memory grew with its file. A line longer than a block makes pyarrow refuse the
+    block (an ArrowException: the caller reads the rest record by record)."""
+    options = pa_json.ReadOptions(block_size=STREAM_BLOCK_SIZE, use_threads=True)
+    rest = b""
+    while True:
+        chunk = stream.read(STREAM_BLOCK_SIZE)
+        data = rest + chunk
+        cut = len(data) if not chunk else data.rfind(b"\n") + 1
+        rest = data[cut:]
+        if data[:cut].strip():
+            yield pa_json.read_json(pa.BufferReader(data[:cut]), read_options=options, parse_options=parse)
+        if not chunk:
+            return
 
 
 Records = Callable[["Reading", Path, int], Iterator[Batch]]

@@ -186,3 +186,64 @@ def test_a_broken_kind_makes_the_ways_differ(tmp_path, monkeypatch):
     monkeypatch.undo()
     alone = outcome(lambda p: read_columns(fmt, NATIVE, p, direct=False), path)
     assert whole != alone
+
+
+# -- the JSONL blocks: whole lines, a block at a time ------------------------------------------------------
+
+
+class _CountingStream:
+    """A byte stream that counts what was read from it."""
+
+    def __init__(self, data: bytes):
+        self.data, self.at = data, 0
+
+    def read(self, n: int) -> bytes:
+        out = self.data[self.at : self.at + n]
+        self.at += len(out)
+        return out
+
+
+def _jsonl(records: list[dict], last_newline: bool = True) -> bytes:
+    text = "\n".join(json.dumps(r) for r in records)
+    return (text + ("\n" if last_newline and records else "")).encode()
+
+
+def test_jsonl_blocks_read_the_file_as_they_are_asked_for(monkeypatch):
+    """A JSONL file is read a block at a time: pyarrow's own streaming reader read a whole file ahead
+    (memory that grew with the file)."""
+    import pyarrow.json as pa_json
+
+    monkeypatch.setattr(batches, "STREAM_BLOCK_SIZE", 1 << 12)
+    stream = _CountingStream(_jsonl([{"id": i, "text": "x" * 50} for i in range(2_000)]))
+    blocks = batches._jsonl_blocks(stream, pa_json.ParseOptions())
+    first = next(blocks)
+    assert 0 < first.num_rows and stream.at <= 2 * (1 << 12)
+    assert first.num_rows + sum(t.num_rows for t in blocks) == 2_000
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    records=st.lists(
+        st.fixed_dictionaries({"id": st.integers(0, 10**6), "text": st.text(max_size=300)}), max_size=40
+    ),
+    block=st.integers(64, 2048),
+    last_newline=st.booleans(),
+)
+def test_jsonl_blocks_give_every_record_once_in_order(records, block, last_newline):
+    """Whatever the block size and the lines' lengths (a line longer than a block is carried into the
+    next), the blocks hold every record once, in the file's order, as one read of the whole file does."""
+    import pyarrow as pa
+    import pyarrow.json as pa_json
+
+    data = _jsonl(records, last_newline)
+    options = pa_json.ParseOptions(explicit_schema=pa.schema([("id", pa.int64()), ("text", pa.string())]))
+    old = batches.STREAM_BLOCK_SIZE
+    batches.STREAM_BLOCK_SIZE = block
+    try:
+        got = [row for t in batches._jsonl_blocks(_CountingStream(data), options) for row in t.to_pylist()]
+    except pa.ArrowInvalid:  # a line longer than pyarrow's block: the caller reads the rest record by record
+        assert any(len(json.dumps(r).encode()) + 1 > block for r in records)
+        return
+    finally:
+        batches.STREAM_BLOCK_SIZE = old
+    assert got == records
