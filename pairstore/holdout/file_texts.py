@@ -53,6 +53,7 @@ import pyarrow.parquet as pq
 from pairstore.errors import BadInput
 from pairstore.heap import return_large_blocks
 from pairstore.holdout.record_fields import CONVERSATION_FIELDS, ID_FIELDS, INSTRUCTION_PARTS, PROMPT_FIELDS
+from pairstore.lines import line_blocks
 from pairstore.prefetch import prefetch
 
 ROLE_KEYS = ("role", "from")
@@ -768,23 +769,10 @@ def _json_batches(path: Path, compression: str | None, batch_rows: int) -> Itera
 
 def _json_lines(path: Path, head: bytes, stream: pa.NativeFile, batch_rows: int) -> Iterator:
     line = 1  # the line the next block starts on
-    rest = head
-    while True:
-        more = stream.read(BLOCK_BYTES)
-        data = rest + more
-        if more:
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:  # one line longer than a block: read on
-                rest = data
-                continue
-            block, rest = data[:cut], data[cut:]
-        else:
-            block, rest = data, b""
+    for block in line_blocks(stream, BLOCK_BYTES, head):
         if block.strip():
             yield from _json_block(path, block, line, batch_rows)
         line += block.count(b"\n")
-        if not more:
-            return
 
 
 def _json_block(path: Path, block: bytes, line: int, batch_rows: int) -> Iterator:

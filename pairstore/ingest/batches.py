@@ -51,7 +51,15 @@ from pairstore.ingest.kinds import (
     one_element_lists,
     user_messages,
 )
-from pairstore.ingest.records import MAX_DEPTH, Fields, file_format, open_bytes, read_records, unit_of
+from pairstore.ingest.records import (
+    MAX_DEPTH,
+    Fields,
+    file_format,
+    open_bytes,
+    read_records,
+    unit_of,
+)
+from pairstore.lines import line_blocks
 
 if TYPE_CHECKING:
     from pairstore.files import StrPath
@@ -331,21 +339,14 @@ def _direct_blocks(path: Path, reading: Reading) -> Iterator[pa.Table]:
 
 
 def _jsonl_blocks(stream: IO[bytes], parse: pa_json.ParseOptions) -> Iterator[pa.Table]:
-    """The JSONL stream parsed about STREAM_BLOCK_SIZE bytes of whole lines at a time. pyarrow's streaming
-    reader (open_json) reads ahead without bound: after its first batch it held the whole of a 368 MB
-    file, so an ingest's memory grew with its file. A line longer than a block makes pyarrow refuse the
-    block (an ArrowException: the caller reads the rest record by record)."""
+    """The JSONL stream parsed about STREAM_BLOCK_SIZE bytes of whole lines at a time (pairstore.lines: not
+    pyarrow's streaming reader, which read a whole file ahead, so an ingest's memory grew with its file).
+    A line longer than a block makes pyarrow refuse the block (an ArrowException: the caller reads the
+    rest record by record)."""
     options = pa_json.ReadOptions(block_size=STREAM_BLOCK_SIZE, use_threads=True)
-    rest = b""
-    while True:
-        chunk = stream.read(STREAM_BLOCK_SIZE)
-        data = rest + chunk
-        cut = len(data) if not chunk else data.rfind(b"\n") + 1
-        rest = data[cut:]
-        if data[:cut].strip():
-            yield pa_json.read_json(pa.BufferReader(data[:cut]), read_options=options, parse_options=parse)
-        if not chunk:
-            return
+    for block in line_blocks(stream, STREAM_BLOCK_SIZE):
+        if block.strip():
+            yield pa_json.read_json(pa.BufferReader(block), read_options=options, parse_options=parse)
 
 
 Records = Callable[["Reading", Path, int], Iterator[Batch]]
