@@ -314,9 +314,12 @@ def _insert_chunk(store: Store, pairs: str, origins: str, where: str) -> AddResu
             if repeats[0][0] == 0:  # the common case: read as it is, nothing copied
                 firsts.append(f"(SELECT * EXCLUDE (_order) FROM {rows})")
                 continue
+            # in `_order`: the window's partitions would otherwise set the order rows are stored in,
+            # which an export keeps (pairs.rowid)
             con.execute(f"""CREATE OR REPLACE TEMP TABLE _first_{name} AS
-                SELECT * EXCLUDE (_order) FROM {rows}
-                QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1""")
+                SELECT * EXCLUDE (_order) FROM (
+                    SELECT * FROM {rows} QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1)
+                ORDER BY _order""")
             firsts.append(f"_first_{name}")
         distinct = con.execute(f"SELECT count(*) FROM {firsts[0]}").fetchall()[0][0]
         _insert_new(store, firsts[0], firsts[1], distinct, result)

@@ -104,7 +104,8 @@ row_specs = st.lists(
 @given(first=row_specs, second=row_specs, chunk=st.integers(1, 5))
 def test_a_commit_in_chunks_stores_what_one_insert_stores(tmp_path_factory, first, second, chunk):
     """add_pair_tables inserts COMMIT_CHUNK_ROWS positions at a time: whatever the chunk, the same rows
-    (the first of each key by position, across chunks too), the same counts, as one insert of all."""
+    (the first of each key by position, across chunks too) in the same order, the same counts, as one
+    insert of all."""
 
     def pairs_of(specs):
         return [
@@ -128,8 +129,14 @@ def test_a_commit_in_chunks_stores_what_one_insert_stores(tmp_path_factory, firs
             ]
             return (
                 counts,
-                store.rows("SELECT pair_id, source FROM pairs ORDER BY pair_id"),
+                store.rows("SELECT pair_id, source FROM pairs ORDER BY rowid"),  # the order an export keeps
                 store.rows("SELECT * EXCLUDE (created_at) FROM pair_origins ORDER BY ALL"),
             )
 
-    assert stored(chunk) == stored(10_000)
+    got = stored(chunk)
+    assert got == stored(10_000)
+    # the pairs stored in the order of their first row, each with that row's source
+    firsts: dict[str, str] = {}
+    for p in pairs_of(first) + pairs_of(second):
+        firsts.setdefault(p.pair_id, p.source)
+    assert [(r["pair_id"], r["source"]) for r in got[1]] == list(firsts.items())
