@@ -107,18 +107,17 @@ def mine_child(db: str) -> None:
     from pairstore.store.store import open_store
     from pairstore.tables import pairs as pairs_table
 
-    insert = pairs_table._add_first_of_each
+    insert = pairs_table._insert_new
     seen: list[dict] = []
 
     def measured_insert(store, *args, **kwargs):  # the bench's probe: what the transaction holds
-        written = insert(store, *args, **kwargs)
+        insert(store, *args, **kwargs)
         pairs, origins = store.con.execute(
             "SELECT (SELECT count(*) FROM pairs), (SELECT count(*) FROM pair_origins)"
         ).fetchone()
         seen.append({"pairs": pairs, "origins": origins, "art_mb": art_mb(store.con)})
-        return written
 
-    pairs_table._add_first_of_each = measured_insert
+    pairs_table._insert_new = measured_insert
     with open_store(db) as store:
         for name, run in bench_mining.mines(store, 1):
             run()

@@ -5,8 +5,8 @@ producer of pairs shares: `PairsResult` and `write_pairs` past the holdout).
 
 The file is read by pairstore.ingest.pair_files (every pair shape, read whole or refused) into checked
 Arrow batches; each batch's pairs and origins are built as columns (the pair ids and match keys a batch
-at a time, pairstore.ingest.keyed) and staged as it is read (PairStage, a TEMP table DuckDB spills),
-then written in one transaction: memory does not grow with the file.
+at a time, pairstore.ingest.keyed) and inserted as it is read (add_pair_tables), all in one transaction
+with DuckDB's memory bounded: memory does not grow with the file.
 """
 
 # pyarrow.compute's functions are made at import from Arrow's registry, so pyright cannot see them.
@@ -34,7 +34,7 @@ from pairstore.keys import nfc_many, sha256_file, xxh128
 from pairstore.progress import Progress, as_progress
 from pairstore.store.store import Store, bounded_memory
 from pairstore.tables.ingests import log_ingest
-from pairstore.tables.pairs import ORIGIN_TABLE_SCHEMA, PAIR_TABLE_SCHEMA, PairStage
+from pairstore.tables.pairs import ORIGIN_TABLE_SCHEMA, PAIR_TABLE_SCHEMA, add_pair_tables
 
 if TYPE_CHECKING:
     from pairstore.files import StrPath
@@ -147,7 +147,7 @@ def pair_tables(
 
 def _origins(batch: Batch, ids: pa.Array, order: pa.Array, prefix: str, rule: str, miner: str) -> pa.Table:
     """The origins (ORIGIN_TABLE_SCHEMA) of a batch's pairs, built as columns: per row its line, then the
-    ids it carries (ID_FIELDS in order, then `origin_ids`), each id once a row (the commit keeps
+    ids it carries (ID_FIELDS in order, then `origin_ids`), each id once a row (add_pair_tables keeps
     the first of a key across rows)."""
     t = batch.table
     lines = pa.array([f"{prefix}:{line}" for line in batch.all_lines()], pa.string())
@@ -226,20 +226,18 @@ def ingest_pairs(
         raise BadInput("no such file" if not Path(path).exists() else "a folder, not a file", path=str(path))
     result = IngestResult("pairs", str(path))
     sha = sha256_file(path)
-    # Each batch staged as it is read (a TEMP table, which DuckDB spills), then every row written in one
-    # transaction whose new keys are found once (PairStage.commit): memory does not grow with the file,
-    # nor the work faster than it. A refused row raises before the commit; the stage goes with it.
+    # Each batch inserted as it is read, in one transaction with DuckDB's memory bounded (what a transaction
+    # inserts spills to the file), so memory does not grow with the file. A later batch's anti-join sees
+    # the earlier batches' rows: a pair the file repeats is counted once. A refused row raises inside the
+    # transaction, which rolls back: the store unchanged.
     reading = as_progress(progress).stage("ingest pairs: read", total=records_in(path), unit="records")
-    with bounded_memory(store.con), PairStage(store, miner=miner, miner_version=miner_version) as stage:
-        with reading as read:
-            for batch in pair_batches(path, require_chosen=True):
-                refuse_unusable(batch)
-                stage.add_tables(*pair_tables(batch, sha[:16], source, miner, miner_version))
-                result.read += batch.table.num_rows
-                read.advance(batch.table.num_rows)
-        with store.transaction():
-            added = stage.commit()
-            result.added = added.added
+    with bounded_memory(store.con), store.transaction(), reading as read:
+        for batch in pair_batches(path, require_chosen=True):
+            refuse_unusable(batch)
+            added = add_pair_tables(store, *pair_tables(batch, sha[:16], source, miner, miner_version))
+            result.added += added.added
             result.skipped.update(added.dropped)
-            log_ingest(store, path, "pairs", result.read, result.added, sha256=sha)
+            result.read += batch.table.num_rows
+            read.advance(batch.table.num_rows)
+        log_ingest(store, path, "pairs", result.read, result.added, sha256=sha)
     return result

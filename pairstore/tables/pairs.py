@@ -163,13 +163,16 @@ _ORIGIN_SCHEMA = pa.schema(
 
 
 def add_pairs(store: Store, pairs: Iterable[Pair], *, miner: str, miner_version: str) -> AddResult:
-    """Insert pairs and origins in one transaction (joins an open one), in their order. Idempotent."""
+    """Insert pairs and origins in one transaction (joins an open one). Idempotent."""
     result, pair_tbl, origin_tbl = pair_rows(pairs, miner=miner, miner_version=miner_version)
     if pair_tbl.num_rows == 0 and origin_tbl.num_rows == 0:
         return result
-    written = add_pair_tables(store, *with_order(pair_tbl, origin_tbl, 0))
-    result.added, result.new_origins = written.added, written.new_origins
-    result.dropped.update(written.dropped)  # stored already: 'duplicate', beside the repeats of the input
+    with (
+        store.transaction(),
+        store.registered("_new_pairs", pair_tbl),
+        store.registered("_new_origins", origin_tbl),
+    ):
+        _insert_new(store, "_new_pairs", "_new_origins", pair_tbl.num_rows, result)
     if result.dropped.get("duplicate") == 0:
         del result.dropped["duplicate"]
     return result
@@ -221,15 +224,36 @@ def pair_rows(
     return result, pair_tbl, origin_tbl
 
 
-def with_order(pairs: pa.Table, origins: pa.Table, first: int) -> tuple[pa.Table, pa.Table]:
-    """pair_rows' tables as add_pair_tables takes them: each pair row's position (from `first` on) as
-    `_order`, and each origin the position of its pair."""
-    order = {pid: first + i for i, pid in enumerate(pairs.column("pair_id").to_pylist())}
-    pairs = pairs.append_column("_order", pa.array(range(first, first + pairs.num_rows), pa.int64()))
-    origin_order = pa.array(
-        [order.get(pid, first) for pid in origins.column("pair_id").to_pylist()], pa.int64()
-    )
-    return pairs, origins.append_column("_order", origin_order)
+def _insert_new(store: Store, pairs: str, origins: str, n_pairs: int, result: AddResult) -> None:
+    """The pairs of `pairs` (one row per pair_id, _PAIR_SCHEMA's columns) not stored yet, and the origins
+    of `origins` (one per key, _ORIGIN_SCHEMA's) not stored yet; counts into `result`.
+
+    The new ids are found first, between the two key columns alone, and the rows then picked by them: an
+    anti-join of the whole rows would build its hash table of them (DuckDB builds on the smaller side, the
+    new rows of a large store), prompts and answers included, and under a tight memory limit it ran out
+    where this does not."""
+    con = store.con
+    con.execute(f"""CREATE OR REPLACE TEMP TABLE _new_pair_ids AS
+        SELECT n.pair_id FROM (SELECT pair_id FROM {pairs}) n ANTI JOIN (SELECT pair_id FROM pairs) p
+        USING (pair_id)""")
+    try:
+        new = con.execute("SELECT count(*) FROM _new_pair_ids").fetchall()[0][0]
+        result.dropped["duplicate"] += n_pairs - new
+        result.added = new
+        con.execute(f"""
+            INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, family, miner,
+                               miner_version, match_key, task_key)
+            SELECT n.pair_id, n.kind, n.prompt, n.chosen, n.rejected, n.source, n.family, n.miner,
+                   n.miner_version, n.match_key, n.task_key
+            FROM {pairs} n SEMI JOIN _new_pair_ids USING (pair_id)""")
+    finally:
+        with contextlib.suppress(duckdb.Error):  # an aborted transaction: its owner rolls it back
+            con.execute("DROP TABLE IF EXISTS _new_pair_ids")
+    result.new_origins = con.execute(f"""
+        INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
+        SELECT o.pair_id, o.origin_kind, o.origin_id, o.rule, o.miner
+        FROM {origins} o ANTI JOIN pair_origins x USING (pair_id, origin_kind, origin_id)
+        """).fetchall()[0][0]
 
 
 # add_pair_tables' inputs: _PAIR_SCHEMA's columns and the row's position, and the origins with the
@@ -247,62 +271,62 @@ def add_pair_tables(store: Store, pairs: pa.Table, origins: pa.Table) -> AddResu
         return _add_first_of_each(store, "_in_pairs", "_in_origins", pairs.num_rows)
 
 
-# Rows of `_order` _add_first_of_each inserts at a time. What one insert builds in memory (its semi-join's
-# table of the chunk's new keys) is sized by its chunk, not by the rows added: one insert of a mine's
-# 1,000,000 staged pairs ran out of memory under a 64 MB DuckDB limit (a semi-join's table cannot spill
-# inside an INSERT), in chunks of this size it does not (bench/bench_mining.py).
+# Rows of `_order` _add_first_of_each inserts at a time. What one insert builds in memory (the new ids'
+# hash table, the origins' anti-join) is sized by its chunk, not by the rows added: one insert of a
+# mine's 1,000,000 staged pairs ran out of memory under a 64 MB DuckDB limit (its semi-join's table of
+# new ids cannot spill inside an INSERT), in chunks of this size it does not (bench/bench_mining.py).
 COMMIT_CHUNK_ROWS = 50_000
-
-# Each keyed table add_pair_tables writes: its key and its columns.
-_KEYED = (
-    ("pairs", "pair_id", [f.name for f in _PAIR_SCHEMA]),
-    ("pair_origins", "pair_id, origin_kind, origin_id", [f.name for f in _ORIGIN_SCHEMA]),
-)
 
 
 def _add_first_of_each(store: Store, pairs: str, origins: str, n_rows: int) -> AddResult:
     """add_pair_tables' insert, of the relations named `pairs` and `origins` (n_rows rows in `pairs`),
-    inside the caller's transaction. The new keys are found once, on the key columns alone: the first
-    `_order` of each key (an aggregate), less the keys stored (an anti-join); both spill. The rows are
-    then inserted COMMIT_CHUNK_ROWS positions of `_order` at a time, each chunk's rows picked by
-    (key, `_order`) from that chunk's part of the new keys, in `_order` (the order an export keeps as
-    pairs.rowid). So the work is linear in the rows, the store's keys are read once, and what an insert
-    holds is sized by its chunk. A key may not sit twice at one `_order` (each caller's rows are one
-    per key and position)."""
+    inside the caller's transaction, COMMIT_CHUNK_ROWS values of `_order` at a time, in order. Each
+    chunk keeps the first row of each key within it; a key an earlier chunk wrote is stored by then (the
+    transaction sees its own rows), so the anti-join against the table drops it: the first row of each
+    key in the whole input is the one kept, as in one insert."""
     result = AddResult()
     con = store.con
-    sources = {"pairs": pairs, "pair_origins": origins}
-    try:
-        for table, key, _ in _KEYED:
-            source = sources[table]
-            ties = con.execute(f"SELECT count(*) - count(DISTINCT ({key}, _order)) FROM {source}").fetchall()[
-                0
-            ][0]
-            if ties:
-                raise ValueError(f"{ties} row(s) of {source} repeat a key at one _order")
-            con.execute(f"""CREATE OR REPLACE TEMP TABLE _new_{table} AS
-                SELECT f.* FROM (SELECT {key}, min(_order) AS _order FROM {source} GROUP BY {key}) f
-                ANTI JOIN (SELECT {key} FROM main.{table}) t USING ({key})
-                ORDER BY _order""")
-        result.added = con.execute("SELECT count(*) FROM _new_pairs").fetchall()[0][0]
-        result.new_origins = con.execute("SELECT count(*) FROM _new_pair_origins").fetchall()[0][0]
-        orders = "SELECT _order FROM _new_pairs UNION ALL SELECT _order FROM _new_pair_origins"
-        lo, hi = con.execute(f"SELECT min(_order), max(_order) FROM ({orders})").fetchall()[0]
-        for first in range(lo, hi + 1, COMMIT_CHUNK_ROWS) if lo is not None else ():
-            chunk = f"_order BETWEEN {first} AND {first + COMMIT_CHUNK_ROWS - 1}"
-            for table, key, columns in _KEYED:
-                names = ", ".join(columns)
-                new = f"(SELECT {key}, _order FROM _new_{table} WHERE {chunk})"
-                # ORDER BY: a join need not keep its input's order (DuckDB may build on either side)
-                con.execute(f"""INSERT INTO main.{table} ({names})
-                    SELECT {names} FROM (SELECT * FROM {sources[table]} WHERE {chunk}) s
-                    SEMI JOIN {new} n USING ({key}, _order) ORDER BY s._order""")
-    finally:
-        for table, _, _ in _KEYED:
-            with contextlib.suppress(duckdb.Error):  # an aborted transaction: its owner rolls it back
-                con.execute(f"DROP TABLE IF EXISTS _new_{table}")
+    chunk_rows = COMMIT_CHUNK_ROWS
+    orders = f"SELECT _order FROM {pairs} UNION ALL SELECT _order FROM {origins}"
+    lo, hi = con.execute(f"SELECT min(_order), max(_order) FROM ({orders})").fetchall()[0]
+    for first in range(lo, hi + 1, chunk_rows) if lo is not None else ():
+        chunk = _insert_chunk(store, pairs, origins, f"_order BETWEEN {first} AND {first + chunk_rows - 1}")
+        result.added += chunk.added
+        result.new_origins += chunk.new_origins
     if n_rows - result.added:
         result.dropped["duplicate"] = n_rows - result.added
+    return result
+
+
+def _insert_chunk(store: Store, pairs: str, origins: str, where: str) -> AddResult:
+    """The rows of `pairs` and `origins` that match `where`: the first of each key among them (by
+    `_order`), those not stored yet inserted (_insert_new)."""
+    result = AddResult()
+    con = store.con
+    try:
+        firsts = []
+        for name, source, key in (
+            ("pairs", pairs, "pair_id"),
+            ("origins", origins, "pair_id, origin_kind, origin_id"),
+        ):
+            rows = f"(SELECT * FROM {source} WHERE {where})"
+            repeats = con.execute(f"SELECT count(*) - count(DISTINCT ({key})) FROM {rows}").fetchall()
+            if repeats[0][0] == 0:  # the common case: read as it is, nothing copied
+                firsts.append(f"(SELECT * EXCLUDE (_order) FROM {rows})")
+                continue
+            # in `_order`: the window's partitions would otherwise set the order rows are stored in,
+            # which an export keeps (pairs.rowid)
+            con.execute(f"""CREATE OR REPLACE TEMP TABLE _first_{name} AS
+                SELECT * EXCLUDE (_order) FROM (
+                    SELECT * FROM {rows} QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _order) = 1)
+                ORDER BY _order""")
+            firsts.append(f"_first_{name}")
+        distinct = con.execute(f"SELECT count(*) FROM {firsts[0]}").fetchall()[0][0]
+        _insert_new(store, firsts[0], firsts[1], distinct, result)
+    finally:
+        for table in ("_first_pairs", "_first_origins"):
+            with contextlib.suppress(duckdb.Error):  # an aborted transaction: its owner rolls it back
+                con.execute(f"DROP TABLE IF EXISTS {table}")
     return result
 
 
@@ -346,19 +370,23 @@ class PairStage:
         result, pair_tbl, origin_tbl = pair_rows(pairs, miner=self.miner, miner_version=self.miner_version)
         if pair_tbl.num_rows == 0 and origin_tbl.num_rows == 0:
             return result
-        self.add_tables(*with_order(pair_tbl, origin_tbl, self.rows))
-        return result
-
-    def add_tables(self, pairs: pa.Table, origins: pa.Table) -> None:
-        """Stage pairs built as add_pair_tables takes them (PAIR_TABLE_SCHEMA, ORIGIN_TABLE_SCHEMA), their
-        `_order` given; `add`'s next batch numbers its rows after the rows staged."""
+        first = self.rows
+        order = {pid: first + i for i, pid in enumerate(pair_tbl.column("pair_id").to_pylist())}
+        pair_tbl = pair_tbl.append_column(
+            "_order", pa.array(range(first, first + pair_tbl.num_rows), pa.int64())
+        )
+        origin_order = pa.array(
+            [order.get(pid, first) for pid in origin_tbl.column("pair_id").to_pylist()], pa.int64()
+        )
+        origin_tbl = origin_tbl.append_column("_order", origin_order)
         with (
-            self.store.registered("_stage_pairs", pairs),
-            self.store.registered("_stage_origins", origins),
+            self.store.registered("_stage_pairs", pair_tbl),
+            self.store.registered("_stage_origins", origin_tbl),
         ):
             self.store.con.execute(f"INSERT INTO {self.pairs} SELECT * FROM _stage_pairs")
             self.store.con.execute(f"INSERT INTO {self.origins} SELECT * FROM _stage_origins")
-        self.rows += pairs.num_rows
+        self.rows += pair_tbl.num_rows
+        return result
 
     def commit(self) -> AddResult:
         """Every staged pair and origin not stored yet into `pairs` and `pair_origins` (the first of each
