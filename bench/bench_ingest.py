@@ -114,6 +114,27 @@ def build(work: Path, n_rows: int) -> tuple[Path, Path]:
 # The same work as ours, one statement each (a transaction around them; `?` is the file): the same rows
 # and columns, ids already stored skipped, the file logged in `ingests` with its SHA-256 (second `?`).
 LOG_SQL = "INSERT INTO ingests (file_sha256, kind, path, rows_read, rows_added) VALUES (?, ?, ?, ?, ?)"
+
+
+def pairs_file_in(miner: str) -> list[str]:
+    """The pairs file read into `_in` (an md5 for the pair id, the line), its new pairs into `pairs`."""
+    return [
+        """
+CREATE TEMP TABLE _in AS
+SELECT md5(to_json(['user:' || j.prompt, j.chosen, j.rejected])) AS pair_id, j.id, j.prompt, j.chosen,
+       j.rejected, row_number() OVER () AS line
+FROM read_json(?, format = 'newline_delimited', columns = {
+        id: 'VARCHAR', prompt: 'VARCHAR', chosen: 'VARCHAR', rejected: 'VARCHAR'}) j
+""",
+        f"""
+INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, match_key)
+SELECT i.pair_id, 'dpo', [{{'role': 'user', 'content': i.prompt}}], i.chosen, i.rejected, 'attached',
+       '{miner}', '1', md5(lower(i.prompt))
+FROM _in i ANTI JOIN pairs p USING (pair_id)
+""",
+    ]
+
+
 DUCKDB_SQL = {
     "generations": [
         """
@@ -151,19 +172,7 @@ ANTI JOIN battles b USING (battle_id)
 """
     ],
     "pairs": [
-        """
-CREATE TEMP TABLE _in AS
-SELECT md5(to_json(['user:' || j.prompt, j.chosen, j.rejected])) AS pair_id, j.id, j.prompt, j.chosen,
-       j.rejected, row_number() OVER () AS line
-FROM read_json(?, format = 'newline_delimited', columns = {
-        id: 'VARCHAR', prompt: 'VARCHAR', chosen: 'VARCHAR', rejected: 'VARCHAR'}) j
-""",
-        """
-INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, match_key)
-SELECT i.pair_id, 'dpo', [{'role': 'user', 'content': i.prompt}], i.chosen, i.rejected, 'attached',
-       'ingest-pairs', '1', md5(lower(i.prompt))
-FROM _in i ANTI JOIN pairs p USING (pair_id)
-""",
+        *pairs_file_in("ingest-pairs"),
         """
 INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
 SELECT pair_id, 'import', 'f:' || line, 'ingest pairs --source attached', 'ingest-pairs' FROM _in
@@ -174,19 +183,7 @@ SELECT pair_id, 'file_id', id, 'ingest pairs --source attached', 'ingest-pairs' 
     # round attach: the rows as new pairs with an `attached` origin (file and line), each row's pair in
     # export_rows, the file registered (ours writes `exports` and `actions`; here the `ingests` row)
     "attach": [
-        """
-CREATE TEMP TABLE _in AS
-SELECT md5(to_json(['user:' || j.prompt, j.chosen, j.rejected])) AS pair_id, j.prompt, j.chosen,
-       j.rejected, row_number() OVER () AS line
-FROM read_json(?, format = 'newline_delimited', columns = {
-        id: 'VARCHAR', prompt: 'VARCHAR', chosen: 'VARCHAR', rejected: 'VARCHAR'}) j
-""",
-        """
-INSERT INTO pairs (pair_id, kind, prompt, chosen, rejected, source, miner, miner_version, match_key)
-SELECT i.pair_id, 'dpo', [{'role': 'user', 'content': i.prompt}], i.chosen, i.rejected, 'attached',
-       'round-attach', '1', md5(lower(i.prompt))
-FROM _in i ANTI JOIN pairs p USING (pair_id)
-""",
+        *pairs_file_in("round-attach"),
         """
 INSERT INTO pair_origins (pair_id, origin_kind, origin_id, rule, miner)
 SELECT pair_id, 'attached', 'f:' || line, 'round attach base', 'round-attach' FROM _in
