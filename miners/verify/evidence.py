@@ -9,7 +9,9 @@ The property (docs/design.md, "The answer verifier"), enforced by `settle` and n
 
   - WRONG only where (a) the output commits to a complete answer that a second, independent reading
     of its statement confirms, and that compares unequal to the gold; or (b) the gold's value is
-    stated nowhere in the output.
+    stated nowhere in the output. Rule (b) decides an output with no committed answer, and one whose
+    readings were compared unequal and nothing confirmed (against a plain-number gold, or where the
+    output was cut off); never a reading no verifier could compare, which may hide the gold's value.
   - CORRECT only where the committed answer compares equal to the gold.
   - Everything else is UNKNOWN, with its reason.
 
@@ -71,10 +73,12 @@ from miners.verify.types import (
     ALTERNATIVES,
     AMBIGUOUS,
     CORRECT,
+    DISAGREE,
     EMPTY_AFTER_VALUE,
     EMPTY_ANSWER,
     EMPTY_OUTPUT,
     EQUAL,
+    FAST,
     GOLD_ABSENT,
     INCOMPLETE,
     LOOPED,
@@ -86,6 +90,7 @@ from miners.verify.types import (
     UNDECIDED,
     UNEQUAL,
     UNKNOWN,
+    WEAK_UNCONFIRMED,
     WRONG,
     Verdict,
 )
@@ -708,6 +713,21 @@ def confirms(c: Commitment, gold_text: str, kind: str, gold_value: str | None = 
 
 # ------------------------------------------------------------------------------- the verdict
 
+# unknowns whose readings were compared: the second reading could not confirm the first
+_UNCONFIRMED_READINGS = frozenset({WEAK_UNCONFIRMED, DISAGREE})
+
+
+def _decided_unequal(proposed: Verdict) -> bool:
+    """An unknown whose readings the fast path compared unequal and none read equal: rule (b) may
+    decide it. A reading no verifier could compare ("2 hours 30 minutes", "\\sqrt25") may hide the
+    gold's value in a form no number reader sees, and one read equal states it: neither is tried."""
+    readings = proposed.readings or ()
+    return (
+        proposed.reason in _UNCONFIRMED_READINGS
+        and any(r.verifier == FAST and r.label == WRONG for r in readings)
+        and all(r.label != CORRECT for r in readings)
+    )
+
 # a verdict with no committed answer to compare is WRONG only where the gold is stated nowhere; where
 # it is stated, the answer may be there: unknown, for this reason
 _WITHOUT_ANSWER = {
@@ -726,20 +746,29 @@ def settle(
     kind: str,
     commitment: Commitment | None = None,
     gold_value: str | None = None,
+    *,
+    cut_off: bool = False,
 ) -> Verdict:
     """The verdict the property allows (module doc) for a proposed one: a CORRECT must be a committed
     answer compared equal; a WRONG must be (a) a complete commitment the statement confirms, compared
     unequal, or (b) an output that states the gold's value nowhere. Anything else is UNKNOWN with the
-    reason it fell short. Every verdict miners.verify returns passes through here."""
+    reason it fell short, or WRONG by rule (b): an UNKNOWN is tried against it where the gold is a
+    plain number (read most generously) or the output was cut off (`cut_off`: as for a cut-off
+    output with no answer, any gold). Every verdict miners.verify returns passes through here."""
     label, reason = proposed.label, proposed.reason
     if label == CORRECT:
         if reason == EQUAL and commitment is not None and strip_answer(commitment.answer):
             return proposed
         return Verdict(UNKNOWN, UNDECIDED, proposed.answer, proposed.rule, proposed.readings)
-    if label != WRONG:
-        return proposed
     also: list[str] = []
-    if reason == UNEQUAL and commitment is not None:
+    if label == UNKNOWN:
+        # readings compared unequal that nothing confirmed are still readings of this output: where
+        # it writes the gold's value nowhere, no reading of it holds the right answer (rule (b))
+        if not _decided_unequal(proposed) or (numeric_gold(gold_text) is None and not cut_off):
+            return proposed
+        why, wrong_reason = reason, GOLD_ABSENT
+        also = [proposed.answer] if proposed.answer else []
+    elif reason == UNEQUAL and commitment is not None:
         # an output cut off in an unfinished clause has no final commitment at its end: a value its
         # working wrote before the cut, with no marker or box to commit to it, may not be its answer
         why = TRUNCATED_AFTER_VALUE if commitment.after_cut else open_reason(commitment, gold_text)

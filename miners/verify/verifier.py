@@ -26,7 +26,8 @@ How a verdict is reached:
      no marker and no value set in bold): math-verify reads the whole output itself; where the two
      readings differ the verdict is `unknown` ("verifiers disagree") with both readings kept.
      Where math-verify cannot read the output, the weak reading is unconfirmed and the verdict is
-     `unknown` ("weak form unconfirmed").
+     `unknown` ("weak form unconfirmed"); either unknown is `wrong` by rule (b) where the output
+     states the gold's value nowhere (a plain-number gold, or an output cut off: evidence.settle).
   Where the verifier finds no committed answer, math-verify is not asked: its reading would be the
   output's last expression, and on the labelled corpora every such "correct" was wrong.
 Strong forms the fast path decides never reach math-verify, which keeps throughput high. Each
@@ -478,11 +479,12 @@ class Verifier:
             self.stats["gold exceptions"] += 1
             return self._count(Verdict(UNKNOWN, GOLD_UNREADABLE))
         proposed, commitment, gold_value = self._propose(output, gold_text, kind, looped, opts)
+        cut_off = proposed.label == UNKNOWN and cut_point(output) is not None
         if gold_value is None and opts:  # a letter gold's option: its value may be what is stated
             letter = choice_gold(gold_text, kind, choice_letters(opts))
             if letter is not None and ord(letter) - ord("A") < len(opts):
                 gold_value = option_value(opts[ord(letter) - ord("A")]) or None
-        settled = settle(proposed, output, gold_text, kind, commitment, gold_value)
+        settled = settle(proposed, output, gold_text, kind, commitment, gold_value, cut_off=cut_off)
         if settled.label != proposed.label:
             self.stats[f"property: {proposed.label} -> {settled.label}: {settled.reason}"] += 1
         return self._count(settled)

@@ -987,6 +987,33 @@ def refusal_answer(draw: st.DrawFn) -> Case:
     return Case(f"{working}\n\n{line}", str(gold), "gsm8k", not writes_gold, classes)
 
 
+# an output cut off in its working, after a sentence a concluding-sentence reader takes a letter from
+CUT_AFTER_A_LETTER = (
+    "Thus the side is \\( s \\), where \\( s^2 = {p} s + {q} \\).\n\nNow for the other case (",
+    "Since we squared both sides, we must check that for each root \\( z \\), \\( {q} + {p}z \\geq 0 \\)"
+    " (so the square root is defined), and that the sign matches.\n\nBut for the general solution (",
+)
+
+
+@st.composite
+def cut_after_a_weak_reading(draw: st.DrawFn) -> Case:
+    """An output cut off ("... for the general solution (") whose only reading, a variable out of
+    its last sentence, nothing confirms, against a gold that is an expression ("3\\sqrt{5}") or a
+    number: as for a cut-off output with no answer, `wrong` where the gold's value is stated nowhere
+    (rule (b)), else undecided. `right` here: the gold is stated nowhere."""
+    a, b = draw(st.integers(2, 9)), draw(st.sampled_from((2, 3, 5, 6, 7)))
+    # an expression, or a number no other number of the output can be
+    gold = draw(st.sampled_from((f"{a}\\sqrt{{{b}}}", str(100 * a + b))))
+    p, q = draw(st.integers(2, 9)), draw(st.integers(1, 9))
+    writes_gold = draw(st.booleans())
+    working = "The solutions are the roots of\n\\[\nz^2 - " + f"{p}z - {q} = 0\n\\]\n\n"
+    if writes_gold:
+        working += f"One candidate is \\( {gold} \\), not yet checked.\n\n"
+    cut = draw(st.sampled_from(CUT_AFTER_A_LETTER)).format(p=p, q=q)
+    classes = {"cut": cut[:30], "gold written": str(writes_gold)}
+    return Case(working + cut, gold, "math", not writes_gold, classes)
+
+
 # --------------------------------------------------------------------------------- the report
 
 AXES = ("language", "marker", "punctuation", "wrapper", "position", "form", "distractors")

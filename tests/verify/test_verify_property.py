@@ -32,6 +32,7 @@ from tests.verify.presentations import (
     answer_word_line,
     bold_conclusion_to_the_reader,
     bracketed_yes_no,
+    cut_after_a_weak_reading,
     coverage_table,
     feedback_turns_cut,
     hash_answer_line,
@@ -145,10 +146,24 @@ def test_bold_conclusion_to_the_reader_never_the_opposite(case: Case) -> None:
 def test_a_refusal_commits_to_no_value(case: Case) -> None:
     """A refusal never equals a gold; it is wrong where the output never writes the gold's value
     (rule (b)), and undecided where it does (`right` here: the gold is written nowhere)."""
+    stated_nowhere_decides(case)
+
+
+def stated_nowhere_decides(case: Case) -> None:
+    """An output that commits to no value it can be judged by: never `correct`; `wrong` where the gold
+    is written nowhere (`right` in these cases), else unknown."""
     verdict = Verifier().verify(case.output, case.gold, case.kind)
     note(case.describe())
     assert verdict.label != "correct", repr(verdict)
     assert verdict.label == ("wrong" if case.right else "unknown"), repr(verdict)
+
+
+@settings(max_examples=100)
+@given(cut_after_a_weak_reading())
+def test_a_cut_output_s_unconfirmed_reading_is_no_answer(case: Case) -> None:
+    """A cut-off output whose one reading nothing confirms is as one with no answer: rule (b), any
+    gold (miners.verify.evidence.settle)."""
+    stated_nowhere_decides(case)
 
 
 @settings(max_examples=150)
