@@ -59,6 +59,7 @@ from itertools import chain
 
 from miners.verify.brackets import closing_index, depth_zero
 from miners.verify.fast import fast_compare
+from miners.verify.lowered import lowered
 from miners.verify.markers import (
     ALTERNATIVE_WORDS,
     NUMBER_WORDS_ANY_TEXT,
@@ -138,6 +139,9 @@ _MIXED_RE = re.compile(
 # a numeral in another base: "0x1F", "0b1010", "0o17", "1010_2", "1010_{2}", "(1010)_2"
 _BASED_RE = re.compile(r"(?<![\w.])0([xXbBoO])([0-9a-fA-F]+)\b|\(?\b([0-9A-Fa-f]+)\)?_\{?(\d{1,2})\}?")
 _PREFIX_BASE = {"x": 16, "b": 2, "o": 8}
+# what a numeral in another base cannot go without: a prefix ("0x") or a subscript's "_" (a text with
+# neither, most of them, is not scanned: _BASED_RE has no literal to search for and is tried everywhere)
+_BASE_PREFIX_RE = re.compile(r"0[xXbBoO]")
 
 
 def _fraction(n: str | None, d: str | None, fn: str | None = None, fd: str | None = None) -> Fraction | None:
@@ -186,21 +190,14 @@ def _written(text: str) -> Iterator[Written]:
     reader can take (5,000 digits, "1e999") is skipped."""
     text = read_plain(text)
     # lazily, in the same order: a caller that finds its value early (_writes) scans no further
-    matches = chain(
-        ((_number_values, m) for m in _TEXT_NUMBER_RE.finditer(text)),
-        ((_grouped_values, m) for m in _GROUPED_RE.finditer(text)),
-        ((_scaled_values, m) for m in _SCALED_RE.finditer(text)),
-        ((_decimal_comma_values, m) for m in _DECIMAL_COMMA_RE.finditer(text) if "," in text),
-        ((_power_values, m) for m in _POWER_OF_TEN_RE.finditer(text) if "10" in text),
-        ((_mixed_values, m) for m in _MIXED_RE.finditer(text)),
-        ((_based_values, m) for m in _BASED_RE.finditer(text) if "_" in text or "0" in text),
-        ((_cjk_values, m) for m in _CJK_NUMERAL_RE.finditer(text) if not text.isascii()),
-    )
-    for values_of, m in matches:
-        try:
-            yield from values_of(m)
-        except (ValueError, OverflowError, ZeroDivisionError):
+    for values_of, reader, may_match in _READERS:
+        if may_match is not None and not may_match(text):
             continue
+        for m in reader.finditer(text):
+            try:
+                yield from values_of(m)
+            except (ValueError, OverflowError, ZeroDivisionError):
+                continue
     for words in number_words_values(text):
         yield abs(float(words)), partial(_exact, words)
 
@@ -303,6 +300,23 @@ def _cjk_values(m: re.Match) -> list[Written]:
         digits = int("".join(str(_CJK_DIGITS[ch]) for ch in m.group(0)))
         out.append((float(digits), lambda: Fraction(digits)))
     return out
+
+
+# The number readers in the order _written reads them: (the values of a match, the reader, what a text
+# must hold for the reader to match at all, None where nothing is needed). A reader that opens with a
+# lookbehind or an optional group has no first character for the regex engine to search for and is
+# tried at every position: on a long output, skipping the scans that cannot match is most of the cost
+# (tests/verify/test_verify_speed.py holds the result equal to every scan in turn).
+_READERS: tuple[tuple[Callable[[re.Match], list[Written]], re.Pattern, Callable[[str], bool] | None], ...] = (
+    (_number_values, _TEXT_NUMBER_RE, None),
+    (_grouped_values, _GROUPED_RE, None),
+    (_scaled_values, _SCALED_RE, None),
+    (_decimal_comma_values, _DECIMAL_COMMA_RE, lambda t: "," in t),
+    (_power_values, _POWER_OF_TEN_RE, lambda t: "^" in t and "10" in t),
+    (_mixed_values, _MIXED_RE, lambda t: "/" in t or "frac" in t),
+    (_based_values, _BASED_RE, lambda t: "_" in t or _BASE_PREFIX_RE.search(t) is not None),
+    (_cjk_values, _CJK_NUMERAL_RE, lambda t: not t.isascii()),
+)
 
 
 def stated_numbers(text: str) -> set[Fraction]:
@@ -416,15 +430,82 @@ _ANY_MARKER_IN_LANGUAGE_RE = re.compile(
     re.I,
 )
 
+# The searches above open on common letters ("a", "r", "s") and so are tried at most positions of a
+# long output. Two tests no match can pass first, the answer the same (tests/verify/test_verify_speed.py):
+# the number words no ASCII text can hold need one of the characters that make them so, and a marker in
+# ASCII letters is a substring of the lowered text where no other letter folds to an ASCII one.
+_BEYOND_ASCII = {
+    p: tuple(w for w in words if not _ascii_reachable(w)) for p, words in NUMBER_WORDS_ANY_TEXT.items()
+}
+_OTHER_NUMBER_WORD_BEYOND_ASCII_RE = re.compile(
+    opening_chars(w for words in _BEYOND_ASCII.values() for w in words)
+    + "(?:"
+    + ("|".join(_words_re(placed, words) for placed, words in _BEYOND_ASCII.items() if words) or r"(?!)")
+    + ")",
+    re.I,
+)
+_BEYOND_ASCII_CHAR_RE = re.compile(
+    "["
+    + "".join(
+        re.escape(c)
+        for c in sorted(
+            {c for words in _BEYOND_ASCII.values() for w in words for c in w if not _ascii_reachable(c)}
+        )
+    )
+    + "]"
+    if any(_BEYOND_ASCII.values())
+    else r"(?!)",
+    re.I,
+)
+_MARKER_WORDS = {w for markers, _, _ in NUMBER_WORDS_IN_LANGUAGE for w in markers}
+_ASCII_MARKERS = tuple(sorted(w.lower() for w in _MARKER_WORDS if w.isascii()))
+# (a marker of other letters that IGNORECASE matches in ASCII, "yanıt" in "YANIT")
+_REACHABLE_MARKER_RE = re.compile(
+    "|".join(
+        _words_re("word", (w,)) for w in sorted(_MARKER_WORDS) if not w.isascii() and _ascii_reachable(w)
+    )
+    or r"(?!)",
+    re.I,
+)
+# the letters of the other markers that no ASCII letter matches: one of them has each such marker
+_BEYOND_ASCII_MARKER_CHAR_RE = re.compile(
+    "["
+    + "".join(re.escape(c) for c in sorted({c for w in _MARKER_WORDS for c in w if not _ascii_reachable(c)}))
+    + "]"
+    if any(not _ascii_reachable(w) for w in _MARKER_WORDS)
+    else r"(?!)",
+    re.I,
+)
+# the letters beyond ASCII that IGNORECASE matches to an ASCII letter (all of Unicode, checked by
+# tests/verify/test_verify_speed.py): a text without them matches an ASCII word only in ASCII letters
+_FOLDS_TO_ASCII_RE = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+def _marker_of_a_language(text: str) -> bool:
+    """Whether text holds an answer marker of a language of NUMBER_WORDS_IN_LANGUAGE."""
+    if (
+        _FOLDS_TO_ASCII_RE.search(text) is None
+        and not any(w in lowered(text) for w in _ASCII_MARKERS)
+        and _REACHABLE_MARKER_RE.search(text) is None
+        and (text.isascii() or _BEYOND_ASCII_MARKER_CHAR_RE.search(text) is None)
+    ):
+        return False
+    return _ANY_MARKER_IN_LANGUAGE_RE.search(text) is not None
+
 
 @lru_cache(maxsize=64)  # (one output is asked about by several readings; a str caches its hash)
 def _other_number_word(text: str) -> bool:
     """Whether text holds a number word of another language than English (markers.NUMBER_WORDS_ANY_TEXT;
     one in ASCII letters only where an answer marker of its language stands)."""
-    any_text = _OTHER_NUMBER_WORD_IN_ASCII_RE if text.isascii() else _OTHER_NUMBER_WORD_RE
-    if any_text.search(text) is not None:
+    if _OTHER_NUMBER_WORD_IN_ASCII_RE.search(text) is not None:
         return True
-    if _ANY_MARKER_IN_LANGUAGE_RE.search(text) is None:
+    if (
+        not text.isascii()
+        and _BEYOND_ASCII_CHAR_RE.search(text) is not None
+        and _OTHER_NUMBER_WORD_BEYOND_ASCII_RE.search(text) is not None
+    ):
+        return True
+    if not _marker_of_a_language(text):
         return False
     return any(marker.search(text) and words.search(text) for marker, words in _IN_LANGUAGE)
 
@@ -727,6 +808,7 @@ def _decided_unequal(proposed: Verdict) -> bool:
         and any(r.verifier == FAST and r.label == WRONG for r in readings)
         and all(r.label != CORRECT for r in readings)
     )
+
 
 # a verdict with no committed answer to compare is WRONG only where the gold is stated nowhere; where
 # it is stated, the answer may be there: unknown, for this reason

@@ -74,7 +74,11 @@ _TURN_END_RE = re.compile(
     r"<\|(?:im_start|im_end|user|endoftext|eot_id|eom_id|start_header_id|end)\|>|</s>|\[INST\]"
 )
 # An invented role line: what follows is a conversation the model made up.
-_ROLE_RE = re.compile(r"(?m)^[ \t>*_#]*(?:user|human|humanbrain)[ \t*_]*[:：]", re.I)
+_ROLE_LINE = r"[ \t>*_#]*(?:user|human|humanbrain)[ \t*_]*[:：]"
+_ROLE_RE = re.compile(r"(?m)^" + _ROLE_LINE, re.I)
+# the same lines past the first character, found after their newline (a literal the regex engine
+# searches for; "^" is tried at every character): the role line starts one past the match
+_ROLE_AFTER_NEWLINE_RE = re.compile(r"\n(?i:" + _ROLE_LINE + ")")
 # A new question the model invents after it has answered. Only cut when an answer precedes it: a line
 # that opens with a question's label, or a phrase that hands the turn over anywhere. Declared once
 # here; _FOLLOWUP_RE is the definition, followup_starts the fast path (tests hold them equal).
@@ -264,9 +268,9 @@ def cut_turn(text: str) -> str:
             text = text[: m.start()]
     low = lowered(text)
     if "user" in low or "human" in low:
-        m = _ROLE_RE.search(text, 1)
+        m = _ROLE_AFTER_NEWLINE_RE.search(text)
         if m:
-            text = text[: m.start()]
+            text = text[: m.start() + 1]
     return text
 
 

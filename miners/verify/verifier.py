@@ -126,13 +126,18 @@ _CLOSING_MARKUP_RE = re.compile(r"(\*\*|__|\*|_|`)+$")
 def _closing_markup_off(body: str) -> str:
     """body less the markup at its end that closes markup its last line opened ("**So 12.**" ends on
     "12.", not on an operator); unpaired markup stays (a lone "*" is a product cut off)."""
-    m = _CLOSING_MARKUP_RE.search(body)
-    if m is None:
+    if body.endswith("\n"):  # ("$" matches before a last newline too)
+        m = _CLOSING_MARKUP_RE.search(body)
+        start = -1 if m is None else m.start()
+    else:  # the run of markup signs that ends it: where the regex's match starts, without a scan
+        start = len(body.rstrip("*_`"))
+        start = -1 if start == len(body) else start
+    if start < 0:
         return body
-    line = body[body.rfind("\n") + 1 : m.start()]
-    closing = m.group(0)
+    line = body[body.rfind("\n") + 1 : start]
+    closing = body[start:].rstrip("\n")
     if line.count(closing) % 2 == 1 or (closing.startswith("**") and line.count("**") % 2 == 1):
-        return body[: m.start()].rstrip()
+        return body[:start].rstrip()
     return body
 
 

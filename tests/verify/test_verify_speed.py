@@ -446,40 +446,46 @@ def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch)
         symbolic._output_patterns.cache_clear()
 
 
-def test_written_numbers_are_read_lazily_in_the_eager_order():
-    """evidence._written scans lazily; every corpus output yields the same numbers, exact values and
-    order as the eager reading (every scan in turn, then the number words), and could_hold's answer
-    is the eager one's."""
-    import math
+def _eager_written(text: str) -> list:
+    """evidence._written as first written: every reader's scan in turn over the whole text (none
+    skipped), then the number words."""
     from functools import partial
 
     from miners.verify import evidence as stated
     from miners.verify.prose import number_words_values
 
-    def eager(text: str) -> list:
-        text = stated.read_plain(text)
-        matches = [
-            *((stated._number_values, m) for m in stated._TEXT_NUMBER_RE.finditer(text)),
-            *((stated._grouped_values, m) for m in stated._GROUPED_RE.finditer(text)),
-            *((stated._scaled_values, m) for m in stated._SCALED_RE.finditer(text)),
-            *((stated._decimal_comma_values, m) for m in stated._DECIMAL_COMMA_RE.finditer(text)),
-            *((stated._power_values, m) for m in stated._POWER_OF_TEN_RE.finditer(text)),
-            *((stated._mixed_values, m) for m in stated._MIXED_RE.finditer(text)),
-            *((stated._based_values, m) for m in stated._BASED_RE.finditer(text)),
-            *((stated._cjk_values, m) for m in stated._CJK_NUMERAL_RE.finditer(text)),
-        ]
-        out = []
-        for values_of, m in matches:
-            try:
-                out.extend(values_of(m))
-            except (ValueError, OverflowError, ZeroDivisionError):
-                continue
-        return out + [(abs(float(w)), partial(stated._exact, w)) for w in number_words_values(text)]
+    text = stated.read_plain(text)
+    matches = [
+        *((stated._number_values, m) for m in stated._TEXT_NUMBER_RE.finditer(text)),
+        *((stated._grouped_values, m) for m in stated._GROUPED_RE.finditer(text)),
+        *((stated._scaled_values, m) for m in stated._SCALED_RE.finditer(text)),
+        *((stated._decimal_comma_values, m) for m in stated._DECIMAL_COMMA_RE.finditer(text)),
+        *((stated._power_values, m) for m in stated._POWER_OF_TEN_RE.finditer(text)),
+        *((stated._mixed_values, m) for m in stated._MIXED_RE.finditer(text)),
+        *((stated._based_values, m) for m in stated._BASED_RE.finditer(text)),
+        *((stated._cjk_values, m) for m in stated._CJK_NUMERAL_RE.finditer(text)),
+    ]
+    out = []
+    for values_of, m in matches:
+        try:
+            out.extend(values_of(m))
+        except (ValueError, OverflowError, ZeroDivisionError):
+            continue
+    return out + [(abs(float(w)), partial(stated._exact, w)) for w in number_words_values(text)]
+
+
+def test_written_numbers_are_read_lazily_in_the_eager_order():
+    """evidence._written scans lazily; every corpus output yields the same numbers, exact values and
+    order as the eager reading (every scan in turn, then the number words), and could_hold's answer
+    is the eager one's."""
+    import math
+
+    from miners.verify import evidence as stated
 
     rows = [r for name in corpora() for r in load(DATA / name) if r["pred"]]
     for r in rows:
         lazy = list(stated._written(r["pred"]))
-        ref = eager(r["pred"])
+        ref = _eager_written(r["pred"])
         assert [a for a, _ in lazy] == [a for a, _ in ref], r["id"]
         assert [e() for _, e in lazy] == [e() for _, e in ref], r["id"]
         gold = stated.numeric_gold(r["gold"])
@@ -551,3 +557,150 @@ def test_number_readers_written_digit_first_find_what_their_definitions_find(pie
     for name, definition in NUMBER_READER_DEFINITIONS.items():
         fast = [(m.span(), m.groups()) for m in getattr(evidence, name).finditer(text)]
         assert fast == [(m.span(), m.groups()) for m in re.finditer(definition, text)], (name, text)
+
+
+# numbers in every form a reader of evidence._written takes, and the signs its skip tests look for
+_WRITTEN_PIECES = (
+    *_NUMBER_PIECES,
+    "0x1F",
+    "0b101",
+    "0O17",
+    "1010_2",
+    "(17)_{8}",
+    "_",
+    "^",
+    "10^{3}",
+    "1.2 \\times 10^{-2}",
+    "3·10^5",
+    "10",
+    "2 1/4",
+    "2\\frac{1}{4}",
+    "frac",
+    "十二",
+    "三百零五",
+    "两万",
+    "twelve",
+    "five hundred",
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_WRITTEN_PIECES), max_size=30))
+def test_written_numbers_skip_only_readers_that_cannot_match(pieces):
+    """A reader _written skips for want of its sign ("^", "_", "/", a base prefix, a letter beyond
+    ASCII) finds nothing there: the same numbers, in the same order, as every scan in turn."""
+    from miners.verify import evidence as stated
+
+    text = "".join(pieces)
+    lazy = list(stated._written(text))
+    ref = _eager_written(text)
+    assert [a for a, _ in lazy] == [a for a, _ in ref], text
+    assert [e() for _, e in lazy] == [e() for _, e in ref], text
+
+
+def test_the_letters_that_fold_to_ascii_are_all_of_them():
+    """evidence._FOLDS_TO_ASCII_RE holds every character beyond ASCII that IGNORECASE matches to an
+    ASCII letter (all of Unicode searched)."""
+    import re
+
+    from miners.verify import evidence
+
+    ascii_letter = re.compile("[a-z]", re.I)
+    folds = {
+        chr(cp)
+        for cp in range(128, 0x110000)
+        if not 0xD800 <= cp <= 0xDFFF and ascii_letter.fullmatch(chr(cp)) is not None
+    }
+    assert folds == {c for c in map(chr, range(128, 0x110000)) if evidence._FOLDS_TO_ASCII_RE.fullmatch(c)}
+
+
+def _number_word_pieces() -> tuple[str, ...]:
+    from miners.verify.markers import NUMBER_WORDS_ANY_TEXT, NUMBER_WORDS_IN_LANGUAGE
+
+    words = [w for ws in NUMBER_WORDS_ANY_TEXT.values() for w in ws]
+    in_language = [w for markers, _, ws in NUMBER_WORDS_IN_LANGUAGE for w in (*markers, *ws)]
+    # every word, upper-cased too; letters that fold to ASCII ones; words glued to letters
+    return (
+        *words,
+        *(w.upper() for w in words[::3]),
+        *in_language,
+        *(w.upper() for w in in_language[::2]),
+        "YANIT",
+        "ANTWORT",
+        "réponse",
+        "RÉPONSE",
+        "antwoſt",
+        "ſvar",
+        "jıbu",
+        "jİbu",
+        "ıi",
+        "ſ",
+        "\u212a",
+        "ẞ",
+        "×",
+        "→",
+        " ",
+        "\n",
+        ":",
+        "x",
+        "ab",
+        "5",
+    )
+
+
+_WORD_PIECES = _number_word_pieces()
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from(_WORD_PIECES), max_size=12))
+def test_number_words_of_other_languages_are_found_as_the_searches_find_them(pieces):
+    """_other_number_word's tests that skip a search (no letter a word needs, no marker as a
+    substring) give the answer of its definition: the search over all words, then per language."""
+    from miners.verify import evidence
+
+    text = "".join(pieces)
+    any_text = evidence._OTHER_NUMBER_WORD_IN_ASCII_RE if text.isascii() else evidence._OTHER_NUMBER_WORD_RE
+    marker = evidence._ANY_MARKER_IN_LANGUAGE_RE.search(text) is not None
+    definition = any_text.search(text) is not None or (
+        marker and any(m.search(text) and w.search(text) for m, w in evidence._IN_LANGUAGE)
+    )
+    assert evidence._marker_of_a_language(text) == marker, text
+    assert evidence._other_number_word.__wrapped__(text) == definition, text
+
+
+_MARKUP_PIECES = ("*", "**", "_", "__", "`", "x", "12", " ", "\n", "=", "So")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_MARKUP_PIECES), max_size=14))
+def test_closing_markup_is_the_run_the_regex_finds(pieces):
+    """_closing_markup_off finds the run of markup that ends a text where _CLOSING_MARKUP_RE's match
+    starts (a text ending in a newline included): the same text back."""
+    from miners.verify import verifier
+
+    body = "".join(pieces)
+    m = verifier._CLOSING_MARKUP_RE.search(body)
+    if m is None:
+        expected = body
+    else:
+        line = body[body.rfind("\n") + 1 : m.start()]
+        closing = m.group(0)
+        paired = line.count(closing) % 2 == 1 or (closing.startswith("**") and line.count("**") % 2 == 1)
+        expected = body[: m.start()].rstrip() if paired else body
+    assert verifier._closing_markup_off(body) == expected, body
+
+
+_ROLE_PIECES = ("\n", "User:", "user：", "HUMAN :", "Humanbrain*:", "> ", "#", " ", "x", "user", ":")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(_ROLE_PIECES), max_size=12))
+def test_an_invented_role_line_is_found_where_its_definition_finds_it(pieces):
+    """The role-line search after a newline starts where _ROLE_RE, searched from the second character,
+    finds its line."""
+    from miners.verify import extract
+
+    text = "".join(pieces)
+    m = extract._ROLE_RE.search(text, 1)
+    fast = extract._ROLE_AFTER_NEWLINE_RE.search(text)
+    assert (None if fast is None else fast.start() + 1) == (None if m is None else m.start()), text
