@@ -843,6 +843,7 @@ def settle(
             return proposed
         return Verdict(UNKNOWN, UNDECIDED, proposed.answer, proposed.rule, proposed.readings)
     also: list[str] = []
+    why: str | None
     if label == UNKNOWN:
         # readings compared unequal that nothing confirmed are still readings of this output: where
         # it writes the gold's value nowhere, no reading of it holds the right answer (rule (b))

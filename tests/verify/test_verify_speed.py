@@ -704,3 +704,30 @@ def test_an_invented_role_line_is_found_where_its_definition_finds_it(pieces):
     m = extract._ROLE_RE.search(text, 1)
     fast = extract._ROLE_AFTER_NEWLINE_RE.search(text)
     assert (None if fast is None else fast.start() + 1) == (None if m is None else m.start()), text
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(_WRITTEN_PIECES), max_size=30),
+    st.integers(0, 40),
+    st.sampled_from(("12", "0.75", "1/2", "1250", "31", "5", "1000", "2.25", "0", "0.12")),
+)
+def test_writes_is_any_written_number_equal(pieces, pick, other):
+    """_writes (lazy, its skipped scans and all) answers as its definition: some number every scan
+    in turn reads, its float close and its exact value equal. The value is one the text writes
+    (picked) or another."""
+    import math
+    from fractions import Fraction
+
+    from miners.verify import evidence as stated
+
+    text = "".join(pieces)
+    ref = _eager_written(text)
+    values = [Fraction(other)] + ([ref[pick % len(ref)][1]()] if ref else [])
+    for value in values:
+        try:
+            target = float(value)
+        except OverflowError:
+            continue
+        expected = any(math.isclose(a, target, rel_tol=1e-9, abs_tol=1e-12) and e() == value for a, e in ref)
+        assert stated._writes(text, value) == expected, (text, value)
