@@ -47,10 +47,10 @@ from miners.verify.prose import (
     concluding,
     emphasized_value,
     is_prose,
+    last_sentences,
     looping,
     number_word_runs,
     prose_value,
-    sentences,
     without_closing_rating,
 )
 from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
@@ -444,7 +444,7 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
             )
     value = concluding(stripped, kind, whole)
     if value and strip_answer(value):
-        last = sentences(stripped)[-1]
+        last = last_sentences(stripped, 1)[-1]
         # a value the concluding sentence sets in bold is one the output marked as its answer: strong
         # (settle still asks a WRONG for a complete answer its statement confirms)
         marked = emphasized_value(last)

@@ -374,7 +374,7 @@ def _money(s: str) -> str:
 def prose_value(span: str, kind: str, look_back: int = 3) -> str | None:
     """The value the last sentence that states one states (module doc, step 4), or None."""
     s = _money(span) if kind == "gsm8k" or span.count("$") % 2 == 1 else span
-    for sentence in reversed(sentences(s)[-look_back:]):
+    for sentence in reversed(last_sentences(s, look_back)):
         value = _sentence_value(sentence)
         if value is not None:
             return value
@@ -548,7 +548,7 @@ def concluding(text: str, kind: str, whole: bool = True) -> str | None:
     if not (body[-1] in ".。!！।" or body[-1].isdigit() or body.endswith(("**", "$")) or result_line):
         return None  # cut off mid-sentence: no commitment
     single = "\n" not in body.strip() and len(body) <= 200
-    last_two = sentences(body)[-2:]
+    last_two = last_sentences(body, 2)
     for k, sentence in reversed(list(enumerate(last_two))):
         # a last sentence after a concluding one that computes a result of its own ("So he had 2 + 4 =
         # 6 books. Since he had 7 action figures, he had 7 - 6 = 1 more action figure than books.")
