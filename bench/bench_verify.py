@@ -314,6 +314,23 @@ before a reply that concludes in prose (`empty answer after a possible answer`);
 (that class, and "20 dozens" read both as a count and as the things counted), so its figures above
 are not held-out figures.""",
     ),
+    (
+        "verify_heldout15/heldout.jsonl",
+        """The fifteenth corpus (144 GSM8K rows from five repositories no other corpus uses: sub-question
+answers of gpt-3.5-turbo, LLaMA 7B and 13B and Mistral 7B, an RWKV-7 reasoning model whose forced
+closing box is left open, Qwen2.5-Math-1.5B and Llama-3-8B runs of two alignment coursework
+repositories), gathered by one helper and labelled by hand by three others while the verifier was
+changed, read by nobody working on the verifier until it was measured once, after the rule (b)
+change for unconfirmed readings (`bench/bench_verify.py --corpora verify_heldout15/heldout.jsonl
+--show 12`, load average 1.35 on 2 cores, at `fc0ecd0`; `bench/results/verify-heldout15.md`). Goals
+on it: wrong definite verdicts 1/144 (0.69%, goal <= 1%) met; right answers called wrong 1/144
+(0.69%, goal <= 0.5%) NOT met; coverage 141/144 (97.9%) met; 2.8x math-verify's throughput (goal
+>= 5x) NOT met; math-verify alone 15 wrong (10.42%). The one wrong verdict (`b0089`, labelled
+equal and arguable): a reply that ends its working on $70,000 and then invents a conversation whose
+first line is "Assistant: User: ...": the role line was not read as an invented turn (only a line
+that opens with the user's role was), and an `Answer:` line inside the invented conversation was
+taken. It was then fixed on (that class), so its figures above are not held-out figures.""",
+    ),
 )
 
 
