@@ -53,6 +53,7 @@ FIXED_AFTER_MEASUREMENT = {
     "verify_heldout11/heldout.jsonl",
     "verify_heldout12/heldout.jsonl",
     "verify_heldout14/heldout.jsonl",
+    "verify_heldout15/heldout.jsonl",
 }
 
 

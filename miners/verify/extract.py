@@ -73,8 +73,12 @@ _JOIN_WORDS_RE = re.compile(r"[A-Za-z]+")
 _TURN_END_RE = re.compile(
     r"<\|(?:im_start|im_end|user|endoftext|eot_id|eom_id|start_header_id|end)\|>|</s>|\[INST\]"
 )
-# An invented role line: what follows is a conversation the model made up.
-_ROLE_LINE = r"[ \t>*_#]*(?:user|human|humanbrain)[ \t*_]*[:：]"
+# An invented role line: what follows is a conversation the model made up (the user's role, after the
+# assistant's own role word too: "Assistant: User: ...").
+_ROLE_LINE = (
+    r"[ \t>*_#]*(?:(?:assistant|system|model|ai|bot)[ \t*_]*[:：][ \t*_]*)?"
+    r"(?:user|human|humanbrain)[ \t*_]*[:：]"
+)
 _ROLE_RE = re.compile(r"(?m)^" + _ROLE_LINE, re.I)
 # the same lines past the first character, found after their newline (a literal the regex engine
 # searches for; "^" is tried at every character): the role line starts one past the match

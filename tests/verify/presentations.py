@@ -775,6 +775,28 @@ def feedback_turns_cut(draw: st.DrawFn) -> Case:
     return Case(output, str(value), "gsm8k", says, classes)
 
 
+# a role line that opens a conversation the model made up after its answer, the assistant's own role
+# word before the user's or not
+INVENTED_ROLE_LINES = ("User: ", "Human: ", "Assistant: User: ", "AI: User: ", "**Assistant:** **User:** ")
+
+
+@st.composite
+def invented_conversation(draw: st.DrawFn) -> Case:
+    """An answer, then a conversation the model invents ("Assistant: User: How much did it cost?" and
+    an "Answer:" of its own): nothing after the role line counts (convention 4); the committed value
+    is the one before it."""
+    value = draw(st.integers(2, 99_999))
+    says, shown = right_or_other(draw, value, st.integers(2, 99_999))
+    other = draw(st.integers(2, 99_999).filter(lambda n: n not in (value, shown)))
+    conclusion = draw(st.sampled_from(("So the answer is {x}.", "Final answer: {x}", "The answer is ${x}$.")))
+    role = draw(st.sampled_from(INVENTED_ROLE_LINES))
+    output = (
+        f"We add the parts: 12 + 30 = 42.\n{conclusion.format(x=shown)}\n\n"
+        f"{role}How much did the second one cost?\nAssistant: It cost 7 more.\n\nAnswer: {other}"
+    )
+    return Case(output, str(value), "gsm8k", says, {"conclusion": conclusion, "role line": role})
+
+
 @st.composite
 def thousands_equation_line(draw: st.DrawFn) -> Case:
     """Column arithmetic, then a closing equation whose numbers carry thousands commas ("So,

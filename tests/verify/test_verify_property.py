@@ -36,6 +36,7 @@ from tests.verify.presentations import (
     cut_after_a_weak_reading,
     feedback_turns_cut,
     hash_answer_line,
+    invented_conversation,
     markdown_h4_steps,
     numbered_answer_line,
     numbered_parts,
@@ -195,4 +196,11 @@ def test_an_option_line_or_a_section_title_is_no_answer(case: Case) -> None:
 @settings(max_examples=150)
 @given(numbered_answer_line())
 def test_a_numbered_answer_marker_reads_its_value(case: Case) -> None:
+    never_the_opposite(case, decided=True)
+
+
+@settings(max_examples=150)
+@given(invented_conversation())
+def test_an_invented_conversation_after_the_answer_is_no_part_of_it(case: Case) -> None:
+    # the conclusion before the role line is the answer, the assistant's role word before it or not
     never_the_opposite(case, decided=True)

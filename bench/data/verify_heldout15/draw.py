@@ -31,9 +31,10 @@ SUBQ_COMMIT = "d21dba9e94e08be1ee13d3f294da9f1229a24d52"
 # eval_chat.jsonl, a behaviour-cloned GPT-2 medium in eval_filtered_bc_medium.jsonl) splits each problem into
 # sub-questions, then the answering model named by the folder (gpt-3.5-turbo as "chatgpt", LLaMA 7B and 13B,
 # Mistral 7B) answers them; the prompt asks for "AN:" answers and "Final answer:" with the number alone.
-# eval_responses/<answerer>/<file>.jsonl keeps the reply (`answers`), the gold (`answer`, "18.0" as a string in
-# the chatgpt files, a float in the others) and the sub-questions it was given (`questions`); no correctness
-# flag. The LLaMA and Mistral replies often run on past "Final answer:" into invented next problems.
+# eval_responses/<answerer>/<file>.jsonl keeps the reply (`answers`), the gold (`answer`, "18.0" as a string
+# in the chatgpt files, a float in the others) and the sub-questions it was given (`questions`); no
+# correctness flag. The LLaMA and Mistral replies often run on past "Final answer:" into invented next
+# problems.
 # (answerer folder, model, family)
 SUBQ_MODELS = [
     ("chatgpt", "gpt-3.5-turbo", "GPT"),
@@ -147,7 +148,8 @@ def rwkv_rows(mirror: Mirror) -> list[dict]:
             "pred": records[i]["gen"],
             "gold": golds[i],
             "kind": "gsm8k",
-            "source": f"{RWKV} {RWKV_PATH}@{RWKV_COMMIT[:7]} record {i} model=RWKV-7 reasoning model (0p5b run) "
+            "source": f"{RWKV} {RWKV_PATH}@{RWKV_COMMIT[:7]} record {i} "
+            "model=RWKV-7 reasoning model (0p5b run) "
             "family=RWKV (GSM8K test; '\\boxed{' forced after the reasoning)",
             "source_label": str(records[i]["correct"]),
         }
@@ -163,7 +165,8 @@ def r1zero_rows(mirror: Mirror) -> list[dict]:
             "pred": records[i]["response"],
             "gold": golds[i],
             "kind": "gsm8k",
-            "source": f"{R1ZERO} {R1ZERO_PATH}@{R1ZERO_COMMIT[:7]} record {i} model=Qwen2.5-Math-1.5B family=Qwen "
+            "source": f"{R1ZERO} {R1ZERO_PATH}@{R1ZERO_COMMIT[:7]} record {i} "
+            "model=Qwen2.5-Math-1.5B family=Qwen "
             "(GSM8K test; r1_zero prompt, '<answer> </answer>' asked)",
             "source_label": str(records[i]["answer_reward"]),
         }
@@ -211,7 +214,13 @@ def akshit_rows(mirror: Mirror) -> list[dict]:
 
 
 def draw(mirror: Mirror) -> list[dict]:
-    rows = subq_rows(mirror) + rwkv_rows(mirror) + r1zero_rows(mirror) + dhanvin_rows(mirror) + akshit_rows(mirror)
+    rows = [
+        *subq_rows(mirror),
+        *rwkv_rows(mirror),
+        *r1zero_rows(mirror),
+        *dhanvin_rows(mirror),
+        *akshit_rows(mirror),
+    ]
     return [{"id": f"{ID_PREFIX}{n:04d}", **row} for n, row in enumerate(rows, 1)]
 
 
