@@ -74,6 +74,7 @@ from miners.verify.readable import (
     renamed_constants,
     states_no_value,
     undecidable_forms,
+    words_only,
 )
 from miners.verify.rules import RULES_BY_NAME, option_labels
 from miners.verify.types import (
@@ -396,6 +397,11 @@ class Verifier:
         if kind == "task" or word_against_number(normalize(answer, kind)[0], normalize(gold, kind)[0]):
             # task golds are plain strings and numbers: nothing for sympy to add
             return Comparison(UNKNOWN, None)
+        if words_only(answer):
+            # words against a gold the fast path cannot decide: math-verify would read letters as
+            # symbols, a reading refused anyway; it is not asked
+            self.stats["unread: words, math-verify not asked"] += 1
+            return Comparison(UNKNOWN, None, UNREADABLE)
         span, unread = symbolic.span_compare(answer, gold, self.stats)
         label = UNKNOWN if span is None else CORRECT if span else WRONG
         if label == WRONG and states_no_value(gold, answer):

@@ -241,3 +241,16 @@ def test_a_refusal_is_no_value_and_rule_b_decides():
     assert (verdict.label, verdict.reason) == ("wrong", "gold's value stated nowhere")
     stated = Verifier().verify("12 would fit, but\n\nFinal answer: no solution", "12", "gsm8k")
     assert stated.label == "unknown"
+
+
+def test_a_span_of_words_is_not_handed_to_math_verify(monkeypatch):
+    """Words against a gold the fast path cannot decide ("Probability" against \\frac{1}{2}): math-verify
+    would read the letters as symbols, a reading refused anyway, so it is not asked: unknown."""
+
+    def asked(*args, **kwargs):
+        raise AssertionError("math-verify was asked about a span of words")
+
+    monkeypatch.setattr(symbolic, "span_compare", asked)
+    output = "The probability is computed below.\n\nAnswer: Probability"
+    verdict = Verifier().verify(output, "\\frac{1}{2}", "math")
+    assert (verdict.label, verdict.reason) == ("unknown", "verifiers cannot read the answer"), verdict
