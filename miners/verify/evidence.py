@@ -10,7 +10,7 @@ The property (docs/design.md, "The answer verifier"), enforced by `settle` and n
   - WRONG only where (a) the output commits to a complete answer that a second, independent reading
     of its statement confirms, and that compares unequal to the gold; or (b) the gold's value is
     stated nowhere in the output. Rule (b) decides an output with no committed answer, and one whose
-    readings were compared unequal and nothing confirmed (against a plain-number gold, or where the
+    weak reading was compared unequal and nothing confirmed (against a plain-number gold, or where the
     output was cut off); never a reading no verifier could compare, which may hide the gold's value.
   - CORRECT only where the committed answer compares equal to the gold.
   - Everything else is UNKNOWN, with its reason.
@@ -74,7 +74,6 @@ from miners.verify.types import (
     ALTERNATIVES,
     AMBIGUOUS,
     CORRECT,
-    DISAGREE,
     EMPTY_AFTER_VALUE,
     EMPTY_ANSWER,
     EMPTY_OUTPUT,
@@ -794,17 +793,16 @@ def confirms(c: Commitment, gold_text: str, kind: str, gold_value: str | None = 
 
 # ------------------------------------------------------------------------------- the verdict
 
-# unknowns whose readings were compared: the second reading could not confirm the first
-_UNCONFIRMED_READINGS = frozenset({WEAK_UNCONFIRMED, DISAGREE})
-
 
 def _decided_unequal(proposed: Verdict) -> bool:
-    """An unknown whose readings the fast path compared unequal and none read equal: rule (b) may
-    decide it. A reading no verifier could compare ("2 hours 30 minutes", "\\sqrt25") may hide the
-    gold's value in a form no number reader sees, and one read equal states it: neither is tried."""
+    """An unknown whose reading the fast path compared unequal and no second reading confirmed (math-verify
+    could not read the output) and none read equal: rule (b) may decide it. A reading no verifier could
+    compare ("2 hours 30 minutes", "\\sqrt25") may hide the gold's value in a form no number reader sees,
+    and one read equal states it: neither is tried. ("verifiers disagree" has been asked already: two
+    unequal readings of other values are unknown only where the output states the gold's value.)"""
     readings = proposed.readings or ()
     return (
-        proposed.reason in _UNCONFIRMED_READINGS
+        proposed.reason == WEAK_UNCONFIRMED
         and any(r.verifier == FAST and r.label == WRONG for r in readings)
         and all(r.label != CORRECT for r in readings)
     )

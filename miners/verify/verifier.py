@@ -26,8 +26,9 @@ How a verdict is reached:
      no marker and no value set in bold): math-verify reads the whole output itself; where the two
      readings differ the verdict is `unknown` ("verifiers disagree") with both readings kept.
      Where math-verify cannot read the output, the weak reading is unconfirmed and the verdict is
-     `unknown` ("weak form unconfirmed"); either unknown is `wrong` by rule (b) where the output
-     states the gold's value nowhere (a plain-number gold, or an output cut off: evidence.settle).
+     `unknown` ("weak form unconfirmed"); where its reading compared unequal and the output states
+     the gold's value nowhere (a plain-number gold, or an output cut off), rule (b) makes it `wrong`
+     (evidence.settle); two unequal readings of different values are `wrong` by rule (b) too.
   Where the verifier finds no committed answer, math-verify is not asked: its reading would be the
   output's last expression, and on the labelled corpora every such "correct" was wrong.
 Strong forms the fast path decides never reach math-verify, which keeps throughput high. Each
