@@ -37,7 +37,10 @@ DISAGREE = (
 )
 UNDECIDED = "So the value is \\boxed{\\sum_{k=1}^{n} k^{3}}."  # too large for math-verify's guard
 # a value read out of a sentence that offers several (it reads 7: a misreading); math-verify reads nothing
-WEAK = "He had seven apples and ate two, so five are left."
+# a value read out of prose that math-verify cannot confirm; it writes both fixture problems' golds (7,
+# 8), so rule (b) leaves it unknown against either
+WEAK = "After eight days he had seven apples and ate two, so five are left."
+UNCONFIRMED_NO_GOLD = "He had seven apples and ate two, so five are left."
 LOOP = "I count the apples again and again. " * 40
 
 REASON_CASES = [
@@ -64,6 +67,8 @@ REASON_CASES = [
     (UNDECIDED, "\\frac{n^2(n+1)^2}{4}", "math", "unknown", "comparison undecided"),
     (WEAK, "5", "gsm8k", "unknown", "weak form unconfirmed"),
     (WEAK, "7", "gsm8k", "unknown", "weak form unconfirmed"),
+    # the same unconfirmed reading where the gold is written nowhere: no reading holds it (rule (b))
+    (UNCONFIRMED_NO_GOLD, "8", "gsm8k", "wrong", "gold's value stated nowhere"),
     ("So he has seven apples.", "7", "gsm8k", "correct", "compared equal"),  # one number: no choice
     ("So he has seven apples.", "8", "gsm8k", "wrong", "compared unequal"),
     ("Final answer: " + "9" * 2500, "9", "gsm8k", "unknown", "answer too long"),
