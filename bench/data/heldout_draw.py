@@ -37,6 +37,16 @@ class Mirror:
         return self.read_bytes(repo, path).decode("utf-8")
 
 
+def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
+    """A file of a repository's copy as it stood at `commit` (a draw names the commit it read)."""
+    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
+    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
 def rng_for(seed: str, repo: str, path: str) -> random.Random:
     """The draw's random source for one source file: the same file always gives the same rows."""
     return random.Random(f"{seed}:{repo}:{path}")

@@ -107,14 +107,14 @@ def _has_bare_word(span: str) -> bool:
 _OTHER_SCRIPT_RE = re.compile(r"[^\W\d_A-Za-z\u00c0-\u024f\u0370-\u03ff]")
 
 
+_DIGIT_RE = re.compile(r"\d")
+
+
 def words_only(span: str) -> bool:
     """A span of words and no digit ("Probability", "We can't solve this problem", "not defined"):
     math-verify has no words, so whatever it reads there is letters taken for symbols (a reading
     unread_reason refuses, WORD_AS_PRODUCT) after a LaTeX parse that costs it milliseconds."""
     return not _DIGIT_RE.search(span) and _has_bare_word(span)
-
-
-_DIGIT_RE = re.compile(r"\d")
 
 
 def _texts_a_word(span: str) -> bool:

@@ -584,20 +584,6 @@ _WRITTEN_PIECES = (
 )
 
 
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(_WRITTEN_PIECES), max_size=30))
-def test_written_numbers_skip_only_readers_that_cannot_match(pieces):
-    """A reader _written skips for want of its sign ("^", "_", "/", a base prefix, a letter beyond
-    ASCII) finds nothing there: the same numbers, in the same order, as every scan in turn."""
-    from miners.verify import evidence as stated
-
-    text = "".join(pieces)
-    lazy = list(stated._written(text))
-    ref = _eager_written(text)
-    assert [a for a, _ in lazy] == [a for a, _ in ref], text
-    assert [e() for _, e in lazy] == [e() for _, e in ref], text
-
-
 def test_the_letters_that_fold_to_ascii_are_all_of_them():
     """evidence._FOLDS_TO_ASCII_RE holds every character beyond ASCII that IGNORECASE matches to an
     ASCII letter (all of Unicode searched)."""
@@ -712,17 +698,21 @@ def test_an_invented_role_line_is_found_where_its_definition_finds_it(pieces):
     st.integers(0, 40),
     st.sampled_from(("12", "0.75", "1/2", "1250", "31", "5", "1000", "2.25", "0", "0.12")),
 )
-def test_writes_is_any_written_number_equal(pieces, pick, other):
-    """_writes (lazy, its skipped scans and all) answers as its definition: some number every scan
-    in turn reads, its float close and its exact value equal. The value is one the text writes
-    (picked) or another."""
+def test_written_numbers_skip_only_readers_that_cannot_match(pieces, pick, other):
+    """A reader _written skips for want of its sign ("^", "_", "/", a base prefix, a letter beyond
+    ASCII) finds nothing there: the same numbers, in the same order, as every scan in turn; and
+    _writes answers as that reading does (some number's float close and its exact value equal), for
+    a value the text writes (picked) or another."""
     import math
     from fractions import Fraction
 
     from miners.verify import evidence as stated
 
     text = "".join(pieces)
+    lazy = list(stated._written(text))
     ref = _eager_written(text)
+    assert [a for a, _ in lazy] == [a for a, _ in ref], text
+    assert [e() for _, e in lazy] == [e() for _, e in ref], text
     values = [Fraction(other)] + ([ref[pick % len(ref)][1]()] if ref else [])
     for value in values:
         try:

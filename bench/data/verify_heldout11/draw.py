@@ -13,14 +13,13 @@ any verifier ran on it. No verifier or grader is run here.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, read_at  # noqa: E402
 
 SEED = "g1h11"
 HERE = Path(__file__).parent
@@ -64,11 +63,6 @@ KNOW_MODELS = [
     ("instruct", "Qwen/Qwen2.5-1.5B-Instruct", "Qwen", 10),
     ("rl", "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", "DeepSeek", 5),
 ]
-
-
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
 
 
 def without_dollars(gold: str) -> str:

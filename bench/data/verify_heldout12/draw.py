@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, read_at  # noqa: E402
 
 SEED = "g1h12"
 HERE = Path(__file__).parent
@@ -78,11 +78,6 @@ TUTOR_FAMILIES = {
     "s1k_init": "fine-tune",
 }
 PLAIN_NUMBER = re.compile(r"\$?[0-9][0-9,]*(\.[0-9]+)?")
-
-
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
 
 
 def list_at(mirror: Mirror, repo: str, commit: str, folder: str) -> list[str]:

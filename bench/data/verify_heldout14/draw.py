@@ -11,15 +11,13 @@ ran on it. No verifier or grader is run here.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, json_lines, read_at  # noqa: E402
 
 SEED = "g1h14"
 HERE = Path(__file__).parent
@@ -120,15 +118,6 @@ GYM_FILES = [
         2,
     ),
 ]
-
-
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
-
-
-def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def drawn_indices(repo: str, path: str, n: int | None, total: int) -> list[int]:

@@ -12,14 +12,13 @@ ran on it. No verifier or grader is run here.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, json_lines, read_at  # noqa: E402
 
 SEED = "g1h15"
 HERE = Path(__file__).parent
@@ -97,15 +96,6 @@ AKSHIT_FILES = [
 ]
 
 
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
-
-
-def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
-
-
 def gold_text(value) -> str:
     gold = str(value).strip()
     if gold.startswith("$") and gold.endswith("$") and len(gold) > 2:
@@ -119,6 +109,11 @@ def drawn_indices(repo: str, path: str, n: int, golds: list[str]) -> list[int]:
     return sorted(heldout_draw.rng_for(SEED, repo, path).sample(eligible, n))
 
 
+def gsm8k_row(pred: str, gold: str, source: str, source_label: str) -> dict:
+    """A drawn row: every source here answers GSM8K test questions."""
+    return {"pred": pred, "gold": gold, "kind": "gsm8k", "source": source, "source_label": source_label}
+
+
 def subq_rows(mirror: Mirror) -> list[dict]:
     rows = []
     for folder, model, family in SUBQ_MODELS:
@@ -126,17 +121,16 @@ def subq_rows(mirror: Mirror) -> list[dict]:
             path = f"eval_responses/{folder}/{stem}.jsonl"
             records = json_lines(read_at(mirror, SUBQ, SUBQ_COMMIT, path))
             golds = [gold_text(r["answer"]) for r in records]
-            for i in drawn_indices(SUBQ, path, n, golds):
-                rows.append(
-                    {
-                        "pred": records[i]["answers"],
-                        "gold": golds[i],
-                        "kind": "gsm8k",
-                        "source": f"{SUBQ} {path}@{SUBQ_COMMIT[:7]} record {i} model={model} family={family} "
-                        f"(GSM8K test, answering {generator}; 'Final answer:' asked)",
-                        "source_label": "",
-                    }
+            rows += [
+                gsm8k_row(
+                    records[i]["answers"],
+                    golds[i],
+                    f"{SUBQ} {path}@{SUBQ_COMMIT[:7]} record {i} model={model} family={family} "
+                    f"(GSM8K test, answering {generator}; 'Final answer:' asked)",
+                    "",
                 )
+                for i in drawn_indices(SUBQ, path, n, golds)
+            ]
     return rows
 
 
@@ -144,15 +138,13 @@ def rwkv_rows(mirror: Mirror) -> list[dict]:
     records = json_lines(read_at(mirror, RWKV, RWKV_COMMIT, RWKV_PATH))
     golds = [gold_text(r["a"]) for r in records]
     return [
-        {
-            "pred": records[i]["gen"],
-            "gold": golds[i],
-            "kind": "gsm8k",
-            "source": f"{RWKV} {RWKV_PATH}@{RWKV_COMMIT[:7]} record {i} "
-            "model=RWKV-7 reasoning model (0p5b run) "
+        gsm8k_row(
+            records[i]["gen"],
+            golds[i],
+            f"{RWKV} {RWKV_PATH}@{RWKV_COMMIT[:7]} record {i} model=RWKV-7 reasoning model (0p5b run) "
             "family=RWKV (GSM8K test; '\\boxed{' forced after the reasoning)",
-            "source_label": str(records[i]["correct"]),
-        }
+            str(records[i]["correct"]),
+        )
         for i in drawn_indices(RWKV, RWKV_PATH, RWKV_ROWS, golds)
     ]
 
@@ -161,15 +153,13 @@ def r1zero_rows(mirror: Mirror) -> list[dict]:
     records = json_lines(read_at(mirror, R1ZERO, R1ZERO_COMMIT, R1ZERO_PATH))
     golds = [gold_text(r["ground_truth"]) for r in records]
     return [
-        {
-            "pred": records[i]["response"],
-            "gold": golds[i],
-            "kind": "gsm8k",
-            "source": f"{R1ZERO} {R1ZERO_PATH}@{R1ZERO_COMMIT[:7]} record {i} "
-            "model=Qwen2.5-Math-1.5B family=Qwen "
+        gsm8k_row(
+            records[i]["response"],
+            golds[i],
+            f"{R1ZERO} {R1ZERO_PATH}@{R1ZERO_COMMIT[:7]} record {i} model=Qwen2.5-Math-1.5B family=Qwen "
             "(GSM8K test; r1_zero prompt, '<answer> </answer>' asked)",
-            "source_label": str(records[i]["answer_reward"]),
-        }
+            str(records[i]["answer_reward"]),
+        )
         for i in drawn_indices(R1ZERO, R1ZERO_PATH, R1ZERO_ROWS, golds)
     ]
 
@@ -180,17 +170,16 @@ def dhanvin_rows(mirror: Mirror) -> list[dict]:
         path = f"model_predictions_store/gsm8k/eval_results/{name}"
         records = json_lines(read_at(mirror, DHANVIN, DHANVIN_COMMIT, path))
         golds = [gold_text(r["ground_truth_answer"]) for r in records]
-        for i in drawn_indices(DHANVIN, path, n, golds):
-            rows.append(
-                {
-                    "pred": records[i]["model_response"],
-                    "gold": golds[i],
-                    "kind": "gsm8k",
-                    "source": f"{DHANVIN} {path}@{DHANVIN_COMMIT[:7]} record {i} model=Meta-Llama-3-8B "
-                    f"family=Llama (GSM8K test; {prompt}; one line)",
-                    "source_label": str(records[i]["metrics"]["accurate"]),
-                }
+        rows += [
+            gsm8k_row(
+                records[i]["model_response"],
+                golds[i],
+                f"{DHANVIN} {path}@{DHANVIN_COMMIT[:7]} record {i} model=Meta-Llama-3-8B "
+                f"family=Llama (GSM8K test; {prompt}; one line)",
+                str(records[i]["metrics"]["accurate"]),
             )
+            for i in drawn_indices(DHANVIN, path, n, golds)
+        ]
     return rows
 
 
@@ -199,17 +188,16 @@ def akshit_rows(mirror: Mirror) -> list[dict]:
     for path, model, n in AKSHIT_FILES:
         records = json.loads(read_at(mirror, AKSHIT, AKSHIT_COMMIT, path))["incorrect_predictions"]
         golds = [gold_text(r[3]) for r in records]
-        for i in drawn_indices(AKSHIT, path, n, golds):
-            rows.append(
-                {
-                    "pred": records[i][1],
-                    "gold": golds[i],
-                    "kind": "gsm8k",
-                    "source": f"{AKSHIT} {path}@{AKSHIT_COMMIT[:7]} record {i} model={model} family=Llama "
-                    "(GSM8K test; incorrect_predictions record; zero-shot '# Answer:' prompt)",
-                    "source_label": "False",
-                }
+        rows += [
+            gsm8k_row(
+                records[i][1],
+                golds[i],
+                f"{AKSHIT} {path}@{AKSHIT_COMMIT[:7]} record {i} model={model} family=Llama "
+                "(GSM8K test; incorrect_predictions record; zero-shot '# Answer:' prompt)",
+                "False",
             )
+            for i in drawn_indices(AKSHIT, path, n, golds)
+        ]
     return rows
 
 

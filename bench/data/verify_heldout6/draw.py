@@ -12,14 +12,13 @@ grader is run here.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, read_at  # noqa: E402
 
 SEED = "22f"
 HERE = Path(__file__).parent
@@ -94,11 +93,6 @@ NOTHINK = "Muqi1029/NoThink-project"
 # the results were deleted after this commit; the file holds five deepseek-chat answers to GSM8K
 NOTHINK_COMMIT = "790dca593cdad91a54dd58efa3abc4a341a5b583"
 NOTHINK_PATH = "results/ds-api_deepseek-chat_gsm8k_0424.json"
-
-
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
 
 
 def gsm8k_gold(solution: str) -> str:

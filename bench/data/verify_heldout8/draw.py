@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, read_at  # noqa: E402
 
 SEED = "34h8"
 HERE = Path(__file__).parent
@@ -195,11 +195,6 @@ CONV_MODELS = [
     ("anthropic/claude-sonnet-4.5", "Claude", 30),
     ("gpt-4.1", "GPT", 8),
 ]
-
-
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
 
 
 def files_at(mirror: Mirror, repo: str, commit: str, folder: str) -> list[str]:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
 import heldout_draw  # noqa: E402
-from heldout_draw import Mirror  # noqa: E402
+from heldout_draw import Mirror, read_at  # noqa: E402
 
 SEED = "34h9"
 HERE = Path(__file__).parent
@@ -120,11 +119,6 @@ CAREFUL_PATH = "results/raw_outputs.jsonl"
 # '[PAUSE] ... [/PAUSE]' filler between sentences; a '[THINK] ... [/THINK]' check between sentences), the
 # last line asked as 'FINAL_ANSWER: <number>'; `output` is the whole reply
 CAREFUL_ROWS = 20
-
-
-def read_at(mirror: Mirror, repo: str, commit: str, path: str) -> str:
-    command = ["git", f"--git-dir={mirror.git_dir(repo)}", "show", f"{commit}:{path}"]
-    return subprocess.run(command, check=True, capture_output=True).stdout.decode("utf-8")
 
 
 def jsonl_at(mirror: Mirror, repo: str, commit: str, path: str) -> list[dict]:
