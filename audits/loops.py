@@ -109,6 +109,7 @@ throughput against a plain 6-gram Counter scan.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -401,6 +402,42 @@ def _token_runs(tok: str, index: int) -> list[_Run]:
 def scan(text: str | None) -> LoopReport:
     """Scan one model output for repetition loops (definitions in the module docstring)."""
     return scan_many([text])[0]
+
+
+# a tail cycle's periodic stretch [s, e) ends at the text's last token or the one before it (e >= n - 1),
+# spans L >= TAIL_MIN_SPAN tokens and L >= TAIL_MIN_REPEATS * p, and token k equals token k - p for
+# every k in [s + p, e): L - p >= min over p of max(30 - p, 2p) = 20 tokens, so [n - 20, n - 1) always
+_TAIL_PERIODIC_TOKENS = (
+    min(max(TAIL_MIN_SPAN - p, (TAIL_MIN_REPEATS - 1) * p) for p in range(1, TAIL_MIN_SPAN + 1)) - 1
+)
+
+
+def may_end_in_loop(text: str | None) -> bool:
+    """False only where scan(text) reports neither a tail loop nor a catastrophic one; True where it
+    may. One text's scan pays numpy's per-call overhead (about a fifth of a millisecond); this reads
+    the text's tokens (tokenize) in Python and asks for what those two flags need: for a tail cycle,
+    the tokens before the last one repeating with some period; for a catastrophic cycle, one token a
+    hundred times or more; for a run inside a token, a token of IN_TOKEN_MIN_SPAN characters. (Tokens
+    are compared as strings, the scan compares their 64-bit hashes: the two differ only where two
+    tokens' hashes collide.)"""
+    if not text or text.isspace():
+        return False
+    tokens = tokenize(text)
+    n = len(tokens)
+    if any(len(t) >= IN_TOKEN_MIN_SPAN for t in tokens):
+        return True
+    if n >= CATASTROPHIC_REPEATS and max(Counter(tokens).values()) >= CATASTROPHIC_REPEATS:
+        return True
+    if n < TAIL_MIN_SPAN:
+        return False
+    lo, hi = n - 1 - _TAIL_PERIODIC_TOKENS, n - 1  # the tokens every tail cycle holds periodic
+    last = tokens[hi - 1]
+    for j in range(hi - 2, -1, -1):
+        if tokens[j] == last:
+            p = hi - 1 - j
+            if p <= lo and all(tokens[k] == tokens[k - p] for k in range(lo, hi)):
+                return True
+    return False
 
 
 def scan_many(texts: Iterable[str | None], *, chunk_chars: int = CHUNK_CHARS) -> list[LoopReport]:

@@ -65,6 +65,7 @@ from miners.verify.markers import (
     NUMBER_WORDS_ANY_TEXT,
     NUMBER_WORDS_IN_LANGUAGE,
     opening_chars,
+    word_trie,
 )
 from miners.verify.normalize import ASCII_FORMS
 from miners.verify.prose import first_value, number_words_values
@@ -386,7 +387,8 @@ _PLACED = {"word": r"(?<![^\W\d_])(?:{})(?![^\W\d_])", "start": r"(?<![^\W\d_])(
 
 
 def _words_re(placed: str, words: tuple[str, ...]) -> str:
-    return opening_chars(words) + _PLACED[placed].replace("{}", "|".join(map(re.escape, words)))
+    # (these patterns are searched, never read for what they matched: as a trie, the same finds)
+    return opening_chars(words) + _PLACED[placed].replace("{}", word_trie(words, space=r"\ "))
 
 
 _OTHER_NUMBER_WORD_RE = re.compile(

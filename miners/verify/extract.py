@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import lru_cache
 
 from miners.verify.lowered import lowered
 from miners.verify.markers import EXPLANATION_WORDS
@@ -264,6 +265,7 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
     )
 
 
+@lru_cache(maxsize=8)  # extraction, the cut and the second opinion ask about one output
 def cut_turn(text: str) -> str:
     """The output up to where the assistant's turn ends (a chat token or an invented role line)."""
     if "<" in text or "[INST]" in text:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from miners.verify.compare import TooLarge, choice_letter, value_verdict
 from miners.verify.exact import numeric_equal
@@ -248,6 +249,7 @@ def choice_letters(options: tuple[str, ...]) -> str:
     return LETTERS[: max(len(options), 5)]
 
 
+@lru_cache(maxsize=64)  # asked about one gold by each reading of its verdict
 def choice_gold(gold_text: str, kind: str, letters: str = "ABCDE") -> str | None:
     """The letter of a multiple-choice gold ("C", "(C)") among `letters`, or None."""
     if kind == "task":

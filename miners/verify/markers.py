@@ -326,6 +326,32 @@ def opening_chars(words: Iterable[str]) -> str:
     return "(?=[" + "".join(re.escape(c) for c in sorted({w[0] for w in words if w})) + "])"
 
 
+def word_trie(words: Iterable[str], space: str = r"\s+") -> str:
+    """A pattern for any one of words, as a trie: "seven(?:t(?:een|y))?" for seven, seventeen and
+    seventy. An alternation of many words ("seven|seventeen|seventy|six|...") is tried word by word
+    at every place it may start; the trie reads each character once. At a branch the longer word is
+    tried first, so it matches what an alternation of the words, the longest first, matches. A space
+    in a word stands for `space`."""
+    root: dict = {}
+    for word in words:
+        node = root
+        for c in word:
+            node = node.setdefault(c, {})
+        node[""] = {}  # a word ends here
+
+    def pattern(node: dict) -> str:
+        branches = [
+            (space if c == " " else re.escape(c)) + pattern(rest) for c, rest in sorted(node.items()) if c
+        ]
+        if not branches:
+            return ""
+        if len(branches) == 1:
+            return "(?:" + branches[0] + ")?" if "" in node else branches[0]
+        return "(?:" + "|".join(branches) + ")" + ("?" if "" in node else "")
+
+    return pattern(root)
+
+
 def marker_words() -> list[tuple[str, AnswerMarker]]:
     """Every marker word with its row, the longest first (so "réponse finale" is tried before "réponse")."""
     pairs = [(w, m) for m in ANSWER_MARKERS for w in (*m.words, *m.same_line)]

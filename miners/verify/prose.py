@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
-from miners.verify.markers import CONCLUDING_WORDS, marker_words, opening_chars
+from miners.verify.markers import CONCLUDING_WORDS, marker_words, opening_chars, word_trie
 from miners.verify.normalize import NUMERAL
 from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
@@ -64,10 +65,11 @@ _SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9,
 _WORD_RUN_RE = re.compile(
     r"(?i)"
     + opening_chars([*_NUMBER_WORDS, *_SCALES, "a", "negative", "minus"])
-    + r"\b(?:(?:negative|minus)\s+)?(?:"
-    + "|".join(list(_NUMBER_WORDS) + list(_SCALES))
-    + r"|a)"
-    r"(?:[\s-]+(?:and\s+)?(?:" + "|".join(list(_NUMBER_WORDS) + list(_SCALES) + ["point"]) + r"))*\b"
+    + r"\b(?:(?:negative|minus)\s+)?"
+    + word_trie([*_NUMBER_WORDS, *_SCALES, "a"])
+    + r"(?:[\s-]+(?:and\s+)?"
+    + word_trie([*_NUMBER_WORDS, *_SCALES, "point"])
+    + r")*\b"
 )
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
 _NUMBER_RE = re.compile(
@@ -407,7 +409,7 @@ def _states_value(sentence: str) -> bool:
 # committed answer, which the rating on the next line ("CONFIDENCE: 100") does not take back
 _MARKED_ANSWER_LINE_RE = re.compile(
     r"(?im)^[ \t>*_#-]*(?:"
-    + "|".join(re.escape(w).replace("\\ ", r"[ \t_-]+") for w, _ in marker_words())
+    + word_trie((w for w, _ in marker_words()), space=r"[ \t_-]+")
     + r")[ \t*_]*[:：][ \t*_]*(?P<value>[^\n]*[^\s*_.:：])"
 )
 
@@ -430,6 +432,7 @@ def _only_rates(sentence: str) -> bool:
     )
 
 
+@lru_cache(maxsize=8)  # extraction, the concluding sentence and the second opinion ask about one text
 def without_closing_rating(body: str) -> str:
     """body less the model's closing rating of its own answer, which commits to nothing new (like a
     loop or a cut, convention 4): the trailing paragraphs from the first one that rates the answer

@@ -22,7 +22,14 @@ from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
 from miners.verify.lowered import lowered
-from miners.verify.markers import ANSWER_MARKERS, BOOLEAN_WORDS, AnswerMarker, marker_words, opening_chars
+from miners.verify.markers import (
+    ANSWER_MARKERS,
+    BOOLEAN_WORDS,
+    AnswerMarker,
+    marker_words,
+    opening_chars,
+    word_trie,
+)
 
 
 class Span(NamedTuple):
@@ -216,6 +223,7 @@ def _json_fields_end(text: str, pos: int) -> int:
         pos = m.end()
 
 
+@lru_cache(maxsize=256)  # a verdict strips one span several times over (rules, extraction, the property)
 def strip_answer(ans: str) -> str:
     """Markdown, quotes, outer math delimiters and trailing punctuation around an answer."""
     s = ans.strip().replace('\\"', '"').strip('*_` \t"“”')
@@ -427,7 +435,8 @@ def find_bracketed_word(text: str, low: str, kind: str) -> Iterable[Span]:
 # with its copula (marker_copula).
 _MARKERS = marker_words()
 # (the words of a marker may be joined by an underscore or a hyphen: "FINAL_ANSWER:", "Final-Answer:")
-_MARKER_ALT = "|".join(re.escape(w).replace("\\ ", r"[ \t_-]+") for w, _ in _MARKERS)
+# (a trie of the words: _MARKERS is longest first, and a trie matches what that alternation matches)
+_MARKER_ALT = word_trie((w for w, _ in _MARKERS), space=r"[ \t_-]+")
 _MARKER_OF = {w.lower(): m for w, m in _MARKERS}
 _SAME_LINE = {w for m in ANSWER_MARKERS for w in m.same_line}
 _ANYWHERE = {w.lower() for m in ANSWER_MARKERS for w in m.anywhere}

@@ -22,14 +22,15 @@ import re
 from functools import lru_cache
 
 from miners.verify.lowered import lowered
-from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS
+from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS, word_trie
 
 # a word of a spaced script ends where its letters do ("probability that i" is not "... that it")
 _LETTERS = r"A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
 _START = r"(?<![" + _LETTERS + "])"
 _END = r"(?![" + _LETTERS + "])"
-_NOUN_RE = re.compile(_START + "(?:" + "|".join(map(re.escape, SELF_RATING_NOUNS)) + ")" + _END, re.I)
-_ADJ_RE = re.compile(_START + "(?:" + "|".join(map(re.escape, SELF_RATING_ADJECTIVES)) + ")" + _END, re.I)
+# (searched for whether and where a word stands: a trie of the words finds what their alternation finds)
+_NOUN_RE = re.compile(_START + word_trie(SELF_RATING_NOUNS, space=r"\ ") + _END, re.I)
+_ADJ_RE = re.compile(_START + word_trie(SELF_RATING_ADJECTIVES, space=r"\ ") + _END, re.I)
 _ANY_RE = re.compile(_NOUN_RE.pattern + "|" + _ADJ_RE.pattern, re.I)
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _RATING_WORDS = tuple(dict.fromkeys(w.lower() for w in (*SELF_RATING_NOUNS, *SELF_RATING_ADJECTIVES)))

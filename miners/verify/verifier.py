@@ -43,7 +43,7 @@ from collections import Counter
 from dataclasses import replace
 from typing import NamedTuple
 
-from audits.loops import scan
+from audits.loops import may_end_in_loop, scan
 from miners.verify import symbolic
 from miners.verify.brackets import brace_pairs, closing_index
 from miners.verify.compare import FormOpen, TooLarge
@@ -274,7 +274,10 @@ def before_cut(text: str, cut: int) -> tuple[str, bool]:
 
 
 def looped(text: str) -> bool:
-    """The repetition scanner (audits.loops) finds the output ending in a loop or looping without end."""
+    """The repetition scanner (audits.loops) finds the output ending in a loop or looping without end
+    (asked only where a loop may be there: one text's scan costs more than most verdicts)."""
+    if not may_end_in_loop(text):
+        return False
     report = scan(text)
     return bool(report.tail_loop or report.catastrophic)
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audits.loop_table import loop_table
 from audits.loops import (
     CATASTROPHIC_REPEATS,
     SPACES,
+    may_end_in_loop,
     scan,
     scan_many,
     tokenize,
@@ -644,3 +647,48 @@ def test_clean_loops_inside_random_text_are_measured_exactly():
             continue  # too short to be a cycle by definition
         r = scan(" ".join(tokens))
         assert r.cycle_repeats == repeats == _brute_cycle_max(tokens), (unit, repeats)
+
+
+# ---- the precheck the verifier asks first (may_end_in_loop) ----------------------
+
+_WORDS = st.sampled_from(
+    ["the", "answer", "is", "7", "+", "1", "=", "x", "so", "×", "=", "apples", "数字", "ответ"]
+)
+_LONG_TOKENS = st.sampled_from(["a" * 130, "ab" * 70, "7" * 200])
+
+
+@st.composite
+def _tails(draw) -> str:
+    """Working, then a unit repeated some number of times (perhaps cut mid-token, perhaps followed by a
+    few other tokens): texts near each side of the tail-loop and catastrophic thresholds. A unit of
+    ten tokens three times spans the fewest periodic tokens a tail loop has."""
+    words = st.one_of(_WORDS, _LONG_TOKENS) if draw(st.integers(0, 5)) == 0 else _WORDS
+    head = draw(st.lists(words, max_size=40))
+    size = draw(st.one_of(st.just(10), st.integers(1, 12)))
+    unit = draw(st.lists(words, min_size=size, max_size=size))
+    repeats = draw(st.one_of(st.integers(2, 5), st.integers(0, 110)))
+    body = head + unit * repeats
+    if body and draw(st.booleans()):
+        body[-1] = body[-1][: draw(st.integers(1, max(1, len(body[-1]))))]  # cut off mid-token
+    body += draw(st.lists(words, max_size=2))
+    sep = draw(st.sampled_from([" ", "\n", " \t", "\x1c", "\u3000", "\xa0"]))
+    return sep.join(body)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_tails())
+def test_the_precheck_never_misses_a_loop_the_scan_reports(text):
+    report = scan(text)
+    if report.tail_loop or report.catastrophic:
+        assert may_end_in_loop(text)
+
+
+def test_the_precheck_clears_plain_working_and_flags_a_tail_loop():
+    working = " ".join(
+        f"On day {d} she picks {d + 3} apples and gives away {d} of them, which leaves 3 more."
+        for d in range(9)
+    )
+    assert not may_end_in_loop(working)
+    looping = working + "The answer is 5. " * 12
+    assert scan(looping).tail_loop and may_end_in_loop(looping)
+    assert may_end_in_loop("数字" * 200)  # other scripts: left to the scan

@@ -9,6 +9,7 @@ result reaches the same result.
 from __future__ import annotations
 
 import random
+import re
 import sys
 import threading
 from collections import Counter
@@ -721,3 +722,54 @@ def test_written_numbers_skip_only_readers_that_cannot_match(pieces, pick, other
             continue
         expected = any(math.isclose(a, target, rel_tol=1e-9, abs_tol=1e-12) and e() == value for a, e in ref)
         assert stated._writes(text, value) == expected, (text, value)
+
+
+def test_the_loop_precheck_clears_no_corpus_output_the_scan_flags():
+    """audits.loops.may_end_in_loop, which spares the verifier most of its scans, against the scan
+    itself on every corpus output (the generated texts are tests/audits/test_loops.py's)."""
+    from audits.loops import may_end_in_loop, scan_many
+
+    outputs = _outputs()
+    cleared = [t for t in outputs if not may_end_in_loop(t)]
+    assert len(cleared) > len(outputs) // 2  # it spares most scans
+    flagged = [t for t, r in zip(cleared, scan_many(cleared)) if r.tail_loop or r.catastrophic]
+    assert flagged == []
+    looping = [t for t, r in zip(outputs, scan_many(outputs)) if r.tail_loop or r.catastrophic]
+    assert looping and all(may_end_in_loop(t) for t in looping)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(st.text("abcB ", min_size=1, max_size=5).map(str.strip).filter(bool), min_size=1, max_size=8),
+    st.text("abcAB -_", max_size=40),
+    st.sampled_from([r"\s+", r"[ \t_-]+", r"\ "]),
+    st.sampled_from([0, re.I]),
+)
+def test_a_word_trie_matches_what_the_longest_first_alternation_matches(words, text, space, flags):
+    """markers.word_trie, which the marker, rating and number-word patterns are built with: the same
+    matches as the alternation of its words, the longest first, whatever stands around it."""
+    from miners.verify.markers import word_trie
+
+    longest_first = sorted(words, key=len, reverse=True)
+    alternation = "|".join(re.escape(w).replace("\\ ", space) for w in longest_first)
+    for around in ("{}", r"\b(?:{})\b", r"(?:{})(?=-)", r"(?P<w>{})[ _]*A"):
+        trie = re.compile(around.format(word_trie(words, space=space)), flags)
+        plain = re.compile(around.format(alternation), flags)
+        assert [m.group(0) for m in trie.finditer(text)] == [m.group(0) for m in plain.finditer(text)]
+        assert [m.span() for m in trie.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+def test_the_number_word_reader_reads_every_corpus_output_as_its_alternation_did():
+    from miners.verify.markers import opening_chars
+    from miners.verify.prose import _NUMBER_WORDS, _SCALES, _WORD_RUN_RE
+
+    words = "|".join([*_NUMBER_WORDS, *_SCALES])
+    alternation = re.compile(
+        r"(?i)" + opening_chars([*_NUMBER_WORDS, *_SCALES, "a", "negative", "minus"])
+        + r"\b(?:(?:negative|minus)\s+)?(?:" + words + r"|a)"
+        + r"(?:[\s-]+(?:and\s+)?(?:" + words + r"|point))*\b"
+    )  # fmt: skip
+    for text in _outputs():
+        assert [m.span() for m in _WORD_RUN_RE.finditer(text)] == [
+            m.span() for m in alternation.finditer(text)
+        ]
