@@ -390,7 +390,10 @@ def looping(text: str) -> bool:
     words = text[-600:].split()[-60:]
     if len(words) < 12:
         return False
-    counts = [n for _, n in Counter(zip(words, words[1:], words[2:])).most_common(2)]
+    trigrams = list(zip(words, words[1:], words[2:]))
+    if len(set(trigrams)) > len(trigrams) - 5:
+        return False  # (a trigram 6 times, or two 4 times each, leave len - 5 distinct at most: uncounted)
+    counts = [n for _, n in Counter(trigrams).most_common(2)]
     return counts[0] >= 6 or (len(counts) == 2 and counts[1] >= 4)
 
 

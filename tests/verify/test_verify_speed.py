@@ -773,3 +773,39 @@ def test_the_number_word_reader_reads_every_corpus_output_as_its_alternation_did
         assert [m.span() for m in _WORD_RUN_RE.finditer(text)] == [
             m.span() for m in alternation.finditer(text)
         ]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.from_regex(r"-?[0-9]{1,12}(\.[0-9]{1,6})?", fullmatch=True), st.sampled_from(["math", "gsm8k", "task"])
+)
+def test_normalize_leaves_a_plain_number_as_its_steps_would(number, kind):
+    """normalize returns an integer or a decimal as it is, without its steps: what its steps give."""
+    from miners.verify import normalize as n
+
+    with pytest.MonkeyPatch.context() as mp:  # (the steps alone)
+        mp.setattr(n, "_PLAIN_RE", re.compile(r"(?!)"))
+        assert n.normalize.__wrapped__(number, kind) == (number, False)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(["the", "box", "has", "4", "so", "x", "="]), max_size=80))
+def test_looping_is_its_trigram_count(words):
+    """prose.looping skips counting where too few trigrams repeat: the answer of the count itself."""
+    from miners.verify.prose import looping
+
+    text = " ".join(words)
+    tail = text[-600:].split()[-60:]
+    counts = sorted(Counter(zip(tail, tail[1:], tail[2:])).values(), reverse=True)[:2]
+    expected = len(tail) >= 12 and (counts[0] >= 6 or (len(counts) == 2 and counts[1] >= 4))
+    assert looping(text) == expected
+
+
+def test_looping_at_the_fewest_repeats_of_each_kind():
+    from miners.verify.prose import looping
+
+    # one trigram six times, every other trigram once (the most distinct trigrams a loop leaves)
+    assert looping(" ".join(f"the box has w{k}" for k in range(6)))
+    assert not looping(" ".join(f"the box has w{k}" for k in range(5)) + " w5 w6 w7")
+    # two trigrams four times each
+    assert looping(" ".join(f"the box has w{k} so x is v{k}" for k in range(4)))
