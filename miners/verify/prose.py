@@ -93,17 +93,19 @@ _WORDS_RE = re.compile(
 )
 
 
-def _concluding_word(word: str) -> str:
-    """A concluding word as a pattern: a word of a spaced script whole (its spaces any run of
-    whitespace), one of an unspaced script anywhere."""
-    pattern = re.escape(word).replace("\\ ", r"\s+")
-    spaced = all(c < "\u0530" or "\u1e00" <= c <= "\u1eff" for c in word)  # (Latin, Greek, Cyrillic)
-    return r"\b" + pattern + r"\b" if spaced else pattern
+def _spaced(word: str) -> bool:
+    """A word of a spaced script (Latin, Greek, Cyrillic): read whole, not inside another word."""
+    return all(c < "\u0530" or "\u1e00" <= c <= "\u1eff" for c in word)
 
 
+# a concluding word (a word of a spaced script whole, its spaces any run of whitespace; one of an
+# unspaced script anywhere), a bold value, or a chosen option. Only searched for (whether a sentence
+# holds one): the words stand as two tries, which find what their alternation finds.
 _CUE_RE = re.compile(
     r"(?i:" + opening_chars([*CONCLUDING_WORDS, "*", "option", "choice"]) + r")"
-    r"(?:(?i:" + "|".join(map(_concluding_word, CONCLUDING_WORDS)) + r")|\*\*[^*]*\d[^*]*\*\*"
+    r"(?:(?i:\b" + word_trie([w for w in CONCLUDING_WORDS if _spaced(w)]) + r"\b)"
+    r"|(?i:" + word_trie([w for w in CONCLUDING_WORDS if not _spaced(w)]) + r")"
+    r"|\*\*[^*]*\d[^*]*\*\*"
     r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\)))"  # "... is closest to option E) $78.20."
 )
 

@@ -32,13 +32,11 @@ _END = r"(?![" + _LETTERS + "])"
 _NOUN_RE = re.compile(_START + word_trie(SELF_RATING_NOUNS, space=r"\ ") + _END, re.I)
 _ADJ_RE = re.compile(_START + word_trie(SELF_RATING_ADJECTIVES, space=r"\ ") + _END, re.I)
 _ANY_RE = re.compile(_NOUN_RE.pattern + "|" + _ADJ_RE.pattern, re.I)
-# markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _RATING_WORDS = tuple(dict.fromkeys(w.lower() for w in (*SELF_RATING_NOUNS, *SELF_RATING_ADJECTIVES)))
-_RATING_STEMS = tuple(sorted({w[:4] for w in _RATING_WORDS}))
-# the words that begin with each stem: a word occurs only where its stem does
-_WORDS_BY_STEM = {stem: tuple(w for w in _RATING_WORDS if w[:4] == stem) for stem in _RATING_STEMS}
-# the stems an ASCII text can hold (str.isascii is a flag test; most outputs are ASCII)
-_ASCII_RATING_STEMS = tuple(s for s in _RATING_STEMS if s.isascii())
+# any of them inside a lowercased text, as a trie: one pass over the text (a quarter faster on the
+# corpora than a substring search for each word's first four letters)
+_ANY_RATING_WORD_RE = re.compile(word_trie(_RATING_WORDS, space=" "))
+# markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
 _PERCENT_RE = re.compile(r"^[~≈]?\s*(\d{1,3}(?:\.\d+)?)\s*(?:\\?%|％|percent\b|per\s*cent\b)", re.I)
 _NUMBER_RE = re.compile(r"^(\d{1,3}(?:\.\d+)?)$")
@@ -79,17 +77,7 @@ def _clause_before(text: str, start: int, floor: int = 0) -> str:
 @lru_cache(maxsize=8)  # read_answer asks about one text two or three times in turn (a str caches its hash)
 def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
-    # substring tests, not a regex tried at every character of every output; a word is looked for
-    # only where its stem occurs (a search for every word through a text that holds a common stem,
-    # "like" or "sure", cost a seventh of the whole verdict on the held-out corpora)
-    low = lowered(text)
-    for stem in _ASCII_RATING_STEMS if low.isascii() else _RATING_STEMS:
-        at = low.find(stem)
-        while at >= 0:
-            if any(low.startswith(w, at) for w in _WORDS_BY_STEM[stem]):
-                return True
-            at = low.find(stem, at + 1)
-    return False
+    return _ANY_RATING_WORD_RE.search(lowered(text)) is not None
 
 
 def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int = 0) -> bool:

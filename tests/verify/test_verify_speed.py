@@ -809,3 +809,21 @@ def test_looping_at_the_fewest_repeats_of_each_kind():
     assert not looping(" ".join(f"the box has w{k}" for k in range(5)) + " w5 w6 w7")
     # two trigrams four times each
     assert looping(" ".join(f"the box has w{k} so x is v{k}" for k in range(4)))
+
+
+def test_the_concluding_cue_finds_in_every_corpus_sentence_what_its_alternation_found():
+    from miners.verify.markers import CONCLUDING_WORDS, opening_chars
+    from miners.verify.prose import _CUE_RE, _spaced, sentences
+
+    def word(w: str) -> str:
+        pattern = re.escape(w).replace("\\ ", r"\s+")
+        return r"\b" + pattern + r"\b" if _spaced(w) else pattern
+
+    alternation = re.compile(
+        r"(?i:" + opening_chars([*CONCLUDING_WORDS, "*", "option", "choice"]) + r")"
+        r"(?:(?i:" + "|".join(map(word, CONCLUDING_WORDS)) + r")|\*\*[^*]*\d[^*]*\*\*"
+        r"|(?i:\b(?:option|choice)\s*\(?[A-Z]\)))"
+    )
+    said = [s for text in _outputs() for s in sentences(text[-3000:])]
+    assert len(said) > 20_000
+    assert [bool(_CUE_RE.search(s)) for s in said] == [bool(alternation.search(s)) for s in said]
