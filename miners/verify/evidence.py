@@ -67,7 +67,7 @@ from miners.verify.markers import (
     opening_chars,
     word_trie,
 )
-from miners.verify.normalize import ASCII_FORMS
+from miners.verify.normalize import ascii_forms
 from miners.verify.prose import first_value, number_words_values
 from miners.verify.rules import strip_answer
 from miners.verify.selfrating import rating_word
@@ -177,8 +177,7 @@ Written = tuple[float, Callable[[], Fraction]]
 def read_plain(text: str) -> str:
     """text as the number readers below read it: digits of other scripts in ASCII, a LaTeX comma
     ("223{,}28") a comma, JSON's doubled backslashes single."""
-    if not text.isascii():
-        text = text.translate(ASCII_FORMS)
+    text = ascii_forms(text)
     if "{," in text or "\\\\" in text:
         text = text.replace("{,}", ",").replace("\\\\", "\\")
     return text

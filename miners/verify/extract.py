@@ -43,7 +43,7 @@ from functools import lru_cache
 
 from miners.verify.lowered import lowered
 from miners.verify.markers import EXPLANATION_WORDS
-from miners.verify.normalize import ASCII_FORMS, NUMERAL, normalize
+from miners.verify.normalize import NUMERAL, ascii_forms, normalize
 from miners.verify.prose import (
     concluding,
     emphasized_value,
@@ -246,8 +246,7 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
     dollars." are not weak; "The answer is 18 - 3 = 15 dollars." is). Words with no number at all
     are compared as words: nothing was chosen."""
     stripped = strip_answer(ans)
-    if not stripped.isascii():  # digits of other scripts, the Arabic decimal mark: one character each
-        stripped = stripped.translate(ASCII_FORMS)
+    stripped = ascii_forms(stripped)  # digits of other scripts, the Arabic decimal mark: one character each
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
         return stripped, False
     if _PLAIN_NUMBER_RE.fullmatch(normalize(stripped, kind)[0]) and not _SCALE_WORD_RE.search(stripped):
@@ -398,8 +397,7 @@ def value_only(line: str, kind: str) -> str | None:
     """The value a line holds where it holds nothing else (markup, a unit or a currency aside):
     "**42**", "$\\frac{3}{4}$", "1 001 грн", "４２"; None for a sentence or a line without a value."""
     stripped = strip_answer(line)
-    if not stripped.isascii():
-        stripped = stripped.translate(ASCII_FORMS)
+    stripped = ascii_forms(stripped)
     if not stripped or len(stripped) > 40 or not re.search(r"\d", stripped):
         return None
     if is_prose(stripped) and not (

@@ -245,6 +245,8 @@ def _value_like(seg: str) -> bool:
 
 def _math_free(s: str) -> str:
     """s with its math segments blanked (same length), so copulas and words are found outside math."""
+    if "$" not in s and "\\" not in s:
+        return s  # (no segment opens without one of them)
     return _MATH_SEG_RE.sub(lambda m: " " * len(m.group(0)), s)
 
 

@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from miners.verify import Verifier, symbolic
+from miners.verify.normalize import ASCII_FORMS_TABLE
 from tests.paths import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
@@ -827,3 +828,11 @@ def test_the_concluding_cue_finds_in_every_corpus_sentence_what_its_alternation_
     said = [s for text in _outputs() for s in sentences(text[-3000:])]
     assert len(said) > 20_000
     assert [bool(_CUE_RE.search(s)) for s in said] == [bool(alternation.search(s)) for s in said]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.text(st.sampled_from([*"0123456789 .,%-/aé", *ASCII_FORMS_TABLE])))
+def test_ascii_forms_is_the_translation(text):
+    from miners.verify.normalize import ASCII_FORMS, ascii_forms
+
+    assert ascii_forms(text) == text.translate(ASCII_FORMS)
