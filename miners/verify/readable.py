@@ -31,6 +31,7 @@ A reading is refused (the reason is returned) when:
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from itertools import permutations
 
 from miners.verify.markers import REFUSALS
@@ -127,11 +128,19 @@ def kind_of(obj) -> str | None:
     tuple), or None for what is not a mathematical object (a raw string)."""
     if isinstance(obj, str) or obj is None:
         return None
+    matrix = _matrix_type()
+    if matrix is None:  # pragma: no cover - math-verify depends on sympy
+        return None
+    return "matrix" if isinstance(obj, matrix) else "value"
+
+
+@lru_cache(maxsize=1)  # (an import statement per reading cost more than the reading's other checks)
+def _matrix_type() -> type | None:
     try:
         from sympy.matrices import MatrixBase
     except ImportError:  # pragma: no cover - math-verify depends on sympy
         return None
-    return "matrix" if isinstance(obj, MatrixBase) else "value"
+    return MatrixBase
 
 
 def unread_reason(parsed, span: str) -> str | None:
