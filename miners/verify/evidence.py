@@ -183,21 +183,30 @@ def read_plain(text: str) -> str:
     return text
 
 
-def _written(text: str) -> Iterator[Written]:
+def _written(text: str, distinct: bool = False) -> Iterator[Written]:
     """Every number text writes (module doc), as (its magnitude as a float, a thunk for the exact
     magnitude): the float rules most out cheaply, the exact value decides the few left. A number no
-    reader can take (5,000 digits, "1e999") is skipped."""
+    reader can take (5,000 digits, "1e999") is skipped. distinct: a reader's match written the same
+    way again (the same text, the same groups: the same values) is read once -- for a caller that
+    asks whether a value is among them, not how often (a long output repeats its numbers)."""
     text = read_plain(text)
     # lazily, in the same order: a caller that finds its value early (_writes) scans no further
     for values_of, reader, may_match in _READERS:
         if may_match is not None and not may_match(text):
             continue
+        seen: set[tuple] = set()
         for m in reader.finditer(text):
+            if distinct:
+                key = (m.group(0), m.groups())
+                if key in seen:
+                    continue
+                seen.add(key)
             try:
                 yield from values_of(m)
             except (ValueError, OverflowError, ZeroDivisionError):
                 continue
-    for words in number_words_values(text):
+    words_values = number_words_values(text)
+    for words in dict.fromkeys(words_values) if distinct else words_values:
         yield abs(float(words)), partial(_exact, words)
 
 
@@ -320,14 +329,14 @@ _READERS: tuple[tuple[Callable[[re.Match], list[Written]], re.Pattern, Callable[
 
 def stated_numbers(text: str) -> set[Fraction]:
     """The magnitude of every number text writes, in digits or in words (module doc)."""
-    return {exact() for _, exact in _written(text)}
+    return {exact() for _, exact in _written(text, distinct=True)}
 
 
 def _writes(text: str, value: Fraction) -> bool:
     target = float(value)
     return any(
         math.isclose(approx, target, rel_tol=1e-9, abs_tol=1e-12) and exact() == value
-        for approx, exact in _written(text)
+        for approx, exact in _written(text, distinct=True)
     )
 
 

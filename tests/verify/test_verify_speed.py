@@ -836,3 +836,16 @@ def test_ascii_forms_is_the_translation(text):
     from miners.verify.normalize import ASCII_FORMS, ascii_forms
 
     assert ascii_forms(text) == text.translate(ASCII_FORMS)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_WRITTEN_PIECES), max_size=30))
+def test_written_numbers_read_once_are_the_same_values(pieces):
+    """_written(distinct=True), what _writes and stated_numbers read: the values of every match, a
+    match written again read once."""
+    from miners.verify import evidence as stated
+
+    text = "".join(pieces) * 2
+    every = {(a, e()) for a, e in stated._written(text)}
+    assert {(a, e()) for a, e in stated._written(text, distinct=True)} == every
+    assert len(list(stated._written(text, distinct=True))) <= len(list(stated._written(text)))
