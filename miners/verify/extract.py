@@ -265,12 +265,25 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
 
 
 @lru_cache(maxsize=8)  # extraction, the cut and the second opinion ask about one output
+def turn_end(text: str) -> int | None:
+    """Where _TURN_END_RE first matches in text, or None: found from its literals ("<|", "</s>",
+    "[INST]") with str.find, where the search tried the pattern at every "<" and "[" of a long
+    output (its math and its tags), a tenth of that output's verdict."""
+    ends = [at for at in (text.find("</s>"), text.find("[INST]")) if at >= 0]
+    at = text.find("<|")
+    while at >= 0 and (not ends or at < min(ends)):
+        if _TURN_END_RE.match(text, at):
+            return at
+        at = text.find("<|", at + 1)
+    return min(ends) if ends else None
+
+
 def cut_turn(text: str) -> str:
     """The output up to where the assistant's turn ends (a chat token or an invented role line)."""
     if "<" in text or "[INST]" in text:
-        m = _TURN_END_RE.search(text)
-        if m:
-            text = text[: m.start()]
+        end = turn_end(text)
+        if end is not None:
+            text = text[:end]
     low = lowered(text)
     if "user" in low or "human" in low:
         m = _ROLE_AFTER_NEWLINE_RE.search(text)

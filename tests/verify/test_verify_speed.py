@@ -849,3 +849,26 @@ def test_written_numbers_read_once_are_the_same_values(pieces):
     every = {(a, e()) for a, e in stated._written(text)}
     assert {(a, e()) for a, e in stated._written(text, distinct=True)} == every
     assert len(list(stated._written(text, distinct=True))) <= len(list(stated._written(text)))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["<|", "|>", "im_end", "user", "</s>", "<", "[INST]", "[", "x", "s>", "/"]),
+        max_size=16,
+    )
+)
+def test_the_turn_end_is_where_its_pattern_first_matches(pieces):
+    from miners.verify.extract import _TURN_END_RE, turn_end
+
+    text = "".join(pieces)
+    m = _TURN_END_RE.search(text)
+    assert turn_end(text) == (None if m is None else m.start())
+
+
+def test_the_turn_end_of_every_corpus_output_is_where_its_pattern_first_matches():
+    from miners.verify.extract import _TURN_END_RE, turn_end
+
+    for text in _outputs():
+        m = _TURN_END_RE.search(text)
+        assert turn_end(text) == (None if m is None else m.start())
