@@ -299,30 +299,38 @@ _CONJUNCTIONS = ("and", "or", "和", "与", "與", "及", "或")
 
 
 def split_top(s: str, seps: tuple[str, ...] = (",",), words: bool = False) -> list[str]:
-    """s split at depth 0 on any of seps (and on the words "and"/"or", "和"/"或", when words)."""
-    if not words and not any(sep in s for sep in seps):
-        return [s]  # nothing to split at (most answers: the scan below costs a test per character)
+    """s split at depth 0 on any of seps (and on the words "and"/"or", "和"/"或", when words): from the
+    left, each place splitting at the first of seps that starts there, else the first conjunction that
+    stands as a word there; a place inside the last split's separator splits nowhere."""
+    # the places where a separator or a conjunction starts, found with str.find (a test per character
+    # of every answer was a tenth of the comparison)
+    hits: dict[int, str] = {}
+    for sep in seps:
+        at = s.find(sep)
+        while at >= 0:
+            hits.setdefault(at, sep)
+            at = s.find(sep, at + 1)
+    if words:
+        n = len(s)
+        for w in _CONJUNCTIONS:
+            at = s.find(w)
+            while at >= 0:
+                if (
+                    at not in hits
+                    and (at == 0 or not (s[at - 1].isalpha() or s[at - 1] == "\\"))
+                    and (at + len(w) == n or not s[at + len(w)].islower())
+                ):
+                    hits[at] = w
+                at = s.find(w, at + 1)
+    if not hits:
+        return [s]  # nothing to split at (most answers)
     outside = depth_zero(s)
     parts, start = [], 0
-    i, n = 0, len(s)
-    while i < n:
-        if outside[i]:
-            hit = next((sep for sep in seps if s.startswith(sep, i)), None)
-            if hit is None and words:
-                for w in _CONJUNCTIONS:
-                    if (
-                        s.startswith(w, i)
-                        and (i == 0 or not (s[i - 1].isalpha() or s[i - 1] == "\\"))
-                        and (i + len(w) == n or not s[i + len(w)].islower())
-                    ):
-                        hit = w
-                        break
-            if hit is not None:
-                parts.append(s[start:i])
-                start = i + len(hit)
-                i += len(hit)
-                continue
-        i += 1
+    for at in sorted(hits):
+        if at < start or not outside[at]:
+            continue
+        parts.append(s[start:at])
+        start = at + len(hits[at])
     parts.append(s[start:])
     return parts
 

@@ -206,13 +206,24 @@ def test_depth_zero_agrees_with_the_bracket_scanner():
         ], repr(s)
 
 
-def _split_reference(s: str, seps: tuple[str, ...]) -> list[str]:
-    """split_top without words, written from its definition: the leftmost separator at depth 0."""
+def _split_reference(s: str, seps: tuple[str, ...], words: bool = False) -> list[str]:
+    """split_top written from its definition, a character at a time: the leftmost separator at depth 0
+    (the first of seps there, else the first conjunction standing as a word there)."""
     from miners.verify.brackets import depth_zero
+    from miners.verify.normalize import _CONJUNCTIONS
+
+    def conjunction(i: int) -> str | None:
+        for w in _CONJUNCTIONS:
+            before_ok = i == 0 or not (s[i - 1].isalpha() or s[i - 1] == "\\")
+            if s.startswith(w, i) and before_ok and (i + len(w) == len(s) or not s[i + len(w)].islower()):
+                return w
+        return None
 
     outside, parts, start, i = depth_zero(s), [], 0, 0
     while i < len(s):
         hit = next((sep for sep in seps if outside[i] and s.startswith(sep, i)), None)
+        if hit is None and words and outside[i]:
+            hit = conjunction(i)
         if hit:
             parts.append(s[start:i])
             start = i = i + len(hit)
@@ -241,8 +252,9 @@ def test_split_top_and_relation_parts_agree_with_their_definitions():
     from miners.verify.normalize import relation_parts, split_top
 
     for s in _random_spans(seed=13, n=4000):
-        for seps in ((",",), ("=",), (";",), ("\\approx",), (",", ";")):
+        for seps in ((",",), ("=",), (";",), ("\\approx",), (",", ";"), (",", ",,", "or")):
             assert split_top(s, seps) == _split_reference(s, seps), (repr(s), seps)
+            assert split_top(s, seps, words=True) == _split_reference(s, seps, words=True), (repr(s), seps)
         assert relation_parts(s) == _relations_reference(s), repr(s)
 
 
@@ -872,3 +884,19 @@ def test_the_turn_end_of_every_corpus_output_is_where_its_pattern_first_matches(
     for text in _outputs():
         m = _TURN_END_RE.search(text)
         assert turn_end(text) == (None if m is None else m.start())
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(["and", "or", " ", "a", "X", "n", "d", ",", ",,", "(", ")", "和", "或", "与", "\\"]),
+        max_size=14,
+    ),
+    st.sampled_from([(",",), (",", ",,"), (",,", ","), (";", "an")]),
+)
+def test_split_top_with_words_agrees_with_its_definition(pieces, seps):
+    from miners.verify.normalize import split_top
+
+    s = "".join(pieces)
+    assert split_top(s, seps, words=True) == _split_reference(s, seps, words=True), (repr(s), seps)
+    assert split_top(s, seps) == _split_reference(s, seps), (repr(s), seps)
