@@ -158,6 +158,7 @@ def _fraction(n: str | None, d: str | None, fn: str | None = None, fd: str | Non
         return None
 
 
+@lru_cache(maxsize=64)  # asked about one gold by the verdict, its settling and the readers of rule (b)
 def numeric_gold(gold_text: str) -> Fraction | None:
     """The magnitude of a gold that is one plain number (module doc), else None."""
     m = _PLAIN_GOLD_RE.match(gold_text)

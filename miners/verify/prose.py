@@ -250,13 +250,17 @@ def _math_free(s: str) -> str:
     return _MATH_SEG_RE.sub(lambda m: " " * len(m.group(0)), s)
 
 
+# a text command's argument or an environment's name: no word of the prose
+_COMMAND_RE = re.compile(
+    r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}|\\(?:begin|end)\s*\{\w*\*?\}"
+)
+
+
 def is_prose(span: str) -> bool:
     """Words outside math: "The largest $n$ is 34", "Jake has 7 peaches" (not "x \\in [0, 1)")."""
-    plain = re.sub(
-        r"\\(?:text|textbf|mathrm|mbox|textnormal)\s*\{[^{}]*\}|\\(?:begin|end)\s*\{\w*\*?\}",
-        " ",
-        _math_free(span),
-    )
+    plain = _math_free(span)
+    if "\\" in plain:
+        plain = _COMMAND_RE.sub(" ", plain)
     return any(w.lower() not in ("and", "or") for w in _WORDS_RE.findall(plain))
 
 
@@ -319,11 +323,22 @@ def emphasized_value(sentence: str) -> str | None:
 def sentences(text: str) -> list[str]:
     """text split into sentences outside math (display math and a paragraph break end a sentence too:
     "we have:\n\n$6 + 5 = 11$\n\nSo, $x = 11$." ends in "So, $x = 11$.")."""
+    return list(_sentences(text))
+
+
+_SENTENCE_CUT_RE = re.compile(r"[.!?](?=\s)|[。！？।]|\n[ \t]*\n")
+
+
+@lru_cache(maxsize=16)  # the closing rating, the closing address and the concluding sentence split one text
+def _sentences(text: str) -> tuple[str, ...]:
     free = _math_free(text)
-    cuts = {m.end() for m in re.finditer(r"[.!?](?=\s)|[。！？।]|\n[ \t]*\n", free)}
-    cuts |= {
-        m.end() for m in _MATH_SEG_RE.finditer(text) if m.group("b") is not None or m.group("c") is not None
-    }
+    cuts = {m.end() for m in _SENTENCE_CUT_RE.finditer(free)}
+    if "$" in text or "\\" in text:  # (display math ends a sentence too)
+        cuts |= {
+            m.end()
+            for m in _MATH_SEG_RE.finditer(text)
+            if m.group("b") is not None or m.group("c") is not None
+        }
     out, start = [], 0
     for cut in sorted(cuts):
         if text[start:cut].strip():
@@ -331,7 +346,7 @@ def sentences(text: str) -> list[str]:
         start = cut
     if text[start:].strip():
         out.append(text[start:].strip())
-    return out
+    return tuple(out)
 
 
 # A long text's last sentences are split from a place near its end: TAIL_CHARS from it, moved on to a
@@ -367,10 +382,10 @@ def last_sentences(text: str, n: int) -> list[str]:
     if len(text) > 2 * TAIL_CHARS:
         at = _tail_start(text, len(text) - TAIL_CHARS)
         if at is not None:
-            got = sentences(text[at:])
+            got = _sentences(text[at:])
             if len(got) > n:
-                return got[-n:]
-    return sentences(text)[-n:]
+                return list(got[-n:])
+    return list(_sentences(text)[-n:])
 
 
 def _money(s: str) -> str:
