@@ -41,6 +41,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import replace
+from functools import lru_cache
 from typing import NamedTuple
 
 from audits.loops import may_end_in_loop, scan
@@ -143,6 +144,7 @@ def _closing_markup_off(body: str) -> str:
     return body
 
 
+@lru_cache(maxsize=8)  # asked by the reading of a cut output and again by its verdict
 def cut_point(text: str) -> int | None:
     """Where an output that stops inside something it opened begins its unfinished part, or None.
 
