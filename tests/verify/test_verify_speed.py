@@ -900,3 +900,45 @@ def test_split_top_with_words_agrees_with_its_definition(pieces, seps):
     s = "".join(pieces)
     assert split_top(s, seps, words=True) == _split_reference(s, seps, words=True), (repr(s), seps)
     assert split_top(s, seps) == _split_reference(s, seps), (repr(s), seps)
+
+
+_UNIT_PIECES = (
+    "5",
+    "12",
+    " ",
+    "  ",
+    "m",
+    "km",
+    "sq",
+    "sq.",
+    "square",
+    "cubic",
+    "feet",
+    "ft",
+    ".",
+    "/",
+    "^",
+    "2",
+    "{",
+    "}",
+    "squared",
+    "cubed",
+    "s",
+    "h",
+    "x",
+    ")",
+    "é",
+    "per",
+    "kg",
+)
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_UNIT_PIECES), max_size=12))
+def test_trailing_units_match_where_the_plain_pattern_matches(pieces):
+    """normalize's trailing-units pattern, its units atomic, against the plain pattern it stands for."""
+    from miners.verify.normalize import _TRAILING_UNITS_RE, TRAILING_UNITS
+
+    s = "".join(pieces)
+    fast, plain = _TRAILING_UNITS_RE.search(s), re.compile(TRAILING_UNITS).search(s)
+    assert (fast and (fast.start(), fast.group(0))) == (plain and (plain.start(), plain.group(0))), repr(s)
