@@ -212,6 +212,22 @@ _BARE_FUNCTION_RE = re.compile(
 )
 
 
+_BANG_RE = re.compile(r"(?<=\d)(,?)\\!\s*(?=\d)")
+_BRACED_COMMA_RE = re.compile(r"(?<=\d)\s?\{\s*,\s*\}\s*(?=\d{3}(?!\d))")
+_SPACED_THOUSANDS_RE = re.compile(r"(?<=\d)(?:\\,|\\ )(?=\d{3}(?!\d))")
+_TIMES_X_RE = re.compile(r"(?<=[\d)])\s+x\s+(?=[\d(])")
+_FRAC_KIND_RE = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
+_SPACES_RE = re.compile(r"\s+")
+_DECIMALS_RE = re.compile(r"\.\d+$")
+_SPACED_SIGN_RE = re.compile(r"\s*([=+\-*/^_(),\[\]{}<>!:;])\s*")
+_SPACED_COMMAND_RE = re.compile(r"\s*(\\(?:times|cdot|div|pm|mp|in|cup|cap|approx)(?![a-zA-Z]))\s*")
+_FRAC_DIGITS_RE = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_DIGIT_RE = re.compile(r"\\frac\s*(\d)(?=\{)")
+_FRAC_DIGIT_DENOMINATOR_RE = re.compile(r"\\frac(\{[^{}]*\})(\d)")
+_SQRT_DIGIT_RE = re.compile(r"\\sqrt\s*(\d)")
+_CONSTANT_RE = re.compile(r"(?<![a-zA-Z\\])(pi|sqrt|infty|infinity)(?![a-zA-Z])")
+_BASE_SUBSCRIPT_RE = re.compile(r"(?<=\d)_\{(\d+)\}")
+_VARIABLE_SUBSCRIPT_RE = re.compile(r"(?<![a-zA-Z\\])([a-zA-Z])_\{([a-zA-Z0-9])\}")
 # an integer or a decimal in ASCII digits: every step below leaves it as it is (most answers and golds;
 # tests/verify/test_verify_speed.py holds the two equal)
 _PLAIN_RE = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
@@ -232,16 +248,22 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
         s = _LOCALE_NUMERAL_RE.sub(_plain_numeral, s)
     if kind == "math":
         s = _BARE_FUNCTION_RE.sub(r"\\\1", s)  # "(sec x)^2" is (\sec x)^2, not s*e*c*x squared
-    s = re.sub(r"(?<=\d)(,?)\\!\s*(?=\d)", r"\1", s)  # 11,\! 111 and 1\!000
-    s = re.sub(r"(?<=\d)\s?\{\s*,\s*\}\s*(?=\d{3}(?!\d))", ",", s)  # 14{,}916 and 14 {, }916
-
-    s = re.sub(r"(?<=\d)(?:\\,|\\ )(?=\d{3}(?!\d))", "", s)  # 1\,000
+    # (each step below that needs a literal -- a backslash, a brace, "frac" -- runs only where the
+    # answer holds it: the same string, without a scan per step of every answer)
+    if "\\!" in s:
+        s = _BANG_RE.sub(r"\1", s)  # 11,\! 111 and 1\!000
+    if "{" in s:
+        s = _BRACED_COMMA_RE.sub(",", s)  # 14{,}916 and 14 {, }916
+    if "\\" in s:
+        s = _SPACED_THOUSANDS_RE.sub("", s)  # 1\,000
     s = s.replace("\\!", "")
     s = s.replace("\\\\", "\x03")  # matrix row separator, before "\ " (a space) is dropped
     s = _DROP_RE.sub(" ", s)
     s = _RELATION_RE.sub(lambda m: _RELATION_MAP[m.group(0)], s)
-    s = re.sub(r"(?<=[\d)])\s+x\s+(?=[\d(])", r" \\times ", s)  # "50 x 2" is a product
-    s = re.sub(r"\\[dtc]frac(?![a-zA-Z])", r"\\frac", s)
+    if "x" in s:
+        s = _TIMES_X_RE.sub(r" \\times ", s)  # "50 x 2" is a product
+    if "frac" in s:
+        s = _FRAC_KIND_RE.sub(r"\\frac", s)
     s = _CURRENCY_RE.sub(" ", s)
     s = _CURRENCY_PREFIX_RE.sub("", s.strip())
     # a degree mark ends an answer ("30^\circ", "45 degrees"); inside an expression
@@ -255,8 +277,8 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
         percent = True
         s = _PERCENT_RE.sub(" ", s)
     s = s.replace("\\{", "\x01").replace("\\}", "\x02")  # keep set braces apart from groups
-    s = re.sub(r"\s+", " ", s).strip().strip("\x03").strip().rstrip("\\").strip()
-    if kind == "gsm8k" or _THOUSANDS_RE.fullmatch(re.sub(r"\.\d+$", "", s.lstrip("-"))):
+    s = _SPACES_RE.sub(" ", s).strip().strip("\x03").strip().rstrip("\\").strip()
+    if kind == "gsm8k" or _THOUSANDS_RE.fullmatch(_DECIMALS_RE.sub("", s.lstrip("-"))):
         s = _THOUSANDS_RE.sub(lambda m: re.sub(r"\{,\}|\\,|,", "", m.group(0)), s)
     if _SPACE_THOUSANDS_RE.fullmatch(s):
         s = s.replace(" ", "")
@@ -271,17 +293,22 @@ def normalize(ans: str, kind: str) -> tuple[str, bool]:
             s = s[: m.start()].strip()
             if _SPACE_THOUSANDS_RE.fullmatch(s):  # "9 302 руб." once the unit is gone
                 s = s.replace(" ", "")
-    s = re.sub(r"\s*([=+\-*/^_(),\[\]{}<>!:;])\s*", r"\1", s)
-    s = re.sub(r"\s*(\\(?:times|cdot|div|pm|mp|in|cup|cap|approx)(?![a-zA-Z]))\s*", r"\1", s)
-    s = re.sub(r"\s+", " ", s).strip()
-    s = re.sub(r"\\frac\s*(\d)\s*(\d)", r"\\frac{\1}{\2}", s)
-    s = re.sub(r"\\frac\s*(\d)(?=\{)", r"\\frac{\1}", s)
-    s = re.sub(r"\\frac(\{[^{}]*\})(\d)", r"\\frac\1{\2}", s)
-    s = re.sub(r"\\sqrt\s*(\d)", r"\\sqrt{\1}", s)
-    s = re.sub(r"(?<![a-zA-Z\\])(pi|sqrt|infty|infinity)(?![a-zA-Z])", lambda m: "\\" + m.group(1), s)
+    s = _SPACED_SIGN_RE.sub(r"\1", s)
+    if "\\" in s:
+        s = _SPACED_COMMAND_RE.sub(r"\1", s)
+    s = _SPACES_RE.sub(" ", s).strip()
+    if "frac" in s:
+        s = _FRAC_DIGITS_RE.sub(r"\\frac{\1}{\2}", s)
+        s = _FRAC_DIGIT_RE.sub(r"\\frac{\1}", s)
+        s = _FRAC_DIGIT_DENOMINATOR_RE.sub(r"\\frac\1{\2}", s)
+    if "sqrt" in s:
+        s = _SQRT_DIGIT_RE.sub(r"\\sqrt{\1}", s)
+    if "pi" in s or "sqrt" in s or "inf" in s:
+        s = _CONSTANT_RE.sub(lambda m: "\\" + m.group(1), s)
     s = s.replace("\\infinity", "\\infty").replace("^{\\prime}", "'")
-    s = re.sub(r"(?<=\d)_\{(\d+)\}", r"_\1", s)  # 4210_{7} -> 4210_7
-    s = re.sub(r"(?<![a-zA-Z\\])([a-zA-Z])_\{([a-zA-Z0-9])\}", r"\1_\2", s)  # v_{0} -> v_0
+    if "_{" in s:
+        s = _BASE_SUBSCRIPT_RE.sub(r"_\1", s)  # 4210_{7} -> 4210_7
+        s = _VARIABLE_SUBSCRIPT_RE.sub(r"\1_\2", s)  # v_{0} -> v_0
     if _encloses_all(s, "{", "}") and "\x03" not in s:
         s = s[1:-1].strip()  # "{1, 2, 3}" written without \{ is a plain group, not a set
     m = _LONE_MATRIX_RE.match(s)
