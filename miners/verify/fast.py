@@ -301,6 +301,7 @@ def option_value(option: str) -> str:
     return strip_answer(_OPTION_LABEL_RE.sub("", option, count=1))
 
 
+@lru_cache(maxsize=256)  # many outputs share a problem's gold
 def gold_answer(gold: str, kind: str) -> str:
     """A gold that is a whole solution (GSM8K's '... #### 72', a boxed MATH solution) or a sentence
     that states its answer ("Answer is forty three.") -> its answer."""
