@@ -58,7 +58,8 @@ _BOXED_RE = re.compile(r"\\(?:boxed|fbox)\s*(\{)|\\boxed\s+([^\s${}\\]+)")
 _A_LINE_RE = re.compile(r"(?m)^A[ \t]*:[ \t]*(?P<ans>[^\n]+)")  # GSM8K's few-shot "A: 18"
 _B_LINE_RE = re.compile(r"\s*\nB[ \t]*:")  # the next line an option "B:" (read from the end of an "A:" line)
 _MD_HEADING_RE = re.compile(r"[ \t]*#{1,6}[ \t]+(?P<title>[^\n]*)")  # a markdown heading line: its title
-_HASHES_RE = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
+# (four hashes not after a fifth: the lookbehind after the literal, so the search looks for "####")
+_HASHES_RE = re.compile(r"####(?<!#####)(?!#)[ \t]*(?P<ans>[^\n#]+)")
 _ANSWER_TAG_RE = re.compile(r"<\s*answer\s*>|\{answer[>}]|\(answer\)", re.I)
 _ANSWER_CLOSE_RE = re.compile(r"<\s*/\s*answer", re.I)
 # unboxed math right after the word "answer": Answer $ 9 $, the answer is: \[ 9 \]

@@ -942,3 +942,15 @@ def test_trailing_units_match_where_the_plain_pattern_matches(pieces):
     s = "".join(pieces)
     fast, plain = _TRAILING_UNITS_RE.search(s), re.compile(TRAILING_UNITS).search(s)
     assert (fast and (fast.start(), fast.group(0))) == (plain and (plain.start(), plain.group(0))), repr(s)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(["#", "##", "####", " ", "\n", "72", "x", "\t"]), max_size=14))
+def test_the_hashes_pattern_finds_what_its_lookbehind_first_form_finds(pieces):
+    from miners.verify.rules import _HASHES_RE
+
+    text = "".join(pieces)
+    plain = re.compile(r"(?m)(?<!#)####(?!#)[ \t]*(?P<ans>[^\n#]+)")
+    assert [(m.span(), m.group("ans")) for m in _HASHES_RE.finditer(text)] == [
+        (m.span(), m.group("ans")) for m in plain.finditer(text)
+    ]
