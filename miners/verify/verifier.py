@@ -110,7 +110,8 @@ from pairstore.errors import BadInput
 KINDS = ("gsm8k", "math", "task")
 MAX_ANSWER_CHARS = 2000  # longer "answers" are runaways; normalizing them could cost O(n^2)
 
-_EMPHASIS_RE = re.compile(r"\*\*(?=\S)|(?<=\S)\*\*")
+# "**" that opens or closes bold text (the literal first, so the search looks for it)
+_EMPHASIS_RE = re.compile(r"\*\*(?:(?=\S)|(?<=\S\*\*))")
 # Extraction rules that read an output with no answer marker at all.
 FALLBACK_RULES = ("short_output", "answer_first", "concluding_sentence")
 # An output that ends on one of these was cut off mid-expression.

@@ -954,3 +954,12 @@ def test_the_hashes_pattern_finds_what_its_lookbehind_first_form_finds(pieces):
     assert [(m.span(), m.group("ans")) for m in _HASHES_RE.finditer(text)] == [
         (m.span(), m.group("ans")) for m in plain.finditer(text)
     ]
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(["**", "*", " ", "\n", "7", "x", "***"]), max_size=12))
+def test_the_emphasis_pattern_removes_what_its_two_branch_form_removes(pieces):
+    from miners.verify.verifier import _EMPHASIS_RE
+
+    text = "".join(pieces)
+    assert _EMPHASIS_RE.sub("", text) == re.sub(r"\*\*(?=\S)|(?<=\S)\*\*", "", text)
