@@ -139,9 +139,12 @@ _MIXED_RE = re.compile(
 # a numeral in another base: "0x1F", "0b1010", "0o17", "1010_2", "1010_{2}", "(1010)_2"
 _BASED_RE = re.compile(r"(?<![\w.])0([xXbBoO])([0-9a-fA-F]+)\b|\(?\b([0-9A-Fa-f]+)\)?_\{?(\d{1,2})\}?")
 _PREFIX_BASE = {"x": 16, "b": 2, "o": 8}
-# what a numeral in another base cannot go without: a prefix ("0x") or a subscript's "_" (a text with
-# neither, most of them, is not scanned: _BASED_RE has no literal to search for and is tried everywhere)
-_BASE_PREFIX_RE = re.compile(r"0[xXbBoO]")
+# what _BASED_RE cannot match without: a base prefix ("0x"), or a subscript's "_" before a digit (a
+# text with neither, most of them, is not scanned: _BASED_RE has no literal to search for and is tried
+# everywhere; most subscripts, "x_i", and markdown's "__" have no digit)
+_BASE_SIGN_RE = re.compile(r"0[xXbBoO]|_\{?\d")
+# what _POWER_OF_TEN_RE cannot match without: "10" and its "^"
+_TEN_TO_THE_RE = re.compile(r"10\s*\^")
 
 
 def _fraction(n: str | None, d: str | None, fn: str | None = None, fd: str | None = None) -> Fraction | None:
@@ -321,9 +324,9 @@ _READERS: tuple[tuple[Callable[[re.Match], list[Written]], re.Pattern, Callable[
     (_grouped_values, _GROUPED_RE, None),
     (_scaled_values, _SCALED_RE, None),
     (_decimal_comma_values, _DECIMAL_COMMA_RE, lambda t: "," in t),
-    (_power_values, _POWER_OF_TEN_RE, lambda t: "^" in t and "10" in t),
+    (_power_values, _POWER_OF_TEN_RE, lambda t: "^" in t and _TEN_TO_THE_RE.search(t) is not None),
     (_mixed_values, _MIXED_RE, lambda t: "/" in t or "frac" in t),
-    (_based_values, _BASED_RE, lambda t: "_" in t or _BASE_PREFIX_RE.search(t) is not None),
+    (_based_values, _BASED_RE, lambda t: _BASE_SIGN_RE.search(t) is not None),
     (_cjk_values, _CJK_NUMERAL_RE, lambda t: not t.isascii()),
 )
 
