@@ -1,8 +1,10 @@
 """Repetition scanner: is a model output a degenerate loop?
 
-    from audits.loops import scan, scan_many
+    from audits.loops import may_end_in_loop, scan, scan_many
     report = scan(text)          # LoopReport(flagged=..., catastrophic=..., tail_loop=..., ...)
     reports = scan_many(texts)   # the same, many texts per numpy pass: the fast way for bulk work
+    may_end_in_loop(text)        # False only where scan(text) finds no tail or catastrophic loop:
+                                 # a check in plain Python that spares one text's scan most times
 
     pairstore audit loops --model sm11a --suite lf2      # the model card's loop table
     pairstore audit loops --json --rescan                # every model, every output scanned now
