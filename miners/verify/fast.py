@@ -54,6 +54,9 @@ def word_against_number(pred: str, gold: str) -> bool:
     return _words_and_number(pred, gold) or _words_and_number(gold, pred)
 
 
+_INTEGER_RE = re.compile(r"-?[0-9]{1,18}")
+
+
 def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
     """True/False when certain; None hands the spans to math-verify."""
     pred, pred_pct = normalize(pred_answer, kind)
@@ -68,6 +71,10 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
         return _task_equal(pred_answer, gold_text, pred, gold, pred_pct, gold_pct)
     if pred == gold and pred_pct == gold_pct:
         return True
+    if pred_pct == gold_pct and _INTEGER_RE.fullmatch(pred) and _INTEGER_RE.fullmatch(gold):
+        # two integers (most unequal answers): what the comparison below says of them, without it
+        # (tests/verify/test_verify_speed.py holds the two equal)
+        return int(pred) == int(gold)
     gold_bool = boolean_value(gold_text)
     if gold_bool is not None:
         # a yes/no or true/false gold, in any language listed (miners.verify.markers): "Yes" against

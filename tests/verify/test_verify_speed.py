@@ -964,3 +964,24 @@ def test_the_emphasis_pattern_removes_what_its_two_branch_form_removes(pieces):
 
     text = "".join(pieces)
     assert _EMPHASIS_RE.sub("", text) == re.sub(r"\*\*(?=\S)|(?<=\S)\*\*", "", text)
+
+
+_INTEGERS = st.from_regex(r"-?0{0,2}[0-9]{1,18}", fullmatch=True)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(_INTEGERS, _INTEGERS, st.sampled_from(["", "%"]), st.sampled_from(["math", "gsm8k"]))
+def test_two_integers_compare_as_the_full_comparison_compares_them(pred, gold, pct, kind):
+    """fast_compare's shortcut for two integers: what the comparison after it says of them."""
+    from miners.verify import fast
+
+    pairs = ((pred + pct, gold + pct), (pred, gold), (pred + "%", gold), (pred, gold + "%"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fast, "_INTEGER_RE", re.compile(r"(?!)"))  # (the full comparison)
+        full = [fast.fast_compare(p, g, kind) for p, g in pairs]
+    assert [fast.fast_compare(p, g, kind) for p, g in pairs] == full
+    for near in (str(int(gold) + 1), str(-int(gold)), gold.lstrip("-0") or "0"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fast, "_INTEGER_RE", re.compile(r"(?!)"))
+            expected = fast.fast_compare(near, gold, kind)
+        assert fast.fast_compare(near, gold, kind) == expected, (near, gold)
