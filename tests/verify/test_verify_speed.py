@@ -867,7 +867,9 @@ def test_written_numbers_read_once_are_the_same_values(pieces):
 @settings(max_examples=400, deadline=None, derandomize=True)
 @given(
     st.lists(
-        st.sampled_from(["<|", "|>", "im_end", "user", "</s>", "<", "[INST]", "[", "x", "s>", "/"]),
+        st.sampled_from(
+            ["<|", "|>", "im_end", "<|im_end|>", "user", "</s>", "<", "[INST]", "[", "x", "s>", "/"]
+        ),
         max_size=16,
     )
 )
