@@ -987,3 +987,20 @@ def test_two_integers_compare_as_the_full_comparison_compares_them(pred, gold, p
             mp.setattr(fast, "_INTEGER_RE", re.compile(r"(?!)"))
             expected = fast.fast_compare(near, gold, kind)
         assert fast.fast_compare(near, gold, kind) == expected, (near, gold)
+
+
+def _marker_pieces() -> list[str]:
+    from miners.verify.rules import _MARKERS
+
+    words = [w.lower() for w, _ in _MARKERS]
+    return sorted({*words[::3], *(w[:-1] for w in words[1::5]), " ", "x", "×", "é", "答", ":"})
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_marker_pieces()), max_size=8))
+def test_the_marker_hint_is_any_marker_word_in_the_lowered_text(pieces):
+    """rules._marker_hint, which spares the marker rules most outputs: whether any marker word occurs."""
+    from miners.verify.rules import _MARKERS, _marker_hint
+
+    low = "".join(pieces).lower()
+    assert _marker_hint.__wrapped__(low) == any(w.lower() in low for w, _ in _MARKERS), low
