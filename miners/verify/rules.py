@@ -620,10 +620,28 @@ def _marker_colons(text: str) -> Iterable[re.Match]:
                 yield m
 
 
+# where a heading or a bold line can begin: _MARKER_HEADING_RE is tried there only (a search of a
+# pattern anchored at line starts is tried at every character of the text)
+_HEADING_START_RE = re.compile(r"\n[ \t]*(?:#|\*\*|__)")
+
+
+def marker_headings(text: str) -> Iterator[re.Match]:
+    """_MARKER_HEADING_RE.finditer(text), matched at the text's start and where _HEADING_START_RE says
+    a line opens with a heading's or a bold line's mark."""
+    done = 0
+    for at in (0, *(m.start() + 1 for m in _HEADING_START_RE.finditer(text))):
+        if at < done:
+            continue  # inside the match before ("final\nanswer" spans a line break)
+        m = _MARKER_HEADING_RE.match(text, at)
+        if m is not None:
+            done = m.end()
+            yield m
+
+
 def find_marker_heading(text: str, low: str, kind: str) -> Iterable[Span]:
     """A heading or a bold line that is only an answer marker, the value on the next line:
     "## Final Answer\\n\\n12" -> "12", "**Antwort**\\n$x = 3$" -> "x = 3"."""
-    for m in _MARKER_HEADING_RE.finditer(text):
+    for m in marker_headings(text):
         if _marker_word(m) not in _SAME_LINE:
             value, value_end = _next_line(text, m.end() - 1)
             heading = _MD_HEADING_RE.fullmatch(value)

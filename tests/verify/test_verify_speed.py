@@ -1004,3 +1004,47 @@ def test_the_marker_hint_is_any_marker_word_in_the_lowered_text(pieces):
 
     low = "".join(pieces).lower()
     assert _marker_hint.__wrapped__(low) == any(w.lower() in low for w, _ in _MARKERS), low
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "\n",
+                "## ",
+                "#",
+                "**",
+                "__",
+                " ",
+                "\t",
+                "Final",
+                "Answer",
+                "answer",
+                "final\n",
+                ":",
+                "12",
+                "x",
+                "Antwort",
+                "***",
+            ]
+        ),
+        max_size=12,
+    )
+)
+def test_marker_headings_are_the_heading_pattern_s_matches(pieces):
+    from miners.verify.rules import _MARKER_HEADING_RE, marker_headings
+
+    text = "".join(pieces)
+    assert [(m.span(), m.group("w")) for m in marker_headings(text)] == [
+        (m.span(), m.group("w")) for m in _MARKER_HEADING_RE.finditer(text)
+    ], repr(text)
+
+
+def test_marker_headings_of_every_corpus_output_are_the_heading_pattern_s_matches():
+    from miners.verify.rules import _MARKER_HEADING_RE, marker_headings
+
+    for text in _outputs():
+        assert [m.span() for m in marker_headings(text)] == [
+            m.span() for m in _MARKER_HEADING_RE.finditer(text)
+        ]
