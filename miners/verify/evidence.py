@@ -198,9 +198,9 @@ def _written(text: str, distinct: bool = False) -> Iterator[Written]:
     for values_of, reader, may_match in _READERS:
         if may_match is not None and not may_match(text):
             continue
-        seen: set[tuple] = set()
+        seen: set[tuple] | None = set() if distinct else None
         for m in reader.finditer(text):
-            if distinct:
+            if seen is not None:
                 key = (m.group(0), m.groups())
                 if key in seen:
                     continue

@@ -264,7 +264,6 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
     )
 
 
-@lru_cache(maxsize=8)  # extraction, the cut and the second opinion ask about one output
 def turn_end(text: str) -> int | None:
     """Where _TURN_END_RE first matches in text, or None: found from its literals ("<|", "</s>",
     "[INST]") with str.find, where the search tried the pattern at every "<" and "[" of a long
@@ -278,6 +277,7 @@ def turn_end(text: str) -> int | None:
     return min(ends) if ends else None
 
 
+@lru_cache(maxsize=8)  # extraction, the cut and the second opinion ask about one output
 def cut_turn(text: str) -> str:
     """The output up to where the assistant's turn ends (a chat token or an invented role line)."""
     if "<" in text or "[INST]" in text:

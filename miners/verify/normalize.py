@@ -150,10 +150,9 @@ _UNIT_WORDS = (
 # (each unit taken whole, atomically: a unit matched at its longest never leaves less for the units
 # after it, so the matches are those of the plain pattern, which tried every split of the spaces
 # between units at every place -- a third of normalize. tests/verify/test_verify_speed.py compares.)
-TRAILING_UNITS = r"(?<=[\d}).\s])\s*(?:(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*){1,4}$"
-_TRAILING_UNITS_RE = re.compile(
-    r"(?<=[\d}).\s])\s*+(?>(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?\s*+){1,4}$"
-)
+_UNIT = r"(?:" + _UNIT_WORDS + r")(?:\s*/\s*(?:" + _UNIT_WORDS + r"))?"  # "km", "km / h", "sq. ft"
+TRAILING_UNITS = r"(?<=[\d}).\s])\s*(?:" + _UNIT + r"\s*){1,4}$"
+_TRAILING_UNITS_RE = re.compile(r"(?<=[\d}).\s])\s*+(?>" + _UNIT + r"\s*+){1,4}$")
 _KEEP_WORDS = frozenset(
     {"pi", "infty", "infinity", "sqrt", "and", "or", "i", "e", "x", "y", "z", "in", "cup"}
 )

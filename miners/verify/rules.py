@@ -631,7 +631,7 @@ def marker_headings(text: str) -> Iterator[re.Match]:
     done = 0
     for at in (0, *(m.start() + 1 for m in _HEADING_START_RE.finditer(text))):
         if at < done:
-            continue  # inside the match before ("final\nanswer" spans a line break)
+            continue  # inside the match before (finditer's matches do not overlap)
         m = _MARKER_HEADING_RE.match(text, at)
         if m is not None:
             done = m.end()

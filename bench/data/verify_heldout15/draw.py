@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # bench/data, for heldout_draw
 
@@ -109,9 +111,30 @@ def drawn_indices(repo: str, path: str, n: int, golds: list[str]) -> list[int]:
     return sorted(heldout_draw.rng_for(SEED, repo, path).sample(eligible, n))
 
 
-def gsm8k_row(pred: str, gold: str, source: str, source_label: str) -> dict:
-    """A drawn row: every source here answers GSM8K test questions."""
-    return {"pred": pred, "gold": gold, "kind": "gsm8k", "source": source, "source_label": source_label}
+def drawn_rows(
+    repo: str,
+    commit: str,
+    path: str,
+    n: int,
+    records: list[Any],
+    read: Callable[[Any], tuple[str, object, str]],
+    about: str,
+) -> list[dict]:
+    """n rows drawn from one results file's records: `read` gives a record's (reply, gold, the source's
+    own correctness flag); `about` the model and prompt, after the record's place in the source. Every
+    source here answers GSM8K test questions."""
+    read_records = [read(r) for r in records]
+    golds = [gold_text(gold) for _, gold, _ in read_records]
+    return [
+        {
+            "pred": read_records[i][0],
+            "gold": golds[i],
+            "kind": "gsm8k",
+            "source": f"{repo} {path}@{commit[:7]} record {i} {about}",
+            "source_label": read_records[i][2],
+        }
+        for i in drawn_indices(repo, path, n, golds)
+    ]
 
 
 def subq_rows(mirror: Mirror) -> list[dict]:
@@ -119,85 +142,72 @@ def subq_rows(mirror: Mirror) -> list[dict]:
     for folder, model, family in SUBQ_MODELS:
         for stem, generator, n in SUBQ_FILES:
             path = f"eval_responses/{folder}/{stem}.jsonl"
-            records = json_lines(read_at(mirror, SUBQ, SUBQ_COMMIT, path))
-            golds = [gold_text(r["answer"]) for r in records]
-            rows += [
-                gsm8k_row(
-                    records[i]["answers"],
-                    golds[i],
-                    f"{SUBQ} {path}@{SUBQ_COMMIT[:7]} record {i} model={model} family={family} "
-                    f"(GSM8K test, answering {generator}; 'Final answer:' asked)",
-                    "",
-                )
-                for i in drawn_indices(SUBQ, path, n, golds)
-            ]
+            rows += drawn_rows(
+                SUBQ,
+                SUBQ_COMMIT,
+                path,
+                n,
+                json_lines(read_at(mirror, SUBQ, SUBQ_COMMIT, path)),
+                lambda r: (r["answers"], r["answer"], ""),
+                f"model={model} family={family} (GSM8K test, answering {generator}; 'Final answer:' asked)",
+            )
     return rows
 
 
 def rwkv_rows(mirror: Mirror) -> list[dict]:
-    records = json_lines(read_at(mirror, RWKV, RWKV_COMMIT, RWKV_PATH))
-    golds = [gold_text(r["a"]) for r in records]
-    return [
-        gsm8k_row(
-            records[i]["gen"],
-            golds[i],
-            f"{RWKV} {RWKV_PATH}@{RWKV_COMMIT[:7]} record {i} model=RWKV-7 reasoning model (0p5b run) "
-            "family=RWKV (GSM8K test; '\\boxed{' forced after the reasoning)",
-            str(records[i]["correct"]),
-        )
-        for i in drawn_indices(RWKV, RWKV_PATH, RWKV_ROWS, golds)
-    ]
+    return drawn_rows(
+        RWKV,
+        RWKV_COMMIT,
+        RWKV_PATH,
+        RWKV_ROWS,
+        json_lines(read_at(mirror, RWKV, RWKV_COMMIT, RWKV_PATH)),
+        lambda r: (r["gen"], r["a"], str(r["correct"])),
+        "model=RWKV-7 reasoning model (0p5b run) family=RWKV "
+        "(GSM8K test; '\\boxed{' forced after the reasoning)",
+    )
 
 
 def r1zero_rows(mirror: Mirror) -> list[dict]:
-    records = json_lines(read_at(mirror, R1ZERO, R1ZERO_COMMIT, R1ZERO_PATH))
-    golds = [gold_text(r["ground_truth"]) for r in records]
-    return [
-        gsm8k_row(
-            records[i]["response"],
-            golds[i],
-            f"{R1ZERO} {R1ZERO_PATH}@{R1ZERO_COMMIT[:7]} record {i} model=Qwen2.5-Math-1.5B family=Qwen "
-            "(GSM8K test; r1_zero prompt, '<answer> </answer>' asked)",
-            str(records[i]["answer_reward"]),
-        )
-        for i in drawn_indices(R1ZERO, R1ZERO_PATH, R1ZERO_ROWS, golds)
-    ]
+    return drawn_rows(
+        R1ZERO,
+        R1ZERO_COMMIT,
+        R1ZERO_PATH,
+        R1ZERO_ROWS,
+        json_lines(read_at(mirror, R1ZERO, R1ZERO_COMMIT, R1ZERO_PATH)),
+        lambda r: (r["response"], r["ground_truth"], str(r["answer_reward"])),
+        "model=Qwen2.5-Math-1.5B family=Qwen (GSM8K test; r1_zero prompt, '<answer> </answer>' asked)",
+    )
 
 
 def dhanvin_rows(mirror: Mirror) -> list[dict]:
     rows = []
     for name, prompt, n in DHANVIN_FILES:
         path = f"model_predictions_store/gsm8k/eval_results/{name}"
-        records = json_lines(read_at(mirror, DHANVIN, DHANVIN_COMMIT, path))
-        golds = [gold_text(r["ground_truth_answer"]) for r in records]
-        rows += [
-            gsm8k_row(
-                records[i]["model_response"],
-                golds[i],
-                f"{DHANVIN} {path}@{DHANVIN_COMMIT[:7]} record {i} model=Meta-Llama-3-8B "
-                f"family=Llama (GSM8K test; {prompt}; one line)",
-                str(records[i]["metrics"]["accurate"]),
-            )
-            for i in drawn_indices(DHANVIN, path, n, golds)
-        ]
+        rows += drawn_rows(
+            DHANVIN,
+            DHANVIN_COMMIT,
+            path,
+            n,
+            json_lines(read_at(mirror, DHANVIN, DHANVIN_COMMIT, path)),
+            lambda r: (r["model_response"], r["ground_truth_answer"], str(r["metrics"]["accurate"])),
+            f"model=Meta-Llama-3-8B family=Llama (GSM8K test; {prompt}; one line)",
+        )
     return rows
 
 
 def akshit_rows(mirror: Mirror) -> list[dict]:
     rows = []
     for path, model, n in AKSHIT_FILES:
-        records = json.loads(read_at(mirror, AKSHIT, AKSHIT_COMMIT, path))["incorrect_predictions"]
-        golds = [gold_text(r[3]) for r in records]
-        rows += [
-            gsm8k_row(
-                records[i][1],
-                golds[i],
-                f"{AKSHIT} {path}@{AKSHIT_COMMIT[:7]} record {i} model={model} family=Llama "
-                "(GSM8K test; incorrect_predictions record; zero-shot '# Answer:' prompt)",
-                "False",
-            )
-            for i in drawn_indices(AKSHIT, path, n, golds)
-        ]
+        rows += drawn_rows(
+            AKSHIT,
+            AKSHIT_COMMIT,
+            path,
+            n,
+            json.loads(read_at(mirror, AKSHIT, AKSHIT_COMMIT, path))["incorrect_predictions"],
+            lambda r: (r[1], r[3], "False"),
+            f"model={model} family=Llama "
+            "(GSM8K test; incorrect_predictions record; zero-shot '# Answer:' prompt)",
+        )
     return rows
 
 
