@@ -9,7 +9,9 @@ The final answer is what the output finally commits to (the labelling convention
 bench/data/README.md):
   1. the turn is cut first: at a chat-template token (<|im_start|>, <|eot_id|>, </s>, ...) or an
      invented "User:"/"Human:" line, and, once an answer has been given, at a hallucinated new
-     question ("Question:", "Q:", "Now it's your turn", "New question:", ...);
+     question ("Question:", "Q:", "Now it's your turn", "New question:", ...); an output that
+     closes a reasoning block (</think>) is read after it, where a span rule finds an answer there
+     (the block is working: its boxes and questions are no rivals of the reply's answer);
   2. answer spans, each found by a named rule (miners.verify.rules): \\\\boxed{} / \\\\fbox{} /
      \\\\boxed 5 (boxes side by side, joined only by "and", commas or spacing, form one answer),
      <answer>...</answer>, "Final answer: X", "The answer is X" (also "the answer (arabic numerals)
@@ -299,6 +301,9 @@ def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction
     if not text or not text.strip():
         return Extraction(None, missing=EMPTY_OUTPUT)
     text = cut_turn(text)
+    stated_after = _after_reasoning(text, kind)
+    if stated_after is not None:
+        return stated_after
     cands = [c for c in find_spans(text, kind) if not _echoed_format(text, c)]
     if cands:
         turn_at = _invented_turn(text, cands)
@@ -391,6 +396,22 @@ _TOKEN_RE = re.compile(r"<\|[^|<>]{0,60}\|>|</?[A-Za-z_]{1,20}>")
 _EXPLANATION_RE = re.compile(
     r"(?i)^[ \t*_#>]*(?:" + "|".join(re.escape(w) for w in EXPLANATION_WORDS) + r")(?![A-Za-z])"
 )
+
+
+def _after_reasoning(text: str, kind: str) -> Extraction | None:
+    """What an output that closes a reasoning block commits to after it, where a span rule reads an
+    answer there (positions in text), else None: the block is working, what follows it is the reply.
+    (A long reasoning output is then read in its reply, not in every line of its working.)"""
+    at = text.rfind("</")
+    while at >= 0 and _REASONING_END_RE.match(text, at) is None:
+        at = text.rfind("</", 0, at)
+    if at < 0:
+        return None
+    start = _REASONING_END_RE.match(text, at).end()  # type: ignore[union-attr]
+    after = read_answer(text[start:], kind, whole=False)
+    if after.answer is None or after.rule not in RULES_BY_NAME:
+        return None
+    return replace(after, start=after.start + start, end=after.end + start)
 
 
 def _reasoning_only(text: str) -> str:
