@@ -28,6 +28,7 @@ markdown section and writes bench/results/verify.md.
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import platform
@@ -86,7 +87,12 @@ NOTES = """Notes on reading these figures:
   corpus (imports sympy and its units, latex2sympy, antlr); each timed run of ours starts with a
   fresh Verifier and no per-input cache of miners.verify warm (no parsed gold, no normalized or
   parsed answer: `verify_rows.fresh_caches`). Before 2026-12-04 only the parsed golds were
-  forgotten, so runs two and three of ours reused the first run's normalized answers."""
+  forgotten, so runs two and three of ours reused the first run's normalized answers.
+- Each timed run of either verifier starts after a full garbage collection (`gc.collect()`, untimed).
+  Before 2026-12-05 none was made: the objects math-verify's run left (sympy's and antlr's, tens of
+  thousands) were collected in a full collection that fell inside whichever run came next, most
+  often ours (43 ms of one 153 ms run of ours on `verify_heldout9`), and that run's figure was the
+  other verifier's garbage."""
 
 
 WARM_ROWS = 20  # per corpus, run by both verifiers before any timed run
@@ -338,6 +344,7 @@ taken. It was then fixed on (that class), so its figures above are not held-out 
 def run_ours(rows: list[dict]):
     fresh_caches()  # each run starts as a fresh process would after its warm-up (verify_rows.fresh_caches)
     verifier = Verifier()
+    gc.collect()  # (untimed: no run pays for the garbage the run before it left; NOTES)
     verdicts, lat = [], []
     clock = time.perf_counter
     t0, c0 = clock(), time.process_time()
@@ -352,6 +359,7 @@ def run_math_verify(rows: list[dict]):
     from math_verify import parse, verify
 
     verdicts, lat = [], []
+    gc.collect()  # (untimed, as before a run of ours)
     clock = time.perf_counter
     t0, c0 = clock(), time.process_time()
     for r in rows:

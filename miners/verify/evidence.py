@@ -59,7 +59,7 @@ from itertools import chain
 
 from miners.verify.brackets import closing_index, depth_zero
 from miners.verify.fast import fast_compare
-from miners.verify.lowered import lowered
+from miners.verify.lowered import FOLDS_TO_ASCII_RE, lowered
 from miners.verify.markers import (
     ALTERNATIVE_WORDS,
     NUMBER_WORDS_ANY_TEXT,
@@ -187,6 +187,21 @@ def read_plain(text: str) -> str:
     return text
 
 
+# Every character a match of the digit readers below (all but the CJK numerals') may hold: digits,
+# spacing, the marks and signs they read, the letters of their words ("frac", "percent", "times",
+# "cdot", "thousand", "million", "billion", "k", "e") and of base prefixes and hex digits. A match
+# lies within a run of these that holds a digit (the one exception, _POWER_OF_TEN_RE's sign, which
+# its character class lets be any character from "+" to "−", stands between two such runs), and its
+# lookarounds see a character of that run or the one next to it. So a run of them with no digit,
+# between two other characters, is no part of any match and no neighbour a lookaround sees: dropped,
+# it leaves every reader the same matches (tests/verify/test_verify_speed.py), and a long reasoning
+# output's prose (a third of it is left) is not scanned by each reader in turn.
+_NUMBER_CHARS = r"\s\\{},.'’/%^*+\-−×·()_!abcdefhiklmnoprstuxABCDEFKOX"
+_NO_NUMBER_RUN_RE = re.compile(
+    r"(?<![" + _NUMBER_CHARS + r"\d])[" + _NUMBER_CHARS + r"]++(?![" + _NUMBER_CHARS + r"\d])"
+)
+
+
 def _written(text: str, distinct: bool = False) -> Iterator[Written]:
     """Every number text writes (module doc), as (its magnitude as a float, a thunk for the exact
     magnitude): the float rules most out cheaply, the exact value decides the few left. A number no
@@ -194,12 +209,16 @@ def _written(text: str, distinct: bool = False) -> Iterator[Written]:
     way again (the same text, the same groups: the same values) is read once -- for a caller that
     asks whether a value is among them, not how often (a long output repeats its numbers)."""
     text = read_plain(text)
+    numbers = _NO_NUMBER_RUN_RE.sub("", text)  # (what the digit readers read: the same matches)
     # lazily, in the same order: a caller that finds its value early (_writes) scans no further
     for values_of, reader, may_match in _READERS:
-        if may_match is not None and not may_match(text):
+        # (every character a reader needs is in `numbers`: its test reads the shorter text; the CJK
+        # numerals are read in the whole text, where a dropped run may have stood between two)
+        if may_match is not None and not may_match(numbers):
             continue
+        read = text if reader is _CJK_NUMERAL_RE else numbers
         seen: set[tuple] | None = set() if distinct else None
-        for m in reader.finditer(text):
+        for m in reader.finditer(read):
             if seen is not None:
                 key = (m.group(0), m.groups())
                 if key in seen:
@@ -327,7 +346,7 @@ _READERS: tuple[tuple[Callable[[re.Match], list[Written]], re.Pattern, Callable[
     (_power_values, _POWER_OF_TEN_RE, lambda t: "^" in t and _TEN_TO_THE_RE.search(t) is not None),
     (_mixed_values, _MIXED_RE, lambda t: "/" in t or "frac" in t),
     (_based_values, _BASED_RE, lambda t: _BASE_SIGN_RE.search(t) is not None),
-    (_cjk_values, _CJK_NUMERAL_RE, lambda t: not t.isascii()),
+    (_cjk_values, _CJK_NUMERAL_RE, lambda t: not t.isascii() and _CJK_NUMERAL_RE.search(t) is not None),
 )
 
 
@@ -444,9 +463,7 @@ _ANY_MARKER_IN_LANGUAGE_RE = re.compile(
 )
 
 # The searches above open on common letters ("a", "r", "s") and so are tried at most positions of a
-# long output. Two tests no match can pass first, the answer the same (tests/verify/test_verify_speed.py):
-# the number words no ASCII text can hold need one of the characters that make them so, and a marker in
-# ASCII letters is a substring of the lowered text where no other letter folds to an ASCII one.
+# long output: each is asked only where a _WordSieve below says its words may be there.
 _BEYOND_ASCII = {
     p: tuple(w for w in words if not _ascii_reachable(w)) for p, words in NUMBER_WORDS_ANY_TEXT.items()
 }
@@ -457,66 +474,106 @@ _OTHER_NUMBER_WORD_BEYOND_ASCII_RE = re.compile(
     + ")",
     re.I,
 )
-_BEYOND_ASCII_CHAR_RE = re.compile(
-    "["
-    + "".join(
-        re.escape(c)
-        for c in sorted(
-            {c for words in _BEYOND_ASCII.values() for w in words for c in w if not _ascii_reachable(c)}
-        )
-    )
-    + "]"
-    if any(_BEYOND_ASCII.values())
-    else r"(?!)",
-    re.I,
-)
 _MARKER_WORDS = {w for markers, _, _ in NUMBER_WORDS_IN_LANGUAGE for w in markers}
-_ASCII_MARKERS = tuple(sorted(w.lower() for w in _MARKER_WORDS if w.isascii()))
-# (a marker of other letters that IGNORECASE matches in ASCII, "yanıt" in "YANIT")
-_REACHABLE_MARKER_RE = re.compile(
-    "|".join(
-        _words_re("word", (w,)) for w in sorted(_MARKER_WORDS) if not w.isascii() and _ascii_reachable(w)
+
+
+def _ascii_form(word: str) -> str:
+    """word as a text with no letter that folds to ASCII (FOLDS_TO_ASCII_RE) writes it, lowercased:
+    each letter the ASCII letter it matches ignoring case ("kırk" -> "kirk")."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return "".join(
+        c.lower() if c.isascii() else next(a for a in letters if re.fullmatch(re.escape(c), a, re.I))
+        for c in word
     )
-    or r"(?!)",
-    re.I,
+
+
+def _beyond_letters(word: str) -> frozenset[str]:
+    """The letters of word that no ASCII letter matches ignoring case."""
+    return frozenset(c for c in word if not _ascii_reachable(c))
+
+
+class _WordSieve:
+    """False from `may_hold(text)` only where text holds none of words, matched ignoring case: a test
+    far cheaper than a search for the words on a long output (the searches open on common letters, and
+    a math output's "π" or "Δ" is a letter of a Greek number word). A word an ASCII letter can match
+    throughout is held, in a text with no letter that folds to ASCII, as its _ascii_form in the lowered
+    text; any other word needs each of its letters beyond ASCII matched by one of the text's
+    (_letters_beyond_ascii). tests/verify/test_verify_speed.py holds _other_number_word and
+    _marker_of_a_language equal to their searches."""
+
+    def __init__(self, words: Iterable[str]):
+        words = tuple(dict.fromkeys(words))
+        forms = [_ascii_form(w) for w in words if _ascii_reachable(w)]
+        # (one search of the lowered text for all forms: a substring test per form walked it per form)
+        self.ascii_form_re = re.compile(word_trie(forms, space=" ")) if forms else None
+        self.letters_of_words = tuple(
+            dict.fromkeys(_beyond_letters(w) for w in words if not _ascii_reachable(w))
+        )
+
+    def may_hold(self, text: str) -> bool:
+        if self.ascii_form_re is not None and (
+            FOLDS_TO_ASCII_RE.search(text) is not None or self.ascii_form_re.search(lowered(text)) is not None
+        ):
+            return True
+        if not self.letters_of_words or text.isascii():
+            return False
+        found = _letters_beyond_ascii(text)
+        return any(letters <= found for letters in self.letters_of_words)
+
+
+_MARKER_SIEVE = _WordSieve(_MARKER_WORDS)
+_REACHABLE_WORD_SIEVE = _WordSieve(
+    w for words in NUMBER_WORDS_ANY_TEXT.values() for w in words if _ascii_reachable(w)
 )
-# the letters of the other markers that no ASCII letter matches: one of them has each such marker
-_BEYOND_ASCII_MARKER_CHAR_RE = re.compile(
-    "["
-    + "".join(re.escape(c) for c in sorted({c for w in _MARKER_WORDS for c in w if not _ascii_reachable(c)}))
-    + "]"
-    if any(not _ascii_reachable(w) for w in _MARKER_WORDS)
-    else r"(?!)",
-    re.I,
+_BEYOND_WORD_SIEVE = _WordSieve(w for words in _BEYOND_ASCII.values() for w in words)
+_SIEVED_LETTERS = sorted(
+    {
+        c
+        for sieve in (_MARKER_SIEVE, _BEYOND_WORD_SIEVE)
+        for letters in sieve.letters_of_words
+        for c in letters
+    }
 )
-# the letters beyond ASCII that IGNORECASE matches to an ASCII letter (all of Unicode, checked by
-# tests/verify/test_verify_speed.py): a text without them matches an ASCII word only in ASCII letters
-_FOLDS_TO_ASCII_RE = re.compile("[\u0130\u0131\u017f\u212a]")
+_SIEVED_LETTER_RE = re.compile("[" + "".join(map(re.escape, _SIEVED_LETTERS)) + "]", re.I)
+
+
+def _case_key(c: str) -> str:
+    """One key for every character IGNORECASE matches to c (checked over all of Unicode by
+    tests/verify/test_verify_speed.py): its lowercase, uppercased and lowercased again ("ς", "Σ" and
+    "σ" are "σ"; "ſ" and "s" are "s")."""
+    return c.lower().upper().lower()
+
+
+_LETTERS_BY_KEY: dict[str, frozenset[str]] = {}
+for _letter in _SIEVED_LETTERS:
+    _LETTERS_BY_KEY[_case_key(_letter)] = _LETTERS_BY_KEY.get(_case_key(_letter), frozenset()) | {_letter}
+
+
+def _letters_matched_by(c: str) -> frozenset[str]:
+    """The sieved letters (_SIEVED_LETTERS) a text's character c may match ignoring case: those of its
+    case key (every one it matches, and no fewer)."""
+    return _LETTERS_BY_KEY.get(_case_key(c), frozenset())
+
+
+@lru_cache(maxsize=8)  # both sieves ask about one text
+def _letters_beyond_ascii(text: str) -> frozenset[str]:
+    """The sieved letters that some character of text matches ignoring case (one charset search finds
+    every character that matches one)."""
+    return frozenset().union(*map(_letters_matched_by, set(_SIEVED_LETTER_RE.findall(text))))
 
 
 def _marker_of_a_language(text: str) -> bool:
     """Whether text holds an answer marker of a language of NUMBER_WORDS_IN_LANGUAGE."""
-    if (
-        _FOLDS_TO_ASCII_RE.search(text) is None
-        and not any(w in lowered(text) for w in _ASCII_MARKERS)
-        and _REACHABLE_MARKER_RE.search(text) is None
-        and (text.isascii() or _BEYOND_ASCII_MARKER_CHAR_RE.search(text) is None)
-    ):
-        return False
-    return _ANY_MARKER_IN_LANGUAGE_RE.search(text) is not None
+    return _MARKER_SIEVE.may_hold(text) and _ANY_MARKER_IN_LANGUAGE_RE.search(text) is not None
 
 
 @lru_cache(maxsize=64)  # (one output is asked about by several readings; a str caches its hash)
 def _other_number_word(text: str) -> bool:
     """Whether text holds a number word of another language than English (markers.NUMBER_WORDS_ANY_TEXT;
     one in ASCII letters only where an answer marker of its language stands)."""
-    if _OTHER_NUMBER_WORD_IN_ASCII_RE.search(text) is not None:
+    if _REACHABLE_WORD_SIEVE.may_hold(text) and _OTHER_NUMBER_WORD_IN_ASCII_RE.search(text) is not None:
         return True
-    if (
-        not text.isascii()
-        and _BEYOND_ASCII_CHAR_RE.search(text) is not None
-        and _OTHER_NUMBER_WORD_BEYOND_ASCII_RE.search(text) is not None
-    ):
+    if _BEYOND_WORD_SIEVE.may_hold(text) and _OTHER_NUMBER_WORD_BEYOND_ASCII_RE.search(text) is not None:
         return True
     if not _marker_of_a_language(text):
         return False

@@ -596,15 +596,26 @@ _WRITTEN_PIECES = (
     "两万",
     "twelve",
     "five hundred",
+    # characters no digit reader reads, and prose between them (evidence._NO_NUMBER_RUN_RE drops it)
+    "=",
+    "$",
+    "g",
+    "π",
+    " so the ",
+    "Thus ",
+    "(",
+    ")",
+    "10^=",
+    "10^g",
 )
 
 
 def test_the_letters_that_fold_to_ascii_are_all_of_them():
-    """evidence._FOLDS_TO_ASCII_RE holds every character beyond ASCII that IGNORECASE matches to an
+    """lowered.FOLDS_TO_ASCII_RE holds every character beyond ASCII that IGNORECASE matches to an
     ASCII letter (all of Unicode searched)."""
     import re
 
-    from miners.verify import evidence
+    from miners.verify.lowered import FOLDS_TO_ASCII_RE
 
     ascii_letter = re.compile("[a-z]", re.I)
     folds = {
@@ -612,7 +623,7 @@ def test_the_letters_that_fold_to_ascii_are_all_of_them():
         for cp in range(128, 0x110000)
         if not 0xD800 <= cp <= 0xDFFF and ascii_letter.fullmatch(chr(cp)) is not None
     }
-    assert folds == {c for c in map(chr, range(128, 0x110000)) if evidence._FOLDS_TO_ASCII_RE.fullmatch(c)}
+    assert folds == {c for c in map(chr, range(128, 0x110000)) if FOLDS_TO_ASCII_RE.fullmatch(c)}
 
 
 def _number_word_pieces() -> tuple[str, ...]:
@@ -1048,3 +1059,63 @@ def test_marker_headings_of_every_corpus_output_are_the_heading_pattern_s_matche
         assert [m.span() for m in marker_headings(text)] == [
             m.span() for m in _MARKER_HEADING_RE.finditer(text)
         ]
+
+
+_WORD_RUN_PIECES = (
+    "one",
+    "Two",
+    "HUNDRED",
+    "twenty-five",
+    " and ",
+    "a",
+    "A ",
+    "negative ",
+    "Minus ",
+    "point",
+    " ",
+    "-",
+    "\n",
+    "x",
+    "7",
+    ".",
+    "ſeven",  # a long s: IGNORECASE reads "seven"
+    "\u212a",  # the Kelvin sign: IGNORECASE reads "k"
+    "İ",  # lowers to two characters
+    "ı",
+    "ß",
+    "é",
+    "thousand",
+    "million",
+)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_WORD_RUN_PIECES), max_size=16))
+def test_number_word_runs_are_the_runs_the_ignorecase_search_finds(pieces):
+    """prose.word_runs reads a text with no letter that folds to ASCII in its lowered form: the same
+    spans as the IGNORECASE search of the text, and the same words."""
+    from miners.verify.prose import _WORD_RUN_RE, word_runs
+
+    text = "".join(pieces)
+    assert [(m.span(), m.group(0).lower()) for m in word_runs(text)] == [
+        (m.span(), m.group(0).lower()) for m in _WORD_RUN_RE.finditer(text)
+    ], text
+
+
+def test_the_sieve_case_key_keeps_every_letter_ignorecase_matches():
+    """evidence._letters_matched_by(c) holds every sieved letter c matches ignoring case, for every
+    character of Unicode the sieve's charset finds: no word the sieve passes over could match."""
+    import re
+
+    from miners.verify import evidence
+
+    every = "".join(chr(cp) for cp in range(0x110000) if not 0xD800 <= cp <= 0xDFFF)
+    found = set(evidence._SIEVED_LETTER_RE.findall(every))
+    assert found >= set(evidence._SIEVED_LETTERS)
+    missed = [
+        (c, p)
+        for c in found
+        for p in evidence._SIEVED_LETTERS
+        if re.fullmatch(re.escape(p), c, re.I) and p not in evidence._letters_matched_by(c)
+    ]
+    assert missed == []
