@@ -84,6 +84,9 @@ def test_a_question_inside_the_working_is_no_invented_turn():
     """A question the model asks itself while it reasons ("Question: what if ...") came after a
     statement of another answer in the block; the reply's answer is the one committed to. Read as one
     text, the question cut the output there and the block's 5 was the answer."""
-    output = "<think>The answer is 5.\nQuestion: what if the speed doubles? Then 7.</think>\nThe answer is $\\boxed{7}$."
+    output = (
+        "<think>The answer is 5.\nQuestion: what if the speed doubles? Then 7.</think>\n"
+        "The answer is $\\boxed{7}$."
+    )
     verdict = Verifier().verify(output, "7", "math")
     assert (verdict.label, verdict.answer, verdict.rule) == ("correct", "7", "boxed")
