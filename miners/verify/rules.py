@@ -604,6 +604,14 @@ _BEFORE_COLON_RE = re.compile(
 )  # fmt: skip
 
 
+# what a marker and its number end on, right before the markup and the colon after them: a marker
+# word's last letter (ignoring case), a digit or ")" (_MARKER_INDEX). A colon after anything else
+# ("x:", "= 3:", "Step 1):"... most of a long output's colons but a marker's) needs no search.
+_MARKER_END_RE = re.compile(
+    "[" + "".join(sorted({re.escape(w[-1]) for w, _ in _MARKERS})) + r"]|\d|\)", re.I
+)
+
+
 def _marker_colons(text: str) -> Iterable[re.Match]:
     """_MARKER_COLON_RE's matches, found from each colon back (a few short searches, where a scan of
     the whole text would try every marker word at every character)."""
@@ -611,6 +619,10 @@ def _marker_colons(text: str) -> Iterable[re.Match]:
     for colon in _COLON_RE.finditer(text):
         c = colon.start()
         if c < done:
+            continue
+        lo = max(0, c - _MARKER_WINDOW)
+        end = lo + len(text[lo:c].rstrip(" \t*_")) - 1  # (the character the marker or its number ends on)
+        if end < lo or _MARKER_END_RE.match(text, end) is None:
             continue
         before = _BEFORE_COLON_RE.search(text, max(done, c - _MARKER_WINDOW), c)
         if before is not None:

@@ -1119,3 +1119,72 @@ def test_the_sieve_case_key_keeps_every_letter_ignorecase_matches():
         if re.fullmatch(re.escape(p), c, re.I) and p not in evidence._letters_matched_by(c)
     ]
     assert missed == []
+
+
+def _marker_colons_reference(text: str) -> list:
+    """rules._marker_colons as written before the end-character test: a search before every colon."""
+    from miners.verify import rules
+
+    out, done = [], 0
+    for colon in rules._COLON_RE.finditer(text):
+        c = colon.start()
+        if c < done:
+            continue
+        before = rules._BEFORE_COLON_RE.search(text, max(done, c - rules._MARKER_WINDOW), c)
+        if before is not None:
+            m = rules._MARKER_COLON_RE.match(text, before.start())
+            if m is not None:
+                done = m.start("ans")
+                out.append(m)
+    return out
+
+
+_COLON_PIECES = (
+    "Answer",
+    "ANSWER",
+    "final answer",
+    "Final_Answer",
+    "Ответ",
+    "答案",
+    "Réponse",
+    "Antwort",
+    "respuesta",
+    "svar",
+    "ſvar",
+    " (2)",
+    " 3",
+    "#4",
+    ":",
+    "：",
+    "|",
+    " ",
+    "\t",
+    "*",
+    "**",
+    "_",
+    "\n",
+    "x",
+    "= 3",
+    ".",
+    "12",
+)
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_COLON_PIECES), max_size=14))
+def test_marker_colons_skip_only_colons_no_marker_ends_before(pieces):
+    """rules._marker_colons searches back from a colon only where a marker word or its number can end
+    right before it: the same matches as a search before every colon."""
+    from miners.verify import rules
+
+    text = "".join(pieces)
+    got = [(m.span(), m.group("w"), m.group("ans")) for m in rules._marker_colons(text)]
+    assert got == [(m.span(), m.group("w"), m.group("ans")) for m in _marker_colons_reference(text)], text
+
+
+def test_marker_colons_of_every_corpus_output_are_the_searched_ones():
+    from miners.verify import rules
+
+    for text in _outputs():
+        got = [m.span() for m in rules._marker_colons(text)]
+        assert got == [m.span() for m in _marker_colons_reference(text)]
