@@ -607,9 +607,7 @@ _BEFORE_COLON_RE = re.compile(
 # what a marker and its number end on, right before the markup and the colon after them: a marker
 # word's last letter (ignoring case), a digit or ")" (_MARKER_INDEX). A colon after anything else
 # ("x:", "= 3:", "Step 1):"... most of a long output's colons but a marker's) needs no search.
-_MARKER_END_RE = re.compile(
-    "[" + "".join(sorted({re.escape(w[-1]) for w, _ in _MARKERS})) + r"]|\d|\)", re.I
-)
+_MARKER_END_RE = re.compile("[" + "".join(sorted({re.escape(w[-1]) for w, _ in _MARKERS})) + r"]|\d|\)", re.I)
 
 
 def _marker_colons(text: str) -> Iterable[re.Match]:
