@@ -286,12 +286,25 @@ def cut_turn(text: str) -> str:
         end = turn_end(text)
         if end is not None:
             text = text[:end]
-    low = lowered(text)
-    if "user" in low or "human" in low:
+    if len(text) > _LONG_OUTPUT_CHARS and "</" in text:
+        # a long output that may close a reasoning block is read in its reply (_after_reasoning), and
+        # its whole text is lowered for nothing else: the search first, the words only where it finds
+        m = _ROLE_AFTER_NEWLINE_RE.search(text)
+        if m and _names_a_role(lowered(text)):
+            text = text[: m.start() + 1]
+        return text
+    if _names_a_role(lowered(text)):  # (the lowered text the span rules read: no search where no word)
         m = _ROLE_AFTER_NEWLINE_RE.search(text)
         if m:
             text = text[: m.start() + 1]
     return text
+
+
+_LONG_OUTPUT_CHARS = 8_000
+
+
+def _names_a_role(low: str) -> bool:
+    return "user" in low or "human" in low
 
 
 def read_answer(text: str, kind: str = "math", whole: bool = True) -> Extraction:

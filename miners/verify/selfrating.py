@@ -36,6 +36,8 @@ _RATING_WORDS = tuple(dict.fromkeys(w.lower() for w in (*SELF_RATING_NOUNS, *SEL
 # any of them inside a lowercased text, as a trie: one pass over the text (a quarter faster on the
 # corpora than a substring search for each word's first four letters)
 _ANY_RATING_WORD_RE = re.compile(word_trie(_RATING_WORDS, space=" "))
+# the words an ASCII text can hold: fewer first letters for its search to stop at (a quarter faster)
+_ASCII_RATING_WORD_RE = re.compile(word_trie([w for w in _RATING_WORDS if w.isascii()], space=" "))
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
 _PERCENT_RE = re.compile(r"^[~≈]?\s*(\d{1,3}(?:\.\d+)?)\s*(?:\\?%|％|percent\b|per\s*cent\b)", re.I)
@@ -77,7 +79,8 @@ def _clause_before(text: str, start: int, floor: int = 0) -> str:
 @lru_cache(maxsize=8)  # read_answer asks about one text two or three times in turn (a str caches its hash)
 def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
-    return _ANY_RATING_WORD_RE.search(lowered(text)) is not None
+    low = lowered(text)
+    return (_ASCII_RATING_WORD_RE if low.isascii() else _ANY_RATING_WORD_RE).search(low) is not None
 
 
 def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int = 0) -> bool:

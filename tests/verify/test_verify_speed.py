@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from miners.verify import Verifier, symbolic
@@ -1188,3 +1188,34 @@ def test_marker_colons_of_every_corpus_output_are_the_searched_ones():
     for text in _outputs():
         got = [m.span() for m in rules._marker_colons(text)]
         assert got == [m.span() for m in _marker_colons_reference(text)]
+
+
+def _cut_turn_reference(text: str) -> str:
+    """extract.cut_turn as first written: the turn end, then the role-line search where the lowered
+    text names a role."""
+    from miners.verify import extract
+
+    end = extract.turn_end(text)
+    if end is not None:
+        text = text[:end]
+    low = text.lower()
+    if "user" in low or "human" in low:
+        m = extract._ROLE_AFTER_NEWLINE_RE.search(text)
+        if m:
+            text = text[: m.start() + 1]
+    return text
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from((*_ROLE_PIECES, "</think>", "<|im_end|>", "\nuſer:", "\nHUMAN:")), max_size=10),
+    st.sampled_from((0, 100, 7_990, 8_001, 12_000)),
+)
+@example(["</think>", "\nuſer: hi"], 9_000)  # a role line IGNORECASE reads that lower() does not
+def test_cut_turn_cuts_where_its_first_form_did(pieces, padding):
+    """cut_turn, which searches a long output that may close a reasoning block for the role line
+    before it lowers it, cuts every text where the gate-first form cut it."""
+    from miners.verify import extract
+
+    text = "x" * padding + "".join(pieces)
+    assert extract.cut_turn.__wrapped__(text) == _cut_turn_reference(text)
