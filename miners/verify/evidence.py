@@ -128,9 +128,10 @@ _SCALED_RE = re.compile(
     r"(\d(?<![\d.]\d)\d*(?:\.\d+)?)\s*(?:[eE]\s*([+-]?\d{1,3})(?!\d)|(k|K|thousand|million|billion)\b)"
 )
 _SCALES = {"k": 1000, "K": 1000, "thousand": 1000, "million": 10**6, "billion": 10**9}
-# a power of ten, alone or times a mantissa: "1.2 \\times 10^{3}", "3·10^5", "10^{6}"
+# a power of ten, alone or times a mantissa: "1.2 \\times 10^{3}", "3·10^5", "10^{6}", "10^{−2}"; an
+# exponent of four digits or more is none it reads ("10^1234" is not 10^123)
 _POWER_OF_TEN_RE = re.compile(
-    r"(?:(?<![\d.])(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×|·|\*|x)\s*)?10\s*\^\s*\{?\s*([+-−]?\d{1,3})\s*\}?"
+    r"(?:(?<![\d.])(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|×|·|\*|x)\s*)?10\s*\^\s*\{?\s*([-+−]?\d{1,3}(?!\d))\s*\}?"
 )
 # a mixed number: "2\\frac{1}{4}", "2 1/4"
 _MIXED_RE = re.compile(
@@ -190,9 +191,8 @@ def read_plain(text: str) -> str:
 # Every character a match of the digit readers below (all but the CJK numerals') may hold: digits,
 # spacing, the marks and signs they read, the letters of their words ("frac", "percent", "times",
 # "cdot", "thousand", "million", "billion", "k", "e") and of base prefixes and hex digits. A match
-# lies within a run of these that holds a digit (the one exception, _POWER_OF_TEN_RE's sign, which
-# its character class lets be any character from "+" to "−", stands between two such runs), and its
-# lookarounds see a character of that run or the one next to it. So a run of them with no digit,
+# lies within a run of these that holds a digit, and its lookarounds see a character of that run or
+# the one next to it. So a run of them with no digit,
 # between two other characters, is no part of any match and no neighbour a lookaround sees: dropped,
 # it leaves every reader the same matches (tests/verify/test_verify_speed.py), and a long reasoning
 # output's prose (a third of it is left) is not scanned by each reader in turn.

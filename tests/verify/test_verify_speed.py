@@ -1219,3 +1219,21 @@ def test_cut_turn_cuts_where_its_first_form_did(pieces, padding):
 
     text = "x" * padding + "".join(pieces)
     assert extract.cut_turn.__wrapped__(text) == _cut_turn_reference(text)
+
+
+def test_the_power_of_ten_reader_takes_a_sign_and_at_most_three_digits():
+    """Its exponent's sign is "+", "-" or "−" (the class once ran from "+" to "−", so that almost any
+    character stood as a sign, a digit among them: "10^1234" read 10^1234), and an exponent of four
+    digits is not read as its first three."""
+    from fractions import Fraction
+
+    from miners.verify import evidence
+
+    def read(text: str) -> list[Fraction]:
+        return [e() for m in evidence._POWER_OF_TEN_RE.finditer(text) for _, e in evidence._power_values(m)]
+
+    assert read("10^{-3}") == [Fraction(1, 1000)]
+    assert read("2.5 \\times 10^{+2}") == [Fraction(250)]
+    assert read("10^{−2}") == [Fraction(1, 100)]
+    assert read("10^1234") == read("10^{1234}") == []
+    assert [m.group(2) for m in evidence._POWER_OF_TEN_RE.finditer("10^a5 10^=3 10^g7")] == []
