@@ -192,10 +192,10 @@ def read_plain(text: str) -> str:
 # spacing, the marks and signs they read, the letters of their words ("frac", "percent", "times",
 # "cdot", "thousand", "million", "billion", "k", "e") and of base prefixes and hex digits. A match
 # lies within a run of these that holds a digit, and its lookarounds see a character of that run or
-# the one next to it. So a run of them with no digit,
-# between two other characters, is no part of any match and no neighbour a lookaround sees: dropped,
-# it leaves every reader the same matches (tests/verify/test_verify_speed.py), and a long reasoning
-# output's prose (a third of it is left) is not scanned by each reader in turn.
+# the one next to it. So a run of them with no digit, between two other characters, is no part of
+# any match and no neighbour a lookaround sees: dropped, it leaves every reader the same matches
+# (tests/verify/test_verify_speed.py), and a long reasoning output's prose (a third of it is left) is
+# not scanned by each reader in turn.
 _NUMBER_CHARS = r"\s\\{},.'’/%^*+\-−×·()_!abcdefhiklmnoprstuxABCDEFKOX"
 _NO_NUMBER_RUN_RE = re.compile(
     r"(?<![" + _NUMBER_CHARS + r"\d])[" + _NUMBER_CHARS + r"]++(?![" + _NUMBER_CHARS + r"\d])"
@@ -211,12 +211,11 @@ def _written(text: str, distinct: bool = False) -> Iterator[Written]:
     text = read_plain(text)
     numbers = _NO_NUMBER_RUN_RE.sub("", text)  # (what the digit readers read: the same matches)
     # lazily, in the same order: a caller that finds its value early (_writes) scans no further
-    for values_of, reader, may_match in _READERS:
-        # (every character a reader needs is in `numbers`: its test reads the shorter text; the CJK
-        # numerals are read in the whole text, where a dropped run may have stood between two)
+    for values_of, reader, may_match, whole in _READERS:
+        # (every character a reader needs is in `numbers`: its test reads the shorter text)
         if may_match is not None and not may_match(numbers):
             continue
-        read = text if reader is _CJK_NUMERAL_RE else numbers
+        read = text if whole else numbers
         seen: set[tuple] | None = set() if distinct else None
         for m in reader.finditer(read):
             if seen is not None:
@@ -334,19 +333,23 @@ def _cjk_values(m: re.Match) -> list[Written]:
 
 
 # The number readers in the order _written reads them: (the values of a match, the reader, what a text
-# must hold for the reader to match at all, None where nothing is needed). A reader that opens with a
-# lookbehind or an optional group has no first character for the regex engine to search for and is
-# tried at every position: on a long output, skipping the scans that cannot match is most of the cost
-# (tests/verify/test_verify_speed.py holds the result equal to every scan in turn).
-_READERS: tuple[tuple[Callable[[re.Match], list[Written]], re.Pattern, Callable[[str], bool] | None], ...] = (
-    (_number_values, _TEXT_NUMBER_RE, None),
-    (_grouped_values, _GROUPED_RE, None),
-    (_scaled_values, _SCALED_RE, None),
-    (_decimal_comma_values, _DECIMAL_COMMA_RE, lambda t: "," in t),
-    (_power_values, _POWER_OF_TEN_RE, lambda t: "^" in t and _TEN_TO_THE_RE.search(t) is not None),
-    (_mixed_values, _MIXED_RE, lambda t: "/" in t or "frac" in t),
-    (_based_values, _BASED_RE, lambda t: _BASE_SIGN_RE.search(t) is not None),
-    (_cjk_values, _CJK_NUMERAL_RE, lambda t: not t.isascii() and _CJK_NUMERAL_RE.search(t) is not None),
+# must hold for the reader to match at all, None where nothing is needed, whether it reads the whole
+# text rather than its digit runs). A reader that opens with a lookbehind or an optional group has no
+# first character for the regex engine to search for and is tried at every position: on a long output,
+# skipping the scans that cannot match is most of the cost (tests/verify/test_verify_speed.py holds the
+# result equal to every scan in turn). The CJK numerals are read in the whole text: two of them may
+# stand on either side of a run _NO_NUMBER_RUN_RE drops.
+_READERS: tuple[
+    tuple[Callable[[re.Match], list[Written]], re.Pattern, Callable[[str], bool] | None, bool], ...
+] = (
+    (_number_values, _TEXT_NUMBER_RE, None, False),
+    (_grouped_values, _GROUPED_RE, None, False),
+    (_scaled_values, _SCALED_RE, None, False),
+    (_decimal_comma_values, _DECIMAL_COMMA_RE, lambda t: "," in t, False),
+    (_power_values, _POWER_OF_TEN_RE, lambda t: "^" in t and _TEN_TO_THE_RE.search(t) is not None, False),
+    (_mixed_values, _MIXED_RE, lambda t: "/" in t or "frac" in t, False),
+    (_based_values, _BASED_RE, lambda t: _BASE_SIGN_RE.search(t) is not None, False),
+    (_cjk_values, _CJK_NUMERAL_RE, lambda t: not t.isascii() and _CJK_NUMERAL_RE.search(t) is not None, True),
 )
 
 
@@ -544,9 +547,10 @@ def _case_key(c: str) -> str:
     return c.lower().upper().lower()
 
 
-_LETTERS_BY_KEY: dict[str, frozenset[str]] = {}
-for _letter in _SIEVED_LETTERS:
-    _LETTERS_BY_KEY[_case_key(_letter)] = _LETTERS_BY_KEY.get(_case_key(_letter), frozenset()) | {_letter}
+_LETTERS_BY_KEY: dict[str, frozenset[str]] = {
+    key: frozenset(c for c in _SIEVED_LETTERS if _case_key(c) == key)
+    for key in map(_case_key, _SIEVED_LETTERS)
+}
 
 
 def _letters_matched_by(c: str) -> frozenset[str]:

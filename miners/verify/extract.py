@@ -286,18 +286,17 @@ def cut_turn(text: str) -> str:
         end = turn_end(text)
         if end is not None:
             text = text[:end]
+    # A role line's word ("user", "human") must stand in the lowered text too. That text is the span
+    # rules', so it is looked at first: no search where no word. A long output that may close a
+    # reasoning block is read in its reply (_after_reasoning) and lowered whole for nothing else: the
+    # search first, the words only where it finds a line.
     if len(text) > _LONG_OUTPUT_CHARS and "</" in text:
-        # a long output that may close a reasoning block is read in its reply (_after_reasoning), and
-        # its whole text is lowered for nothing else: the search first, the words only where it finds
         m = _ROLE_AFTER_NEWLINE_RE.search(text)
-        if m and _names_a_role(lowered(text)):
-            text = text[: m.start() + 1]
-        return text
-    if _names_a_role(lowered(text)):  # (the lowered text the span rules read: no search where no word)
-        m = _ROLE_AFTER_NEWLINE_RE.search(text)
-        if m:
-            text = text[: m.start() + 1]
-    return text
+        named = m is not None and _names_a_role(lowered(text))
+    else:
+        named = _names_a_role(lowered(text))
+        m = _ROLE_AFTER_NEWLINE_RE.search(text) if named else None
+    return text[: m.start() + 1] if named and m is not None else text
 
 
 _LONG_OUTPUT_CHARS = 8_000
@@ -411,16 +410,25 @@ _EXPLANATION_RE = re.compile(
 )
 
 
+def _last_reasoning_end(text: str) -> re.Match[str] | None:
+    """The last reasoning block's closing tag in text, found back from the end by its literal "</"."""
+    at = text.rfind("</")
+    while at >= 0:
+        end = _REASONING_END_RE.match(text, at)
+        if end is not None:
+            return end
+        at = text.rfind("</", 0, at)
+    return None
+
+
 def _after_reasoning(text: str, kind: str) -> Extraction | None:
     """What an output that closes a reasoning block commits to after it, where a span rule reads an
     answer there (positions in text), else None: the block is working, what follows it is the reply.
     (A long reasoning output is then read in its reply, not in every line of its working.)"""
-    at = text.rfind("</")
-    while at >= 0 and _REASONING_END_RE.match(text, at) is None:
-        at = text.rfind("</", 0, at)
-    if at < 0:
+    end = _last_reasoning_end(text)
+    if end is None:
         return None
-    start = _REASONING_END_RE.match(text, at).end()  # type: ignore[union-attr]
+    start = end.end()
     after = read_answer(text[start:], kind, whole=False)
     if after.answer is None or after.rule not in RULES_BY_NAME:
         return None
@@ -430,14 +438,14 @@ def _after_reasoning(text: str, kind: str) -> Extraction | None:
 def _reasoning_only(text: str) -> str:
     """text less a reasoning block's tags where nothing after the block says anything: its garbage
     ("</think> ;;;; ,,,,", special tokens, a loop of one word) commits to nothing new."""
-    ends = list(_REASONING_END_RE.finditer(text))
-    if not ends:
+    end = _last_reasoning_end(text)
+    if end is None:
         return text
-    after = _TOKEN_RE.sub(" ", text[ends[-1].end() :])
+    after = _TOKEN_RE.sub(" ", text[end.end() :])
     if re.search(r"\d", after) or (re.search(r"[^\W\d_]{2,}", after) and not looping(after)):
         return text
     # (the opening tag blanked, not removed: positions in the text stay those of the output)
-    return _REASONING_START_RE.sub(lambda m: " " * len(m.group(0)), text[: ends[-1].start()], count=1)
+    return _REASONING_START_RE.sub(lambda m: " " * len(m.group(0)), text[: end.start()], count=1)
 
 
 def value_only(line: str, kind: str) -> str | None:

@@ -622,7 +622,7 @@ def _marker_colons(text: str) -> Iterable[re.Match]:
         end = lo + len(text[lo:c].rstrip(" \t*_")) - 1  # (the character the marker or its number ends on)
         if end < lo or _MARKER_END_RE.match(text, end) is None:
             continue
-        before = _BEFORE_COLON_RE.search(text, max(done, c - _MARKER_WINDOW), c)
+        before = _BEFORE_COLON_RE.search(text, max(done, lo), c)
         if before is not None:
             m = _MARKER_COLON_RE.match(text, before.start())
             if m is not None:
