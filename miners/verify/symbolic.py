@@ -22,7 +22,9 @@ While ours asks it, math-verify's parser reads plain numbers through plain_numbe
 sympy.Number would build, without sympy's string parser: half a second opinion's time went there);
 math-verify called by anyone else is untouched. A second opinion reads the output through
 parse_output: parse's own result, without trying the patterns whose needed literal ("final
-answer", "answer", "\\boxed{", a math delimiter) the text does not hold.
+answer", "answer", "\\boxed{", a math delimiter) the text does not hold, and with the patterns tried
+at every position scanned in a form that skips the positions where none of their matches can start
+(faster_scan: the same matches).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import functools
 import re
 import signal
 import threading
+from collections.abc import Iterator
 
 from miners.verify.brackets import max_depth
 from miners.verify.fast import fast_compare
@@ -187,10 +190,73 @@ def _needed_literal(pattern: str, priority: int, latex: bool) -> tuple[tuple[str
     return None
 
 
+# The patterns parse() tries where the text holds no literal they need (its plain LaTeX, plain
+# expressions, and a math block holding a box) are tried at every position of the text. Each gets a
+# scan with the same matches that skips the positions where none can start
+# (tests/verify/test_verify_speed.py compares the two).
+#
+# The LaTeX ones open with one of their math delimiters' alternatives (_LATEX_OPENED: "$$", "\\[",
+# "$", "\\(", a space before "[", and for plain LaTeX a "\\frac" or "-\\frac"), each tried at every
+# position; each match opens with "$", a backslash, "-" or a space before "[". A lookahead for those
+# in front is one test of one character where no match can start.
+_LATEX_OPENED = (
+    r"(?:(?:(?:(?<!\\)\$\$(?P<first_latexDisplayDollar>",  # plain LaTeX
+    r"(?:(?:(?<!\\)\$\$(?P<first_latexDisplayDollar>",  # a math block holding a box
+)
+_LATEX_OPENINGS = r"(?=[$\\-]|\s\[)"
+# The two plain-expression patterns open with "^", a space or "=" (_EXPRESSION_OPENING). Without
+# MULTILINE "^" holds only at the text's start; everywhere else a match opens with a space or "="
+# and, after it, the first character of what the pattern reads there (_EXPRESSION_FIRSTS, by the
+# text that follows the opening: "**", a currency sign, a sign, a digit, a point, a bracket).
+# Opened so ("[\\s=]" first), the pattern is found by a search that skips in C every character but a
+# space or "=", and the lookahead passes over the spaces that precede a word.
+_EXPRESSION_OPENING = r"(?:(?:^|\s|\=)"
+_CURRENCIES = "[\\$€£¥₹₽₪₩₫฿₡₢₣₤₥₦₧₨₩₪₫₭₮₯₰₱₲₳₴₵₶₷₸₹₺₻₼₽₾₿]"
+_EXPRESSION_FIRSTS = {
+    r"(?:\*\*)?(?P<expr>-?\(?-?\d": r"[*\-(\d]",
+    r"(?:\*\*)?" + _CURRENCIES + r"?(?<!\d)(?:(?P<integer1>-?": _CURRENCIES[:-1] + r"*\-.\d]",
+}
+
+
+class _ExpressionScan:
+    """finditer of a plain-expression pattern: its own match at the text's start, then from there on
+    the same pattern opened with a space or "=" (the only openings it has after the start)."""
+
+    def __init__(self, pattern: re.Pattern[str], after_start: re.Pattern[str]):
+        self.pattern = pattern
+        self.after_start = after_start
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        first = self.pattern.match(text)
+        if first is not None and first.end() == 0:  # (none is empty; were one, parse's own scan)
+            yield from self.pattern.finditer(text)
+            return
+        if first is not None:
+            yield first
+        yield from self.after_start.finditer(text, first.end() if first is not None else 1)
+
+
+def faster_scan(pattern: re.Pattern[str]) -> re.Pattern[str] | _ExpressionScan:
+    """A scan with pattern's matches where one is known (above), else pattern itself."""
+    source = pattern.pattern
+    if pattern.flags & re.MULTILINE:
+        return pattern
+    if source.startswith(_LATEX_OPENED):
+        return re.compile(_LATEX_OPENINGS + source, pattern.flags)
+    if not source.startswith(_EXPRESSION_OPENING):
+        return pattern
+    rest = source[len(_EXPRESSION_OPENING) :]
+    firsts = next((f for opening, f in _EXPRESSION_FIRSTS.items() if rest.startswith(opening)), None)
+    if firsts is None:
+        return pattern
+    return _ExpressionScan(pattern, re.compile(r"(?:[\s=](?=" + firsts + ")" + rest, pattern.flags))
+
+
 @functools.lru_cache(maxsize=1)
 def _output_patterns():
     """math-verify's default extraction patterns as parse() builds them ([(pattern, priority)], its
-    target) with each pattern's needed literal; None for a math-verify release not read here."""
+    target) with each pattern's needed literal, each pattern as faster_scan gives it; None for a
+    math-verify release not read here."""
     from importlib.metadata import version
 
     mv = _load_math_verify()
@@ -200,7 +266,10 @@ def _output_patterns():
     table = []
     for patterns, target in mv.parser.get_extraction_regexes(configs):
         latex = isinstance(target, mv.LatexExtractionConfig)
-        read = [(p, priority, _needed_literal(p.pattern, priority, latex)) for p, priority in patterns]
+        read = [
+            (faster_scan(p), priority, _needed_literal(p.pattern, priority, latex))
+            for p, priority in patterns
+        ]
         table.append((read, target))
     return table
 

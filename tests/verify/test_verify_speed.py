@@ -460,6 +460,42 @@ def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch)
         symbolic._output_patterns.cache_clear()
 
 
+def _scans():
+    """(math-verify's pattern, the scan parse_output uses for it) for every default pattern."""
+    mv = symbolic._load_math_verify()
+    configs = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
+    originals = [p for patterns, _ in mv.parser.get_extraction_regexes(configs) for p, _prio in patterns]
+    scans = [scan for patterns, _ in symbolic._output_patterns() for scan, _prio, _n in patterns]
+    return list(zip(originals, scans))
+
+
+def _found(matches) -> list:
+    return [(m.span(), m.groupdict()) for m in matches]
+
+
+_SCAN_PIECES = [
+    *"$\\-[]()= \n\t*.,%{}x3",
+    "$$", "\\[", "\\]", "\\(", "\\)", "\\frac{1}{2}", "-\\frac{3}{4}", "\\boxed{5}", " [7] ",
+    "12", "1,000", "1 000", ".5", "0.25", "**", "€", "₹", "percent", " pct", "and", ", or", "answer: ",
+    "The final answer is ", "=", " = ", "\\$", "\\\\", "5)", "(-2)", "2^3", "×", "÷",
+]  # fmt: skip
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_SCAN_PIECES), max_size=24))
+@example(["-\\frac{3}{4}"])  # a match at the text's start, opened by "-"
+@example([" ", "12"])  # a plain number opened by a space at the start
+@example(["12", " ", "3"])  # a plain number opened by "^"
+def test_each_faster_scan_finds_what_its_pattern_finds(pieces):
+    """Where parse_output scans with a faster form of a pattern (symbolic.faster_scan), it finds the
+    same matches, span and groups, as math-verify's own pattern."""
+    text = "".join(pieces)
+    faster = [(p, scan) for p, scan in _scans() if scan is not p]
+    assert len(faster) == 4  # plain LaTeX, a math block holding a box, two plain expressions
+    for pattern, scan in faster:
+        assert _found(scan.finditer(text)) == _found(pattern.finditer(text)), (pattern.pattern[:40], text)
+
+
 def _eager_written(text: str) -> list:
     """evidence._written as first written: every reader's scan in turn over the whole text (none
     skipped), then the number words."""
