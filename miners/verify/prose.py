@@ -496,12 +496,13 @@ def without_closing_rating(body: str) -> str:
     cut = None
     for start, text in reversed(merged):
         said = sentences(text)
-        rates = [_only_rates(s) for s in said]
-        if any(_states_value(s) for s, rated in zip(said, rates) if not rated):
+        # (a sentence is asked whether it only rates where the answer matters, the last first: most
+        # closing paragraphs end on a sentence that states a value and rates nothing)
+        if any(_states_value(s) and not _only_rates(s) for s in reversed(said)):
             break
         # a rating by its noun or its value ("Confidence level: 100%", "I am 95% sure"); a doubt in
         # words alone ("I'm not sure how to proceed.") opens no rating
-        if any(rated and (names_rating_noun(s) or re.search(r"\d", s)) for s, rated in zip(said, rates)):
+        if any((names_rating_noun(s) or re.search(r"\d", s)) and _only_rates(s) for s in said):
             cut = start
     kept = body if cut is None else body[:cut].rstrip()
     said = last_sentences(kept, _CLOSING_PARAGRAPHS)  # the loop reads no more of them

@@ -34,6 +34,7 @@ import re
 import signal
 import threading
 from collections.abc import Iterator
+from itertools import chain
 
 from miners.verify.brackets import max_depth
 from miners.verify.fast import fast_compare
@@ -228,12 +229,11 @@ class _ExpressionScan:
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         first = self.pattern.match(text)
-        if first is not None and first.end() == 0:  # (none is empty; were one, parse's own scan)
-            yield from self.pattern.finditer(text)
-            return
-        if first is not None:
-            yield first
-        yield from self.after_start.finditer(text, first.end() if first is not None else 1)
+        if first is None:
+            return self.after_start.finditer(text, 1)
+        if first.end() == 0:  # (none is empty; were one, parse's own scan)
+            return self.pattern.finditer(text)
+        return chain((first,), self.after_start.finditer(text, first.end()))
 
 
 def faster_scan(pattern: re.Pattern[str]) -> re.Pattern[str] | _ExpressionScan:
