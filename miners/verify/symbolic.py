@@ -24,7 +24,9 @@ math-verify called by anyone else is untouched. A second opinion reads the outpu
 parse_output: parse's own result, without trying the patterns whose needed literal ("final
 answer", "answer", "\\boxed{", a math delimiter) the text does not hold, and with the patterns tried
 at every position scanned in a form that skips the positions where none of their matches can start
-(faster_scan: the same matches).
+(faster_scan: the same matches). Two spans where the gold is a number and the answer a polynomial in
+an unknown are unequal without math-verify's simplification, which is what it would conclude
+(number_against_polynomial).
 """
 
 from __future__ import annotations
@@ -349,10 +351,45 @@ def span_compare(pred: str, gold: str, stats) -> tuple[bool | None, str | None]:
             stats["unread"] += 1
             stats[f"unread: {why}"] += 1
             return None, why
+        if number_against_polynomial(g, p):
+            stats["number against a polynomial"] += 1
+            return False, None
         return bool(mv.verify(g, p, timeout_seconds=None)), None
 
     got = _bounded(run, SYMBOLIC_TIMEOUT_S, stats)
     return got if got is not None else (None, None)
+
+
+def number_against_polynomial(gold_read: list, answer_read: list) -> bool:
+    """Whether math-verify's verify(gold_read, answer_read) (two parses) is False before it simplifies
+    anything: every value it read in the gold is a number, every one in the answer a polynomial of
+    degree one or more in its unknowns (not one unknown alone: math-verify compares that as a name),
+    and no raw string of the one is the other's. Each comparison it makes then fails: equal as written
+    (a number is no polynomial), numerically (a polynomial in an unknown has no numeric value), and
+    the simplified difference (a nonzero polynomial: no simplification makes it zero); a string
+    against a value is never equal. Its simplification costs milliseconds, more after other sympy
+    work has emptied sympy's cache: "66_x^2x" read as 66*x against 120000, a word read as a product
+    of letters ("AZYUK2A" as a*z*y*u*k*2*a) against 2 (tests/verify/test_verify_speed.py holds this
+    equal to math-verify's verify)."""
+    import sympy
+
+    values = [x for x in gold_read if not isinstance(x, str)]
+    answers = [x for x in answer_read if not isinstance(x, str)]
+    if not values or not answers or not all(isinstance(x, sympy.Number) for x in values):
+        return False
+    raw = {x.strip() for x in gold_read if isinstance(x, str)}
+    if any(x.strip() in raw for x in answer_read if isinstance(x, str)):
+        return False
+    for answer in answers:
+        if not isinstance(answer, sympy.Expr) or isinstance(answer, sympy.Symbol) or not answer.free_symbols:
+            return False
+        unknowns = sorted(answer.free_symbols, key=str)
+        try:
+            if not answer.is_polynomial(*unknowns) or sympy.Poly(answer, *unknowns).total_degree() < 1:
+                return False
+        except Exception:  # (sympy could not read it as a polynomial: math-verify's verify decides)
+            return False
+    return True
 
 
 def output_reading(

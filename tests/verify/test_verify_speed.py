@@ -469,6 +469,51 @@ def _scans():
     return list(zip(originals, scans))
 
 
+_POLY_COEFFICIENTS = ["", "2", "-3", "66", "0.5", "\\frac{1}{2}", "1"]
+_POLY_UNKNOWNS = ["x", "y", "n", "ab", "x_1", "_x", "x^2x"]
+_POLY_POWERS = ["", "^2", "^{3}"]
+_POLY_GOLDS = ["0", "5", "120000", "-2", "0.5", "\\frac{3}{4}", "2", "2x", "x", "x+1", "\\infty"]
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_POLY_COEFFICIENTS), st.sampled_from(_POLY_UNKNOWNS), st.sampled_from(_POLY_POWERS)
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+    st.sampled_from(["", " + 4", " - 7", " - x", " + 0"]),
+    st.sampled_from(_POLY_GOLDS),
+)
+@example([("66", "_x", "^2x")], "", "120000")  # heldout15 b0094: read as 66*x
+@example([("", "x", "")], " - x", "0")  # x - x is 0: no polynomial in x
+@example([("2", "x", "")], " + 4", "2x+4")  # a polynomial against itself, written apart: equal
+def test_a_number_against_a_polynomial_is_unequal_as_math_verify_says(terms, constant, gold):
+    """symbolic.number_against_polynomial says False for certain only where math-verify's verify of
+    the same parses says False."""
+    mv = symbolic._load_math_verify()
+    cfg = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
+    answer = " + ".join(c + u + p for c, u, p in terms) + constant
+    gold_read = mv.parse("$" + gold + "$", extraction_config=cfg, parsing_timeout=None)
+    answer_read = mv.parse("$" + answer + "$", extraction_config=cfg, parsing_timeout=None)
+    if symbolic.number_against_polynomial(gold_read, answer_read):
+        assert mv.verify(gold_read, answer_read, timeout_seconds=None) is False, (answer, gold)
+
+
+def test_a_number_against_a_polynomial_needs_no_simplification():
+    """The pair heldout15 b0094 sent to math-verify: decided unequal before its simplification."""
+    stats: Counter = Counter()
+    assert symbolic.span_compare("66_x^2x", "120000", stats) == (False, None)
+    assert stats["number against a polynomial"] == 1
+    mv = symbolic._load_math_verify()
+    cfg = [mv.LatexExtractionConfig(), mv.ExprExtractionConfig()]
+    for answer, gold in [("x - x + 5", "5"), ("x", "5"), ("2x", "2x"), ("3", "3"), ("2x^2", "x")]:
+        read = [mv.parse("$" + t + "$", extraction_config=cfg, parsing_timeout=None) for t in (gold, answer)]
+        assert not symbolic.number_against_polynomial(*read), (answer, gold)
+
+
 def _found(matches) -> list:
     return [(m.span(), m.groupdict()) for m in matches]
 
