@@ -479,7 +479,9 @@ _POLY_GOLDS = ["0", "5", "120000", "-2", "0.5", "\\frac{3}{4}", "2", "2x", "x", 
 @given(
     st.lists(
         st.tuples(
-            st.sampled_from(_POLY_COEFFICIENTS), st.sampled_from(_POLY_UNKNOWNS), st.sampled_from(_POLY_POWERS)
+            st.sampled_from(_POLY_COEFFICIENTS),
+            st.sampled_from(_POLY_UNKNOWNS),
+            st.sampled_from(_POLY_POWERS),
         ),
         min_size=1,
         max_size=3,
