@@ -198,15 +198,15 @@ def _needed_literal(pattern: str, priority: int, latex: bool) -> tuple[tuple[str
 # scan with the same matches that skips the positions where none can start
 # (tests/verify/test_verify_speed.py compares the two).
 #
-# The LaTeX ones open with one of their math delimiters' alternatives (_LATEX_OPENED: "$$", "\\[",
+# The LaTeX ones open with one of their math delimiters' alternatives (_LATEX_PATTERN_STARTS: "$$", "\\[",
 # "$", "\\(", a space before "[", and for plain LaTeX a "\\frac" or "-\\frac"), each tried at every
 # position; each match opens with "$", a backslash, "-" or a space before "[". A lookahead for those
 # in front is one test of one character where no match can start.
-_LATEX_OPENED = (
+_LATEX_PATTERN_STARTS = (
     r"(?:(?:(?:(?<!\\)\$\$(?P<first_latexDisplayDollar>",  # plain LaTeX
     r"(?:(?:(?<!\\)\$\$(?P<first_latexDisplayDollar>",  # a math block holding a box
 )
-_LATEX_OPENINGS = r"(?=[$\\-]|\s\[)"
+_LATEX_MATCH_LOOKAHEAD = r"(?=[$\\-]|\s\[)"
 # The two plain-expression patterns open with "^", a space or "=" (_EXPRESSION_OPENING). Without
 # MULTILINE "^" holds only at the text's start; everywhere else a match opens with a space or "="
 # and, after it, the first character of what the pattern reads there (_EXPRESSION_FIRSTS, by the
@@ -223,7 +223,8 @@ _EXPRESSION_FIRSTS = {
 
 class _ExpressionScan:
     """finditer of a plain-expression pattern: its own match at the text's start, then from there on
-    the same pattern opened with a space or "=" (the only openings it has after the start)."""
+    the same pattern opened with a space or "=" (the only openings it has after the start). Each
+    match holds a digit, so none is empty and the scan goes on from the end of the first."""
 
     def __init__(self, pattern: re.Pattern[str], after_start: re.Pattern[str]):
         self.pattern = pattern
@@ -233,8 +234,6 @@ class _ExpressionScan:
         first = self.pattern.match(text)
         if first is None:
             return self.after_start.finditer(text, 1)
-        if first.end() == 0:  # (none is empty; were one, parse's own scan)
-            return self.pattern.finditer(text)
         return chain((first,), self.after_start.finditer(text, first.end()))
 
 
@@ -243,8 +242,8 @@ def faster_scan(pattern: re.Pattern[str]) -> re.Pattern[str] | _ExpressionScan:
     source = pattern.pattern
     if pattern.flags & re.MULTILINE:
         return pattern
-    if source.startswith(_LATEX_OPENED):
-        return re.compile(_LATEX_OPENINGS + source, pattern.flags)
+    if source.startswith(_LATEX_PATTERN_STARTS):
+        return re.compile(_LATEX_MATCH_LOOKAHEAD + source, pattern.flags)
     if not source.startswith(_EXPRESSION_OPENING):
         return pattern
     rest = source[len(_EXPRESSION_OPENING) :]
