@@ -48,6 +48,7 @@ from verify_rows import (  # noqa: E402 (bench/verify_rows.py)
     FIXED_AFTER_MEASUREMENT,
     corpora,
     fresh_caches,
+    fresh_shared_caches,
     is_heldout,
     load,
 )
@@ -92,7 +93,19 @@ NOTES = """Notes on reading these figures:
   Before 2026-12-05 none was made: the objects math-verify's run left (sympy's and antlr's, tens of
   thousands) were collected in a full collection that fell inside whichever run came next, most
   often ours (43 ms of one 153 ms run of ours on `verify_heldout9`), and that run's figure was the
-  other verifier's garbage."""
+  other verifier's garbage.
+- Each timed run of either verifier also starts with the per-input caches the two share emptied
+  (`verify_rows.fresh_shared_caches`, untimed): sympy's cache of the expressions it built and
+  math-verify's caches of the LaTeX and expressions it parsed. Before 2026-12-05 they were left
+  warm: math-verify's runs after its first met sympy's results for the same rows from its run
+  before, and ours met its few LaTeX parses cached where its own run came last and evicted where
+  math-verify's did (on `verify_heldout15` ours took 45 ms after a run of its own, 52 ms with those
+  caches emptied), so each figure depended on which verifier ran last.
+- math-verify's figure can depend on the machine more than on either verifier's code: on
+  `verify_heldout14` its comparison of two sums of powers of (2 +- sqrt 3) to the 2016th (`p0114`)
+  runs into its 5-second timeout on every run on the Intel Xeon of 2026-12-05 (12-26 rows/s over the
+  corpus), where the runs before, on an AMD EPYC, gave it 177-341 rows/s; the versions of its
+  dependencies there were not recorded. The machine line above now names them."""
 
 
 WARM_ROWS = 20  # per corpus, run by both verifiers before any timed run
@@ -343,6 +356,7 @@ taken. It was then fixed on (that class), so its figures above are not held-out 
 
 def run_ours(rows: list[dict]):
     fresh_caches()  # each run starts as a fresh process would after its warm-up (verify_rows.fresh_caches)
+    fresh_shared_caches()  # (sympy's and math-verify's, as before a run of math-verify)
     verifier = Verifier()
     gc.collect()  # (untimed: no run pays for the garbage the run before it left; NOTES)
     verdicts, lat = [], []
@@ -359,6 +373,7 @@ def run_math_verify(rows: list[dict]):
     from math_verify import parse, verify
 
     verdicts, lat = [], []
+    fresh_shared_caches()  # (untimed: no run finds its rows' parses cached by the run before it; NOTES)
     gc.collect()  # (untimed, as before a run of ours)
     clock = time.perf_counter
     t0, c0 = clock(), time.process_time()
@@ -519,12 +534,29 @@ def section(
     return lines, goals
 
 
+# what both verifiers' speed depends on beyond the code measured: the same corpus on another CPU or
+# sympy can swing math-verify's figure by an order of magnitude (NOTES)
+VERSIONED = ("math-verify", "sympy", "latex2sympy2_extended", "antlr4-python3-runtime")
+
+
+def versions() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for name in VERSIONED:
+        try:
+            found.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            found.append(f"{name} absent")
+    return ", ".join(found)
+
+
 def machine() -> str:
     load_avg = os.getloadavg()
     return (
-        f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}; "
-        f"load average {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f} at the start "
-        "(other engineers' jobs share the cores)"
+        f"{nproc()} cores ({cpu_model()}), {ram_text()} RAM, Python {platform.python_version()}, "
+        f"{versions()}; load average {load_avg[0]:.2f} {load_avg[1]:.2f} {load_avg[2]:.2f} at the "
+        "start (other engineers' jobs share the cores)"
     )
 
 

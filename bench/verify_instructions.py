@@ -12,8 +12,10 @@ contender, one process that imports everything and reads every row once (a warm-
 compiled patterns, math-verify's grammar), and one that then reads every row twice more; a pass is
 half their difference. The contenders are bench_verify's: ours is a fresh `Verifier()` per pass
 after `verify_rows.fresh_caches()` (no per-input cache warm from the pass before, in either tree),
-math-verify is `verify(parse("$" + gold + "$"), parse(output))` with its defaults. "Before" is
-ours at commit --before (a git worktree), on the same rows.
+math-verify is `verify(parse("$" + gold + "$"), parse(output))` with its defaults; every pass of
+either starts with sympy's and math-verify's per-input caches empty
+(`verify_rows.fresh_shared_caches`). "Before" is ours at commit --before (a git worktree), on the
+same rows.
 
 Counts move between runs of the same code by well under 1% (the garbage collector runs at other
 moments). valgrind must be installed (`apt-get install valgrind`); it runs about fifty times slower,
@@ -49,13 +51,14 @@ BEFORE_REF = "0c8450b"
 def child(side: str, code: str, corpus: str, passes: int) -> None:
     """A warm-up pass over the corpus, then `passes` more, by `side` (ours from `code`, or math-verify)."""
     sys.path.insert(0, code)
-    from verify_rows import DATA, load
+    from verify_rows import DATA, fresh_shared_caches, load
 
     rows = load(DATA / corpus)
     if side == "math-verify":
         from math_verify import parse, verify
 
         def one_pass() -> None:
+            fresh_shared_caches()
             for r in rows:
                 try:
                     verify(parse("$" + r["gold"] + "$"), parse(r["pred"]))
@@ -69,6 +72,7 @@ def child(side: str, code: str, corpus: str, passes: int) -> None:
 
         def one_pass() -> None:
             fresh_caches()
+            fresh_shared_caches()
             verifier = Verifier()
             for r in rows:
                 verifier.verify(r["pred"], r["gold"], r["kind"], options=r["options"])

@@ -113,6 +113,28 @@ def fresh_caches() -> None:
                     obj.cache_clear()
 
 
+# math-verify's caches keyed by an input's text (math_verify/parser.py); its pattern builders
+# (lazy_*_regex: one entry per extraction config) are setup and stay warm
+MATH_VERIFY_INPUT_CACHES = ("parse_latex_cached", "parse_expr_cached", "extract_latex")
+
+
+def fresh_shared_caches() -> None:
+    """Forget the per-input caches both verifiers share: sympy's cache of the expressions it built
+    (sympy.core.cache) and math-verify's caches of the texts it parsed. A benchmark calls this
+    before every timed pass of either verifier: without it, the pass after one over the same rows
+    found its LaTeX parses and sympy's results still cached -- math-verify its own from its pass
+    before, ours the ones math-verify's pass left or evicted -- a warmth no pass over new outputs
+    has, and one that depended on which verifier ran last."""
+    import math_verify.parser
+    from sympy.core.cache import clear_cache
+
+    clear_cache()
+    for name in MATH_VERIFY_INPUT_CACHES:
+        cached = getattr(math_verify.parser, name, None)
+        if cached is not None and callable(getattr(cached, "cache_clear", None)):
+            cached.cache_clear()
+
+
 # math-verify's time bounds while the table is made: generous, so that no verdict depends on how
 # loaded the machine is (the benchmark keeps the verifier's own bounds)
 GENEROUS_TIMEOUT_S = 30.0

@@ -118,3 +118,23 @@ def test_a_flip_without_a_reason_is_refused_and_one_with_a_reason_is_recorded():
     # a later rewrite keeps the record of an earlier flip on a row that did not flip again
     again = verify_rows.expected_records(table, {(r["corpus"], r["id"]): r for r in records}, {})
     assert again == records
+
+
+def test_a_timed_pass_starts_with_the_caches_both_verifiers_share_empty():
+    """bench_verify's passes of either verifier start with sympy's cache and math-verify's parse caches
+    empty (verify_rows.fresh_shared_caches): a pass after another over the same rows finds none of
+    their parses cached."""
+    import math_verify.parser
+    from math_verify import parse
+    from sympy.core import cache
+
+    parse("$\\frac{3}{7} + x$")
+    parse("the answer is 12 + 5")
+    cached = [getattr(math_verify.parser, name) for name in verify_rows.MATH_VERIFY_INPUT_CACHES]
+    assert math_verify.parser.parse_latex_cached.cache_info().currsize > 0
+    assert math_verify.parser.parse_expr_cached.cache_info().currsize > 0
+    sympy_cached = [f for f in cache.CACHE if hasattr(f, "cache_info")]
+    assert any(f.cache_info().currsize for f in sympy_cached)
+    verify_rows.fresh_shared_caches()
+    assert [f.cache_info().currsize for f in cached] == [0] * len(cached)
+    assert not any(f.cache_info().currsize for f in sympy_cached)
