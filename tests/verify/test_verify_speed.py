@@ -69,6 +69,40 @@ def test_plain_number_builds_what_sympy_number_builds():
             assert _reading(symbolic.plain_number, text) == _reading(sympy.Number, text), text
 
 
+# pieces of the expressions math-verify's expression patterns hand to sympy's parse_expr: numbers,
+# its operators, brackets, spacing, and what else a match may hold (a trailing dot, a letter, a word)
+_EXPRESSION_PIECES = [*"0123456789", "12", "400", "3.5", ".5", " ", "  ", "\n", *"+-*/^()", "**", "×", "÷"]
+_EXPRESSION_PIECES += [".", ",", "x", "pi", "E", "I", "max", "min", "abs", "sqrt", "lambda", "_", "=", "%"]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_EXPRESSION_PIECES), min_size=1, max_size=16), st.booleans())
+@example(["400", " ", "-", " ", "160"], False)
+@example(["20", "/", "36", "."], False)
+@example(["max", "(", "2", ",", "3", ")"], True)
+def test_prepared_parse_expr_reads_what_parse_expr_reads(pieces, evaluate):
+    """sympy's parse_expr in the namespace built once reads every string as in the one it builds
+    itself on each call: the same object (srepr, type, precision) or the same failure."""
+    from sympy.parsing import parse_expr
+
+    symbolic._load_math_verify()
+    assert symbolic._parse_expr_namespace() is not None  # (this sympy's namespace is the one read)
+    text = "".join(pieces)
+    prepared = _reading(lambda t: symbolic.prepared_parse_expr(t, evaluate=evaluate), text)
+    assert prepared == _reading(lambda t: parse_expr(t, evaluate=evaluate), text), text
+
+
+def test_prepared_parse_expr_leaves_no_name_behind():
+    """A reading that binds a name in its namespace leaves none in the next one's."""
+    symbolic._load_math_verify()
+    namespace = symbolic._parse_expr_namespace()
+    before = dict(namespace)
+    symbolic.prepared_parse_expr("x + 1", evaluate=False)
+    symbolic.prepared_parse_expr("globals().update(x=5)")
+    assert symbolic._parse_expr_namespace() == before
+    assert str(symbolic.prepared_parse_expr("x + 1", evaluate=False)) == "x + 1"
+
+
 def _outputs() -> list[str]:
     return [r["pred"] for name in corpora() for r in load(DATA / name) if r["pred"]]
 
@@ -106,7 +140,8 @@ def corpus_reading():
 @pytest.mark.timeout(600)
 def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers(corpus_reading):
     """math-verify's reading of every labelled output in bench/data (the tail a second opinion
-    hands it) is the same, object for object, with plain_number in its parser as with sympy.Number."""
+    hands it) is the same, object for object, with plain_number and prepared_parse_expr in its parser
+    as with sympy.Number and sympy's parse_expr."""
     import sympy
     from sympy.core.cache import clear_cache
 
@@ -115,12 +150,12 @@ def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers(corpus_r
     assert len(tails) > 2000  # every corpus, not a sample
     plain = []
     clear_cache()  # (see corpus_reading)
-    swapped = symbolic._swap_numbers()
+    swapped = symbolic._swap_parsers()
     assert swapped
     try:
         plain = [_parsed(mv, t) for t in tails]
     finally:
-        symbolic._restore_numbers(swapped)
+        symbolic._restore_parsers(swapped)
     assert mv.parser.Number is sympy.Number
     differ = [t[:80] for t, a, b in zip(tails, plain, slow) if a != b]
     assert not differ
@@ -128,17 +163,20 @@ def test_math_verify_reads_every_corpus_output_alike_with_plain_numbers(corpus_r
 
 def test_math_verify_called_by_anyone_else_keeps_sympy_number():
     """The swap lasts only while ours asks math-verify: after a second opinion, a span comparison, a
-    failure inside math-verify or a timeout, its parser reads numbers through sympy.Number again."""
+    failure inside math-verify or a timeout, its parser reads numbers through sympy.Number and other
+    expressions through sympy's parse_expr again."""
     import sympy
+    from sympy.parsing import parse_expr
 
     mv = symbolic._load_math_verify()
     v = Verifier()
     v.verify("He had seven apples and ate two, so 5 are left.", "12", "gsm8k")  # weak: a second opinion
     assert v.stats["output_calls"] >= 1
-    assert mv.parser.Number is sympy.Number
+    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
     stats: Counter = Counter()
     assert symbolic.output_reading("so the answer is 3.5", "3.5", stats)[0] == "correct"
-    assert mv.parser.Number is sympy.Number
+    assert symbolic.output_reading("so she has 400 - 160 left", "240", stats)[0] == "correct"
+    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
 
     seen = []
 
@@ -148,7 +186,7 @@ def test_math_verify_called_by_anyone_else_keeps_sympy_number():
 
     assert symbolic._bounded(failing, 1.0, stats) is None
     assert seen == [symbolic.plain_number] and stats["failures"] == 1
-    assert mv.parser.Number is sympy.Number
+    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
 
     def endless():
         while True:
@@ -156,7 +194,7 @@ def test_math_verify_called_by_anyone_else_keeps_sympy_number():
 
     assert symbolic._bounded(endless, 0.05, stats) is None
     assert stats["timeouts"] == 1
-    assert mv.parser.Number is sympy.Number
+    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
 
 
 def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_that_swapped():
@@ -166,17 +204,19 @@ def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_th
 
     mv = symbolic._load_math_verify()
     inner: dict[str, object] = {}
-    first = symbolic._swap_numbers()
+    first = symbolic._swap_parsers()
     try:
-        th = threading.Thread(target=lambda: inner.setdefault("swapped", symbolic._swap_numbers()))
+        th = threading.Thread(target=lambda: inner.setdefault("swapped", symbolic._swap_parsers()))
         th.start()
         th.join(timeout=60)
         assert inner["swapped"] is False
-        symbolic._restore_numbers(False)  # the second caller's restore is a no-op
+        symbolic._restore_parsers(False)  # the second caller's restore is a no-op
         assert mv.parser.Number is symbolic.plain_number
+        assert mv.parser.parse_expr is symbolic.prepared_parse_expr
     finally:
-        symbolic._restore_numbers(first)
+        symbolic._restore_parsers(first)
     assert first is True and mv.parser.Number is sympy.Number
+    assert mv.parser.parse_expr is symbolic._sympy_parse_expr
 
 
 # -- the bracket and separator scans: a short cut where nothing is to be found ------------------------
