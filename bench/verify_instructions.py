@@ -19,11 +19,11 @@ same rows.
 
 Counts of math-verify move between runs of the same code by well under 1% (the garbage collector
 runs at other moments). Counts of ours move by more on a corpus whose second opinions parse LaTeX:
-three runs of one tree on `verify_heldout15` gave 365, 389 and 424 M a pass, three of the commit
-before it 472, 437 and 431 (math-verify 1,604-1,610 in those runs), with the hash seed fixed; where the
-spread comes from is not pinned down. Read an after / before ratio there as +-10%. valgrind must be
-installed (`apt-get install valgrind`); it runs about fifty times slower, two processes at a time.
-Writes bench/results/verify-instructions.md (or --out).
+four runs of one tree (`ee6a660`) on `verify_heldout15` gave 365, 389, 424 and 439 M a pass, three
+of the commit before it 431-472 (math-verify 1,603-1,610 in those runs), with the hash seed fixed;
+where the spread comes from is not pinned down. Read an after / before ratio there as +-10%.
+valgrind must be installed (`apt-get install valgrind`); it runs about fifty times slower, two
+processes at a time. Writes bench/results/verify-instructions.md (or --out).
 """
 
 from __future__ import annotations
