@@ -717,7 +717,12 @@ _CONTINUES_RE = re.compile(
 # a word of an unspaced one (或, หรือ) stands anywhere
 _SPACED_LETTER = r"A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff\u0590-\u06ff\u0900-\u097f\uac00-\ud7af"
 _ALTERNATIVES_RE = re.compile(
-    r"(?<![" + _SPACED_LETTER + r"\\])(?:" + "|".join(re.escape(w) for w in ALTERNATIVE_WORDS) + r")"
+    opening_chars(ALTERNATIVE_WORDS)
+    + r"(?<!["
+    + _SPACED_LETTER
+    + r"\\])(?:"
+    + "|".join(re.escape(w) for w in ALTERNATIVE_WORDS)
+    + r")"
     r"(?![" + _SPACED_LETTER + r"])",
     re.I,
 )

@@ -57,6 +57,7 @@ def word_against_number(pred: str, gold: str) -> bool:
 _INTEGER_RE = re.compile(r"-?[0-9]{1,18}")
 
 
+@lru_cache(maxsize=64)  # a verdict compares its answer with the gold, and the second opinion again
 def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
     """True/False when certain; None hands the spans to math-verify."""
     pred, pred_pct = normalize(pred_answer, kind)

@@ -318,6 +318,14 @@ def boolean_value(answer: str) -> bool | None:
     return _BOOLEAN_OF.get(s.lower())
 
 
+def covering_pieces(words: Iterable[str], pieces: Iterable[str]) -> tuple[str, ...]:
+    """pieces, and each of words that none of them is in: every word holds one of what is returned, so
+    a text that holds none of it holds none of the words (a few substring searches, each skipping in C
+    to its piece, where a search for the words tries every place one of them may start)."""
+    chosen = tuple(pieces)
+    return chosen + tuple(w for w in dict.fromkeys(words) if not any(p in w for p in chosen))
+
+
 def opening_chars(words: Iterable[str]) -> str:
     """A lookahead for the first characters of words ("(?=[abc])"), to put before a pattern of those
     words that opens with a lookbehind or a \\b: Python's re finds no first character of such a

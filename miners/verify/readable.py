@@ -59,6 +59,7 @@ def _unescaped(span: str, ch: str) -> int:
     return len(re.findall(r"(?<!\\)" + re.escape(ch), span))
 
 
+@lru_cache(maxsize=64)  # unread_reason asks of a span and of math-verify's reading of it, often the same
 def span_signs(span: str) -> str | None:
     """The reason no parse of this span can be trusted, from the span alone; None when there is none."""
     if _unescaped(span, "{") != _unescaped(span, "}"):

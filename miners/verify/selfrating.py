@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 
 from miners.verify.lowered import lowered
-from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS, word_trie
+from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS, covering_pieces, word_trie
 
 # a word of a spaced script ends where its letters do ("probability that i" is not "... that it")
 _LETTERS = r"A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
@@ -37,7 +37,15 @@ _RATING_WORDS = tuple(dict.fromkeys(w.lower() for w in (*SELF_RATING_NOUNS, *SEL
 # corpora than a substring search for each word's first four letters)
 _ANY_RATING_WORD_RE = re.compile(word_trie(_RATING_WORDS, space=" "))
 # the words an ASCII text can hold: fewer first letters for its search to stop at (a quarter faster)
-_ASCII_RATING_WORD_RE = re.compile(word_trie([w for w in _RATING_WORDS if w.isascii()], space=" "))
+_ASCII_RATING_WORDS = [w for w in _RATING_WORDS if w.isascii()]
+_ASCII_RATING_WORD_RE = re.compile(word_trie(_ASCII_RATING_WORDS, space=" "))
+# pieces of them ("onfi" in "confidence" and "konfidenz", "sich" in "sicher" and "zuversicht"): a lowered
+# ASCII text that holds none holds no rating word, found out in a third less time than by the trie's
+# search (most outputs rate nothing)
+_ASCII_RATING_PIECES = covering_pieces(
+    _ASCII_RATING_WORDS,
+    ("onfi", "cert", "sure", "sich", "segur", "sicur", "emin", "yakin", "pew", "zeker", "probability that"),
+)
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
 _PERCENT_RE = re.compile(r"^[~≈]?\s*(\d{1,3}(?:\.\d+)?)\s*(?:\\?%|％|percent\b|per\s*cent\b)", re.I)
@@ -80,7 +88,9 @@ def _clause_before(text: str, start: int, floor: int = 0) -> str:
 def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
     low = lowered(text)
-    return (_ASCII_RATING_WORD_RE if low.isascii() else _ANY_RATING_WORD_RE).search(low) is not None
+    if not low.isascii():
+        return _ANY_RATING_WORD_RE.search(low) is not None
+    return any(p in low for p in _ASCII_RATING_PIECES) and _ASCII_RATING_WORD_RE.search(low) is not None
 
 
 def is_self_rating(text: str, start: int, end: int, value_text: str, floor: int = 0) -> bool:

@@ -19,13 +19,16 @@ matrix against a number). Each is counted in the caller's counter (`calls`, `ref
 `failures`, `unread`, `output_calls`, `output_unread`).
 
 While ours asks it, math-verify's parser reads plain numbers through plain_number (the object
-sympy.Number would build, without sympy's string parser: half a second opinion's time went there)
-and other expressions through prepared_parse_expr (sympy's parser in the namespace it builds for
-itself on every call, built once); math-verify called by anyone else is untouched. A second opinion
-reads the output through parse_output: parse's own result, without trying the patterns whose needed
-literal ("final answer", "answer", "\\boxed{", a math delimiter) the text does not hold, and with
-the patterns tried at every position scanned in a form that skips the positions where none of their
-matches can start (faster_scan: the same matches). Two spans where the gold is a number and the
+sympy.Number would build, without sympy's string parser: half a second opinion's time went there),
+other expressions through prepared_parse_expr (sympy's parser in the namespace it builds for itself
+on every call, built once) and LaTeX through plain_latex (a whole number in digits without the LaTeX
+parser); math-verify called by anyone else is untouched. A second opinion reads the output through
+parse_output: parse's own result, without trying the patterns whose needed literal ("final answer",
+"answer", "\\boxed{", a math delimiter) the text does not hold, with the patterns tried at every
+position scanned in a form that skips the positions where none of their matches can start
+(faster_scan: the same matches), and with the plain-expression matches of the text's tail tried
+before any earlier one is scanned (_extract_target: the first that extracts a value is the one parse
+reads; where none does, every match is tried). Two spans where the gold is a number and the
 answer a polynomial in an unknown are unequal without math-verify's simplification, which is what it
 would conclude (number_against_polynomial).
 """
@@ -41,6 +44,7 @@ from itertools import chain
 
 from miners.verify.brackets import max_depth
 from miners.verify.fast import fast_compare
+from miners.verify.lowered import lowered
 from miners.verify.readable import KINDS_DIFFER, comparable, unread_reason
 
 SYMBOLIC_TIMEOUT_S = 0.8  # one pair of spans
@@ -57,10 +61,13 @@ _POWER_RE = re.compile(r"\^\s*\{?\s*-?(\d+)")
 _math_verify = None
 _sympy_number = None  # sympy.Number, which math-verify's parser calls on every plain number it reads
 _sympy_parse_expr = None  # sympy's parse_expr, which it calls on every other expression it reads
+_latex_parse = None  # its parse_latex_cached, which it calls on every LaTeX span it reads
 
 # A number as math-verify's parser hands it to sympy.Number: its digits, and its decimals if any
 # (thousands separators gone, leading zeros stripped).
 _PLAIN_NUMBER_RE = re.compile(r"(-?)(0|[1-9]\d*)(\.\d+)?")
+# A LaTeX span that is a whole number in ASCII digits ("16", "120000", "007")
+_DIGITS_RE = re.compile(r"[0-9]+")
 
 
 class _SymbolicTimeout(BaseException):
@@ -88,7 +95,7 @@ def _raise_timeout(signum, frame):
 
 
 def _load_math_verify():
-    global _math_verify, _sympy_number, _sympy_parse_expr
+    global _math_verify, _sympy_number, _sympy_parse_expr, _latex_parse
     if _math_verify is None:
         import math_verify
         import math_verify.grader
@@ -98,6 +105,7 @@ def _load_math_verify():
 
         _sympy_number = sympy.Number
         _sympy_parse_expr = parse_expr
+        _latex_parse = math_verify.parser.parse_latex_cached
 
         # We bound the time ourselves (below); silence its one-time "timeout disabled" warning.
         math_verify.parser.TIMEOUT_WARNING_SHOWN = True
@@ -123,6 +131,19 @@ def plain_number(text: str):
 
     value = sympy.Float(m[2] + m[3]) if m[3] else sympy.Integer(m[2])
     return -value if m[1] else value
+
+
+def plain_latex(latex: str):
+    """math-verify's parse_latex_cached(latex), without the LaTeX parser for a whole number in ASCII
+    digits: latex2sympy reads one as Integer(digits) ("007" as 7), after an ANTLR parse and sympy's
+    conversion that cost 0.7 to 2 ms a number (a plain gold such as "120000" that a span comparison
+    parses, a "$16$" in an output; tests/verify/test_verify_speed.py compares the two, srepr and
+    type). Anything else goes to parse_latex_cached itself."""
+    if _DIGITS_RE.fullmatch(latex):
+        import sympy
+
+        return sympy.Integer(latex)
+    return _latex_parse(latex)  # type: ignore[misc]
 
 
 @functools.lru_cache(maxsize=1)
@@ -159,25 +180,35 @@ def prepared_parse_expr(s: str, *args, **kwargs):
     return _sympy_parse_expr(s, *args, **kwargs)  # type: ignore[misc]
 
 
+def _parser_swaps() -> tuple[tuple[str, object, object], ...]:
+    """(the name in math-verify's parser, what it holds, what ours puts there while it asks it)."""
+    return (
+        ("Number", _sympy_number, plain_number),
+        ("parse_expr", _sympy_parse_expr, prepared_parse_expr),
+        ("parse_latex_cached", _latex_parse, plain_latex),
+    )
+
+
 def _swap_parsers() -> bool:
-    """math-verify's parser reads plain numbers through plain_number and other expressions through
-    prepared_parse_expr while ours asks it; True when swapped. Never for math-verify called by anyone
-    else: _restore_parsers puts sympy's own back (a thread that finds them swapped already leaves that
-    to the one that swapped them)."""
+    """math-verify's parser reads plain numbers through plain_number, other expressions through
+    prepared_parse_expr and LaTeX through plain_latex while ours asks it; True when swapped. Never for
+    math-verify called by anyone else: _restore_parsers puts its own back (a thread that finds them
+    swapped already leaves that to the one that swapped them)."""
     if _math_verify is None:
         return False
     parser = _math_verify.parser
-    if parser.Number is not _sympy_number or getattr(parser, "parse_expr", None) is not _sympy_parse_expr:
+    swaps = _parser_swaps()
+    if any(getattr(parser, name, None) is not theirs for name, theirs, _ in swaps):
         return False  # swapped by another thread, or a math-verify we do not know
-    parser.Number = plain_number
-    parser.parse_expr = prepared_parse_expr
+    for name, _, ours in swaps:
+        setattr(parser, name, ours)
     return True
 
 
 def _restore_parsers(swapped: bool) -> None:
     if swapped:
-        _math_verify.parser.Number = _sympy_number  # type: ignore[union-attr]
-        _math_verify.parser.parse_expr = _sympy_parse_expr  # type: ignore[union-attr]
+        for name, theirs, _ in _parser_swaps():
+            setattr(_math_verify.parser, name, theirs)  # type: ignore[union-attr]
 
 
 def _bounded(run, seconds: float, stats):
@@ -278,11 +309,48 @@ class _ExpressionScan:
         return chain((first,), self.after_start.finditer(text, first.end()))
 
 
-def faster_scan(pattern: re.Pattern[str]) -> re.Pattern[str] | _ExpressionScan:
+# Its "final answer" and "answer" patterns open with that phrase, case-insensitive (_PHRASE_OPENINGS):
+# Python's re has no fast search for a phrase in any case and tries them at every position. In an
+# ASCII text (where the lowered text has the same positions, and IGNORECASE matches what lower()
+# makes equal), each is tried only where the lowered text holds its phrase.
+_PHRASE_OPENINGS = {"(?i:final answer": "final answer", "(?i:answer)": "answer"}
+
+
+class _PhraseScan:
+    """finditer of a pattern each match of which opens with `phrase` in any case (lowercase here):
+    in an ASCII text, its match at each place the lowered text holds the phrase, from the end of the
+    match before it on (finditer's next match is the first place from there where one starts: where
+    the phrase stands); in any other text, the pattern's own scan."""
+
+    def __init__(self, pattern: re.Pattern[str], phrase: str):
+        self.pattern = pattern
+        self.phrase = phrase
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if not text.isascii():
+            return self.pattern.finditer(text)
+        return self._at_phrases(text, lowered(text))
+
+    def _at_phrases(self, text: str, low: str) -> Iterator[re.Match[str]]:
+        done = 0
+        at = low.find(self.phrase)
+        while at >= 0:
+            if at >= done:
+                m = self.pattern.match(text, at)
+                if m is not None:
+                    yield m
+                    done = m.end()  # (never empty: it holds the phrase)
+            at = low.find(self.phrase, at + 1)
+
+
+def faster_scan(pattern: re.Pattern[str]) -> re.Pattern[str] | _ExpressionScan | _PhraseScan:
     """A scan with pattern's matches where one is known (above), else pattern itself."""
     source = pattern.pattern
     if pattern.flags & re.MULTILINE:
         return pattern
+    phrase = next((p for opening, p in _PHRASE_OPENINGS.items() if source.startswith(opening)), None)
+    if phrase is not None:
+        return _PhraseScan(pattern, phrase)
     if source.startswith(_LATEX_PATTERN_STARTS):
         return re.compile(_LATEX_MATCH_LOOKAHEAD + source, pattern.flags)
     if not source.startswith(_EXPRESSION_OPENING):
@@ -341,11 +409,86 @@ def parse_output(text: str) -> list:
         for patterns, target in table
     ]
     try:  # parse(): any failure is an empty reading; a timeout (a BaseException) goes through
-        return mv.parser.extract_target_from_pred(
-            text, target_res, fallback_mode="first_match", extraction_mode="any_match"
-        )
+        return _extract_target(text, target_res, mv.parser.extract_match)
     except Exception:
         return []
+
+
+# Letters no match of the two plain-expression patterns holds: past its opening space or "=", a match
+# reads digits, signs, spaces, brackets and at most a percent word ("percent", "percentage", "pct",
+# with "P" or "p"). A match that covered one of these letters would have read it, so no match of a
+# scan of the whole text runs across a place right after one (_expression_tail_start).
+_NO_EXPRESSION_LETTERS = frozenset("bdfhijklmoqsuvwxyzABCDEFGHIJKLMNOQRSTUVWXYZ")
+EXPRESSION_TAIL_CHARS = 160
+
+
+def _expression_tail_start(text: str) -> int:
+    """A place p about EXPRESSION_TAIL_CHARS from text's end, right after a letter no expression
+    match holds; 0 where text is shorter or no such letter is near. A scan of the whole text finds
+    matches that end before p and matches that start at or after p, none across it; and a scan from
+    p finds those after it (it meets the whole text's scan at its first match: from there on, both
+    are the same scan)."""
+    at = len(text) - EXPRESSION_TAIL_CHARS
+    stop = max(at - 64, 0)
+    while at > stop:
+        if text[at - 1] in _NO_EXPRESSION_LETTERS:
+            return at
+        at -= 1
+    return 0
+
+
+def _group_matches(text: str, group: list, start: int) -> list:
+    """(match, target) for the patterns of one priority, as math-verify tries them: the one that ends
+    last first, at an equal end the one that starts first, at an equal span the pattern listed first.
+    start > 0: only the matches that end at or after start, the expression scans begun there."""
+    found = [
+        (m, target)
+        for pattern, target in group
+        for m in (
+            pattern.after_start.finditer(text, start)
+            if start and isinstance(pattern, _ExpressionScan)
+            else pattern.finditer(text)
+        )
+        if m.end() >= start
+    ]
+    found.sort(key=lambda found: (found[0].end(), -found[0].start()), reverse=True)
+    return found
+
+
+def _extract_target(text: str, target_res, extract_match) -> list:
+    """math-verify's extract_target_from_pred(text, target_res, fallback_mode="first_match",
+    extraction_mode="any_match"), the same list: each priority's matches are tried in turn
+    (_group_matches) until one extracts a value; the first string fallback of any match tried is
+    appended. A priority with an expression pattern is tried first on the matches that end in the
+    text's tail (_expression_tail_start): they come first in its order, so where one of them extracts
+    a value, the matches before the tail, never scanned, would not have been tried; where none does,
+    the priority is tried again on all its matches (the tail's come first again: the first fallback
+    stays the first)."""
+    groups: dict[int, list] = {}
+    for patterns, target in target_res:
+        for pattern, priority in patterns:
+            groups.setdefault(priority, []).append((pattern, target))
+    extracted: list = []
+    fallbacks: list = []
+    tail = _expression_tail_start(text)
+    for priority in sorted(groups):
+        group = groups[priority]
+        has_tail = tail and any(isinstance(pattern, _ExpressionScan) for pattern, _ in group)
+        for start in (tail, 0) if has_tail else (0,):
+            for m, target in _group_matches(text, group, start):
+                value, fallback = extract_match(m, target)
+                if fallback:
+                    fallbacks.append(fallback)
+                if value is not None:
+                    extracted.append(value)
+                    break
+            if extracted:
+                break
+        if extracted:
+            break
+    if fallbacks:
+        extracted.append(fallbacks[0])
+    return extracted
 
 
 _SPAN_GOLD, _OUTPUT_GOLD = "span", "output"

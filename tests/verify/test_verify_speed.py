@@ -75,6 +75,36 @@ _EXPRESSION_PIECES = [*"0123456789", "12", "400", "3.5", ".5", " ", "  ", "\n", 
 _EXPRESSION_PIECES += [".", ",", "x", "pi", "E", "I", "max", "min", "abs", "sqrt", "lambda", "_", "=", "%"]
 
 
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.one_of(st.from_regex(r"[0-9]{1,40}", fullmatch=True), st.integers(0, 10**30).map(str)))
+@example("0")
+@example("007")
+@example("120000")
+def test_plain_latex_builds_what_the_latex_parser_builds_for_a_whole_number(digits):
+    """A whole number in ASCII digits: plain_latex's object is latex2sympy's, type and srepr (read
+    uncached, with math-verify's parser as ours swaps it and as it is)."""
+    mv = symbolic._load_math_verify()
+    parse = mv.parser.parse_latex_cached.__wrapped__
+    want = _reading(parse, digits)
+    assert _reading(symbolic.plain_latex, digits) == want
+    swapped = symbolic._swap_parsers()
+    try:
+        assert _reading(parse, digits) == want
+    finally:
+        symbolic._restore_parsers(swapped)
+
+
+def test_plain_latex_leaves_anything_but_ascii_digits_to_the_latex_parser(monkeypatch):
+    mv = symbolic._load_math_verify()
+    seen: list[str] = []
+    monkeypatch.setattr(symbolic, "_latex_parse", lambda latex: seen.append(latex) or "parsed")
+    for latex in ["-5", "1.5", "1,000", "٣", "12x", " 12", "12 ", "\\frac{1}{2}", "1e5", ""]:
+        assert symbolic.plain_latex(latex) == "parsed"
+    assert len(seen) == 10
+    assert str(symbolic.plain_latex("12")) == "12" and len(seen) == 10
+    assert mv.parser.parse_latex_cached is not symbolic.plain_latex
+
+
 @settings(max_examples=300, deadline=None, derandomize=True)
 @given(st.lists(st.sampled_from(_EXPRESSION_PIECES), min_size=1, max_size=16), st.booleans())
 @example(["400", " ", "-", " ", "160"], False)
@@ -169,14 +199,25 @@ def test_math_verify_called_by_anyone_else_keeps_sympy_number():
     from sympy.parsing import parse_expr
 
     mv = symbolic._load_math_verify()
+    latex = mv.parser.parse_latex_cached
+    assert latex is symbolic._latex_parse and latex is not symbolic.plain_latex
+
+    def own() -> bool:  # math-verify's parser holds its own readers
+        return (
+            mv.parser.Number is sympy.Number
+            and mv.parser.parse_expr is parse_expr
+            and (mv.parser.parse_latex_cached is latex)
+        )
+
     v = Verifier()
     v.verify("He had seven apples and ate two, so 5 are left.", "12", "gsm8k")  # weak: a second opinion
     assert v.stats["output_calls"] >= 1
-    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
+    assert own()
     stats: Counter = Counter()
     assert symbolic.output_reading("so the answer is 3.5", "3.5", stats)[0] == "correct"
     assert symbolic.output_reading("so she has 400 - 160 left", "240", stats)[0] == "correct"
-    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
+    assert symbolic.output_reading("so she has $240$ left", "240", stats)[0] == "correct"
+    assert own()
 
     seen = []
 
@@ -186,7 +227,7 @@ def test_math_verify_called_by_anyone_else_keeps_sympy_number():
 
     assert symbolic._bounded(failing, 1.0, stats) is None
     assert seen == [symbolic.plain_number] and stats["failures"] == 1
-    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
+    assert own()
 
     def endless():
         while True:
@@ -194,7 +235,7 @@ def test_math_verify_called_by_anyone_else_keeps_sympy_number():
 
     assert symbolic._bounded(endless, 0.05, stats) is None
     assert stats["timeouts"] == 1
-    assert mv.parser.Number is sympy.Number and mv.parser.parse_expr is parse_expr
+    assert own()
 
 
 def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_that_swapped():
@@ -213,10 +254,12 @@ def test_a_thread_that_finds_the_parser_swapped_leaves_the_restore_to_the_one_th
         symbolic._restore_parsers(False)  # the second caller's restore is a no-op
         assert mv.parser.Number is symbolic.plain_number
         assert mv.parser.parse_expr is symbolic.prepared_parse_expr
+        assert mv.parser.parse_latex_cached is symbolic.plain_latex
     finally:
         symbolic._restore_parsers(first)
     assert first is True and mv.parser.Number is sympy.Number
     assert mv.parser.parse_expr is symbolic._sympy_parse_expr
+    assert mv.parser.parse_latex_cached is symbolic._latex_parse
 
 
 # -- the bracket and separator scans: a short cut where nothing is to be found ------------------------
@@ -343,6 +386,33 @@ def test_last_sentences_are_the_last_of_the_whole_split(pieces, n, tail):
         assert prose.last_sentences(text, n) == whole
     finally:
         prose.TAIL_CHARS = saved
+
+
+def _cut_ends(text: str) -> set[int]:
+    from miners.verify import prose
+
+    return {m.end() for m in prose._SENTENCE_CUT_RE.finditer(text)}
+
+
+_CUT_PIECES = [*_SPLIT_PIECES, ". ", "!\n", "?\t", "\n \t\n", "\n\n\n", "...", "।।", "\u3000", "?!"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_CUT_PIECES), max_size=60))
+def test_sentence_cuts_are_the_ends_of_the_cut_pattern_matches(pieces):
+    """prose.sentence_cuts scans each sentence end on its own; its ends are those of the one pattern
+    with every end in it."""
+    from miners.verify import prose
+
+    text = "".join(pieces)
+    assert prose.sentence_cuts(text) == _cut_ends(text), text
+
+
+def test_sentence_cuts_of_every_corpus_output_are_the_ends_of_the_cut_pattern_matches():
+    from miners.verify import prose
+
+    for text in _outputs():
+        assert prose.sentence_cuts(text) == _cut_ends(text), text[:80]
 
 
 def test_last_sentences_of_every_corpus_output_are_the_last_of_the_whole_split():
@@ -488,6 +558,43 @@ def test_parse_output_leaves_out_only_patterns_whose_literal_is_absent():
         assert _mv_reading(symbolic.parse_output(t)) == _mv_reading(mv.parse(t, parsing_timeout=None)), t
 
 
+_TAIL_PIECES = [
+    " 12", " 3.5", " 1,000", " -4", "=7", " 50%", " 20 percent", " 3 Pct", " 2 percentage", " 8 pct",
+    " 1 + 2", " 3 * (4 - 1)", " 2 ** 3", " 6 / ", " 1 + )", " (2 +", " (", "=(5)", "**9**", " $4", " €3",
+    "$x = 2$", "$$10$$", "\\[ 3 \\]", "\\( 1/2 \\)", " [6] ", "$\\frac{$", "\\frac{1}{4}",
+    " so", " hence", " The", " x", " y", " percent", " be", " get", " a", " and", ", or", ",", ".", ":",
+    "\n", "\n\n", " ", "=", "answer: ", "Final answer: 9",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_TAIL_PIECES), max_size=30), st.integers(1, 40))
+@example([" 12", " so", " (2 +", " ("], 3)  # the tail's only match, "(2 + (", parses to nothing:
+# the priority is tried again on every match, and " 12" before the tail is read
+@example([" 12", " so", " 1 + )"], 3)  # the tail's " 1" is read after its "1 + )" failed
+def test_parse_output_read_from_the_tail_first_reads_what_parse_reads(pieces, tail_chars):
+    """parse_output tries the expression matches in a text's tail first (symbolic._extract_target):
+    with tails of every length, on texts of numbers, expressions that fail to parse, percent words,
+    LaTeX and letters, its list is math-verify's parse, object for object."""
+    mv = symbolic._load_math_verify()
+    text = "".join(pieces)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(symbolic, "EXPRESSION_TAIL_CHARS", tail_chars)
+        ours = _mv_reading(symbolic.parse_output(text))
+    assert ours == _mv_reading(mv.parse(text, parsing_timeout=None)), text
+
+
+def test_the_letters_no_expression_match_holds_are_in_no_match():
+    """No match of either plain-expression pattern, on any corpus output, holds one of the letters
+    the tail start is placed after (symbolic._NO_EXPRESSION_LETTERS)."""
+    scans = [scan for patterns, _ in symbolic._output_patterns() for scan, _p, _n in patterns]
+    expressions = [scan.pattern for scan in scans if isinstance(scan, symbolic._ExpressionScan)]
+    assert len(expressions) == 2
+    held = {c for text in _outputs() for p in expressions for m in p.finditer(text) for c in m.group(0)}
+    assert held, "no match at all: the test reads nothing"
+    assert not held & symbolic._NO_EXPRESSION_LETTERS
+
+
 def test_parse_output_calls_parse_itself_for_a_math_verify_not_read(monkeypatch):
     calls = []
     mv = symbolic._load_math_verify()
@@ -565,6 +672,7 @@ _SCAN_PIECES = [
     "$$", "\\[", "\\]", "\\(", "\\)", "\\frac{1}{2}", "-\\frac{3}{4}", "\\boxed{5}", " [7] ",
     "12", "1,000", "1 000", ".5", "0.25", "**", "€", "₹", "percent", " pct", "and", ", or", "answer: ",
     "The final answer is ", "=", " = ", "\\$", "\\\\", "5)", "(-2)", "2^3", "×", "÷",
+    "ANSWER", "Answer:", "answer", "answers", "FINAL ANSWER IS ", "Final Answer", "final answer", "é",
 ]  # fmt: skip
 
 
@@ -578,7 +686,9 @@ def test_each_faster_scan_finds_what_its_pattern_finds(pieces):
     same matches, span and groups, as math-verify's own pattern."""
     text = "".join(pieces)
     faster = [(p, scan) for p, scan in _scans() if scan is not p]
-    assert len(faster) == 4  # plain LaTeX, a math block holding a box, two plain expressions
+    # plain LaTeX, a math block holding a box, two plain expressions; four "final answer" and "answer"
+    # patterns each of LaTeX and of plain expressions
+    assert len(faster) == 12
     for pattern, scan in faster:
         assert _found(scan.finditer(text)) == _found(pattern.finditer(text)), (pattern.pattern[:40], text)
 
@@ -1111,16 +1221,17 @@ def test_two_integers_compare_as_the_full_comparison_compares_them(pred, gold, p
     """fast_compare's shortcut for two integers: what the comparison after it says of them."""
     from miners.verify import fast
 
+    compare = fast.fast_compare.__wrapped__  # (uncached: each call below compares)
     pairs = ((pred + pct, gold + pct), (pred, gold), (pred + "%", gold), (pred, gold + "%"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(fast, "_INTEGER_RE", re.compile(r"(?!)"))  # (the full comparison)
-        full = [fast.fast_compare(p, g, kind) for p, g in pairs]
-    assert [fast.fast_compare(p, g, kind) for p, g in pairs] == full
+        full = [compare(p, g, kind) for p, g in pairs]
+    assert [compare(p, g, kind) for p, g in pairs] == full
     for near in (str(int(gold) + 1), str(-int(gold)), gold.lstrip("-0") or "0"):
         with pytest.MonkeyPatch.context() as mp:
             mp.setattr(fast, "_INTEGER_RE", re.compile(r"(?!)"))
-            expected = fast.fast_compare(near, gold, kind)
-        assert fast.fast_compare(near, gold, kind) == expected, (near, gold)
+            expected = compare(near, gold, kind)
+        assert compare(near, gold, kind) == expected, (near, gold)
 
 
 def _marker_pieces() -> list[str]:
@@ -1138,6 +1249,14 @@ def test_the_marker_hint_is_any_marker_word_in_the_lowered_text(pieces):
 
     low = "".join(pieces).lower()
     assert _marker_hint.__wrapped__(low) == any(w.lower() in low for w, _ in _MARKERS), low
+
+
+def test_every_marker_and_rating_word_holds_one_of_the_pieces_searched_for_first():
+    """A text without any of the pieces holds none of the words (rules._marker_hint, might_rate)."""
+    from miners.verify import rules, selfrating
+
+    assert all(any(p in w for p in rules._ASCII_MARKER_PIECES) for w in rules._ASCII_MARKER_WORDS)
+    assert all(any(p in w for p in selfrating._ASCII_RATING_PIECES) for w in selfrating._ASCII_RATING_WORDS)
 
 
 @settings(max_examples=500, deadline=None, derandomize=True)
@@ -1360,3 +1479,81 @@ def test_the_power_of_ten_reader_takes_a_sign_and_at_most_three_digits():
     assert read("10^{−2}") == [Fraction(1, 100)]
     assert read("10^1234") == read("10^{1234}") == []
     assert [m.group(2) for m in evidence._POWER_OF_TEN_RE.finditer("10^a5 10^=3 10^g7")] == []
+
+
+# -- patterns opened by a lookahead for their first characters ----------------------------------------
+
+
+# (the pattern as written before its lookahead, the pattern the verifier uses, pieces to build texts of)
+def _opened_patterns():
+    from miners.verify import evidence, prose
+    from miners.verify.markers import ALTERNATIVE_WORDS
+
+    copula = (
+        r"(?i)\b(?:is|are|was|were|equals?|be|becomes?|it'?s|est|sont|égale?)\b|(?<!\d)[:：](?!\d)|[是为هو]"
+    )
+    alternatives = (
+        r"(?<!["
+        + evidence._SPACED_LETTER
+        + r"\\])(?:"
+        + "|".join(re.escape(w) for w in ALTERNATIVE_WORDS)
+        + r")"
+        r"(?![" + evidence._SPACED_LETTER + r"])"
+    )
+    words = ["is", "IS", "it's", "its", "equal", "equals", "becomes", "be", "sont", "égale", "Égal", "est"]
+    words += [w for w in ALTERNATIVE_WORDS] + [w.upper() for w in ALTERNATIVE_WORDS]
+    return [
+        (re.compile(copula), prose._COPULA_RE),
+        (re.compile(alternatives, re.I), evidence._ALTERNATIVES_RE),
+    ], words
+
+
+_OPENED_PIECES = [
+    " ",
+    "a",
+    "x",
+    "3",
+    ":",
+    "：",
+    "12:30",
+    "是",
+    "为",
+    "هو",
+    "\\",
+    "İ",
+    "ı",
+    "ſ",
+    "K",
+    "é",
+    "s",
+    "o",
+]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), max_size=8))
+def test_a_pattern_opened_by_a_lookahead_finds_what_it_found_without(picks):
+    """A lookahead for the first characters of a pattern's matches (markers.opening_chars) leaves its
+    matches as they were: on texts of its words (and their case variants) between neighbours (letters
+    that fold to ASCII under IGNORECASE among them), and on every corpus output."""
+    pairs, words = _opened_patterns()
+    text = "".join(_OPENED_PIECES[a % len(_OPENED_PIECES)] + words[b % len(words)] for a, b in picks)
+    for before, now in pairs:
+        assert _found(now.finditer(text)) == _found(before.finditer(text)), (now.pattern[:40], text)
+
+
+def test_a_pattern_opened_by_a_lookahead_finds_on_every_corpus_output_what_it_found_without():
+    pairs, _ = _opened_patterns()
+    for text in _outputs():
+        for before, now in pairs:
+            assert _found(now.finditer(text)) == _found(before.finditer(text)), (now.pattern[:40], text[:80])
+
+
+def test_an_ascii_text_without_a_bar_has_only_the_ascii_colon():
+    """rules._marker_colons scans an ASCII text without "|" for ":" alone: the only other ASCII
+    character of the colons it looks for is "|"."""
+    from miners.verify import rules
+
+    ascii_colons = {chr(c) for c in range(128) if rules._COLON_RE.fullmatch(chr(c))}
+    assert ascii_colons == {":", "|"}
+    assert rules._ASCII_COLON_RE.pattern == ":"
