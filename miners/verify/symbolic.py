@@ -44,7 +44,7 @@ from itertools import chain
 
 from miners.verify.brackets import max_depth
 from miners.verify.fast import fast_compare
-from miners.verify.lowered import lowered
+from miners.verify.lowered import FOLDS_TO_ASCII_RE, lowered
 from miners.verify.readable import KINDS_DIFFER, comparable, unread_reason
 
 SYMBOLIC_TIMEOUT_S = 0.8  # one pair of spans
@@ -247,22 +247,30 @@ def _bounded(run, seconds: float, stats):
 PATTERNS_READ_FOR = "0.9.0"
 
 
-def _needed_literal(pattern: str, priority: int, latex: bool) -> tuple[tuple[str, ...], bool] | None:
-    """(literals one of which a text must hold for one of math-verify's default patterns to match it,
-    whether case matters), or None where the pattern needs none we know of: its "final answer" and
-    "answer" patterns open with that phrase, case-insensitive; its two box patterns (priority 50, the
-    inline `\\boxed{.+}` and the math block holding a box) need "\\boxed{" in every alternative;
-    its plain LaTeX pattern (priority 300) opens with a math delimiter ($$, \\[, $, \\(, a
-    bracket after a space) or a \\frac{ of numbers."""
+Needed = tuple[tuple[tuple[str, ...], bool], ...]
+# every match of a LaTeX pattern holds a math delimiter ($$, \\[, $, \\(, a bracket after a space), a
+# \\frac{ of numbers or a \\boxed{: one of these characters
+_LATEX_CHARS = (("$", "\\", "["), True)
+
+
+def _needed_literal(pattern: str, priority: int, latex: bool) -> Needed:
+    """What a text must hold for one of math-verify's default patterns to match it: for each need,
+    (literals one of which it holds, whether case matters); () where the pattern needs none we know
+    of. Its "final answer" and "answer" patterns open with that phrase, case-insensitive (and the
+    LaTeX ones hold a LaTeX span after it); its two box patterns (priority 50, the inline
+    `\\boxed{.+}` and the math block holding a box) need "\\boxed{" in every alternative; its plain
+    LaTeX pattern (priority 300) opens with a math delimiter ($$, \\[, $, \\(, a bracket after a
+    space) or a \\frac{ of numbers."""
+    latex_span = (_LATEX_CHARS,) if latex else ()
     if pattern.startswith("(?i:final answer"):
-        return ("final answer",), False
+        return ((("final answer",), False), *latex_span)
     if pattern.startswith("(?i:answer)"):
-        return ("answer",), False
+        return ((("answer",), False), *latex_span)
     if priority == 50 and not pattern.startswith("(?i:") and "\\\\boxed{" in pattern:
-        return ("\\boxed{",), True
+        return ((("\\boxed{",), True),)
     if latex and priority == 300:
-        return ("$", "[", "\\(", "\\frac{"), True
-    return None
+        return ((("$", "[", "\\(", "\\frac{"), True),)
+    return ()
 
 
 # The patterns parse() tries where the text holds no literal they need (its plain LaTeX, plain
@@ -310,26 +318,37 @@ class _ExpressionScan:
 
 
 # Its "final answer" and "answer" patterns open with that phrase, case-insensitive (_PHRASE_OPENINGS):
-# Python's re has no fast search for a phrase in any case and tries them at every position. In an
-# ASCII text (where the lowered text has the same positions, and IGNORECASE matches what lower()
-# makes equal), each is tried only where the lowered text holds its phrase.
+# Python's re has no fast search for a phrase in any case and tries them at every position. In a
+# text without a letter beyond ASCII that IGNORECASE matches to an ASCII one (lowered.FOLDS_TO_ASCII_RE)
+# it matches an ASCII phrase where the lowered text holds it; where lowering kept every position too,
+# each pattern is tried only there (_lowered_alike).
 _PHRASE_OPENINGS = {"(?i:final answer": "final answer", "(?i:answer)": "answer"}
+
+
+def _lowered_alike(text: str) -> str | None:
+    """text lowered, where an ASCII phrase matches text ignoring case exactly where it stands in the
+    lowered text; None where it may not (a letter that folds to ASCII, a length lowering changed)."""
+    if not text.isascii() and FOLDS_TO_ASCII_RE.search(text) is not None:
+        return None
+    low = lowered(text)
+    return low if len(low) == len(text) else None
 
 
 class _PhraseScan:
     """finditer of a pattern each match of which opens with `phrase` in any case (lowercase here):
-    in an ASCII text, its match at each place the lowered text holds the phrase, from the end of the
-    match before it on (finditer's next match is the first place from there where one starts: where
-    the phrase stands); in any other text, the pattern's own scan."""
+    its match at each place the lowered text holds the phrase, from the end of the match before it on
+    (finditer's next match is the first place from there where one starts: where the phrase stands);
+    the pattern's own scan where the lowered text may place the phrase elsewhere (_lowered_alike)."""
 
     def __init__(self, pattern: re.Pattern[str], phrase: str):
         self.pattern = pattern
         self.phrase = phrase
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
-        if not text.isascii():
+        low = _lowered_alike(text)
+        if low is None:
             return self.pattern.finditer(text)
-        return self._at_phrases(text, lowered(text))
+        return self._at_phrases(text, low)
 
     def _at_phrases(self, text: str, low: str) -> Iterator[re.Match[str]]:
         done = 0
@@ -389,20 +408,21 @@ def parse_output(text: str) -> list:
     cannot match: one whose needed literal the text does not hold finds nothing, and parse reads
     the matches of each priority in turn, so leaving it out changes no match and no order
     (tests/verify/test_verify_speed.py compares the two on every corpus output). A case-insensitive
-    literal is looked for only in an ASCII text (where lower() is what IGNORECASE matches)."""
+    literal is looked for only in a text lowered alike (_lowered_alike: where lower() is what
+    IGNORECASE matches)."""
     mv = _load_math_verify()
     table = _output_patterns()
     if table is None:
         return mv.parse(text, parsing_timeout=None)
-    low = text.lower() if text.isascii() else None
+    low = _lowered_alike(text)
 
-    def may_match(needed: tuple[tuple[str, ...], bool] | None) -> bool:
-        if needed is None:
-            return True
-        words, case_matters = needed
+    def holds(words: tuple[str, ...], case_matters: bool) -> bool:
         if case_matters:
             return any(w in text for w in words)
         return low is None or any(w in low for w in words)
+
+    def may_match(needed: Needed) -> bool:
+        return all(holds(words, case_matters) for words, case_matters in needed)
 
     target_res = [
         ([(p, priority) for p, priority, needed in patterns if may_match(needed)], target)
@@ -419,7 +439,7 @@ def parse_output(text: str) -> list:
 # with "P" or "p"). A match that covered one of these letters would have read it, so no match of a
 # scan of the whole text runs across a place right after one (_expression_tail_start).
 _NO_EXPRESSION_LETTERS = frozenset("bdfhijklmoqsuvwxyzABCDEFGHIJKLMNOQRSTUVWXYZ")
-EXPRESSION_TAIL_CHARS = 160
+EXPRESSION_TAIL_CHARS = 80
 
 
 def _expression_tail_start(text: str) -> int:

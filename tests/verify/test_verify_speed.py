@@ -520,12 +520,15 @@ def test_parse_output_leaves_out_only_patterns_whose_literal_is_absent():
     with and without its brace): parse_output reads them as parse does."""
     mv = symbolic._load_math_verify()
     needed = {n for patterns, _ in symbolic._output_patterns() for _p, _prio, n in patterns}
+    latex_chars = (("$", "\\", "["), True)
     assert needed == {
-        None,
-        (("final answer",), False),
-        (("answer",), False),
-        (("\\boxed{",), True),
-        (("$", "[", "\\(", "\\frac{"), True),
+        (),
+        ((("final answer",), False),),
+        ((("answer",), False),),
+        ((("final answer",), False), latex_chars),
+        ((("answer",), False), latex_chars),
+        ((("\\boxed{",), True),),
+        ((("$", "[", "\\(", "\\frac{"), True),),
     }
     rnd = random.Random(23)
     pieces = [
@@ -673,6 +676,7 @@ _SCAN_PIECES = [
     "12", "1,000", "1 000", ".5", "0.25", "**", "€", "₹", "percent", " pct", "and", ", or", "answer: ",
     "The final answer is ", "=", " = ", "\\$", "\\\\", "5)", "(-2)", "2^3", "×", "÷",
     "ANSWER", "Answer:", "answer", "answers", "FINAL ANSWER IS ", "Final Answer", "final answer", "é",
+    "anſwer: ", "FINAL ANSWER", "İ", "K", "ẞ", "×",
 ]  # fmt: skip
 
 
