@@ -236,6 +236,30 @@ def _grouped_boxes(text: str, cands: list[Span], last: int) -> str | None:
 _PLAIN_NUMBER_RE = re.compile(r"-?\d+(?:\.\d+)?(?: \d+/\d+|/\d+)?")
 # a scale after a number is no unit: "6 dozen" may be 72 or six dozens (the prose reader decides)
 _SCALE_WORD_RE = re.compile(r"(?i)\b(?:dozens?|hundreds?|thousands?|millions?|billions?|k)\b")
+# The words of three letters or more that normalize drops from an answer (any case, here): a
+# currency's, a percent's, a degree's and its scale's; otherwise it drops only a command after a
+# backslash and the units after the number. A word before an ASCII answer's first digit that is none
+# of these stays, so the answer normalizes to no plain number: a sentence ("The pet shop had 90
+# rodents in total") is not normalized to find that out (tests/verify/test_verify_speed.py).
+_DROPPED_WORDS = frozenset(
+    "usd dollar dollars cent cents inr eur euro euros yuan percent percentage pct degree degrees "
+    "celsius fahrenheit kelvin".split()
+)
+_HEAD_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}(?![A-Za-z])")
+_DIGIT_RE = re.compile(r"\d")
+
+
+def a_plain_number(answer: str, kind: str) -> bool:
+    """The answer normalizes to a plain number (a unit or a currency aside: "1 001 грн", "$5.50") and
+    names no scale it is counted in ("6 dozen")."""
+    if answer.isascii():
+        first_digit = _DIGIT_RE.search(answer)
+        head = answer[: first_digit.start()] if first_digit else answer
+        if any(w.lower() not in _DROPPED_WORDS for w in _HEAD_WORD_RE.findall(head)):
+            return False
+    return bool(_PLAIN_NUMBER_RE.fullmatch(normalize(answer, kind)[0])) and not _SCALE_WORD_RE.search(answer)
+
+
 # a number as written in prose (thousands separators and decimals kept together)
 _NUMERAL_RE = re.compile(NUMERAL)
 
@@ -251,7 +275,7 @@ def _finish(ans: str, how: str, kind: str) -> tuple[str, bool]:
     stripped = ascii_forms(stripped)  # digits of other scripts, the Arabic decimal mark: one character each
     if kind == "task" or how == "boxed" or not stripped or not is_prose(stripped):
         return stripped, False
-    if _PLAIN_NUMBER_RE.fullmatch(normalize(stripped, kind)[0]) and not _SCALE_WORD_RE.search(stripped):
+    if a_plain_number(stripped, kind):
         return stripped, False  # a number and its unit or currency ("1 001 грн"): no choice was made
     value = prose_value(stripped, kind)
     numerals = set(_NUMERAL_RE.findall(stripped))
@@ -455,9 +479,7 @@ def value_only(line: str, kind: str) -> str | None:
     stripped = ascii_forms(stripped)
     if not stripped or len(stripped) > 40 or not re.search(r"\d", stripped):
         return None
-    if is_prose(stripped) and not (
-        _PLAIN_NUMBER_RE.fullmatch(normalize(stripped, kind)[0]) and not _SCALE_WORD_RE.search(stripped)
-    ):
+    if is_prose(stripped) and not a_plain_number(stripped, kind):
         return None
     return stripped
 

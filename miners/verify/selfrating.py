@@ -46,6 +46,12 @@ _ASCII_RATING_PIECES = covering_pieces(
     _ASCII_RATING_WORDS,
     ("onfi", "cert", "sure", "sich", "segur", "sicur", "emin", "yakin", "pew", "zeker", "probability that"),
 )
+# and of every rating word, for a text beyond ASCII ("уверен" in "уверенность", "信心" in "有信心")
+_RATING_PIECES = covering_pieces(
+    _RATING_WORDS,
+    (*_ASCII_RATING_PIECES, "уверен", "достоверн", "впевнен", "güven", "tin cậy", "tự tin", "sûr", "chắc")
+    + ("置信", "信心", "把握", "确信", "確信", "自信", "信頼", "신뢰", "확신"),
+)
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
 _PERCENT_RE = re.compile(r"^[~≈]?\s*(\d{1,3}(?:\.\d+)?)\s*(?:\\?%|％|percent\b|per\s*cent\b)", re.I)
@@ -89,7 +95,7 @@ def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
     low = lowered(text)
     if not low.isascii():
-        return _ANY_RATING_WORD_RE.search(low) is not None
+        return any(p in low for p in _RATING_PIECES) and _ANY_RATING_WORD_RE.search(low) is not None
     return any(p in low for p in _ASCII_RATING_PIECES) and _ASCII_RATING_WORD_RE.search(low) is not None
 
 

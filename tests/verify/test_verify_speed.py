@@ -1261,6 +1261,7 @@ def test_every_marker_and_rating_word_holds_one_of_the_pieces_searched_for_first
 
     assert all(any(p in w for p in rules._ASCII_MARKER_PIECES) for w in rules._ASCII_MARKER_WORDS)
     assert all(any(p in w for p in selfrating._ASCII_RATING_PIECES) for w in selfrating._ASCII_RATING_WORDS)
+    assert all(any(p in w for p in selfrating._RATING_PIECES) for w in selfrating._RATING_WORDS)
 
 
 @settings(max_examples=500, deadline=None, derandomize=True)
@@ -1561,3 +1562,43 @@ def test_an_ascii_text_without_a_bar_has_only_the_ascii_colon():
     ascii_colons = {chr(c) for c in range(128) if rules._COLON_RE.fullmatch(chr(c))}
     assert ascii_colons == {":", "|"}
     assert rules._ASCII_COLON_RE.pattern == ":"
+
+
+# -- an answer that normalizes to a plain number, without normalizing a sentence ---------------------
+
+_HEAD_PIECES = [
+    "The", "pet", "shop", "had", "total", "is", "so", "ANSWER", "dollars", "Dollars", "USD", "usd",
+    "cents", "euros", "EUR", "yuan", "inr", "percent", "Percentage", "pct", "degrees", "Degree",
+    "celsius", "Fahrenheit", "kelvin", "sec", "sin", "log", "pi", "sqrt", "infinity", "infty", "x",
+    "R", "Rs", "Rs.", "RM", "Rp", "rs", "dozen", "thousand", "k", "cm", "km/h", "square feet", "apples",
+    "\\text{", "\\textbf{", "\\mathrm{", "\\frac", "\\left(", "\\right)", "\\,", "\\!", "\\le", "\\cdot",
+    "\\circ", "^\\circ", "^2", "{", "}", "(", ")", "[", "]", "$", "\\$", "%", "~", "-", "+", "=", ".",
+    ",", ":", " ", " ", " ", "0x1F", "0b101", "12", "1,000", "3.5", "1 001", "7", "1/2", "2 1/2", "0",
+]  # fmt: skip
+
+
+@settings(max_examples=800, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_HEAD_PIECES), min_size=1, max_size=10), st.sampled_from(["math", "gsm8k"]))
+@example(["The", " ", "pet", " ", "shop", " ", "had", " ", "90", " ", "rodents"], "gsm8k")
+@example(["dollars", " ", "12"], "gsm8k")
+@example(["\\text{", "cm", "}", "12"], "math")
+def test_a_plain_number_is_what_normalizing_the_whole_answer_says(pieces, kind):
+    """extract.a_plain_number says no without normalizing where a word stands before an ASCII
+    answer's first digit that normalize never drops; on every answer, it says what normalize says."""
+    from miners.verify.extract import _PLAIN_NUMBER_RE, _SCALE_WORD_RE, a_plain_number
+    from miners.verify.normalize import normalize
+
+    answer = "".join(pieces)
+    plain = bool(_PLAIN_NUMBER_RE.fullmatch(normalize.__wrapped__(answer, kind)[0]))
+    assert a_plain_number(answer, kind) == (plain and not _SCALE_WORD_RE.search(answer)), answer
+
+
+def test_a_plain_number_on_every_line_of_every_corpus_output():
+    from miners.verify.extract import _PLAIN_NUMBER_RE, _SCALE_WORD_RE, a_plain_number
+    from miners.verify.normalize import normalize
+
+    lines = {line.strip() for text in _outputs() for line in text.splitlines() if line.strip()}
+    for line in sorted(lines):
+        for kind in ("math", "gsm8k"):
+            plain = bool(_PLAIN_NUMBER_RE.fullmatch(normalize.__wrapped__(line, kind)[0]))
+            assert a_plain_number(line, kind) == (plain and not _SCALE_WORD_RE.search(line)), line[:80]
