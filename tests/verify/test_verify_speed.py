@@ -1593,12 +1593,14 @@ def test_a_plain_number_is_what_normalizing_the_whole_answer_says(pieces, kind):
     assert a_plain_number(answer, kind) == (plain and not _SCALE_WORD_RE.search(answer)), answer
 
 
-def test_a_plain_number_on_every_line_of_every_corpus_output():
+def test_a_plain_number_on_the_lines_of_the_corpus_outputs():
+    """The same on every fourth distinct line of the corpus outputs (about 16,000; all of them took
+    a CI worker 23 s)."""
     from miners.verify.extract import _PLAIN_NUMBER_RE, _SCALE_WORD_RE, a_plain_number
     from miners.verify.normalize import normalize
 
     lines = {line.strip() for text in _outputs() for line in text.splitlines() if line.strip()}
-    for line in sorted(lines):
+    for line in sorted(lines)[::4]:
         for kind in ("math", "gsm8k"):
             plain = bool(_PLAIN_NUMBER_RE.fullmatch(normalize.__wrapped__(line, kind)[0]))
             assert a_plain_number(line, kind) == (plain and not _SCALE_WORD_RE.search(line)), line[:80]
