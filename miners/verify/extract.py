@@ -56,6 +56,7 @@ from miners.verify.prose import (
     prose_value,
     without_closing_rating,
 )
+from miners.verify.readable import WORD_RE
 from miners.verify.rules import RULES_BY_NAME, Span, find_spans, strip_answer
 from miners.verify.selfrating import is_self_rating, might_rate
 from miners.verify.types import AMBIGUOUS, EMPTY_ANSWER, EMPTY_OUTPUT, NO_ANSWER, TRUNCATED, Extraction
@@ -245,7 +246,6 @@ _DROPPED_WORDS = frozenset(
     "usd dollar dollars cent cents inr eur euro euros yuan percent percentage pct degree degrees "
     "celsius fahrenheit kelvin".split()
 )
-_HEAD_WORD_RE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{3,}(?![A-Za-z])")
 _DIGIT_RE = re.compile(r"\d")
 
 
@@ -255,7 +255,7 @@ def a_plain_number(answer: str, kind: str) -> bool:
     if answer.isascii():
         first_digit = _DIGIT_RE.search(answer)
         head = answer[: first_digit.start()] if first_digit else answer
-        if any(w.lower() not in _DROPPED_WORDS for w in _HEAD_WORD_RE.findall(head)):
+        if any(w.lower() not in _DROPPED_WORDS for w in WORD_RE.findall(head)):
             return False
     return bool(_PLAIN_NUMBER_RE.fullmatch(normalize(answer, kind)[0])) and not _SCALE_WORD_RE.search(answer)
 

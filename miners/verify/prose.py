@@ -346,11 +346,11 @@ def sentences(text: str) -> list[str]:
     return list(_sentences(text))
 
 
-_SENTENCE_CUT_RE = re.compile(r"[.!?](?=\s)|[。！？।]|\n[ \t]*\n")
-# Its alternatives, each scanned on its own where the text holds its character: a scan for one
-# literal character skips in C to where it stands, where a scan for any of them tries each character
-# of the text (half the time on the corpora). None of their matches holds a character another's
-# match holds, so their ends are the ends of the one pattern's matches (tests/verify).
+# A sentence ends after ".", "!" or "?" before a space, after a full stop of another script, or at a
+# blank line: each scanned on its own where the text holds its character. A scan for one literal
+# character skips in C to where it stands, where a scan for any of them (one alternation) tries each
+# character of the text: half the time on the corpora. None of their matches holds a character
+# another's holds, so their ends are the ends of the alternation's (tests/verify/test_verify_speed.py).
 _SENTENCE_CUTS = (
     (".", re.compile(r"\.(?=\s)")),
     ("!", re.compile(r"!(?=\s)")),
@@ -361,7 +361,7 @@ _OTHER_SENTENCE_CUT_RE = re.compile(r"[。！？।]")
 
 
 def sentence_cuts(free: str) -> set[int]:
-    """Where the sentences of a text outside math end: the ends of _SENTENCE_CUT_RE's matches."""
+    """Where the sentences of a text outside math end (above)."""
     cuts: set[int] = set()
     for c, cut_re in _SENTENCE_CUTS:
         if c in free:

@@ -49,7 +49,8 @@ _GLUED_ARGS_RE = re.compile(r"\\(?:[dt]?frac|binom)(?=\d{3})")
 _GLUED_ROOT_RE = re.compile(r"\\sqrt(?=\d{2})")
 _TEXT_COMMAND_RE = re.compile(r"\\(?:text|textbf|textit|mathrm|mathbf|mbox|operatorname)\s*\{[^{}]*\}")
 _COMMAND_RE = re.compile(r"\\[a-zA-Z]+")
-_WORD_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
+# a word of three ASCII letters or more that no backslash makes a command
+WORD_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 # what carries no content of its own: spacing, sizing, math delimiters
 _NOISE_RE = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg|displaystyle|[,;:! ]|q?quad)|[\s$]")
 MIN_KEPT_SHARE = 0.5
@@ -102,7 +103,7 @@ def _has_bare_word(span: str) -> bool:
     if _OTHER_SCRIPT_RE.search(span):
         return True
     plain = _COMMAND_RE.sub(" ", _TEXT_COMMAND_RE.sub(" ", span))
-    return any(w.lower() not in _FUNCTION_WORDS for w in _WORD_RE.findall(plain))
+    return any(w.lower() not in _FUNCTION_WORDS for w in WORD_RE.findall(plain))
 
 
 # a letter of a script other than Latin and Greek (math's own symbols)

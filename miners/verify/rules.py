@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from miners.verify.brackets import brace_pairs, walk
-from miners.verify.lowered import lowered
+from miners.verify.lowered import lowered, matches_at_words
 from miners.verify.markers import (
     ANSWER_MARKERS,
     BOOLEAN_WORDS,
@@ -679,30 +679,6 @@ def _cut_talk(answer: str, talk_words: tuple[str, ...]) -> bool:
     return len(word) >= 2 and word.isalpha() and any(w.startswith(word) for w in talk_words)
 
 
-def _matches_at_words(regex: re.Pattern, text: str, low: str, words: tuple[str, ...]) -> Iterator[re.Match]:
-    """regex.finditer(text) for a regex whose every match opens with one of `words` (as low, the
-    lowered text, writes them): tried only where a word begins, not at every character -- a long
-    reasoning output is read once per marker language, and the search from every position cost most
-    of the verdict there. Where lowering changed the text's length, positions differ: finditer."""
-    if len(low) != len(text):
-        yield from regex.finditer(text)
-        return
-    starts: set[int] = set()
-    for word in words:
-        at = low.find(word)
-        while at >= 0:
-            starts.add(at)
-            at = low.find(word, at + 1)
-    done = 0
-    for at in sorted(starts):
-        if at < done:  # inside the match before (finditer goes on from its end)
-            continue
-        m = regex.match(text, at)
-        if m is not None:
-            yield m
-            done = max(m.end(), at + 1)
-
-
 # Every copula marker's word under a key word it holds: the shortest other marker word inside it
 # ("final answer" -> "answer", "svaret" -> "svar"), else its last word ("best choice" -> "choice",
 # "only possible option" -> "option"). A text holds the marker word only if it holds the key, so a long
@@ -748,7 +724,7 @@ def find_marker_copula(text: str, low: str, kind: str) -> Iterable[Span]:
         if regex is None or present.isdisjoint(marker.words):
             continue
         words = tuple(w for w in marker.words if w in present)
-        for m in _matches_at_words(regex, text, low, words):
+        for m in matches_at_words(regex, text, low, words):
             span = _sentence_span(text, m, "marker_copula", talk)
             if span is not None and span.end == len(text) and _cut_talk(span.text, talk_words):
                 continue  # "That answer is incor" where the reply is cut: the start of talk, no value

@@ -44,7 +44,7 @@ from itertools import chain
 
 from miners.verify.brackets import max_depth
 from miners.verify.fast import fast_compare
-from miners.verify.lowered import FOLDS_TO_ASCII_RE, lowered
+from miners.verify.lowered import FOLDS_TO_ASCII_RE, lowered, matches_at_words
 from miners.verify.readable import KINDS_DIFFER, comparable, unread_reason
 
 SYMBOLIC_TIMEOUT_S = 0.8  # one pair of spans
@@ -310,6 +310,11 @@ class _ExpressionScan:
         self.pattern = pattern
         self.after_start = after_start
 
+    def finditer_from(self, text: str, start: int) -> Iterator[re.Match[str]]:
+        """Its matches that start at or after start > 0, where no match of the whole text's scan runs
+        across start (_extract_target's tail): from there on the two scans are one."""
+        return self.after_start.finditer(text, start)
+
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         first = self.pattern.match(text)
         if first is None:
@@ -320,25 +325,23 @@ class _ExpressionScan:
 # Its "final answer" and "answer" patterns open with that phrase, case-insensitive (_PHRASE_OPENINGS):
 # Python's re has no fast search for a phrase in any case and tries them at every position. In a
 # text without a letter beyond ASCII that IGNORECASE matches to an ASCII one (lowered.FOLDS_TO_ASCII_RE)
-# it matches an ASCII phrase where the lowered text holds it; where lowering kept every position too,
-# each pattern is tried only there (_lowered_alike).
+# it matches an ASCII phrase where the lowered text holds it (_lowered_alike), and each pattern is
+# tried only there (lowered.matches_at_words).
 _PHRASE_OPENINGS = {"(?i:final answer": "final answer", "(?i:answer)": "answer"}
 
 
 def _lowered_alike(text: str) -> str | None:
-    """text lowered, where an ASCII phrase matches text ignoring case exactly where it stands in the
-    lowered text; None where it may not (a letter that folds to ASCII, a length lowering changed)."""
+    """text lowered, where an ASCII phrase matches text ignoring case where the lowered text holds it;
+    None where it may not (a letter beyond ASCII that folds to an ASCII one)."""
     if not text.isascii() and FOLDS_TO_ASCII_RE.search(text) is not None:
         return None
-    low = lowered(text)
-    return low if len(low) == len(text) else None
+    return lowered(text)
 
 
 class _PhraseScan:
     """finditer of a pattern each match of which opens with `phrase` in any case (lowercase here):
-    its match at each place the lowered text holds the phrase, from the end of the match before it on
-    (finditer's next match is the first place from there where one starts: where the phrase stands);
-    the pattern's own scan where the lowered text may place the phrase elsewhere (_lowered_alike)."""
+    tried only where the lowered text holds the phrase; the pattern's own scan where the lowered text
+    may not show where it matches (_lowered_alike)."""
 
     def __init__(self, pattern: re.Pattern[str], phrase: str):
         self.pattern = pattern
@@ -348,18 +351,7 @@ class _PhraseScan:
         low = _lowered_alike(text)
         if low is None:
             return self.pattern.finditer(text)
-        return self._at_phrases(text, low)
-
-    def _at_phrases(self, text: str, low: str) -> Iterator[re.Match[str]]:
-        done = 0
-        at = low.find(self.phrase)
-        while at >= 0:
-            if at >= done:
-                m = self.pattern.match(text, at)
-                if m is not None:
-                    yield m
-                    done = m.end()  # (never empty: it holds the phrase)
-            at = low.find(self.phrase, at + 1)
+        return matches_at_words(self.pattern, text, low, (self.phrase,))
 
 
 def faster_scan(pattern: re.Pattern[str]) -> re.Pattern[str] | _ExpressionScan | _PhraseScan:
@@ -465,7 +457,7 @@ def _group_matches(text: str, group: list, start: int) -> list:
         (m, target)
         for pattern, target in group
         for m in (
-            pattern.after_start.finditer(text, start)
+            pattern.finditer_from(text, start)
             if start and isinstance(pattern, _ExpressionScan)
             else pattern.finditer(text)
         )
