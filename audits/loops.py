@@ -426,7 +426,7 @@ def may_end_in_loop(text: str | None) -> bool:
         return False
     tokens = tokenize(text)
     n = len(tokens)
-    if any(len(t) >= IN_TOKEN_MIN_SPAN for t in tokens):
+    if max(map(len, tokens), default=0) >= IN_TOKEN_MIN_SPAN:
         return True
     if n >= CATASTROPHIC_REPEATS and max(Counter(tokens).values()) >= CATASTROPHIC_REPEATS:
         return True

@@ -61,7 +61,10 @@ class TooLarge(Exception):
 
 def is_texty(s: str) -> bool:
     """A word answer ("Monday", "no solution"): a run of 3+ letters that is not a LaTeX command."""
-    return bool(re.search(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}", _ENV_RE.sub(" ", s)))
+    return _WORD_OF_LETTERS_RE.search(_ENV_RE.sub(" ", s)) is not None
+
+
+_WORD_OF_LETTERS_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 
 
 def text_key(s: str) -> str:

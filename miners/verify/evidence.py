@@ -596,6 +596,8 @@ def gold_stated(
     """Whether text states the gold's value anywhere (module doc). `gold_value`: the gold letter's
     option, where the options are known; `also`: answers read from the text that count as stated
     values too (the alternatives of an answer that lists them)."""
+    if not also and (not text or text.isspace()):
+        return False  # nothing written states nothing (what most statements hold past their answer)
     gold_text = gold_text.strip()
     letters = _LETTER_GOLD_RE.fullmatch(gold_text) if kind != "task" else None
     if letters is not None:
@@ -785,8 +787,12 @@ def _several_values(sentence: str) -> bool:
 def _is_list(gold_text: str) -> bool:
     """A gold of several values (a set, a list, a union of intervals, a "1 or 2" of its own), not a
     number grouped by commas ("1,250")."""
-    ungrouped = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", gold_text)
-    return bool(re.search(r",|\\cup|\\\{|;|(?<!\w)(?:or|and)(?!\w)", ungrouped))
+    ungrouped = _GROUPING_COMMA_RE.sub("", gold_text)
+    return _SEVERAL_VALUES_RE.search(ungrouped) is not None
+
+
+_GROUPING_COMMA_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_SEVERAL_VALUES_RE = re.compile(r",|\\cup|\\\{|;|(?<!\w)(?:or|and)(?!\w)")
 
 
 def open_reason(c: Commitment, gold_text: str) -> str | None:

@@ -47,6 +47,7 @@ from miners.verify.lowered import lowered
 from miners.verify.markers import EXPLANATION_WORDS
 from miners.verify.normalize import NUMERAL, ascii_forms, normalize
 from miners.verify.prose import (
+    PARAGRAPH_BREAK_RE,
     concluding,
     emphasized_value,
     is_prose,
@@ -510,7 +511,7 @@ def _without_spans(text: str, kind: str, whole: bool) -> Extraction:
         return Extraction(None, missing=NO_ANSWER)
     if kind == "task":
         return Extraction(None, missing=NO_ANSWER)
-    paragraphs = re.split(r"\n[ \t]*\n", stripped, maxsplit=1)
+    paragraphs = PARAGRAPH_BREAK_RE.split(stripped, maxsplit=1)
     if len(paragraphs) == 2 and _EXPLANATION_RE.match(paragraphs[1]):
         first = value_only(paragraphs[0], kind)
         if first is not None and "\n" not in paragraphs[0].strip():

@@ -55,6 +55,11 @@ def word_against_number(pred: str, gold: str) -> bool:
 
 
 _INTEGER_RE = re.compile(r"-?[0-9]{1,18}")
+_DECIMAL_RE = re.compile(r"-?\d+(?:\.\d+)?")
+_LETTER_A_TO_E_RE = re.compile(r"\(?[A-E]\)?")
+_CAPITAL_LETTER_RE = re.compile(r"\(?([A-Z])\)?")
+_FINAL_ANSWER_RE = re.compile(r"(?i)final answer")
+_ANSWER_WORD_RE = re.compile(r"(?i)\banswer\b")
 
 
 @lru_cache(maxsize=64)  # a verdict compares its answer with the gold, and the second opinion again
@@ -87,10 +92,10 @@ def fast_compare(pred_answer: str, gold_text: str, kind: str) -> bool | None:
         return None
     # multiple choice: a gold that is one letter A-E. An answer that names no letter may be the value
     # of an option (the verifier compares it with the options, where it has them): undecided here.
-    if re.fullmatch(r"\(?[A-E]\)?", gold):
+    if _LETTER_A_TO_E_RE.fullmatch(gold):
         letter = choice_letter(pred)
         return None if letter is None else letter == gold.strip("()")
-    if kind == "gsm8k" and re.fullmatch(r"-?\d+(?:\.\d+)?", gold):
+    if kind == "gsm8k" and _DECIMAL_RE.fullmatch(gold):
         verdict = value_verdict(pred, gold, pred_pct, gold_pct, kind)
         if verdict is not None:
             return verdict
@@ -262,7 +267,7 @@ def choice_gold(gold_text: str, kind: str, letters: str = "ABCDE") -> str | None
     """The letter of a multiple-choice gold ("C", "(C)") among `letters`, or None."""
     if kind == "task":
         return None
-    m = re.fullmatch(r"\(?([A-Z])\)?", normalize(gold_text, kind)[0])
+    m = _CAPITAL_LETTER_RE.fullmatch(normalize(gold_text, kind)[0])
     return m.group(1) if m and m.group(1) in letters else None
 
 
@@ -314,7 +319,7 @@ def gold_answer(gold: str, kind: str) -> str:
     """A gold that is a whole solution (GSM8K's '... #### 72', a boxed MATH solution) or a sentence
     that states its answer ("Answer is forty three.") -> its answer."""
     # a task gold is text to compare as written (it may contain the word "answer"), never a sentence to read
-    stated = re.search(r"(?i)final answer", gold) or (kind != "task" and re.search(r"(?i)\banswer\b", gold))
+    stated = _FINAL_ANSWER_RE.search(gold) or (kind != "task" and _ANSWER_WORD_RE.search(gold))
     if "####" in gold or "\\boxed" in gold or "\\fbox" in gold or stated:
         ans = extract_answer(gold, kind)
         if ans is not None:

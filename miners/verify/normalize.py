@@ -394,6 +394,9 @@ def relation_parts(s: str) -> tuple[list[str], list[str]] | None:
     return [p.strip() for p in sides], ops
 
 
+_LIST_CONJUNCTION_RE = re.compile(r",\s*(and|or)\b")
+
+
 @lru_cache(maxsize=CACHE_SIZE)
 def structure(s: str):
     """('scalar', s) | ('set', items) | ('seq', open, close, items) | ('list', items) |
@@ -423,7 +426,7 @@ def structure(s: str):
         groups = [p.strip() for p in split_top(s, (";",)) if p.strip()]
         if len(groups) > 1:
             return ("list", tuple(groups))
-    s = re.sub(r",\s*(and|or)\b", ",", s)  # "19, 46, and 82" is one list
+    s = _LIST_CONJUNCTION_RE.sub(",", s)  # "19, 46, and 82" is one list
     groups = [p.strip() for p in split_top(s, (), words=True) if p.strip()]
     sizes = {len(split_top(g)) for g in groups}
     if len(groups) > 1 and len(sizes) == 1 and sizes != {1}:

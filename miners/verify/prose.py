@@ -202,11 +202,14 @@ def _words_int(words: list[str]) -> int | None:
     return total + current if seen else None
 
 
+_SCALED_RE = re.compile(r"(.*?\d)\s+(million|billion|thousand)$")
+
+
 def _scaled(token: str) -> str:
     """ "3 million" -> "3000000" (exact: Python integers). "6 dozen" stays as written: a count of
     dozens or 72 of the things counted, and the comparison reads it both ways
     (miners.verify.fast.dozens_counted)."""
-    m = re.match(r"(.*?\d)\s+(million|billion|thousand)$", token)
+    m = _SCALED_RE.match(token) if "illion" in token or "thousand" in token else None
     if not m:
         return token
     num = m.group(1).replace(",", "").lstrip("$")
@@ -431,7 +434,10 @@ def last_sentences(text: str, n: int) -> list[str]:
 
 
 def _money(s: str) -> str:
-    return re.sub(r"(?<![\\\w])\$(?=\d)", "", s)  # "$880" in prose is money, not a math delimiter
+    return _MONEY_SIGN_RE.sub("", s) if "$" in s else s  # "$880" in prose is money, not a math delimiter
+
+
+_MONEY_SIGN_RE = re.compile(r"(?<![\\\w])\$(?=\d)")
 
 
 def prose_value(span: str, kind: str, look_back: int = 3) -> str | None:
@@ -459,7 +465,7 @@ def looping(text: str) -> bool:
 
 
 # a paragraph break, and a paragraph that holds only display math (a value under its intro line)
-_PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
+PARAGRAPH_BREAK_RE = re.compile(r"\n[ \t]*\n")
 _DISPLAY_ONLY_RE = re.compile(r"^\s*(?:\\\[.*\\\]|\$\$.*\$\$)\s*$", re.S)
 _CLOSING_PARAGRAPHS = 12
 _STATES_VALUE_RE = re.compile(r"\d|=|\\[A-Za-z]|\$")
@@ -510,7 +516,7 @@ def without_closing_rating(body: str) -> str:
     if not might_rate(body):
         return body
     # a closing rating is a few paragraphs at the end: the last dozen are read, no more
-    starts = ([0] + [m.end() for m in _PARAGRAPH_BREAK_RE.finditer(body)])[-_CLOSING_PARAGRAPHS:]
+    starts = ([0] + [m.end() for m in PARAGRAPH_BREAK_RE.finditer(body)])[-_CLOSING_PARAGRAPHS:]
     paragraphs = [(start, body[start:end]) for start, end in zip(starts, starts[1:] + [len(body)])]
     merged: list[tuple[int, str]] = []
     for start, text in paragraphs:  # a display block under its intro is one paragraph with it
@@ -548,15 +554,18 @@ _TO_THE_READER_RE = re.compile(
 )
 
 
+_STATES_A_VALUE_RE = re.compile(r"[\d$\\=]")
+
+
 def without_closing_address(body: str) -> str:
     """body less its last paragraphs (two at most) that only address the reader: every sentence a
     question or an offer to them, and no digit or math in it; they commit to nothing (like a closing
     rating). A doubt of the model's own ("Wait, is that right?") addresses no one and stays."""
     for _ in range(2):
         body = body.rstrip()
-        parts = _PARAGRAPH_BREAK_RE.split(body)
+        parts = PARAGRAPH_BREAK_RE.split(body)
         last = parts[-1]
-        if len(parts) < 2 or re.search(r"[\d$\\=]", last):
+        if len(parts) < 2 or _STATES_A_VALUE_RE.search(last):
             break
         said = sentences(last)
         if not said or not all(_TO_THE_READER_RE.search(sentence) for sentence in said):
@@ -600,7 +609,7 @@ def concluding(text: str, kind: str, whole: bool = True) -> str | None:
             return announced
     # the last paragraph, where it is one short line after the working ("...\n\nHarry has 8 more trees
     # in his yard than Ferdinand."): a closing statement of the result, as a one-line output is
-    closing_paragraph = _PARAGRAPH_BREAK_RE.split(body)[-1].strip()
+    closing_paragraph = PARAGRAPH_BREAK_RE.split(body)[-1].strip()
     closing_line = (
         whole
         and "\n" not in closing_paragraph

@@ -56,8 +56,11 @@ _NOISE_RE = re.compile(r"\\(?:left|right|big|Big|bigg|Bigg|displaystyle|[,;:! ]|
 MIN_KEPT_SHARE = 0.5
 
 
+_UNESCAPED_RES = {ch: re.compile(r"(?<!\\)" + re.escape(ch)) for ch in "{}"}
+
+
 def _unescaped(span: str, ch: str) -> int:
-    return len(re.findall(r"(?<!\\)" + re.escape(ch), span))
+    return len(_UNESCAPED_RES[ch].findall(span))
 
 
 @lru_cache(maxsize=64)  # unread_reason asks of a span and of math-verify's reading of it, often the same
@@ -255,4 +258,4 @@ def is_refusal(answer: str) -> bool:
     information", "I don't know", "无法确定"): with its math segments and markup set aside, it opens
     with a refusal of miners.verify.markers.REFUSALS and holds no digit."""
     rest = _MATH_OR_MARKUP_RE.sub(" ", answer).strip(" \t\n.:;,!")
-    return not re.search(r"\d", rest) and _REFUSAL_RE.match(rest) is not None
+    return _DIGIT_RE.search(rest) is None and _REFUSAL_RE.match(rest) is not None

@@ -594,7 +594,10 @@ def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
 
 def _marker_word(m: re.Match) -> str:
     """The marker word a match found, as the marker table writes it ("FINAL_ANSWER" -> "final answer")."""
-    return re.sub(r"[ \t_-]+", " ", m.group("w").lower())
+    return _MARKER_WORD_GAP_RE.sub(" ", m.group("w").lower())
+
+
+_MARKER_WORD_GAP_RE = re.compile(r"[ \t_-]+")
 
 
 def _language(m: re.Match) -> str | None:

@@ -35,6 +35,7 @@ would conclude (number_against_polynomial).
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # (the C module under signal: no stub)
 import functools
 import re
 import signal
@@ -57,6 +58,8 @@ _BIG_INT_RE = re.compile(r"\d{16,}")
 _FACTORIAL_RE = re.compile(r"(\d+)\s*!")
 _SYMBOLIC_SUM_RE = re.compile(r"\\(?:sum|prod)_\{[^{}]*\}\^\{?[^{}$]*[a-zA-Z]")
 _POWER_RE = re.compile(r"\^\s*\{?\s*-?(\d+)")
+# what every match of the patterns above but _BIG_INT_RE holds, and every nesting max_depth counts
+_RUNAWAY_SIGN_RE = re.compile(r"[\^*!\\({\[]")
 
 _math_verify = None
 _sympy_number = None  # sympy.Number, which math-verify's parser calls on every plain number it reads
@@ -79,6 +82,8 @@ def too_complex(s: str) -> bool:
     big factorials, deep nesting). These are never handed to sympy."""
     if len(s) > 300 or s.count("^") > 8:
         return True
+    if _RUNAWAY_SIGN_RE.search(s) is None:  # (most answers: only a long number is left to refuse)
+        return _BIG_INT_RE.search(s) is not None
     if _TOWER_RE.search(s) or _BIG_INT_RE.search(s):
         return True
     if _SYMBOLIC_SUM_RE.search(s):
@@ -211,6 +216,12 @@ def _restore_parsers(swapped: bool) -> None:
             setattr(_math_verify.parser, name, theirs)  # type: ignore[union-attr]
 
 
+# signal.signal less its wrapper's conversions to and from enums: for a Python handler the wrapper's
+# lookup of it among the Handlers enum raises and catches ValueError, which cost more than the
+# second opinion's other bookkeeping (the handler is set and restored on every bounded call)
+_set_handler = _signal.signal
+
+
 def _bounded(run, seconds: float, stats):
     """run() under a wall-clock bound in the main thread (the guard alone elsewhere); None when it
     timed out or raised (counted)."""
@@ -224,7 +235,7 @@ def _bounded(run, seconds: float, stats):
         finally:
             _restore_parsers(swapped)
     swapped = _swap_parsers()
-    old_handler = signal.signal(signal.SIGALRM, _raise_timeout)
+    old_handler = _set_handler(signal.SIGALRM, _raise_timeout)
     old_timer = signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         return run()
@@ -237,7 +248,7 @@ def _bounded(run, seconds: float, stats):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         _restore_parsers(swapped)  # (after the timer is off: a timeout cannot skip it)
-        signal.signal(signal.SIGALRM, old_handler)
+        _set_handler(signal.SIGALRM, old_handler)
         if old_timer[0] > 0:  # somebody else's timer was running: give it back what was left
             signal.setitimer(signal.ITIMER_REAL, max(old_timer[0] - seconds, 0.001), old_timer[1])
 
@@ -395,6 +406,13 @@ def _output_patterns():
     return table
 
 
+@functools.lru_cache(maxsize=1)
+def _distinct_needs() -> tuple[tuple[tuple[str, ...], bool], ...]:
+    """Every need of _output_patterns' table, once."""
+    table = _output_patterns() or ()
+    return tuple(dict.fromkeys(need for patterns, _ in table for _, _, needed in patterns for need in needed))
+
+
 def parse_output(text: str) -> list:
     """math-verify's parse(text) with its defaults, the same list, without trying the patterns that
     cannot match: one whose needed literal the text does not hold finds nothing, and parse reads
@@ -407,17 +425,14 @@ def parse_output(text: str) -> list:
     if table is None:
         return mv.parse(text, parsing_timeout=None)
     low = _lowered_alike(text)
-
-    def holds(words: tuple[str, ...], case_matters: bool) -> bool:
-        if case_matters:
-            return any(w in text for w in words)
-        return low is None or any(w in low for w in words)
-
-    def may_match(needed: Needed) -> bool:
-        return all(holds(words, case_matters) for words, case_matters in needed)
-
+    # (each need the patterns share is tested once: there are five, and thirteen patterns)
+    held: dict[tuple[tuple[str, ...], bool], bool] = {}
+    for need in _distinct_needs():
+        words, case_matters = need
+        where = text if case_matters else low
+        held[need] = where is None or any(w in where for w in words)
     target_res = [
-        ([(p, priority) for p, priority, needed in patterns if may_match(needed)], target)
+        ([(p, priority) for p, priority, needed in patterns if all(map(held.__getitem__, needed))], target)
         for patterns, target in table
     ]
     try:  # parse(): any failure is an empty reading; a timeout (a BaseException) goes through

@@ -1603,3 +1603,113 @@ def test_a_plain_number_on_the_lines_of_the_corpus_outputs():
         for kind in ("math", "gsm8k"):
             plain = bool(_PLAIN_NUMBER_RE.fullmatch(normalize.__wrapped__(line, kind)[0]))
             assert a_plain_number(line, kind) == (plain and not _SCALE_WORD_RE.search(line)), line[:80]
+
+
+# -- the refusal guard, the "nothing written" answer, the scale words ---------------------------------
+
+_GUARD_PIECES = [
+    "1", "7", "12", "0", "9" * 8, "9" * 15, ".", ",", " ", "-", "+", "/", "=", "x", "n", "k", "^", "^{",
+    "}", "{", "(", ")", "[", "]", "!", "*", "**", "\\", "\\sum_{k=1}", "\\prod_{i=0}", "\\frac", "e", "%",
+]  # fmt: skip
+
+
+def _too_complex_by_every_pattern(s: str) -> bool:
+    """symbolic.too_complex as first written: every pattern tried on every input."""
+    from miners.verify.brackets import max_depth
+
+    if len(s) > 300 or s.count("^") > 8:
+        return True
+    if symbolic._TOWER_RE.search(s) or symbolic._BIG_INT_RE.search(s):
+        return True
+    if symbolic._SYMBOLIC_SUM_RE.search(s):
+        return True
+    if any(int(m.group(1)) > 200 for m in symbolic._POWER_RE.finditer(s)):
+        return True
+    if any(int(m.group(1)) > 200 for m in symbolic._FACTORIAL_RE.finditer(s)):
+        return True
+    return max_depth(s) > 12
+
+
+@settings(max_examples=800, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_GUARD_PIECES), max_size=40))
+@example(["9" * 15, "9"])
+@example(["(", "("] * 7 + ["1"])
+@example(["7", "!"] * 2 + ["300", "!"])
+def test_the_size_guard_refuses_what_every_pattern_refuses(pieces):
+    """too_complex tries its patterns only where a sign one of them needs stands; it refuses what
+    trying all of them refuses."""
+    s = "".join(pieces)
+    assert symbolic.too_complex(s) == _too_complex_by_every_pattern(s), s
+
+
+def test_the_size_guard_on_every_corpus_answer_and_gold():
+    texts = {t for name in corpora() for r in load(DATA / name) for t in (r["gold"], r["pred"][-300:])}
+    for s in texts:
+        assert symbolic.too_complex(s) == _too_complex_by_every_pattern(s), s[:80]
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.text(alphabet=" \t\n\r\u00a0\u2003", max_size=6),
+    st.sampled_from(["", "", "", "42", "C", "x", "=", "$", "一"]),
+    st.sampled_from(["42", "C", "(B)", "AB", "1/2", "x^2", "(3, 4)", "hll wrld", "0.1(6)", "no", "-7%"]),
+    st.sampled_from(["math", "gsm8k", "task"]),
+    st.sampled_from([None, "12", "x"]),
+)
+@example("", "42", "42", "gsm8k", None)
+def test_nothing_written_states_no_gold(blank, written, gold, kind, gold_value):
+    """gold_stated answers False at once for a text of whitespace and no answers of its own; on any
+    text it answers what reading it through answers (its answers given as an iterator, which it does
+    not test for emptiness)."""
+    from miners.verify.evidence import gold_stated
+
+    text = blank + written + blank
+    read_through = gold_stated(text, gold, kind, gold_value, iter(()))
+    assert gold_stated(text, gold, kind, gold_value) == read_through
+    if not written:
+        assert read_through is False
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["3", "1,5", ".", "$", " ", "  ", "\n", "million", "billion", "thousand", "Million", "k", "x"]
+        ),
+        max_size=8,
+    )
+)
+@example(["3", " ", "billion"])
+@example(["1,5", " ", "million"])
+@example(["3", "  ", "thousand", "\n"])
+def test_a_scale_word_is_read_where_its_pattern_matches(pieces):
+    """prose._scaled tries its pattern only where "illion" or "thousand" stands: every token the
+    pattern matches holds one, and a token it does not match is left as it is."""
+    from miners.verify import prose
+
+    token = "".join(pieces)
+    m = prose._SCALED_RE.match(token)
+    if m is None:
+        assert prose._scaled(token) == token
+    else:
+        assert "illion" in token or "thousand" in token
+        number = m.group(1).replace(",", "").lstrip("$")
+        assert prose._scaled(token) != token or not number.replace(".", "").isdigit()
+
+
+def test_the_second_opinion_gives_back_the_alarm_handler_it_found():
+    """The handler is set and restored without signal.signal's enum conversions: the handler object
+    found before is the one in place after, whether math-verify answered or failed."""
+    import signal
+
+    def handler(signum, frame):  # pragma: no cover - never delivered
+        raise AssertionError
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        symbolic.output_reading("So the total is $12$.", "12", Counter())
+        assert signal.getsignal(signal.SIGALRM) is handler
+        symbolic.output_reading("\\boxed{" * 40, "12", Counter())
+        assert signal.getsignal(signal.SIGALRM) is handler
+    finally:
+        signal.signal(signal.SIGALRM, previous)
