@@ -326,6 +326,43 @@ def covering_pieces(words: Iterable[str], pieces: Iterable[str]) -> tuple[str, .
     return chosen + tuple(w for w in dict.fromkeys(words) if not any(p in w for p in chosen))
 
 
+class Substrings:
+    """Which of some strings a text holds, by substring tests (`s in text`, each skipping in C): the
+    ASCII strings each in turn; a string with a character beyond ASCII only where the text holds its
+    first such character. A search for one character is cheaper than one for a word, and most texts
+    hold few of another script's characters ("×" in an English output, Cyrillic in a Russian one:
+    the Chinese and Korean words are never searched for)."""
+
+    def __init__(self, strings: Iterable[str]):
+        strings = tuple(dict.fromkeys(strings))
+        self.ascii = tuple(s for s in strings if s.isascii())
+        by_char: dict[str, list[str]] = {}
+        for s in strings:
+            if not s.isascii():
+                by_char.setdefault(next(c for c in s if not c.isascii()), []).append(s)
+        self.by_char = tuple((c, tuple(ss)) for c, ss in by_char.items())
+
+    def any_in(self, text: str) -> bool:
+        for s in self.ascii:
+            if s in text:
+                return True
+        if text.isascii():
+            return False
+        for c, strings in self.by_char:
+            if c in text:
+                for s in strings:
+                    if s in text:
+                        return True
+        return False
+
+    def found_in(self, text: str) -> list[str]:
+        """The strings text holds (the ASCII ones first)."""
+        found = [s for s in self.ascii if s in text]
+        if not text.isascii():
+            found += [s for c, strings in self.by_char if c in text for s in strings if s in text]
+        return found
+
+
 def opening_chars(words: Iterable[str]) -> str:
     """A lookahead for the first characters of words ("(?=[abc])"), to put before a pattern of those
     words that opens with a lookbehind or a \\b: Python's re finds no first character of such a

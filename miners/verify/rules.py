@@ -26,6 +26,7 @@ from miners.verify.markers import (
     ANSWER_MARKERS,
     BOOLEAN_WORDS,
     AnswerMarker,
+    Substrings,
     covering_pieces,
     marker_words,
     opening_chars,
@@ -526,24 +527,16 @@ _ASCII_MARKER_PIECES = covering_pieces(
 )
 
 
-# Every other marker word by its first non-ASCII character: a text holds such a word only if it
-# holds that character ("×" and "→" in an English output call for no marker search).
-_MARKER_WORDS_BY_CHAR: dict[str, list[str]] = {}
-for _w, _ in _MARKERS:
-    if not _w.isascii():
-        _MARKER_WORDS_BY_CHAR.setdefault(next(c for c in _w if not c.isascii()), []).append(_w)
-# (found with one charset search: a set's intersection with a long text walked every character of it)
-_MARKER_CHAR_RE = re.compile("[" + "".join(re.escape(c) for c in sorted(_MARKER_WORDS_BY_CHAR)) + "]")
+# Every other marker word, each searched for only where its first character beyond ASCII stands ("×"
+# and "→" in an English output call for no marker search)
+_BEYOND_ASCII_MARKER_WORDS = Substrings(w for w, _ in _MARKERS if not w.isascii())
 
 
 @lru_cache(maxsize=8)  # the three marker rules ask about one text in turn (a str caches its hash)
 def _marker_hint(low: str) -> bool:
     if any(p in low for p in _ASCII_MARKER_PIECES) and any(w in low for w in _ASCII_MARKER_WORDS):
         return True
-    if low.isascii():
-        return False
-    present = set(_MARKER_CHAR_RE.findall(low))
-    return any(w in low for c in present for w in _MARKER_WORDS_BY_CHAR[c])
+    return not low.isascii() and _BEYOND_ASCII_MARKER_WORDS.any_in(low)
 
 
 def _heading_hint(low: str) -> bool:
@@ -703,15 +696,21 @@ def _by_key_word(words: Iterable[str]) -> tuple[tuple[str, tuple[str, ...]], ...
 
 _COPULA_GROUPS = _by_key_word(_COPULA_WORDS)
 _ASCII_COPULA_GROUPS = _by_key_word(w for w in _COPULA_WORDS if w.isascii())  # what an ASCII text can hold
+_COPULA_WORDS_BY_KEY = dict(_COPULA_GROUPS)
+_COPULA_KEYS = Substrings(_COPULA_WORDS_BY_KEY)  # (for a text beyond ASCII)
 
 
 @lru_cache(maxsize=8)  # asked once per text and rule pass (a str caches its hash)
 def _copula_words_in(low: str) -> frozenset[str]:
     """The copula markers' words that occur in low (substring tests, as `w in low`)."""
     found: list[str] = []
-    for key, words in _ASCII_COPULA_GROUPS if low.isascii() else _COPULA_GROUPS:
-        if key in low:
-            found += [w for w in words if w == key or w in low]
+    if low.isascii():
+        for key, words in _ASCII_COPULA_GROUPS:
+            if key in low:
+                found += [w for w in words if w == key or w in low]
+    else:
+        for key in _COPULA_KEYS.found_in(low):
+            found += [w for w in _COPULA_WORDS_BY_KEY[key] if w == key or w in low]
     return frozenset(found)
 
 

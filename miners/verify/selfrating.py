@@ -22,7 +22,13 @@ import re
 from functools import lru_cache
 
 from miners.verify.lowered import lowered
-from miners.verify.markers import SELF_RATING_ADJECTIVES, SELF_RATING_NOUNS, covering_pieces, word_trie
+from miners.verify.markers import (
+    SELF_RATING_ADJECTIVES,
+    SELF_RATING_NOUNS,
+    Substrings,
+    covering_pieces,
+    word_trie,
+)
 
 # a word of a spaced script ends where its letters do ("probability that i" is not "... that it")
 _LETTERS = r"A-Za-z\u00c0-\u024f\u0370-\u03ff\u0400-\u04ff"
@@ -52,6 +58,7 @@ _RATING_PIECES = covering_pieces(
     (*_ASCII_RATING_PIECES, "уверен", "достоверн", "впевнен", "güven", "tin cậy", "tự tin", "sûr", "chắc")
     + ("置信", "信心", "把握", "确信", "確信", "自信", "信頼", "신뢰", "확신"),
 )
+_RATING_PIECE_SEARCH = Substrings(_RATING_PIECES)
 # markup around a value: math delimiters, \boxed{, \text{, braces, bold
 _MARKUP_RE = re.compile(r"\\(?:boxed|fbox|text|textbf|mathrm|mbox)\s*\{|\\[()\[\],;! ]|[{}$*_`]")
 _PERCENT_RE = re.compile(r"^[~≈]?\s*(\d{1,3}(?:\.\d+)?)\s*(?:\\?%|％|percent\b|per\s*cent\b)", re.I)
@@ -95,7 +102,7 @@ def might_rate(text: str) -> bool:
     """Whether text names a rating at all (no candidate of a text that does not is a self-rating)."""
     low = lowered(text)
     if not low.isascii():
-        return any(p in low for p in _RATING_PIECES) and _ANY_RATING_WORD_RE.search(low) is not None
+        return _RATING_PIECE_SEARCH.any_in(low) and _ANY_RATING_WORD_RE.search(low) is not None
     return any(p in low for p in _ASCII_RATING_PIECES) and _ASCII_RATING_WORD_RE.search(low) is not None
 
 

@@ -1713,3 +1713,29 @@ def test_the_second_opinion_gives_back_the_alarm_handler_it_found():
         assert signal.getsignal(signal.SIGALRM) is handler
     finally:
         signal.signal(signal.SIGALRM, previous)
+
+
+_SCRIPT_PIECES = [
+    "answer", "ответ", "відповідь", "答案", "答", "正解", "답", "réponse", "odpowiedź", "đáp án", "án",
+    "الجواب", "απάντηση", "уверен", "信心", "güven", "sûr", "×", "→", "é", "ó", "о", "a", " ", "\n", "K",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(
+    st.lists(st.sampled_from(_SCRIPT_PIECES), max_size=8),
+    st.lists(st.sampled_from(_SCRIPT_PIECES + ["ответ на", "ó a", "án "]), min_size=1, max_size=6),
+)
+def test_substrings_found_are_the_ones_a_test_of_each_finds(pieces, strings):
+    """markers.Substrings tests a string beyond ASCII only where its first character beyond ASCII
+    stands: it finds what a test of each string finds."""
+    from miners.verify.markers import Substrings
+
+    text = "".join(pieces)
+    search = Substrings(strings)
+    distinct = list(dict.fromkeys(strings))
+    expected = [s for s in distinct if s.isascii() and s in text] + [
+        s for s in distinct if not s.isascii() and s in text
+    ]
+    assert sorted(search.found_in(text)) == sorted(expected)
+    assert search.any_in(text) == bool(expected)
