@@ -68,6 +68,7 @@ from miners.verify.markers import (
     word_trie,
 )
 from miners.verify.normalize import ascii_forms
+from miners.verify.parse import numeral_fraction
 from miners.verify.prose import first_value, number_words_values
 from miners.verify.rules import strip_answer
 from miners.verify.selfrating import rating_word
@@ -154,7 +155,7 @@ def _fraction(n: str | None, d: str | None, fn: str | None = None, fd: str | Non
             return Fraction(int(fn), int(fd)) if int(fd) else None
         if n is None:
             return None
-        value = Fraction(n.replace(",", ""))
+        value = numeral_fraction(n.replace(",", ""))
         if d is not None:
             return value / int(d) if int(d) else None
         return value
@@ -173,7 +174,7 @@ def numeric_gold(gold_text: str) -> Fraction | None:
 
 
 def _exact(number: str, divisor: int = 1, factor: Fraction = Fraction(1)) -> Fraction:
-    return abs(Fraction(number)) / divisor * factor
+    return abs(numeral_fraction(number)) / divisor * factor
 
 
 Written = tuple[float, Callable[[], Fraction]]

@@ -24,6 +24,14 @@ _MIXED_TEX_RE = re.compile(r"^(-?)(\d+)\s*\\frac\s*\{\s*(\d+)\s*\}\s*\{\s*(\d+)\
 REPEATING_RE = re.compile(r"^(-?)(\d*)\.(\d*)(?:\\overline\{(\d+)\}|\((\d+)\))$")
 
 
+def numeral_fraction(numeral: str) -> Fraction:
+    """Fraction(numeral), a whole number of ASCII digits read as int (Fraction's string reader is a
+    regex and several steps; the value is the same)."""
+    if numeral.isascii() and numeral.isdigit():
+        return Fraction(int(numeral))
+    return Fraction(numeral)
+
+
 class Unsupported(Exception):
     """The evaluator does not read this; the symbolic back end may."""
 
@@ -220,7 +228,7 @@ class _Parser:
         self.i += 1
         if kind == "num":
             try:
-                return ("n", Fraction(val))
+                return ("n", numeral_fraction(val))
             except (ValueError, ZeroDivisionError) as exc:
                 raise Unsupported(val) from exc
         if kind == "var":

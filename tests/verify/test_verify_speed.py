@@ -1739,3 +1739,25 @@ def test_substrings_found_are_the_ones_a_test_of_each_finds(pieces, strings):
     ]
     assert sorted(search.found_in(text)) == sorted(expected)
     assert search.any_in(text) == bool(expected)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.text(alphabet="0123456789.-+/e_ ٣²", min_size=1, max_size=12))
+@example("007")
+@example("٣")
+@example("²")
+def test_a_numeral_is_the_fraction_its_string_reads_as(numeral):
+    """parse.numeral_fraction reads a whole number of ASCII digits as int: the Fraction that
+    Fraction(numeral) builds, and the same error for any numeral it cannot read."""
+    from fractions import Fraction
+
+    from miners.verify.parse import numeral_fraction
+
+    try:
+        expected = Fraction(numeral)
+    except (ValueError, ZeroDivisionError) as exc:
+        with pytest.raises(type(exc)):
+            numeral_fraction(numeral)
+        return
+    got = numeral_fraction(numeral)
+    assert (got, got.numerator, got.denominator) == (expected, expected.numerator, expected.denominator)
