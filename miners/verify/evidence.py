@@ -64,6 +64,7 @@ from miners.verify.markers import (
     ALTERNATIVE_WORDS,
     NUMBER_WORDS_ANY_TEXT,
     NUMBER_WORDS_IN_LANGUAGE,
+    covering_pieces,
     opening_chars,
     word_trie,
 )
@@ -501,31 +502,38 @@ class _WordSieve:
     far cheaper than a search for the words on a long output (the searches open on common letters, and
     a math output's "π" or "Δ" is a letter of a Greek number word). A word an ASCII letter can match
     throughout is held, in a text with no letter that folds to ASCII, as its _ascii_form in the lowered
-    text; any other word needs each of its letters beyond ASCII matched by one of the text's
-    (_letters_beyond_ascii). tests/verify/test_verify_speed.py holds _other_number_word and
+    text, so the lowered text holds a piece of that form (`pieces`, and any form none of them is in:
+    markers.covering_pieces); any other word needs each of its letters beyond ASCII matched by one of
+    the text's (_letters_beyond_ascii). tests/verify/test_verify_speed.py holds _other_number_word and
     _marker_of_a_language equal to their searches."""
 
-    def __init__(self, words: Iterable[str]):
+    def __init__(self, words: Iterable[str], pieces: Iterable[str] = ()):
         words = tuple(dict.fromkeys(words))
         forms = [_ascii_form(w) for w in words if _ascii_reachable(w)]
-        # (one search of the lowered text for all forms: a substring test per form walked it per form)
-        self.ascii_form_re = re.compile(word_trie(forms, space=" ")) if forms else None
+        # (a few substring tests, each skipping in C: a search for the forms, even as one trie, stops
+        # at every letter one of them opens with -- most of an English text's)
+        self.ascii_pieces = covering_pieces(forms, pieces) if forms else ()
         self.letters_of_words = tuple(
             dict.fromkeys(_beyond_letters(w) for w in words if not _ascii_reachable(w))
         )
 
     def may_hold(self, text: str) -> bool:
-        if self.ascii_form_re is not None and (
-            FOLDS_TO_ASCII_RE.search(text) is not None or self.ascii_form_re.search(lowered(text)) is not None
-        ):
-            return True
+        if self.ascii_pieces:
+            if FOLDS_TO_ASCII_RE.search(text) is not None:
+                return True
+            low = lowered(text)
+            if any(p in low for p in self.ascii_pieces):
+                return True
         if not self.letters_of_words or text.isascii():
             return False
         found = _letters_beyond_ascii(text)
         return any(letters <= found for letters in self.letters_of_words)
 
 
-_MARKER_SIEVE = _WordSieve(_MARKER_WORDS)
+# (pieces no common English word holds: "resp" would let "response" through to the search)
+_MARKER_SIEVE = _WordSieve(
+    _MARKER_WORDS, ("antwo", "cevap", "jawa", "jibu", "respue", "respos", "rispos", "svar", "yanit")
+)
 _REACHABLE_WORD_SIEVE = _WordSieve(
     w for words in NUMBER_WORDS_ANY_TEXT.values() for w in words if _ascii_reachable(w)
 )

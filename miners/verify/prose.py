@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from miners.verify.lowered import FOLDS_TO_ASCII_RE, lowered
-from miners.verify.markers import CONCLUDING_WORDS, marker_words, opening_chars, word_trie
+from miners.verify.markers import CONCLUDING_WORDS, covering_pieces, marker_words, opening_chars, word_trie
 from miners.verify.normalize import NUMERAL
 from miners.verify.selfrating import is_self_rating_sentence, might_rate, names_rating_noun
 
@@ -83,9 +83,30 @@ def word_runs(text: str) -> Iterator[re.Match[str]]:
     """_WORD_RUN_RE.finditer(text): the same spans, the runs read in the lowered text where that finds
     them (group(0) lowercase; tests/verify/test_verify_speed.py holds the two equal)."""
     low = lowered(text)
-    if len(low) == len(text) and FOLDS_TO_ASCII_RE.search(text) is None:
+    if _read_lowered(text, low):
         return _LOWERED_WORD_RUN_RE.finditer(low)
     return _WORD_RUN_RE.finditer(text)
+
+
+def _read_lowered(text: str, low: str) -> bool:
+    return len(low) == len(text) and FOLDS_TO_ASCII_RE.search(text) is None
+
+
+# Pieces of the words a run holds beyond a lone "a" (a number word, a scale, "point", or the sign
+# words "minus" and "negative", which make "minus a" -1): a text whose lowered form holds none
+# writes no number in words. The run pattern opens on common letters and is tried at each of them;
+# most outputs hold no such piece, which a few substring tests find out sooner.
+_NUMBER_WORD_PIECES = covering_pieces(
+    [*_NUMBER_WORDS, *_SCALES, "point", "minus", "negative"],
+    ("one", "two", "thre", "four", "five", "six", "seven", "eigh", "nine", "ten", "elev", "twel")
+    + ("twent", "thirt", "fort", "fift", "hundred", "thousand", "illion", "zero", "point", "minus"),
+)
+
+
+def _may_write_number_words(text: str) -> bool:
+    """False only where text writes no number in words beyond a lone "a" (word_runs finds none)."""
+    low = lowered(text)
+    return not _read_lowered(text, low) or any(p in low for p in _NUMBER_WORD_PIECES)
 
 
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
@@ -132,12 +153,16 @@ _CUE_RE = re.compile(
 def number_word_runs(text: str) -> int:
     """How many numbers text writes in words ("two hundred ninety-four dollars" is one; "a" and "one"
     alone are words, not numbers)."""
+    if not _may_write_number_words(text):
+        return 0
     return sum(m.group(0).lower() not in ("a", "one") for m in word_runs(text))
 
 
 def number_words_values(text: str) -> list[str]:
     """The value of every number text writes in words ("a" alone is a word, not a number)."""
-    out = []
+    out: list[str] = []
+    if not _may_write_number_words(text):
+        return out
     for m in word_runs(text):
         if m.group(0).lower() != "a":
             value = _words_value(m.group(0), text[m.end() : m.end() + 80])  # (cents follow within it)

@@ -1761,3 +1761,45 @@ def test_a_numeral_is_the_fraction_its_string_reads_as(numeral):
         return
     got = numeral_fraction(numeral)
     assert (got, got.numerator, got.denominator) == (expected, expected.numerator, expected.denominator)
+
+
+_NUMBER_WORD_TEXT_PIECES = [
+    "a", "A", "one", "ONE", "two", "twelve", "thirteen", "ninety", "hundred", "Thousand", "million",
+    "point", "minus", "Negative", "and", "-", " ", "  ", "\n", "often", "done", "tent", "ſix", "ſeven",
+    "\u212aилограмм", "İ", "ı", "x", "7", "dollars and", "cents", ".", "Zero", "eigh", "fort",
+]  # fmt: skip
+
+
+def _words_read_through(text: str) -> tuple[list[str], int]:
+    """prose.number_words_values and number_word_runs as first written: every run word_runs finds."""
+    from miners.verify.prose import _words_value, word_runs
+
+    values = []
+    for m in word_runs(text):
+        if m.group(0).lower() != "a":
+            value = _words_value(m.group(0), text[m.end() : m.end() + 80])
+            if value is not None:
+                values.append(value)
+    count = sum(m.group(0).lower() not in ("a", "one") for m in word_runs(text))
+    return values, count
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(_NUMBER_WORD_TEXT_PIECES), max_size=10))
+@example(["minus", " ", "a"])
+@example(["Negative", " ", "a"])
+@example(["ſix"])
+def test_numbers_in_words_are_read_where_a_piece_of_one_stands(pieces):
+    """number_words_values and number_word_runs skip the run search where the lowered text holds no
+    piece of a number word, a scale, "point" or a sign word; they read what the search reads."""
+    from miners.verify.prose import number_word_runs, number_words_values
+
+    text = "".join(pieces)
+    assert (number_words_values(text), number_word_runs(text)) == _words_read_through(text), text
+
+
+def test_numbers_in_words_of_every_corpus_output_are_read_as_the_search_reads_them():
+    from miners.verify.prose import number_word_runs, number_words_values
+
+    for text in _outputs():
+        assert (number_words_values(text), number_word_runs(text)) == _words_read_through(text), text[:80]
