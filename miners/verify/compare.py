@@ -59,12 +59,12 @@ class TooLarge(Exception):
     large is not unequal ((2^{10})^{100} is 2^{1000}). The verdict is undecided."""
 
 
+_WORD_OF_LETTERS_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
+
+
 def is_texty(s: str) -> bool:
     """A word answer ("Monday", "no solution"): a run of 3+ letters that is not a LaTeX command."""
     return _WORD_OF_LETTERS_RE.search(_ENV_RE.sub(" ", s)) is not None
-
-
-_WORD_OF_LETTERS_RE = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 
 
 def text_key(s: str) -> str:

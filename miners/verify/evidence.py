@@ -793,15 +793,15 @@ def _several_values(sentence: str) -> bool:
     )
 
 
+_GROUPING_COMMA_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+_SEVERAL_VALUES_RE = re.compile(r",|\\cup|\\\{|;|(?<!\w)(?:or|and)(?!\w)")
+
+
 def _is_list(gold_text: str) -> bool:
     """A gold of several values (a set, a list, a union of intervals, a "1 or 2" of its own), not a
     number grouped by commas ("1,250")."""
     ungrouped = _GROUPING_COMMA_RE.sub("", gold_text)
     return _SEVERAL_VALUES_RE.search(ungrouped) is not None
-
-
-_GROUPING_COMMA_RE = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_SEVERAL_VALUES_RE = re.compile(r",|\\cup|\\\{|;|(?<!\w)(?:or|and)(?!\w)")
 
 
 def open_reason(c: Commitment, gold_text: str) -> str | None:

@@ -79,17 +79,17 @@ _WORD_RUN_RE = re.compile(_WORD_RUN, re.I)
 _LOWERED_WORD_RUN_RE = re.compile(_WORD_RUN)
 
 
-def word_runs(text: str) -> Iterator[re.Match[str]]:
+def word_runs(text: str, *, lone_a: bool = True) -> Iterator[re.Match[str]]:
     """_WORD_RUN_RE.finditer(text): the same spans, the runs read in the lowered text where that finds
-    them (group(0) lowercase; tests/verify/test_verify_speed.py holds the two equal)."""
+    them (group(0) lowercase; tests/verify/test_verify_speed.py holds the two equal). lone_a=False:
+    none where the lowered text holds no piece of a word a run holds beyond a lone "a"
+    (_NUMBER_WORD_PIECES) -- a caller that reads no lone "a" loses nothing."""
     low = lowered(text)
-    if _read_lowered(text, low):
-        return _LOWERED_WORD_RUN_RE.finditer(low)
-    return _WORD_RUN_RE.finditer(text)
-
-
-def _read_lowered(text: str, low: str) -> bool:
-    return len(low) == len(text) and FOLDS_TO_ASCII_RE.search(text) is None
+    if len(low) != len(text) or FOLDS_TO_ASCII_RE.search(text) is not None:
+        return _WORD_RUN_RE.finditer(text)
+    if not lone_a and not any(p in low for p in _NUMBER_WORD_PIECES):
+        return iter(())
+    return _LOWERED_WORD_RUN_RE.finditer(low)
 
 
 # Pieces of the words a run holds beyond a lone "a" (a number word, a scale, "point", or the sign
@@ -103,13 +103,8 @@ _NUMBER_WORD_PIECES = covering_pieces(
 )
 
 
-def _may_write_number_words(text: str) -> bool:
-    """False only where text writes no number in words beyond a lone "a" (word_runs finds none)."""
-    low = lowered(text)
-    return not _read_lowered(text, low) or any(p in low for p in _NUMBER_WORD_PIECES)
-
-
 _CENTS_RE = re.compile(r"(?i)^\s*dollars?\s+and\s+")
+_SCALED_RE = re.compile(r"(.*?\d)\s+(million|billion|thousand)$")
 _NUMBER_RE = re.compile(
     # a bracketed list of numbers is one value ("So, 3w = (3, 6, 9).")
     r"[(\[]\s*[-−]?\d+(?:\.\d+)?(?:\s*,\s*[-−]?\d+(?:\.\d+)?)+\s*[)\]]"
@@ -153,17 +148,13 @@ _CUE_RE = re.compile(
 def number_word_runs(text: str) -> int:
     """How many numbers text writes in words ("two hundred ninety-four dollars" is one; "a" and "one"
     alone are words, not numbers)."""
-    if not _may_write_number_words(text):
-        return 0
-    return sum(m.group(0).lower() not in ("a", "one") for m in word_runs(text))
+    return sum(m.group(0).lower() not in ("a", "one") for m in word_runs(text, lone_a=False))
 
 
 def number_words_values(text: str) -> list[str]:
     """The value of every number text writes in words ("a" alone is a word, not a number)."""
-    out: list[str] = []
-    if not _may_write_number_words(text):
-        return out
-    for m in word_runs(text):
+    out = []
+    for m in word_runs(text, lone_a=False):
         if m.group(0).lower() != "a":
             value = _words_value(m.group(0), text[m.end() : m.end() + 80])  # (cents follow within it)
             if value is not None:
@@ -225,9 +216,6 @@ def _words_int(words: list[str]) -> int | None:
         else:
             return None
     return total + current if seen else None
-
-
-_SCALED_RE = re.compile(r"(.*?\d)\s+(million|billion|thousand)$")
 
 
 def _scaled(token: str) -> str:
@@ -458,11 +446,11 @@ def last_sentences(text: str, n: int) -> list[str]:
     return list(_sentences(text)[-n:])
 
 
+_MONEY_SIGN_RE = re.compile(r"(?<![\\\w])\$(?=\d)")
+
+
 def _money(s: str) -> str:
     return _MONEY_SIGN_RE.sub("", s) if "$" in s else s  # "$880" in prose is money, not a math delimiter
-
-
-_MONEY_SIGN_RE = re.compile(r"(?<![\\\w])\$(?=\d)")
 
 
 def prose_value(span: str, kind: str, look_back: int = 3) -> str | None:
@@ -579,7 +567,7 @@ _TO_THE_READER_RE = re.compile(
 )
 
 
-_STATES_A_VALUE_RE = re.compile(r"[\d$\\=]")
+_DIGIT_OR_MATH_SIGN_RE = re.compile(r"[\d$\\=]")
 
 
 def without_closing_address(body: str) -> str:
@@ -590,7 +578,7 @@ def without_closing_address(body: str) -> str:
         body = body.rstrip()
         parts = PARAGRAPH_BREAK_RE.split(body)
         last = parts[-1]
-        if len(parts) < 2 or _STATES_A_VALUE_RE.search(last):
+        if len(parts) < 2 or _DIGIT_OR_MATH_SIGN_RE.search(last):
             break
         said = sentences(last)
         if not said or not all(_TO_THE_READER_RE.search(sentence) for sentence in said):

@@ -585,12 +585,12 @@ def find_marker_line(text: str, low: str, kind: str) -> Iterable[Span]:
                 yield Span(m.start(), read[1], read[0], "marker_line", _language(m))
 
 
+_MARKER_WORD_GAP_RE = re.compile(r"[ \t_-]+")
+
+
 def _marker_word(m: re.Match) -> str:
     """The marker word a match found, as the marker table writes it ("FINAL_ANSWER" -> "final answer")."""
     return _MARKER_WORD_GAP_RE.sub(" ", m.group("w").lower())
-
-
-_MARKER_WORD_GAP_RE = re.compile(r"[ \t_-]+")
 
 
 def _language(m: re.Match) -> str | None:
